@@ -1,0 +1,17 @@
+# lit configuration for Sol's FileCheck tests (*.mlir and *.test under test/).
+import os
+import lit.formats
+
+config.name = "Sol"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["unit", "models", "tokenizer", "chat", "gpu", "Inputs",
+                   "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.join(config.sol_src_root, "test")
+config.test_exec_root = os.path.join(config.sol_obj_root, "test")
+
+# Tools: ours first, then FileCheck, not, count from LLVM 19.
+config.environment["PATH"] = os.pathsep.join(
+    [config.sol_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+config.substitutions.append(("%models", os.path.join(config.sol_src_root, "test", "models")))
+config.substitutions.append(("%python", config.python_executable))
