@@ -80,9 +80,9 @@ LogicalResult checkActivation(Operation *op, Value v, StringRef what,
                               int64_t rank) {
   auto type = tensorType(v);
   if (type.getRank() != rank)
-    return op->emitOpError() << what << " must have rank " << rank
-                             << " (tokens first), but has shape "
-                             << shapeString(type);
+    return op->emitOpError()
+           << what << " must have rank " << rank
+           << " (tokens first), but has shape " << shapeString(type);
   for (int64_t i = 1; i < rank; ++i)
     if (type.isDynamicDim(i))
       return op->emitOpError()
@@ -109,9 +109,9 @@ LogicalResult checkWeightShape(Operation *op, Value v, StringRef what,
 LogicalResult checkTokenCount(Operation *op, Value v, StringRef what) {
   auto type = tensorType(v);
   if (type.getRank() != 1)
-    return op->emitOpError() << what << " must be a 1-D tensor of i32 (one "
-                             << "entry per token), but has shape "
-                             << shapeString(type);
+    return op->emitOpError()
+           << what << " must be a 1-D tensor of i32 (one "
+           << "entry per token), but has shape " << shapeString(type);
   return success();
 }
 
@@ -121,9 +121,9 @@ LogicalResult checkSameElementType(Operation *op, Value input, StringRef what,
   Type in = tensorType(input).getElementType();
   Type out = cast<RankedTensorType>(resultType).getElementType();
   if (in != out)
-    return op->emitOpError() << "result element type " << out
-                             << " must match the element type " << in
-                             << " of " << what;
+    return op->emitOpError()
+           << "result element type " << out << " must match the element type "
+           << in << " of " << what;
   return success();
 }
 
@@ -133,11 +133,11 @@ LogicalResult checkSameElementType(Operation *op, Value input, StringRef what,
 // Attributes
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                 APFloat thetaF, RopeScalingKind kind, APFloat factorF,
-                 APFloat lowF, APFloat highF, int64_t originalMaxPosition,
-                 APFloat betaFast, APFloat betaSlow, APFloat attentionFactor) {
+LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               APFloat thetaF, RopeScalingKind kind,
+                               APFloat factorF, APFloat lowF, APFloat highF,
+                               int64_t originalMaxPosition, APFloat betaFast,
+                               APFloat betaSlow, APFloat attentionFactor) {
   double theta = thetaF.convertToDouble(), factor = factorF.convertToDouble();
   double lowFreqFactor = lowF.convertToDouble(),
          highFreqFactor = highF.convertToDouble();
@@ -184,8 +184,8 @@ LogicalResult EmbeddingOp::verify() {
                          << "but has shape " << shapeString(table);
   auto result = getResult().getType();
   if (result.getRank() != 2 || result.getDimSize(1) != table.getDimSize(1))
-    return emitOpError() << "result must have shape [?, "
-                         << table.getDimSize(1) << "] to match the table, "
+    return emitOpError() << "result must have shape [?, " << table.getDimSize(1)
+                         << "] to match the table, "
                          << "but has shape " << shapeString(result);
   if (table.getElementType() != result.getElementType())
     return emitOpError() << "result element type " << result.getElementType()
@@ -222,8 +222,7 @@ LogicalResult LinearOp::verify() {
   if (result.getRank() != 2 || result.getDimSize(1) != outN)
     return emitOpError() << "result must have shape [?, " << outN
                          << "], but has shape " << shapeString(result);
-  return checkSameElementType(*this, getInput(), "operand #0 (input)",
-                              result);
+  return checkSameElementType(*this, getInput(), "operand #0 (input)", result);
 }
 
 LogicalResult RmsNormOp::verify() {
@@ -233,8 +232,8 @@ LogicalResult RmsNormOp::verify() {
   auto weight = getWeight().getType();
   if (weight.getRank() != 1 || n % weight.getDimSize(0) != 0)
     return emitOpError() << "operand #1 (weight) must be 1-D with a size that "
-                         << "divides the row size " << n
-                         << ", but has shape " << shapeString(weight);
+                         << "divides the row size " << n << ", but has shape "
+                         << shapeString(weight);
   if (getEpsilon().convertToFloat() <= 0.0f)
     return emitOpError() << "epsilon must be positive";
   if (getResult().getType() != getInput().getType())
@@ -309,7 +308,8 @@ LogicalResult AttentionOp::verify() {
       return emitOpError() << o.name << " has " << n
                            << " features per token, expected " << o.features;
   }
-  if (failed(checkTokenCount(*this, getPositions(), "operand #3 (positions)")) ||
+  if (failed(
+          checkTokenCount(*this, getPositions(), "operand #3 (positions)")) ||
       failed(checkTokenCount(*this, getTokenSeq(), "operand #4 (token_seq)")))
     return failure();
   if (getResult().getType() != getQuery().getType())
@@ -373,8 +373,8 @@ LogicalResult LogitsOp::verify() {
     return failure();
   auto head = getLmHead().getType();
   if (head.getRank() != 2 || head.getDimSize(1) != d)
-    return emitOpError() << "operand #2 (lm_head) must have shape [vocab, "
-                         << d << "], but has shape " << shapeString(head);
+    return emitOpError() << "operand #2 (lm_head) must have shape [vocab, " << d
+                         << "], but has shape " << shapeString(head);
   if (failed(checkTokenCount(*this, getRows(), "operand #3 (rows)")))
     return failure();
   auto result = getResult().getType();
@@ -400,7 +400,8 @@ LogicalResult FusedOp::verifyRegions() {
                            << input.getType();
   }
   for (Operation &op : body.without_terminator()) {
-    if (!op.hasTrait<OpTrait::Elementwise>() || !isa<SolDialect>(op.getDialect()))
+    if (!op.hasTrait<OpTrait::Elementwise>() ||
+        !isa<SolDialect>(op.getDialect()))
       return emitOpError() << "may hold only elementwise sol ops, but holds '"
                            << op.getName() << "'";
   }

@@ -105,10 +105,11 @@ struct FuseGateUp : OpRewritePattern<SwigluOp> {
     auto up = op.getUp().getDefiningOp<LinearOp>();
     if (!gate || !up || gate.getInput() != up.getInput() ||
         gate.getEpilogue() != LinearEpilogue::None ||
-        up.getEpilogue() != LinearEpilogue::None ||
-        !gate->hasOneUse() || !up->hasOneUse())
+        up.getEpilogue() != LinearEpilogue::None || !gate->hasOneUse() ||
+        !up->hasOneUse())
       return rewriter.notifyMatchFailure(op, "not two plain linears of one x");
-    WeightOp wg = plainWeight(gate.getWeight()), wu = plainWeight(up.getWeight());
+    WeightOp wg = plainWeight(gate.getWeight()),
+             wu = plainWeight(up.getWeight());
     if (!wg || !wu || !stackable({wg, wu}))
       return rewriter.notifyMatchFailure(op, "weights cannot be stacked");
     if (bool(gate.getBias()) != bool(up.getBias()))
@@ -155,15 +156,13 @@ struct FuseSiblingLinears : OpRewritePattern<LinearOp> {
     for (Operation *user : op.getInput().getUsers()) {
       auto sibling = dyn_cast<LinearOp>(user);
       if (sibling && sibling->getBlock() == op->getBlock() &&
-          candidate(sibling) &&
-          bool(sibling.getBias()) == bool(op.getBias()))
+          candidate(sibling) && bool(sibling.getBias()) == bool(op.getBias()))
         group.push_back(sibling);
     }
     if (group.size() < 2)
       return rewriter.notifyMatchFailure(op, "no sibling linears");
-    llvm::sort(group, [](LinearOp a, LinearOp b) {
-      return a->isBeforeInBlock(b);
-    });
+    llvm::sort(group,
+               [](LinearOp a, LinearOp b) { return a->isBeforeInBlock(b); });
     if (group.front() != op)
       return rewriter.notifyMatchFailure(op, "fused from the first sibling");
     SmallVector<WeightOp> weights, biases;
@@ -178,7 +177,8 @@ struct FuseSiblingLinears : OpRewritePattern<LinearOp> {
     rewriter.setInsertionPoint(op);
     Location loc = op.getLoc();
     Value weight = concatWeights(rewriter, loc, weights);
-    Value bias = biases.empty() ? Value() : concatWeights(rewriter, loc, biases);
+    Value bias =
+        biases.empty() ? Value() : concatWeights(rewriter, loc, biases);
     auto inputType = op.getInput().getType();
     int64_t n = cast<RankedTensorType>(weight.getType()).getDimSize(0);
     auto fusedType = RankedTensorType::get({ShapedType::kDynamic, n},
@@ -200,7 +200,8 @@ struct SolFusePass : sol::impl::SolFuseBase<SolFusePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseGateUp, FuseSiblingLinears>(&getContext());
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };

@@ -15,3 +15,5 @@ config.environment["PATH"] = os.pathsep.join(
     [config.sol_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%models", os.path.join(config.sol_src_root, "test", "models")))
 config.substitutions.append(("%python", config.python_executable))
+# ../shared beside the checkout (real tokenizers); CI has a read-only copy.
+config.substitutions.append(("%shared", os.path.join(os.path.dirname(config.sol_src_root), "shared")))

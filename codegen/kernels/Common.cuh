@@ -1,0 +1,130 @@
+//===- Common.cuh - Helpers shared by Sol's CUDA kernel templates ---------===//
+//
+// Compiled by both nvcc and NVRTC, so only cuda_bf16.h is included: NVRTC has
+// no host standard headers (not even <cstdint>), so sizes use plain int /
+// unsigned / long long.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cuda_bf16.h>
+
+namespace sol {
+namespace kernels {
+
+using bf16 = __nv_bfloat16;
+
+// The paged KV cache's block size unless a kernel is told otherwise.
+constexpr int kDefaultKvBlockSize = 16;
+
+__host__ __device__ constexpr int constMin(int a, int b) {
+  return a < b ? a : b;
+}
+__host__ __device__ constexpr int constMax(int a, int b) {
+  return a > b ? a : b;
+}
+__host__ __device__ constexpr int ceilDiv(int a, int b) {
+  return (a + b - 1) / b;
+}
+__host__ __device__ constexpr int roundUp(int a, int b) {
+  return ceilDiv(a, b) * b;
+}
+__host__ __device__ constexpr int nextPowerOfTwo(int v) {
+  int p = 1;
+  while (p < v)
+    p *= 2;
+  return p;
+}
+__host__ __device__ constexpr bool isPowerOfTwo(int v) {
+  return v > 0 && (v & (v - 1)) == 0;
+}
+
+// bf16 <-> fp32. A bf16 is the upper half of an fp32, so widening is a shift.
+__device__ __forceinline__ float lowBf16(unsigned pair) {
+  return __uint_as_float(pair << 16);
+}
+__device__ __forceinline__ float highBf16(unsigned pair) {
+  return __uint_as_float(pair & 0xffff0000u);
+}
+
+// Round-to-nearest-even to bf16 and back: what PyTorch does after every bf16
+// op, so kernels reproduce Hugging Face's rounding points with it.
+__device__ __forceinline__ float roundToBf16(float x) {
+  return __bfloat162float(__float2bfloat16_rn(x));
+}
+
+__device__ __forceinline__ unsigned packBf16Pair(float lo, float hi) {
+  unsigned l = __bfloat16_as_ushort(__float2bfloat16_rn(lo));
+  unsigned h = __bfloat16_as_ushort(__float2bfloat16_rn(hi));
+  return l | (h << 16);
+}
+
+// Eight bf16 values travel as one 16-byte uint4.
+__device__ __forceinline__ void unpack8(const uint4 &v, float (&f)[8]) {
+  f[0] = lowBf16(v.x);
+  f[1] = highBf16(v.x);
+  f[2] = lowBf16(v.y);
+  f[3] = highBf16(v.y);
+  f[4] = lowBf16(v.z);
+  f[5] = highBf16(v.z);
+  f[6] = lowBf16(v.w);
+  f[7] = highBf16(v.w);
+}
+
+__device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
+  uint4 v;
+  v.x = packBf16Pair(f[0], f[1]);
+  v.y = packBf16Pair(f[2], f[3]);
+  v.z = packBf16Pair(f[4], f[5]);
+  v.w = packBf16Pair(f[6], f[7]);
+  return v;
+}
+
+__device__ __forceinline__ uint4 load16(const void *p) {
+  return *reinterpret_cast<const uint4 *>(p);
+}
+
+__device__ __forceinline__ void store16(void *p, const uint4 &v) {
+  *reinterpret_cast<uint4 *>(p) = v;
+}
+
+// Read-only load that bypasses L1: weights are read once per launch, so they
+// should not evict the activations that every warp re-reads from L1.
+__device__ __forceinline__ uint4 loadStreaming16(const void *p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// Read-only, L1-cached load for data many warps share (activations).
+__device__ __forceinline__ uint4 loadShared16(const void *p) {
+  return __ldg(reinterpret_cast<const uint4 *>(p));
+}
+
+// Sum over aligned groups of `Width` lanes (Width a power of two <= 32); every
+// lane of the warp must take part.
+template <int Width> __device__ __forceinline__ float groupSum(float v) {
+#pragma unroll
+  for (int offset = Width / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+template <int Width> __device__ __forceinline__ float groupMax(float v) {
+#pragma unroll
+  for (int offset = Width / 2; offset > 0; offset /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+__device__ __forceinline__ float warpSum(float v) { return groupSum<32>(v); }
+
+// Negative infinity without <cmath>/<limits> (unavailable under NVRTC).
+__device__ __forceinline__ float negativeInfinity() {
+  return __int_as_float(0xff800000);
+}
+
+} // namespace kernels
+} // namespace sol

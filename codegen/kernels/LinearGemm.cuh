@@ -1,0 +1,222 @@
+//===- LinearGemm.cuh - y = x * W^T (+ b) on tensor cores (prefill) -------===//
+//
+// x is [M, K] (M = tokens, any M >= 1), W is [N, K], y is [M, N] in bf16 or
+// fp32; N and K must be multiples of 8 (partial K tiles are zero-filled).
+// Both operands are K-contiguous, so both feed ldmatrix without transposes.
+//
+// Block tile BM x BN x 64, WarpsM x WarpsN warps, each warp a
+// (BM / WarpsM) x (BN / WarpsN) tile of m16n8k16 bf16 mma.sync with fp32
+// accumulators. Tiles stream into a Stages-deep shared-memory ring with
+// cp.async; each 128-byte tile row has its 16-byte chunks XOR-swizzled by
+// (row % 8) so cp.async stores and ldmatrix reads are free of bank conflicts.
+//
+// Launch: WarpsM * WarpsN * 32 threads, grid (ceil(M / BM), ceil(N / BN)) so
+// that neighbouring blocks share a weight tile in L2, and
+// GemmShape<...>::kSharedBytes of dynamic shared memory (raise the function's
+// dynamic shared memory limit first: it is above 48 KB).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "Common.cuh"
+
+namespace sol {
+namespace kernels {
+
+template <int BM, int BN, int WarpsM, int WarpsN, int Stages> struct GemmShape {
+  static constexpr int kBK = 64;
+  static constexpr int kThreads = WarpsM * WarpsN * 32;
+  static constexpr int kWarpTileM = BM / WarpsM;
+  static constexpr int kWarpTileN = BN / WarpsN;
+  static constexpr int kMTiles = kWarpTileM / 16;
+  static constexpr int kNTiles = kWarpTileN / 8;
+  static constexpr int kStageElems = (BM + BN) * kBK;
+  static constexpr int kSharedBytes = Stages * kStageElems * 2;
+  static_assert(kWarpTileM % 16 == 0, "gemm: warp tile M must be 16k");
+  static_assert(kWarpTileN % 16 == 0, "gemm: warp tile N must be 16k");
+  static_assert((BM * 8) % kThreads == 0 && (BN * 8) % kThreads == 0,
+                "gemm: tile chunks must split evenly over the threads");
+  static_assert(Stages >= 2, "gemm: at least two pipeline stages");
+};
+
+namespace gemm_detail {
+
+__device__ __forceinline__ unsigned sharedAddress(const void *p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte global->shared copy; zero-fills the destination when !valid.
+__device__ __forceinline__ void copyAsync16(unsigned dst, const void *src,
+                                            bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst),
+               "l"(src), "r"(valid ? 16 : 0));
+}
+
+__device__ __forceinline__ void copyAsyncCommit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <int Pending> __device__ __forceinline__ void copyAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+__device__ __forceinline__ void loadMatrixX4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, "
+               "[%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void mmaBf16(float (&d)[4], const unsigned (&a)[4],
+                                        unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Offset (in elements) of 16-byte chunk `chunk` of row `row` in a tile of
+// 64-element rows.
+__device__ __forceinline__ int swizzled(int row, int chunk) {
+  return row * 64 + ((chunk ^ (row & 7)) * 8);
+}
+
+__device__ __forceinline__ void storePair(float *p, float a, float b) {
+  *reinterpret_cast<float2 *>(p) = make_float2(a, b);
+}
+__device__ __forceinline__ void storePair(bf16 *p, float a, float b) {
+  *reinterpret_cast<unsigned *>(p) = packBf16Pair(a, b);
+}
+
+// Copies rows [row0, row0 + Rows) x columns [k0, k0 + 64) of a [rows, K]
+// matrix into a swizzled tile; out-of-range chunks become zeros.
+template <int Rows, int Threads>
+__device__ __forceinline__ void loadTile(bf16 *tile, const bf16 *src, int row0,
+                                         int rows, int k0, int K) {
+#pragma unroll
+  for (int i = 0; i < Rows * 8 / Threads; ++i) {
+    const int idx = threadIdx.x + i * Threads;
+    const int r = idx / 8;
+    const int c = idx % 8;
+    const int gRow = row0 + r;
+    const int gK = k0 + c * 8;
+    const bool ok = gRow < rows && gK < K;
+    const bf16 *from = ok ? src + static_cast<long long>(gRow) * K + gK : src;
+    copyAsync16(sharedAddress(tile + swizzled(r, c)), from, ok);
+  }
+}
+
+} // namespace gemm_detail
+
+template <int BM, int BN, int WarpsM, int WarpsN, int Stages, typename OutT,
+          bool HasBias>
+__global__ void
+__launch_bounds__(GemmShape<BM, BN, WarpsM, WarpsN, Stages>::kThreads)
+    linear_gemm(OutT *y, const bf16 *x, const bf16 *w, const bf16 *bias, int M,
+                int N, int K) {
+  using namespace gemm_detail;
+  using Shape = GemmShape<BM, BN, WarpsM, WarpsN, Stages>;
+  constexpr int kThreads = Shape::kThreads;
+  constexpr int kMT = Shape::kMTiles;
+  constexpr int kNT = Shape::kNTiles;
+  extern __shared__ __align__(128) unsigned char gemmShared[];
+  bf16 *shared = reinterpret_cast<bf16 *>(gemmShared);
+
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int warpM = warp / WarpsN;
+  const int warpN = warp % WarpsN;
+  const int m0 = blockIdx.x * BM;
+  const int n0 = blockIdx.y * BN;
+  const int kTiles = ceilDiv(K, Shape::kBK);
+
+  auto loadStage = [&](int stage, int kTile) {
+    bf16 *tileA = shared + stage * Shape::kStageElems;
+    bf16 *tileB = tileA + BM * Shape::kBK;
+    loadTile<BM, kThreads>(tileA, x, m0, M, kTile * Shape::kBK, K);
+    loadTile<BN, kThreads>(tileB, w, n0, N, kTile * Shape::kBK, K);
+  };
+
+  float acc[kMT][kNT][4];
+#pragma unroll
+  for (int i = 0; i < kMT; ++i)
+#pragma unroll
+    for (int j = 0; j < kNT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        acc[i][j][e] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < Stages - 1; ++s) {
+    if (s < kTiles)
+      loadStage(s, s);
+    copyAsyncCommit();
+  }
+
+  for (int kt = 0; kt < kTiles; ++kt) {
+    // Tile kt has landed once at most Stages - 2 newer groups are pending.
+    copyAsyncWait<Stages - 2>();
+    __syncthreads();
+    // The stage refilled here was last read in iteration kt - 1, which every
+    // thread finished before the barrier above.
+    const int next = kt + Stages - 1;
+    if (next < kTiles)
+      loadStage(next % Stages, next);
+    copyAsyncCommit();
+
+    const bf16 *tileA = shared + (kt % Stages) * Shape::kStageElems;
+    const bf16 *tileB = tileA + BM * Shape::kBK;
+#pragma unroll
+    for (int kk = 0; kk < Shape::kBK / 16; ++kk) {
+      unsigned a[kMT][4];
+      unsigned b[kNT][2];
+#pragma unroll
+      for (int i = 0; i < kMT; ++i) {
+        const int r = warpM * Shape::kWarpTileM + i * 16 + lane % 16;
+        const int c = kk * 2 + lane / 16;
+        loadMatrixX4(a[i], sharedAddress(tileA + swizzled(r, c)));
+      }
+#pragma unroll
+      for (int j = 0; j < kNT / 2; ++j) {
+        const int r =
+            warpN * Shape::kWarpTileN + j * 16 + lane % 8 + (lane / 16) * 8;
+        const int c = kk * 2 + (lane / 8) % 2;
+        unsigned q[4];
+        loadMatrixX4(q, sharedAddress(tileB + swizzled(r, c)));
+        b[2 * j][0] = q[0];
+        b[2 * j][1] = q[1];
+        b[2 * j + 1][0] = q[2];
+        b[2 * j + 1][1] = q[3];
+      }
+#pragma unroll
+      for (int i = 0; i < kMT; ++i)
+#pragma unroll
+        for (int j = 0; j < kNT; ++j)
+          mmaBf16(acc[i][j], a[i], b[j][0], b[j][1]);
+    }
+  }
+  copyAsyncWait<0>();
+
+#pragma unroll
+  for (int j = 0; j < kNT; ++j) {
+    const int col = n0 + warpN * Shape::kWarpTileN + j * 8 + (lane % 4) * 2;
+    if (col >= N)
+      continue;
+    const float b0 = HasBias ? __bfloat162float(bias[col]) : 0.0f;
+    const float b1 = HasBias ? __bfloat162float(bias[col + 1]) : 0.0f;
+#pragma unroll
+    for (int i = 0; i < kMT; ++i) {
+      const int row = m0 + warpM * Shape::kWarpTileM + i * 16 + lane / 4;
+      if (row < M)
+        storePair(y + static_cast<long long>(row) * N + col, acc[i][j][0] + b0,
+                  acc[i][j][1] + b1);
+      if (row + 8 < M)
+        storePair(y + static_cast<long long>(row + 8) * N + col,
+                  acc[i][j][2] + b0, acc[i][j][3] + b1);
+    }
+  }
+}
+
+} // namespace kernels
+} // namespace sol

@@ -1,0 +1,190 @@
+//===- LinearGemv.cuh - y = x * W^T (+ b) for a few rows (decode) ---------===//
+//
+// The bandwidth-bound linear layer of decode steps: x is [rows, K] with
+// rows <= MaxRows (1..8), W is [N, K] (Hugging Face `out x in`), y is
+// [rows, N] in bf16 or fp32 (logits). Every weight element is read exactly
+// once per launch and used for all rows.
+//
+// A block is 8 warps arranged as (8 / WarpsK) warps along N times WarpsK warps
+// along K; each warp owns RowsPerWarp output rows of W and a 1/WarpsK slice of
+// K. Lanes stream 16-byte chunks of the weight rows (coalesced, bypassing L1),
+// keeping RowsPerWarp * kUnroll loads in flight, and take the matching chunk
+// of x from L1. Partial sums are reduced across lanes with shuffles and across
+// the K-slices of a block through shared memory, so no second pass is needed.
+//
+// Launch: 256 threads, ceil(N / ((8 / WarpsK) * RowsPerWarp)) blocks.
+// Requires K % 8 == 0 and 16-byte aligned x and W.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "Common.cuh"
+
+namespace sol {
+namespace kernels {
+
+constexpr int kGemvThreads = 256;
+constexpr int kGemvWarps = kGemvThreads / 32;
+
+__device__ __forceinline__ void storeOutput(float *p, float v) { *p = v; }
+__device__ __forceinline__ void storeOutput(bf16 *p, float v) {
+  *p = __float2bfloat16_rn(v);
+}
+
+__host__ __device__ constexpr int log2OfPowerOfTwo(int v) {
+  int l = 0;
+  while ((1 << l) < v)
+    ++l;
+  return l;
+}
+
+// One butterfly step of warpReduceScatter: the lanes keep `Half` of their
+// 2 * Half values (upper or lower half by lane bit `Offset`) and add the
+// partner's copy of them. Recursion rather than a loop so that every array
+// index is a compile-time constant and `vals` stays in registers.
+template <int Half, int Offset>
+__device__ __forceinline__ void reduceScatterStep(float *vals, int lane) {
+  const bool upper = (lane & Offset) != 0;
+#pragma unroll
+  for (int i = 0; i < Half; ++i) {
+    const float send = upper ? vals[i] : vals[i + Half];
+    const float keep = upper ? vals[i + Half] : vals[i];
+    vals[i] = keep + __shfl_xor_sync(0xffffffffu, send, Offset);
+  }
+  if constexpr (Half > 1)
+    reduceScatterStep<Half / 2, Offset / 2>(vals, lane);
+}
+
+// Sums V (a power of two <= 32) values over the warp in about V shuffles
+// instead of 5 * V. Returns the warp total of value number
+// lane >> (5 - log2(V)).
+template <int V>
+__device__ __forceinline__ float warpReduceScatter(float (&vals)[V], int lane) {
+  static_assert(isPowerOfTwo(V) && V <= 32, "1, 2, 4, ..., 32 values");
+  constexpr int kSteps = log2OfPowerOfTwo(V);
+  if constexpr (V > 1)
+    reduceScatterStep<V / 2, 16>(vals, lane);
+  float total = vals[0];
+#pragma unroll
+  for (int offset = 16 >> kSteps; offset > 0; offset /= 2)
+    total += __shfl_xor_sync(0xffffffffu, total, offset);
+  return total;
+}
+
+template <int K, int MaxRows, int RowsPerWarp, int WarpsK, typename OutT,
+          bool HasBias>
+__global__ void __launch_bounds__(kGemvThreads, 2)
+    linear_gemv(OutT *y, const bf16 *x, const bf16 *w, const bf16 *bias,
+                int rows, int N) {
+  static_assert(K % 8 == 0, "linear_gemv: K must be a multiple of 8");
+  static_assert(MaxRows >= 1 && MaxRows <= 8 && isPowerOfTwo(MaxRows),
+                "linear_gemv: MaxRows must be 1, 2, 4 or 8");
+  static_assert(
+      isPowerOfTwo(RowsPerWarp) && RowsPerWarp * MaxRows <= 32,
+      "linear_gemv: RowsPerWarp * MaxRows must be a power of two <= 32");
+  static_assert(kGemvWarps % WarpsK == 0, "linear_gemv: WarpsK must divide 8");
+  constexpr int kWarpsN = kGemvWarps / WarpsK;
+  constexpr int kVecs = K / 8;
+  constexpr int kSlice = ceilDiv(kVecs, WarpsK);
+  constexpr int kIters = ceilDiv(kSlice, 32);
+  constexpr int kUnroll = constMin(kIters, constMax(1, 16 / RowsPerWarp));
+  constexpr int R = RowsPerWarp;
+
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int warpN = warp / WarpsK;
+  const int warpK = warp % WarpsK;
+  const int n0 = (blockIdx.x * kWarpsN + warpN) * R;
+  const int sliceBegin = warpK * kSlice;
+  const int sliceEnd = min(sliceBegin + kSlice, kVecs);
+
+  const bf16 *wRow[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+    // Rows past N read row N-1 (valid memory); their sums are never stored.
+    wRow[r] = w + static_cast<long long>(min(n0 + r, N - 1)) * K;
+
+  float acc[R][MaxRows];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < MaxRows; ++t)
+      acc[r][t] = 0.0f;
+
+  for (int it = 0; it < kIters; it += kUnroll) {
+    uint4 wv[kUnroll][R];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int v = sliceBegin + (it + u) * 32 + lane;
+      const bool ok = it + u < kIters && v < sliceEnd;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        wv[u][r] =
+            ok ? loadStreaming16(wRow[r] + v * 8) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int v = sliceBegin + (it + u) * 32 + lane;
+      if (it + u < kIters && v < sliceEnd) {
+        float wf[R][8];
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+          unpack8(wv[u][r], wf[r]);
+#pragma unroll
+        for (int t = 0; t < MaxRows; ++t) {
+          if (t < rows) {
+            float xf[8];
+            unpack8(loadShared16(x + static_cast<long long>(t) * K + v * 8),
+                    xf);
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+              for (int j = 0; j < 8; ++j)
+                acc[r][t] = fmaf(wf[r][j], xf[j], acc[r][t]);
+          }
+        }
+      }
+    }
+  }
+
+  // Lane `lane` ends up with the warp's total for output index
+  // kIndex = r * MaxRows + t = lane >> kIndexShift.
+  constexpr int kValues = R * MaxRows;
+  constexpr int kIndexShift = 5 - log2OfPowerOfTwo(kValues);
+  float flat[kValues];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < MaxRows; ++t)
+      flat[r * MaxRows + t] = acc[r][t];
+  float total = warpReduceScatter<kValues>(flat, lane);
+  const int index = lane >> kIndexShift;
+  const bool owner = (lane & ((1 << kIndexShift) - 1)) == 0;
+
+  if constexpr (WarpsK > 1) {
+    __shared__ float partial[kWarpsN][WarpsK][kValues];
+    if (owner)
+      partial[warpN][warpK][index] = total;
+    __syncthreads();
+    if (warpK != 0)
+      return;
+    if (owner) {
+      total = 0.0f;
+#pragma unroll
+      for (int k = 0; k < WarpsK; ++k)
+        total += partial[warpN][k][index];
+    }
+  }
+
+  if (owner) {
+    const int n = n0 + index / MaxRows;
+    const int t = index % MaxRows;
+    if (n < N && t < rows) {
+      const float b = HasBias ? __bfloat162float(bias[n]) : 0.0f;
+      storeOutput(y + static_cast<long long>(t) * N + n, total + b);
+    }
+  }
+}
+
+} // namespace kernels
+} // namespace sol

@@ -1,0 +1,284 @@
+//===- PagedAttention.cuh - Causal GQA attention over a paged KV cache ----===//
+//
+// out [T, Hq * HD]; q comes from the fused qkv [T, (Hq + 2 * Hkv) * HD]; K and
+// V come from the paged cache [num_blocks, BS, Hkv, HD] (rope_kv_write has
+// already stored the current tokens there). Token t of sequence
+// seq = token_seq[t] at position pos = positions[t] attends to the cache
+// positions [lo, pos] of its sequence, lo = max(0, pos - sliding_window + 1)
+// when sliding_window > 0 (Hugging Face's `kv_idx > q_idx - sliding_window`),
+// else 0. Scores are q.k * scale; softmax and accumulation run in fp32 with an
+// online (running max) softmax. One kernel serves prefill (many tokens of a
+// sequence) and decode (one token per sequence).
+//
+// Each block handles one (token, kv head) pair, i.e. all Hq / Hkv query heads
+// of the group, so each K/V row is loaded once per group. HD / 8 lanes share a
+// cache position (16 bytes each); the block's 4 warps walk the positions with
+// independent running softmax states that are merged at the end.
+//
+// Flash-decoding: gridDim.y = splits > 1 cuts each token's context into
+// `splits` equal ranges, one block each; the blocks write unnormalised partial
+// results to `partials`: T * splits * Hq * (HD + 2) floats, the unnormalised
+// outputs [T, splits, Hq, HD] then (max, sum) pairs [T, splits, Hq, 2]) and
+// paged_attention_combine<Hq, HD> merges them into `out`. With splits == 1 the
+// kernel writes `out` itself and `partials` may be null. Padding tokens
+// (token_seq[t] < 0) get zeros.
+//
+// Launch: grid (T * Hkv, splits), kPagedAttentionThreads threads.
+// Combine: grid T * Hq, HD threads.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "Common.cuh"
+
+namespace sol {
+namespace kernels {
+
+constexpr int kPagedAttentionThreads = 128;
+
+template <int Hq, int Hkv, int HD, int BS> struct PagedAttentionShape {
+  static_assert(Hq % Hkv == 0, "paged_attention: Hq must be a multiple of Hkv");
+  static_assert(HD % 8 == 0 && isPowerOfTwo(HD / 8) && HD / 8 <= 32,
+                "paged_attention: head_dim must be 8, 16, ..., 256");
+  static constexpr int kGroup = Hq / Hkv;
+  static constexpr int kLanesPerPos = HD / 8;
+  static constexpr int kPosPerWarp = 32 / kLanesPerPos;
+  static constexpr int kWarps = kPagedAttentionThreads / 32;
+  static constexpr int kPosPerStep = kWarps * kPosPerWarp;
+  // More positions in flight per lane when the group's state leaves room.
+  static constexpr int kUnroll = kGroup <= 4 ? 4 : 2;
+  static constexpr int kRowElems = (Hq + 2 * Hkv) * HD;
+};
+
+namespace attention_detail {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// exp2(m - mNew) that treats an empty state (m = -inf) as weight 0.
+__device__ __forceinline__ float rescale(float m, float mNew) {
+  return m == negativeInfinity() ? 0.0f : exp2f(m - mNew);
+}
+
+} // namespace attention_detail
+
+template <int Hq, int Hkv, int HD, int BS = kDefaultKvBlockSize>
+__global__ void __launch_bounds__(kPagedAttentionThreads)
+    paged_attention(bf16 *out, const bf16 *qkv, const bf16 *k_cache,
+                    const bf16 *v_cache, const int *positions,
+                    const int *token_seq, const int *block_tables,
+                    int max_blocks, float scale, int sliding_window, int T,
+                    float *partials) {
+  using namespace attention_detail;
+  using Shape = PagedAttentionShape<Hq, Hkv, HD, BS>;
+  constexpr int G = Shape::kGroup;
+  constexpr int kLpp = Shape::kLanesPerPos;
+  constexpr int U = Shape::kUnroll;
+  constexpr int kWarps = Shape::kWarps;
+
+  const int t = blockIdx.x / Hkv;
+  const int g = blockIdx.x % Hkv;
+  if (t >= T)
+    return;
+  const int split = blockIdx.y;
+  const int splits = gridDim.y;
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int sub = lane % kLpp;
+  const int posGroup = warp * Shape::kPosPerWarp + lane / kLpp;
+
+  const int seq = token_seq[t];
+  int begin = 0;
+  int end = 0;
+  if (seq >= 0) {
+    const int pos = positions[t];
+    const int lo = sliding_window > 0 ? max(0, pos - sliding_window + 1) : 0;
+    const int chunk = ceilDiv(pos + 1 - lo, splits);
+    begin = min(lo + split * chunk, pos + 1);
+    end = min(begin + chunk, pos + 1);
+  }
+
+  float q[G][8];
+  const bf16 *qRow =
+      qkv + static_cast<long long>(t) * Shape::kRowElems + g * G * HD + sub * 8;
+  const float qScale = scale * kLog2e; // scores in the log2 domain
+#pragma unroll
+  for (int gi = 0; gi < G; ++gi) {
+    unpack8(load16(qRow + gi * HD), q[gi]);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      q[gi][j] *= qScale;
+  }
+
+  float m[G], l[G], acc[G][8];
+#pragma unroll
+  for (int gi = 0; gi < G; ++gi) {
+    m[gi] = negativeInfinity();
+    l[gi] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      acc[gi][j] = 0.0f;
+  }
+
+  const int *table =
+      block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
+  // begin/end are uniform over the block, so every lane runs every iteration
+  // and the shuffles below always see the full warp.
+  for (int base = begin; base < end; base += Shape::kPosPerStep * U) {
+    uint4 kRaw[U], vRaw[U];
+    bool ok[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int p = base + u * Shape::kPosPerStep + posGroup;
+      ok[u] = p < end;
+      if (ok[u]) {
+        const long long block = table[p / BS];
+        const long long offset =
+            ((block * BS + p % BS) * Hkv + g) * HD + sub * 8;
+        kRaw[u] = load16(k_cache + offset);
+        vRaw[u] = load16(v_cache + offset);
+      } else {
+        kRaw[u] = make_uint4(0, 0, 0, 0);
+        vRaw[u] = make_uint4(0, 0, 0, 0);
+      }
+    }
+    float s[U][G];
+    float vf[U][8];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      float kf[8];
+      unpack8(kRaw[u], kf);
+      unpack8(vRaw[u], vf[u]);
+#pragma unroll
+      for (int gi = 0; gi < G; ++gi) {
+        float d = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          d = fmaf(q[gi][j], kf[j], d);
+        d = groupSum<kLpp>(d);
+        s[u][gi] = ok[u] ? d : negativeInfinity();
+      }
+    }
+#pragma unroll
+    for (int gi = 0; gi < G; ++gi) {
+      float mNew = m[gi];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        mNew = fmaxf(mNew, s[u][gi]);
+      if (mNew == negativeInfinity())
+        continue; // nothing seen yet by this position group
+      const float corr = rescale(m[gi], mNew);
+      l[gi] *= corr;
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        acc[gi][j] *= corr;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const float p = exp2f(s[u][gi] - mNew); // exp2(-inf) = 0
+        l[gi] += p;
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          acc[gi][j] = fmaf(p, vf[u][j], acc[gi][j]);
+      }
+      m[gi] = mNew;
+    }
+  }
+
+  // Merge the position groups of the warp (lanes with equal `sub`).
+#pragma unroll
+  for (int offset = kLpp; offset < 32; offset *= 2) {
+#pragma unroll
+    for (int gi = 0; gi < G; ++gi) {
+      const float mOther = __shfl_xor_sync(0xffffffffu, m[gi], offset);
+      const float lOther = __shfl_xor_sync(0xffffffffu, l[gi], offset);
+      const float mNew = fmaxf(m[gi], mOther);
+      const float cSelf = rescale(m[gi], mNew);
+      const float cOther = rescale(mOther, mNew);
+      l[gi] = l[gi] * cSelf + lOther * cOther;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float aOther = __shfl_xor_sync(0xffffffffu, acc[gi][j], offset);
+        acc[gi][j] = acc[gi][j] * cSelf + aOther * cOther;
+      }
+      m[gi] = mNew;
+    }
+  }
+
+  // Merge the warps through shared memory.
+  __shared__ float sharedM[kWarps][G];
+  __shared__ float sharedL[kWarps][G];
+  __shared__ float sharedAcc[kWarps][G][HD];
+  if (lane < kLpp) {
+#pragma unroll
+    for (int gi = 0; gi < G; ++gi) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        sharedAcc[warp][gi][sub * 8 + j] = acc[gi][j];
+      if (lane == 0) {
+        sharedM[warp][gi] = m[gi];
+        sharedL[warp][gi] = l[gi];
+      }
+    }
+  }
+  __syncthreads();
+
+  for (int idx = threadIdx.x; idx < G * HD; idx += blockDim.x) {
+    const int gi = idx / HD;
+    const int d = idx % HD;
+    float mAll = negativeInfinity();
+#pragma unroll
+    for (int wi = 0; wi < kWarps; ++wi)
+      mAll = fmaxf(mAll, sharedM[wi][gi]);
+    float lAll = 0.0f;
+    float aAll = 0.0f;
+#pragma unroll
+    for (int wi = 0; wi < kWarps; ++wi) {
+      const float c = rescale(sharedM[wi][gi], mAll);
+      lAll += sharedL[wi][gi] * c;
+      aAll += sharedAcc[wi][gi][d] * c;
+    }
+    const int head = g * G + gi;
+    if (splits == 1) {
+      out[static_cast<long long>(t) * Hq * HD + head * HD + d] =
+          __float2bfloat16_rn(lAll > 0.0f ? aAll / lAll : 0.0f);
+    } else {
+      const long long slot =
+          (static_cast<long long>(t) * splits + split) * Hq + head;
+      partials[slot * HD + d] = aAll;
+      if (d == 0) {
+        float *ml = partials + static_cast<long long>(T) * splits * Hq * HD;
+        ml[2 * slot] = mAll;
+        ml[2 * slot + 1] = lAll;
+      }
+    }
+  }
+}
+
+template <int Hq, int HD>
+__global__ void __launch_bounds__(HD)
+    paged_attention_combine(bf16 *out, const float *partials, int splits,
+                            int T) {
+  using namespace attention_detail;
+  const int t = blockIdx.x / Hq;
+  const int head = blockIdx.x % Hq;
+  const int d = threadIdx.x;
+  if (t >= T)
+    return;
+  const float *ml = partials + static_cast<long long>(T) * splits * Hq * HD;
+  const long long first = static_cast<long long>(t) * splits * Hq + head;
+  float mAll = negativeInfinity();
+  for (int s = 0; s < splits; ++s)
+    mAll = fmaxf(mAll, ml[2 * (first + s * Hq)]);
+  float lAll = 0.0f;
+  float aAll = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const long long slot = first + s * Hq;
+    const float c = rescale(ml[2 * slot], mAll);
+    lAll += ml[2 * slot + 1] * c;
+    aAll += partials[slot * HD + d] * c;
+  }
+  out[static_cast<long long>(t) * Hq * HD + head * HD + d] =
+      __float2bfloat16_rn(lAll > 0.0f ? aAll / lAll : 0.0f);
+}
+
+} // namespace kernels
+} // namespace sol

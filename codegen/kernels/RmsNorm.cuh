@@ -1,0 +1,117 @@
+//===- RmsNorm.cuh - RMSNorm with optional fused residual add -------------===//
+//
+// For each row r < rows:
+//   if residual: h = bf16(x[r] + residual[r]); residual[r] = h; else h = x[r]
+//   out[r] = bf16(w * bf16(h * rsqrt(mean(h^2) + eps)))
+// i.e. Hugging Face's LlamaRMSNorm: normalise in fp32, round to bf16, multiply
+// by the bf16 weight and round again.
+//
+// Rows are D contiguous elements. They come in groups of `row_group` rows laid
+// out back to back; consecutive groups are `x_stride` / `out_stride` elements
+// apart. A plain norm over [rows, D] uses row_group = 1 and strides of D; the
+// per-head q_norm / k_norm of Qwen3 runs in place on the fused QKV buffer with
+// D = head_dim, row_group = heads, rows = T * heads and strides equal to the
+// QKV row length. The residual, when given, is a contiguous [rows, D] tensor.
+//
+// Launch: RmsNormShape<D>::kBlockThreads threads per block, and
+// ceil(rows / RmsNormShape<D>::kRowsPerBlock) blocks.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "Common.cuh"
+
+namespace sol {
+namespace kernels {
+
+template <int D> struct RmsNormShape {
+  static_assert(D % 8 == 0, "rms_norm: D must be a multiple of 8");
+  static_assert(D <= 32768, "rms_norm: D is larger than supported");
+  static constexpr int kVecs = D / 8;
+  // Small rows (head_dim) share a warp; large rows get up to 256 threads.
+  static constexpr int kThreadsPerRow =
+      kVecs <= 32 ? nextPowerOfTwo(kVecs) : constMin(256, roundUp(kVecs, 32));
+  static constexpr int kVecsPerThread = ceilDiv(kVecs, kThreadsPerRow);
+  static constexpr int kBlockThreads = constMax(kThreadsPerRow, 128);
+  static constexpr int kRowsPerBlock = kBlockThreads / kThreadsPerRow;
+  static constexpr int kWarpsPerRow = kThreadsPerRow / 32;
+};
+
+template <int D>
+__global__ void __launch_bounds__(RmsNormShape<D>::kBlockThreads)
+    rms_norm(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, float eps,
+             int rows, int x_stride, int out_stride, int row_group) {
+  using Shape = RmsNormShape<D>;
+  constexpr int kTpr = Shape::kThreadsPerRow;
+  constexpr int kPer = Shape::kVecsPerThread;
+  const int rowInBlock = threadIdx.x / kTpr;
+  const int lane = threadIdx.x % kTpr;
+  const int row = blockIdx.x * Shape::kRowsPerBlock + rowInBlock;
+  // Inactive threads still take part in the shuffles and barriers below.
+  const bool activeRow = row < rows;
+  const long long group = activeRow ? row / row_group : 0;
+  const int inGroup = activeRow ? row % row_group : 0;
+  const long long xOffset =
+      group * static_cast<long long>(x_stride) + inGroup * D;
+  const long long outOffset =
+      group * static_cast<long long>(out_stride) + inGroup * D;
+
+  float v[kPer][8];
+  float sumSquares = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int vec = lane + i * kTpr;
+    const bool ok = activeRow && vec < Shape::kVecs;
+    if (ok) {
+      unpack8(load16(x + xOffset + vec * 8), v[i]);
+      if (residual != nullptr) {
+        bf16 *res = residual + static_cast<long long>(row) * D + vec * 8;
+        float r[8];
+        unpack8(load16(res), r);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          v[i][j] = roundToBf16(v[i][j] + r[j]);
+        store16(res, pack8(v[i]));
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        v[i][j] = 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      sumSquares += v[i][j] * v[i][j];
+  }
+
+  float total;
+  if constexpr (kTpr <= 32) {
+    total = groupSum<kTpr>(sumSquares);
+  } else {
+    __shared__ float partial[Shape::kRowsPerBlock][Shape::kWarpsPerRow];
+    const float warpTotal = warpSum(sumSquares);
+    if (threadIdx.x % 32 == 0)
+      partial[rowInBlock][lane / 32] = warpTotal;
+    __syncthreads();
+    total = 0.0f;
+#pragma unroll
+    for (int i = 0; i < Shape::kWarpsPerRow; ++i)
+      total += partial[rowInBlock][i];
+  }
+  const float inv = rsqrtf(total / static_cast<float>(D) + eps);
+
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int vec = lane + i * kTpr;
+    if (activeRow && vec < Shape::kVecs) {
+      float wf[8], o[8];
+      unpack8(load16(w + vec * 8), wf);
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        o[j] = wf[j] * roundToBf16(v[i][j] * inv);
+      store16(out + outOffset + vec * 8, pack8(o));
+    }
+  }
+}
+
+} // namespace kernels
+} // namespace sol

@@ -1,0 +1,45 @@
+//===- Swiglu.cuh - SwiGLU activation of a fused gate/up projection -------===//
+//
+// gate_up is [T, 2I]: the gate half then the up half of each row.
+// out[t, i] = bf16(bf16(silu(g)) * u), the rounding points of Hugging Face's
+// `act_fn(gate_proj(x)) * up_proj(x)` in bf16. Grid: ceil(T * I / 8 / 256)
+// blocks of 256 threads, 8 outputs per thread.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "Common.cuh"
+
+namespace sol {
+namespace kernels {
+
+constexpr int kSwigluThreads = 256;
+
+__device__ __forceinline__ float silu(float g) {
+  return g / (1.0f + __expf(-g));
+}
+
+template <int I>
+__global__ void __launch_bounds__(kSwigluThreads)
+    swiglu(bf16 *out, const bf16 *gate_up, int T) {
+  static_assert(I % 8 == 0, "swiglu: I must be a multiple of 8");
+  constexpr int kVecsPerRow = I / 8;
+  const long long total = static_cast<long long>(T) * kVecsPerRow;
+  for (long long i =
+           blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+       i < total; i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long t = i / kVecsPerRow;
+    const int c = static_cast<int>(i % kVecsPerRow);
+    const bf16 *row = gate_up + t * (2 * I);
+    float g[8], u[8], o[8];
+    unpack8(load16(row + c * 8), g);
+    unpack8(load16(row + I + c * 8), u);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      o[j] = roundToBf16(silu(g[j])) * u[j];
+    store16(out + t * I + c * 8, pack8(o));
+  }
+}
+
+} // namespace kernels
+} // namespace sol

@@ -1,0 +1,70 @@
+//===- CompileKernels.cpp - NVRTC-compiles the kernels of a step ----------===//
+#include "codegen/plan/CompileKernels.h"
+
+#include "codegen/nvrtc/KernelSourceBuilder.h"
+#include "codegen/nvrtc/NvrtcCompiler.h"
+#include "runtime/cuda/KernelSelection.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+
+namespace sol {
+
+std::vector<CompiledModule>
+compileKernels(const Schedule &schedule, const KernelCompileOptions &options) {
+  std::vector<cuda::KernelInstance> instances;
+  auto add = [&](const cuda::KernelInstance &k) {
+    if (std::find(instances.begin(), instances.end(), k) == instances.end())
+      instances.push_back(k);
+  };
+  for (const ScheduleOp &op : schedule.ops) {
+    cuda::OpDesc d;
+    d.kind = op.kind;
+    d.ints = op.ints;
+    for (int32_t b : op.buffers)
+      d.bufferWidths.push_back(schedule.buffers[b].width);
+    d.outDtype = schedule.buffers[op.buffers.at(0)].dtype;
+    d.outRows = schedule.buffers[op.buffers.at(0)].rows;
+    for (int32_t w : op.weights)
+      d.weightShapes.push_back(schedule.weights[w].shape);
+    d.blockSize = options.kvBlockSize;
+    for (const cuda::KernelInstance &k : cuda::enumerateKernels(
+             d, options.maxTokensPerStep, options.maxContext))
+      add(k);
+  }
+  add(cuda::selectArgmax(1).instance);
+
+  nvrtc::NvrtcOptions nvrtcOptions;
+  nvrtcOptions.gpuArch = options.gpuArch;
+  nvrtc::NvrtcCompiler compiler(nvrtcOptions);
+  std::vector<nvrtc::KernelSource> sources =
+      nvrtc::buildKernelSources(instances);
+  const bool tty = options.progress && isatty(STDERR_FILENO);
+  if (tty)
+    std::fprintf(stderr,
+                 "solc: compiling %zu kernels in %zu units with NVRTC...",
+                 instances.size(), sources.size());
+  std::vector<nvrtc::CompiledKernels> compiled = compiler.compileAll(sources);
+  if (tty) {
+    size_t cached = std::count_if(compiled.begin(), compiled.end(),
+                                  [](const auto &c) { return c.fromCache; });
+    std::fprintf(stderr, " done (%zu from cache)\n", cached);
+  }
+
+  std::vector<CompiledModule> modules;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    CompiledModule m;
+    m.arch = options.gpuArch;
+    m.cubin.resize(compiled[i].cubin.size());
+    std::memcpy(m.cubin.data(), compiled[i].cubin.data(), m.cubin.size());
+    m.ptx = compiled[i].ptx;
+    for (const std::string &expr : sources[i].nameExpressions)
+      m.kernels.push_back({expr, compiled[i].loweredNames.at(expr)});
+    modules.push_back(std::move(m));
+  }
+  return modules;
+}
+
+} // namespace sol

@@ -1,0 +1,26 @@
+//===- CompileKernels.h - NVRTC-compiles the kernels of a step --*- C++ -*-===//
+#pragma once
+
+#include "codegen/plan/PlanEmitter.h"
+#include "codegen/schedule/Schedule.h"
+
+namespace sol {
+
+struct KernelCompileOptions {
+  std::string gpuArch = "sm_90";
+  int maxTokensPerStep = 2048;
+  /// Longest context a step may attend over (the model's max positions).
+  int maxContext = 4096;
+  int kvBlockSize = 16;
+  /// Progress line on stderr when it is a terminal.
+  bool progress = true;
+};
+
+/// Every kernel instance the CUDA executor may launch for `schedule` (the
+/// same selection rules, runtime/cuda/KernelSelection.h), compiled with NVRTC
+/// into modules (in parallel, cached on disk). Throws sol::Error when NVRTC
+/// or the CUDA headers are missing or a kernel does not compile.
+std::vector<CompiledModule> compileKernels(const Schedule &schedule,
+                                           const KernelCompileOptions &options);
+
+} // namespace sol

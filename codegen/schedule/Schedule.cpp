@@ -1,0 +1,74 @@
+//===- Schedule.cpp - Arena planning for the step's buffers ---------------===//
+#include "codegen/schedule/Schedule.h"
+
+#include <algorithm>
+
+namespace sol {
+
+namespace {
+int64_t dtypeBytes(fb::DType t) {
+  switch (t) {
+  case fb::DType::F32:
+  case fb::DType::I32:
+  case fb::DType::U32:
+    return 4;
+  case fb::DType::F64:
+  case fb::DType::I64:
+  case fb::DType::U64:
+    return 8;
+  case fb::DType::BF16:
+  case fb::DType::F16:
+  case fb::DType::I16:
+  case fb::DType::U16:
+    return 2;
+  default:
+    return 1;
+  }
+}
+} // namespace
+
+void Schedule::assignArenaSlots() {
+  const int n = static_cast<int>(buffers.size());
+  std::vector<int> first(n, -1), last(n, -1);
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i)
+    for (int32_t b : ops[i].buffers) {
+      if (first[b] < 0)
+        first[b] = i;
+      last[b] = i;
+    }
+  // The logits are read by the executor after the last op.
+  if (logitsBuffer >= 0)
+    last[logitsBuffer] = static_cast<int>(ops.size());
+
+  // Greedy interval colouring in order of first use: a slot is free again
+  // once the last reader of its previous buffer has run.
+  std::vector<int> order;
+  for (int b = kNumInputs; b < n; ++b)
+    if (first[b] >= 0)
+      order.push_back(b);
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return first[a] < first[b]; });
+  std::vector<int> slotFreeAfter; // op index after which the slot is free
+  arenaSlots.clear();
+  for (int b : order) {
+    int64_t bytes = buffers[b].width * dtypeBytes(buffers[b].dtype);
+    int chosen = -1;
+    for (int s = 0; s < static_cast<int>(slotFreeAfter.size()); ++s)
+      if (slotFreeAfter[s] < first[b]) {
+        // Prefer the free slot closest in size.
+        if (chosen < 0 || std::abs(arenaSlots[s] - bytes) <
+                              std::abs(arenaSlots[chosen] - bytes))
+          chosen = s;
+      }
+    if (chosen < 0) {
+      chosen = static_cast<int>(arenaSlots.size());
+      arenaSlots.push_back(0);
+      slotFreeAfter.push_back(-1);
+    }
+    arenaSlots[chosen] = std::max(arenaSlots[chosen], bytes);
+    slotFreeAfter[chosen] = last[b];
+    buffers[b].slot = chosen;
+  }
+}
+
+} // namespace sol

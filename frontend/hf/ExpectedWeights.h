@@ -1,0 +1,38 @@
+//===- ExpectedWeights.h - The tensors an architecture needs ----*- C++ -*-===//
+//
+// The tensor names and shapes that the importer will read for a config, and
+// a check that a checkpoint provides them, so a wrong or mismatched
+// checkpoint fails before import with a message naming the tensor.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "frontend/hf/ModelConfig.h"
+#include "frontend/hf/Safetensors.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sol::hf {
+
+struct ExpectedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+/// Every weight the architecture needs, in model order: embed_tokens, then
+/// per layer input_layernorm, q/k/v/o_proj (+ biases as configured), q_norm/
+/// k_norm (Qwen3), post_attention_layernorm, gate/up/down_proj (+ biases),
+/// then model.norm and lm_head (omitted when tie_word_embeddings).
+std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config);
+
+/// Checks that every expected tensor is in `checkpoint` with its shape and a
+/// float dtype (BF16, F16 or F32). Throws sol::Error naming the missing
+/// tensors (the first few and how many), or a tensor whose shape (expected
+/// and actual) or dtype is wrong. Tensors the checkpoint has beyond the
+/// expected ones are ignored (e.g. rotary_emb.inv_freq of old exports, and
+/// lm_head.weight of a tied model, which the importer does not read).
+void checkWeights(const Checkpoint &checkpoint, const ModelConfig &config);
+
+} // namespace sol::hf

@@ -1,0 +1,111 @@
+//===- ModelConfig.h - config.json of a Hugging Face LLM --------*- C++ -*-===//
+//
+// The subset of a transformers config.json that the importer needs for the
+// decoder-only architectures Sol supports, with transformers' per-architecture
+// defaults applied and every value validated up front, so the importer never
+// sees a half-valid config. Defaults follow transformers' config classes
+// (LlamaConfig, Qwen2Config, Qwen3Config, MistralConfig); see ModelConfig.cpp.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/support/DType.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sol::hf {
+
+enum class Architecture { Llama, Qwen2, Qwen3, Mistral };
+
+/// The transformers class name, e.g. "Qwen3ForCausalLM".
+std::string_view architectureName(Architecture arch);
+
+enum class RopeScalingType { None, Linear, Llama3, Yarn };
+
+std::string_view ropeScalingTypeName(RopeScalingType type);
+
+/// RoPE frequency scaling (`rope_scaling`, or transformers-5
+/// `rope_parameters`). "dynamic" NTK scaling is rejected: it changes the
+/// frequencies with the sequence length, which a precomputed table cannot.
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::None;
+  double factor = 1.0;
+  // llama3
+  double lowFreqFactor = 1.0;
+  double highFreqFactor = 4.0;
+  /// llama3 (required) and yarn (optional: when absent yarn uses
+  /// max_position_embeddings and the config's factor).
+  std::optional<int64_t> originalMaxPositionEmbeddings;
+  // yarn
+  double betaFast = 32.0;
+  double betaSlow = 1.0;
+  std::optional<double> attentionFactor;
+  std::optional<double> mscale;
+  std::optional<double> mscaleAllDim;
+  bool truncate = true;
+};
+
+struct ModelConfig {
+  Architecture architecture = Architecture::Llama;
+  std::string modelType; // "llama", "qwen2", "qwen3", "mistral"
+
+  int64_t hiddenSize = 0;
+  int64_t intermediateSize = 0;
+  int64_t numHiddenLayers = 0;
+  int64_t numAttentionHeads = 0;
+  int64_t numKeyValueHeads = 0; // defaults to numAttentionHeads
+  int64_t headDim = 0;          // see ModelConfig.cpp for per-arch defaults
+  int64_t vocabSize = 0;
+  int64_t maxPositionEmbeddings = 0;
+  double rmsNormEps = 1e-6;
+
+  double ropeTheta = 10000.0;
+  RopeScaling ropeScaling;
+
+  bool tieWordEmbeddings = false;
+  /// Bias on q_proj/k_proj/v_proj (Llama/Qwen3: attention_bias; Qwen2:
+  /// always; Mistral: never).
+  bool qkvBias = false;
+  /// Bias on o_proj (Llama/Qwen3: attention_bias; Qwen2, Mistral: never).
+  bool oProjBias = false;
+  /// Bias on gate/up/down_proj (Llama: mlp_bias; others: never).
+  bool mlpBias = false;
+  /// RMSNorm over head_dim on queries and keys before RoPE (Qwen3).
+  bool qkNorm = false;
+
+  /// Sliding-window attention span in tokens, or nullopt for full attention
+  /// in every layer. For Qwen2/Qwen3 only set when use_sliding_window is true.
+  std::optional<int64_t> slidingWindow;
+  /// Qwen2/Qwen3 `max_window_layers` as written (layers with index >= it
+  /// use the window); 0 for Llama/Mistral.
+  int64_t maxWindowLayers = 0;
+  /// Per layer: true when the layer attends within slidingWindow only.
+  std::vector<bool> slidingWindowLayers;
+
+  std::string hiddenAct = "silu";
+  /// `torch_dtype` (transformers 4) or `dtype` (transformers 5), if given.
+  std::optional<DType> torchDtype;
+  std::optional<int64_t> bosTokenId;
+  std::vector<int64_t> eosTokenIds; // int or list in the JSON
+
+  bool layerUsesSlidingWindow(int64_t layer) const {
+    return slidingWindow && layer >= 0 &&
+           layer < static_cast<int64_t>(slidingWindowLayers.size()) &&
+           slidingWindowLayers[static_cast<size_t>(layer)];
+  }
+};
+
+/// Parses and validates the text of a config.json; `source` names it in
+/// error messages (e.g. its path). Throws sol::Error naming the field.
+ModelConfig parseModelConfig(std::string_view jsonText,
+                             std::string_view source);
+
+/// Reads `path`, which is a config.json file or a model directory holding one.
+ModelConfig loadModelConfig(const std::filesystem::path &path);
+
+} // namespace sol::hf

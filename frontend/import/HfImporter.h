@@ -1,0 +1,28 @@
+//===- HfImporter.h - Hugging Face checkpoint -> sol dialect ----*- C++ -*-===//
+//
+// Builds the `sol` module of a Hugging Face decoder-only checkpoint. Weights
+// stay in the (mapped) safetensors files; the module refers to them by name.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "frontend/import/HfModel.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace sol {
+
+/// The forward step of `model` as a `sol` module with one function:
+///
+///   func.func @forward(%tokens: tensor<?xi32>, %positions: tensor<?xi32>,
+///                      %token_seq: tensor<?xi32>, %logit_rows: tensor<?xi32>)
+///       -> tensor<?xVxf32>
+///
+/// over a flat batch of tokens from many sequences (`token_seq` names each
+/// token's sequence; `logit_rows` the tokens whose logits are wanted), so one
+/// function serves prefill chunks and batched decode alike.
+mlir::OwningOpRef<mlir::ModuleOp> importHfModel(mlir::MLIRContext &context,
+                                                const HfModel &model);
+
+} // namespace sol

@@ -1,0 +1,39 @@
+//===- HfModel.cpp - A Hugging Face model directory opened for import -----===//
+#include "frontend/import/HfModel.h"
+
+#include "frontend/hf/ExpectedWeights.h"
+#include "runtime/support/Error.h"
+#include "runtime/tokenizer/Tokenizer.h"
+
+namespace sol {
+
+HfModel HfModel::open(const std::filesystem::path &dir) {
+  if (!std::filesystem::is_directory(dir))
+    fail(dir.string(), ": not a directory; solc expects a Hugging Face model "
+                       "directory holding config.json and *.safetensors");
+  HfModel model{dir,
+                hf::loadModelConfig(dir),
+                hf::Checkpoint::open(dir),
+                hf::loadGenerationConfig(dir),
+                std::nullopt,
+                std::nullopt};
+  hf::checkWeights(model.checkpoint, model.config);
+  if (std::filesystem::exists(dir / "tokenizer.json"))
+    model.tokenizerJson = dir / "tokenizer.json";
+  if (std::filesystem::exists(dir / "tokenizer_config.json"))
+    model.tokenizerConfigJson = dir / "tokenizer_config.json";
+  if (model.tokenizerJson) {
+    // An id the embedding table does not have would read past it.
+    Tokenizer tokenizer =
+        Tokenizer::fromFiles(*model.tokenizerJson, model.tokenizerConfigJson);
+    if (static_cast<int64_t>(tokenizer.size()) > model.config.vocabSize)
+      fail(model.tokenizerJson->string(), " has ", tokenizer.size(),
+           " tokens (vocabulary and added tokens) but config.json's "
+           "vocab_size is ",
+           model.config.vocabSize,
+           ": the tokenizer does not belong to this model");
+  }
+  return model;
+}
+
+} // namespace sol

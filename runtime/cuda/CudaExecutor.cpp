@@ -1,0 +1,460 @@
+//===- CudaExecutor.cpp - Runs a plan's step on an NVIDIA GPU -------------===//
+#include "runtime/cuda/CudaExecutor.h"
+
+#include "runtime/cuda/CudaDriver.h"
+#include "runtime/support/Error.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sol::cuda {
+
+namespace {
+
+constexpr std::size_t kAlign = 256;
+constexpr int32_t kMaxSeqsPerStep = 256;
+/// Steps of at most this many tokens replay CUDA graphs (decode).
+constexpr int kMaxGraphTokens = 64;
+
+std::size_t alignUp(std::size_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
+
+std::string str(const flatbuffers::String *s) { return s ? s->str() : ""; }
+
+} // namespace
+
+CudaExecutor::CudaExecutor(const PlanFile &planFile,
+                           const ExecutorOptions &options)
+    : plan_(planFile), options_(options), context_(0) {
+  const fb::Plan &plan = planFile.plan();
+  context_.makeCurrent();
+  if (!plan.model() || !plan.kv_cache() || !plan.ops() || !plan.buffers() ||
+      !plan.weights() || !plan.arena_slots())
+    fail(planFile.path().string(), ": the plan lacks its model, KV cache, "
+                                   "ops, buffers, weights or arena");
+  if (!plan.kernels() || plan.kernels()->size() == 0)
+    fail(planFile.path().string(),
+         ": the plan holds no CUDA kernels (was solc run without NVRTC?); "
+         "use --device cpu, or compile it again on a machine with CUDA");
+  vocab_ = plan.model()->vocab_size();
+  maxModelLen_ = options.maxModelLen > 0
+                     ? options.maxModelLen
+                     : plan.model()->max_position_embeddings();
+  maxTokens_ = static_cast<int32_t>(plan.max_tokens_per_step());
+  const fb::KvCacheLayout &kv = *plan.kv_cache();
+  blockSize_ = kv.block_size();
+  maxBlocksPerSeqCap_ =
+      static_cast<int32_t>((maxModelLen_ + blockSize_ - 1) / blockSize_);
+  maxSeqsCap_ = kMaxSeqsPerStep;
+
+  // Kernels: every module, every instance by its name expression.
+  const std::string gpuArch = context_.smArch();
+  for (unsigned m = 0; m < (plan.modules() ? plan.modules()->size() : 0); ++m) {
+    const fb::Module *mod = plan.modules()->Get(m);
+    auto cubin = planFile.section(mod->cubin());
+    auto ptx = planFile.section(mod->ptx());
+    // A cubin only runs on its own architecture; Module falls back to PTX.
+    std::span<const uint8_t> cubinBytes;
+    if (str(mod->arch()) == gpuArch)
+      cubinBytes = {reinterpret_cast<const uint8_t *>(cubin.data()),
+                    cubin.size()};
+    modules_.emplace_back(
+        cubinBytes,
+        std::string_view(reinterpret_cast<const char *>(ptx.data()),
+                         ptx.size()),
+        "module " + std::to_string(m));
+  }
+  for (const fb::Kernel *k : *plan.kernels()) {
+    if (k->module_index() < 0 ||
+        static_cast<size_t>(k->module_index()) >= modules_.size())
+      fail(planFile.path().string(), ": kernel ", str(k->expression()),
+           " names a missing module");
+    kernels_.emplace(str(k->expression()),
+                     modules_[static_cast<size_t>(k->module_index())].kernel(
+                         str(k->lowered_name())));
+  }
+
+  // Ops as selection sees them.
+  for (const fb::Op *op : *plan.ops()) {
+    OpDesc d;
+    d.kind = op->kind();
+    if (op->ints())
+      d.ints.assign(op->ints()->begin(), op->ints()->end());
+    if (op->buffers())
+      for (int32_t b : *op->buffers()) {
+        if (b < 0 || static_cast<unsigned>(b) >= plan.buffers()->size())
+          fail(planFile.path().string(), ": op ", str(op->name()),
+               " names buffer ", b, " which does not exist");
+        d.bufferWidths.push_back(plan.buffers()->Get(b)->width());
+      }
+    if (!op->buffers() || op->buffers()->size() == 0)
+      fail(planFile.path().string(), ": op ", str(op->name()),
+           " has no buffers");
+    const fb::Buffer *out = plan.buffers()->Get(op->buffers()->Get(0));
+    d.outDtype = out->dtype();
+    d.outRows = out->rows();
+    if (op->weights())
+      for (int32_t w : *op->weights()) {
+        if (w < 0 || static_cast<unsigned>(w) >= plan.weights()->size())
+          fail(planFile.path().string(), ": op ", str(op->name()),
+               " names weight ", w, " which does not exist");
+        std::vector<int64_t> shape;
+        if (const auto *s = plan.weights()->Get(w)->shape())
+          shape.assign(s->begin(), s->end());
+        d.weightShapes.push_back(std::move(shape));
+      }
+    d.blockSize = blockSize_;
+    for (const KernelInstance &k :
+         enumerateKernels(d, maxTokens_, static_cast<int>(maxModelLen_)))
+      if (!kernels_.count(k.nameExpression))
+        fail(planFile.path().string(), ": the plan lacks kernel ",
+             k.nameExpression, " needed by op ", str(op->name()),
+             "; compile the model again with this version's solc");
+    ops_.push_back(std::move(d));
+  }
+
+  // Weights, uploaded once.
+  std::size_t total = 0;
+  for (const fb::Weight *w : *plan.weights()) {
+    weightOffsets_.push_back(total);
+    total += alignUp(w->data()->size());
+  }
+  weights_ = DeviceBuffer(std::max<std::size_t>(total, kAlign));
+  for (unsigned i = 0; i < plan.weights()->size(); ++i) {
+    auto bytes = planFile.weightBytes(static_cast<int>(i));
+    weights_.copyFromHost(bytes.data(), bytes.size(), stream_,
+                          weightOffsets_[i]);
+  }
+
+  // Rope tables.
+  std::vector<float> ropeData;
+  if (plan.rope())
+    for (const fb::RopeTable *r : *plan.rope()) {
+      ropeOffsets_.push_back(ropeData.size() * sizeof(float));
+      if (r->inv_freq())
+        ropeData.insert(ropeData.end(), r->inv_freq()->begin(),
+                        r->inv_freq()->end());
+      while (ropeData.size() % (kAlign / sizeof(float)))
+        ropeData.push_back(0);
+    }
+  ropes_ = DeviceBuffer(std::max<std::size_t>(ropeData.size() * 4, kAlign));
+  if (!ropeData.empty())
+    ropes_.upload(std::span<const float>(ropeData), stream_);
+
+  // Activation arena: each slot holds its widest buffer for maxTokens rows.
+  std::size_t arenaBytes = 0;
+  for (int64_t bytesPerRow : *plan.arena_slots()) {
+    slotOffsets_.push_back(arenaBytes);
+    arenaBytes += alignUp(static_cast<std::size_t>(bytesPerRow) *
+                          static_cast<std::size_t>(maxTokens_));
+  }
+  arena_ = DeviceBuffer(std::max<std::size_t>(arenaBytes, kAlign));
+
+  // Step inputs.
+  std::size_t off = 0;
+  for (int i = 0; i < 4; ++i) {
+    inputOffsets_[i] = off;
+    off += alignUp(sizeof(int32_t) * static_cast<std::size_t>(maxTokens_));
+  }
+  inputOffsets_[4] = off;
+  off += sizeof(int32_t) * static_cast<std::size_t>(maxSeqsCap_) *
+         static_cast<std::size_t>(maxBlocksPerSeqCap_);
+  inputs_ = DeviceBuffer(off);
+  staging_ = PinnedBuffer(off);
+  argmaxOut_ = DeviceBuffer(alignUp(sizeof(int32_t) * maxTokens_));
+  argmaxHost_ = PinnedBuffer(sizeof(int32_t) * maxTokens_);
+
+  // Split-attention workspace for the largest need of any step.
+  for (const OpDesc &d : ops_)
+    if (d.kind == fb::OpKind::Attention) {
+      PagedAttentionSpec spec{static_cast<int>(d.ints[1]),
+                              static_cast<int>(d.ints[2]),
+                              static_cast<int>(d.ints[3]), blockSize_};
+      for (int t = 1; t <= std::min(maxTokens_, 512); ++t) {
+        int splits = spec.chooseSplits(t, static_cast<int>(maxModelLen_),
+                                       kPlannedMultiprocessors);
+        if (splits > 1)
+          workspaceFloats_ =
+              std::max(workspaceFloats_, spec.workspaceFloats(t, splits));
+      }
+    }
+  attentionWorkspace_ =
+      DeviceBuffer(std::max<std::size_t>(workspaceFloats_ * 4, kAlign));
+
+  // The paged KV cache takes what --gpu-memory-utilization leaves.
+  stream_.synchronize();
+  kvHalfBytes_ = static_cast<std::size_t>(blockSize_) * kv.num_kv_heads() *
+                 kv.head_dim() * 2; // bf16, per block, K or V
+  const std::size_t blockBytes =
+      2 * kvHalfBytes_ * static_cast<std::size_t>(kv.num_layers());
+  DeviceMemoryInfo mem = context_.memoryInfo();
+  const double budget =
+      options.gpuMemoryUtilization * static_cast<double>(mem.totalBytes) -
+      static_cast<double>(mem.totalBytes - mem.freeBytes);
+  const double headroom = 256.0 * (1 << 20); // graphs, module code
+  const double kvBytes =
+      std::min(budget, static_cast<double>(mem.freeBytes) - headroom);
+  const int64_t needed = (maxModelLen_ + blockSize_ - 1) / blockSize_;
+  if (kvBytes < static_cast<double>(blockBytes) * static_cast<double>(needed))
+    fail("the KV cache does not fit: ", mem.freeBytes / (1 << 20),
+         " MiB free after the weights and activations, --gpu-memory-"
+         "utilization ",
+         options.gpuMemoryUtilization, " leaves ",
+         static_cast<int64_t>(std::max(0.0, kvBytes) / (1 << 20)),
+         " MiB, but one sequence of ", maxModelLen_, " tokens needs ",
+         static_cast<int64_t>(blockBytes) * needed / (1 << 20),
+         " MiB; lower --max-model-len or raise --gpu-memory-utilization");
+  numKvBlocks_ = static_cast<int32_t>(std::min<double>(
+      kvBytes / static_cast<double>(blockBytes), double(INT32_MAX / 2)));
+  kvLayerBytes_ = 2 * kvHalfBytes_ * static_cast<std::size_t>(numKvBlocks_);
+  kvCache_ =
+      DeviceBuffer(kvLayerBytes_ * static_cast<std::size_t>(kv.num_layers()));
+}
+
+CudaExecutor::~CudaExecutor() = default;
+
+CUdeviceptr CudaExecutor::buffer(int index) const {
+  if (index < 4)
+    return inputs_.address() + inputOffsets_[index];
+  const fb::Buffer *b = plan_.plan().buffers()->Get(index);
+  return arena_.address() +
+         slotOffsets_.at(static_cast<size_t>(b->arena_slot()));
+}
+
+CUdeviceptr CudaExecutor::weight(int index) const {
+  return weights_.address() + weightOffsets_[static_cast<size_t>(index)];
+}
+
+const Kernel &CudaExecutor::kernel(const KernelInstance &instance) {
+  auto it = kernels_.find(instance.nameExpression);
+  if (it == kernels_.end())
+    fail("the plan lacks kernel ", instance.nameExpression);
+  return it->second;
+}
+
+void CudaExecutor::validate(const StepBatch &b, const StepOutput &out) const {
+  const size_t t = b.tokens.size();
+  if (t == 0)
+    fail("a step needs at least one token");
+  if (t > static_cast<size_t>(maxTokens_))
+    fail("a step of ", t, " tokens exceeds the plan's ", maxTokens_,
+         " (solc --max-num-batched-tokens)");
+  if (b.positions.size() != t || b.tokenSeq.size() != t)
+    fail("step inputs disagree: ", t, " tokens but ", b.positions.size(),
+         " positions and ", b.tokenSeq.size(), " sequence indices");
+  if (b.numSeqs <= 0 || b.numSeqs > maxSeqsCap_)
+    fail("a step holds 1..", maxSeqsCap_, " sequences, got ", b.numSeqs);
+  if (b.maxBlocksPerSeq <= 0 || b.maxBlocksPerSeq > maxBlocksPerSeqCap_)
+    fail("block tables of ", b.maxBlocksPerSeq,
+         " blocks per sequence exceed the ", maxBlocksPerSeqCap_,
+         " that --max-model-len allows");
+  if (b.blockTables.size() !=
+      static_cast<size_t>(b.numSeqs) * static_cast<size_t>(b.maxBlocksPerSeq))
+    fail("block tables hold ", b.blockTables.size(), " entries, expected ",
+         b.numSeqs, " x ", b.maxBlocksPerSeq);
+  for (size_t i = 0; i < t; ++i) {
+    if (b.tokens[i] < 0 || b.tokens[i] >= vocab_)
+      fail("token ", i, " has id ", b.tokens[i], " but the vocabulary has ",
+           vocab_, " ids");
+    if (b.tokenSeq[i] < 0 || b.tokenSeq[i] >= b.numSeqs)
+      fail("token ", i, " belongs to sequence ", b.tokenSeq[i], " of ",
+           b.numSeqs);
+    if (b.positions[i] < 0 || b.positions[i] >= maxModelLen_ ||
+        b.positions[i] / blockSize_ >= b.maxBlocksPerSeq)
+      fail("token ", i, " has position ", b.positions[i],
+           " outside its sequence's ", b.maxBlocksPerSeq * blockSize_,
+           " cached positions");
+  }
+  for (int32_t block : b.blockTables)
+    if (block < 0 || block >= numKvBlocks_)
+      fail("block id ", block, " outside the KV cache's ", numKvBlocks_,
+           " blocks");
+  const size_t r = b.logitRows.size();
+  if (r == 0 || r > t)
+    fail("a step returns 1..", t, " logits rows, got ", r);
+  for (int32_t row : b.logitRows)
+    if (row < 0 || static_cast<size_t>(row) >= t)
+      fail("logits row ", row, " outside the step's ", t, " tokens");
+  if (!out.logits.empty() &&
+      out.logits.size() != r * static_cast<size_t>(vocab_))
+    fail("the logits output holds ", out.logits.size(), " floats, expected ", r,
+         " x ", vocab_);
+  if (!out.argmax.empty() && out.argmax.size() != r)
+    fail("the argmax output holds ", out.argmax.size(), " ids, expected ", r);
+}
+
+void CudaExecutor::launchOps(const StepShape &shape) {
+  const fb::Plan &plan = plan_.plan();
+  const int maxContext = shape.maxBlocks * blockSize_;
+  const CUdeviceptr blockTables = inputs_.address() + inputOffsets_[4];
+  const CUdeviceptr positions = buffer(1), tokenSeq = buffer(2);
+  const CUdeviceptr null = 0;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const OpDesc &d = ops_[i];
+    const fb::Op *op = plan.ops()->Get(static_cast<unsigned>(i));
+    const int rows = opRows(d, shape.tokens, shape.outputs);
+    std::vector<KernelLaunch> launches = selectKernels(d, rows, maxContext);
+    if (launches.empty())
+      continue;
+    const KernelLaunch &l = launches[0];
+    const Kernel &k = kernel(l.instance);
+    if (l.dims.sharedBytes > 48 * 1024 &&
+        !sharedRaised_[l.instance.nameExpression]) {
+      k.setMaxDynamicSharedMemory(static_cast<int>(l.dims.sharedBytes));
+      sharedRaised_[l.instance.nameExpression] = true;
+    }
+    auto buf = [&](unsigned j) { return buffer(op->buffers()->Get(j)); };
+    auto w = [&](unsigned j) { return weight(op->weights()->Get(j)); };
+    const float f0 =
+        op->floats() && op->floats()->size() ? op->floats()->Get(0) : 0.0f;
+    switch (d.kind) {
+    case fb::OpKind::Embedding: {
+      CUdeviceptr out = buf(0), ids = buf(1), table = w(0);
+      k.launch(l.dims, stream_, out, table, ids, rows);
+      break;
+    }
+    case fb::OpKind::RmsNorm: {
+      CUdeviceptr out = buf(0), x = buf(1), wt = w(0);
+      CUdeviceptr residual = op->buffers()->size() > 2 ? buf(2) : null;
+      int width = static_cast<int>(d.bufferWidths[0]), group = 1;
+      k.launch(l.dims, stream_, out, x, residual, wt, f0, rows, width, width,
+               group);
+      break;
+    }
+    case fb::OpKind::HeadRmsNorm: {
+      const int qkvWidth = static_cast<int>(d.bufferWidths[0]);
+      const int col = static_cast<int>(d.ints[0]),
+                heads = static_cast<int>(d.ints[1]);
+      CUdeviceptr x = buf(0) + static_cast<CUdeviceptr>(col) * 2, wt = w(0);
+      int normRows = rows * heads;
+      k.launch(l.dims, stream_, x, x, null, wt, f0, normRows, qkvWidth,
+               qkvWidth, heads);
+      break;
+    }
+    case fb::OpKind::Linear: {
+      CUdeviceptr y = buf(0), x = buf(1), wt = w(0);
+      CUdeviceptr bias = op->weights()->size() > 1 ? w(1) : null;
+      int n = static_cast<int>(d.weightShapes[0][0]);
+      int kdim = static_cast<int>(d.weightShapes[0][1]);
+      if (rows <= GemvSpec::kMaxRows)
+        k.launch(l.dims, stream_, y, x, wt, bias, rows, n);
+      else
+        k.launch(l.dims, stream_, y, x, wt, bias, rows, n, kdim);
+      break;
+    }
+    case fb::OpKind::RopeKvWrite: {
+      const int layer = static_cast<int>(d.ints[0]),
+                rope = static_cast<int>(d.ints[4]);
+      CUdeviceptr qkv = buf(0);
+      CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
+      CUdeviceptr vc = kc + kvLayerBytes_ / 2;
+      CUdeviceptr invFreq =
+          ropes_.address() + ropeOffsets_.at(static_cast<size_t>(rope));
+      float scaling =
+          plan.rope()->Get(static_cast<unsigned>(rope))->attention_scaling();
+      k.launch(l.dims, stream_, qkv, kc, vc, invFreq, scaling, positions,
+               tokenSeq, blockTables, shape.maxBlocks, rows);
+      break;
+    }
+    case fb::OpKind::Attention: {
+      const int layer = static_cast<int>(d.ints[0]);
+      const int window = static_cast<int>(d.ints[4]);
+      CUdeviceptr out = buf(0), qkv = buf(1);
+      CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
+      CUdeviceptr vc = kc + kvLayerBytes_ / 2;
+      const bool split = launches.size() > 1;
+      CUdeviceptr partials = split ? attentionWorkspace_.address() : null;
+      k.launch(l.dims, stream_, out, qkv, kc, vc, positions, tokenSeq,
+               blockTables, shape.maxBlocks, f0, window, rows, partials);
+      if (split) {
+        const KernelLaunch &c = launches[1];
+        int splits = static_cast<int>(l.dims.grid.y);
+        kernel(c.instance).launch(c.dims, stream_, out, partials, splits, rows);
+      }
+      break;
+    }
+    case fb::OpKind::Swiglu: {
+      CUdeviceptr out = buf(0), in = buf(1);
+      k.launch(l.dims, stream_, out, in, rows);
+      break;
+    }
+    case fb::OpKind::GatherRows: {
+      CUdeviceptr out = buf(0), in = buf(1), idx = buf(2);
+      k.launch(l.dims, stream_, out, in, idx, rows);
+      break;
+    }
+    case fb::OpKind::Add: {
+      CUdeviceptr out = buf(0), a = buf(1), b = buf(2);
+      k.launch(l.dims, stream_, out, a, b, rows);
+      break;
+    }
+    }
+  }
+  if (shape.argmax) {
+    KernelLaunch a = selectArgmax(shape.outputs);
+    CUdeviceptr out = argmaxOut_.address();
+    CUdeviceptr logits =
+        buffer(plan.ops()->Get(plan.ops()->size() - 1)->buffers()->Get(0));
+    int vocab = static_cast<int>(vocab_);
+    kernel(a.instance)
+        .launch(a.dims, stream_, out, logits, shape.outputs, vocab);
+  }
+}
+
+void CudaExecutor::step(const StepBatch &b, const StepOutput &out) {
+  validate(b, out);
+  context_.makeCurrent();
+  const StepShape shape{static_cast<int>(b.tokens.size()),
+                        static_cast<int>(b.logitRows.size()), b.maxBlocksPerSeq,
+                        b.numSeqs, !out.argmax.empty()};
+
+  // Stage the inputs in their device layout and send them in one copy.
+  auto *host = static_cast<std::byte *>(staging_.data());
+  auto put = [&](int i, std::span<const int32_t> v) {
+    std::memcpy(host + inputOffsets_[i], v.data(), v.size_bytes());
+  };
+  put(0, b.tokens);
+  put(1, b.positions);
+  put(2, b.tokenSeq);
+  put(3, b.logitRows);
+  put(4, b.blockTables);
+  inputs_.copyFromHost(host, inputOffsets_[4] + b.blockTables.size_bytes(),
+                       stream_);
+
+  const bool graphable =
+      !options_.disableCudaGraphs && shape.tokens <= kMaxGraphTokens;
+  auto key = shape.key();
+  if (graphable && graphs_.count(key)) {
+    graphs_.at(key).launch(stream_);
+  } else if (graphable && seen_[key] >= 1) {
+    // Captured on the second occurrence: the first ran eagerly and did the
+    // one-time work (shared-memory limits) outside the capture.
+    stream_.beginCapture();
+    launchOps(shape);
+    Graph graph = stream_.endCapture();
+    auto [it, inserted] = graphs_.emplace(key, graph.instantiate());
+    it->second.launch(stream_);
+  } else {
+    ++seen_[key];
+    launchOps(shape);
+  }
+
+  const fb::Plan &plan = plan_.plan();
+  if (!out.argmax.empty())
+    argmaxOut_.copyToHost(argmaxHost_.data(), out.argmax.size_bytes(), stream_);
+  if (!out.logits.empty()) {
+    int logitsBuffer =
+        plan.ops()->Get(plan.ops()->size() - 1)->buffers()->Get(0);
+    CUdeviceptr src = buffer(logitsBuffer);
+    checkCuda(driverApi().memcpyDtoHAsync(out.logits.data(), src,
+                                          out.logits.size_bytes(),
+                                          stream_.handle()),
+              "cuMemcpyDtoHAsync(logits)");
+  }
+  stream_.synchronize();
+  if (!out.argmax.empty())
+    std::memcpy(out.argmax.data(), argmaxHost_.data(), out.argmax.size_bytes());
+}
+
+} // namespace sol::cuda

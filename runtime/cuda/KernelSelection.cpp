@@ -1,0 +1,150 @@
+//===- KernelSelection.cpp - Which kernel instance runs each op -----------===//
+#include "runtime/cuda/KernelSelection.h"
+
+#include "runtime/support/Error.h"
+
+#include <algorithm>
+
+namespace sol::cuda {
+
+namespace {
+
+int toInt(int64_t v) { return static_cast<int>(v); }
+
+/// add<D>(out, a, b, T) of codegen/kernels/Add.cuh.
+struct AddSpec {
+  int width = 0;
+  KernelInstance instance() const {
+    return {"Add.cuh", "sol::kernels::add<" + std::to_string(width) + ">"};
+  }
+  LaunchDims dims(int rows) const {
+    long long vectors = static_cast<long long>(rows) * (width / 8);
+    LaunchDims d;
+    d.block.x = 256;
+    d.grid.x = static_cast<unsigned>(
+        std::clamp<long long>((vectors + 255) / 256, 1, 65535));
+    return d;
+  }
+};
+
+LinearOutput linearOutput(const OpDesc &op) {
+  return op.outDtype == fb::DType::F32 ? LinearOutput::Fp32
+                                       : LinearOutput::Bf16;
+}
+
+KernelLaunch linearLaunch(const OpDesc &op, int rows) {
+  const int n = toInt(op.weightShapes.at(0).at(0));
+  const int k = toInt(op.weightShapes.at(0).at(1));
+  const bool bias = op.weightShapes.size() > 1;
+  if (rows <= GemvSpec::kMaxRows) {
+    GemvSpec spec = GemvSpec::choose(n, k, rows, linearOutput(op), bias,
+                                     kPlannedMultiprocessors);
+    return {spec.instance(), spec.dims(n)};
+  }
+  GemmSpec spec = GemmSpec::choose(gemmRowBucket(rows), n, linearOutput(op),
+                                   bias, kPlannedMultiprocessors);
+  return {spec.instance(), spec.dims(rows, n)};
+}
+
+PagedAttentionSpec attentionSpec(const OpDesc &op) {
+  // ints: layer, heads, kv_heads, head_dim[, ...]
+  return {toInt(op.ints.at(1)), toInt(op.ints.at(2)), toInt(op.ints.at(3)),
+          op.blockSize};
+}
+
+} // namespace
+
+int opRows(const OpDesc &op, int tokens, int outputs) {
+  return op.outRows == fb::Rows::Outputs ? outputs : tokens;
+}
+
+int gemmRowBucket(int rows) {
+  int bucket = 16;
+  while (bucket < rows)
+    bucket *= 2;
+  return bucket;
+}
+
+std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
+                                        int maxContext) {
+  if (rows <= 0)
+    return {};
+  switch (op.kind) {
+  case fb::OpKind::Embedding: {
+    EmbeddingSpec spec{toInt(op.bufferWidths.at(0))};
+    return {{spec.instance(), spec.dims(rows)}};
+  }
+  case fb::OpKind::RmsNorm: {
+    RmsNormSpec spec{toInt(op.bufferWidths.at(0))};
+    return {{spec.instance(), spec.dims(rows)}};
+  }
+  case fb::OpKind::HeadRmsNorm: {
+    // ints: col, heads, head_dim; one norm row per head of each token.
+    RmsNormSpec spec{toInt(op.ints.at(2))};
+    return {{spec.instance(), spec.dims(rows * toInt(op.ints.at(1)))}};
+  }
+  case fb::OpKind::Linear:
+    return {linearLaunch(op, rows)};
+  case fb::OpKind::RopeKvWrite: {
+    RopeKvWriteSpec spec{toInt(op.ints.at(1)), toInt(op.ints.at(2)),
+                         toInt(op.ints.at(3)), op.blockSize};
+    return {{spec.instance(), spec.dims(rows)}};
+  }
+  case fb::OpKind::Attention: {
+    PagedAttentionSpec spec = attentionSpec(op);
+    int splits = spec.chooseSplits(rows, maxContext, kPlannedMultiprocessors);
+    std::vector<KernelLaunch> launches = {
+        {spec.instance(), spec.dims(rows, splits)}};
+    if (splits > 1)
+      launches.push_back({spec.combineInstance(), spec.combineDims(rows)});
+    return launches;
+  }
+  case fb::OpKind::Swiglu: {
+    SwigluSpec spec{toInt(op.bufferWidths.at(0))};
+    return {{spec.instance(), spec.dims(rows)}};
+  }
+  case fb::OpKind::GatherRows: {
+    GatherRowsSpec spec{toInt(op.bufferWidths.at(0))};
+    return {{spec.instance(), spec.dims(rows)}};
+  }
+  case fb::OpKind::Add: {
+    AddSpec spec{toInt(op.bufferWidths.at(0))};
+    return {{spec.instance(), spec.dims(rows)}};
+  }
+  }
+  fail("no CUDA kernel for op kind ", static_cast<int>(op.kind));
+}
+
+std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
+                                             int maxContext) {
+  std::vector<KernelInstance> out;
+  auto add = [&](const std::vector<KernelLaunch> &launches) {
+    for (const KernelLaunch &l : launches)
+      if (std::find(out.begin(), out.end(), l.instance) == out.end())
+        out.push_back(l.instance);
+  };
+  if (op.kind == fb::OpKind::Linear) {
+    for (int rows = 1; rows <= std::min(maxTokens, GemvSpec::kMaxRows); ++rows)
+      add(selectKernels(op, rows, 0));
+    for (int rows = 16; rows / 2 < maxTokens; rows *= 2)
+      if (rows > GemvSpec::kMaxRows)
+        add(selectKernels(op, rows, 0));
+    return out;
+  }
+  if (op.kind == fb::OpKind::Attention) {
+    PagedAttentionSpec spec = attentionSpec(op);
+    out.push_back(spec.instance());
+    if (maxContext >= 256)
+      out.push_back(spec.combineInstance());
+    return out;
+  }
+  add(selectKernels(op, 1, 0));
+  return out;
+}
+
+KernelLaunch selectArgmax(int rows) {
+  ArgmaxSpec spec;
+  return {spec.instance(), spec.dims(rows)};
+}
+
+} // namespace sol::cuda

@@ -1,0 +1,63 @@
+//===- KernelSelection.h - Which kernel instance runs each op ---*- C++ -*-===//
+//
+// The rules that map a kernel-level op of a plan (runtime/plan/Plan.fbs) and
+// a step's size to kernel instantiations and launch geometry. solc uses them
+// to enumerate and compile every instance a plan may need; the CUDA executor
+// uses the same rules at run time and finds the instances in the plan by
+// name. Both sides must agree, so both call this code, and the choices never
+// depend on the GPU the executor finds (kPlannedMultiprocessors is fixed).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/cuda/KernelSpecs.h"
+#include "runtime/plan/Plan_generated.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace sol::cuda {
+
+/// The SM count kernel choices are made for (H100 / H200).
+inline constexpr int kPlannedMultiprocessors = 132;
+
+/// What selection needs to know about one op, from a plan or a schedule.
+struct OpDesc {
+  fb::OpKind kind = fb::OpKind::Add;
+  std::vector<int64_t> ints;
+  std::vector<int64_t> bufferWidths; // of the op's buffers, in order
+  fb::DType outDtype = fb::DType::BF16;
+  fb::Rows outRows = fb::Rows::Tokens;
+  std::vector<std::vector<int64_t>> weightShapes; // of the op's weights
+  int blockSize = 16;                             // KV-cache block size
+};
+
+/// One launch of an op in a step.
+struct KernelLaunch {
+  KernelInstance instance;
+  LaunchDims dims;
+};
+
+/// The rows (T or R) an op processes in a step with `tokens` tokens and
+/// `outputs` logits rows.
+int opRows(const OpDesc &op, int tokens, int outputs);
+
+/// The GEMM row count a step of `rows` rows (> 8) is compiled for: the next
+/// power of two, at least 16.
+int gemmRowBucket(int rows);
+
+/// The launches of `op` for `rows` rows (see opRows) in a step whose longest
+/// context is `maxContext` positions (attention only): one launch, or two
+/// for split attention (attention, then combine). Empty for rows == 0.
+std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
+                                        int maxContext);
+
+/// Every instance `op` may need in steps of up to `maxTokens` tokens and
+/// contexts of up to `maxContext` positions, without duplicates.
+std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
+                                             int maxContext);
+
+/// The argmax launch over `rows` rows of `vocab` float32 logits.
+KernelLaunch selectArgmax(int rows);
+
+} // namespace sol::cuda

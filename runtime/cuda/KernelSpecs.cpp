@@ -1,0 +1,255 @@
+//===- KernelSpecs.cpp - How each kernel template is named and launched ---===//
+
+#include "runtime/cuda/KernelSpecs.h"
+
+#include "runtime/support/Error.h"
+
+#include <algorithm>
+
+namespace sol::cuda {
+namespace {
+
+constexpr const char *kNamespace = "sol::kernels::";
+
+unsigned ceilDiv(long long a, long long b) {
+  return static_cast<unsigned>((a + b - 1) / b);
+}
+
+// Elementwise kernels: 16 bytes (8 bf16) per thread, 256 threads, grid-stride
+// loops, so the grid is capped and large inputs loop.
+LaunchDims vectorDims(long long vectors) {
+  LaunchDims dims;
+  dims.block.x = 256;
+  dims.grid.x = std::clamp<unsigned>(ceilDiv(vectors, 256), 1u, 65535u);
+  return dims;
+}
+
+const char *outputType(LinearOutput output) {
+  return output == LinearOutput::Fp32 ? "float" : "__nv_bfloat16";
+}
+
+void requirePositive(int value, const char *what, const char *kernel) {
+  if (value <= 0)
+    fail(kernel, ": ", what, " must be positive, got ", value);
+}
+
+void requireMultiple(int value, int of, const char *what, const char *kernel) {
+  if (value % of != 0)
+    fail(kernel, ": ", what, " (", value, ") must be a multiple of ", of);
+}
+
+int nextPowerOfTwo(int v) {
+  int p = 1;
+  while (p < v)
+    p *= 2;
+  return p;
+}
+
+} // namespace
+
+KernelInstance EmbeddingSpec::instance() const {
+  requireMultiple(hidden, 8, "hidden size", "embedding");
+  return {"Embedding.cuh", cat(kNamespace, "embedding<", hidden, ">")};
+}
+LaunchDims EmbeddingSpec::dims(int tokens) const {
+  return vectorDims(static_cast<long long>(tokens) * (hidden / 8));
+}
+
+KernelInstance GatherRowsSpec::instance() const {
+  requireMultiple(hidden, 8, "hidden size", "gather_rows");
+  return {"GatherRows.cuh", cat(kNamespace, "gather_rows<", hidden, ">")};
+}
+LaunchDims GatherRowsSpec::dims(int rows) const {
+  return vectorDims(static_cast<long long>(rows) * (hidden / 8));
+}
+
+KernelInstance SwigluSpec::instance() const {
+  requireMultiple(intermediate, 8, "intermediate size", "swiglu");
+  return {"Swiglu.cuh", cat(kNamespace, "swiglu<", intermediate, ">")};
+}
+LaunchDims SwigluSpec::dims(int tokens) const {
+  return vectorDims(static_cast<long long>(tokens) * (intermediate / 8));
+}
+
+KernelInstance ArgmaxSpec::instance() const {
+  return {"Argmax.cuh", cat(kNamespace, "argmax")};
+}
+LaunchDims ArgmaxSpec::dims(int rows) const {
+  LaunchDims dims;
+  dims.grid.x = static_cast<unsigned>(rows);
+  dims.block.x = 1024;
+  return dims;
+}
+
+KernelInstance RmsNormSpec::instance() const {
+  requireMultiple(dim, 8, "dimension", "rms_norm");
+  if (dim > 32768)
+    fail("rms_norm: dimension ", dim, " is larger than the supported 32768");
+  return {"RmsNorm.cuh", cat(kNamespace, "rms_norm<", dim, ">")};
+}
+int RmsNormSpec::threadsPerRow() const {
+  const int vecs = dim / 8;
+  return vecs <= 32 ? nextPowerOfTwo(vecs)
+                    : std::min(256, (vecs + 31) / 32 * 32);
+}
+int RmsNormSpec::blockThreads() const { return std::max(threadsPerRow(), 128); }
+int RmsNormSpec::rowsPerBlock() const {
+  return blockThreads() / threadsPerRow();
+}
+LaunchDims RmsNormSpec::dims(int rows) const {
+  LaunchDims dims;
+  dims.block.x = static_cast<unsigned>(blockThreads());
+  dims.grid.x = std::max(1u, ceilDiv(rows, rowsPerBlock()));
+  return dims;
+}
+
+KernelInstance GemvSpec::instance() const {
+  requireMultiple(inFeatures, 8, "in features (K)", "linear_gemv");
+  if (maxRows != 1 && maxRows != 2 && maxRows != 4 && maxRows != 8)
+    fail("linear_gemv: maxRows must be 1, 2, 4 or 8, got ", maxRows);
+  if (warpsK != 1 && warpsK != 2 && warpsK != 4 && warpsK != 8)
+    fail("linear_gemv: warpsK must be 1, 2, 4 or 8, got ", warpsK);
+  if (rowsPerWarp != 1 && rowsPerWarp != 2 && rowsPerWarp != 4)
+    fail("linear_gemv: rowsPerWarp must be 1, 2 or 4, got ", rowsPerWarp);
+  return {"LinearGemv.cuh",
+          cat(kNamespace, "linear_gemv<", inFeatures, ", ", maxRows, ", ",
+              rowsPerWarp, ", ", warpsK, ", ", outputType(output), ", ",
+              bias ? "true" : "false", ">")};
+}
+
+LaunchDims GemvSpec::dims(int outFeatures) const {
+  requirePositive(outFeatures, "out features (N)", "linear_gemv");
+  LaunchDims dims;
+  dims.block.x = 256;
+  dims.grid.x = ceilDiv(outFeatures, (8 / warpsK) * rowsPerWarp);
+  return dims;
+}
+
+GemvSpec GemvSpec::choose(int outFeatures, int inFeatures, int rows,
+                          LinearOutput output, bool bias,
+                          int /*multiprocessors*/) {
+  if (rows < 1 || rows > kMaxRows)
+    fail("linear_gemv handles 1..", kMaxRows, " rows, got ", rows,
+         "; use the tensor-core GEMM (GemmSpec) for more");
+  requirePositive(outFeatures, "out features (N)", "linear_gemv");
+  GemvSpec spec;
+  spec.inFeatures = inFeatures;
+  spec.output = output;
+  spec.bias = bias;
+  spec.maxRows = nextPowerOfTwo(rows);
+  // Measured on an H200 (test/gpu/NOTES.md): for 1-2 rows, 4 weight rows per
+  // warp and K split over all 8 warps of a block stream best (short per-warp
+  // chains, many blocks). With 8 rows the FMA work per weight byte grows: 2
+  // rows per warp, K split 4 ways unless that leaves more than 4 chunks per
+  // lane (K = 8192), then 8 ways.
+  const int vectors = inFeatures / 8;
+  spec.rowsPerWarp = spec.maxRows <= 2 ? 4 : 2;
+  const int preferredSplit =
+      spec.maxRows <= 4 || vectors / (4 * 32) > 4 ? 8 : 4;
+  // Keep at least 32 16-byte chunks (one per lane) in every K-slice.
+  spec.warpsK = 1;
+  while (spec.warpsK < preferredSplit && vectors / (spec.warpsK * 2) >= 32)
+    spec.warpsK *= 2;
+  return spec;
+}
+
+KernelInstance GemmSpec::instance() const {
+  if (tileM % (warpsM * 16) != 0 || tileN % (warpsN * 16) != 0)
+    fail("linear_gemm: tile ", tileM, "x", tileN, " does not split into ",
+         warpsM, "x", warpsN, " warps of 16-multiples");
+  return {"LinearGemm.cuh",
+          cat(kNamespace, "linear_gemm<", tileM, ", ", tileN, ", ", warpsM,
+              ", ", warpsN, ", ", stages, ", ", outputType(output), ", ",
+              bias ? "true" : "false", ">")};
+}
+
+int GemmSpec::sharedBytes() const { return stages * (tileM + tileN) * 64 * 2; }
+
+LaunchDims GemmSpec::dims(int rows, int outFeatures) const {
+  requirePositive(rows, "rows (M)", "linear_gemm");
+  requireMultiple(outFeatures, 8, "out features (N)", "linear_gemm");
+  LaunchDims dims;
+  dims.block.x = static_cast<unsigned>(threads());
+  dims.grid.x = ceilDiv(rows, tileM);
+  dims.grid.y = ceilDiv(outFeatures, tileN);
+  dims.sharedBytes = static_cast<unsigned>(sharedBytes());
+  return dims;
+}
+
+GemmSpec GemmSpec::choose(int rows, int outFeatures, LinearOutput output,
+                          bool bias, int multiprocessors) {
+  GemmSpec large; // 128x128, 8 warps, 3 stages
+  large.output = output;
+  large.bias = bias;
+  const long long largeBlocks =
+      static_cast<long long>(large.dims(rows, outFeatures).grid.x) *
+      large.dims(rows, outFeatures).grid.y;
+  if (largeBlocks >= 2LL * multiprocessors)
+    return large;
+  // Too few large tiles to fill the GPU: 64x128 tiles, 4 warps, 4 stages.
+  GemmSpec medium{64, 128, 2, 2, 4, output, bias};
+  return medium;
+}
+
+KernelInstance RopeKvWriteSpec::instance() const {
+  requireMultiple(headDim, 16, "head_dim", "rope_kv_write");
+  if (kvHeads <= 0 || qHeads % kvHeads != 0)
+    fail("rope_kv_write: ", qHeads, " query heads do not split into ", kvHeads,
+         " kv heads");
+  return {"RopeKvWrite.cuh", cat(kNamespace, "rope_kv_write<", qHeads, ", ",
+                                 kvHeads, ", ", headDim, ", ", blockSize, ">")};
+}
+LaunchDims RopeKvWriteSpec::dims(int tokens) const {
+  LaunchDims dims;
+  dims.grid.x = static_cast<unsigned>(std::max(tokens, 1));
+  dims.block.x = 128;
+  return dims;
+}
+
+KernelInstance PagedAttentionSpec::instance() const {
+  const int lanes = headDim / 8;
+  if (headDim % 8 != 0 || lanes > 32 || (lanes & (lanes - 1)) != 0)
+    fail("paged_attention: head_dim ", headDim,
+         " is not supported (8, 16, 32, 64, 128 or 256)");
+  if (kvHeads <= 0 || qHeads % kvHeads != 0)
+    fail("paged_attention: ", qHeads, " query heads do not split into ",
+         kvHeads, " kv heads");
+  return {"PagedAttention.cuh",
+          cat(kNamespace, "paged_attention<", qHeads, ", ", kvHeads, ", ",
+              headDim, ", ", blockSize, ">")};
+}
+KernelInstance PagedAttentionSpec::combineInstance() const {
+  return {"PagedAttention.cuh", cat(kNamespace, "paged_attention_combine<",
+                                    qHeads, ", ", headDim, ">")};
+}
+LaunchDims PagedAttentionSpec::dims(int tokens, int splits) const {
+  requirePositive(splits, "splits", "paged_attention");
+  LaunchDims dims;
+  dims.grid.x = static_cast<unsigned>(std::max(tokens, 1) * kvHeads);
+  dims.grid.y = static_cast<unsigned>(splits);
+  dims.block.x = 128;
+  return dims;
+}
+LaunchDims PagedAttentionSpec::combineDims(int tokens) const {
+  LaunchDims dims;
+  dims.grid.x = static_cast<unsigned>(std::max(tokens, 1) * qHeads);
+  dims.block.x = static_cast<unsigned>(headDim);
+  return dims;
+}
+std::size_t PagedAttentionSpec::workspaceFloats(int tokens, int splits) const {
+  return static_cast<std::size_t>(tokens) * splits * qHeads * (headDim + 2);
+}
+int PagedAttentionSpec::chooseSplits(int tokens, int maxContext,
+                                     int multiprocessors) const {
+  const long long blocks = static_cast<long long>(tokens) * kvHeads;
+  if (maxContext < 256 || blocks >= 2LL * multiprocessors)
+    return 1;
+  // Enough blocks for about four per multiprocessor, each split still
+  // covering at least 128 positions.
+  const long long wanted = (4LL * multiprocessors + blocks - 1) / blocks;
+  const long long byLength = (maxContext + 127) / 128;
+  return static_cast<int>(
+      std::clamp<long long>(std::min(wanted, byLength), 1, kMaxSplits));
+}
+
+} // namespace sol::cuda

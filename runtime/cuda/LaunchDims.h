@@ -1,0 +1,17 @@
+//===- LaunchDims.h - Grid, block and shared memory of a launch -*- C++ -*-===//
+#pragma once
+
+namespace sol::cuda {
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+struct LaunchDims {
+  Dim3 grid;
+  Dim3 block;
+  /// Dynamic shared memory in bytes.
+  unsigned sharedBytes = 0;
+};
+
+} // namespace sol::cuda

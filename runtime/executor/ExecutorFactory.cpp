@@ -1,0 +1,44 @@
+//===- ExecutorFactory.cpp - Picks and builds an executor for a plan ------===//
+#include "runtime/executor/ExecutorFactory.h"
+
+#include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/CudaExecutor.h"
+#include "runtime/reference/ReferenceExecutor.h"
+#include "runtime/support/Error.h"
+
+#include <iostream>
+
+namespace sol {
+
+namespace {
+
+std::unique_ptr<Executor> makeReference(const PlanFile &plan,
+                                        const ExecutorOptions &options) {
+  ReferenceExecutor::Options ref;
+  ref.maxModelLen = options.maxModelLen;
+  ref.maxSeqs = options.maxSeqs;
+  return std::make_unique<ReferenceExecutor>(plan, ref);
+}
+
+} // namespace
+
+std::unique_ptr<Executor> makeExecutor(const PlanFile &plan,
+                                       const std::string &device,
+                                       const ExecutorOptions &options) {
+  if (device == "cpu")
+    return makeReference(plan, options);
+  if (device != "cuda" && device != "auto")
+    fail("unknown device '", device, "' (expected cuda, cpu or auto)");
+  if (!cuda::cudaAvailable()) {
+    if (device == "cuda")
+      fail("--device cuda: no usable GPU: ", cuda::cudaUnavailableReason(),
+           " (use --device cpu for the reference executor)");
+    std::cerr << "solrun: warning: no usable GPU ("
+              << cuda::cudaUnavailableReason()
+              << "); running on the CPU reference executor, which is slow\n";
+    return makeReference(plan, options);
+  }
+  return std::make_unique<cuda::CudaExecutor>(plan, options);
+}
+
+} // namespace sol

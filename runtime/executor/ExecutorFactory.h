@@ -1,0 +1,31 @@
+//===- ExecutorFactory.h - Picks and builds an executor for a plan -*- C++
+//-*-===//
+#pragma once
+
+#include "runtime/executor/Executor.h"
+#include "runtime/plan/PlanFile.h"
+
+#include <memory>
+#include <string>
+
+namespace sol {
+
+struct ExecutorOptions {
+  /// Longest sequence (prompt + output); 0 = the model's maximum.
+  int64_t maxModelLen = 0;
+  /// Fraction of GPU memory for weights, activations and the KV cache.
+  double gpuMemoryUtilization = 0.9;
+  /// Launch every step kernel by kernel instead of replaying CUDA graphs.
+  bool disableCudaGraphs = false;
+  /// Sequences the (CPU) KV cache is sized for.
+  int32_t maxSeqs = 1;
+};
+
+/// `device` is "cuda", "cpu" or "auto". "cuda" without a usable GPU is an
+/// error; "auto" falls back to the CPU reference executor with a warning on
+/// stderr. Throws sol::Error.
+std::unique_ptr<Executor> makeExecutor(const PlanFile &plan,
+                                       const std::string &device,
+                                       const ExecutorOptions &options);
+
+} // namespace sol

@@ -1,0 +1,313 @@
+//===- ReferenceExecutor.cpp - Sol's float32 CPU oracle -------------------===//
+
+#include "runtime/reference/ReferenceExecutor.h"
+
+#include "runtime/plan/PlanFile.h"
+#include "runtime/reference/PagedKvCache.h"
+#include "runtime/reference/ReferenceAttention.h"
+#include "runtime/reference/ReferenceKernels.h"
+#include "runtime/reference/ReferencePlan.h"
+#include "runtime/reference/ReferenceWeights.h"
+#include "runtime/support/Error.h"
+
+#include <algorithm>
+#include <limits>
+#include <new>
+#include <thread>
+
+namespace sol {
+
+using namespace reference;
+
+namespace {
+
+constexpr int32_t kDefaultTokensPerStep = 512;
+constexpr int64_t kDefaultMaxModelLen = 4096;
+
+} // namespace
+
+ReferenceExecutor::ReferenceExecutor(const PlanFile &plan)
+    : ReferenceExecutor(plan, Options{}) {}
+
+ReferenceExecutor::ReferenceExecutor(const PlanFile &file,
+                                     const Options &options)
+    : plan_(std::make_unique<ReferencePlan>(file)) {
+  if (options.numKvBlocks < 0 || options.maxTokensPerStep < 0 ||
+      options.maxModelLen < 0 || options.maxSeqs < 1 || options.numThreads < 0)
+    fail("reference executor options are invalid: numKvBlocks ",
+         options.numKvBlocks, ", maxTokensPerStep ", options.maxTokensPerStep,
+         ", maxModelLen ", options.maxModelLen, ", maxSeqs ", options.maxSeqs,
+         ", numThreads ", options.numThreads,
+         " (counts must be >= 0, maxSeqs >= 1)");
+
+  if (options.maxTokensPerStep > 0)
+    maxTokensPerStep_ = options.maxTokensPerStep;
+  else if (plan_->plannedTokensPerStep() > 0)
+    maxTokensPerStep_ = static_cast<int32_t>(std::min<int64_t>(
+        plan_->plannedTokensPerStep(), std::numeric_limits<int32_t>::max()));
+  else
+    maxTokensPerStep_ = kDefaultTokensPerStep;
+
+  numThreads_ =
+      options.numThreads > 0
+          ? options.numThreads
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  const KvLayoutInfo &layout = plan_->kvLayout();
+  blockSize_ = layout.blockSize;
+  if (options.numKvBlocks > 0) {
+    numKvBlocks_ = options.numKvBlocks;
+  } else if (blockSize_ > 0) {
+    int64_t maxModelLen = options.maxModelLen;
+    if (maxModelLen == 0)
+      maxModelLen = plan_->maxPositions() > 0
+                        ? std::min(plan_->maxPositions(), kDefaultMaxModelLen)
+                        : kDefaultMaxModelLen;
+    const int64_t perSeq =
+        maxModelLen / blockSize_ + (maxModelLen % blockSize_ != 0 ? 1 : 0);
+    if (perSeq > std::numeric_limits<int32_t>::max() / options.maxSeqs)
+      fail("reference executor: ", options.maxSeqs, " sequences of ",
+           maxModelLen, " tokens need more KV-cache blocks than an int32 ",
+           "block id can name");
+    numKvBlocks_ = static_cast<int32_t>(perSeq * options.maxSeqs);
+  }
+
+  lookBack_ = 0;
+  for (const PlanOp &op : plan_->ops())
+    if (op.kind == OpKind::Attention)
+      lookBack_ = (op.slidingWindow == 0 || lookBack_ < 0)
+                      ? -1
+                      : std::max(lookBack_, op.slidingWindow - 1);
+
+  weights_ = std::make_unique<ReferenceWeights>(file, *plan_);
+  // Only the layers some op names get memory (a plan's layout may list
+  // more, e.g. a partial schedule in a test).
+  KvLayoutInfo cacheLayout = layout;
+  cacheLayout.numLayers = plan_->usedLayers();
+  cache_ = std::make_unique<PagedKvCache>(
+      cacheLayout, plan_->usesKvCache() ? numKvBlocks_ : 0);
+  activations_.resize(plan_->buffers().size());
+}
+
+ReferenceExecutor::~ReferenceExecutor() = default;
+
+int64_t ReferenceExecutor::vocabSize() const { return plan_->logitsWidth(); }
+uint64_t ReferenceExecutor::weightBytes() const { return weights_->bytes(); }
+uint64_t ReferenceExecutor::kvCacheBytes() const { return cache_->bytes(); }
+
+void ReferenceExecutor::validate(const StepBatch &batch,
+                                 const StepOutput &out) const {
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  const int64_t R = static_cast<int64_t>(batch.logitRows.size());
+  if (T == 0)
+    fail("the step has no tokens");
+  if (T > maxTokensPerStep_)
+    fail("the step has ", T, " tokens, but this executor runs at most ",
+         maxTokensPerStep_, " tokens per step");
+  if (static_cast<int64_t>(batch.positions.size()) != T)
+    fail("the step has ", T, " tokens but ", batch.positions.size(),
+         " positions");
+  if (static_cast<int64_t>(batch.tokenSeq.size()) != T)
+    fail("the step has ", T, " tokens but ", batch.tokenSeq.size(),
+         " token_seq entries");
+  if (R > maxTokensPerStep_)
+    fail("the step asks for ", R, " logits rows, but this executor returns ",
+         "at most ", maxTokensPerStep_, " per step");
+  if (batch.numSeqs < 1)
+    fail("the step has numSeqs ", batch.numSeqs, "; it needs at least 1");
+  if (batch.maxBlocksPerSeq < 0)
+    fail("the step has maxBlocksPerSeq ", batch.maxBlocksPerSeq,
+         "; it must be >= 0");
+  const uint64_t tableSize = static_cast<uint64_t>(batch.numSeqs) *
+                             static_cast<uint64_t>(batch.maxBlocksPerSeq);
+  if (batch.blockTables.size() != tableSize)
+    fail("the step's block tables hold ", batch.blockTables.size(),
+         " entries, but numSeqs x maxBlocksPerSeq is ", batch.numSeqs, " x ",
+         batch.maxBlocksPerSeq, " = ", tableSize);
+  const int64_t vocab = plan_->logitsWidth();
+  if (!out.logits.empty() &&
+      static_cast<uint64_t>(out.logits.size()) !=
+          static_cast<uint64_t>(R) * static_cast<uint64_t>(vocab))
+    fail("the logits output holds ", out.logits.size(), " floats, but ", R,
+         " rows of ", vocab, " logits need ", R * vocab);
+  if (!out.argmax.empty() && static_cast<int64_t>(out.argmax.size()) != R)
+    fail("the argmax output holds ", out.argmax.size(), " ids, but the step ",
+         "asks for ", R, " logits rows");
+
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t pos = batch.positions[static_cast<size_t>(t)];
+    if (pos < 0)
+      fail("token ", t, " has position ", pos, "; positions must be >= 0");
+    if (plan_->maxPositions() > 0 && pos >= plan_->maxPositions())
+      fail("token ", t, " has position ", pos, ", but the model supports ",
+           plan_->maxPositions(), " positions (max_position_embeddings)");
+    const int32_t seq = batch.tokenSeq[static_cast<size_t>(t)];
+    if (seq < 0 || seq >= batch.numSeqs)
+      fail("token ", t, " belongs to sequence ", seq, ", but the step has ",
+           batch.numSeqs, " sequences");
+  }
+  for (int64_t r = 0; r < R; ++r) {
+    const int32_t row = batch.logitRows[static_cast<size_t>(r)];
+    if (row < 0 || row >= T)
+      fail("logits row ", r, " asks for token ", row, ", but the step has ", T,
+           " tokens");
+  }
+
+  // Ops that index with a step input: every value must be in range.
+  const std::span<const int32_t> inputs[kNumStepInputs] = {
+      batch.tokens, batch.positions, batch.tokenSeq, batch.logitRows};
+  for (const PlanOp &op : plan_->ops()) {
+    if (op.kind == OpKind::Embedding) {
+      const int ids = op.buffers[1];
+      const int64_t rows =
+          plan_->weights()[static_cast<size_t>(op.weights[0])].shape[0];
+      const std::span<const int32_t> values = inputs[ids];
+      for (size_t t = 0; t < values.size(); ++t) {
+        if (values[t] >= 0 && values[t] < rows)
+          continue;
+        if (ids == kTokensBuffer)
+          fail("token ", t, " has id ", values[t], " but the vocabulary has ",
+               rows, " ids");
+        fail("step input '", plan_->buffers()[static_cast<size_t>(ids)].name,
+             "' row ", t, " is ", values[t], ", outside the ", rows,
+             " rows of the table of op '", op.name, "'");
+      }
+    } else if (op.kind == OpKind::GatherRows) {
+      const int rowsBuffer = op.buffers[2];
+      const BufferInfo &in =
+          plan_->buffers()[static_cast<size_t>(op.buffers[1])];
+      const int64_t inRows = in.rows == RowSpace::Tokens ? T : R;
+      const std::span<const int32_t> values = inputs[rowsBuffer];
+      for (size_t r = 0; r < values.size(); ++r)
+        if (values[r] < 0 || values[r] >= inRows)
+          fail("step input '",
+               plan_->buffers()[static_cast<size_t>(rowsBuffer)].name, "' row ",
+               r, " is ", values[r], ", but op '", op.name, "' gathers from ",
+               inRows, " rows of '", in.name, "'");
+    }
+  }
+  if (plan_->usesKvCache())
+    validateKvPlacement(batch);
+}
+
+void ReferenceExecutor::validateKvPlacement(const StepBatch &batch) const {
+  for (size_t t = 0; t < batch.tokens.size(); ++t) {
+    const int64_t pos = batch.positions[t];
+    const int32_t seq = batch.tokenSeq[t];
+    const int64_t last = pos / blockSize_;
+    if (last >= batch.maxBlocksPerSeq)
+      fail("token ", t, " (sequence ", seq, ", position ", pos,
+           ") lives in block-table entry ", last, ", but maxBlocksPerSeq is ",
+           batch.maxBlocksPerSeq);
+    // Entries the step reads or writes for this token; older entries of a
+    // sliding-window model may hold anything (freed blocks).
+    const int64_t first =
+        lookBack_ < 0 ? 0 : std::max<int64_t>(0, pos - lookBack_) / blockSize_;
+    for (int64_t i = first; i <= last; ++i) {
+      const int32_t block =
+          batch.blockTables[static_cast<size_t>(seq) *
+                                static_cast<size_t>(batch.maxBlocksPerSeq) +
+                            static_cast<size_t>(i)];
+      if (block < 0 || block >= numKvBlocks_)
+        fail("sequence ", seq, " has block id ", block,
+             " in block-table entry ", i, " (needed by token ", t,
+             " at position ", pos, "), but the KV cache has ", numKvBlocks_,
+             " blocks");
+    }
+  }
+}
+
+void ReferenceExecutor::step(const StepBatch &batch, const StepOutput &out) {
+  validate(batch, out);
+  runOps(batch);
+
+  const int64_t R = static_cast<int64_t>(batch.logitRows.size());
+  const int64_t vocab = plan_->logitsWidth();
+  const std::vector<float> &logits =
+      activations_[static_cast<size_t>(plan_->logitsBuffer())];
+  if (!out.logits.empty())
+    std::copy_n(logits.begin(), R * vocab, out.logits.begin());
+  for (int64_t r = 0; r < static_cast<int64_t>(out.argmax.size()); ++r)
+    out.argmax[static_cast<size_t>(r)] =
+        argmaxIndex({logits.data() + r * vocab, static_cast<size_t>(vocab)});
+}
+
+void ReferenceExecutor::runOps(const StepBatch &batch) {
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  const int64_t R = static_cast<int64_t>(batch.logitRows.size());
+  const auto &buffers = plan_->buffers();
+  const std::span<const int32_t> inputs[kNumStepInputs] = {
+      batch.tokens, batch.positions, batch.tokenSeq, batch.logitRows};
+  const StepPlacement placement{batch.positions, batch.tokenSeq,
+                                batch.blockTables, batch.maxBlocksPerSeq};
+
+  auto rowsOf = [&](int index) {
+    return buffers[static_cast<size_t>(index)].rows == RowSpace::Tokens ? T : R;
+  };
+  // Activation `index` sized for this step (buffers only grow).
+  auto act = [&](int index) -> std::span<float> {
+    std::vector<float> &v = activations_[static_cast<size_t>(index)];
+    const size_t need = static_cast<size_t>(
+        rowsOf(index) * buffers[static_cast<size_t>(index)].width);
+    if (v.size() < need) {
+      try {
+        v.resize(need);
+      } catch (const std::bad_alloc &) {
+        fail("out of memory allocating activation buffer '",
+             buffers[static_cast<size_t>(index)].name, "' (", need, " floats)");
+      }
+    }
+    return {v.data(), need};
+  };
+  auto weight = [&](const PlanOp &op, size_t operand) {
+    return weights_->get(op.weights[operand]);
+  };
+
+  for (const PlanOp &op : plan_->ops()) {
+    const int64_t rows = rowsOf(op.buffers[0]);
+    const int64_t width = buffers[static_cast<size_t>(op.buffers[0])].width;
+    switch (op.kind) {
+    case OpKind::Embedding:
+      embeddingRows(act(op.buffers[0]), inputs[op.buffers[1]], weight(op, 0),
+                    width);
+      break;
+    case OpKind::RmsNorm:
+      rmsNormRows(act(op.buffers[0]), act(op.buffers[1]),
+                  op.hasResidual() ? act(op.buffers[2]) : std::span<float>(),
+                  weight(op, 0), rows, op.eps);
+      break;
+    case OpKind::HeadRmsNorm:
+      headRmsNormRows(act(op.buffers[0]), rows, width, op.col, op.heads,
+                      op.headDim, weight(op, 0), op.eps);
+      break;
+    case OpKind::Linear:
+      linearRows(act(op.buffers[0]), act(op.buffers[1]), weight(op, 0),
+                 op.hasBias() ? weight(op, 1) : std::span<const float>(), rows,
+                 width, buffers[static_cast<size_t>(op.buffers[1])].width,
+                 numThreads_);
+      break;
+    case OpKind::RopeKvWrite:
+      ropeKvWriteRows(act(op.buffers[0]), rows, op,
+                      plan_->ropes()[static_cast<size_t>(op.rope)], placement,
+                      *cache_);
+      break;
+    case OpKind::Attention:
+      attentionRows(act(op.buffers[0]), act(op.buffers[1]), rows, op, placement,
+                    *cache_, numThreads_);
+      break;
+    case OpKind::Swiglu:
+      swigluRows(act(op.buffers[0]), act(op.buffers[1]), rows, width);
+      break;
+    case OpKind::Add:
+      addValues(act(op.buffers[0]), act(op.buffers[1]), act(op.buffers[2]),
+                rows * width);
+      break;
+    case OpKind::GatherRows:
+      gatherRows(act(op.buffers[0]), act(op.buffers[1]), inputs[op.buffers[2]],
+                 width);
+      break;
+    }
+  }
+}
+
+} // namespace sol

@@ -1,0 +1,106 @@
+//===- ReferenceExecutor.h - Sol's float32 CPU oracle -----------*- C++ -*-===//
+//
+// Runs a plan's step schedule on the CPU in float32, from the op
+// descriptions (never the cubins). It is the oracle the CUDA executor and
+// the compiler are tested against, and lets solrun work without a GPU.
+//
+// Precision: weights are converted to float32 once (bf16/f16/f32 -> f32);
+// activations and the KV cache stay float32 between ops (no rounding to the
+// plan's activation dtype), RMS and attention reductions run in double,
+// Linear accumulates in float32 (16 partial sums per dot product). This
+// matches Transformers running in float32 on the same bf16 weights.
+//
+// Memory: 4 bytes per weight parameter (a 1B model needs about 5 GB), the
+// float32 KV cache (2 * layers * numKvBlocks * blockSize * kvHeads *
+// headDim * 4 bytes), and the activation buffers, which grow to the largest
+// step seen.
+//
+// Logits: the plan's final logits buffer is the output buffer of the last
+// op of the schedule (an F32 buffer with Outputs rows, normally written by
+// the LM-head Linear); StepOutput.logits receives its R x width values.
+//
+// Not thread-safe: one step at a time.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/executor/Executor.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace sol {
+
+class PlanFile;
+
+namespace reference {
+class ReferencePlan;
+class ReferenceWeights;
+class PagedKvCache;
+} // namespace reference
+
+class ReferenceExecutor final : public Executor {
+public:
+  struct Options {
+    /// KV-cache blocks; 0 = enough for maxSeqs sequences of maxModelLen
+    /// tokens each.
+    int32_t numKvBlocks = 0;
+    /// The most tokens one step may hold; 0 = the plan's
+    /// max_tokens_per_step (512 when the plan has none).
+    int32_t maxTokensPerStep = 0;
+    /// Sizes the default KV cache; 0 = the model's max_position_embeddings,
+    /// capped at 4096 (a float32 cache of a 1B model's 128K positions
+    /// would take 8 GB).
+    int64_t maxModelLen = 0;
+    /// Sizes the default KV cache.
+    int32_t maxSeqs = 1;
+    /// Threads for the large loops; 0 = std::thread::hardware_concurrency.
+    int32_t numThreads = 0;
+  };
+
+  /// Decodes and checks the plan, converts its weights and allocates the KV
+  /// cache. The executor copies what it needs: `plan` may be closed after
+  /// construction. Throws sol::Error naming the
+  /// op, buffer or weight when the plan is inconsistent or corrupted, or
+  /// when the cache does not fit in memory.
+  ReferenceExecutor(const PlanFile &plan, const Options &options);
+  explicit ReferenceExecutor(const PlanFile &plan);
+  ~ReferenceExecutor() override;
+  ReferenceExecutor(const ReferenceExecutor &) = delete;
+  ReferenceExecutor &operator=(const ReferenceExecutor &) = delete;
+
+  std::string name() const override { return "cpu"; }
+  int32_t numKvBlocks() const override { return numKvBlocks_; }
+  int32_t blockSize() const override { return blockSize_; }
+  int32_t maxTokensPerStep() const override { return maxTokensPerStep_; }
+  void step(const StepBatch &batch, const StepOutput &out) override;
+
+  /// Columns of a logits row (the width of the logits buffer).
+  int64_t vocabSize() const;
+  /// Bytes of float32 weights held.
+  uint64_t weightBytes() const;
+  /// Bytes of the float32 KV cache (0 when the plan has no attention).
+  uint64_t kvCacheBytes() const;
+
+private:
+  void validate(const StepBatch &batch, const StepOutput &out) const;
+  void validateKvPlacement(const StepBatch &batch) const;
+  void runOps(const StepBatch &batch);
+
+  std::unique_ptr<reference::ReferencePlan> plan_;
+  std::unique_ptr<reference::ReferenceWeights> weights_;
+  std::unique_ptr<reference::PagedKvCache> cache_;
+  /// Activation buffers, by plan buffer index (step inputs stay empty).
+  std::vector<std::vector<float>> activations_;
+  int32_t numKvBlocks_ = 0;
+  int32_t blockSize_ = 0;
+  int32_t maxTokensPerStep_ = 0;
+  int numThreads_ = 1;
+  /// Smallest first-attended offset: a token at pos reads cache positions
+  /// from max(0, pos - lookBack) (lookBack < 0: from 0).
+  int64_t lookBack_ = 0;
+};
+
+} // namespace sol

@@ -1,0 +1,562 @@
+//===- ReferencePlan.cpp - A plan's schedule, decoded and checked ---------===//
+
+#include "runtime/reference/ReferencePlan.h"
+
+#include "runtime/plan/PlanFile.h"
+#include "runtime/support/Error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+
+namespace sol::reference {
+namespace {
+
+// Bounds that keep every size product far from int64 overflow; no real
+// model comes close (the widest buffers are a few hundred thousand wide).
+constexpr int64_t kMaxWidth = int64_t{1} << 28;
+constexpr int64_t kMaxHeads = int64_t{1} << 16;
+constexpr int64_t kMaxHeadDim = int64_t{1} << 16;
+constexpr int64_t kMaxWeightElements = int64_t{1} << 40;
+
+constexpr int kNumOpKinds = static_cast<int>(OpKind::GatherRows) + 1;
+
+template <typename T, typename V> std::vector<T> toVector(const V *values) {
+  std::vector<T> out;
+  if (values)
+    out.assign(values->begin(), values->end());
+  return out;
+}
+
+std::string str(const flatbuffers::String *s) {
+  return s ? std::string(s->c_str(), s->size()) : std::string();
+}
+
+std::string_view rowSpaceName(RowSpace rows) {
+  return rows == RowSpace::Tokens ? "Tokens" : "Outputs";
+}
+
+} // namespace
+
+std::string_view opKindName(OpKind kind) {
+  switch (kind) {
+  case OpKind::Embedding:
+    return "Embedding";
+  case OpKind::RmsNorm:
+    return "RmsNorm";
+  case OpKind::HeadRmsNorm:
+    return "HeadRmsNorm";
+  case OpKind::Linear:
+    return "Linear";
+  case OpKind::RopeKvWrite:
+    return "RopeKvWrite";
+  case OpKind::Attention:
+    return "Attention";
+  case OpKind::Swiglu:
+    return "Swiglu";
+  case OpKind::Add:
+    return "Add";
+  case OpKind::GatherRows:
+    return "GatherRows";
+  }
+  return "unknown";
+}
+
+ReferencePlan::ReferencePlan(const PlanFile &file)
+    : planPath_(file.path().string()) {
+  const fb::Plan &plan = file.plan();
+  if (const fb::ModelInfo *model = plan.model()) {
+    maxPositions_ = model->max_position_embeddings();
+    if (maxPositions_ < 0)
+      fail("plan ", planPath_, ": model.max_position_embeddings is ",
+           maxPositions_, "; it must be positive (or 0 when unknown)");
+  }
+  plannedTokensPerStep_ = plan.max_tokens_per_step();
+  if (const fb::KvCacheLayout *kv = plan.kv_cache()) {
+    kvLayout_ = {kv->num_layers(), kv->num_kv_heads(), kv->head_dim(),
+                 kv->block_size()};
+    hasKvLayout_ = true;
+    if (kvLayout_.numLayers < 0 || kvLayout_.numKvHeads < 0 ||
+        kvLayout_.headDim < 0 || kvLayout_.blockSize <= 0 ||
+        kvLayout_.numKvHeads > kMaxHeads || kvLayout_.headDim > kMaxHeadDim ||
+        kvLayout_.blockSize > (1 << 16))
+      fail("plan ", planPath_, ": kv_cache layout is invalid (num_layers ",
+           kvLayout_.numLayers, ", num_kv_heads ", kvLayout_.numKvHeads,
+           ", head_dim ", kvLayout_.headDim, ", block_size ",
+           kvLayout_.blockSize, ")");
+  }
+  decodeBuffers(file);
+  decodeWeights(file);
+  decodeRopes(file);
+  decodeOps(file);
+  checkDataFlow();
+}
+
+void ReferencePlan::decodeBuffers(const PlanFile &file) {
+  const auto *buffers = file.plan().buffers();
+  const size_t count = buffers ? buffers->size() : 0;
+  if (count < kNumStepInputs)
+    fail("plan ", planPath_, ": has ", count,
+         " buffers, but buffers 0..3 must be the step inputs (tokens, "
+         "positions, token_seq, logit_rows)");
+  if (count > static_cast<size_t>(std::numeric_limits<int>::max()))
+    fail("plan ", planPath_, ": too many buffers (", count, ")");
+  static constexpr const char *kInputNames[kNumStepInputs] = {
+      "tokens", "positions", "token_seq", "logit_rows"};
+  for (size_t i = 0; i < count; ++i) {
+    const fb::Buffer *b = buffers->Get(static_cast<flatbuffers::uoffset_t>(i));
+    BufferInfo info;
+    info.name = str(b->name());
+    const auto dtype = static_cast<uint8_t>(b->dtype());
+    const auto rows = static_cast<uint8_t>(b->rows());
+    if (dtype >= kNumDTypes)
+      fail("plan ", planPath_, ": buffer ", i, " '", info.name,
+           "' has unknown dtype value ", int{dtype});
+    if (rows > 1)
+      fail("plan ", planPath_, ": buffer ", i, " '", info.name,
+           "' has unknown rows value ", int{rows},
+           " (0 = Tokens, 1 = Outputs)");
+    info.dtype = static_cast<DType>(dtype);
+    info.rows = static_cast<RowSpace>(rows);
+    info.width = b->width();
+    if (info.width <= 0 || info.width > kMaxWidth)
+      fail("plan ", planPath_, ": buffer ", i, " '", info.name, "' has width ",
+           info.width, "; it must be in [1, ", kMaxWidth, "]");
+    if (i < kNumStepInputs) {
+      const RowSpace expected =
+          i == kLogitRowsBuffer ? RowSpace::Outputs : RowSpace::Tokens;
+      if (info.dtype != DType::I32 || info.width != 1 || info.rows != expected)
+        fail("plan ", planPath_, ": buffer ", i, " '", info.name,
+             "' must be the step input ", kInputNames[i], ": I32, width 1, ",
+             rowSpaceName(expected), " rows (found ", info.dtype, ", width ",
+             info.width, ", ", rowSpaceName(info.rows), " rows)");
+    }
+    buffers_.push_back(std::move(info));
+  }
+}
+
+void ReferencePlan::decodeWeights(const PlanFile &file) {
+  const auto *weights = file.plan().weights();
+  const size_t count = weights ? weights->size() : 0;
+  for (size_t i = 0; i < count; ++i) {
+    const fb::Weight *w = weights->Get(static_cast<flatbuffers::uoffset_t>(i));
+    WeightInfo info;
+    info.name = str(w->name());
+    const auto dtype = static_cast<uint8_t>(w->dtype());
+    if (dtype >= kNumDTypes)
+      fail("plan ", planPath_, ": weight ", i, " '", info.name,
+           "' has unknown dtype value ", int{dtype});
+    info.dtype = static_cast<DType>(dtype);
+    info.shape = toVector<int64_t>(w->shape());
+    info.elements = 1;
+    for (int64_t d : info.shape) {
+      if (d <= 0 || d > kMaxWeightElements / info.elements)
+        fail("plan ", planPath_, ": weight ", i, " '", info.name,
+             "' has an invalid shape (dimension ", d, ")");
+      info.elements *= d;
+    }
+    weights_.push_back(std::move(info));
+  }
+  weightUsed_.assign(weights_.size(), false);
+}
+
+void ReferencePlan::decodeRopes(const PlanFile &file) {
+  const auto *ropes = file.plan().rope();
+  if (!ropes)
+    return;
+  for (const fb::RopeTable *r : *ropes) {
+    RopeInfo info;
+    info.invFreq = toVector<float>(r->inv_freq());
+    info.attentionScaling = r->attention_scaling();
+    if (!std::isfinite(info.attentionScaling))
+      fail("plan ", planPath_, ": rope table ", ropes_.size(),
+           " has a non-finite attention_scaling");
+    for (float f : info.invFreq)
+      if (!std::isfinite(f))
+        fail("plan ", planPath_, ": rope table ", ropes_.size(),
+             " has a non-finite inv_freq");
+    ropes_.push_back(std::move(info));
+  }
+}
+
+void ReferencePlan::decodeOps(const PlanFile &file) {
+  const auto *ops = file.plan().ops();
+  if (!ops || ops->size() == 0)
+    fail("plan ", planPath_, ": has no ops (the step schedule is empty)");
+  for (flatbuffers::uoffset_t i = 0; i < ops->size(); ++i) {
+    const fb::Op *src = ops->Get(i);
+    PlanOp op;
+    op.name = str(src->name());
+    const auto kindValue = static_cast<uint8_t>(src->kind());
+    if (kindValue >= kNumOpKinds)
+      fail("plan ", planPath_, ": op #", i, " '", op.name,
+           "' has unknown kind ", int{kindValue},
+           "; this plan needs a newer Sol runtime");
+    op.kind = static_cast<OpKind>(kindValue);
+    op.buffers = toVector<int>(src->buffers());
+    op.weights = toVector<int>(src->weights());
+    const std::vector<int64_t> ints = toVector<int64_t>(src->ints());
+    const std::vector<float> floats = toVector<float>(src->floats());
+
+    auto opError = [&](const auto &...what) {
+      fail("plan ", planPath_, ": op #", i, " '", op.name, "' (",
+           opKindName(op.kind), "): ", what...);
+    };
+    auto expectCounts = [&](size_t minBuffers, size_t maxBuffers,
+                            size_t minWeights, size_t maxWeights,
+                            size_t numInts, size_t numFloats) {
+      if (op.buffers.size() < minBuffers || op.buffers.size() > maxBuffers)
+        opError("has ", op.buffers.size(), " buffers, expected ",
+                minBuffers == maxBuffers ? cat(minBuffers)
+                                         : cat(minBuffers, " or ", maxBuffers));
+      if (op.weights.size() < minWeights || op.weights.size() > maxWeights)
+        opError("has ", op.weights.size(), " weights, expected ",
+                minWeights == maxWeights ? cat(minWeights)
+                                         : cat(minWeights, " or ", maxWeights));
+      if (ints.size() != numInts)
+        opError("has ", ints.size(), " ints, expected ", numInts);
+      if (floats.size() != numFloats)
+        opError("has ", floats.size(), " floats, expected ", numFloats);
+    };
+
+    switch (op.kind) {
+    case OpKind::Embedding:
+      expectCounts(2, 2, 1, 1, 0, 0);
+      break;
+    case OpKind::RmsNorm:
+      expectCounts(2, 3, 1, 1, 0, 1);
+      op.eps = floats[0];
+      break;
+    case OpKind::HeadRmsNorm:
+      expectCounts(1, 1, 1, 1, 3, 1);
+      op.col = ints[0];
+      op.heads = ints[1];
+      op.headDim = ints[2];
+      op.eps = floats[0];
+      break;
+    case OpKind::Linear:
+      expectCounts(2, 2, 1, 2, 0, 0);
+      break;
+    case OpKind::RopeKvWrite:
+      expectCounts(1, 1, 0, 0, 5, 0);
+      op.layer = ints[0];
+      op.heads = ints[1];
+      op.kvHeads = ints[2];
+      op.headDim = ints[3];
+      op.rope = ints[4];
+      usesKvCache_ = true;
+      break;
+    case OpKind::Attention:
+      expectCounts(2, 2, 0, 0, 5, 1);
+      op.layer = ints[0];
+      op.heads = ints[1];
+      op.kvHeads = ints[2];
+      op.headDim = ints[3];
+      op.slidingWindow = ints[4];
+      op.scale = floats[0];
+      usesKvCache_ = true;
+      break;
+    case OpKind::Swiglu:
+      expectCounts(2, 2, 0, 0, 0, 0);
+      break;
+    case OpKind::Add:
+      expectCounts(3, 3, 0, 0, 0, 0);
+      break;
+    case OpKind::GatherRows:
+      expectCounts(3, 3, 0, 0, 0, 0);
+      break;
+    }
+    checkOp(op, static_cast<int>(i));
+    for (int w : op.weights)
+      weightUsed_[static_cast<size_t>(w)] = true;
+    if (op.kind == OpKind::RopeKvWrite || op.kind == OpKind::Attention)
+      usedLayers_ = std::max(usedLayers_, static_cast<int32_t>(op.layer + 1));
+    ops_.push_back(std::move(op));
+  }
+
+  const BufferInfo &logits = buffers_[static_cast<size_t>(logitsBuffer())];
+  if (logits.rows != RowSpace::Outputs || logits.dtype != DType::F32)
+    fail("plan ", planPath_, ": the last op '", ops_.back().name,
+         "' must write the logits: an F32 buffer with Outputs rows, but "
+         "buffer '",
+         logits.name, "' is ", logits.dtype, " with ",
+         rowSpaceName(logits.rows), " rows");
+}
+
+void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
+  auto opError = [&](const auto &...what) {
+    fail("plan ", planPath_, ": op #", opIndex, " '", op.name, "' (",
+         opKindName(op.kind), "): ", what...);
+  };
+  // Operand accessors that check the index and the buffer's role.
+  auto buffer = [&](size_t operand) -> const BufferInfo & {
+    const int index = op.buffers[operand];
+    if (index < 0 || static_cast<size_t>(index) >= buffers_.size())
+      opError("buffer operand ", operand, " is ", index, ", but the plan has ",
+              buffers_.size(), " buffers");
+    return buffers_[static_cast<size_t>(index)];
+  };
+  auto activation = [&](size_t operand) -> const BufferInfo & {
+    const BufferInfo &b = buffer(operand);
+    if (op.buffers[operand] < kNumStepInputs)
+      opError("buffer operand ", operand, " is the step input '", b.name,
+              "' where an activation buffer is expected");
+    return b;
+  };
+  auto stepInput = [&](size_t operand) -> const BufferInfo & {
+    const BufferInfo &b = buffer(operand);
+    if (op.buffers[operand] >= kNumStepInputs)
+      opError("buffer operand ", operand, " is '", b.name,
+              "', but it must be one of the int32 step inputs (buffers 0..3)");
+    return b;
+  };
+  auto weight = [&](size_t operand) -> const WeightInfo & {
+    const int index = op.weights[operand];
+    if (index < 0 || static_cast<size_t>(index) >= weights_.size())
+      opError("weight operand ", operand, " is ", index, ", but the plan has ",
+              weights_.size(), " weights");
+    const WeightInfo &w = weights_[static_cast<size_t>(index)];
+    if (w.dtype != DType::BF16 && w.dtype != DType::F16 &&
+        w.dtype != DType::F32)
+      opError("weight '", w.name, "' has dtype ", w.dtype,
+              "; the reference executor runs only BF16, F16 and F32 weights");
+    return w;
+  };
+  auto sameRows = [&](const BufferInfo &a, const BufferInfo &b) {
+    if (a.rows != b.rows)
+      opError("buffers '", a.name, "' (", rowSpaceName(a.rows), " rows) and '",
+              b.name, "' (", rowSpaceName(b.rows), " rows) must have the same ",
+              "rows");
+  };
+  auto distinct = [&](size_t a, size_t b) {
+    if (op.buffers[a] == op.buffers[b])
+      opError("buffer operands ", a, " and ", b, " are the same buffer '",
+              buffers_[static_cast<size_t>(op.buffers[a])].name,
+              "'; this op cannot run in place");
+  };
+  auto shapeIs = [&](const WeightInfo &w, std::initializer_list<int64_t> dims) {
+    if (!std::equal(w.shape.begin(), w.shape.end(), dims.begin(), dims.end())) {
+      std::string expected = "[";
+      for (int64_t d : dims)
+        expected += cat(expected.size() > 1 ? ", " : "", d);
+      std::string found = "[";
+      for (int64_t d : w.shape)
+        found += cat(found.size() > 1 ? ", " : "", d);
+      opError("weight '", w.name, "' has shape ", found, "], expected ",
+              expected, "]");
+    }
+  };
+  auto checkEps = [&] {
+    if (!std::isfinite(op.eps) || op.eps < 0.0f)
+      opError("eps is ", op.eps, "; it must be finite and >= 0");
+  };
+  // Shared by RopeKvWrite and Attention: the qkv layout and the cache.
+  auto checkAttentionShape = [&](const BufferInfo &qkv) {
+    if (!hasKvLayout_)
+      opError("the plan has no kv_cache layout");
+    if (op.layer < 0 || op.layer >= kvLayout_.numLayers)
+      opError("layer ", op.layer, " is outside the KV cache's ",
+              kvLayout_.numLayers, " layers");
+    if (op.kvHeads != kvLayout_.numKvHeads || op.headDim != kvLayout_.headDim)
+      opError("kv_heads ", op.kvHeads, " and head_dim ", op.headDim,
+              " disagree with the KV cache layout (", kvLayout_.numKvHeads,
+              " kv heads of ", kvLayout_.headDim, ")");
+    if (op.heads <= 0 || op.heads > kMaxHeads || op.kvHeads <= 0 ||
+        op.heads % op.kvHeads != 0)
+      opError("heads ", op.heads, " must be a positive multiple of kv_heads ",
+              op.kvHeads);
+    if (op.headDim <= 0)
+      opError("head_dim ", op.headDim, " must be positive");
+    if (qkv.rows != RowSpace::Tokens)
+      opError("qkv buffer '", qkv.name, "' must have Tokens rows");
+    const int64_t qkvWidth = (op.heads + 2 * op.kvHeads) * op.headDim;
+    if (qkv.width != qkvWidth)
+      opError("qkv buffer '", qkv.name, "' has width ", qkv.width,
+              ", expected (heads + 2 * kv_heads) * head_dim = ", qkvWidth);
+  };
+
+  switch (op.kind) {
+  case OpKind::Embedding: {
+    const BufferInfo &out = activation(0);
+    const BufferInfo &ids = stepInput(1);
+    const WeightInfo &table = weight(0);
+    if (table.shape.size() != 2 || table.shape[1] != out.width)
+      opError("table '", table.name, "' must have shape [vocab, ", out.width,
+              "] to fill buffer '", out.name, "'");
+    sameRows(out, ids);
+    break;
+  }
+  case OpKind::RmsNorm: {
+    const BufferInfo &out = activation(0);
+    const BufferInfo &in = activation(1);
+    const WeightInfo &w = weight(0);
+    if (in.width != out.width)
+      opError("in '", in.name, "' has width ", in.width, " but out '", out.name,
+              "' has width ", out.width);
+    sameRows(out, in);
+    if (op.hasResidual()) {
+      const BufferInfo &residual = activation(2);
+      if (residual.width != in.width)
+        opError("residual '", residual.name, "' has width ", residual.width,
+                " but in '", in.name, "' has width ", in.width);
+      sameRows(in, residual);
+      distinct(0, 2);
+    }
+    shapeIs(w, {out.width});
+    checkEps();
+    break;
+  }
+  case OpKind::HeadRmsNorm: {
+    const BufferInfo &buf = activation(0);
+    const WeightInfo &w = weight(0);
+    if (op.heads <= 0 || op.heads > kMaxHeads || op.headDim <= 0 ||
+        op.headDim > kMaxHeadDim || op.col < 0 || op.col > buf.width ||
+        op.col + op.heads * op.headDim > buf.width)
+      opError("columns [", op.col, ", ", op.col, " + ", op.heads, " * ",
+              op.headDim, ") do not fit in buffer '", buf.name, "' of width ",
+              buf.width);
+    shapeIs(w, {op.headDim});
+    checkEps();
+    break;
+  }
+  case OpKind::Linear: {
+    const BufferInfo &out = activation(0);
+    const BufferInfo &in = activation(1);
+    const WeightInfo &w = weight(0);
+    shapeIs(w, {out.width, in.width});
+    if (op.hasBias())
+      shapeIs(weight(1), {out.width});
+    sameRows(out, in);
+    distinct(0, 1);
+    break;
+  }
+  case OpKind::RopeKvWrite: {
+    const BufferInfo &qkv = activation(0);
+    if (op.kvHeads <= 0 || op.kvHeads > kMaxHeads || op.headDim <= 0 ||
+        op.headDim > kMaxHeadDim)
+      opError("kv_heads ", op.kvHeads, " and head_dim ", op.headDim,
+              " must be positive");
+    checkAttentionShape(qkv);
+    if (op.headDim % 2 != 0)
+      opError("head_dim ", op.headDim, " must be even for rotate-half RoPE");
+    if (op.rope < 0 || static_cast<size_t>(op.rope) >= ropes_.size())
+      opError("rope table ", op.rope, " does not exist (the plan has ",
+              ropes_.size(), ")");
+    const size_t pairs = ropes_[static_cast<size_t>(op.rope)].invFreq.size();
+    if (static_cast<int64_t>(pairs) != op.headDim / 2)
+      opError("rope table ", op.rope, " has ", pairs,
+              " inv_freq values, expected head_dim / 2 = ", op.headDim / 2);
+    break;
+  }
+  case OpKind::Attention: {
+    const BufferInfo &out = activation(0);
+    const BufferInfo &qkv = activation(1);
+    if (op.kvHeads <= 0 || op.kvHeads > kMaxHeads || op.headDim <= 0 ||
+        op.headDim > kMaxHeadDim)
+      opError("kv_heads ", op.kvHeads, " and head_dim ", op.headDim,
+              " must be positive");
+    checkAttentionShape(qkv);
+    if (out.width != op.heads * op.headDim)
+      opError("out '", out.name, "' has width ", out.width,
+              ", expected heads * head_dim = ", op.heads * op.headDim);
+    sameRows(out, qkv);
+    distinct(0, 1);
+    if (op.slidingWindow < 0)
+      opError("sliding_window is ", op.slidingWindow,
+              "; it must be >= 0 (0 = none)");
+    if (!std::isfinite(op.scale))
+      opError("scale is not finite");
+    break;
+  }
+  case OpKind::Swiglu: {
+    const BufferInfo &out = activation(0);
+    const BufferInfo &in = activation(1);
+    if (in.width != 2 * out.width)
+      opError("in '", in.name, "' has width ", in.width,
+              ", expected twice the width of out '", out.name, "' (",
+              2 * out.width, ")");
+    sameRows(out, in);
+    distinct(0, 1);
+    break;
+  }
+  case OpKind::Add: {
+    const BufferInfo &out = activation(0);
+    const BufferInfo &a = activation(1);
+    const BufferInfo &b = activation(2);
+    if (a.width != out.width || b.width != out.width)
+      opError("widths differ: out '", out.name, "' ", out.width, ", a '",
+              a.name, "' ", a.width, ", b '", b.name, "' ", b.width);
+    sameRows(out, a);
+    sameRows(out, b);
+    break;
+  }
+  case OpKind::GatherRows: {
+    const BufferInfo &out = activation(0);
+    const BufferInfo &in = activation(1);
+    const BufferInfo &rows = stepInput(2);
+    if (in.width != out.width)
+      opError("in '", in.name, "' has width ", in.width, " but out '", out.name,
+              "' has width ", out.width);
+    sameRows(out, rows);
+    distinct(0, 1);
+    break;
+  }
+  }
+}
+
+void ReferencePlan::checkDataFlow() const {
+  // A buffer read before this step wrote it would hold the previous step's
+  // values: a schedule bug that would otherwise pass silently.
+  std::vector<bool> written(buffers_.size(), false);
+  for (int i = 0; i < kNumStepInputs; ++i)
+    written[static_cast<size_t>(i)] = true;
+  std::vector<bool> layerWritten(
+      static_cast<size_t>(std::max(kvLayout_.numLayers, 0)), false);
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const PlanOp &op = ops_[i];
+    auto reads = [&](size_t operand) {
+      const int b = op.buffers[operand];
+      if (!written[static_cast<size_t>(b)])
+        fail("plan ", planPath_, ": op #", i, " '", op.name, "' (",
+             opKindName(op.kind), ") reads buffer '",
+             buffers_[static_cast<size_t>(b)].name,
+             "' before any op of the step writes it");
+    };
+    switch (op.kind) {
+    case OpKind::Embedding:
+    case OpKind::Linear:
+    case OpKind::Swiglu:
+      reads(1);
+      break;
+    case OpKind::RmsNorm:
+      reads(1);
+      if (op.hasResidual())
+        reads(2);
+      break;
+    case OpKind::HeadRmsNorm:
+    case OpKind::RopeKvWrite:
+      reads(0);
+      break;
+    case OpKind::Attention:
+      reads(1);
+      if (!layerWritten[static_cast<size_t>(op.layer)])
+        fail("plan ", planPath_, ": op #", i, " '", op.name,
+             "' (Attention) reads the KV cache of layer ", op.layer,
+             " before any RopeKvWrite of the step writes it");
+      break;
+    case OpKind::Add:
+    case OpKind::GatherRows:
+      reads(1);
+      reads(2);
+      break;
+    }
+    written[static_cast<size_t>(op.buffers[0])] = true;
+    if (op.kind == OpKind::RmsNorm && op.hasResidual())
+      written[static_cast<size_t>(op.buffers[2])] = true;
+    if (op.kind == OpKind::RopeKvWrite)
+      layerWritten[static_cast<size_t>(op.layer)] = true;
+  }
+}
+
+} // namespace sol::reference

@@ -1,0 +1,148 @@
+//===- ReferencePlan.h - A plan's schedule, decoded and checked -*- C++ -*-===//
+//
+// The reference executor never walks the flatbuffer while it runs a step: at
+// construction it decodes every op into a plain struct and checks everything
+// the math relies on (indices in range, operand counts, widths that agree,
+// row spaces that agree, buffers written before they are read). A corrupted
+// or inconsistent plan is rejected here with a sol::Error naming the op, so
+// the kernels can index without further checks.
+//
+// Enums are compared by value, not by the generated spellings, so this code
+// does not depend on how flatc was invoked (scoped enums or not).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/support/DType.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sol {
+class PlanFile;
+} // namespace sol
+
+namespace sol::reference {
+
+/// Plan.fbs OpKind, by value.
+enum class OpKind : uint8_t {
+  Embedding = 0,
+  RmsNorm = 1,
+  HeadRmsNorm = 2,
+  Linear = 3,
+  RopeKvWrite = 4,
+  Attention = 5,
+  Swiglu = 6,
+  Add = 7,
+  GatherRows = 8,
+};
+std::string_view opKindName(OpKind kind);
+
+/// Plan.fbs Rows: how many rows a buffer has in a step.
+enum class RowSpace : uint8_t {
+  Tokens = 0,  // T, one per token of the step
+  Outputs = 1, // R, one per requested logits row
+};
+
+/// The step inputs: buffers 0..3 of every plan, int32, one column.
+inline constexpr int kTokensBuffer = 0;
+inline constexpr int kPositionsBuffer = 1;
+inline constexpr int kTokenSeqBuffer = 2;
+inline constexpr int kLogitRowsBuffer = 3;
+inline constexpr int kNumStepInputs = 4;
+
+struct BufferInfo {
+  std::string name;
+  DType dtype = DType::F32; // as declared; the reference computes in f32
+  int64_t width = 0;
+  RowSpace rows = RowSpace::Tokens;
+};
+
+struct WeightInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  int64_t elements = 0;
+};
+
+/// One op with its parameters named. Only the fields of its kind are set.
+struct PlanOp {
+  OpKind kind = OpKind::Embedding;
+  std::string name;
+  std::vector<int> buffers;
+  std::vector<int> weights;
+  float eps = 0.0f;   // RmsNorm, HeadRmsNorm
+  float scale = 0.0f; // Attention
+  int64_t col = 0;    // HeadRmsNorm
+  int64_t heads = 0;  // HeadRmsNorm, RopeKvWrite, Attention
+  int64_t kvHeads = 0;
+  int64_t headDim = 0;
+  int64_t layer = 0;
+  int64_t rope = 0;
+  int64_t slidingWindow = 0; // Attention: 0 = unlimited
+  bool hasResidual() const { return buffers.size() == 3; }
+  bool hasBias() const { return weights.size() == 2; }
+};
+
+struct RopeInfo {
+  std::vector<float> invFreq;
+  float attentionScaling = 1.0f;
+};
+
+struct KvLayoutInfo {
+  int32_t numLayers = 0;
+  int32_t numKvHeads = 0;
+  int32_t headDim = 0;
+  int32_t blockSize = 0;
+};
+
+class ReferencePlan {
+public:
+  /// Decodes and checks `file`'s schedule. Throws sol::Error naming the
+  /// plan file and the offending op, buffer or weight.
+  explicit ReferencePlan(const PlanFile &file);
+
+  const std::vector<BufferInfo> &buffers() const { return buffers_; }
+  const std::vector<WeightInfo> &weights() const { return weights_; }
+  const std::vector<PlanOp> &ops() const { return ops_; }
+  const std::vector<RopeInfo> &ropes() const { return ropes_; }
+  const KvLayoutInfo &kvLayout() const { return kvLayout_; }
+  /// True when some op reads or writes the KV cache.
+  bool usesKvCache() const { return usesKvCache_; }
+  /// 1 + the highest layer an op names (the cache holds only these).
+  int32_t usedLayers() const { return usedLayers_; }
+  /// The logits buffer: the output of the last op (Outputs rows, F32).
+  int logitsBuffer() const { return ops_.back().buffers[0]; }
+  int64_t logitsWidth() const { return buffers_[logitsBuffer()].width; }
+  /// model.max_position_embeddings; 0 when the plan does not say.
+  int64_t maxPositions() const { return maxPositions_; }
+  /// plan.max_tokens_per_step; 0 when the plan does not say.
+  int64_t plannedTokensPerStep() const { return plannedTokensPerStep_; }
+  /// Weights some op reads (others are never converted).
+  const std::vector<bool> &weightIsUsed() const { return weightUsed_; }
+
+private:
+  void decodeBuffers(const PlanFile &file);
+  void decodeWeights(const PlanFile &file);
+  void decodeRopes(const PlanFile &file);
+  void decodeOps(const PlanFile &file);
+  void checkOp(const PlanOp &op, int opIndex) const;
+  void checkDataFlow() const;
+
+  std::string planPath_;
+  std::vector<BufferInfo> buffers_;
+  std::vector<WeightInfo> weights_;
+  std::vector<bool> weightUsed_;
+  std::vector<PlanOp> ops_;
+  std::vector<RopeInfo> ropes_;
+  KvLayoutInfo kvLayout_;
+  bool hasKvLayout_ = false;
+  bool usesKvCache_ = false;
+  int32_t usedLayers_ = 0;
+  int64_t maxPositions_ = 0;
+  int64_t plannedTokensPerStep_ = 0;
+};
+
+} // namespace sol::reference

@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""Writes a full-size random-weight bf16 checkpoint with the real config of a model.
+
+The weights are random (nothing is downloaded), but config.json is the one the
+real model publishes, in the Hugging Face Hub format (`rope_theta`,
+`rope_scaling`, `torch_dtype`), so solc sees exactly the shapes, RoPE scaling,
+tying and token ids of the real model. Use it to compare Sol with Transformers
+on real shapes and to benchmark decode speed.
+
+  python3 scripts/make-shape-model.py --shape llama-3.2-1b --out /tmp/llama-3.2-1b
+
+Shapes: llama-3.2-1b, llama-3.1-8b, qwen2.5-1.5b, qwen2.5-7b. The model is
+built on the GPU in bf16 (no float32 copy), re-initialised from a seeded
+generator (matrices N(0, 0.02^2), norm weights 1 + 0.05*N(0,1), biases
+0.02*N(0,1)), checked with one forward pass (finite, non-constant logits) and
+saved as safetensors shards of at most 5 GB (plus model.safetensors.index.json
+when there is more than one shard) with generation_config.json. A tokenizer is
+copied in when one is found (--tokenizer-dir, or ../shared/tokenizers/ beside
+the repository).
+
+Needs torch with CUDA, transformers >= 5, safetensors.
+"""
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+
+def log(msg):
+    print(f"[make-shape-model] {msg}", flush=True)
+
+
+def fail(msg):
+    print(f"[make-shape-model] ERROR: {msg}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+# The published config.json and generation_config.json of each base model.
+LLAMA_3_2_1B = {
+    "architectures": ["LlamaForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "bos_token_id": 128000,
+    "eos_token_id": 128001,
+    "head_dim": 64,
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "initializer_range": 0.02,
+    "intermediate_size": 8192,
+    "max_position_embeddings": 131072,
+    "mlp_bias": False,
+    "model_type": "llama",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 16,
+    "num_key_value_heads": 8,
+    "pretraining_tp": 1,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": {
+        "factor": 32.0,
+        "high_freq_factor": 4.0,
+        "low_freq_factor": 1.0,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "llama3",
+    },
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.45.0.dev0",
+    "use_cache": True,
+    "vocab_size": 128256,
+}
+
+LLAMA_3_1_8B = {
+    "architectures": ["LlamaForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "bos_token_id": 128000,
+    "eos_token_id": 128001,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "initializer_range": 0.02,
+    "intermediate_size": 14336,
+    "max_position_embeddings": 131072,
+    "mlp_bias": False,
+    "model_type": "llama",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "pretraining_tp": 1,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": {
+        "factor": 8.0,
+        "high_freq_factor": 4.0,
+        "low_freq_factor": 1.0,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "llama3",
+    },
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.43.0.dev0",
+    "use_cache": True,
+    "vocab_size": 128256,
+}
+
+QWEN2_5_1_5B = {
+    "architectures": ["Qwen2ForCausalLM"],
+    "attention_dropout": 0.0,
+    "bos_token_id": 151643,
+    "eos_token_id": 151643,
+    "hidden_act": "silu",
+    "hidden_size": 1536,
+    "initializer_range": 0.02,
+    "intermediate_size": 8960,
+    "max_position_embeddings": 131072,
+    "max_window_layers": 28,
+    "model_type": "qwen2",
+    "num_attention_heads": 12,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "sliding_window": 131072,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.40.1",
+    "use_cache": True,
+    "use_mrope": False,
+    "use_sliding_window": False,
+    "vocab_size": 151936,
+}
+
+# Qwen2.5-7B and larger pad the vocabulary to 152064 (the 0.5B-3B models use 151936).
+QWEN2_5_7B = {
+    "architectures": ["Qwen2ForCausalLM"],
+    "attention_dropout": 0.0,
+    "bos_token_id": 151643,
+    "eos_token_id": 151643,
+    "hidden_act": "silu",
+    "hidden_size": 3584,
+    "initializer_range": 0.02,
+    "intermediate_size": 18944,
+    "max_position_embeddings": 131072,
+    "max_window_layers": 28,
+    "model_type": "qwen2",
+    "num_attention_heads": 28,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "sliding_window": 131072,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.40.1",
+    "use_cache": True,
+    "use_mrope": False,
+    "use_sliding_window": False,
+    "vocab_size": 152064,
+}
+
+LLAMA_GENERATION = {"bos_token_id": 128000, "do_sample": True, "eos_token_id": 128001,
+                    "temperature": 0.6, "top_p": 0.9}
+QWEN_GENERATION = {"bos_token_id": 151643, "do_sample": False, "eos_token_id": 151643,
+                   "max_new_tokens": 2048}
+
+SHAPES = {
+    # name: (config, generation config, tokenizer folder under shared/tokenizers, parameter count)
+    "llama-3.2-1b": (LLAMA_3_2_1B, LLAMA_GENERATION, "llama3.1", 1_235_814_400),
+    "llama-3.1-8b": (LLAMA_3_1_8B, LLAMA_GENERATION, "llama3.1", 8_030_261_248),
+    "qwen2.5-1.5b": (QWEN2_5_1_5B, QWEN_GENERATION, "qwen3", 1_543_714_304),
+    "qwen2.5-7b": (QWEN2_5_7B, QWEN_GENERATION, "qwen3", 7_615_616_512),
+}
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def expected_parameters(cfg):
+    """Parameter count implied by a config.json (tied embeddings count once)."""
+    h, inter, layers = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
+    heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim", h // heads)
+    qkv_bias = cfg["model_type"] == "qwen2" or cfg.get("attention_bias", False)
+    attn = h * heads * hd + 2 * h * kv * hd + heads * hd * h
+    if qkv_bias:
+        attn += heads * hd + 2 * kv * hd
+    if cfg.get("attention_bias", False):
+        attn += h  # o_proj bias
+    mlp = 3 * h * inter
+    per_layer = attn + mlp + 2 * h
+    embed = cfg["vocab_size"] * h
+    return layers * per_layer + h + embed * (1 if cfg["tie_word_embeddings"] else 2)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shape", required=True, choices=sorted(SHAPES))
+    ap.add_argument("--out", required=True, help="output model directory (replaced if it exists)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-shard-size", default="5GB")
+    ap.add_argument("--tokenizer-dir",
+                    help="folder with tokenizer.json/tokenizer_config.json to copy in (default: "
+                         "../shared/tokenizers/<family> beside the repository, if present)")
+    ap.add_argument("--no-tokenizer", action="store_true", help="do not copy a tokenizer")
+    args = ap.parse_args()
+
+    try:
+        import torch
+        import transformers
+        from transformers import AutoConfig, AutoModelForCausalLM
+    except ImportError as e:
+        fail(f"missing Python package ({e}); needs torch, transformers>=5, safetensors")
+    if not torch.cuda.is_available():
+        fail("no CUDA device: this script builds the model on the GPU")
+    log(f"transformers {transformers.__version__}, torch {torch.__version__}, "
+        f"GPU {torch.cuda.get_device_name(0)}")
+
+    cfg, gen_cfg, tokenizer_family, param_count = SHAPES[args.shape]
+    if expected_parameters(cfg) != param_count:
+        fail(f"internal: config of {args.shape} implies {expected_parameters(cfg)} parameters, "
+             f"the real model has {param_count}")
+    out = Path(args.out)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    t_start = time.time()
+
+    # 1. Build on the GPU directly in bf16.
+    config = AutoConfig.from_pretrained(out)
+    torch.manual_seed(args.seed)
+    previous_dtype = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device("cuda"):
+            try:
+                model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+            except TypeError:
+                model = AutoModelForCausalLM.from_config(config)
+    finally:
+        torch.set_default_dtype(previous_dtype)
+    dtypes = {p.dtype for p in model.parameters()}
+    devices = {p.device.type for p in model.parameters()}
+    if dtypes != {torch.bfloat16} or devices != {"cuda"}:
+        fail(f"model was built with dtypes {dtypes} on {devices}, expected bfloat16 on cuda")
+    n_params = sum(p.numel() for p in model.parameters())
+    if n_params != param_count:
+        fail(f"{args.shape}: model has {n_params} parameters, the real model has {param_count}")
+    torch.cuda.synchronize()
+    t_build = time.time()
+    log(f"built {type(model).__name__} with {n_params:,} parameters in {t_build - t_start:.1f}s")
+
+    # 2. Seeded re-initialisation on the GPU, in place, in bf16.
+    gen = torch.Generator(device="cuda").manual_seed(args.seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.normal_(1.0, 0.05, generator=gen)
+            elif name.endswith(".bias"):
+                p.normal_(0.0, 0.02, generator=gen)
+            elif p.dim() == 2:
+                p.normal_(0.0, 0.02, generator=gen)
+            else:
+                fail(f"unexpected parameter {name} of shape {tuple(p.shape)}")
+    torch.cuda.synchronize()
+    t_init = time.time()
+    log(f"initialised weights in {t_init - t_build:.1f}s")
+
+    # 3. One forward pass: logits must be finite and depend on the input.
+    model.eval()
+    ids = torch.randint(0, cfg["vocab_size"], (1, 64), device="cuda",
+                        generator=torch.Generator(device="cuda").manual_seed(args.seed + 1))
+    with torch.no_grad():
+        logits = model(input_ids=ids, use_cache=False).logits[0].float()
+    if not bool(torch.isfinite(logits).all()):
+        fail("logits contain inf/nan after initialisation")
+    top2 = torch.topk(logits, 2, dim=-1).values
+    margin = top2[:, 0] - top2[:, 1]
+    distinct = int(logits.argmax(-1).unique().numel())
+    log(f"bf16 logits over 64 random ids: std over vocab {float(logits.std(-1).mean()):.3f}, "
+        f"top-2 margin median {float(margin.median()):.3f} min {float(margin.min()):.4f}, "
+        f"{distinct} distinct argmax ids")
+    if distinct < 2 or float(logits.std(-1).mean()) < 1e-3:
+        fail("logits are degenerate (constant argmax or no spread) after initialisation")
+    del logits
+    torch.cuda.synchronize()
+    t_check = time.time()
+
+    # 4. Save (transformers 5 always writes safetensors), then restore the Hub-format configs.
+    model.save_pretrained(out, max_shard_size=args.max_shard_size)
+    t_save = time.time()
+    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    (out / "generation_config.json").write_text(json.dumps(gen_cfg, indent=2) + "\n")
+    AutoConfig.from_pretrained(out)  # the rewritten config must still load
+
+    shards = sorted(out.glob("*.safetensors"))
+    if not shards:
+        fail(f"save_pretrained wrote no .safetensors files in {out}")
+    weight_bytes = sum(f.stat().st_size for f in shards)
+    index = out / "model.safetensors.index.json"
+    if len(shards) > 1 and not index.exists():
+        fail(f"{len(shards)} shards but no {index.name}")
+    log(f"saved {len(shards)} shard(s), {weight_bytes / 1e9:.2f} GB"
+        f"{' + ' + index.name if index.exists() else ''} in {t_save - t_check:.1f}s")
+
+    # 5. Tokenizer.
+    if not args.no_tokenizer:
+        tok_dir = Path(args.tokenizer_dir) if args.tokenizer_dir else (
+            Path(__file__).resolve().parent.parent.parent / "shared" / "tokenizers" / tokenizer_family)
+        copied = []
+        if tok_dir.is_dir():
+            for name in TOKENIZER_FILES:
+                if (tok_dir / name).exists():
+                    shutil.copy(tok_dir / name, out / name)
+                    copied.append(name)
+        if copied:
+            log(f"copied {', '.join(copied)} from {tok_dir}")
+        elif args.tokenizer_dir:
+            fail(f"--tokenizer-dir {tok_dir} holds none of {TOKENIZER_FILES}")
+        else:
+            log(f"no tokenizer copied ({tok_dir} not found); pass --tokenizer-dir to add one")
+
+    log(f"{args.shape} written to {out} in {time.time() - t_start:.1f}s total "
+        f"(build {t_build - t_start:.1f}s, init {t_init - t_build:.1f}s, check {t_check - t_init:.1f}s, "
+        f"save {t_save - t_check:.1f}s)")
+    for f in sorted(out.iterdir()):
+        log(f"  {f.name}  {f.stat().st_size:,} bytes")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Writes a small random bf16 Qwen3 checkpoint with a given vocabulary size
+(standard library only), so the text features of solc/solrun can be tested
+with a real tokenizer on the CPU: hidden 16, 1 layer, 2 heads, 1 KV head."""
+import json
+import random
+import struct
+import sys
+from pathlib import Path
+
+out, vocab = Path(sys.argv[1]), int(sys.argv[2])
+H, I, NH, KV, HD = 16, 32, 2, 1, 8
+out.mkdir(parents=True, exist_ok=True)
+config = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": H,
+          "intermediate_size": I, "num_hidden_layers": 1, "num_attention_heads": NH,
+          "num_key_value_heads": KV, "head_dim": HD, "vocab_size": vocab,
+          "max_position_embeddings": 512, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+          "tie_word_embeddings": True, "hidden_act": "silu", "torch_dtype": "bfloat16"}
+(out / "config.json").write_text(json.dumps(config))
+shapes = {"model.embed_tokens.weight": [vocab, H], "model.norm.weight": [H]}
+p = "model.layers.0."
+shapes.update({p + "input_layernorm.weight": [H], p + "post_attention_layernorm.weight": [H],
+               p + "self_attn.q_proj.weight": [NH * HD, H], p + "self_attn.k_proj.weight": [KV * HD, H],
+               p + "self_attn.v_proj.weight": [KV * HD, H], p + "self_attn.o_proj.weight": [H, NH * HD],
+               p + "self_attn.q_norm.weight": [HD], p + "self_attn.k_norm.weight": [HD],
+               p + "mlp.gate_proj.weight": [I, H], p + "mlp.up_proj.weight": [I, H],
+               p + "mlp.down_proj.weight": [H, I]})
+rng = random.Random(0)
+header, chunks, offset = {}, [], 0
+for name, shape in shapes.items():
+    n = 1
+    for d in shape:
+        n *= d
+    norm = name.endswith("norm.weight")
+    # bf16 = the upper half of a float32
+    raw = b"".join(struct.pack("<f", (1.0 if norm else 0.0) + rng.gauss(0, 0.1 if norm else 0.5))[2:]
+                   for _ in range(n))
+    header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [offset, offset + len(raw)]}
+    chunks.append(raw)
+    offset += len(raw)
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+with open(out / "model.safetensors", "wb") as f:
+    f.write(struct.pack("<Q", len(text)) + text)
+    for c in chunks:
+        f.write(c)

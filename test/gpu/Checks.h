@@ -1,0 +1,35 @@
+//===- Checks.h - The families of GPU kernel checks -------------*- C++ -*-===//
+#pragma once
+
+#include "CheckSupport.h"
+#include "runtime/support/Error.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace sol::check {
+
+struct CheckFamily {
+  std::string name;
+  /// Requires every kernel instance the family launches.
+  std::function<void(KernelLibrary &)> declare;
+  std::function<void(Checker &)> run;
+};
+
+std::vector<CheckFamily> elementwiseChecks();
+std::vector<CheckFamily> normChecks();
+std::vector<CheckFamily> linearChecks();
+std::vector<CheckFamily> attentionChecks();
+std::vector<CheckFamily> runtimeChecks();
+
+/// A record for `instance` with its resource report filled in.
+CheckRecord makeRecord(Checker &checker, const std::string &family,
+                       const std::string &name,
+                       const cuda::KernelInstance &instance);
+
+/// Marks the record checked; passes when err <= tol and nothing is unwritten.
+void judge(CheckRecord &record, double relError, double tolerance,
+           std::size_t unwritten);
+
+} // namespace sol::check

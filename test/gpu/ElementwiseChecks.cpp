@@ -1,0 +1,216 @@
+//===- ElementwiseChecks.cpp - embedding, gather_rows, swiglu, argmax -----===//
+
+#include "Checks.h"
+#include "ReferenceKernels.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace sol::check {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::KernelInstance;
+
+constexpr int kHidden = 2048;
+constexpr int kVocab = 32000;
+constexpr int kIntermediate = 8192;
+constexpr int kLogitsVocab = 128256;
+
+void checkEmbedding(Checker &c) {
+  const cuda::EmbeddingSpec spec{kHidden};
+  const KernelInstance instance = spec.instance();
+  const std::vector<Bf16> table =
+      randomBf16(c.rng, static_cast<std::size_t>(kVocab) * kHidden, -1, 1);
+  const DeviceBuffer dTable = c.upload(table);
+  for (int tokens : {1, 333, 4096}) {
+    std::vector<int> ids(tokens);
+    for (int &id : ids)
+      id = c.rng.uniformInt(0, kVocab - 1);
+    ids.front() = kVocab - 1;
+    ids.back() = 0;
+    const DeviceBuffer dIds = c.upload(ids);
+    DeviceBuffer dOut =
+        c.poisoned(static_cast<std::size_t>(tokens) * kHidden * 2);
+    const cuda::Kernel &kernel = c.kernels.kernel(instance);
+    std::function<void(int)> launch = [&](int) {
+      kernel.launch(spec.dims(tokens), c.stream, dOut.as<Bf16>(),
+                    dTable.as<const Bf16>(), dIds.as<const int>(), tokens);
+    };
+    launch(0);
+    const std::vector<Bf16> out = c.download<Bf16>(dOut);
+    std::vector<double> ref(out.size());
+    for (int t = 0; t < tokens; ++t)
+      for (int d = 0; d < kHidden; ++d)
+        ref[static_cast<std::size_t>(t) * kHidden + d] =
+            bf16ToFloat(table[static_cast<std::size_t>(ids[t]) * kHidden + d]);
+    CheckRecord r =
+        makeRecord(c, "embedding", sol::cat("D=2048 T=", tokens), instance);
+    judge(r, relativeL2(toFloat(out), ref), 0.0, countPoison(out));
+    r.bytes = 2.0 * tokens * kHidden * 2;
+    c.finish(std::move(r), &launch);
+  }
+}
+
+void checkGatherRows(Checker &c) {
+  const cuda::GatherRowsSpec spec{kHidden};
+  const KernelInstance instance = spec.instance();
+  const int tokens = 4096;
+  const std::vector<Bf16> in =
+      randomBf16(c.rng, static_cast<std::size_t>(tokens) * kHidden, -1, 1);
+  const DeviceBuffer dIn = c.upload(in);
+  for (int n : {5, 64}) {
+    std::vector<int> rows(n);
+    for (int &row : rows)
+      row = c.rng.uniformInt(0, tokens - 1);
+    rows[0] = tokens - 1;
+    const DeviceBuffer dRows = c.upload(rows);
+    DeviceBuffer dOut = c.poisoned(static_cast<std::size_t>(n) * kHidden * 2);
+    const cuda::Kernel &kernel = c.kernels.kernel(instance);
+    std::function<void(int)> launch = [&](int) {
+      kernel.launch(spec.dims(n), c.stream, dOut.as<Bf16>(),
+                    dIn.as<const Bf16>(), dRows.as<const int>(), n);
+    };
+    launch(0);
+    const std::vector<Bf16> out = c.download<Bf16>(dOut);
+    std::vector<double> ref(out.size());
+    for (int i = 0; i < n; ++i)
+      for (int d = 0; d < kHidden; ++d)
+        ref[static_cast<std::size_t>(i) * kHidden + d] =
+            bf16ToFloat(in[static_cast<std::size_t>(rows[i]) * kHidden + d]);
+    CheckRecord r =
+        makeRecord(c, "gather_rows", sol::cat("D=2048 n=", n), instance);
+    judge(r, relativeL2(toFloat(out), ref), 0.0, countPoison(out));
+    r.bytes = 2.0 * n * kHidden * 2;
+    c.finish(std::move(r), &launch);
+  }
+}
+
+void checkSwiglu(Checker &c) {
+  const cuda::SwigluSpec spec{kIntermediate};
+  const KernelInstance instance = spec.instance();
+  for (int tokens : {1, 100, 4096}) {
+    const std::vector<Bf16> gateUp = randomBf16(
+        c.rng, static_cast<std::size_t>(tokens) * 2 * kIntermediate, -6, 6);
+    const DeviceBuffer dIn = c.upload(gateUp);
+    DeviceBuffer dOut =
+        c.poisoned(static_cast<std::size_t>(tokens) * kIntermediate * 2);
+    const cuda::Kernel &kernel = c.kernels.kernel(instance);
+    std::function<void(int)> launch = [&](int) {
+      kernel.launch(spec.dims(tokens), c.stream, dOut.as<Bf16>(),
+                    dIn.as<const Bf16>(), tokens);
+    };
+    launch(0);
+    const std::vector<Bf16> out = c.download<Bf16>(dOut);
+    CheckRecord r =
+        makeRecord(c, "swiglu", sol::cat("I=8192 T=", tokens), instance);
+    judge(r,
+          relativeL2(toFloat(out),
+                     referenceSwiglu(gateUp, tokens, kIntermediate)),
+          1e-2, countPoison(out));
+    r.bytes = 3.0 * tokens * kIntermediate * 2;
+    c.finish(std::move(r), &launch);
+  }
+}
+
+void checkArgmax(Checker &c) {
+  const cuda::ArgmaxSpec spec;
+  const KernelInstance instance = spec.instance();
+  struct Case {
+    int rows, vocab;
+  };
+  for (const Case &cs :
+       {Case{1, kLogitsVocab}, Case{64, kLogitsVocab}, Case{9, 1001}}) {
+    std::vector<float> logits(static_cast<std::size_t>(cs.rows) * cs.vocab);
+    for (float &v : logits)
+      v = c.rng.uniform(-10.0f, 10.0f);
+    for (int row = 0; row < cs.rows; ++row) {
+      float *l = logits.data() + static_cast<std::size_t>(row) * cs.vocab;
+      const int a = c.rng.uniformInt(0, cs.vocab - 2);
+      const int b = c.rng.uniformInt(a + 1, cs.vocab - 1);
+      if (row % 3 == 1) { // a tie: the lower index must win
+        l[a] = 20.0f;
+        l[b] = 20.0f;
+      } else if (row % 3 == 2) { // NaN counts as the maximum
+        l[b] = 25.0f;
+        l[a] = NAN;
+      } else {
+        l[b] = 20.0f + row;
+      }
+    }
+    const DeviceBuffer dLogits = c.upload(logits);
+    DeviceBuffer dOut = c.poisoned(static_cast<std::size_t>(cs.rows) * 4);
+    const cuda::Kernel &kernel = c.kernels.kernel(instance);
+    std::function<void(int)> launch = [&](int) {
+      kernel.launch(spec.dims(cs.rows), c.stream, dOut.as<int>(),
+                    dLogits.as<const float>(), cs.rows, cs.vocab);
+    };
+    launch(0);
+    const std::vector<int> out = c.download<int>(dOut);
+    int wrong = 0, unwritten = 0;
+    for (int row = 0; row < cs.rows; ++row) {
+      const std::span<const float> l(
+          logits.data() + static_cast<std::size_t>(row) * cs.vocab, cs.vocab);
+      unwritten += out[row] == -1;
+      wrong += out[row] != referenceArgmax(l);
+    }
+    CheckRecord r = makeRecord(
+        c, "argmax", sol::cat("rows=", cs.rows, " V=", cs.vocab), instance);
+    judge(r, static_cast<double>(wrong) / cs.rows, 0.0, unwritten);
+    if (wrong)
+      r.note = sol::cat(wrong, " rows with a wrong index");
+    r.bytes = 4.0 * cs.rows * cs.vocab;
+    c.finish(std::move(r), &launch);
+  }
+}
+
+} // namespace
+
+CheckRecord makeRecord(Checker &checker, const std::string &family,
+                       const std::string &name,
+                       const cuda::KernelInstance &instance) {
+  CheckRecord r;
+  r.family = family;
+  r.name = name;
+  r.kernel = instance.nameExpression;
+  r.resources = checker.kernels.resources(instance);
+  return r;
+}
+
+void judge(CheckRecord &record, double relError, double tolerance,
+           std::size_t unwritten) {
+  record.checked = true;
+  record.relError = relError;
+  record.tolerance = tolerance;
+  record.unwritten = unwritten;
+  record.passed = relError <= tolerance && unwritten == 0;
+  if (unwritten)
+    record.note += sol::cat(unwritten, " output elements never written; ");
+  if (!std::isfinite(relError))
+    record.note += "NaN/Inf in the output; ";
+}
+
+std::vector<CheckFamily> elementwiseChecks() {
+  return {
+      {"embedding",
+       [](KernelLibrary &k) {
+         k.require(cuda::EmbeddingSpec{kHidden}.instance());
+       },
+       checkEmbedding},
+      {"gather_rows",
+       [](KernelLibrary &k) {
+         k.require(cuda::GatherRowsSpec{kHidden}.instance());
+       },
+       checkGatherRows},
+      {"swiglu",
+       [](KernelLibrary &k) {
+         k.require(cuda::SwigluSpec{kIntermediate}.instance());
+       },
+       checkSwiglu},
+      {"argmax",
+       [](KernelLibrary &k) { k.require(cuda::ArgmaxSpec{}.instance()); },
+       checkArgmax},
+  };
+}
+
+} // namespace sol::check

@@ -1,0 +1,191 @@
+//===- ReferenceKernels.cpp - CPU references for the GPU kernels ----------===//
+
+#include "ReferenceKernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <thread>
+
+namespace sol::check {
+namespace {
+
+// Runs body(begin, end) over [0, n) on all hardware threads.
+void parallelFor(std::size_t n,
+                 const std::function<void(std::size_t, std::size_t)> &body) {
+  const std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t chunk = (n + threads - 1) / threads;
+  std::vector<std::jthread> pool;
+  for (std::size_t begin = 0; begin < n; begin += chunk)
+    pool.emplace_back(body, begin, std::min(n, begin + chunk));
+}
+
+std::vector<float> widen(std::span<const Bf16> v) {
+  std::vector<float> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out[i] = bf16ToFloat(v[i]);
+  return out;
+}
+
+} // namespace
+
+std::vector<double> referenceLinearRows(std::span<const Bf16> x,
+                                        std::span<const Bf16> w,
+                                        std::span<const Bf16> bias,
+                                        std::span<const int> rowIds, int n,
+                                        int k) {
+  const std::vector<float> xf = widen(x);
+  std::vector<double> y(rowIds.size() * static_cast<std::size_t>(n));
+  parallelFor(static_cast<std::size_t>(n), [&](std::size_t b, std::size_t e) {
+    std::vector<float> wRow(k);
+    for (std::size_t j = b; j < e; ++j) {
+      for (int i = 0; i < k; ++i)
+        wRow[i] = bf16ToFloat(w[j * k + i]);
+      const double bj = bias.empty() ? 0.0 : bf16ToFloat(bias[j]);
+      for (std::size_t r = 0; r < rowIds.size(); ++r) {
+        const float *xr = xf.data() + static_cast<std::size_t>(rowIds[r]) * k;
+        double acc = 0.0;
+        for (int i = 0; i < k; ++i)
+          acc += static_cast<double>(xr[i]) * wRow[i];
+        y[r * n + j] = acc + bj;
+      }
+    }
+  });
+  return y;
+}
+
+std::vector<double> referenceLinear(std::span<const Bf16> x,
+                                    std::span<const Bf16> w,
+                                    std::span<const Bf16> bias, int rows, int n,
+                                    int k) {
+  std::vector<int> ids(rows);
+  for (int r = 0; r < rows; ++r)
+    ids[r] = r;
+  return referenceLinearRows(x, w, bias, ids, n, k);
+}
+
+std::vector<double> referenceRmsNormRow(std::span<const float> h,
+                                        std::span<const Bf16> w, float eps) {
+  double sumSquares = 0.0;
+  for (float v : h)
+    sumSquares += static_cast<double>(v) * v;
+  const double inv = 1.0 / std::sqrt(sumSquares / h.size() + eps);
+  std::vector<double> out(h.size());
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    const float normed = roundBf16(static_cast<float>(h[i] * inv));
+    out[i] = static_cast<double>(bf16ToFloat(w[i])) * normed;
+  }
+  return out;
+}
+
+std::vector<double> referenceSwiglu(std::span<const Bf16> gateUp, int tokens,
+                                    int intermediate) {
+  std::vector<double> out(static_cast<std::size_t>(tokens) * intermediate);
+  for (int t = 0; t < tokens; ++t) {
+    const Bf16 *row =
+        gateUp.data() + static_cast<std::size_t>(t) * 2 * intermediate;
+    for (int i = 0; i < intermediate; ++i) {
+      const double g = bf16ToFloat(row[i]);
+      const double u = bf16ToFloat(row[intermediate + i]);
+      const float act = roundBf16(static_cast<float>(g / (1.0 + std::exp(-g))));
+      out[static_cast<std::size_t>(t) * intermediate + i] = act * u;
+    }
+  }
+  return out;
+}
+
+int referenceArgmax(std::span<const float> row) {
+  int best = 0;
+  for (int i = 1; i < static_cast<int>(row.size()); ++i) {
+    const float v = row[i], b = row[best];
+    if (std::isnan(b))
+      break;
+    if (std::isnan(v) || v > b)
+      best = i;
+  }
+  return best;
+}
+
+std::vector<float> referenceRope(std::span<const float> head, int position,
+                                 std::span<const float> invFreq,
+                                 float attentionScaling) {
+  const std::size_t half = head.size() / 2;
+  std::vector<float> out(head.size());
+  for (std::size_t i = 0; i < half; ++i) {
+    // fp32 angle as in HF (inv_freq @ position in fp32), accurate cos/sin.
+    const float angle = static_cast<float>(position) * invFreq[i];
+    const float c =
+        roundBf16(static_cast<float>(std::cos(static_cast<double>(angle))) *
+                  attentionScaling);
+    const float s =
+        roundBf16(static_cast<float>(std::sin(static_cast<double>(angle))) *
+                  attentionScaling);
+    const float x1 = head[i], x2 = head[i + half];
+    out[i] = roundBf16(roundBf16(x1 * c) + roundBf16(-x2 * s));
+    out[i + half] = roundBf16(roundBf16(x2 * c) + roundBf16(x1 * s));
+  }
+  return out;
+}
+
+std::vector<double> referenceAttention(const AttentionProblem &p) {
+  const int hd = p.headDim;
+  const int group = p.qHeads / p.kvHeads;
+  const std::size_t rowElems =
+      static_cast<std::size_t>(p.qHeads + 2 * p.kvHeads) * hd;
+  std::vector<double> out(static_cast<std::size_t>(p.tokens) * p.qHeads * hd,
+                          0.0);
+  parallelFor(static_cast<std::size_t>(p.tokens), [&](std::size_t b,
+                                                      std::size_t e) {
+    std::vector<double> scores, acc(hd);
+    for (std::size_t t = b; t < e; ++t) {
+      const int seq = p.tokenSeq[t];
+      if (seq < 0)
+        continue;
+      const int pos = p.positions[t];
+      const int lo =
+          p.slidingWindow > 0 ? std::max(0, pos - p.slidingWindow + 1) : 0;
+      auto cacheRow = [&](std::span<const Bf16> cache, int position, int g) {
+        const int block =
+            p.blockTables[static_cast<std::size_t>(seq) * p.maxBlocks +
+                          position / p.blockSize];
+        const std::size_t slot =
+            (static_cast<std::size_t>(block) * p.blockSize +
+             position % p.blockSize) *
+                p.kvHeads +
+            g;
+        return cache.data() + slot * hd;
+      };
+      for (int h = 0; h < p.qHeads; ++h) {
+        const int g = h / group;
+        const Bf16 *q =
+            p.qkv.data() + t * rowElems + static_cast<std::size_t>(h) * hd;
+        scores.assign(pos - lo + 1, 0.0);
+        double maxScore = -INFINITY;
+        for (int j = lo; j <= pos; ++j) {
+          const Bf16 *k = cacheRow(p.kCache, j, g);
+          double dot = 0.0;
+          for (int d = 0; d < hd; ++d)
+            dot += static_cast<double>(bf16ToFloat(q[d])) * bf16ToFloat(k[d]);
+          scores[j - lo] = dot * p.scale;
+          maxScore = std::max(maxScore, scores[j - lo]);
+        }
+        double sum = 0.0;
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int j = lo; j <= pos; ++j) {
+          const double w = std::exp(scores[j - lo] - maxScore);
+          sum += w;
+          const Bf16 *v = cacheRow(p.vCache, j, g);
+          for (int d = 0; d < hd; ++d)
+            acc[d] += w * bf16ToFloat(v[d]);
+        }
+        double *o =
+            out.data() + (t * p.qHeads + h) * static_cast<std::size_t>(hd);
+        for (int d = 0; d < hd; ++d)
+          o[d] = acc[d] / sum;
+      }
+    }
+  });
+  return out;
+}
+
+} // namespace sol::check

@@ -1,0 +1,62 @@
+//===- ReferenceKernels.h - CPU references for the GPU kernels --*- C++ -*-===//
+//
+// Double-precision references that round to bf16 exactly where Hugging Face
+// (PyTorch on bf16 tensors) rounds, so the GPU results can be held to a tight
+// relative error.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "HostBf16.h"
+
+#include <span>
+#include <vector>
+
+namespace sol::check {
+
+/// y[t, n] = sum_k x[t, k] W[n, k] (+ b[n]), unrounded. Multi-threaded.
+std::vector<double> referenceLinear(std::span<const Bf16> x,
+                                    std::span<const Bf16> w,
+                                    std::span<const Bf16> bias, int rows, int n,
+                                    int k);
+
+/// Only rows `rowIds` of the product (for shapes too large to check fully).
+std::vector<double> referenceLinearRows(std::span<const Bf16> x,
+                                        std::span<const Bf16> w,
+                                        std::span<const Bf16> bias,
+                                        std::span<const int> rowIds, int n,
+                                        int k);
+
+/// RMSNorm of one row h (already summed with the residual and rounded).
+std::vector<double> referenceRmsNormRow(std::span<const float> h,
+                                        std::span<const Bf16> w, float eps);
+
+std::vector<double> referenceSwiglu(std::span<const Bf16> gateUp, int tokens,
+                                    int intermediate);
+
+/// torch.argmax: first index of the maximum, NaN counts as the maximum.
+int referenceArgmax(std::span<const float> row);
+
+/// Hugging Face rotate-half RoPE of one head vector in bf16.
+std::vector<float> referenceRope(std::span<const float> head, int position,
+                                 std::span<const float> invFreq,
+                                 float attentionScaling);
+
+struct AttentionProblem {
+  int qHeads, kvHeads, headDim, blockSize;
+  int tokens;
+  int maxBlocks;
+  std::span<const Bf16> qkv;    // [T, (Hq + 2 Hkv) HD]
+  std::span<const Bf16> kCache; // [blocks, BS, Hkv, HD]
+  std::span<const Bf16> vCache;
+  std::span<const int> positions;
+  std::span<const int> tokenSeq;
+  std::span<const int> blockTables; // [S, maxBlocks]
+  float scale;
+  int slidingWindow;
+};
+
+/// out [T, Hq * HD], unrounded; padding tokens (seq < 0) give zeros.
+std::vector<double> referenceAttention(const AttentionProblem &p);
+
+} // namespace sol::check

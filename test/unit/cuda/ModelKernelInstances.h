@@ -1,0 +1,34 @@
+//===- ModelKernelInstances.h - Kernels real models instantiate -*- C++ -*-===//
+//
+// The kernel instantiations that decoding and prefilling the supported model
+// shapes (Llama 3.x, Qwen2.5, Qwen3, Mistral) need, built through the same
+// specs the compiler and executor use.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/cuda/KernelSpecs.h"
+
+#include <string>
+#include <vector>
+
+namespace sol::test {
+
+struct ModelShape {
+  std::string name;
+  int hidden;
+  int intermediate;
+  int qHeads;
+  int kvHeads;
+  int headDim;
+  int vocab;
+  bool qkvBias;
+  bool qkNorm;
+};
+
+const std::vector<ModelShape> &supportedModelShapes();
+
+/// Every instance the shapes need, without duplicates.
+std::vector<cuda::KernelInstance> modelKernelInstances();
+
+} // namespace sol::test

@@ -1,0 +1,69 @@
+//===- NvccCompileTest.cpp - The kernel templates compile with nvcc too ---===//
+//
+// The .cuh files must compile under nvcc as well as NVRTC (different
+// front-end defaults, host pass). One instantiation of every template is
+// compiled to an sm_90 cubin.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NvrtcTestSupport.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+namespace sol::test {
+namespace {
+
+TEST(NvccCompile, EveryKernelTemplateCompiles) {
+  const std::string nvcc = SOL_NVCC_PATH;
+  if (nvcc.empty() || nvcc.find("NOTFOUND") != std::string::npos ||
+      !std::filesystem::exists(nvcc))
+    GTEST_SKIP() << "nvcc not found at configure time";
+  const char *root = std::getenv("SOL_SOURCE_DIR");
+  const auto kernels =
+      std::filesystem::path(root ? root : ".") / "codegen" / "kernels";
+
+  TempDir dir("sol-nvcc");
+  const auto source = dir.path() / "instances.cu";
+  std::ofstream(source) << R"(
+#include "Argmax.cuh"
+#include "Embedding.cuh"
+#include "GatherRows.cuh"
+#include "LinearGemm.cuh"
+#include "LinearGemv.cuh"
+#include "PagedAttention.cuh"
+#include "RmsNorm.cuh"
+#include "RopeKvWrite.cuh"
+#include "Swiglu.cuh"
+using namespace sol::kernels;
+void *const kInstances[] = {
+    (void *)&argmax,
+    (void *)&embedding<2048>,
+    (void *)&gather_rows<2048>,
+    (void *)&linear_gemm<128, 128, 2, 4, 3, __nv_bfloat16, true>,
+    (void *)&linear_gemv<2048, 1, 4, 2, float, false>,
+    (void *)&paged_attention<32, 8, 64>,
+    (void *)&paged_attention_combine<32, 64>,
+    (void *)&rms_norm<128>,
+    (void *)&rms_norm<4096>,
+    (void *)&rope_kv_write<16, 8, 128>,
+    (void *)&swiglu<8192>,
+};
+)";
+  const auto log = dir.path() / "nvcc.log";
+  const std::string command =
+      "'" + nvcc + "' -std=c++17 -arch=sm_90 -cubin -I'" + kernels.string() +
+      "' -o '" + (dir.path() / "instances.cubin").string() + "' '" +
+      source.string() + "' > '" + log.string() + "' 2>&1";
+  const int status = std::system(command.c_str());
+  std::ifstream in(log);
+  const std::string output((std::istreambuf_iterator<char>(in)),
+                           std::istreambuf_iterator<char>());
+  EXPECT_EQ(status, 0) << command << "\n" << output;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "instances.cubin"));
+}
+
+} // namespace
+} // namespace sol::test

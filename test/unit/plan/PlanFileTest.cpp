@@ -1,0 +1,217 @@
+//===- PlanFileTest.cpp - Plan round trip and corruption ------------------===//
+#include "runtime/plan/PlanFile.h"
+#include "runtime/support/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+using namespace sol;
+
+namespace {
+
+std::filesystem::path tempPath(const std::string &name) {
+  return std::filesystem::temp_directory_path() /
+         ("sol-plan-test-" + std::to_string(::getpid()) + "-" + name);
+}
+
+/// Writes a small but complete plan: two weights, one op, a tokenizer.
+std::filesystem::path writeSamplePlan(const std::string &name) {
+  auto path = tempPath(name);
+  PlanWriter writer(path);
+  std::vector<std::byte> w0(6 * 4), w1(5 * 2);
+  for (size_t i = 0; i < w0.size(); ++i)
+    w0[i] = std::byte(i * 7 + 1);
+  for (size_t i = 0; i < w1.size(); ++i)
+    w1[i] = std::byte(200 - i);
+  fb::Section s0 = writer.addSection(w0);
+  fb::Section s1 = writer.addSection(w1);
+  std::string tok = R"({"model": {"type": "BPE"}})";
+  fb::Section st = writer.addSection(std::as_bytes(std::span(tok)));
+
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<int64_t> shape0 = {2, 3}, shape1 = {5};
+  auto weights = b.CreateVector(std::vector<flatbuffers::Offset<fb::Weight>>{
+      fb::CreateWeightDirect(b, "w0", fb::DType::F32, &shape0, &s0),
+      fb::CreateWeightDirect(b, "w1", fb::DType::BF16, &shape1, &s1)});
+  std::vector<int32_t> bufs = {4, 0}, ws = {0};
+  auto ops = b.CreateVector(
+      std::vector<flatbuffers::Offset<fb::Op>>{fb::CreateOpDirect(
+          b, fb::OpKind::Embedding, "model.embed_tokens", &bufs, &ws)});
+  auto model = fb::CreateModelInfoDirect(b, "LlamaForCausalLM", "/models/x",
+                                         "abc", "{}", 6, 3, 1, 128);
+  fb::PlanBuilder pb(b);
+  pb.add_compiler_version(b.CreateString("test"));
+  pb.add_model(model);
+  pb.add_weights(weights);
+  pb.add_ops(ops);
+  pb.add_tokenizer_json(&st);
+  pb.add_max_tokens_per_step(64);
+  b.Finish(pb.Finish());
+  writer.finish({b.GetBufferPointer(), b.GetSize()});
+  return path;
+}
+
+std::vector<char> readAll(const std::filesystem::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void writeAll(const std::filesystem::path &p, const std::vector<char> &bytes,
+              size_t n) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(n));
+}
+
+std::string openError(const std::filesystem::path &p,
+                      PlanFile::Options options = {}) {
+  try {
+    PlanFile::open(p, options);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+TEST(PlanFile, RoundTrip) {
+  auto path = writeSamplePlan("roundtrip");
+  PlanFile plan = PlanFile::open(path);
+  const fb::Plan &p = plan.plan();
+  EXPECT_EQ(p.compiler_version()->str(), "test");
+  EXPECT_EQ(p.model()->architecture()->str(), "LlamaForCausalLM");
+  EXPECT_EQ(p.model()->vocab_size(), 6);
+  ASSERT_EQ(p.weights()->size(), 2u);
+  EXPECT_EQ(p.weights()->Get(1)->name()->str(), "w1");
+  EXPECT_EQ(p.weights()->Get(1)->dtype(), fb::DType::BF16);
+  auto w0 = plan.weightBytes(0);
+  ASSERT_EQ(w0.size(), 24u);
+  EXPECT_EQ(w0[5], std::byte(5 * 7 + 1));
+  auto w1 = plan.weightBytes(1);
+  ASSERT_EQ(w1.size(), 10u);
+  EXPECT_EQ(w1[9], std::byte(191));
+  // Sections start 256-byte aligned in the file.
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(plan.weightBytes(i).data()) % 256,
+              0u);
+  auto tok = plan.section(p.tokenizer_json());
+  EXPECT_EQ(std::string(reinterpret_cast<const char *>(tok.data()), tok.size()),
+            R"({"model": {"type": "BPE"}})");
+  EXPECT_EQ(p.ops()->Get(0)->kind(), fb::OpKind::Embedding);
+  EXPECT_EQ(p.ops()->Get(0)->buffers()->Get(0), 4);
+  EXPECT_THROW(plan.weightBytes(2), Error);
+  std::filesystem::remove(path);
+}
+
+TEST(PlanFile, NotAPlan) {
+  auto path = tempPath("notaplan");
+  std::vector<char> junk(1000, 'x');
+  writeAll(path, junk, junk.size());
+  EXPECT_NE(openError(path).find("not a Sol plan (no SOLPLAN magic)"),
+            std::string::npos);
+  writeAll(path, junk, 0);
+  EXPECT_NE(openError(path).find("not a Sol plan"), std::string::npos);
+  std::filesystem::remove(path);
+  EXPECT_NE(openError(path).find(path.string()), std::string::npos);
+}
+
+TEST(PlanFile, OtherVersion) {
+  auto path = writeSamplePlan("version");
+  auto bytes = readAll(path);
+  uint32_t v = kPlanFormatVersion + 1;
+  std::memcpy(bytes.data() + 8, &v, 4);
+  writeAll(path, bytes, bytes.size());
+  std::string err = openError(path);
+  EXPECT_NE(err.find("plan format version 2 but this solrun reads version 1"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("upgrade solrun"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(PlanFile, EveryTruncationIsAnError) {
+  auto path = writeSamplePlan("truncate");
+  auto bytes = readAll(path);
+  auto cut = tempPath("truncated");
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    writeAll(cut, bytes, n);
+    std::string err = openError(cut);
+    ASSERT_FALSE(err.empty()) << "truncation to " << n << " bytes was accepted";
+    if (n >= sizeof(PlanHeader))
+      EXPECT_NE(err.find("truncated plan"), std::string::npos) << err;
+  }
+  std::filesystem::remove(cut);
+  std::filesystem::remove(path);
+}
+
+TEST(PlanFile, EveryByteFlipIsDetected) {
+  auto path = writeSamplePlan("flip");
+  auto bytes = readAll(path);
+  auto bad = tempPath("flipped");
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    // Header bytes past the fields are reserved and not interpreted.
+    if (i >= 64 && i < sizeof(PlanHeader))
+      continue;
+    auto copy = bytes;
+    copy[i] ^= 0x5a;
+    writeAll(bad, copy, copy.size());
+    EXPECT_FALSE(openError(bad).empty()) << "flip of byte " << i << " accepted";
+  }
+  std::filesystem::remove(bad);
+  std::filesystem::remove(path);
+}
+
+TEST(PlanFile, CorruptMetadataWithoutChecksumNeverCrashes) {
+  // With the checksum off, the flatbuffer verifier and the section bounds
+  // checks are what stand between a corrupted file and a crash.
+  auto path = writeSamplePlan("nochecksum");
+  auto bytes = readAll(path);
+  PlanHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  auto bad = tempPath("nochecksum-bad");
+  int rejected = 0;
+  for (uint64_t i = h.metadataOffset; i < h.fileSize; ++i) {
+    for (uint8_t mask : {0x01, 0x80, 0xff}) {
+      auto copy = bytes;
+      copy[i] ^= static_cast<char>(mask);
+      writeAll(bad, copy, copy.size());
+      try {
+        PlanFile plan = PlanFile::open(bad, {.verifyChecksum = false});
+        // Accepted: then every section access must stay inside the file.
+        if (plan.plan().weights())
+          for (unsigned w = 0; w < plan.plan().weights()->size(); ++w)
+            (void)plan.weightBytes(static_cast<int>(w));
+      } catch (const Error &) {
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(rejected, 0);
+  std::filesystem::remove(bad);
+  std::filesystem::remove(path);
+}
+
+TEST(PlanFile, ChecksumMismatchMessage) {
+  auto path = writeSamplePlan("checksum");
+  auto bytes = readAll(path);
+  bytes[sizeof(PlanHeader) + 3] ^= 1; // inside the first weight
+  writeAll(path, bytes, bytes.size());
+  EXPECT_NE(openError(path).find("checksum mismatch"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(PlanWriter, AbandonedWriteLeavesNoFile) {
+  auto path = tempPath("abandoned");
+  {
+    PlanWriter writer(path);
+    std::vector<std::byte> data(10);
+    writer.addSection(data);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  auto partial = path;
+  partial += ".partial";
+  EXPECT_FALSE(std::filesystem::exists(partial));
+}

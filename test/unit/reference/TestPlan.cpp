@@ -1,0 +1,190 @@
+//===- TestPlan.cpp - Builds small plans for reference executor tests -----===//
+
+#include "TestPlan.h"
+
+#include <atomic>
+#include <cstring>
+#include <unistd.h>
+
+namespace sol::test {
+
+TestPlan::TestPlan() {
+  buffer("tokens", 1, RowSpace::Tokens, DType::I32);
+  buffer("positions", 1, RowSpace::Tokens, DType::I32);
+  buffer("token_seq", 1, RowSpace::Tokens, DType::I32);
+  buffer("logit_rows", 1, RowSpace::Outputs, DType::I32);
+}
+
+int TestPlan::weight(const std::string &name, std::vector<int64_t> shape,
+                     const std::vector<float> &values, DType dtype) {
+  TestWeight w{name, dtype, std::move(shape), {}};
+  for (float v : values) {
+    if (dtype == DType::F32) {
+      const auto *p = reinterpret_cast<const std::byte *>(&v);
+      w.bytes.insert(w.bytes.end(), p, p + sizeof v);
+    } else {
+      const uint16_t bits =
+          dtype == DType::BF16 ? floatToBf16(v) : floatToHalf(v);
+      const auto *p = reinterpret_cast<const std::byte *>(&bits);
+      w.bytes.insert(w.bytes.end(), p, p + sizeof bits);
+    }
+  }
+  weights.push_back(std::move(w));
+  return static_cast<int>(weights.size()) - 1;
+}
+
+int TestPlan::buffer(const std::string &name, int64_t width, RowSpace rows,
+                     DType dtype) {
+  buffers.push_back({name, dtype, width, rows});
+  return static_cast<int>(buffers.size()) - 1;
+}
+
+int TestPlan::rope(std::vector<float> invFreq, float attentionScaling) {
+  ropes.push_back({std::move(invFreq), attentionScaling});
+  return static_cast<int>(ropes.size()) - 1;
+}
+
+void TestPlan::kvCache(int32_t layers, int32_t kvHeads, int32_t headDim,
+                       int32_t blockSize) {
+  kvLayout = std::vector<int32_t>{layers, kvHeads, headDim, blockSize};
+}
+
+void TestPlan::op(OpKind kind, const std::string &name,
+                  std::vector<int32_t> opBuffers,
+                  std::vector<int32_t> opWeights, std::vector<int64_t> ints,
+                  std::vector<float> floats) {
+  ops.push_back({kind, name, std::move(opBuffers), std::move(opWeights),
+                 std::move(ints), std::move(floats)});
+}
+
+void TestPlan::observe(int source) {
+  const int logits =
+      buffer("logits", buffers[static_cast<size_t>(source)].width,
+             RowSpace::Outputs, DType::F32);
+  op(OpKind::GatherRows, "observe", {logits, source, 3});
+}
+
+namespace {
+
+// The plan's metadata; `sections` are where the weights were written.
+flatbuffers::Offset<fb::Plan>
+buildPlan(flatbuffers::FlatBufferBuilder &b, const TestPlan &plan,
+          const std::vector<fb::Section> &sections) {
+  std::vector<flatbuffers::Offset<fb::Weight>> weights;
+  for (size_t i = 0; i < plan.weights.size(); ++i) {
+    const TestWeight &w = plan.weights[i];
+    weights.push_back(fb::CreateWeightDirect(b, w.name.c_str(),
+                                             static_cast<fb::DType>(w.dtype),
+                                             &w.shape, &sections[i]));
+  }
+  std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
+  for (const TestBuffer &buf : plan.buffers)
+    buffers.push_back(fb::CreateBufferDirect(
+        b, buf.name.c_str(), static_cast<fb::DType>(buf.dtype), buf.width,
+        static_cast<fb::Rows>(buf.rows)));
+  std::vector<flatbuffers::Offset<fb::Op>> ops;
+  for (const TestOp &op : plan.ops)
+    ops.push_back(fb::CreateOpDirect(b, static_cast<fb::OpKind>(op.kind),
+                                     op.name.c_str(), &op.buffers, &op.weights,
+                                     &op.ints, &op.floats));
+  std::vector<flatbuffers::Offset<fb::RopeTable>> ropes;
+  for (const TestRope &r : plan.ropes)
+    ropes.push_back(
+        fb::CreateRopeTableDirect(b, &r.invFreq, r.attentionScaling));
+  auto model = fb::CreateModelInfoDirect(
+      b, "TestForCausalLM", "test", "0", "{}", plan.vocabSize, 0, 0,
+      plan.maxPositionEmbeddings, fb::DType::BF16);
+  flatbuffers::Offset<fb::KvCacheLayout> kv;
+  if (plan.kvLayout)
+    kv = fb::CreateKvCacheLayout(b, (*plan.kvLayout)[0], (*plan.kvLayout)[1],
+                                 (*plan.kvLayout)[2], (*plan.kvLayout)[3],
+                                 fb::DType::BF16);
+  auto weightsVec = b.CreateVector(weights);
+  auto buffersVec = b.CreateVector(buffers);
+  auto opsVec = b.CreateVector(ops);
+  auto ropesVec = b.CreateVector(ropes);
+  auto version = b.CreateString("reference-test");
+  fb::PlanBuilder pb(b);
+  pb.add_compiler_version(version);
+  pb.add_model(model);
+  if (plan.kvLayout)
+    pb.add_kv_cache(kv);
+  pb.add_rope(ropesVec);
+  pb.add_weights(weightsVec);
+  pb.add_buffers(buffersVec);
+  pb.add_ops(opsVec);
+  pb.add_max_tokens_per_step(plan.maxTokensPerStep);
+  return pb.Finish();
+}
+
+} // namespace
+
+void TestPlan::writeFile(const std::filesystem::path &path) const {
+  PlanWriter writer(path);
+  std::vector<fb::Section> sections;
+  for (const TestWeight &w : weights)
+    sections.push_back(writer.addSection(w.bytes));
+  flatbuffers::FlatBufferBuilder b;
+  b.Finish(buildPlan(b, *this, sections));
+  writer.finish({b.GetBufferPointer(), b.GetSize()});
+}
+
+PlanFile TestPlan::write() const {
+  const std::filesystem::path path = tempPlanPath();
+  writeFile(path);
+  PlanFile file = PlanFile::open(path);
+  // The mapping stays valid after the name is gone.
+  std::filesystem::remove(path);
+  return file;
+}
+
+std::filesystem::path tempPlanPath() {
+  static std::atomic<int> counter{0};
+  return std::filesystem::temp_directory_path() /
+         ("sol-reference-test-" + std::to_string(::getpid()) + "-" +
+          std::to_string(counter++) + ".plan");
+}
+
+TestStep TestStep::sequence(std::vector<int32_t> tokens, int32_t start,
+                            int32_t maxBlocks) {
+  TestStep s;
+  const auto n = static_cast<int32_t>(tokens.size());
+  s.tokens = std::move(tokens);
+  for (int32_t i = 0; i < n; ++i) {
+    s.positions.push_back(start + i);
+    s.tokenSeq.push_back(0);
+    s.logitRows.push_back(i);
+  }
+  for (int32_t i = 0; i < maxBlocks; ++i)
+    s.blockTables.push_back(i);
+  s.numSeqs = 1;
+  s.maxBlocksPerSeq = maxBlocks;
+  return s;
+}
+
+StepBatch TestStep::view() const {
+  StepBatch b;
+  b.tokens = tokens;
+  b.positions = positions;
+  b.tokenSeq = tokenSeq;
+  b.logitRows = logitRows;
+  b.blockTables = blockTables;
+  b.numSeqs = numSeqs;
+  b.maxBlocksPerSeq = maxBlocksPerSeq;
+  return b;
+}
+
+std::vector<float> runStep(Executor &executor, const TestStep &step,
+                           int64_t vocab, std::vector<int32_t> *argmax) {
+  std::vector<float> logits(step.logitRows.size() * static_cast<size_t>(vocab));
+  StepOutput out;
+  out.logits = logits;
+  if (argmax) {
+    argmax->assign(step.logitRows.size(), -1);
+    out.argmax = *argmax;
+  }
+  executor.step(step.view(), out);
+  return logits;
+}
+
+} // namespace sol::test

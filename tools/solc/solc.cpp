@@ -1,0 +1,165 @@
+//===- solc.cpp - The Sol compiler driver ---------------------------------===//
+//
+//   solc MODEL_DIR -o model.plan [-O0..3] [--gpu sm_90|none] compile to a plan
+//   solc MODEL_DIR --emit=mlir [-O0..3]                   print the sol module
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/lower/LowerToSchedule.h"
+#include "codegen/plan/CompileKernels.h"
+#include "codegen/plan/PlanEmitter.h"
+#include "frontend/import/HfImporter.h"
+#include "passes/Passes.h"
+#include "runtime/support/Error.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <iostream>
+
+#ifndef SOL_VERSION
+#define SOL_VERSION "0.0.0"
+#endif
+
+namespace {
+
+struct Options {
+  std::string input;
+  std::string output;
+  std::string emit;
+  unsigned optLevel = 2;
+  std::string gpu = "sm_90";
+  int64_t maxTokensPerStep = 2048;
+  bool quiet = false;
+  std::string commandLine;
+};
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
+      .count();
+}
+
+int run(const Options &opts) {
+  auto start = std::chrono::steady_clock::now();
+  mlir::MLIRContext context;
+  // Diagnostics go to stderr with their locations (layer names).
+  mlir::ScopedDiagnosticHandler diagnostics(&context, [](mlir::Diagnostic &d) {
+    llvm::errs() << "solc: "
+                 << (d.getSeverity() == mlir::DiagnosticSeverity::Error
+                         ? "error: "
+                         : "note: ")
+                 << d.getLocation() << ": " << d.str() << "\n";
+    return mlir::success();
+  });
+
+  sol::HfModel model = sol::HfModel::open(opts.input);
+  mlir::OwningOpRef<mlir::ModuleOp> module = sol::importHfModel(context, model);
+  if (mlir::failed(mlir::verify(*module)))
+    sol::fail("internal error: the imported module of ", opts.input,
+              " does not verify (please report this)");
+
+  mlir::PassManager pm(&context);
+  sol::buildSolPipeline(pm, opts.optLevel);
+  const bool plan = opts.emit == "plan";
+  if (plan && opts.optLevel < 2) {
+    // Generated kernels expect fused projections whatever the -O level.
+    pm.addNestedPass<mlir::func::FuncOp>(sol::createSolFuse());
+  }
+  if (mlir::failed(pm.run(*module)))
+    sol::fail("the -O", opts.optLevel, " pipeline failed on ", opts.input);
+
+  if (!plan) {
+    std::string error;
+    auto out =
+        mlir::openOutputFile(opts.output.empty() ? "-" : opts.output, &error);
+    if (!out)
+      sol::fail("cannot write ", opts.output, ": ", error);
+    module->print(out->os());
+    out->os() << "\n";
+    out->keep();
+    return 0;
+  }
+
+  mlir::FailureOr<sol::Schedule> schedule = sol::lowerToSchedule(*module);
+  if (mlir::failed(schedule))
+    sol::fail("cannot generate code for ", opts.input, " (see above)");
+
+  std::vector<sol::CompiledModule> modules;
+  if (opts.gpu != "none") {
+    sol::KernelCompileOptions kernelOptions;
+    kernelOptions.gpuArch = opts.gpu;
+    kernelOptions.maxTokensPerStep = static_cast<int>(opts.maxTokensPerStep);
+    kernelOptions.maxContext =
+        static_cast<int>(model.config.maxPositionEmbeddings);
+    kernelOptions.progress = !opts.quiet;
+    modules = sol::compileKernels(*schedule, kernelOptions);
+  }
+
+  sol::PlanOptions planOptions;
+  planOptions.compilerVersion = "solc " SOL_VERSION;
+  planOptions.commandLine = opts.commandLine;
+  planOptions.target = opts.gpu;
+  planOptions.maxTokensPerStep = opts.maxTokensPerStep;
+  planOptions.progress = !opts.quiet;
+  sol::emitPlan(opts.output, *schedule, model, planOptions, modules);
+  if (!opts.quiet)
+    std::cerr << "solc: wrote " << opts.output << " (" << schedule->ops.size()
+              << " ops, " << schedule->weights.size() << " weights) in "
+              << secondsSince(start) << " s\n";
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"solc: compile a Hugging Face checkpoint into a Sol plan"};
+  Options opts;
+  for (int i = 0; i < argc; ++i)
+    opts.commandLine += (i ? " " : "") + std::string(argv[i]);
+  app.add_option("input", opts.input,
+                 "Hugging Face model directory (config.json + *.safetensors)")
+      ->required();
+  app.add_option("-o,--output", opts.output,
+                 "output file: the plan, or the IR with --emit=mlir ('-' for "
+                 "stdout)");
+  app.add_option("--emit", opts.emit,
+                 "what to produce: plan (default with -o) or mlir (default "
+                 "without -o)")
+      ->check(CLI::IsMember({"plan", "mlir"}));
+  app.add_option("-O", opts.optLevel, "optimisation level 0..3 (default 2)")
+      ->check(CLI::Range(0u, 3u));
+  app.add_option("--gpu", opts.gpu,
+                 "target GPU architecture: sm_90 (default; H100, H200), or "
+                 "none for a plan without CUDA kernels (CPU reference only)")
+      ->check(CLI::IsMember({"sm_90", "none"}));
+  app.add_option("--max-num-batched-tokens", opts.maxTokensPerStep,
+                 "most tokens in one step; sizes the activation arena "
+                 "(default 2048)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  app.add_flag("-q,--quiet", opts.quiet, "no progress or summary on stderr");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
+  }
+  if (opts.emit.empty())
+    opts.emit = opts.output.empty() || opts.output == "-" ? "mlir" : "plan";
+  if (opts.emit == "plan" && (opts.output.empty() || opts.output == "-")) {
+    std::cerr << "solc: error: a plan needs an output file: -o model.plan\n";
+    return 2;
+  }
+  try {
+    return run(opts);
+  } catch (const sol::Error &e) {
+    std::cerr << "solc: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,322 @@
+//===- solrun.cpp - Runs a Sol plan ---------------------------------------===//
+//
+//   solrun model.plan --prompt-ids 1,2,3 --max-tokens N [--device
+//   auto|cuda|cpu] solrun model.plan --prompt "text" | --chat "message"
+//   [--system "..."] solrun model.plan --prompt-ids ... --max-tokens 0
+//   --logits-out FILE solrun --info model.plan solrun --tokenizer DIR|PLAN
+//   --encode | --decode | --render-chat [--jsonl]
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/engine/Generator.h"
+#include "runtime/engine/TextModel.h"
+#include "runtime/executor/ExecutorFactory.h"
+#include "runtime/plan/PlanFile.h"
+#include "runtime/support/Error.h"
+#include "runtime/tokenizer/IncrementalDetokenizer.h"
+#include "tools/solrun/TokenizerTool.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+namespace {
+
+struct Options {
+  std::string plan;
+  bool info = false;
+  std::string promptIds;
+  std::string prompt;
+  std::string chat;
+  std::string system;
+  int32_t maxTokens = 16;
+  std::string device = "auto";
+  bool json = false;
+  bool ignoreEos = false;
+  std::string logitsOut;
+  sol::ExecutorOptions executor;
+  sol::TokenizerToolOptions tokenizerTool;
+};
+
+std::vector<int32_t> parseIds(const std::string &text) {
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma - pos);
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception &) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < 0 || v > INT32_MAX)
+      sol::fail("--prompt-ids: '", item,
+                "' is not a token id (expected comma-separated integers, "
+                "e.g. 1,2,3)");
+    ids.push_back(static_cast<int32_t>(v));
+    if (comma == std::string::npos)
+      break;
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+std::string dtypeString(sol::fb::DType t) { return sol::fb::EnumNameDType(t); }
+
+void printInfo(const sol::PlanFile &file) {
+  const sol::fb::Plan &p = file.plan();
+  const auto *m = p.model();
+  auto str = [](const flatbuffers::String *s) {
+    return s ? s->str() : std::string("?");
+  };
+  std::printf("plan:          %s (format version %u, %.2f GB)\n",
+              file.path().c_str(), file.header().formatVersion,
+              file.header().fileSize / 1e9);
+  std::printf("compiler:      %s\n", str(p.compiler_version()).c_str());
+  std::printf("command line:  %s\n", str(p.command_line()).c_str());
+  std::printf("target:        %s\n", str(p.target()).c_str());
+  if (m) {
+    std::printf("model:         %s from %s\n", str(m->architecture()).c_str(),
+                str(m->source()).c_str());
+    std::printf("content hash:  %s\n", str(m->content_hash()).c_str());
+    std::printf("shape:         %d layers, hidden %lld, vocab %lld, max "
+                "positions %lld\n",
+                m->num_layers(), static_cast<long long>(m->hidden_size()),
+                static_cast<long long>(m->vocab_size()),
+                static_cast<long long>(m->max_position_embeddings()));
+  }
+  uint64_t weightBytes = 0;
+  if (p.weights())
+    for (const auto *w : *p.weights())
+      weightBytes += w->data()->size();
+  std::printf("weights:       %u tensors, %.3f GB\n",
+              p.weights() ? p.weights()->size() : 0, weightBytes / 1e9);
+  std::printf("step:          %u ops over %u buffers in %u arena slots, up to "
+              "%lld tokens\n",
+              p.ops() ? p.ops()->size() : 0,
+              p.buffers() ? p.buffers()->size() : 0,
+              p.arena_slots() ? p.arena_slots()->size() : 0,
+              static_cast<long long>(p.max_tokens_per_step()));
+  std::printf("kernels:       %u in %u modules\n",
+              p.kernels() ? p.kernels()->size() : 0,
+              p.modules() ? p.modules()->size() : 0);
+  if (const auto *kv = p.kv_cache())
+    std::printf("KV cache:      %d layers x %d KV heads x head dim %d, blocks "
+                "of %d tokens, %s\n",
+                kv->num_layers(), kv->num_kv_heads(), kv->head_dim(),
+                kv->block_size(), dtypeString(kv->dtype()).c_str());
+  if (const auto *g = p.generation()) {
+    std::string eos;
+    if (g->eos_token_ids())
+      for (int64_t id : *g->eos_token_ids())
+        eos += (eos.empty() ? "" : ",") + std::to_string(id);
+    std::printf("generation:    eos [%s], temperature %g, top_p %g, top_k %d\n",
+                eos.c_str(), g->temperature(), g->top_p(), g->top_k());
+  }
+  std::printf("tokenizer:     %s\n",
+              p.tokenizer_json() && p.tokenizer_json()->size()
+                  ? "embedded"
+                  : "none (use --prompt-ids)");
+}
+
+int run(const Options &opts) {
+  sol::PlanFile file = sol::PlanFile::open(opts.plan);
+  if (opts.info) {
+    printInfo(file);
+    return 0;
+  }
+  const int prompts = int(!opts.promptIds.empty()) + int(!opts.prompt.empty()) +
+                      int(!opts.chat.empty());
+  if (prompts != 1)
+    sol::fail(prompts ? "give only one of --prompt-ids, --prompt and --chat"
+                      : "no prompt: give --prompt \"text\", --chat "
+                        "\"message\" or --prompt-ids 1,2,3");
+  if (!opts.system.empty() && opts.chat.empty())
+    sol::fail("--system goes with --chat");
+  std::optional<sol::TextModel> text;
+  std::vector<int32_t> prompt;
+  if (!opts.promptIds.empty()) {
+    prompt = parseIds(opts.promptIds);
+  } else {
+    text.emplace(sol::TextModel::fromPlan(file));
+    if (!opts.prompt.empty()) {
+      // As tokenizer(text) in Transformers: special tokens (BOS) added.
+      auto ids = text->tokenizer.encode(opts.prompt, true);
+      prompt.assign(ids.begin(), ids.end());
+    } else {
+      if (!text->chatTemplate)
+        sol::fail(opts.plan, ": the model has no chat template "
+                             "(tokenizer_config.json has no chat_template); "
+                             "use --prompt");
+      nlohmann::ordered_json request;
+      request["messages"] = nlohmann::ordered_json::array();
+      if (!opts.system.empty())
+        request["messages"].push_back(
+            {{"role", "system"}, {"content", opts.system}});
+      request["messages"].push_back({{"role", "user"}, {"content", opts.chat}});
+      request["add_generation_prompt"] = true;
+      // As apply_chat_template(tokenize=True): the template writes the
+      // special tokens itself.
+      auto ids =
+          text->tokenizer.encode(text->chatTemplate->render(request), false);
+      prompt.assign(ids.begin(), ids.end());
+    }
+  }
+  std::unique_ptr<sol::Executor> executor =
+      sol::makeExecutor(file, opts.device, opts.executor);
+  const sol::fb::Plan &p = file.plan();
+  int64_t maxModelLen = opts.executor.maxModelLen > 0
+                            ? opts.executor.maxModelLen
+                            : p.model()->max_position_embeddings();
+  sol::Generator generator(*executor, p.model()->vocab_size(), maxModelLen);
+
+  if (!opts.logitsOut.empty()) {
+    std::vector<float> logits = generator.promptLogits(prompt);
+    std::FILE *f = std::fopen(opts.logitsOut.c_str(), "wb");
+    if (!f || std::fwrite(logits.data(), sizeof(float), logits.size(), f) !=
+                  logits.size())
+      sol::fail("cannot write ", opts.logitsOut);
+    std::fclose(f);
+    if (opts.maxTokens == 0)
+      return 0;
+  }
+
+  sol::GenerationRequest request;
+  request.promptIds = prompt;
+  request.maxTokens = opts.maxTokens;
+  request.ignoreEos = opts.ignoreEos;
+  if (p.generation() && p.generation()->eos_token_ids())
+    request.eosTokenIds.assign(p.generation()->eos_token_ids()->begin(),
+                               p.generation()->eos_token_ids()->end());
+  std::optional<sol::IncrementalDetokenizer> stream;
+  std::string completion;
+  if (text) {
+    if (auto eos = text->tokenizer.eosTokenId();
+        eos && std::find(request.eosTokenIds.begin(), request.eosTokenIds.end(),
+                         int64_t(*eos)) == request.eosTokenIds.end())
+      request.eosTokenIds.push_back(*eos);
+    stream.emplace(text->tokenizer, /*skipSpecialTokens=*/true);
+    request.onToken = [&](int32_t id) {
+      std::string chunk = stream->push(id);
+      completion += chunk;
+      if (!opts.json) {
+        std::cout << chunk;
+        std::cout.flush();
+      }
+    };
+  }
+  sol::GenerationResult result = generator.generate(request);
+  if (stream) {
+    std::string rest = stream->finish();
+    completion += rest;
+    if (!opts.json)
+      std::cout << rest << "\n";
+  }
+  if (opts.json) {
+    nlohmann::json j;
+    j["prompt_ids"] = prompt;
+    j["ids"] = result.ids;
+    j["finish_reason"] = result.finishReason;
+    if (text)
+      j["text"] = completion;
+    j["device"] = executor->name();
+    j["timing"] = {{"ttft_ms", result.ttftMs},
+                   {"tpot_ms", result.tpotMs},
+                   {"decode_tokens_per_s", result.decodeTokensPerS}};
+    std::cout << j.dump(-1, ' ', false,
+                        nlohmann::json::error_handler_t::replace)
+              << "\n";
+  } else if (!text) {
+    for (size_t i = 0; i < result.ids.size(); ++i)
+      std::cout << (i ? " " : "") << result.ids[i];
+    std::cout << "\n";
+  }
+  if (!opts.json) {
+    std::cerr << "solrun: " << result.ids.size() << " tokens ("
+              << result.finishReason << ") on " << executor->name() << ", TTFT "
+              << result.ttftMs << " ms, TPOT " << result.tpotMs << " ms\n";
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"solrun: run a Sol plan"};
+  Options opts;
+  app.add_option("plan", opts.plan, "the .plan file made by solc");
+  app.add_flag("--info", opts.info, "print what the plan holds and exit");
+  app.add_option("--prompt-ids", opts.promptIds,
+                 "prompt as comma-separated token ids, e.g. 1,2,3");
+  app.add_option("--prompt", opts.prompt,
+                 "text prompt, tokenized with the plan's tokenizer (BOS added "
+                 "as Transformers does); the reply is streamed");
+  app.add_option("--chat", opts.chat,
+                 "a user message, rendered with the model's chat template "
+                 "and a generation prompt; the reply is streamed");
+  app.add_option("--system", opts.system, "system message for --chat");
+  sol::TokenizerToolOptions &tt = opts.tokenizerTool;
+  app.add_option("--tokenizer", tt.source,
+                 "debug prompts with the tokenizer of a model directory or "
+                 "plan: reads standard input (see --encode, --decode, "
+                 "--render-chat)");
+  app.add_flag("--encode", tt.encode, "with --tokenizer: text -> JSON ids");
+  app.add_flag("--decode", tt.decode, "with --tokenizer: JSON ids -> text");
+  app.add_flag("--render-chat", tt.renderChat,
+               "with --tokenizer: {\"messages\": [...], \"tools\": [...], "
+               "\"add_generation_prompt\": true} -> prompt text");
+  app.add_flag("--jsonl", tt.jsonl,
+               "with --tokenizer: one JSON value per input line, one result "
+               "per output line");
+  app.add_flag("--add-special-tokens", tt.addSpecialTokens,
+               "with --encode: add BOS etc. as Transformers' flag does");
+  app.add_flag("--skip-special-tokens", tt.skipSpecialTokens,
+               "with --decode: leave special tokens out");
+  app.add_option("--max-tokens", opts.maxTokens,
+                 "tokens to generate (default 16)");
+  app.add_option("--device", opts.device,
+                 "cuda, cpu (the float32 reference executor) or auto "
+                 "(cuda when a GPU is usable, else cpu with a warning)")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  app.add_flag("--json", opts.json,
+               "print one JSON object: prompt_ids, ids, finish_reason, timing");
+  app.add_flag("--ignore-eos", opts.ignoreEos,
+               "keep generating past end-of-sequence tokens");
+  app.add_option("--logits-out", opts.logitsOut,
+                 "write the teacher-forced float32 logits of every prompt "
+                 "position (prompt x vocab) to this file");
+  app.add_option("--max-model-len", opts.executor.maxModelLen,
+                 "longest sequence (prompt + output) to support; default: "
+                 "the model's max_position_embeddings");
+  app.add_option("--gpu-memory-utilization", opts.executor.gpuMemoryUtilization,
+                 "fraction of GPU memory Sol may use: weights, activations "
+                 "and the KV cache (default 0.9)")
+      ->check(CLI::Range(0.05, 1.0));
+  app.add_flag("--no-cuda-graph", opts.executor.disableCudaGraphs,
+               "launch decode steps kernel by kernel (debugging)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
+  }
+  try {
+    if (!opts.tokenizerTool.source.empty())
+      return sol::runTokenizerTool(opts.tokenizerTool);
+    if (opts.tokenizerTool.encode || opts.tokenizerTool.decode ||
+        opts.tokenizerTool.renderChat || opts.tokenizerTool.jsonl)
+      sol::fail("--encode, --decode, --render-chat and --jsonl need "
+                "--tokenizer DIR|PLAN");
+    if (opts.plan.empty())
+      sol::fail("no plan: solrun model.plan ... (see --help)");
+    return run(opts);
+  } catch (const sol::Error &e) {
+    std::cerr << "solrun: error: " << e.what() << "\n";
+    return 1;
+  }
+}
