@@ -1,31 +1,11 @@
 //===- Schedule.cpp - Arena planning for the step's buffers ---------------===//
 #include "codegen/schedule/Schedule.h"
 
+#include "runtime/plan/PlanDType.h"
+
 #include <algorithm>
 
 namespace sol {
-
-namespace {
-int64_t dtypeBytes(fb::DType t) {
-  switch (t) {
-  case fb::DType::F32:
-  case fb::DType::I32:
-  case fb::DType::U32:
-    return 4;
-  case fb::DType::F64:
-  case fb::DType::I64:
-  case fb::DType::U64:
-    return 8;
-  case fb::DType::BF16:
-  case fb::DType::F16:
-  case fb::DType::I16:
-  case fb::DType::U16:
-    return 2;
-  default:
-    return 1;
-  }
-}
-} // namespace
 
 void Schedule::assignArenaSlots() {
   const int n = static_cast<int>(buffers.size());
@@ -51,7 +31,7 @@ void Schedule::assignArenaSlots() {
   std::vector<int> slotFreeAfter; // op index after which the slot is free
   arenaSlots.clear();
   for (int b : order) {
-    int64_t bytes = buffers[b].width * dtypeBytes(buffers[b].dtype);
+    int64_t bytes = buffers[b].width * dtypeBits(toDType(buffers[b].dtype)) / 8;
     int chosen = -1;
     for (int s = 0; s < static_cast<int>(slotFreeAfter.size()); ++s)
       if (slotFreeAfter[s] < first[b]) {

@@ -58,6 +58,31 @@ void Generator::checkPrompt(const std::vector<int32_t> &ids,
          " tokens (--max-model-len)");
 }
 
+void Generator::prefill(
+    const std::vector<int32_t> &prompt, const std::vector<int32_t> &blockIds,
+    bool allRows,
+    const std::function<StepOutput(size_t begin, size_t n)> &output) {
+  std::vector<int32_t> positions, tokenSeq, rows;
+  const size_t chunk = static_cast<size_t>(executor_.maxTokensPerStep());
+  for (size_t begin = 0; begin < prompt.size(); begin += chunk) {
+    const size_t n = std::min(chunk, prompt.size() - begin);
+    positions.resize(n);
+    std::iota(positions.begin(), positions.end(), static_cast<int32_t>(begin));
+    tokenSeq.assign(n, 0);
+    rows.resize(allRows ? n : 1);
+    std::iota(rows.begin(), rows.end(),
+              static_cast<int32_t>(allRows ? 0 : n - 1));
+    StepBatch batch{{prompt.data() + begin, n},
+                    positions,
+                    tokenSeq,
+                    rows,
+                    blockIds,
+                    1,
+                    static_cast<int32_t>(blockIds.size())};
+    executor_.step(batch, output(begin, n));
+  }
+}
+
 GenerationResult Generator::generate(const GenerationRequest &request) {
   if (request.maxTokens < 0)
     fail("--max-tokens must be >= 0, got ", request.maxTokens);
@@ -77,26 +102,10 @@ GenerationResult Generator::generate(const GenerationRequest &request) {
   };
 
   const auto start = Clock::now();
-  std::vector<int32_t> positions, tokenSeq, logitRows{0};
   int32_t next = 0;
-  const int64_t chunk = executor_.maxTokensPerStep();
-  for (size_t begin = 0; begin < prompt.size();
-       begin += static_cast<size_t>(chunk)) {
-    size_t n =
-        std::min<size_t>(static_cast<size_t>(chunk), prompt.size() - begin);
-    positions.resize(n);
-    std::iota(positions.begin(), positions.end(), static_cast<int32_t>(begin));
-    tokenSeq.assign(n, 0);
-    logitRows[0] = static_cast<int32_t>(n - 1);
-    StepBatch batch{{prompt.data() + begin, n},
-                    positions,
-                    tokenSeq,
-                    logitRows,
-                    blockIds,
-                    1,
-                    maxBlocks};
-    executor_.step(batch, {{}, {&next, 1}});
-  }
+  prefill(prompt, blockIds, /*allRows=*/false, [&](size_t, size_t) {
+    return StepOutput{{}, {&next, 1}};
+  });
   if (request.maxTokens == 0)
     return result;
   result.ttftMs = msSince(start);
@@ -134,31 +143,11 @@ std::vector<float> Generator::promptLogits(const std::vector<int32_t> &prompt) {
   checkPrompt(prompt, 0);
   SequenceBlocks seq(blocks_, static_cast<int64_t>(prompt.size()),
                      executor_.blockSize());
-  const auto &blockIds = seq.ids();
   std::vector<float> logits(prompt.size() * static_cast<size_t>(vocabSize_));
-  std::vector<int32_t> positions, tokenSeq, rows;
-  const int64_t chunk = executor_.maxTokensPerStep();
-  for (size_t begin = 0; begin < prompt.size();
-       begin += static_cast<size_t>(chunk)) {
-    size_t n =
-        std::min<size_t>(static_cast<size_t>(chunk), prompt.size() - begin);
-    positions.resize(n);
-    std::iota(positions.begin(), positions.end(), static_cast<int32_t>(begin));
-    tokenSeq.assign(n, 0);
-    rows.resize(n);
-    std::iota(rows.begin(), rows.end(), 0);
-    StepBatch batch{{prompt.data() + begin, n},
-                    positions,
-                    tokenSeq,
-                    rows,
-                    blockIds,
-                    1,
-                    static_cast<int32_t>(blockIds.size())};
-    executor_.step(batch,
-                   {{logits.data() + begin * static_cast<size_t>(vocabSize_),
-                     n * static_cast<size_t>(vocabSize_)},
-                    {}});
-  }
+  const size_t vocab = static_cast<size_t>(vocabSize_);
+  prefill(prompt, seq.ids(), /*allRows=*/true, [&](size_t begin, size_t n) {
+    return StepOutput{{logits.data() + begin * vocab, n * vocab}, {}};
+  });
   return logits;
 }
 

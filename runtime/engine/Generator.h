@@ -53,6 +53,13 @@ private:
   /// model length with `extra` tokens more.
   void checkPrompt(const std::vector<int32_t> &ids, int64_t extra) const;
 
+  /// Runs `prompt` through steps of at most maxTokensPerStep tokens. Each
+  /// step returns the logits rows of all its tokens (`allRows`) or of its
+  /// last token, into output(begin, n) for the chunk [begin, begin + n).
+  void prefill(const std::vector<int32_t> &prompt,
+               const std::vector<int32_t> &blockIds, bool allRows,
+               const std::function<StepOutput(size_t begin, size_t n)> &output);
+
   Executor &executor_;
   int64_t vocabSize_, maxModelLen_;
   KvBlockAllocator blocks_;

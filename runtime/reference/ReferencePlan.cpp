@@ -2,6 +2,8 @@
 
 #include "runtime/reference/ReferencePlan.h"
 
+#include "runtime/plan/PlanDType.h"
+
 #include "runtime/plan/PlanFile.h"
 #include "runtime/support/Error.h"
 
@@ -117,7 +119,7 @@ void ReferencePlan::decodeBuffers(const PlanFile &file) {
       fail("plan ", planPath_, ": buffer ", i, " '", info.name,
            "' has unknown rows value ", int{rows},
            " (0 = Tokens, 1 = Outputs)");
-    info.dtype = static_cast<DType>(dtype);
+    info.dtype = toDType(static_cast<fb::DType>(dtype));
     info.rows = static_cast<RowSpace>(rows);
     info.width = b->width();
     if (info.width <= 0 || info.width > kMaxWidth)
@@ -147,7 +149,7 @@ void ReferencePlan::decodeWeights(const PlanFile &file) {
     if (dtype >= kNumDTypes)
       fail("plan ", planPath_, ": weight ", i, " '", info.name,
            "' has unknown dtype value ", int{dtype});
-    info.dtype = static_cast<DType>(dtype);
+    info.dtype = toDType(static_cast<fb::DType>(dtype));
     info.shape = toVector<int64_t>(w->shape());
     info.elements = 1;
     for (int64_t d : info.shape) {
