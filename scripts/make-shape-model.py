@@ -200,6 +200,11 @@ def main():
     ap.add_argument("--out", required=True, help="output model directory (replaced if it exists)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-shard-size", default="5GB")
+    ap.add_argument("--embed-std", type=float, default=0.02,
+                    help="std of the embedding (and a tied LM head); default 0.02")
+    ap.add_argument("--residual-std", type=float, default=0.02,
+                    help="std of o_proj and down_proj, the projections that write into the "
+                         "residual stream; default 0.02")
     ap.add_argument("--tokenizer-dir",
                     help="folder with tokenizer.json/tokenizer_config.json to copy in (default: "
                          "../shared/tokenizers/<family> beside the repository, if present)")
@@ -260,6 +265,10 @@ def main():
                 p.normal_(1.0, 0.05, generator=gen)
             elif name.endswith(".bias"):
                 p.normal_(0.0, 0.02, generator=gen)
+            elif name.endswith("embed_tokens.weight") or name.endswith("lm_head.weight"):
+                p.normal_(0.0, args.embed_std, generator=gen)
+            elif name.endswith("o_proj.weight") or name.endswith("down_proj.weight"):
+                p.normal_(0.0, args.residual_std, generator=gen)
             elif p.dim() == 2:
                 p.normal_(0.0, 0.02, generator=gen)
             else:

@@ -18,11 +18,13 @@ constexpr int kAddThreads = 256;
 template <int D>
 __global__ void __launch_bounds__(kAddThreads)
     add(bf16 *out, const bf16 *a, const bf16 *b, int T) {
+  allowDependentLaunch();
+  waitForPredecessor();
   static_assert(D % 8 == 0, "add: D must be a multiple of 8");
   constexpr int kVecsPerRow = D / 8;
   const long long total = static_cast<long long>(T) * kVecsPerRow;
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) +
-                     threadIdx.x;
+  for (long long i =
+           blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
        i < total; i += static_cast<long long>(gridDim.x) * blockDim.x) {
     float x[8], y[8], o[8];
     unpack8(load16(a + i * 8), x);

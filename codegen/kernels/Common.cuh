@@ -121,6 +121,46 @@ template <int Width> __device__ __forceinline__ float groupMax(float v) {
 
 __device__ __forceinline__ float warpSum(float v) { return groupSum<32>(v); }
 
+// Programmatic dependent launch (sm_90+). The executor launches each step
+// kernel with programmatic stream serialization, so a kernel may start while
+// its predecessor finishes. Every kernel therefore
+//  * calls allowDependentLaunch() first, letting its successor's blocks be
+//    scheduled as soon as all of its own blocks are running, and
+//  * calls waitForPredecessor() before it reads anything an earlier kernel
+//    wrote or writes anything an earlier kernel reads. Only work on constant
+//    data (weights) may come before it.
+// Both are no-ops for launches without the attribute and before sm_90.
+__device__ __forceinline__ void allowDependentLaunch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void waitForPredecessor() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// What a linear layer does with y = x . W^T (+ b), rounded to bf16 (the
+// values of Plan.fbs's Linear `ints[0]`):
+//  * kEpilogueNone: out = y;
+//  * kEpilogueResidual: out = bf16(out + y): the residual add of a decoder
+//    layer, in place on the residual stream (each output element is read and
+//    written by the one thread that computes it);
+//  * kEpilogueSwiglu: W's rows are interleaved gate/up pairs (2i: gate i,
+//    2i + 1: up i), so y holds (g, u) pairs and out[i] = bf16(bf16(silu(g)) *
+//    u), half as wide as y.
+constexpr int kEpilogueNone = 0;
+constexpr int kEpilogueResidual = 1;
+constexpr int kEpilogueSwiglu = 2;
+
+__device__ __forceinline__ float asFloat(float v) { return v; }
+__device__ __forceinline__ float asFloat(bf16 v) { return __bfloat162float(v); }
+
+__device__ __forceinline__ float silu(float g) {
+  return g / (1.0f + __expf(-g));
+}
+
 // Negative infinity without <cmath>/<limits> (unavailable under NVRTC).
 __device__ __forceinline__ float negativeInfinity() {
   return __int_as_float(0xff800000);

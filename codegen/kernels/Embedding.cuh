@@ -17,6 +17,8 @@ constexpr int kEmbeddingThreads = 256;
 template <int D>
 __global__ void __launch_bounds__(kEmbeddingThreads)
     embedding(bf16 *out, const bf16 *table, const int *ids, int T) {
+  allowDependentLaunch();
+  waitForPredecessor();
   static_assert(D % 8 == 0, "embedding: D must be a multiple of 8");
   constexpr int kVecsPerRow = D / 8;
   const long long total = static_cast<long long>(T) * kVecsPerRow;

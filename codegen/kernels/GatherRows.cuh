@@ -17,6 +17,8 @@ constexpr int kGatherRowsThreads = 256;
 template <int D>
 __global__ void __launch_bounds__(kGatherRowsThreads)
     gather_rows(bf16 *out, const bf16 *in, const int *rows, int n) {
+  allowDependentLaunch();
+  waitForPredecessor();
   static_assert(D % 8 == 0, "gather_rows: D must be a multiple of 8");
   constexpr int kVecsPerRow = D / 8;
   const long long total = static_cast<long long>(n) * kVecsPerRow;

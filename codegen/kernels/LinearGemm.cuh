@@ -2,6 +2,8 @@
 //
 // x is [M, K] (M = tokens, any M >= 1), W is [N, K], y is [M, N] in bf16 or
 // fp32; N and K must be multiples of 8 (partial K tiles are zero-filled).
+// Epilogue (kEpilogue*, Common.cuh) adds y into a residual stream in place or
+// applies SwiGLU to interleaved gate/up column pairs (y is then [M, N / 2]).
 // Both operands are K-contiguous, so both feed ldmatrix without transposes.
 //
 // Block tile BM x BN x 64, WarpsM x WarpsN warps, each warp a
@@ -107,14 +109,46 @@ __device__ __forceinline__ void loadTile(bf16 *tile, const bf16 *src, int row0,
   }
 }
 
+// The epilogue of columns (col, col + 1) of one row: a plain or residual
+// store, or, for kEpilogueSwiglu, the one output of that (gate, up) pair.
+template <int Epilogue>
+__device__ __forceinline__ void storeLinearPair(float *y, int N, int row,
+                                                int col, float a, float b) {
+  static_assert(Epilogue == kEpilogueNone, "fp32 output: no epilogue");
+  storePair(y + static_cast<long long>(row) * N + col, a, b);
+}
+template <int Epilogue>
+__device__ __forceinline__ void storeLinearPair(bf16 *y, int N, int row,
+                                                int col, float a, float b) {
+  if constexpr (Epilogue == kEpilogueSwiglu) {
+    y[static_cast<long long>(row) * (N / 2) + col / 2] =
+        __float2bfloat16_rn(roundToBf16(silu(roundToBf16(a))) * roundToBf16(b));
+  } else if constexpr (Epilogue == kEpilogueResidual) {
+    bf16 *p = y + static_cast<long long>(row) * N + col;
+    const unsigned old = *reinterpret_cast<const unsigned *>(p);
+    storePair(p, lowBf16(old) + roundToBf16(a), highBf16(old) + roundToBf16(b));
+  } else {
+    storePair(y + static_cast<long long>(row) * N + col, a, b);
+  }
+}
+
 } // namespace gemm_detail
 
+// With SplitK, blockIdx.z takes the z-th of gridDim.z slices of K and adds
+// its partial sums into y, an fp32 [M, N] workspace that starts at zero
+// (HasBias false, no epilogue); linear_splitk_finalize then applies bias and
+// epilogue. Few-row steps (batched decode) have too few output tiles to keep
+// the GPU streaming weights otherwise.
 template <int BM, int BN, int WarpsM, int WarpsN, int Stages, typename OutT,
-          bool HasBias>
+          bool HasBias, int Epilogue, bool SplitK>
 __global__ void
 __launch_bounds__(GemmShape<BM, BN, WarpsM, WarpsN, Stages>::kThreads)
     linear_gemm(OutT *y, const bf16 *x, const bf16 *w, const bf16 *bias, int M,
                 int N, int K) {
+  static_assert(!SplitK || (!HasBias && Epilogue == kEpilogueNone),
+                "linear_gemm: split-K adds bias and epilogue when finalizing");
+  allowDependentLaunch();
+  waitForPredecessor();
   using namespace gemm_detail;
   using Shape = GemmShape<BM, BN, WarpsM, WarpsN, Stages>;
   constexpr int kThreads = Shape::kThreads;
@@ -129,13 +163,18 @@ __launch_bounds__(GemmShape<BM, BN, WarpsM, WarpsN, Stages>::kThreads)
   const int warpN = warp % WarpsN;
   const int m0 = blockIdx.x * BM;
   const int n0 = blockIdx.y * BN;
-  const int kTiles = ceilDiv(K, Shape::kBK);
+  // This block's K tiles: all of them, or its split's.
+  const int allTiles = ceilDiv(K, Shape::kBK);
+  const int perSplit = ceilDiv(allTiles, static_cast<int>(gridDim.z));
+  const int kFirst = static_cast<int>(blockIdx.z) * perSplit;
+  const int kTiles = max(0, min(allTiles - kFirst, perSplit));
 
   auto loadStage = [&](int stage, int kTile) {
     bf16 *tileA = shared + stage * Shape::kStageElems;
     bf16 *tileB = tileA + BM * Shape::kBK;
-    loadTile<BM, kThreads>(tileA, x, m0, M, kTile * Shape::kBK, K);
-    loadTile<BN, kThreads>(tileB, w, n0, N, kTile * Shape::kBK, K);
+    const int k0 = (kFirst + kTile) * Shape::kBK;
+    loadTile<BM, kThreads>(tileA, x, m0, M, k0, K);
+    loadTile<BN, kThreads>(tileB, w, n0, N, k0, K);
   };
 
   float acc[kMT][kNT][4];
@@ -208,13 +247,52 @@ __launch_bounds__(GemmShape<BM, BN, WarpsM, WarpsN, Stages>::kThreads)
 #pragma unroll
     for (int i = 0; i < kMT; ++i) {
       const int row = m0 + warpM * Shape::kWarpTileM + i * 16 + lane / 4;
+      if constexpr (SplitK) {
+        float *p = reinterpret_cast<float *>(y);
+        if (row < M) {
+          atomicAdd(p + static_cast<long long>(row) * N + col, acc[i][j][0]);
+          atomicAdd(p + static_cast<long long>(row) * N + col + 1,
+                    acc[i][j][1]);
+        }
+        if (row + 8 < M) {
+          atomicAdd(p + static_cast<long long>(row + 8) * N + col,
+                    acc[i][j][2]);
+          atomicAdd(p + static_cast<long long>(row + 8) * N + col + 1,
+                    acc[i][j][3]);
+        }
+        continue;
+      }
       if (row < M)
-        storePair(y + static_cast<long long>(row) * N + col, acc[i][j][0] + b0,
-                  acc[i][j][1] + b1);
+        storeLinearPair<Epilogue>(y, N, row, col, acc[i][j][0] + b0,
+                                  acc[i][j][1] + b1);
       if (row + 8 < M)
-        storePair(y + static_cast<long long>(row + 8) * N + col,
-                  acc[i][j][2] + b0, acc[i][j][3] + b1);
+        storeLinearPair<Epilogue>(y, N, row + 8, col, acc[i][j][2] + b0,
+                                  acc[i][j][3] + b1);
     }
+  }
+}
+
+// y = epilogue(partial + bias) for the [M, N] fp32 sums of a split-K
+// linear_gemm, which it sets back to zero for the next one. One thread per
+// column pair; grid-stride.
+template <typename OutT, bool HasBias, int Epilogue>
+__global__ void __launch_bounds__(256)
+    linear_splitk_finalize(OutT *y, float *partial, const bf16 *bias, int M,
+                           int N) {
+  allowDependentLaunch();
+  waitForPredecessor();
+  const long long pairs = static_cast<long long>(M) * (N / 2);
+  for (long long i = blockIdx.x * 256LL + threadIdx.x; i < pairs;
+       i += static_cast<long long>(gridDim.x) * 256) {
+    const int row = static_cast<int>(i / (N / 2));
+    const int col = static_cast<int>(i % (N / 2)) * 2;
+    float2 *p = reinterpret_cast<float2 *>(
+        partial + static_cast<long long>(row) * N + col);
+    const float2 v = *p;
+    *p = make_float2(0.0f, 0.0f);
+    const float b0 = HasBias ? __bfloat162float(bias[col]) : 0.0f;
+    const float b1 = HasBias ? __bfloat162float(bias[col + 1]) : 0.0f;
+    gemm_detail::storeLinearPair<Epilogue>(y, N, row, col, v.x + b0, v.y + b1);
   }
 }
 

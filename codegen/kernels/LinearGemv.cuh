@@ -12,7 +12,14 @@
 // of x from L1. Partial sums are reduced across lanes with shuffles and across
 // the K-slices of a block through shared memory, so no second pass is needed.
 //
-// Launch: 256 threads, ceil(N / ((8 / WarpsK) * RowsPerWarp)) blocks.
+// Under programmatic dependent launch the first batch of weight loads is
+// issued before waiting for the kernel that produces x. Decoder layers fuse
+// their RMS norm into the prologue and their residual add or SwiGLU into the
+// epilogue (kEpilogue* in Common.cuh), so a layer is four GEMV launches plus
+// attention.
+//
+// Launch: 256 threads, ceil(N / ((8 / WarpsK) * RowsPerWarp)) blocks, and
+// MaxRows * K * 2 bytes of dynamic shared memory with the norm prologue.
 // Requires K % 8 == 0 and 16-byte aligned x and W.
 //
 //===----------------------------------------------------------------------===//
@@ -71,11 +78,74 @@ __device__ __forceinline__ float warpReduceScatter(float (&vals)[V], int lane) {
   return total;
 }
 
+// The norm prologue: xs[t] = bf16(norm_w * bf16(x[t] * rsqrt(mean(x[t]^2) +
+// eps))) for t < rows, the RmsNorm kernel's arithmetic, into shared memory.
+// Every block recomputes it: x is a few KB in L2, and the separate norm
+// launch it replaces costs more.
+template <int K, int MaxRows>
+__device__ __forceinline__ void gemvNormPrologue(bf16 *xs, const bf16 *x,
+                                                 const bf16 *norm_w, float eps,
+                                                 int rows) {
+  constexpr int kVecs = K / 8;
+  constexpr int kPer = ceilDiv(kVecs, kGemvThreads);
+  __shared__ float partial[MaxRows][kGemvWarps];
+  float ss[MaxRows];
+#pragma unroll
+  for (int t = 0; t < MaxRows; ++t) {
+    ss[t] = 0.0f;
+    if (t < rows) {
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const int v = threadIdx.x + i * kGemvThreads;
+        if (v < kVecs) {
+          float f[8];
+          unpack8(load16(x + static_cast<long long>(t) * K + v * 8), f);
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            ss[t] += f[j] * f[j];
+        }
+      }
+    }
+    ss[t] = warpSum(ss[t]);
+    if (threadIdx.x % 32 == 0)
+      partial[t][threadIdx.x / 32] = ss[t];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int t = 0; t < MaxRows; ++t) {
+    if (t < rows) {
+      float total = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kGemvWarps; ++w)
+        total += partial[t][w];
+      const float inv = rsqrtf(total / static_cast<float>(K) + eps);
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const int v = threadIdx.x + i * kGemvThreads;
+        if (v < kVecs) {
+          float f[8], wf[8], o[8];
+          unpack8(load16(x + static_cast<long long>(t) * K + v * 8), f);
+          unpack8(load16(norm_w + v * 8), wf);
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            o[j] = wf[j] * roundToBf16(f[j] * inv);
+          store16(xs + t * K + v * 8, pack8(o));
+        }
+      }
+    }
+  }
+  __syncthreads();
+}
+
+// y = epilogue(x . W^T + b) for `rows` rows; with NormPrologue, x is first
+// replaced by rmsnorm(x) * norm_w (eps) in dynamic shared memory of
+// MaxRows * K bf16. Epilogue is one of kEpilogue* (Common.cuh); residual and
+// swiglu need bf16 y, and swiglu an even RowsPerWarp, and y is [rows, N/2].
 template <int K, int MaxRows, int RowsPerWarp, int WarpsK, typename OutT,
-          bool HasBias>
+          bool HasBias, int Epilogue, bool NormPrologue>
 __global__ void __launch_bounds__(kGemvThreads, 2)
     linear_gemv(OutT *y, const bf16 *x, const bf16 *w, const bf16 *bias,
-                int rows, int N) {
+                int rows, int N, const bf16 *norm_w, float eps) {
   static_assert(K % 8 == 0, "linear_gemv: K must be a multiple of 8");
   static_assert(MaxRows >= 1 && MaxRows <= 8 && isPowerOfTwo(MaxRows),
                 "linear_gemv: MaxRows must be 1, 2, 4 or 8");
@@ -83,13 +153,19 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
       isPowerOfTwo(RowsPerWarp) && RowsPerWarp * MaxRows <= 32,
       "linear_gemv: RowsPerWarp * MaxRows must be a power of two <= 32");
   static_assert(kGemvWarps % WarpsK == 0, "linear_gemv: WarpsK must divide 8");
+  static_assert(Epilogue != kEpilogueSwiglu || RowsPerWarp % 2 == 0,
+                "linear_gemv: the swiglu epilogue needs gate/up pairs in a "
+                "warp (even RowsPerWarp)");
   constexpr int kWarpsN = kGemvWarps / WarpsK;
   constexpr int kVecs = K / 8;
   constexpr int kSlice = ceilDiv(kVecs, WarpsK);
   constexpr int kIters = ceilDiv(kSlice, 32);
   constexpr int kUnroll = constMin(kIters, constMax(1, 16 / RowsPerWarp));
   constexpr int R = RowsPerWarp;
+  extern __shared__ __align__(16) unsigned char gemvShared[];
+  bf16 *xs = reinterpret_cast<bf16 *>(gemvShared);
 
+  allowDependentLaunch();
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int warpN = warp / WarpsK;
@@ -122,6 +198,13 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
         wv[u][r] =
             ok ? loadStreaming16(wRow[r] + v * 8) : make_uint4(0, 0, 0, 0);
     }
+    // The first weight loads are in flight before x, which the previous
+    // kernel writes, is needed: they overlap that kernel's tail.
+    if (it == 0) {
+      waitForPredecessor();
+      if constexpr (NormPrologue)
+        gemvNormPrologue<K, MaxRows>(xs, x, norm_w, eps, rows);
+    }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int v = sliceBegin + (it + u) * 32 + lane;
@@ -134,8 +217,11 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
         for (int t = 0; t < MaxRows; ++t) {
           if (t < rows) {
             float xf[8];
-            unpack8(loadShared16(x + static_cast<long long>(t) * K + v * 8),
-                    xf);
+            if constexpr (NormPrologue)
+              unpack8(load16(xs + t * K + v * 8), xf);
+            else
+              unpack8(loadShared16(x + static_cast<long long>(t) * K + v * 8),
+                      xf);
 #pragma unroll
             for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -176,13 +262,24 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
     }
   }
 
-  if (owner) {
-    const int n = n0 + index / MaxRows;
-    const int t = index % MaxRows;
-    if (n < N && t < rows) {
-      const float b = HasBias ? __bfloat162float(bias[n]) : 0.0f;
-      storeOutput(y + static_cast<long long>(t) * N + n, total + b);
+  const int n = n0 + index / MaxRows;
+  const int t = index % MaxRows;
+  const float b = HasBias && n < N ? __bfloat162float(bias[n]) : 0.0f;
+  if constexpr (Epilogue == kEpilogueSwiglu) {
+    // The up value of output row n + 1 sits MaxRows indices further on.
+    const float up =
+        __shfl_down_sync(0xffffffffu, total + b, MaxRows << kIndexShift);
+    if (owner && (index / MaxRows) % 2 == 0 && n + 1 < N && t < rows) {
+      const float g = roundToBf16(total + b);
+      storeOutput(y + static_cast<long long>(t) * (N / 2) + n / 2,
+                  roundToBf16(silu(g)) * roundToBf16(up));
     }
+  } else if (owner && n < N && t < rows) {
+    OutT *out = y + static_cast<long long>(t) * N + n;
+    if constexpr (Epilogue == kEpilogueResidual)
+      storeOutput(out, asFloat(*out) + roundToBf16(total + b));
+    else
+      storeOutput(out, total + b);
   }
 }
 

@@ -68,6 +68,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
                     const int *token_seq, const int *block_tables,
                     int max_blocks, float scale, int sliding_window, int T,
                     float *partials) {
+  allowDependentLaunch();
+  waitForPredecessor();
   using namespace attention_detail;
   using Shape = PagedAttentionShape<Hq, Hkv, HD, BS>;
   constexpr int G = Shape::kGroup;
@@ -257,6 +259,8 @@ template <int Hq, int HD>
 __global__ void __launch_bounds__(HD)
     paged_attention_combine(bf16 *out, const float *partials, int splits,
                             int T) {
+  allowDependentLaunch();
+  waitForPredecessor();
   using namespace attention_detail;
   const int t = blockIdx.x / Hq;
   const int head = blockIdx.x % Hq;

@@ -41,6 +41,8 @@ template <int D>
 __global__ void __launch_bounds__(RmsNormShape<D>::kBlockThreads)
     rms_norm(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, float eps,
              int rows, int x_stride, int out_stride, int row_group) {
+  allowDependentLaunch();
+  waitForPredecessor();
   using Shape = RmsNormShape<D>;
   constexpr int kTpr = Shape::kThreadsPerRow;
   constexpr int kPer = Shape::kVecsPerThread;

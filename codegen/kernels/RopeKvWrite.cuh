@@ -30,6 +30,8 @@ __global__ void __launch_bounds__(kRopeThreads)
                   const float *inv_freq, float attention_scaling,
                   const int *positions, const int *token_seq,
                   const int *block_tables, int max_blocks, int T) {
+  allowDependentLaunch();
+  waitForPredecessor();
   static_assert(HD % 16 == 0, "rope_kv_write: head_dim must be 16k");
   static_assert(Hq % Hkv == 0, "rope_kv_write: Hq must be a multiple of Hkv");
   constexpr int kHalf = HD / 2;

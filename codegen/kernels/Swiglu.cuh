@@ -15,13 +15,11 @@ namespace kernels {
 
 constexpr int kSwigluThreads = 256;
 
-__device__ __forceinline__ float silu(float g) {
-  return g / (1.0f + __expf(-g));
-}
-
 template <int I>
 __global__ void __launch_bounds__(kSwigluThreads)
     swiglu(bf16 *out, const bf16 *gate_up, int T) {
+  allowDependentLaunch();
+  waitForPredecessor();
   static_assert(I % 8 == 0, "swiglu: I must be a multiple of 8");
   constexpr int kVecsPerRow = I / 8;
   const long long total = static_cast<long long>(T) * kVecsPerRow;

@@ -2,13 +2,20 @@
 //
 // Walks @forward in program order and maps every SSA tensor to a view of an
 // activation buffer (a buffer and a column range: sol.split only makes views).
-// Three fusions happen here because they decide the kernels' shapes:
-//  * a residual sol.add feeding an RMS norm (or the logits' final norm) is
-//    folded into the norm, which updates the residual buffer in place;
+// These fusions happen here because they decide the kernels' shapes:
+//  * a residual sol.add of a linear's only result into a value nothing reads
+//    afterwards becomes that Linear's residual epilogue, in place on the
+//    residual stream;
+//  * an RMS norm whose only user is a linear becomes a NormLinear (the CUDA
+//    GEMV recomputes the norm in each block instead of a launch of its own);
+//  * any other residual sol.add feeding an RMS norm is folded into the norm,
+//    which updates the residual buffer in place;
 //  * sol.rope of the Q and K parts of a fused QKV buffer and the sol.attention
 //    consuming them become one RopeKvWrite (rotate, append to the KV cache)
 //    and one Attention op;
-//  * a linear with the swiglu epilogue becomes Linear + Swiglu.
+//  * a linear with the swiglu epilogue over a weight concatenated from gate
+//    and up halves gets the swiglu epilogue on row-interleaved weights; other
+//    swiglu linears become Linear + Swiglu.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/LowerToSchedule.h"
@@ -18,8 +25,10 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <map>
+#include <optional>
 
 using namespace mlir;
 
@@ -46,6 +55,13 @@ struct PendingRope {
   RopeAttr rope;
 };
 
+/// A plain RMS norm not yet emitted: fused into the linear that reads it.
+struct PendingNorm {
+  View input;
+  int32_t weight;
+  float eps;
+};
+
 class Lowering {
 public:
   explicit Lowering(func::FuncOp fn) : fn(fn) {}
@@ -62,12 +78,22 @@ private:
   ScheduleOp &emit(fb::OpKind kind, Operation *op);
   View materialize(Value sum, const PendingAdd &add, Operation *at);
   std::string nameOf(Operation *op);
+  /// Emits Linear(out, in) or, when `in` is a pending norm's result,
+  /// NormLinear(out, normed input); `epilogue` as in Plan.fbs.
+  LogicalResult emitLinear(Operation *op, int32_t out, Value in,
+                           std::vector<int32_t> weights, int64_t epilogue);
+  /// The buffer a linear's result can be added into in place: the other
+  /// operand of its only user, a sol.add, when nothing reads that operand
+  /// between the linear and the add or after the add.
+  std::optional<std::pair<AddOp, Value>> residualTarget(LinearOp linear);
 
   func::FuncOp fn;
   Schedule s;
   llvm::DenseMap<Value, View> views;
   llvm::DenseMap<Value, PendingAdd> pendingAdds;
   llvm::DenseMap<Value, PendingRope> pendingRopes;
+  llvm::DenseMap<Value, PendingNorm> pendingNorms;
+  llvm::DenseSet<Operation *> foldedAdds; // done by a linear's epilogue
   std::map<std::string, int32_t> weightIndex;
   std::vector<std::pair<RopeAttr, int64_t>> ropeKeys;
 };
@@ -93,6 +119,10 @@ ScheduleOp &Lowering::emit(fb::OpKind kind, Operation *op) {
 }
 
 FailureOr<View> Lowering::view(Operation *user, Value v) {
+  if (pendingNorms.count(v))
+    return user->emitError("internal error: a fused norm's result is read "
+                           "by more than its linear"),
+           failure();
   if (pendingRopes.count(v))
     return user->emitError("the result of sol.rope can only feed "
                            "sol.attention in generated code"),
@@ -201,9 +231,79 @@ bool deadAfter(Value v, Operation *op) {
   });
 }
 
+std::optional<std::pair<AddOp, Value>>
+Lowering::residualTarget(LinearOp linear) {
+  Value y = linear.getResult();
+  if (!y.hasOneUse())
+    return std::nullopt;
+  auto add = dyn_cast<AddOp>(*y.getUsers().begin());
+  if (!add || add->getBlock() != linear->getBlock())
+    return std::nullopt;
+  Value other = add.getLhs() == y ? add.getRhs() : add.getLhs();
+  if (other == y || isa<BlockArgument>(other))
+    return std::nullopt;
+  // The sum is written where `other` lives, at the linear: every other
+  // reader of `other` must run before the linear.
+  for (Operation *user : other.getUsers())
+    if (user != add.getOperation() &&
+        !(user->getBlock() == linear->getBlock() &&
+          user->isBeforeInBlock(linear)))
+      return std::nullopt;
+  return std::make_pair(add, other);
+}
+
+LogicalResult Lowering::emitLinear(Operation *op, int32_t out, Value in,
+                                   std::vector<int32_t> weights,
+                                   int64_t epilogue) {
+  if (auto it = pendingNorms.find(in); it != pendingNorms.end()) {
+    PendingNorm norm = it->second;
+    pendingNorms.erase(it);
+    int32_t normed = newBuffer("normed", norm.input.cols, fb::DType::BF16,
+                               s.buffers[norm.input.buffer].rows);
+    ScheduleOp &o = emit(fb::OpKind::NormLinear, op);
+    o.buffers = {out, norm.input.buffer, normed};
+    o.writes = {out, normed};
+    o.weights = {norm.weight};
+    o.weights.insert(o.weights.end(), weights.begin(), weights.end());
+    o.ints = {epilogue};
+    o.floats = {norm.eps};
+    return success();
+  }
+  FailureOr<View> x = fullBuffer(op, in);
+  if (failed(x))
+    return failure();
+  ScheduleOp &o = emit(fb::OpKind::Linear, op);
+  o.buffers = {out, x->buffer};
+  o.writes = {out};
+  o.weights = std::move(weights);
+  if (epilogue != 0)
+    o.ints = {epilogue};
+  return success();
+}
+
+/// The linear that is the only user of a norm's result, when nothing but
+/// weight declarations runs between them (so the norm's input is unchanged
+/// when the linear recomputes the norm).
+LinearOp fusibleLinearUser(RmsNormOp norm) {
+  Value y = norm.getResult();
+  if (!y.hasOneUse())
+    return nullptr;
+  auto linear = dyn_cast<LinearOp>(*y.getUsers().begin());
+  if (!linear || linear.getInput() != y ||
+      linear->getBlock() != norm->getBlock())
+    return nullptr;
+  for (Operation *o = norm->getNextNode(); o && o != linear.getOperation();
+       o = o->getNextNode())
+    if (!isa<WeightOp>(o))
+      return nullptr;
+  return linear;
+}
+
 LogicalResult Lowering::lower(Operation *op) {
   if (isa<WeightOp>(op))
     return success(); // weights are registered when used
+  if (foldedAdds.contains(op))
+    return success(); // done by the epilogue of the linear it adds
 
   if (auto e = dyn_cast<EmbeddingOp>(op)) {
     auto ids = dyn_cast<BlockArgument>(e.getIds());
@@ -267,8 +367,15 @@ LogicalResult Lowering::lower(Operation *op) {
       views[norm.getResult()] = *in;
       return success();
     }
-    int32_t out = newBuffer("normed", width, fb::DType::BF16);
     auto pending = pendingAdds.find(norm.getInput());
+    if (pending == pendingAdds.end() && fusibleLinearUser(norm)) {
+      FailureOr<View> in = fullBuffer(op, norm.getInput());
+      if (failed(in))
+        return failure();
+      pendingNorms[norm.getResult()] = {*in, *w, eps};
+      return success();
+    }
+    int32_t out = newBuffer("normed", width, fb::DType::BF16);
     if (pending != pendingAdds.end() && pending->second.lhsDead) {
       // residual <- lhs + rhs in place; out = norm(residual).
       PendingAdd add = pending->second;
@@ -294,27 +401,64 @@ LogicalResult Lowering::lower(Operation *op) {
   }
 
   if (auto linear = dyn_cast<LinearOp>(op)) {
-    FailureOr<View> in = fullBuffer(op, linear.getInput());
+    // The input is checked by emitLinear (it may be a fused norm's result).
     FailureOr<int32_t> w = weight(linear.getWeight());
-    if (failed(in))
-      return failure();
     if (failed(w))
       return op->emitError("linear weight must be a sol.weight");
     int64_t n = linear.getWeight().getType().getDimSize(0);
     bool swiglu = linear.getEpilogue() == LinearEpilogue::SwiGLU;
     if (linear.getEpilogue() != LinearEpilogue::None && !swiglu)
       return op->emitError("only the swiglu epilogue is generated so far");
-    int32_t out = newBuffer(swiglu ? "gate_up" : "proj", n, fb::DType::BF16);
-    ScheduleOp &o = emit(fb::OpKind::Linear, op);
-    o.buffers = {out, in->buffer};
-    o.writes = {out};
-    o.weights = {*w};
+    std::vector<int32_t> weights = {*w};
     if (linear.getBias()) {
       FailureOr<int32_t> b = weight(linear.getBias());
       if (failed(b))
         return op->emitError("linear bias must be a sol.weight");
-      o.weights.push_back(*b);
+      weights.push_back(*b);
     }
+    // SwiGLU in the epilogue needs each gate row next to its up row: the
+    // plan stores gate/up weights (and bias) row-interleaved.
+    auto twoHalves = [&](int32_t index) {
+      return s.weights[index].sources.size() == 2;
+    };
+    if (swiglu && llvm::all_of(weights, twoHalves)) {
+      for (int32_t index : weights)
+        s.weights[index].interleaveHalves = true;
+      int32_t act = newBuffer("act", n / 2, fb::DType::BF16);
+      if (failed(emitLinear(op, act, linear.getInput(), weights,
+                            /*swiglu*/ 2)))
+        return failure();
+      views[linear.getResult()] = {act, 0, n / 2};
+      return success();
+    }
+    if (!swiglu)
+      if (auto target = residualTarget(linear)) {
+        FailureOr<View> acc = view(op, target->second);
+        if (failed(acc))
+          return failure();
+        const ScheduleBuffer &buf = s.buffers[acc->buffer];
+        // Blocks read all of x while others write their part of out, so x
+        // must live elsewhere.
+        Value x = linear.getInput();
+        auto norm = pendingNorms.find(x);
+        auto xView = views.find(x);
+        int32_t xBuffer = norm != pendingNorms.end() ? norm->second.input.buffer
+                          : xView != views.end()     ? xView->second.buffer
+                                                     : -1;
+        if (acc->col == 0 && acc->cols == buf.width && buf.width == n &&
+            buf.dtype == fb::DType::BF16 && xBuffer >= 0 &&
+            xBuffer != acc->buffer) {
+          if (failed(emitLinear(op, acc->buffer, linear.getInput(), weights,
+                                /*residual*/ 1)))
+            return failure();
+          foldedAdds.insert(target->first.getOperation());
+          views[target->first.getResult()] = *acc;
+          return success();
+        }
+      }
+    int32_t out = newBuffer(swiglu ? "gate_up" : "proj", n, fb::DType::BF16);
+    if (failed(emitLinear(op, out, linear.getInput(), weights, 0)))
+      return failure();
     if (swiglu) {
       int32_t act = newBuffer("act", n / 2, fb::DType::BF16);
       ScheduleOp &a = emit(fb::OpKind::Swiglu, op);
@@ -448,11 +592,18 @@ LogicalResult Lowering::lower(Operation *op) {
       ScheduleOp &g1 = emit(fb::OpKind::GatherRows, op);
       g1.buffers = {g, in->buffer, Schedule::kLogitRows};
       g1.writes = {g};
-      ScheduleOp &n = emit(fb::OpKind::RmsNorm, op);
-      n.buffers = {normed, g};
-      n.writes = {normed};
-      n.weights = {*nw};
-      n.floats = {eps};
+      // The final norm runs in the LM head's prologue.
+      int32_t out =
+          newBuffer("logits", vocab, fb::DType::F32, fb::Rows::Outputs);
+      ScheduleOp &l = emit(fb::OpKind::NormLinear, op);
+      l.buffers = {out, g, normed};
+      l.writes = {out, normed};
+      l.weights = {*nw, *head};
+      l.ints = {0};
+      l.floats = {eps};
+      views[logits.getResult()] = {out, 0, vocab};
+      s.logitsBuffer = out;
+      return success();
     }
     int32_t out = newBuffer("logits", vocab, fb::DType::F32, fb::Rows::Outputs);
     ScheduleOp &l = emit(fb::OpKind::Linear, op);

@@ -34,7 +34,8 @@ compileKernels(const Schedule &schedule, const KernelCompileOptions &options) {
              d, options.maxTokensPerStep, options.maxContext))
       add(k);
   }
-  add(cuda::selectArgmax(1).instance);
+  add(cuda::ArgmaxSpec{}.instance());
+  add(cuda::SamplingSpec{}.instance()); // per-request sampling, logprobs
 
   nvrtc::NvrtcOptions nvrtcOptions;
   nvrtcOptions.gpuArch = options.gpuArch;

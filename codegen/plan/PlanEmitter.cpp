@@ -108,6 +108,46 @@ void emitPlan(const std::filesystem::path &path, const Schedule &schedule,
     if (bytes != expected)
       fail("internal error: weight ", w.name, " has ", bytes,
            " bytes from its sources, expected ", expected);
+    // Writes `bytes` of tensor `src` in bf16.
+    auto writeBf16 = [&](const PlanWriter::WriteFn &write,
+                         const std::string &src, const hf::TensorView &t,
+                         std::span<const std::byte> bytes) {
+      if (t.dtype == DType::BF16) {
+        write(bytes);
+      } else if (t.dtype == DType::F32 || t.dtype == DType::F16) {
+        toBf16(bytes, t.dtype, converted);
+        write(std::as_bytes(std::span(converted)));
+      } else {
+        fail("weight ", src, " has dtype ", dtypeName(t.dtype),
+             "; expected BF16, F16 or F32");
+      }
+      progress.advance(t.dtype == DType::F32 ? bytes.size() / 2 : bytes.size());
+    };
+    if (w.interleaveHalves) {
+      // Gate/up pairs: row i of the first source, then row i of the second.
+      if (w.sources.size() != 2 || w.shape.empty() || w.shape[0] % 2 != 0)
+        fail("internal error: weight ", w.name,
+             " interleaves rows but is not two stacked halves");
+      const hf::TensorView &a = model.checkpoint.get(w.sources[0]);
+      const hf::TensorView &b = model.checkpoint.get(w.sources[1]);
+      if (a.dtype != b.dtype || a.bytes.size() != b.bytes.size())
+        fail("weight ", w.name, ": ", w.sources[0], " and ", w.sources[1],
+             " differ in dtype or size, so their rows cannot be paired");
+      const size_t rows = static_cast<size_t>(w.shape[0] / 2);
+      const size_t rowBytes = a.bytes.size() / rows;
+      weightSections.push_back(
+          writer.addSection(bytes, [&](const PlanWriter::WriteFn &write) {
+            XXH64_update(hash, a.bytes.data(), a.bytes.size());
+            XXH64_update(hash, b.bytes.data(), b.bytes.size());
+            for (size_t r = 0; r < rows; ++r) {
+              writeBf16(write, w.sources[0], a,
+                        a.bytes.subspan(r * rowBytes, rowBytes));
+              writeBf16(write, w.sources[1], b,
+                        b.bytes.subspan(r * rowBytes, rowBytes));
+            }
+          }));
+      continue;
+    }
     weightSections.push_back(
         writer.addSection(bytes, [&](const PlanWriter::WriteFn &write) {
           for (const std::string &src : w.sources) {
@@ -116,19 +156,9 @@ void emitPlan(const std::filesystem::path &path, const Schedule &schedule,
             // Chunks of 64 MB keep the progress line moving.
             constexpr size_t kChunk = 64u << 20;
             for (size_t off = 0; off < t.bytes.size(); off += kChunk) {
-              auto chunk =
-                  t.bytes.subspan(off, std::min(kChunk, t.bytes.size() - off));
-              if (t.dtype == DType::BF16) {
-                write(chunk);
-              } else if (t.dtype == DType::F32 || t.dtype == DType::F16) {
-                toBf16(chunk, t.dtype, converted);
-                write(std::as_bytes(std::span(converted)));
-              } else {
-                fail("weight ", src, " has dtype ", dtypeName(t.dtype),
-                     "; expected BF16, F16 or F32");
-              }
-              progress.advance(t.dtype == DType::F32 ? chunk.size() / 2
-                                                     : chunk.size());
+              writeBf16(
+                  write, src, t,
+                  t.bytes.subspan(off, std::min(kChunk, t.bytes.size() - off)));
             }
           }
         }));
@@ -195,8 +225,9 @@ void emitPlan(const std::filesystem::path &path, const Schedule &schedule,
   std::vector<flatbuffers::Offset<fb::Weight>> weights;
   for (size_t i = 0; i < schedule.weights.size(); ++i) {
     const ScheduleWeight &w = schedule.weights[i];
-    weights.push_back(fb::CreateWeightDirect(b, w.name.c_str(), fb::DType::BF16,
-                                             &w.shape, &weightSections[i]));
+    weights.push_back(fb::CreateWeightDirect(
+        b, w.name.c_str(), fb::DType::BF16, &w.shape, &weightSections[i],
+        static_cast<int8_t>(w.interleaveHalves ? 1 : 0)));
   }
   std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
   for (const ScheduleBuffer &buf : schedule.buffers)

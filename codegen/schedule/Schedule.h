@@ -22,6 +22,9 @@ struct ScheduleWeight {
   std::string name;
   std::vector<std::string> sources; // checkpoint tensors, in row order
   std::vector<int64_t> shape;
+  /// After concatenating `sources`, interleave the two halves row by row
+  /// (gate/up pairs of a Linear with the swiglu epilogue).
+  bool interleaveHalves = false;
 };
 
 struct ScheduleBuffer {

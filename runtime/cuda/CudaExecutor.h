@@ -2,10 +2,12 @@
 //
 // Loads the plan's cubins (PTX on newer GPUs), uploads the weights once, and
 // runs each step as the plan's op list: one activation arena, the paged KV
-// cache sized from --gpu-memory-utilization, inputs in one host-to-device
-// copy, greedy ids (or logits) in one copy back. Small steps (decode) replay
-// CUDA graphs captured per step shape, so a token costs one graph launch.
-// No host synchronisation happens between the input copy and the results.
+// cache sized from --gpu-memory-utilization, inputs (with the per-request
+// sampling parameters) in one host-to-device copy, chosen ids (greedy, or
+// sampled on the GPU with their logprobs) or logits in one copy back. Small
+// steps (decode) replay CUDA graphs captured per step shape, so a token costs
+// one graph launch. No host synchronisation happens between the input copy and
+// the results.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -41,15 +43,37 @@ private:
   struct StepShape {
     int tokens, outputs, maxBlocks, numSeqs;
     bool argmax;
-    auto key() const {
-      return std::make_tuple(tokens, outputs, maxBlocks, numSeqs, argmax);
+    /// Per-request sampling (Sampling.cuh) instead of the plain argmax, with
+    /// the chosen ids' logprobs and numTop top logprobs per row.
+    bool sampling = false, logprobs = false;
+    int numTop = 0;
+    std::tuple<int, int, int, int, bool, bool, bool, int> key() const {
+      return {tokens, outputs,  maxBlocks, numSeqs,
+              argmax, sampling, logprobs,  numTop};
     }
   };
+  using ShapeKey = std::tuple<int, int, int, int, bool, bool, bool, int>;
   void validate(const StepBatch &batch, const StepOutput &out) const;
   void launchOps(const StepShape &shape);
+  /// Launches ops [begin, end), then the argmax when `end` is the last op.
+  void launchOps(const StepShape &shape, std::size_t begin, std::size_t end);
+  /// Runs `shape` eagerly with timing events between ops (--profile-ops).
+  void profileOps(const StepShape &shape);
+  void printProfile() const;
   const Kernel &kernel(const KernelInstance &instance);
+  /// The GEMM launches[at] (y = x . w^T + bias, rows x n x k), and its
+  /// split-K finalize when launches[at + 1] is one.
+  void launchGemm(const std::vector<KernelLaunch> &launches, std::size_t at,
+                  CUdeviceptr y, CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias,
+                  int rows, int n, int k);
+  /// Allows the launch's dynamic shared memory above 48 KB (once per kernel).
+  void raiseSharedLimit(const Kernel &k, const KernelLaunch &l);
   CUdeviceptr buffer(int index) const;
   CUdeviceptr weight(int index) const;
+  /// Writes the step's SamplingRows and penalty lists into the staging
+  /// buffer after its block tables; returns the end of the bytes to copy.
+  std::size_t stageSampling(const StepBatch &batch, std::byte *host) const;
+  void launchSampling(const StepShape &shape, const LaunchDims &dims);
 
   const PlanFile &plan_;
   ExecutorOptions options_;
@@ -81,9 +105,25 @@ private:
   std::size_t workspaceFloats_ = 0;
   DeviceBuffer argmaxOut_;
   PinnedBuffer argmaxHost_;
+  DeviceBuffer argmaxWorkspace_; // split argmax partials and counters
+  DeviceBuffer splitKWorkspace_; // fp32 partial sums of split-K GEMMs
+  /// Programmatic dependent launch between a step's kernels (off with
+  /// SOL_DISABLE_PDL=1, for measuring what it gains).
+  bool dependentLaunch_ = true;
 
-  std::map<std::tuple<int, int, int, int, bool>, GraphExec> graphs_;
-  std::map<std::tuple<int, int, int, int, bool>, int> seen_;
+  // --profile-ops: per op, the summed GPU time of the profiled steps.
+  std::vector<double> opMs_;
+  int profiledSteps_ = 0;
+
+  // Per-request sampling: results (ids | logprobs | top ids | top
+  // logprobs, packed for the step's R and numTop) and the original logits
+  // of penalised tokens while the kernel works on the row in place.
+  DeviceBuffer samplingOut_;
+  PinnedBuffer samplingHost_;
+  DeviceBuffer penaltySaved_;
+
+  std::map<ShapeKey, GraphExec> graphs_;
+  std::map<ShapeKey, int> seen_;
 };
 
 } // namespace sol::cuda

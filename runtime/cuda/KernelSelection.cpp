@@ -32,18 +32,36 @@ LinearOutput linearOutput(const OpDesc &op) {
                                        : LinearOutput::Bf16;
 }
 
-KernelLaunch linearLaunch(const OpDesc &op, int rows) {
-  const int n = toInt(op.weightShapes.at(0).at(0));
-  const int k = toInt(op.weightShapes.at(0).at(1));
-  const bool bias = op.weightShapes.size() > 1;
+LinearEpilogue linearEpilogue(const OpDesc &op) {
+  const int64_t e = op.ints.empty() ? 0 : op.ints[0];
+  if (e < 0 || e > static_cast<int64_t>(LinearEpilogue::Swiglu))
+    fail("linear epilogue ", e, " is not one this runtime knows (0..2)");
+  return static_cast<LinearEpilogue>(e);
+}
+
+/// The linear part of a Linear or NormLinear op (whose weights start with
+/// the norm's): a GEMV for few rows, with the norm in its prologue when
+/// `normPrologue`, else the tensor-core GEMM, followed by its split-K
+/// finalize when it splits K.
+std::vector<KernelLaunch> linearLaunches(const OpDesc &op, int rows,
+                                         bool normPrologue) {
+  const size_t first = op.kind == fb::OpKind::NormLinear ? 1 : 0;
+  const int n = toInt(op.weightShapes.at(first).at(0));
+  const int k = toInt(op.weightShapes.at(first).at(1));
+  const bool bias = op.weightShapes.size() > first + 1;
+  const LinearEpilogue epilogue = linearEpilogue(op);
   if (rows <= GemvSpec::kMaxRows) {
-    GemvSpec spec = GemvSpec::choose(n, k, rows, linearOutput(op), bias,
-                                     kPlannedMultiprocessors);
-    return {spec.instance(), spec.dims(n)};
+    GemvSpec spec =
+        GemvSpec::choose(n, k, rows, linearOutput(op), bias, epilogue,
+                         normPrologue, kPlannedMultiprocessors);
+    return {{spec.instance(), spec.dims(n)}};
   }
   GemmSpec spec = GemmSpec::choose(gemmRowBucket(rows), n, linearOutput(op),
-                                   bias, kPlannedMultiprocessors);
-  return {spec.instance(), spec.dims(rows, n)};
+                                   bias, epilogue, kPlannedMultiprocessors, k);
+  std::vector<KernelLaunch> launches = {{spec.instance(), spec.dims(rows, n)}};
+  if (spec.splitK > 1)
+    launches.push_back({spec.finalizeInstance(), spec.finalizeDims(rows, n)});
+  return launches;
 }
 
 PagedAttentionSpec attentionSpec(const OpDesc &op) {
@@ -84,7 +102,17 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
     return {{spec.instance(), spec.dims(rows * toInt(op.ints.at(1)))}};
   }
   case fb::OpKind::Linear:
-    return {linearLaunch(op, rows)};
+    return linearLaunches(op, rows, false);
+  case fb::OpKind::NormLinear: {
+    if (rows <= GemvSpec::kMaxRows)
+      return linearLaunches(op, rows, true);
+    // Many rows: normalise once into the scratch buffer, then the GEMM.
+    RmsNormSpec norm{toInt(op.bufferWidths.at(1))};
+    std::vector<KernelLaunch> launches = {{norm.instance(), norm.dims(rows)}};
+    for (KernelLaunch &l : linearLaunches(op, rows, false))
+      launches.push_back(std::move(l));
+    return launches;
+  }
   case fb::OpKind::RopeKvWrite: {
     RopeKvWriteSpec spec{toInt(op.ints.at(1)), toInt(op.ints.at(2)),
                          toInt(op.ints.at(3)), op.blockSize};
@@ -115,6 +143,22 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   fail("no CUDA kernel for op kind ", static_cast<int>(op.kind));
 }
 
+std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens) {
+  if (op.kind != fb::OpKind::Linear && op.kind != fb::OpKind::NormLinear)
+    return 0;
+  const size_t first = op.kind == fb::OpKind::NormLinear ? 1 : 0;
+  const std::size_t n =
+      static_cast<std::size_t>(op.weightShapes.at(first).at(0));
+  std::size_t floats = 0;
+  for (int rows = GemvSpec::kMaxRows + 1; rows <= maxTokens;
+       rows = gemmRowBucket(rows) + 1)
+    for (const KernelLaunch &l : selectKernels(op, rows, 0))
+      if (l.dims.grid.z > 1) // the split GEMM: an M x N workspace
+        floats =
+            std::max(floats, static_cast<std::size_t>(gemmRowBucket(rows)) * n);
+  return floats;
+}
+
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
                                              int maxContext) {
   std::vector<KernelInstance> out;
@@ -123,7 +167,7 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
       if (std::find(out.begin(), out.end(), l.instance) == out.end())
         out.push_back(l.instance);
   };
-  if (op.kind == fb::OpKind::Linear) {
+  if (op.kind == fb::OpKind::Linear || op.kind == fb::OpKind::NormLinear) {
     for (int rows = 1; rows <= std::min(maxTokens, GemvSpec::kMaxRows); ++rows)
       add(selectKernels(op, rows, 0));
     for (int rows = 16; rows / 2 < maxTokens; rows *= 2)
@@ -134,7 +178,7 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
   if (op.kind == fb::OpKind::Attention) {
     PagedAttentionSpec spec = attentionSpec(op);
     out.push_back(spec.instance());
-    if (maxContext >= 256)
+    if (spec.chooseSplits(1, maxContext, kPlannedMultiprocessors) > 1)
       out.push_back(spec.combineInstance());
     return out;
   }
@@ -142,8 +186,13 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
   return out;
 }
 
-KernelLaunch selectArgmax(int rows) {
-  ArgmaxSpec spec;
+KernelLaunch selectArgmax(int rows, int vocab) {
+  ArgmaxSpec spec{vocab};
+  return {spec.instance(), spec.dims(rows)};
+}
+
+KernelLaunch selectSampling(int rows) {
+  SamplingSpec spec;
   return {spec.instance(), spec.dims(rows)};
 }
 

@@ -49,6 +49,11 @@ int gemmRowBucket(int rows);
 /// The launches of `op` for `rows` rows (see opRows) in a step whose longest
 /// context is `maxContext` positions (attention only): one launch, or two
 /// for split attention (attention, then combine). Empty for rows == 0.
+/// Floats of zeroed fp32 workspace the split-K GEMMs of a Linear or
+/// NormLinear op need for steps of up to `maxTokens` rows (0 if it never
+/// splits).
+std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens);
+
 std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
                                         int maxContext);
 
@@ -58,6 +63,10 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
                                              int maxContext);
 
 /// The argmax launch over `rows` rows of `vocab` float32 logits.
-KernelLaunch selectArgmax(int rows);
+KernelLaunch selectArgmax(int rows, int vocab);
+
+/// The sampling launch over `rows` logits rows (Sampling.cuh). Every plan
+/// holds its instance, like the argmax's (codegen/plan/CompileKernels.cpp).
+KernelLaunch selectSampling(int rows);
 
 } // namespace sol::cuda

@@ -28,6 +28,12 @@ const char *outputType(LinearOutput output) {
   return output == LinearOutput::Fp32 ? "float" : "__nv_bfloat16";
 }
 
+void checkEpilogue(LinearOutput output, LinearEpilogue epilogue,
+                   const char *kernel) {
+  if (output == LinearOutput::Fp32 && epilogue != LinearEpilogue::None)
+    fail(kernel, ": the residual and swiglu epilogues need a bf16 output");
+}
+
 void requirePositive(int value, const char *what, const char *kernel) {
   if (value <= 0)
     fail(kernel, ": ", what, " must be positive, got ", value);
@@ -74,10 +80,37 @@ LaunchDims SwigluSpec::dims(int tokens) const {
 KernelInstance ArgmaxSpec::instance() const {
   return {"Argmax.cuh", cat(kNamespace, "argmax")};
 }
+int ArgmaxSpec::splits() const {
+  // About 4k logits per block: 4 float4 loads per thread, and a 128k vocab
+  // spread over 32 SMs.
+  return std::clamp(static_cast<int>(ceilDiv(vocab, 4096)), 1, 64);
+}
 LaunchDims ArgmaxSpec::dims(int rows) const {
+  requirePositive(vocab, "vocabulary", "argmax");
+  LaunchDims dims;
+  dims.grid.x = static_cast<unsigned>(splits());
+  dims.grid.y = static_cast<unsigned>(rows);
+  dims.block.x = 256;
+  return dims;
+}
+std::size_t ArgmaxSpec::indexOffset(int rows) const {
+  return static_cast<std::size_t>(rows) * splits() * sizeof(float);
+}
+std::size_t ArgmaxSpec::arrivalOffset(int rows) const {
+  return 2 * indexOffset(rows);
+}
+std::size_t ArgmaxSpec::workspaceBytes(int rows) const {
+  return arrivalOffset(rows) + static_cast<std::size_t>(rows) * 4;
+}
+
+KernelInstance SamplingSpec::instance() const {
+  return {"Sampling.cuh", cat(kNamespace, "sample_rows")};
+}
+LaunchDims SamplingSpec::dims(int rows) const {
+  requirePositive(rows, "rows", "sample_rows");
   LaunchDims dims;
   dims.grid.x = static_cast<unsigned>(rows);
-  dims.block.x = 1024;
+  dims.block.x = kThreads;
   return dims;
 }
 
@@ -111,10 +144,19 @@ KernelInstance GemvSpec::instance() const {
     fail("linear_gemv: warpsK must be 1, 2, 4 or 8, got ", warpsK);
   if (rowsPerWarp != 1 && rowsPerWarp != 2 && rowsPerWarp != 4)
     fail("linear_gemv: rowsPerWarp must be 1, 2 or 4, got ", rowsPerWarp);
+  checkEpilogue(output, epilogue, "linear_gemv");
+  // The norm prologue keeps maxRows rows of x in shared memory.
+  if (normPrologue && maxRows * inFeatures * 2 > 227 * 1024)
+    fail("linear_gemv: the norm prologue needs ", maxRows * inFeatures * 2,
+         " bytes of shared memory for ", maxRows, " rows of ", inFeatures,
+         " features, more than the 227 KB a block may have");
+  if (epilogue == LinearEpilogue::Swiglu && rowsPerWarp % 2 != 0)
+    fail("linear_gemv: the swiglu epilogue needs an even rowsPerWarp");
   return {"LinearGemv.cuh",
           cat(kNamespace, "linear_gemv<", inFeatures, ", ", maxRows, ", ",
               rowsPerWarp, ", ", warpsK, ", ", outputType(output), ", ",
-              bias ? "true" : "false", ">")};
+              bias ? "true" : "false", ", ", static_cast<int>(epilogue), ", ",
+              normPrologue ? "true" : "false", ">")};
 }
 
 LaunchDims GemvSpec::dims(int outFeatures) const {
@@ -122,11 +164,14 @@ LaunchDims GemvSpec::dims(int outFeatures) const {
   LaunchDims dims;
   dims.block.x = 256;
   dims.grid.x = ceilDiv(outFeatures, (8 / warpsK) * rowsPerWarp);
+  if (normPrologue)
+    dims.sharedBytes = static_cast<unsigned>(maxRows * inFeatures * 2);
   return dims;
 }
 
 GemvSpec GemvSpec::choose(int outFeatures, int inFeatures, int rows,
                           LinearOutput output, bool bias,
+                          LinearEpilogue epilogue, bool normPrologue,
                           int /*multiprocessors*/) {
   if (rows < 1 || rows > kMaxRows)
     fail("linear_gemv handles 1..", kMaxRows, " rows, got ", rows,
@@ -136,6 +181,8 @@ GemvSpec GemvSpec::choose(int outFeatures, int inFeatures, int rows,
   spec.inFeatures = inFeatures;
   spec.output = output;
   spec.bias = bias;
+  spec.epilogue = epilogue;
+  spec.normPrologue = normPrologue;
   spec.maxRows = nextPowerOfTwo(rows);
   // Measured on an H200 (test/gpu/NOTES.md): for 1-2 rows, 4 weight rows per
   // warp and K split over all 8 warps of a block stream best (short per-warp
@@ -157,10 +204,33 @@ KernelInstance GemmSpec::instance() const {
   if (tileM % (warpsM * 16) != 0 || tileN % (warpsN * 16) != 0)
     fail("linear_gemm: tile ", tileM, "x", tileN, " does not split into ",
          warpsM, "x", warpsN, " warps of 16-multiples");
+  checkEpilogue(output, epilogue, "linear_gemm");
+  if (splitK < 1)
+    fail("linear_gemm: splitK must be >= 1, got ", splitK);
+  // A split GEMM writes fp32 partial sums; bias and epilogue come later.
+  const bool split = splitK > 1;
+  return {"LinearGemm.cuh", cat(kNamespace, "linear_gemm<", tileM, ", ", tileN,
+                                ", ", warpsM, ", ", warpsN, ", ", stages, ", ",
+                                outputType(split ? LinearOutput::Fp32 : output),
+                                ", ", bias && !split ? "true" : "false", ", ",
+                                split ? 0 : static_cast<int>(epilogue), ", ",
+                                split ? "true" : "false", ">")};
+}
+
+KernelInstance GemmSpec::finalizeInstance() const {
+  checkEpilogue(output, epilogue, "linear_splitk_finalize");
   return {"LinearGemm.cuh",
-          cat(kNamespace, "linear_gemm<", tileM, ", ", tileN, ", ", warpsM,
-              ", ", warpsN, ", ", stages, ", ", outputType(output), ", ",
-              bias ? "true" : "false", ">")};
+          cat(kNamespace, "linear_splitk_finalize<", outputType(output), ", ",
+              bias ? "true" : "false", ", ", static_cast<int>(epilogue), ">")};
+}
+
+LaunchDims GemmSpec::finalizeDims(int rows, int outFeatures) const {
+  LaunchDims dims;
+  dims.block.x = 256;
+  const long long pairs = static_cast<long long>(rows) * (outFeatures / 2);
+  dims.grid.x = static_cast<unsigned>(
+      std::clamp<long long>((pairs + 255) / 256, 1, 4096));
+  return dims;
 }
 
 int GemmSpec::sharedBytes() const { return stages * (tileM + tileN) * 64 * 2; }
@@ -172,22 +242,36 @@ LaunchDims GemmSpec::dims(int rows, int outFeatures) const {
   dims.block.x = static_cast<unsigned>(threads());
   dims.grid.x = ceilDiv(rows, tileM);
   dims.grid.y = ceilDiv(outFeatures, tileN);
+  dims.grid.z = static_cast<unsigned>(splitK);
   dims.sharedBytes = static_cast<unsigned>(sharedBytes());
   return dims;
 }
 
 GemmSpec GemmSpec::choose(int rows, int outFeatures, LinearOutput output,
-                          bool bias, int multiprocessors) {
+                          bool bias, LinearEpilogue epilogue,
+                          int multiprocessors, int inFeatures) {
   GemmSpec large; // 128x128, 8 warps, 3 stages
   large.output = output;
   large.bias = bias;
+  large.epilogue = epilogue;
   const long long largeBlocks =
       static_cast<long long>(large.dims(rows, outFeatures).grid.x) *
       large.dims(rows, outFeatures).grid.y;
   if (largeBlocks >= 2LL * multiprocessors)
     return large;
   // Too few large tiles to fill the GPU: 64x128 tiles, 4 warps, 4 stages.
-  GemmSpec medium{64, 128, 2, 2, 4, output, bias};
+  GemmSpec medium{64, 128, 2, 2, 4, output, bias, epilogue};
+  // Few rows (batched decode): split K until about two blocks per
+  // multiprocessor stream weights, keeping at least 4 K tiles per split.
+  const long long blocks =
+      static_cast<long long>(medium.dims(rows, outFeatures).grid.x) *
+      medium.dims(rows, outFeatures).grid.y;
+  const int kTiles = ceilDiv(inFeatures, 64);
+  if (rows <= 128 && inFeatures > 0 && blocks < multiprocessors)
+    medium.splitK = static_cast<int>(std::clamp<long long>(
+        std::min<long long>((2LL * multiprocessors + blocks - 1) / blocks,
+                            kTiles / 4),
+        1, 8));
   return medium;
 }
 
@@ -242,12 +326,14 @@ std::size_t PagedAttentionSpec::workspaceFloats(int tokens, int splits) const {
 int PagedAttentionSpec::chooseSplits(int tokens, int maxContext,
                                      int multiprocessors) const {
   const long long blocks = static_cast<long long>(tokens) * kvHeads;
-  if (maxContext < 256 || blocks >= 2LL * multiprocessors)
+  if (maxContext < 64 || blocks >= 2LL * multiprocessors)
     return 1;
   // Enough blocks for about four per multiprocessor, each split still
-  // covering at least 128 positions.
+  // covering at least 32 positions (two steps of a block's 16). Batch-1
+  // decode has only Hkv blocks otherwise: 8 blocks walking 200 positions
+  // took 7 us of a 940 us token on the Llama-3.2-1B shape.
   const long long wanted = (4LL * multiprocessors + blocks - 1) / blocks;
-  const long long byLength = (maxContext + 127) / 128;
+  const long long byLength = (maxContext + 31) / 32;
   return static_cast<int>(
       std::clamp<long long>(std::min(wanted, byLength), 1, kMaxSplits));
 }

@@ -33,6 +33,10 @@ struct KernelInstance {
 
 enum class LinearOutput { Bf16, Fp32 };
 
+/// What a linear layer does with its result: the kEpilogue* constants of
+/// codegen/kernels/Common.cuh and the values of Plan.fbs's Linear ints[0].
+enum class LinearEpilogue { None = 0, Residual = 1, Swiglu = 2 };
+
 /// embedding<D>(out, table, ids, T).
 struct EmbeddingSpec {
   int hidden = 0;
@@ -54,8 +58,34 @@ struct SwigluSpec {
   LaunchDims dims(int tokens) const;
 };
 
-/// argmax(out, logits, rows, V).
+/// argmax(out, logits, rows, V, partial_value, partial_index, arrivals):
+/// each row is split over splits() blocks whose winners meet in a workspace
+/// of workspaceBytes(rows) bytes (partial values, partial indices, then one
+/// arrival counter per row, which must be zero before the first launch; the
+/// kernel leaves it zero).
 struct ArgmaxSpec {
+  int vocab = 0;
+  KernelInstance instance() const;
+  LaunchDims dims(int rows) const;
+  int splits() const;
+  std::size_t workspaceBytes(int rows) const;
+  /// Byte offsets of the partial indices and the arrival counters.
+  std::size_t indexOffset(int rows) const;
+  std::size_t arrivalOffset(int rows) const;
+};
+
+/// sample_rows(ids, logprobs, top_ids, top_logprobs, logits, params,
+/// penalty_offsets, penalty_entries, penalty_saved, rows, V, num_top) of
+/// Sampling.cuh: per-request sampling (penalties, temperature, top-k/p,
+/// min-p, seeded draws) and logprobs, one block per logits row.
+struct SamplingSpec {
+  static constexpr int kThreads = 1024;
+  /// Bytes of one sol::SamplingRow, which the kernel reads as is.
+  static constexpr int kParamsBytes = 48;
+  /// A penalty entry on the device: {token id, output count | in-prompt
+  /// bit 31} (two int32).
+  static constexpr int kPenaltyEntryBytes = 8;
+  static constexpr unsigned kInPromptBit = 0x80000000u;
   KernelInstance instance() const;
   LaunchDims dims(int rows) const;
 };
@@ -71,8 +101,9 @@ struct RmsNormSpec {
   int rowsPerBlock() const;
 };
 
-/// linear_gemv<K, MaxRows, RowsPerWarp, WarpsK, Out, HasBias>
-/// (y, x, w, bias, rows, N): decode-size linear layers (rows <= 8).
+/// linear_gemv<K, MaxRows, RowsPerWarp, WarpsK, Out, HasBias, Epilogue,
+/// NormPrologue>(y, x, w, bias, rows, N, norm_w, eps): decode-size linear
+/// layers (rows <= 8), optionally with the RMS norm of x fused in front.
 struct GemvSpec {
   static constexpr int kMaxRows = 8;
   int inFeatures = 0; // K
@@ -81,6 +112,8 @@ struct GemvSpec {
   int warpsK = 1;
   LinearOutput output = LinearOutput::Bf16;
   bool bias = false;
+  LinearEpilogue epilogue = LinearEpilogue::None;
+  bool normPrologue = false;
 
   KernelInstance instance() const;
   LaunchDims dims(int outFeatures) const;
@@ -89,11 +122,15 @@ struct GemvSpec {
   /// H200 does not depend on it yet.
   static GemvSpec choose(int outFeatures, int inFeatures, int rows,
                          LinearOutput output, bool bias,
-                         int multiprocessors = 132);
+                         LinearEpilogue epilogue = LinearEpilogue::None,
+                         bool normPrologue = false, int multiprocessors = 132);
 };
 
-/// linear_gemm<BM, BN, WarpsM, WarpsN, Stages, Out, HasBias>
-/// (y, x, w, bias, M, N, K): tensor-core linear layers (prefill).
+/// linear_gemm<BM, BN, WarpsM, WarpsN, Stages, Out, HasBias, Epilogue,
+/// SplitK>(y, x, w, bias, M, N, K): tensor-core linear layers (prefill,
+/// batched decode). With splitK > 1 the GEMM adds fp32 partial sums into a
+/// zeroed [M, N] workspace (y; bias null) and linear_splitk_finalize<Out,
+/// HasBias, Epilogue>(y, workspace, bias, M, N) produces the output.
 struct GemmSpec {
   int tileM = 128;
   int tileN = 128;
@@ -102,15 +139,23 @@ struct GemmSpec {
   int stages = 3;
   LinearOutput output = LinearOutput::Bf16;
   bool bias = false;
+  LinearEpilogue epilogue = LinearEpilogue::None;
+  int splitK = 1;
 
   KernelInstance instance() const;
   LaunchDims dims(int rows, int outFeatures) const;
+  KernelInstance finalizeInstance() const;
+  LaunchDims finalizeDims(int rows, int outFeatures) const;
   int threads() const { return warpsM * warpsN * 32; }
   /// Dynamic shared memory; above 48 KB, so the kernel's limit must be
   /// raised (Kernel::setMaxDynamicSharedMemory) before the first launch.
   int sharedBytes() const;
+  /// `inFeatures` (K) > 0 allows split-K when the output tiles alone would
+  /// leave multiprocessors idle.
   static GemmSpec choose(int rows, int outFeatures, LinearOutput output,
-                         bool bias, int multiprocessors = 132);
+                         bool bias,
+                         LinearEpilogue epilogue = LinearEpilogue::None,
+                         int multiprocessors = 132, int inFeatures = 0);
 };
 
 /// rope_kv_write<Hq, Hkv, HD, BS>(qkv, k_cache, v_cache, inv_freq, scaling,

@@ -12,6 +12,11 @@ struct LaunchDims {
   Dim3 block;
   /// Dynamic shared memory in bytes.
   unsigned sharedBytes = 0;
+  /// Programmatic dependent launch: the kernel may start before the previous
+  /// kernel in the stream has finished. Only for kernels that call
+  /// waitForPredecessor() (codegen/kernels/Common.cuh) before touching data
+  /// that earlier kernels write or read.
+  bool dependent = false;
 };
 
 } // namespace sol::cuda

@@ -33,9 +33,28 @@ void Kernel::launchWithParams(const LaunchDims &dims, const Stream &stream,
   if (g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0)
     fail("launch of ", name_, " with an empty grid (", g.x, ",", g.y, ",", g.z,
          ") or block (", b.x, ",", b.y, ",", b.z, ")");
-  const CUresult result = driverApi().launchKernel(
-      function_, g.x, g.y, g.z, b.x, b.y, b.z, dims.sharedBytes,
-      stream.handle(), params, nullptr);
+  CUresult result;
+  if (dims.dependent) {
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = g.x;
+    config.gridDimY = g.y;
+    config.gridDimZ = g.z;
+    config.blockDimX = b.x;
+    config.blockDimY = b.y;
+    config.blockDimZ = b.z;
+    config.sharedMemBytes = dims.sharedBytes;
+    config.hStream = stream.handle();
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    result = driverApi().launchKernelEx(&config, function_, params, nullptr);
+  } else {
+    result = driverApi().launchKernel(function_, g.x, g.y, g.z, b.x, b.y, b.z,
+                                      dims.sharedBytes, stream.handle(), params,
+                                      nullptr);
+  }
   if (result != CUDA_SUCCESS)
     fail("cuLaunchKernel(", name_, ", grid (", g.x, ",", g.y, ",", g.z,
          "), block (", b.x, ",", b.y, ",", b.z, "), ", dims.sharedBytes,

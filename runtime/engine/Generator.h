@@ -1,14 +1,14 @@
 //===- Generator.h - Generates tokens for one prompt ------------*- C++ -*-===//
 //
-// The single-sequence driver of an executor: chunked prefill, then greedy
-// decode steps, with the sequence's KV-cache blocks taken from a
-// KvBlockAllocator. It measures TTFT and TPOT as a user sees them (host
-// clock around each step, results on the host).
+// The single-prompt driver (solrun --prompt): a thin wrapper that submits one
+// request to an Engine and steps it to the end, streaming each token. It
+// reports TTFT and TPOT as a user sees them (host clock around each step,
+// results on the host).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/engine/KvBlockAllocator.h"
+#include "runtime/engine/Engine.h"
 #include "runtime/executor/Executor.h"
 
 #include <cstdint>
@@ -48,21 +48,10 @@ public:
   /// Teacher-forced logits of every prompt position (prompt.size() x vocab).
   std::vector<float> promptLogits(const std::vector<int32_t> &promptIds);
 
+  Engine &engine() { return engine_; }
+
 private:
-  /// Throws unless `ids` is a non-empty prompt of valid ids that fits the
-  /// model length with `extra` tokens more.
-  void checkPrompt(const std::vector<int32_t> &ids, int64_t extra) const;
-
-  /// Runs `prompt` through steps of at most maxTokensPerStep tokens. Each
-  /// step returns the logits rows of all its tokens (`allRows`) or of its
-  /// last token, into output(begin, n) for the chunk [begin, begin + n).
-  void prefill(const std::vector<int32_t> &prompt,
-               const std::vector<int32_t> &blockIds, bool allRows,
-               const std::function<StepOutput(size_t begin, size_t n)> &output);
-
-  Executor &executor_;
-  int64_t vocabSize_, maxModelLen_;
-  KvBlockAllocator blocks_;
+  Engine engine_;
 };
 
 } // namespace sol

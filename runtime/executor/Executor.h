@@ -16,6 +16,41 @@
 
 namespace sol {
 
+/// How one logits row picks its token (one per row of StepBatch::logitRows).
+/// The order of operations follows vLLM: penalties on the raw logits, then
+/// temperature, then the top-k, top-p and min-p filters, then a draw. Both
+/// executors pick the same token for the same logits (docs/sampling.md).
+struct SamplingRow {
+  float temperature = 0.0f;       // <= 0: greedy (argmax, lowest index on ties)
+  int32_t topK = 0;               // keep the k most likely tokens; 0 = all
+  float topP = 1.0f;              // smallest set whose mass reaches p; 1 = all
+  float minP = 0.0f;              // drop tokens below minP * max probability
+  float repetitionPenalty = 1.0f; // HF style, on prompt and output tokens
+  float presencePenalty = 0.0f;   // OpenAI style, on output tokens
+  float frequencyPenalty = 0.0f;  // OpenAI style, per output occurrence
+  /// The draw is a pure function of (seed, counter) and the filtered
+  /// distribution: the same request gives the same tokens whatever else is
+  /// in the batch. The engine uses the output index as the counter.
+  uint64_t seed = 0;
+  int32_t counter = 0;
+};
+
+/// Tokens a row's penalties apply to, in CSR form: row r owns entries
+/// [offsets[r], offsets[r+1]). `outputCounts` is how often the token occurs
+/// in the output so far (presence/frequency); `inPrompt` is 1 when it occurs
+/// in the prompt (repetition penalty applies to prompt and output tokens).
+/// A token appears at most once per row. Empty spans: no penalties in this
+/// step.
+struct PenaltyTokens {
+  std::span<const int32_t> offsets; // R + 1
+  std::span<const int32_t> ids;
+  std::span<const int32_t> outputCounts;
+  std::span<const uint8_t> inPrompt;
+};
+
+/// Most top logprobs a row may ask for (OpenAI's top_logprobs limit).
+constexpr int32_t kMaxTopLogprobs = 20;
+
 /// One step's batch. All spans are host memory owned by the caller.
 struct StepBatch {
   std::span<const int32_t> tokens;    // T token ids
@@ -27,12 +62,24 @@ struct StepBatch {
   std::span<const int32_t> blockTables;
   int32_t numSeqs = 0;
   int32_t maxBlocksPerSeq = 0;
+  /// R rows of sampling parameters; empty means greedy for every row.
+  std::span<const SamplingRow> sampling = {};
+  PenaltyTokens penalties = {};
+  /// Top logprobs to return per row (0..kMaxTopLogprobs), same for all rows.
+  int32_t numTopLogprobs = 0;
 };
 
 /// Where a step's results go (host memory owned by the caller).
 struct StepOutput {
   std::span<float> logits;   // R x vocab, or empty
-  std::span<int32_t> argmax; // R, or empty
+  std::span<int32_t> argmax; // R chosen ids (greedy or sampled), or empty
+  /// R log-probabilities of the chosen ids under the model's distribution
+  /// (log_softmax of the raw logits, as OpenAI's `logprobs`), or empty.
+  std::span<float> logprobs;
+  /// R x numTopLogprobs ids and log-probabilities of the most likely tokens,
+  /// most likely first, or empty.
+  std::span<int32_t> topIds;
+  std::span<float> topLogprobs;
 };
 
 class Executor {
@@ -49,8 +96,9 @@ public:
   virtual int32_t maxTokensPerStep() const = 0;
   /// Runs one step. When `out.logits` is non-empty it receives R x vocab
   /// float32 values (row r for batch.logitRows[r]); when `out.argmax` is
-  /// non-empty it receives the R greedy token ids (lowest index on ties), so
-  /// greedy decoding need not copy logits back. Throws sol::Error on invalid
+  /// non-empty it receives the R chosen token ids: greedy (lowest index on
+  /// ties) or drawn per `batch.sampling`, on the device, so decoding need not
+  /// copy logits back. Throws sol::Error on invalid
   /// input (ids or block ids out of range, T too large) before touching any
   /// state.
   virtual void step(const StepBatch &batch, const StepOutput &out) = 0;

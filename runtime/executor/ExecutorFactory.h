@@ -17,6 +17,9 @@ struct ExecutorOptions {
   double gpuMemoryUtilization = 0.9;
   /// Launch every step kernel by kernel instead of replaying CUDA graphs.
   bool disableCudaGraphs = false;
+  /// Time every op of decode-sized steps with CUDA events (no graphs) and
+  /// print a per-op table to stderr when the executor goes (CUDA only).
+  bool profileOps = false;
   /// Sequences the (CPU) KV cache is sized for.
   int32_t maxSeqs = 1;
 };

@@ -8,9 +8,12 @@
 #include "runtime/reference/ReferenceKernels.h"
 #include "runtime/reference/ReferencePlan.h"
 #include "runtime/reference/ReferenceWeights.h"
+#include "runtime/sampling/CpuSampler.h"
+#include "runtime/sampling/StepSampling.h"
 #include "runtime/support/Error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <new>
 #include <thread>
@@ -133,6 +136,7 @@ void ReferenceExecutor::validate(const StepBatch &batch,
   if (!out.argmax.empty() && static_cast<int64_t>(out.argmax.size()) != R)
     fail("the argmax output holds ", out.argmax.size(), " ids, but the step ",
          "asks for ", R, " logits rows");
+  sampling::validateSampling(batch, out, vocab);
 
   for (int64_t t = 0; t < T; ++t) {
     const int32_t pos = batch.positions[static_cast<size_t>(t)];
@@ -227,9 +231,41 @@ void ReferenceExecutor::step(const StepBatch &batch, const StepOutput &out) {
       activations_[static_cast<size_t>(plan_->logitsBuffer())];
   if (!out.logits.empty())
     std::copy_n(logits.begin(), R * vocab, out.logits.begin());
+  if (sampling::stepNeedsSampling(batch, out)) {
+    // Penalties, temperature, filters, seeded draws and logprobs: the same
+    // computation as the CUDA executor's sampling kernel.
+    sampling::CpuSampler sampler;
+    sampler.sampleStep({logits.data(), static_cast<size_t>(R * vocab)}, vocab,
+                       batch, out);
+    return;
+  }
   for (int64_t r = 0; r < static_cast<int64_t>(out.argmax.size()); ++r)
     out.argmax[static_cast<size_t>(r)] =
         argmaxIndex({logits.data() + r * vocab, static_cast<size_t>(vocab)});
+}
+
+void ReferenceExecutor::linearWithEpilogue(
+    const reference::PlanOp &op, std::span<float> out,
+    std::span<const float> in, std::span<const float> w,
+    std::span<const float> bias, int64_t rows, int64_t width, int64_t inWidth) {
+  if (op.epilogue == 0) {
+    linearRows(out, in, w, bias, rows, width, inWidth, numThreads_);
+    return;
+  }
+  // Residual: out += y. Swiglu: y holds interleaved (gate, up) pairs.
+  const int64_t yWidth = op.epilogue == 2 ? 2 * width : width;
+  std::vector<float> &y = epilogueScratch_;
+  y.resize(static_cast<size_t>(rows * yWidth));
+  linearRows(y, in, w, bias, rows, yWidth, inWidth, numThreads_);
+  for (int64_t i = 0; i < rows * width; ++i) {
+    const size_t u = static_cast<size_t>(i);
+    if (op.epilogue == 1) {
+      out[u] += y[u];
+    } else {
+      const float g = y[2 * u], up = y[2 * u + 1];
+      out[u] = g / (1.0f + std::exp(-g)) * up;
+    }
+  }
 }
 
 void ReferenceExecutor::runOps(const StepBatch &batch) {
@@ -280,11 +316,19 @@ void ReferenceExecutor::runOps(const StepBatch &batch) {
       headRmsNormRows(act(op.buffers[0]), rows, width, op.col, op.heads,
                       op.headDim, weight(op, 0), op.eps);
       break;
+    case OpKind::NormLinear:
+      rmsNormRows(act(op.buffers[2]), act(op.buffers[1]), std::span<float>(),
+                  weight(op, 0), rows, op.eps);
+      linearWithEpilogue(
+          op, act(op.buffers[0]), act(op.buffers[2]), weight(op, 1),
+          op.hasBias() ? weight(op, 2) : std::span<const float>(), rows, width,
+          buffers[static_cast<size_t>(op.buffers[1])].width);
+      break;
     case OpKind::Linear:
-      linearRows(act(op.buffers[0]), act(op.buffers[1]), weight(op, 0),
-                 op.hasBias() ? weight(op, 1) : std::span<const float>(), rows,
-                 width, buffers[static_cast<size_t>(op.buffers[1])].width,
-                 numThreads_);
+      linearWithEpilogue(
+          op, act(op.buffers[0]), act(op.buffers[1]), weight(op, 0),
+          op.hasBias() ? weight(op, 1) : std::span<const float>(), rows, width,
+          buffers[static_cast<size_t>(op.buffers[1])].width);
       break;
     case OpKind::RopeKvWrite:
       ropeKvWriteRows(act(op.buffers[0]), rows, op,

@@ -38,6 +38,7 @@ class PlanFile;
 namespace reference {
 class ReferencePlan;
 class ReferenceWeights;
+struct PlanOp;
 class PagedKvCache;
 } // namespace reference
 
@@ -88,6 +89,12 @@ private:
   void validate(const StepBatch &batch, const StepOutput &out) const;
   void validateKvPlacement(const StepBatch &batch) const;
   void runOps(const StepBatch &batch);
+  /// out = y, out += y (residual) or swiglu of y's (gate, up) pairs, for
+  /// y = in . w^T (+ bias) and the op's epilogue.
+  void linearWithEpilogue(const reference::PlanOp &op, std::span<float> out,
+                          std::span<const float> in, std::span<const float> w,
+                          std::span<const float> bias, int64_t rows,
+                          int64_t width, int64_t inWidth);
 
   std::unique_ptr<reference::ReferencePlan> plan_;
   std::unique_ptr<reference::ReferenceWeights> weights_;
@@ -98,6 +105,7 @@ private:
   int32_t blockSize_ = 0;
   int32_t maxTokensPerStep_ = 0;
   int numThreads_ = 1;
+  std::vector<float> epilogueScratch_;
   /// Smallest first-attended offset: a token at pos reads cache positions
   /// from max(0, pos - lookBack) (lookBack < 0: from 0).
   int64_t lookBack_ = 0;

@@ -22,7 +22,7 @@ constexpr int64_t kMaxHeads = int64_t{1} << 16;
 constexpr int64_t kMaxHeadDim = int64_t{1} << 16;
 constexpr int64_t kMaxWeightElements = int64_t{1} << 40;
 
-constexpr int kNumOpKinds = static_cast<int>(OpKind::GatherRows) + 1;
+constexpr int kNumOpKinds = static_cast<int>(OpKind::NormLinear) + 1;
 
 template <typename T, typename V> std::vector<T> toVector(const V *values) {
   std::vector<T> out;
@@ -59,6 +59,8 @@ std::string_view opKindName(OpKind kind) {
     return "Swiglu";
   case OpKind::Add:
     return "Add";
+  case OpKind::NormLinear:
+    return "NormLinear";
   case OpKind::GatherRows:
     return "GatherRows";
   }
@@ -238,7 +240,13 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
       op.eps = floats[0];
       break;
     case OpKind::Linear:
-      expectCounts(2, 2, 1, 2, 0, 0);
+      expectCounts(2, 2, 1, 2, ints.size() == 1 ? 1 : 0, 0);
+      op.epilogue = ints.empty() ? 0 : ints[0];
+      break;
+    case OpKind::NormLinear:
+      expectCounts(3, 3, 2, 3, 1, 1);
+      op.epilogue = ints[0];
+      op.eps = floats[0];
       break;
     case OpKind::RopeKvWrite:
       expectCounts(1, 1, 0, 0, 5, 0);
@@ -422,15 +430,35 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
     checkEps();
     break;
   }
-  case OpKind::Linear: {
+  case OpKind::Linear:
+  case OpKind::NormLinear: {
     const BufferInfo &out = activation(0);
     const BufferInfo &in = activation(1);
-    const WeightInfo &w = weight(0);
-    shapeIs(w, {out.width, in.width});
+    if (op.epilogue < 0 || op.epilogue > 2)
+      opError("epilogue ", op.epilogue,
+              " is not 0 (none), 1 (residual) or 2 (swiglu)");
+    // The swiglu epilogue's weight rows are gate/up pairs: twice as many.
+    const int64_t rowsOfW = op.epilogue == 2 ? 2 * out.width : out.width;
+    const size_t first = op.linearWeight();
+    shapeIs(weight(first), {rowsOfW, in.width});
     if (op.hasBias())
-      shapeIs(weight(1), {out.width});
+      shapeIs(weight(first + 1), {rowsOfW});
+    if (op.epilogue != 0 && out.dtype != DType::BF16)
+      opError("the residual and swiglu epilogues need a BF16 output, but '",
+              out.name, "' is ", out.dtype);
     sameRows(out, in);
     distinct(0, 1);
+    if (op.kind == OpKind::NormLinear) {
+      const BufferInfo &normed = activation(2);
+      if (normed.width != in.width)
+        opError("normed '", normed.name, "' has width ", normed.width,
+                " but in '", in.name, "' has width ", in.width);
+      sameRows(in, normed);
+      distinct(0, 2);
+      distinct(1, 2);
+      shapeIs(weight(0), {in.width});
+      checkEps();
+    }
     break;
   }
   case OpKind::RopeKvWrite: {
@@ -527,9 +555,14 @@ void ReferencePlan::checkDataFlow() const {
     };
     switch (op.kind) {
     case OpKind::Embedding:
-    case OpKind::Linear:
     case OpKind::Swiglu:
       reads(1);
+      break;
+    case OpKind::Linear:
+    case OpKind::NormLinear:
+      reads(1);
+      if (op.epilogue == 1) // the residual epilogue adds into its output
+        reads(0);
       break;
     case OpKind::RmsNorm:
       reads(1);
@@ -554,6 +587,8 @@ void ReferencePlan::checkDataFlow() const {
       break;
     }
     written[static_cast<size_t>(op.buffers[0])] = true;
+    if (op.kind == OpKind::NormLinear)
+      written[static_cast<size_t>(op.buffers[2])] = true;
     if (op.kind == OpKind::RmsNorm && op.hasResidual())
       written[static_cast<size_t>(op.buffers[2])] = true;
     if (op.kind == OpKind::RopeKvWrite)

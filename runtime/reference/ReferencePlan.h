@@ -37,6 +37,7 @@ enum class OpKind : uint8_t {
   Swiglu = 6,
   Add = 7,
   GatherRows = 8,
+  NormLinear = 9,
 };
 std::string_view opKindName(OpKind kind);
 
@@ -82,8 +83,11 @@ struct PlanOp {
   int64_t layer = 0;
   int64_t rope = 0;
   int64_t slidingWindow = 0; // Attention: 0 = unlimited
+  int64_t epilogue = 0;      // Linear, NormLinear: 0 none, 1 residual, 2 swiglu
   bool hasResidual() const { return buffers.size() == 3; }
-  bool hasBias() const { return weights.size() == 2; }
+  /// Linear: weights W[, bias]; NormLinear: norm weight, W[, bias].
+  size_t linearWeight() const { return kind == OpKind::NormLinear ? 1 : 0; }
+  bool hasBias() const { return weights.size() == linearWeight() + 2; }
 };
 
 struct RopeInfo {

@@ -20,8 +20,10 @@ struct CheckFamily {
 std::vector<CheckFamily> elementwiseChecks();
 std::vector<CheckFamily> normChecks();
 std::vector<CheckFamily> linearChecks();
+std::vector<CheckFamily> fusedLinearChecks();
 std::vector<CheckFamily> attentionChecks();
 std::vector<CheckFamily> runtimeChecks();
+std::vector<CheckFamily> samplingChecks();
 
 /// A record for `instance` with its resource report filled in.
 CheckRecord makeRecord(Checker &checker, const std::string &family,

@@ -111,10 +111,12 @@ void checkGemvShape(Checker &c, const LinearShape &s) {
         const Bf16 *wArg = weights[rotation % copies].as<const Bf16>();
         if (s.output == LinearOutput::Fp32)
           kernel.launch(spec.dims(s.n), c.stream, dOut.as<float>(),
-                        dX.as<const Bf16>(), wArg, biasArg, rows, s.n);
+                        dX.as<const Bf16>(), wArg, biasArg, rows, s.n,
+                        static_cast<const Bf16 *>(nullptr), 0.0f);
         else
           kernel.launch(spec.dims(s.n), c.stream, dOut.as<Bf16>(),
-                        dX.as<const Bf16>(), wArg, biasArg, rows, s.n);
+                        dX.as<const Bf16>(), wArg, biasArg, rows, s.n,
+                        static_cast<const Bf16 *>(nullptr), 0.0f);
       };
       launch(0);
       std::size_t unwritten = 0;

@@ -78,6 +78,46 @@ std::vector<double> referenceRmsNormRow(std::span<const float> h,
   return out;
 }
 
+std::vector<Bf16> referenceNormRows(std::span<const Bf16> x,
+                                    std::span<const Bf16> w, int rows, int k,
+                                    float eps) {
+  std::vector<Bf16> out(static_cast<std::size_t>(rows) * k);
+  for (int t = 0; t < rows; ++t) {
+    const std::vector<float> h =
+        widen(x.subspan(static_cast<std::size_t>(t) * k, k));
+    // w * bf16(normed) is a product of two bf16 values, exact in float.
+    const std::vector<double> row = referenceRmsNormRow(h, w, eps);
+    for (int i = 0; i < k; ++i)
+      out[static_cast<std::size_t>(t) * k + i] =
+          floatToBf16(static_cast<float>(row[i]));
+  }
+  return out;
+}
+
+std::vector<double> referenceResidualEpilogue(std::span<const Bf16> residual,
+                                              std::span<const double> y) {
+  std::vector<double> out(y.size());
+  for (std::size_t i = 0; i < y.size(); ++i)
+    out[i] = static_cast<double>(bf16ToFloat(residual[i])) +
+             roundBf16(static_cast<float>(y[i]));
+  return out;
+}
+
+std::vector<double> referenceSwigluEpilogue(std::span<const double> y, int rows,
+                                            int n) {
+  const int half = n / 2;
+  std::vector<double> out(static_cast<std::size_t>(rows) * half);
+  for (int t = 0; t < rows; ++t)
+    for (int i = 0; i < half; ++i) {
+      const std::size_t at = static_cast<std::size_t>(t) * n + 2 * i;
+      const double g = roundBf16(static_cast<float>(y[at]));
+      const double u = roundBf16(static_cast<float>(y[at + 1]));
+      const float act = roundBf16(static_cast<float>(g / (1.0 + std::exp(-g))));
+      out[static_cast<std::size_t>(t) * half + i] = act * u;
+    }
+  return out;
+}
+
 std::vector<double> referenceSwiglu(std::span<const Bf16> gateUp, int tokens,
                                     int intermediate) {
   std::vector<double> out(static_cast<std::size_t>(tokens) * intermediate);

@@ -31,6 +31,22 @@ std::vector<double> referenceLinearRows(std::span<const Bf16> x,
 std::vector<double> referenceRmsNormRow(std::span<const float> h,
                                         std::span<const Bf16> w, float eps);
 
+/// The bf16 rows the fused norm of a NormLinear produces:
+/// bf16(w * bf16(x[t] * rsqrt(mean(x[t]^2) + eps))) for each of `rows` rows
+/// of `k` elements (the RmsNorm kernel's rounding points, without residual).
+std::vector<Bf16> referenceNormRows(std::span<const Bf16> x,
+                                    std::span<const Bf16> w, int rows, int k,
+                                    float eps);
+
+/// The residual epilogue: residual + bf16(y), elementwise.
+std::vector<double> referenceResidualEpilogue(std::span<const Bf16> residual,
+                                              std::span<const double> y);
+
+/// The swiglu epilogue over interleaved (gate, up) columns of y [rows, n]:
+/// bf16(silu(bf16(g))) * bf16(u), [rows, n / 2].
+std::vector<double> referenceSwigluEpilogue(std::span<const double> y, int rows,
+                                            int n);
+
 std::vector<double> referenceSwiglu(std::span<const Bf16> gateUp, int tokens,
                                     int intermediate);
 

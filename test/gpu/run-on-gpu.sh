@@ -47,6 +47,10 @@ if command -v compute-sanitizer > /dev/null; then
     "$BIN" --quick --only attention,rms_norm,argmax,gemm \
     > "$WORK/racecheck.log" 2>&1
   echo "racecheck exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|CHECKS' "$WORK/racecheck.log" | tr '\n' ' ')"
+  # The GEMV's norm prologue stages the normalised rows in shared memory.
+  timeout 120 compute-sanitizer --tool racecheck --report-api-errors no \
+    "$BIN" --quick --only gemv_fused > "$WORK/racecheck-gemv.log" 2>&1
+  echo "racecheck gemv_fused exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|CHECKS' "$WORK/racecheck-gemv.log" | tr '\n' ' ')"
 fi
 tar -czf "$OUT_DIR/results.tar.gz" -C "$WORK" .
 exit $status

@@ -1,10 +1,12 @@
 //===- solrun.cpp - Runs a Sol plan ---------------------------------------===//
 //
-//   solrun model.plan --prompt-ids 1,2,3 --max-tokens N [--device
-//   auto|cuda|cpu] solrun model.plan --prompt "text" | --chat "message"
-//   [--system "..."] solrun model.plan --prompt-ids ... --max-tokens 0
-//   --logits-out FILE solrun --info model.plan solrun --tokenizer DIR|PLAN
-//   --encode | --decode | --render-chat [--jsonl]
+//   solrun model.plan --prompt-ids 1,2,3 --max-tokens N [--device cpu]
+//   solrun model.plan --prompt "text" | --chat "message" [--system "..."]
+//   solrun model.plan --prompt-ids ... --max-tokens 0 --logits-out FILE
+//   solrun model.plan --bench [--num-prompts N] [--input-len N]
+//       [--output-len N] [--max-num-seqs N] [--enable-prefix-caching] ...
+//   solrun --info model.plan
+//   solrun --tokenizer DIR|PLAN --encode | --decode | --render-chat
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/engine/Generator.h"
@@ -13,6 +15,7 @@
 #include "runtime/plan/PlanFile.h"
 #include "runtime/support/Error.h"
 #include "runtime/tokenizer/IncrementalDetokenizer.h"
+#include "tools/solrun/Bench.h"
 #include "tools/solrun/TokenizerTool.h"
 
 #include <CLI/CLI.hpp>
@@ -29,6 +32,7 @@ namespace {
 struct Options {
   std::string plan;
   bool info = false;
+  bool infoOps = false;
   std::string promptIds;
   std::string prompt;
   std::string chat;
@@ -40,6 +44,11 @@ struct Options {
   std::string logitsOut;
   sol::ExecutorOptions executor;
   sol::TokenizerToolOptions tokenizerTool;
+  bool bench = false;
+  sol::BenchOptions benchOptions;
+  std::string inputLen, outputLen, randomInputLen, randomOutputLen;
+  /// Flags that only --bench uses, as given on the command line.
+  std::vector<std::string> benchFlagsGiven;
 };
 
 std::vector<int32_t> parseIds(const std::string &text) {
@@ -125,12 +134,78 @@ void printInfo(const sol::PlanFile &file) {
                   : "none (use --prompt-ids)");
 }
 
-int run(const Options &opts) {
+/// One line per op of the step: kind, epilogue, name and buffers.
+void printOps(const sol::PlanFile &file) {
+  const sol::fb::Plan &p = file.plan();
+  if (!p.ops())
+    return;
+  static const char *const kEpilogues[] = {"", " +residual", " +swiglu"};
+  std::printf("ops:\n");
+  for (unsigned i = 0; i < p.ops()->size(); ++i) {
+    const sol::fb::Op *op = p.ops()->Get(i);
+    const bool linear = op->kind() == sol::fb::OpKind::Linear ||
+                        op->kind() == sol::fb::OpKind::NormLinear;
+    const int64_t e =
+        linear && op->ints() && op->ints()->size() ? op->ints()->Get(0) : 0;
+    std::string buffers;
+    if (op->buffers() && p.buffers())
+      for (int32_t b : *op->buffers())
+        if (b >= 0 && static_cast<unsigned>(b) < p.buffers()->size())
+          buffers += (buffers.empty() ? "" : ", ") +
+                     p.buffers()->Get(b)->name()->str();
+    std::printf("  %3u %s%s %s (%s)\n", i, sol::fb::EnumNameOpKind(op->kind()),
+                e >= 0 && e <= 2 ? kEpilogues[e] : " +?",
+                op->name() ? op->name()->c_str() : "", buffers.c_str());
+  }
+}
+
+/// Checks the --bench flags and fills opts.benchOptions.
+void prepareBench(Options &opts) {
+  if (!opts.bench) {
+    if (!opts.benchFlagsGiven.empty())
+      sol::fail(opts.benchFlagsGiven.front(),
+                " goes with --bench (the offline benchmark)");
+    return;
+  }
+  if (!opts.promptIds.empty() || !opts.prompt.empty() || !opts.chat.empty() ||
+      !opts.logitsOut.empty())
+    sol::fail("--bench makes its own random prompts; drop --prompt, "
+              "--prompt-ids, --chat and --logits-out");
+  if (!opts.inputLen.empty() && !opts.randomInputLen.empty())
+    sol::fail("give --input-len or --random-input-len, not both");
+  if (!opts.outputLen.empty() && !opts.randomOutputLen.empty())
+    sol::fail("give --output-len or --random-output-len, not both");
+  auto fixed = [](const std::string &flag, const std::string &text) {
+    if (text.find(':') != std::string::npos)
+      sol::fail(flag, " takes one length; use --random-", flag.substr(2),
+                " A:B for a range");
+    return sol::parseLengthRange(flag, text);
+  };
+  sol::BenchOptions &b = opts.benchOptions;
+  if (!opts.inputLen.empty())
+    b.inputLen = fixed("--input-len", opts.inputLen);
+  if (!opts.randomInputLen.empty())
+    b.inputLen =
+        sol::parseLengthRange("--random-input-len", opts.randomInputLen);
+  if (!opts.outputLen.empty())
+    b.outputLen = fixed("--output-len", opts.outputLen);
+  if (!opts.randomOutputLen.empty())
+    b.outputLen =
+        sol::parseLengthRange("--random-output-len", opts.randomOutputLen);
+  b.json = opts.json;
+}
+
+int run(Options &opts) {
+  prepareBench(opts);
   sol::PlanFile file = sol::PlanFile::open(opts.plan);
   if (opts.info) {
     printInfo(file);
+    if (opts.infoOps)
+      printOps(file);
     return 0;
   }
+  if (opts.bench)
+    return sol::runBench(file, opts.device, opts.executor, opts.benchOptions);
   const int prompts = int(!opts.promptIds.empty()) + int(!opts.prompt.empty()) +
                       int(!opts.chat.empty());
   if (prompts != 1)
@@ -252,6 +327,8 @@ int main(int argc, char **argv) {
   Options opts;
   app.add_option("plan", opts.plan, "the .plan file made by solc");
   app.add_flag("--info", opts.info, "print what the plan holds and exit");
+  app.add_flag("--ops", opts.infoOps,
+               "with --info: also list the step's ops (fusions show here)");
   app.add_option("--prompt-ids", opts.promptIds,
                  "prompt as comma-separated token ids, e.g. 1,2,3");
   app.add_option("--prompt", opts.prompt,
@@ -300,11 +377,57 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(0.05, 1.0));
   app.add_flag("--no-cuda-graph", opts.executor.disableCudaGraphs,
                "launch decode steps kernel by kernel (debugging)");
+  app.add_flag("--profile-ops", opts.executor.profileOps,
+               "time every op of decode steps with CUDA events and print a "
+               "per-op table to stderr at exit (slower; CUDA only)");
+
+  // The offline benchmark (as `vllm bench throughput`, random dataset).
+  sol::BenchOptions &b = opts.benchOptions;
+  app.add_flag("--bench", opts.bench,
+               "offline throughput benchmark: random prompts, all submitted "
+               "at once, ignore_eos; prints a table (or JSON with --json)");
+  std::vector<CLI::Option *> benchFlags = {
+      app.add_option("--num-prompts", b.numPrompts,
+                     "with --bench: requests (default 256)")
+          ->check(CLI::Range(1, INT32_MAX)),
+      app.add_option("--input-len", opts.inputLen,
+                     "with --bench: prompt tokens (default 1024)"),
+      app.add_option("--output-len", opts.outputLen,
+                     "with --bench: tokens generated per request (default "
+                     "128)"),
+      app.add_option("--random-input-len", opts.randomInputLen,
+                     "with --bench: prompt tokens uniform in A:B"),
+      app.add_option("--random-output-len", opts.randomOutputLen,
+                     "with --bench: output tokens uniform in A:B"),
+      app.add_option("--prefix-len", b.prefixLen,
+                     "with --bench: random ids shared by every prompt, before "
+                     "its own (default 0)")
+          ->check(CLI::Range(0, INT32_MAX)),
+      app.add_option("--max-num-seqs", b.maxNumSeqs,
+                     "with --bench: sequences batched together at most "
+                     "(default min(256, max-num-batched-tokens))")
+          ->check(CLI::Range(1, INT32_MAX)),
+      app.add_option("--max-num-batched-tokens", b.maxNumBatchedTokens,
+                     "with --bench: tokens per step at most (default: the "
+                     "plan's limit)")
+          ->check(CLI::Range(1, INT32_MAX)),
+      app.add_flag("--enable-prefix-caching", b.enablePrefixCaching,
+                   "with --bench: reuse the KV cache of shared prompt "
+                   "prefixes"),
+      app.add_option("--max-concurrency", b.maxConcurrency,
+                     "with --bench: requests in flight at most; the next is "
+                     "submitted when one finishes (default: all at once)")
+          ->check(CLI::Range(1, INT32_MAX)),
+      app.add_option("--seed", b.seed,
+                     "with --bench: seed of the random prompts (default 0)")};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     return app.exit(e);
   }
+  for (CLI::Option *o : benchFlags)
+    if (o->count() > 0)
+      opts.benchFlagsGiven.push_back(o->get_name());
   try {
     if (!opts.tokenizerTool.source.empty())
       return sol::runTokenizerTool(opts.tokenizerTool);

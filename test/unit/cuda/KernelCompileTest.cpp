@@ -15,11 +15,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace sol::test {
 namespace {
 
 using cuda::GemmSpec;
 using cuda::GemvSpec;
+using cuda::LinearEpilogue;
 using cuda::LinearOutput;
 using cuda::RmsNormSpec;
 
@@ -97,15 +100,23 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
                      ", ", spec.warpsM, ", ", spec.warpsN, ", ", spec.stages,
                      ">::kThreads == ", spec.threads(), ");\n");
   }
+  code +=
+      sol::cat("static_assert(kGemvThreads == ", GemvSpec{2048}.dims(8).block.x,
+               ");\n", "static_assert(kArgmaxThreads == ",
+               cuda::ArgmaxSpec{1000}.dims(1).block.x, ");\n",
+               "static_assert(kPagedAttentionThreads == ",
+               cuda::PagedAttentionSpec{32, 8, 64}.dims(1, 1).block.x, ");\n",
+               "static_assert(kRopeThreads == ",
+               cuda::RopeKvWriteSpec{32, 8, 64}.dims(1).block.x, ");\n",
+               "static_assert(kDefaultKvBlockSize == ",
+               cuda::PagedAttentionSpec{}.blockSize, ");\n");
+  // The epilogue values the specs put into linear_gemv / linear_gemm names.
   code += sol::cat(
-      "static_assert(kGemvThreads == ", GemvSpec{2048}.dims(8).block.x, ");\n",
-      "static_assert(kArgmaxThreads == ", cuda::ArgmaxSpec{}.dims(1).block.x,
-      ");\n", "static_assert(kPagedAttentionThreads == ",
-      cuda::PagedAttentionSpec{32, 8, 64}.dims(1, 1).block.x, ");\n",
-      "static_assert(kRopeThreads == ",
-      cuda::RopeKvWriteSpec{32, 8, 64}.dims(1).block.x, ");\n",
-      "static_assert(kDefaultKvBlockSize == ",
-      cuda::PagedAttentionSpec{}.blockSize, ");\n");
+      "static_assert(kEpilogueNone == ", static_cast<int>(LinearEpilogue::None),
+      ");\n", "static_assert(kEpilogueResidual == ",
+      static_cast<int>(LinearEpilogue::Residual), ");\n",
+      "static_assert(kEpilogueSwiglu == ",
+      static_cast<int>(LinearEpilogue::Swiglu), ");\n");
 
   nvrtc::KernelSource source;
   source.name = "spec_consistency.cu";
@@ -132,6 +143,158 @@ TEST(KernelCompile, MismatchedSpecIsCaught) {
   auto headers = nvrtc::embeddedKernelHeaders();
   source.headers.assign(headers.begin(), headers.end());
   EXPECT_THROW(compiler->compile(source), sol::Error);
+}
+
+// Every fused variant of the linear kernels (each epilogue, with and without
+// the norm prologue, bf16 and fp32 output) on the Llama-3.2-1B and
+// Qwen2.5-1.5B shapes, including bias, swiglu without the prologue and the
+// split-K finalize of each epilogue.
+TEST(KernelCompile, FusedLinearVariantsCompile) {
+  std::string reason;
+  nvrtc::NvrtcOptions options;
+  options.useCache = false;
+  auto compiler = makeCompiler(options, reason);
+  if (!compiler)
+    GTEST_SKIP() << "NVRTC not available: " << reason;
+
+  struct Shape {
+    int hidden, intermediate, qkv;
+    bool qkvBias;
+  };
+  std::vector<cuda::KernelInstance> instances;
+  auto add = [&instances](const cuda::KernelInstance &instance) {
+    if (std::find(instances.begin(), instances.end(), instance) ==
+        instances.end())
+      instances.push_back(instance);
+  };
+  for (const Shape &s :
+       {Shape{2048, 8192, 3072, false}, Shape{1536, 8960, 2048, true}}) {
+    for (int rows : {1, 3, 8}) {
+      for (bool norm : {false, true}) {
+        add(GemvSpec::choose(s.qkv, s.hidden, rows, LinearOutput::Bf16,
+                             s.qkvBias, LinearEpilogue::None, norm)
+                .instance());
+        add(GemvSpec::choose(s.hidden, s.hidden, rows, LinearOutput::Bf16,
+                             false, LinearEpilogue::Residual, norm)
+                .instance());
+        add(GemvSpec::choose(2 * s.intermediate, s.hidden, rows,
+                             LinearOutput::Bf16, false, LinearEpilogue::Swiglu,
+                             norm)
+                .instance());
+      }
+      add(GemvSpec::choose(s.hidden, s.intermediate, rows, LinearOutput::Bf16,
+                           false, LinearEpilogue::Residual)
+              .instance());
+      add(GemvSpec::choose(151936, s.hidden, rows, LinearOutput::Fp32, false,
+                           LinearEpilogue::None, true)
+              .instance());
+    }
+    for (int rows : {16, 4096})
+      for (bool bias : {false, true})
+        for (LinearEpilogue e : {LinearEpilogue::None, LinearEpilogue::Residual,
+                                 LinearEpilogue::Swiglu}) {
+          add(GemmSpec::choose(rows, 2 * s.intermediate, LinearOutput::Bf16,
+                               bias, e)
+                  .instance());
+          // With K: 16 rows split K, the finalize applies bias and epilogue.
+          const GemmSpec split = GemmSpec::choose(
+              rows, s.hidden, LinearOutput::Bf16, bias, e, 132, s.intermediate);
+          add(split.instance());
+          if (split.splitK > 1)
+            add(split.finalizeInstance());
+        }
+  }
+  // The 64 KB prologue (K = 4096, 8 rows) and an odd K / row count.
+  add(GemvSpec::choose(6144, 4096, 8, LinearOutput::Bf16, false,
+                       LinearEpilogue::None, true)
+          .instance());
+  add(GemvSpec::choose(1000, 896, 5, LinearOutput::Bf16, true,
+                       LinearEpilogue::Swiglu, true)
+          .instance());
+
+  const std::vector<nvrtc::KernelSource> sources =
+      nvrtc::buildKernelSources(instances);
+  std::vector<nvrtc::CompiledKernels> compiled;
+  try {
+    compiled = compiler->compileAll(sources);
+  } catch (const std::exception &e) {
+    FAIL() << e.what();
+  }
+  ASSERT_EQ(compiled.size(), sources.size());
+  std::size_t found = 0;
+  for (std::size_t i = 0; i < sources.size(); ++i)
+    for (const std::string &expr : sources[i].nameExpressions) {
+      auto it = compiled[i].loweredNames.find(expr);
+      ASSERT_NE(it, compiled[i].loweredNames.end()) << expr;
+      EXPECT_NE(compiled[i].ptx.find(".entry " + it->second), std::string::npos)
+          << expr << " has no entry in the PTX";
+      ++found;
+    }
+  EXPECT_EQ(found, instances.size());
+}
+
+// The kernels' own static_asserts reject what the specs reject: a swiglu
+// GEMV whose warps hold an odd number of W rows (a gate without its up) and
+// an fp32 GEMM (or split-K finalize) with an epilogue, a split-K GEMM with
+// one. The even / bf16 twins compile.
+TEST(KernelCompile, FusedLinearKernelsRejectInvalidVariants) {
+  std::string reason;
+  nvrtc::NvrtcOptions options;
+  options.useCache = false;
+  auto compiler = makeCompiler(options, reason);
+  if (!compiler)
+    GTEST_SKIP() << "NVRTC not available: " << reason;
+  auto compileOne = [&](const std::string &header, const std::string &expr) {
+    nvrtc::KernelSource source;
+    source.name = "fused_variant.cu";
+    source.code = "#include \"" + header + "\"\n";
+    auto headers = nvrtc::embeddedKernelHeaders();
+    source.headers.assign(headers.begin(), headers.end());
+    source.nameExpressions = {expr};
+    return compiler->compile(source);
+  };
+  auto expectRejected = [&](const std::string &header, const std::string &expr,
+                            const std::string &message) {
+    try {
+      compileOne(header, expr);
+      ADD_FAILURE() << expr << " compiled";
+    } catch (const sol::Error &e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos)
+          << expr << ": " << e.what();
+    }
+  };
+  expectRejected(
+      "LinearGemv.cuh",
+      "sol::kernels::linear_gemv<2048, 1, 1, 8, __nv_bfloat16, false, 2, true>",
+      "even RowsPerWarp");
+  expectRejected(
+      "LinearGemm.cuh",
+      "sol::kernels::linear_gemm<64, 128, 2, 2, 4, float, false, 1, false>",
+      "fp32 output: no epilogue");
+  expectRejected(
+      "LinearGemm.cuh",
+      "sol::kernels::linear_gemm<128, 128, 2, 4, 3, float, false, 2, false>",
+      "fp32 output: no epilogue");
+  // A split-K GEMM leaves bias and epilogue to its finalize, which has the
+  // fp32 rule too.
+  expectRejected(
+      "LinearGemm.cuh",
+      "sol::kernels::linear_gemm<64, 128, 2, 2, 4, float, false, 1, true>",
+      "split-K adds bias and epilogue");
+  expectRejected("LinearGemm.cuh",
+                 "sol::kernels::linear_splitk_finalize<float, false, 2>",
+                 "fp32 output: no epilogue");
+  EXPECT_NO_THROW(compileOne(
+      "LinearGemv.cuh",
+      "sol::kernels::linear_gemv<2048, 1, 2, 8, __nv_bfloat16, false, 2, "
+      "true>"));
+  EXPECT_NO_THROW(compileOne(
+      "LinearGemm.cuh",
+      "sol::kernels::linear_gemm<64, 128, 2, 2, 4, __nv_bfloat16, false, 1, "
+      "false>"));
+  EXPECT_NO_THROW(compileOne(
+      "LinearGemm.cuh",
+      "sol::kernels::linear_splitk_finalize<__nv_bfloat16, true, 2>"));
 }
 
 } // namespace

@@ -19,12 +19,14 @@ TEST(KernelSpecs, NameExpressions) {
   EXPECT_EQ(ArgmaxSpec{}.instance().nameExpression, "sol::kernels::argmax");
   GemvSpec gemv{2048, 1, 4, 2, LinearOutput::Fp32, false};
   EXPECT_EQ(gemv.instance().nameExpression,
-            "sol::kernels::linear_gemv<2048, 1, 4, 2, float, false>");
+            "sol::kernels::linear_gemv<2048, 1, 4, 2, float, false, 0, false>");
+  EXPECT_EQ(gemv.instance().header, "LinearGemv.cuh");
   GemmSpec gemm;
   gemm.bias = true;
   EXPECT_EQ(gemm.instance().nameExpression,
             "sol::kernels::linear_gemm<128, 128, 2, 4, 3, __nv_bfloat16, "
-            "true>");
+            "true, 0, false>");
+  EXPECT_EQ(gemm.instance().header, "LinearGemm.cuh");
   EXPECT_EQ((RopeKvWriteSpec{32, 8, 64}.instance().nameExpression),
             "sol::kernels::rope_kv_write<32, 8, 64, 16>");
   const PagedAttentionSpec attention{28, 4, 128};
@@ -84,6 +86,209 @@ TEST(KernelSpecs, GemvChoice) {
   EXPECT_EQ((GemvSpec{2048, 1, 4, 2}.dims(1000).grid.x), 63u);
 }
 
+// The epilogue is the kEpilogue* value (None 0, Residual 1, Swiglu 2), the
+// norm prologue the last template argument.
+TEST(KernelSpecs, FusedLinearNameExpressions) {
+  const GemvSpec gateUp{
+      2048, 1, 4, 8, LinearOutput::Bf16, false, LinearEpilogue::Swiglu, true};
+  EXPECT_EQ(gateUp.instance().nameExpression,
+            "sol::kernels::linear_gemv<2048, 1, 4, 8, __nv_bfloat16, false, 2, "
+            "true>");
+  const GemvSpec down{
+      8192, 8, 2, 8, LinearOutput::Bf16, false, LinearEpilogue::Residual,
+      false};
+  EXPECT_EQ(down.instance().nameExpression,
+            "sol::kernels::linear_gemv<8192, 8, 2, 8, __nv_bfloat16, false, 1, "
+            "false>");
+  const GemvSpec head{
+      2048, 1, 4, 8, LinearOutput::Fp32, false, LinearEpilogue::None, true};
+  EXPECT_EQ(head.instance().nameExpression,
+            "sol::kernels::linear_gemv<2048, 1, 4, 8, float, false, 0, true>");
+  // Qwen2.5-1.5B's QKV (with bias) behind its norm, 3 rows.
+  const GemvSpec qkv = GemvSpec::choose(2048, 1536, 3, LinearOutput::Bf16, true,
+                                        LinearEpilogue::None, true);
+  EXPECT_EQ(qkv.instance().nameExpression,
+            "sol::kernels::linear_gemv<1536, 4, 2, 4, __nv_bfloat16, true, 0, "
+            "true>");
+
+  const GemmSpec residual = GemmSpec::choose(4096, 2048, LinearOutput::Bf16,
+                                             false, LinearEpilogue::Residual);
+  EXPECT_EQ(residual.instance().nameExpression,
+            "sol::kernels::linear_gemm<128, 128, 2, 4, 3, __nv_bfloat16, "
+            "false, 1, false>");
+  const GemmSpec swiglu = GemmSpec::choose(16, 16384, LinearOutput::Bf16, true,
+                                           LinearEpilogue::Swiglu);
+  EXPECT_EQ(swiglu.instance().nameExpression,
+            "sol::kernels::linear_gemm<64, 128, 2, 2, 4, __nv_bfloat16, true, "
+            "2, false>");
+}
+
+// A split-K GEMM writes fp32 partial sums without bias or epilogue; its
+// finalize kernel applies both (and the output type).
+TEST(KernelSpecs, SplitKGemmLeavesBiasAndEpilogueToTheFinalize) {
+  const GemmSpec gateUp = GemmSpec::choose(16, 16384, LinearOutput::Bf16, false,
+                                           LinearEpilogue::Swiglu, 132, 2048);
+  ASSERT_GT(gateUp.splitK, 1);
+  EXPECT_EQ(gateUp.epilogue, LinearEpilogue::Swiglu);
+  EXPECT_EQ(gateUp.instance().nameExpression,
+            "sol::kernels::linear_gemm<64, 128, 2, 2, 4, float, false, 0, "
+            "true>");
+  EXPECT_EQ(gateUp.finalizeInstance().nameExpression,
+            "sol::kernels::linear_splitk_finalize<__nv_bfloat16, false, 2>");
+  EXPECT_EQ(gateUp.finalizeInstance().header, "LinearGemm.cuh");
+  EXPECT_EQ(gateUp.dims(9, 16384).grid.z, static_cast<unsigned>(gateUp.splitK));
+  EXPECT_EQ(gateUp.dims(9, 16384).grid.y, 128u);
+  // One thread per (gate, up) column pair of W's rows.
+  EXPECT_EQ(gateUp.finalizeDims(9, 16384).block.x, 256u);
+  EXPECT_EQ(gateUp.finalizeDims(9, 16384).grid.x, 9u * 8192 / 256);
+
+  const GemmSpec residual = GemmSpec::choose(
+      12, 264, LinearOutput::Bf16, true, LinearEpilogue::Residual, 132, 1024);
+  ASSERT_GT(residual.splitK, 1);
+  EXPECT_EQ(residual.instance().nameExpression,
+            "sol::kernels::linear_gemm<64, 128, 2, 2, 4, float, false, 0, "
+            "true>");
+  EXPECT_EQ(residual.finalizeInstance().nameExpression,
+            "sol::kernels::linear_splitk_finalize<__nv_bfloat16, true, 1>");
+
+  const GemmSpec logits = GemmSpec::choose(12, 4096, LinearOutput::Fp32, false,
+                                           LinearEpilogue::None, 132, 2048);
+  ASSERT_GT(logits.splitK, 1);
+  EXPECT_EQ(logits.finalizeInstance().nameExpression,
+            "sol::kernels::linear_splitk_finalize<float, false, 0>");
+
+  // No K, or enough row tiles: no split, the epilogue stays in the GEMM.
+  EXPECT_EQ(GemmSpec::choose(16, 16384, LinearOutput::Bf16, false,
+                             LinearEpilogue::Swiglu)
+                .splitK,
+            1);
+  const GemmSpec prefill =
+      GemmSpec::choose(4096, 2048, LinearOutput::Bf16, false,
+                       LinearEpilogue::Residual, 132, 8192);
+  EXPECT_EQ(prefill.splitK, 1);
+  EXPECT_EQ(prefill.dims(4096, 2048).grid.z, 1u);
+  EXPECT_EQ(prefill.instance().nameExpression,
+            "sol::kernels::linear_gemm<128, 128, 2, 4, 3, __nv_bfloat16, "
+            "false, 1, false>");
+
+  // fp32 output with an epilogue is rejected on both kernels of a split.
+  GemmSpec bad = logits;
+  bad.epilogue = LinearEpilogue::Residual;
+  EXPECT_THROW(bad.instance(), sol::Error);
+  EXPECT_THROW(bad.finalizeInstance(), sol::Error);
+}
+
+TEST(KernelSpecs, GemvFusedChoice) {
+  // The epilogue and the prologue are carried through and do not change the
+  // measured configuration or the grid.
+  for (int rows : {1, 3, 8}) {
+    const GemvSpec plain =
+        GemvSpec::choose(16384, 2048, rows, LinearOutput::Bf16, false);
+    const GemvSpec fused =
+        GemvSpec::choose(16384, 2048, rows, LinearOutput::Bf16, false,
+                         LinearEpilogue::Swiglu, true);
+    EXPECT_EQ(fused.epilogue, LinearEpilogue::Swiglu);
+    EXPECT_TRUE(fused.normPrologue);
+    EXPECT_EQ(fused.maxRows, plain.maxRows);
+    EXPECT_EQ(fused.rowsPerWarp, plain.rowsPerWarp);
+    EXPECT_EQ(fused.warpsK, plain.warpsK);
+    EXPECT_EQ(fused.dims(16384).grid.x, plain.dims(16384).grid.x);
+    EXPECT_EQ(fused.dims(16384).block.x, 256u);
+  }
+  const GemvSpec plain =
+      GemvSpec::choose(2048, 2048, 1, LinearOutput::Bf16, false);
+  EXPECT_EQ(plain.epilogue, LinearEpilogue::None);
+  EXPECT_FALSE(plain.normPrologue);
+  const GemvSpec residual = GemvSpec::choose(2048, 8192, 8, LinearOutput::Bf16,
+                                             false, LinearEpilogue::Residual);
+  EXPECT_EQ(residual.epilogue, LinearEpilogue::Residual);
+  EXPECT_FALSE(residual.normPrologue);
+  EXPECT_EQ(residual.warpsK, 8);
+  // Every swiglu choice keeps gate/up pairs in one warp.
+  for (int k : {896, 1536, 2048, 3584, 4096})
+    for (int rows = 1; rows <= GemvSpec::kMaxRows; ++rows)
+      EXPECT_EQ(GemvSpec::choose(2 * 4864, k, rows, LinearOutput::Bf16, false,
+                                 LinearEpilogue::Swiglu, true)
+                        .rowsPerWarp %
+                    2,
+                0)
+          << "K " << k << ", rows " << rows;
+}
+
+TEST(KernelSpecs, GemvNormPrologueSharedMemory) {
+  // The prologue keeps MaxRows normalised bf16 rows of K in dynamic shared
+  // memory; without it the GEMV needs none.
+  EXPECT_EQ(GemvSpec::choose(3072, 2048, 1, LinearOutput::Bf16, false)
+                .dims(3072)
+                .sharedBytes,
+            0u);
+  EXPECT_EQ(GemvSpec::choose(2048, 2048, 8, LinearOutput::Bf16, false,
+                             LinearEpilogue::Residual)
+                .dims(2048)
+                .sharedBytes,
+            0u);
+  const auto shared = [](int n, int k, int rows, LinearOutput output) {
+    return GemvSpec::choose(n, k, rows, output, false, LinearEpilogue::None,
+                            true)
+        .dims(n)
+        .sharedBytes;
+  };
+  EXPECT_EQ(shared(3072, 2048, 1, LinearOutput::Bf16), 1u * 2048 * 2);
+  EXPECT_EQ(shared(3072, 2048, 3, LinearOutput::Bf16), 4u * 2048 * 2);
+  EXPECT_EQ(shared(3072, 2048, 8, LinearOutput::Bf16), 8u * 2048 * 2);
+  EXPECT_EQ(shared(128256, 2048, 1, LinearOutput::Fp32), 4096u);
+  // K = 4096 at 8 rows needs 64 KB: above the default 48 KB limit, so the
+  // launcher must raise the kernel's limit first.
+  EXPECT_EQ(shared(6144, 4096, 8, LinearOutput::Bf16), 65536u);
+  EXPECT_GT(shared(6144, 4096, 8, LinearOutput::Bf16), 48u * 1024);
+  EXPECT_EQ(shared(6144, 4096, 5, LinearOutput::Bf16), 65536u);
+  EXPECT_EQ((GemvSpec{896, 2, 4, 2, LinearOutput::Bf16, false,
+                      LinearEpilogue::Swiglu, true}
+                 .dims(1000)
+                 .sharedBytes),
+            2u * 896 * 2);
+}
+
+TEST(KernelSpecs, FusedLinearErrors) {
+  // An fp32 output (logits) takes no residual or swiglu epilogue.
+  for (LinearEpilogue e : {LinearEpilogue::Residual, LinearEpilogue::Swiglu}) {
+    EXPECT_THROW((GemvSpec{2048, 1, 4, 8, LinearOutput::Fp32, false, e, false}
+                      .instance()),
+                 sol::Error);
+    EXPECT_THROW((GemvSpec{2048, 1, 4, 8, LinearOutput::Fp32, false, e, true}
+                      .instance()),
+                 sol::Error);
+    EXPECT_THROW(
+        GemmSpec::choose(4096, 2048, LinearOutput::Fp32, false, e).instance(),
+        sol::Error);
+    EXPECT_THROW(
+        GemmSpec::choose(16, 2048, LinearOutput::Fp32, false, e).instance(),
+        sol::Error);
+    EXPECT_NO_THROW(
+        GemmSpec::choose(16, 2048, LinearOutput::Bf16, false, e).instance());
+  }
+  EXPECT_NO_THROW((GemvSpec{2048, 1, 4, 8, LinearOutput::Fp32, false,
+                            LinearEpilogue::None, true}
+                       .instance()));
+  // Swiglu needs both rows of a gate/up pair in one warp: an even
+  // rowsPerWarp.
+  EXPECT_THROW((GemvSpec{2048, 8, 1, 4, LinearOutput::Bf16, false,
+                         LinearEpilogue::Swiglu, true}
+                    .instance()),
+               sol::Error);
+  EXPECT_THROW((GemvSpec{2048, 1, 1, 8, LinearOutput::Bf16, false,
+                         LinearEpilogue::Swiglu, false}
+                    .instance()),
+               sol::Error);
+  EXPECT_NO_THROW((GemvSpec{2048, 1, 2, 8, LinearOutput::Bf16, false,
+                            LinearEpilogue::Swiglu, false}
+                       .instance()));
+  // rowsPerWarp 1 is fine for the other epilogues.
+  EXPECT_NO_THROW((GemvSpec{2048, 8, 1, 4, LinearOutput::Bf16, false,
+                            LinearEpilogue::Residual, true}
+                       .instance()));
+}
+
 TEST(KernelSpecs, GemmGeometry) {
   const GemmSpec big = GemmSpec::choose(4096, 4096, LinearOutput::Bf16, false);
   EXPECT_EQ(big.tileM, 128);
@@ -97,15 +302,28 @@ TEST(KernelSpecs, GemmGeometry) {
   EXPECT_EQ(small.tileM, 64);
   EXPECT_EQ(small.threads(), 128);
   EXPECT_THROW(big.dims(16, 100), sol::Error); // N not a multiple of 8
+  // The epilogue changes neither the tiles nor the grid: it runs over W's
+  // rows (swiglu writes half as many output columns).
+  const GemmSpec swiglu = GemmSpec::choose(4096, 16384, LinearOutput::Bf16,
+                                           false, LinearEpilogue::Swiglu);
+  EXPECT_EQ(swiglu.epilogue, LinearEpilogue::Swiglu);
+  EXPECT_EQ(swiglu.tileM, big.tileM);
+  EXPECT_EQ(swiglu.dims(1000, 16384).grid.y, 128u);
+  EXPECT_EQ(swiglu.sharedBytes(), big.sharedBytes());
+  EXPECT_EQ(GemmSpec::choose(64, 2048, LinearOutput::Bf16, false,
+                             LinearEpilogue::Residual)
+                .tileM,
+            64);
 }
 
 TEST(KernelSpecs, AttentionSplitsAndWorkspace) {
   const PagedAttentionSpec spec{32, 8, 128};
-  EXPECT_EQ(spec.chooseSplits(1, 100), 1);    // short context
+  EXPECT_EQ(spec.chooseSplits(1, 48), 1);     // short context
+  EXPECT_EQ(spec.chooseSplits(1, 100), 4);    // 32 positions per split
   EXPECT_EQ(spec.chooseSplits(256, 8192), 1); // enough blocks already
   const int splits = spec.chooseSplits(1, 4096);
   EXPECT_GT(splits, 1);
-  EXPECT_LE(splits, 4096 / 128);
+  EXPECT_LE(splits, 4096 / 32);
   EXPECT_EQ(spec.dims(3, 5).grid.x, 24u);
   EXPECT_EQ(spec.dims(3, 5).grid.y, 5u);
   EXPECT_EQ(spec.chooseSplits(1, 1 << 20), PagedAttentionSpec::kMaxSplits);
@@ -121,7 +339,12 @@ TEST(KernelSpecs, ElementwiseGeometry) {
   EXPECT_EQ(EmbeddingSpec{2048}.dims(3).grid.x, 3u);
   EXPECT_EQ(SwigluSpec{8192}.dims(1).grid.x, 4u);
   EXPECT_EQ(GatherRowsSpec{2048}.dims(1).block.x, 256u);
-  EXPECT_EQ(ArgmaxSpec{}.dims(5).grid.x, 5u);
+  EXPECT_EQ(ArgmaxSpec{128256}.dims(5).grid.y, 5u);
+  EXPECT_EQ(ArgmaxSpec{128256}.dims(5).grid.x, 32u);
+  EXPECT_EQ(ArgmaxSpec{1001}.dims(3).grid.x, 1u);
+  EXPECT_EQ(ArgmaxSpec{1 << 20}.splits(), 64);
+  EXPECT_EQ(ArgmaxSpec{128256}.workspaceBytes(2), 2u * 32 * 8 + 2 * 4);
+  EXPECT_THROW(ArgmaxSpec{}.dims(1), sol::Error);
   EXPECT_EQ(SwigluSpec{8192}.dims(1 << 20).grid.x, 65535u); // grid-stride
 }
 

@@ -11,6 +11,7 @@ const std::vector<ModelShape> &supportedModelShapes() {
       {"Llama-3.2-1B", 2048, 8192, 32, 8, 64, 128256, false, false},
       {"Llama-3.1-8B", 4096, 14336, 32, 8, 128, 128256, false, false},
       {"Qwen2.5-0.5B", 896, 4864, 14, 2, 64, 151936, true, false},
+      {"Qwen2.5-1.5B", 1536, 8960, 12, 2, 128, 151936, true, false},
       {"Qwen2.5-7B", 3584, 18944, 28, 4, 128, 152064, true, false},
       {"Qwen3-0.6B", 1024, 3072, 16, 8, 128, 151936, false, true},
       {"Mistral-7B", 4096, 14336, 32, 8, 128, 32768, false, false},
@@ -32,20 +33,53 @@ std::vector<cuda::KernelInstance> modelKernelInstances() {
       int n, k;
       LinearOutput output;
       bool bias;
+      // How the fused plan runs it (codegen/lower/LowerToSchedule.cpp): the
+      // norm in front of qkv, gate_up and the LM head becomes the GEMV's
+      // prologue (NormLinear), o and down add into the residual stream, and
+      // gate_up applies SwiGLU to its interleaved rows.
+      LinearEpilogue epilogue;
+      bool norm;
     };
     const Linear linears[] = {
-        {qkv, m.hidden, LinearOutput::Bf16, m.qkvBias},
-        {m.hidden, attnOut, LinearOutput::Bf16, false},
-        {2 * m.intermediate, m.hidden, LinearOutput::Bf16, false},
-        {m.hidden, m.intermediate, LinearOutput::Bf16, false},
-        {m.vocab, m.hidden, LinearOutput::Fp32, false},
+        {qkv, m.hidden, LinearOutput::Bf16, m.qkvBias, LinearEpilogue::None,
+         true},
+        {m.hidden, attnOut, LinearOutput::Bf16, false, LinearEpilogue::Residual,
+         false},
+        {2 * m.intermediate, m.hidden, LinearOutput::Bf16, false,
+         LinearEpilogue::Swiglu, true},
+        {m.hidden, m.intermediate, LinearOutput::Bf16, false,
+         LinearEpilogue::Residual, false},
+        {m.vocab, m.hidden, LinearOutput::Fp32, false, LinearEpilogue::None,
+         true},
     };
     for (const Linear &l : linears) {
-      for (int rows : {1, 2, 4, 8})
+      // Unfused (plain Linear ops, e.g. a norm with several users), then
+      // fused; for more than 8 rows a NormLinear runs rms_norm and the GEMM.
+      // 16 rows: batched decode.
+      for (int rows : {1, 2, 4, 8}) {
         add(GemvSpec::choose(l.n, l.k, rows, l.output, l.bias).instance());
-      for (int rows : {64, 4096})
+        add(GemvSpec::choose(l.n, l.k, rows, l.output, l.bias, l.epilogue,
+                             l.norm)
+                .instance());
+      }
+      for (int rows : {16, 64, 4096}) {
         add(GemmSpec::choose(rows, l.n, l.output, l.bias).instance());
+        // As selectKernels chooses (K known): few rows may split K, and
+        // the finalize kernel then applies bias and epilogue.
+        const GemmSpec fused =
+            GemmSpec::choose(rows, l.n, l.output, l.bias, l.epilogue, 132, l.k);
+        add(fused.instance());
+        if (fused.splitK > 1)
+          add(fused.finalizeInstance());
+      }
     }
+    // The residual epilogue behind a norm prologue: no decoder layer has
+    // one, but the kernel supports it; two shapes compile it.
+    if (m.name == "Llama-3.2-1B" || m.name == "Qwen2.5-1.5B")
+      for (int rows : {1, 8})
+        add(GemvSpec::choose(m.hidden, attnOut, rows, LinearOutput::Bf16, false,
+                             LinearEpilogue::Residual, true)
+                .instance());
     add(EmbeddingSpec{m.hidden}.instance());
     add(RmsNormSpec{m.hidden}.instance());
     if (m.qkNorm)
@@ -58,6 +92,7 @@ std::vector<cuda::KernelInstance> modelKernelInstances() {
     add(attention.combineInstance());
   }
   add(ArgmaxSpec{}.instance());
+  add(SamplingSpec{}.instance());
   return out;
 }
 

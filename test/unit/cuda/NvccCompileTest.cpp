@@ -36,19 +36,29 @@ TEST(NvccCompile, EveryKernelTemplateCompiles) {
 #include "PagedAttention.cuh"
 #include "RmsNorm.cuh"
 #include "RopeKvWrite.cuh"
+#include "Sampling.cuh"
 #include "Swiglu.cuh"
 using namespace sol::kernels;
 void *const kInstances[] = {
     (void *)&argmax,
     (void *)&embedding<2048>,
     (void *)&gather_rows<2048>,
-    (void *)&linear_gemm<128, 128, 2, 4, 3, __nv_bfloat16, true>,
-    (void *)&linear_gemv<2048, 1, 4, 2, float, false>,
+    (void *)&linear_gemm<128, 128, 2, 4, 3, __nv_bfloat16, true, 0, false>,
+    (void *)&linear_gemm<64, 128, 2, 2, 4, __nv_bfloat16, false, 1, false>,
+    (void *)&linear_gemm<128, 128, 2, 4, 3, __nv_bfloat16, true, 2, false>,
+    (void *)&linear_gemm<64, 128, 2, 2, 4, float, false, 0, true>,
+    (void *)&linear_splitk_finalize<__nv_bfloat16, true, 2>,
+    (void *)&linear_splitk_finalize<float, false, 0>,
+    (void *)&linear_gemv<2048, 1, 4, 2, float, false, 0, false>,
+    (void *)&linear_gemv<2048, 1, 4, 8, float, false, 0, true>,
+    (void *)&linear_gemv<8192, 8, 2, 8, __nv_bfloat16, false, 1, false>,
+    (void *)&linear_gemv<2048, 4, 2, 8, __nv_bfloat16, true, 2, true>,
     (void *)&paged_attention<32, 8, 64>,
     (void *)&paged_attention_combine<32, 64>,
     (void *)&rms_norm<128>,
     (void *)&rms_norm<4096>,
     (void *)&rope_kv_write<16, 8, 128>,
+    (void *)&sample_rows,
     (void *)&swiglu<8192>,
 };
 )";

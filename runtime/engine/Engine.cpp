@@ -1,0 +1,394 @@
+//===- Engine.cpp - Batched generation over an executor -------------------===//
+#include "runtime/engine/Engine.h"
+
+#include "runtime/support/Error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace sol {
+
+namespace {
+
+constexpr int32_t kDefaultMaxNumSeqs = 256;
+
+EngineConfig resolve(const Executor &executor, EngineConfig c) {
+  const int32_t stepCap = executor.maxTokensPerStep();
+  if (c.vocabSize < 1)
+    fail("engine: the vocabulary size is ", c.vocabSize, "; it must be >= 1");
+  if (c.maxModelLen < 1)
+    fail("--max-model-len must be >= 1, got ", c.maxModelLen);
+  if (c.maxNumBatchedTokens < 0 || c.maxNumSeqs < 0)
+    fail("--max-num-batched-tokens and --max-num-seqs must be >= 1, got ",
+         c.maxNumBatchedTokens, " and ", c.maxNumSeqs);
+  if (c.maxNumBatchedTokens == 0)
+    c.maxNumBatchedTokens = stepCap;
+  if (c.maxNumBatchedTokens > stepCap)
+    fail("--max-num-batched-tokens ", c.maxNumBatchedTokens, " exceeds the ",
+         stepCap, " tokens one step of this executor may ",
+         "hold (the plan's limit, set by solc --max-num-batched-tokens)");
+  if (c.maxNumSeqs == 0)
+    c.maxNumSeqs = std::min(kDefaultMaxNumSeqs, c.maxNumBatchedTokens);
+  if (c.maxNumSeqs > c.maxNumBatchedTokens)
+    fail("--max-num-seqs ", c.maxNumSeqs, " exceeds --max-num-batched-tokens ",
+         c.maxNumBatchedTokens,
+         ": every running sequence needs a token of the step's budget; lower "
+         "--max-num-seqs");
+  return c;
+}
+
+bool inRange(float v, float lo, float hi) {
+  return std::isfinite(v) && v >= lo && v <= hi;
+}
+
+void checkSampling(const Request &r, int64_t vocab) {
+  const SamplingParams &p = r.sampling;
+  if (!(std::isfinite(p.temperature) && p.temperature >= 0.0f))
+    fail("temperature must be >= 0 (0: greedy), got ", p.temperature);
+  if (p.topK < 0)
+    fail("top_k must be >= 0 (0: all tokens), got ", p.topK);
+  if (!(std::isfinite(p.topP) && p.topP > 0.0f && p.topP <= 1.0f))
+    fail("top_p must be in (0, 1], got ", p.topP);
+  if (!inRange(p.minP, 0.0f, 1.0f))
+    fail("min_p must be in [0, 1], got ", p.minP);
+  if (!(std::isfinite(p.repetitionPenalty) && p.repetitionPenalty > 0.0f))
+    fail("repetition_penalty must be > 0 (1: none), got ", p.repetitionPenalty);
+  if (!inRange(p.presencePenalty, -2.0f, 2.0f))
+    fail("presence_penalty must be in [-2, 2], got ", p.presencePenalty);
+  if (!inRange(p.frequencyPenalty, -2.0f, 2.0f))
+    fail("frequency_penalty must be in [-2, 2], got ", p.frequencyPenalty);
+  if (r.logprobs && (*r.logprobs < 0 || *r.logprobs > kMaxTopLogprobs))
+    fail("logprobs must be in [0, ", kMaxTopLogprobs, "], got ", *r.logprobs);
+  if (r.minTokens < 0 || r.minTokens > r.maxTokens)
+    fail("min_tokens must be in [0, max_tokens = ", r.maxTokens, "], got ",
+         r.minTokens);
+  for (int32_t id : r.stopTokenIds)
+    if (id < 0 || id >= vocab)
+      fail("stop token id ", id, " is outside the vocabulary [0, ", vocab, ")");
+}
+
+} // namespace
+
+Engine::Engine(Executor &executor, EngineConfig config)
+    : executor_(executor), config_(resolve(executor, std::move(config))),
+      blocks_(executor.numKvBlocks(), executor.blockSize(),
+              config_.enablePrefixCaching),
+      scheduler_({config_.maxNumSeqs, config_.maxNumBatchedTokens}, blocks_),
+      seedRng_(config_.seed ? *config_.seed : std::random_device{}()) {
+  counters_.kvBlocksTotal = blocks_.numBlocks();
+}
+
+Engine::~Engine() = default;
+
+void Engine::checkPrompt(std::span<const int32_t> ids,
+                         int64_t newTokens) const {
+  if (ids.empty())
+    fail("the prompt is empty; give at least one token id");
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= config_.vocabSize)
+      fail("prompt token ", i, " has id ", ids[i],
+           ", outside the vocabulary [0, ", config_.vocabSize, ")");
+  const int64_t total = static_cast<int64_t>(ids.size()) + newTokens;
+  if (total > config_.maxModelLen)
+    fail("the prompt (", ids.size(), " tokens) plus ", newTokens,
+         " new tokens exceeds the maximum model length of ",
+         config_.maxModelLen, " tokens (--max-model-len)");
+  const int64_t capacity =
+      int64_t(blocks_.numBlocks()) * int64_t(blocks_.blockSize());
+  if (total > capacity)
+    fail("the KV cache holds ", capacity, " tokens (", blocks_.numBlocks(),
+         " blocks of ", blocks_.blockSize(), ") but this request needs ", total,
+         " (prompt ", ids.size(), " + ", newTokens,
+         " new tokens); lower max_tokens or raise --gpu-memory-utilization");
+}
+
+int64_t Engine::submit(Request request) {
+  if (request.maxTokens < 1)
+    fail("max_tokens must be >= 1, got ", request.maxTokens);
+  checkPrompt(request.promptIds, request.maxTokens);
+  checkSampling(request, config_.vocabSize);
+  const uint64_t seed =
+      request.sampling.seed ? *request.sampling.seed : seedRng_();
+  const int64_t id = nextId_;
+  auto seq = std::make_unique<Sequence>(id, std::move(request), seed,
+                                        config_.eosTokenIds, config_.tokenizer);
+  ++nextId_;
+  ++counters_.numRequests;
+  counters_.promptTokens += seq->promptLen;
+  scheduler_.add(*seq);
+  sequences_.emplace(id, std::move(seq));
+  return id;
+}
+
+namespace {
+
+RequestOutput outputOf(const Sequence &seq) {
+  RequestOutput o;
+  o.id = seq.id;
+  o.numPromptTokens = seq.promptLen;
+  o.numOutputTokens = seq.numOutput();
+  o.numCachedTokens = std::max(seq.numCachedTokens, 0);
+  o.numPreemptions = seq.numPreemptions;
+  o.arrivalTime = seq.arrivalTime;
+  o.firstTokenTime = seq.firstTokenTime;
+  o.lastTokenTime = seq.lastTokenTime;
+  return o;
+}
+
+} // namespace
+
+bool Engine::abort(int64_t id) {
+  auto it = sequences_.find(id);
+  if (it == sequences_.end())
+    return false;
+  Sequence &seq = *it->second;
+  scheduler_.remove(seq);
+  seq.status = SequenceStatus::Finished;
+  seq.finishReason = FinishReason::Abort;
+  RequestOutput o = outputOf(seq);
+  o.finished = true;
+  o.finishReason = FinishReason::Abort;
+  o.newText = seq.stop.takeText(/*finished=*/true);
+  pendingAborts_.push_back(std::move(o));
+  sequences_.erase(it);
+  return true;
+}
+
+bool Engine::hasUnfinished() const {
+  return !sequences_.empty() || !pendingAborts_.empty();
+}
+
+std::vector<RequestOutput> Engine::step() {
+  // Aborts are reported once the step succeeded (an executor error leaves
+  // them for the next call).
+  auto takeAborts = [&] {
+    std::vector<RequestOutput> outputs = std::move(pendingAborts_);
+    pendingAborts_.clear();
+    return outputs;
+  };
+  const Schedule schedule = scheduler_.schedule();
+  if (schedule.empty()) {
+    // Submission guarantees every request fits the whole cache alone.
+    if (!scheduler_.running().empty() || !scheduler_.waiting().empty())
+      fail("internal error: the scheduler found nothing to run for ",
+           scheduler_.running().size(), " running and ",
+           scheduler_.waiting().size(), " waiting requests");
+    return takeAborts();
+  }
+
+  // The batch: every chunk's tokens, in schedule order.
+  tokens_.clear();
+  positions_.clear();
+  tokenSeq_.clear();
+  logitRows_.clear();
+  sampling_.clear();
+  penaltyOffsets_.clear();
+  penaltyIds_.clear();
+  penaltyCounts_.clear();
+  penaltyInPrompt_.clear();
+  int32_t maxBlocks = 0;
+  bool plainGreedy = true, anyPenalties = false, anyLogprobs = false;
+  int32_t numTop = 0;
+  for (const ScheduledChunk &c : schedule.chunks) {
+    maxBlocks =
+        std::max(maxBlocks, static_cast<int32_t>(c.seq->blocks.blocks.size()));
+    if (!c.sample)
+      continue;
+    const Request &r = c.seq->request;
+    plainGreedy &= r.sampling.greedy() && !r.sampling.hasPenalties();
+    anyPenalties |= r.sampling.hasPenalties();
+    if (r.logprobs) {
+      anyLogprobs = true;
+      numTop = std::max(numTop, *r.logprobs);
+    }
+  }
+  // Table width rounded up to a power of two (at most what maxModelLen
+  // needs): executors that key CUDA graphs on the step's shape see few
+  // widths, not a new one every blockSize tokens.
+  int32_t width = 1;
+  while (width < maxBlocks)
+    width *= 2;
+  maxBlocks = std::max(maxBlocks,
+                       std::min(width, blocks_.blocksFor(config_.maxModelLen)));
+  const int32_t numSeqs = static_cast<int32_t>(schedule.chunks.size());
+  blockTables_.assign(static_cast<size_t>(numSeqs) * size_t(maxBlocks), 0);
+  if (anyPenalties)
+    penaltyOffsets_.push_back(0);
+  for (int32_t i = 0; i < numSeqs; ++i) {
+    const ScheduledChunk &c = schedule.chunks[static_cast<size_t>(i)];
+    const Sequence &seq = *c.seq;
+    for (int32_t k = 0; k < c.numTokens; ++k) {
+      const int32_t pos = seq.numComputed + k;
+      tokens_.push_back(seq.tokens[static_cast<size_t>(pos)]);
+      positions_.push_back(pos);
+      tokenSeq_.push_back(i);
+    }
+    std::copy(seq.blocks.blocks.begin(), seq.blocks.blocks.end(),
+              blockTables_.begin() + int64_t(i) * maxBlocks);
+    if (!c.sample)
+      continue;
+    logitRows_.push_back(static_cast<int32_t>(tokens_.size()) - 1);
+    const SamplingParams &p = seq.request.sampling;
+    if (!plainGreedy) {
+      SamplingRow row;
+      row.temperature = p.temperature;
+      row.topK = p.topK;
+      row.topP = p.topP;
+      row.minP = p.minP;
+      row.repetitionPenalty = p.repetitionPenalty;
+      row.presencePenalty = p.presencePenalty;
+      row.frequencyPenalty = p.frequencyPenalty;
+      row.seed = seq.seed;
+      row.counter = seq.numOutput();
+      sampling_.push_back(row);
+    }
+    if (anyPenalties) {
+      if (seq.penalties) {
+        const PenaltyTokenSet &set = *seq.penalties;
+        penaltyIds_.insert(penaltyIds_.end(), set.ids().begin(),
+                           set.ids().end());
+        penaltyCounts_.insert(penaltyCounts_.end(), set.outputCounts().begin(),
+                              set.outputCounts().end());
+        penaltyInPrompt_.insert(penaltyInPrompt_.end(), set.inPrompt().begin(),
+                                set.inPrompt().end());
+      }
+      penaltyOffsets_.push_back(static_cast<int32_t>(penaltyIds_.size()));
+    }
+  }
+  const size_t R = logitRows_.size();
+  chosen_.assign(R, -1);
+  logprobs_.assign(anyLogprobs ? R : 0, 0.0f);
+  topIds_.assign(anyLogprobs ? R * size_t(numTop) : 0, 0);
+  topLogprobs_.assign(topIds_.size(), 0.0f);
+
+  StepBatch batch;
+  batch.tokens = tokens_;
+  batch.positions = positions_;
+  batch.tokenSeq = tokenSeq_;
+  batch.logitRows = logitRows_;
+  batch.blockTables = blockTables_;
+  batch.numSeqs = numSeqs;
+  batch.maxBlocksPerSeq = maxBlocks;
+  batch.sampling = sampling_;
+  batch.penalties = {penaltyOffsets_, penaltyIds_, penaltyCounts_,
+                     penaltyInPrompt_};
+  batch.numTopLogprobs = anyLogprobs ? numTop : 0;
+  StepOutput out;
+  out.argmax = chosen_;
+  out.logprobs = logprobs_;
+  out.topIds = topIds_;
+  out.topLogprobs = topLogprobs_;
+  executor_.step(batch, out);
+
+  std::vector<RequestOutput> outputs = takeAborts();
+  scheduler_.commit(schedule);
+  const auto now = Sequence::Clock::now();
+  ++counters_.numSteps;
+  counters_.computedTokens += static_cast<int64_t>(tokens_.size());
+  counters_.peakKvBlocksUsed =
+      std::max(counters_.peakKvBlocksUsed, blocks_.numReferenced());
+  int64_t kvTokens = 0;
+  for (const Sequence *seq : scheduler_.running())
+    kvTokens += seq->numComputed;
+  counters_.peakKvTokens = std::max(counters_.peakKvTokens, kvTokens);
+
+  size_t r = 0;
+  for (const ScheduledChunk &c : schedule.chunks) {
+    if (!c.sample)
+      continue;
+    Sequence &seq = *c.seq;
+    const size_t row = r++;
+    const int32_t id = chosen_[row];
+    if (id < 0 || id >= config_.vocabSize)
+      fail("the ", executor_.name(), " executor returned token id ", id,
+           " for logits row ", row, ", outside the vocabulary [0, ",
+           config_.vocabSize, ")");
+    seq.appendOutput(id);
+    ++counters_.generatedTokens;
+    if (seq.numOutput() == 1)
+      seq.firstTokenTime = now;
+    seq.lastTokenTime = now;
+    const FinishReason reason = seq.stop.push(id, seq.numOutput());
+
+    RequestOutput o = outputOf(seq);
+    o.newTokenIds.push_back(id);
+    if (seq.request.logprobs) {
+      o.logprobs.push_back(logprobs_[row]);
+      std::vector<TopLogprob> top;
+      for (int32_t k = 0; k < *seq.request.logprobs; ++k) {
+        const size_t at = row * size_t(numTop) + size_t(k);
+        top.push_back({topIds_[at], topLogprobs_[at]});
+      }
+      o.topLogprobs.push_back(std::move(top));
+    }
+    if (reason != FinishReason::None) {
+      scheduler_.remove(seq);
+      seq.status = SequenceStatus::Finished;
+      seq.finishReason = reason;
+      o.finished = true;
+      o.finishReason = reason;
+    }
+    o.newText = seq.stop.takeText(o.finished);
+    const bool finished = o.finished;
+    outputs.push_back(std::move(o));
+    if (finished)
+      sequences_.erase(seq.id); // `seq` is gone from here on
+  }
+  return outputs;
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s = counters_;
+  s.numRunning = static_cast<int32_t>(scheduler_.running().size());
+  s.numWaiting = static_cast<int32_t>(scheduler_.waiting().size());
+  s.numPreemptions = scheduler_.numPreemptions();
+  s.kvBlocksUsed = blocks_.numReferenced();
+  s.kvBlocksCached = blocks_.numCached();
+  s.kvBlocksTotal = blocks_.numBlocks();
+  s.prefixCacheQueries = blocks_.queriedTokens();
+  s.prefixCacheHits = blocks_.hitTokens();
+  return s;
+}
+
+std::vector<float> Engine::promptLogits(std::span<const int32_t> prompt) {
+  checkPrompt(prompt, 0);
+  std::vector<int32_t> table;
+  const int32_t need = blocks_.blocksFor(static_cast<int64_t>(prompt.size()));
+  if (!blocks_.allocate(need, table))
+    fail("the KV cache has ", blocks_.numAvailable(),
+         " blocks available but the prompt needs ", need,
+         "; wait for running requests to finish");
+  struct Release {
+    BlockManager &blocks;
+    std::vector<int32_t> &table;
+    ~Release() { blocks.release(std::span<const int32_t>(table)); }
+  } release{blocks_, table};
+
+  const size_t vocab = static_cast<size_t>(config_.vocabSize);
+  std::vector<float> logits(prompt.size() * vocab);
+  std::vector<int32_t> positions, tokenSeq, rows;
+  const size_t chunk = static_cast<size_t>(config_.maxNumBatchedTokens);
+  for (size_t begin = 0; begin < prompt.size(); begin += chunk) {
+    const size_t n = std::min(chunk, prompt.size() - begin);
+    positions.resize(n);
+    std::iota(positions.begin(), positions.end(), static_cast<int32_t>(begin));
+    tokenSeq.assign(n, 0);
+    rows.resize(n);
+    std::iota(rows.begin(), rows.end(), 0);
+    StepBatch batch;
+    batch.tokens = prompt.subspan(begin, n);
+    batch.positions = positions;
+    batch.tokenSeq = tokenSeq;
+    batch.logitRows = rows;
+    batch.blockTables = table;
+    batch.numSeqs = 1;
+    batch.maxBlocksPerSeq = need;
+    StepOutput out;
+    out.logits = {logits.data() + begin * vocab, n * vocab};
+    executor_.step(batch, out);
+  }
+  return logits;
+}
+
+} // namespace sol

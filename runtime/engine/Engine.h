@@ -1,0 +1,127 @@
+//===- Engine.h - Batched generation over an executor -----------*- C++ -*-===//
+//
+// The engine serves many requests at once on one executor: a Scheduler
+// (continuous batching, chunked prefill, preemption by recompute) over a
+// BlockManager (paged KV cache, prefix caching). Each step() builds one
+// StepBatch (tokens of decodes and prompt chunks, their block tables, one
+// SamplingRow per logits row and the penalty tokens), runs it, appends the
+// drawn tokens, applies the stop conditions and reports what changed.
+//
+// Single-threaded: submit(), abort() and step() are called from one thread
+// (a server wraps the engine in its own loop).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/engine/BlockManager.h"
+#include "runtime/engine/Request.h"
+#include "runtime/engine/Scheduler.h"
+#include "runtime/engine/Sequence.h"
+#include "runtime/executor/Executor.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace sol {
+
+class Tokenizer;
+
+struct EngineConfig {
+  /// Columns of a logits row; token ids are < vocabSize.
+  int64_t vocabSize = 0;
+  /// Longest sequence (prompt + max tokens) a request may ask for.
+  int64_t maxModelLen = 0;
+  /// Running sequences at most; 0: min(256, the token budget).
+  int32_t maxNumSeqs = 0;
+  /// Tokens per step at most; 0: executor.maxTokensPerStep().
+  int32_t maxNumBatchedTokens = 0;
+  bool enablePrefixCaching = false;
+  /// End-of-sequence ids of requests that do not name their own.
+  std::vector<int32_t> eosTokenIds;
+  /// For stop strings and output text; may be null. Must outlive the engine.
+  const Tokenizer *tokenizer = nullptr;
+  /// Seeds the seeds of requests that bring none; absent: random.
+  std::optional<uint64_t> seed;
+};
+
+struct EngineStats {
+  int32_t numRunning = 0;
+  int32_t numWaiting = 0;
+  int64_t numPreemptions = 0;
+  int32_t kvBlocksUsed = 0;   // referenced by a sequence
+  int32_t kvBlocksCached = 0; // unreferenced, kept by the prefix cache
+  int32_t kvBlocksTotal = 0;
+  int32_t peakKvBlocksUsed = 0;
+  /// Tokens with K/V in the cache, summed over sequences (peak over steps).
+  int64_t peakKvTokens = 0;
+  /// Prompt tokens looked up in the prefix cache, and those found.
+  int64_t prefixCacheQueries = 0;
+  int64_t prefixCacheHits = 0;
+  int64_t numRequests = 0;  // submitted
+  int64_t promptTokens = 0; // of the submitted requests
+  int64_t generatedTokens = 0;
+  int64_t computedTokens = 0; // run through the executor (with recompute)
+  int64_t numSteps = 0;
+};
+
+class Engine {
+public:
+  /// Throws sol::Error on an invalid configuration (limits < 1 or beyond
+  /// what the executor supports).
+  Engine(Executor &executor, EngineConfig config);
+  ~Engine();
+  Engine(const Engine &) = delete;
+  Engine &operator=(const Engine &) = delete;
+
+  const EngineConfig &config() const { return config_; }
+  const SchedulerConfig &schedulerConfig() const { return scheduler_.config(); }
+
+  /// Queues a request; returns its id. Throws sol::Error naming the problem
+  /// when it can never be served: an empty prompt, ids outside the
+  /// vocabulary, prompt + max_tokens beyond maxModelLen or the whole KV
+  /// cache, invalid sampling parameters, stop strings without a tokenizer.
+  int64_t submit(Request request);
+  /// The checks of submit() on a prompt that will grow by `newTokens`.
+  void checkPrompt(std::span<const int32_t> promptIds, int64_t newTokens) const;
+  /// Ends a request: its blocks are freed now and the next step() reports
+  /// it finished with "abort". False when the id is unknown or finished.
+  bool abort(int64_t id);
+
+  /// Runs one step; returns one output per request that got a token or
+  /// finished (aborted ones included). Empty when there is nothing to do.
+  std::vector<RequestOutput> step();
+  /// Whether any request is waiting, running or has an unreported abort.
+  bool hasUnfinished() const;
+
+  EngineStats stats() const;
+  const BlockManager &blockManager() const { return blocks_; }
+
+  /// Teacher-forced logits of every prompt position (prompt.size() x vocab),
+  /// run outside the scheduler on blocks of its own (released after).
+  std::vector<float> promptLogits(std::span<const int32_t> promptIds);
+
+private:
+  Executor &executor_;
+  EngineConfig config_;
+  BlockManager blocks_;
+  Scheduler scheduler_;
+  std::map<int64_t, std::unique_ptr<Sequence>> sequences_;
+  std::vector<RequestOutput> pendingAborts_;
+  int64_t nextId_ = 0;
+  std::mt19937_64 seedRng_;
+  EngineStats counters_; // the cumulative fields
+
+  // Step scratch, kept to avoid reallocating every step.
+  std::vector<int32_t> tokens_, positions_, tokenSeq_, logitRows_, blockTables_,
+      chosen_, penaltyOffsets_, penaltyIds_, penaltyCounts_, topIds_;
+  std::vector<uint8_t> penaltyInPrompt_;
+  std::vector<SamplingRow> sampling_;
+  std::vector<float> logprobs_, topLogprobs_;
+};
+
+} // namespace sol

@@ -1,0 +1,725 @@
+//===- FusedLinearChecks.cpp - Linear kernels with fused norm / epilogues -===//
+//
+// The decoder-layer fusions of LinearGemv.cuh and LinearGemm.cuh, against
+// references that round where the kernels do (ReferenceKernels.h):
+//  * gemv_fused: the GEMV with the RMS norm prologue (NormLinear, up to 8
+//    rows), the residual epilogue (o, down; in place on a random residual)
+//    and the swiglu epilogue over interleaved gate/up rows. Timed like the
+//    plain gemv checks (weights rotated through copies larger than L2), so
+//    the two tables compare fused and plain bandwidth.
+//  * gemm_fused: the GEMM's residual and swiglu epilogues, both tile configs
+//    and the executor's choice for the step's row bucket, which for few rows
+//    splits K (fp32 partial sums, then linear_splitk_finalize applies bias
+//    and epilogue).
+//  * norm_linear: a NormLinear op's launches exactly as the CUDA executor
+//    makes them (selectKernels, CudaExecutor's NormLinear case): the fused
+//    GEMV for up to 8 rows, else rms_norm into scratch and then the GEMM
+//    (split-K or not).
+//
+// Outputs are poisoned, plus one poisoned guard row past the last output
+// row that no launch may touch. Residual outputs cannot be poisoned (they
+// hold the residual); an element still equal to its residual where the
+// reference moved it counts as unwritten there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Checks.h"
+#include "ReferenceKernels.h"
+
+#include "runtime/cuda/KernelSelection.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sol::check {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::GemmSpec;
+using cuda::GemvSpec;
+using cuda::KernelInstance;
+using cuda::LaunchDims;
+using cuda::LinearEpilogue;
+using cuda::LinearOutput;
+
+constexpr float kEps = 1e-5f;
+
+int outputBytes(LinearOutput output) {
+  return output == LinearOutput::Fp32 ? 4 : 2;
+}
+
+int outputColumns(LinearEpilogue epilogue, int n) {
+  return epilogue == LinearEpilogue::Swiglu ? n / 2 : n;
+}
+
+const char *epilogueTag(LinearEpilogue epilogue) {
+  switch (epilogue) {
+  case LinearEpilogue::None:
+    return "";
+  case LinearEpilogue::Residual:
+    return " +res";
+  case LinearEpilogue::Swiglu:
+    return " +swiglu";
+  }
+  return " +?";
+}
+
+/// Weight ranges that keep each epilogue's inputs in an interesting range:
+/// residual and product of comparable size, swiglu gates around silu's bend.
+float weightScale(LinearEpilogue epilogue) {
+  switch (epilogue) {
+  case LinearEpilogue::None:
+    return 1.0f;
+  case LinearEpilogue::Residual:
+    return 0.1f;
+  case LinearEpilogue::Swiglu:
+    return 0.05f;
+  }
+  return 1.0f;
+}
+
+std::vector<int> firstRows(int rows) {
+  std::vector<int> ids(rows);
+  for (int r = 0; r < rows; ++r)
+    ids[r] = r;
+  return ids;
+}
+
+/// Rows `rowIds` of a row-major [*, cols] matrix.
+std::vector<Bf16> gatherRows(std::span<const Bf16> m, int cols,
+                             std::span<const int> rowIds) {
+  std::vector<Bf16> out;
+  out.reserve(rowIds.size() * cols);
+  for (int row : rowIds) {
+    const auto begin = m.begin() + static_cast<std::ptrdiff_t>(row) * cols;
+    out.insert(out.end(), begin, begin + cols);
+  }
+  return out;
+}
+
+/// One linear problem on the host: x [rows, k], W [n, k], optional bias,
+/// norm weight (the NormLinear prologue) and residual [rows, n]. Launches
+/// may use only the first rows of it.
+struct HostLinear {
+  int n = 0, k = 0;
+  LinearEpilogue epilogue = LinearEpilogue::None;
+  bool norm = false;
+  std::vector<Bf16> x, w, bias, normW, residual;
+
+  /// epilogue(norm?(x) . W^T + b) for rows `rowIds`: [rowIds, out columns].
+  std::vector<double> expected(std::span<const int> rowIds) const {
+    const int count = static_cast<int>(rowIds.size());
+    std::vector<Bf16> xs = gatherRows(x, k, rowIds);
+    if (norm)
+      xs = referenceNormRows(xs, normW, count, k, kEps);
+    const std::vector<double> y = referenceLinear(xs, w, bias, count, n, k);
+    switch (epilogue) {
+    case LinearEpilogue::None:
+      return y;
+    case LinearEpilogue::Residual:
+      return referenceResidualEpilogue(gatherRows(residual, n, rowIds), y);
+    case LinearEpilogue::Swiglu:
+      return referenceSwigluEpilogue(y, count, n);
+    }
+    return {};
+  }
+};
+
+/// A random row of x whose normalised values x * rsqrt(mean(x^2) + eps) all
+/// lie clearly off bf16 rounding midpoints: the kernels compute the rsqrt in
+/// fp32 (relative error below 1e-6), and one element rounded the other way
+/// moves an fp32 output by about 1e-4 relative, the fp32 tolerance. Rows
+/// with an element within 4e-6 (relative) of a midpoint are drawn again.
+std::vector<Bf16> unambiguousNormRow(Rng &rng, int k, float lo, float hi) {
+  for (;;) {
+    std::vector<Bf16> row = randomBf16(rng, k, lo, hi);
+    double sumSquares = 0.0;
+    for (Bf16 v : row)
+      sumSquares += static_cast<double>(bf16ToFloat(v)) * bf16ToFloat(v);
+    const double inv = 1.0 / std::sqrt(sumSquares / k + kEps);
+    bool clear = true;
+    for (Bf16 v : row) {
+      int exponent = 0;
+      const double mantissa =
+          std::frexp(std::fabs(bf16ToFloat(v) * inv), &exponent);
+      // bf16 keeps 8 significant bits: the value in units of its last place
+      // lies in [128, 256), and rounding is ambiguous near a half unit.
+      const double units = mantissa * 256.0;
+      const double fraction = units - std::floor(units);
+      if (std::fabs(fraction - 0.5) < 4e-6 * units) {
+        clear = false;
+        break;
+      }
+    }
+    if (clear)
+      return row;
+  }
+}
+
+HostLinear makeProblem(Rng &rng, int rows, int n, int k, bool bias,
+                       LinearEpilogue epilogue, bool norm) {
+  HostLinear p;
+  p.n = n;
+  p.k = k;
+  p.epilogue = epilogue;
+  p.norm = norm;
+  const float scale = weightScale(epilogue);
+  p.w = randomBf16(rng, static_cast<std::size_t>(n) * k, -scale, scale);
+  if (norm) {
+    for (int t = 0; t < rows; ++t) {
+      const std::vector<Bf16> row = unambiguousNormRow(rng, k, -3.0f, 3.0f);
+      p.x.insert(p.x.end(), row.begin(), row.end());
+    }
+  } else {
+    p.x = randomBf16(rng, static_cast<std::size_t>(rows) * k, -1, 1);
+  }
+  if (bias)
+    p.bias = randomBf16(rng, n, -1, 1);
+  if (norm)
+    p.normW = randomBf16(rng, k, 0.5f, 1.5f);
+  if (epilogue == LinearEpilogue::Residual)
+    p.residual = randomBf16(rng, static_cast<std::size_t>(rows) * n, -2, 2);
+  return p;
+}
+
+/// The output buffer [rows + 1, cols]: the residual (or poison) in the first
+/// `rows` rows, a poisoned guard row after them.
+DeviceBuffer outputBuffer(Checker &c, const HostLinear &p, int rows,
+                          LinearOutput output, int cols) {
+  const std::size_t elems = static_cast<std::size_t>(rows + 1) * cols;
+  if (p.epilogue != LinearEpilogue::Residual)
+    return c.poisoned(elems * outputBytes(output));
+  std::vector<Bf16> init(p.residual.begin(),
+                         p.residual.begin() +
+                             static_cast<std::ptrdiff_t>(rows) * cols);
+  init.resize(elems, kPoisonBf16);
+  return c.upload(init);
+}
+
+/// Checks the output rows `rowIds` of a launch over `rows` rows against
+/// `ref`, and that the guard row after them is untouched.
+void judgeOutput(Checker &c, CheckRecord &r, const DeviceBuffer &dOut,
+                 const HostLinear &p, int rows, LinearOutput output, int cols,
+                 std::span<const int> rowIds, std::span<const double> ref) {
+  std::vector<float> got;
+  got.reserve(rowIds.size() * cols);
+  std::size_t unwritten = 0, guardWritten = 0;
+  const std::size_t guard = static_cast<std::size_t>(rows) * cols;
+  if (output == LinearOutput::Fp32) {
+    const std::vector<float> out = c.download<float>(dOut);
+    for (int row : rowIds) {
+      const std::span<const float> values(
+          out.data() + static_cast<std::size_t>(row) * cols, cols);
+      got.insert(got.end(), values.begin(), values.end());
+      unwritten += countPoison(values);
+    }
+    guardWritten =
+        cols - countPoison(std::span<const float>(
+                   out.data() + guard, static_cast<std::size_t>(cols)));
+  } else {
+    const std::vector<Bf16> out = c.download<Bf16>(dOut);
+    for (std::size_t j = 0; j < rowIds.size(); ++j) {
+      const std::size_t base = static_cast<std::size_t>(rowIds[j]) * cols;
+      for (int col = 0; col < cols; ++col) {
+        const Bf16 v = out[base + col];
+        got.push_back(bf16ToFloat(v));
+        if (v == kPoisonBf16) {
+          ++unwritten;
+        } else if (p.epilogue == LinearEpilogue::Residual &&
+                   v == p.residual[base + col]) {
+          const double old = bf16ToFloat(p.residual[base + col]);
+          if (std::fabs(ref[j * cols + col] - old) > 0.05 * std::fabs(old))
+            ++unwritten;
+        }
+      }
+    }
+    guardWritten =
+        cols - countPoison(std::span<const Bf16>(
+                   out.data() + guard, static_cast<std::size_t>(cols)));
+  }
+  judge(r, relativeL2(got, ref), output == LinearOutput::Fp32 ? 1e-4 : 1e-2,
+        unwritten);
+  if (guardWritten) {
+    r.passed = false;
+    r.note += sol::cat(guardWritten, " elements written past the last row; ");
+  }
+}
+
+/// W and copies of it, so that timed launches stream W from HBM, not L2.
+class RotatedWeights {
+public:
+  RotatedWeights(Checker &c, const std::vector<Bf16> &w, bool rotate) {
+    const std::size_t bytes = w.size() * 2;
+    const int count = rotate && c.options.timing
+                          ? rotationCopies(bytes, c.context.l2CacheBytes())
+                          : 1;
+    copies_.push_back(c.upload(w));
+    for (int i = 1; i < count; ++i) {
+      copies_.emplace_back(bytes);
+      copies_.back().copyFromDevice(copies_.front(), bytes, c.stream);
+    }
+    c.stream.synchronize();
+  }
+  const Bf16 *operator[](int rotation) const {
+    return copies_[static_cast<std::size_t>(rotation) % copies_.size()]
+        .as<const Bf16>();
+  }
+
+private:
+  std::vector<DeviceBuffer> copies_;
+};
+
+/// Raises the kernel's dynamic shared memory limit when the launch needs
+/// more than the default 48 KB (as CudaExecutor::raiseSharedLimit does).
+void allowSharedMemory(const cuda::Kernel &kernel, const LaunchDims &dims) {
+  if (dims.sharedBytes > 48 * 1024)
+    kernel.setMaxDynamicSharedMemory(static_cast<int>(dims.sharedBytes));
+}
+
+/// The fp32 partial sums of a split-K GEMM: zero before the first launch,
+/// and the finalize kernel leaves them zero again.
+DeviceBuffer splitKWorkspace(Checker &c, int rows, int n) {
+  DeviceBuffer buffer(static_cast<std::size_t>(rows) * n * 4);
+  buffer.fillBytes(0, c.stream);
+  c.stream.synchronize();
+  return buffer;
+}
+
+/// Fails the record when the finalize left partial sums behind.
+void judgeWorkspace(Checker &c, CheckRecord &r, const DeviceBuffer &dPartial) {
+  const std::vector<float> partial = c.download<float>(dPartial);
+  const auto left = std::count_if(partial.begin(), partial.end(),
+                                  [](float v) { return v != 0.0f; });
+  if (left) {
+    r.passed = false;
+    r.note += sol::cat(left, " split-K partial sums not reset to zero; ");
+  }
+}
+
+/// A GEMM as CudaExecutor::launchGemm runs it: straight into y, or (split
+/// K, `finalize` given) into the fp32 workspace and then the finalize.
+template <typename OutT>
+void launchGemm(Checker &c, const cuda::Kernel &gemm, const LaunchDims &dims,
+                const cuda::Kernel *finalize, const LaunchDims &finalizeDims,
+                float *partial, OutT *y, const Bf16 *x, const Bf16 *w,
+                const Bf16 *bias, int rows, int n, int k) {
+  if (finalize == nullptr) {
+    gemm.launch(dims, c.stream, y, x, w, bias, rows, n, k);
+    return;
+  }
+  gemm.launch(dims, c.stream, partial, x, w, static_cast<const Bf16 *>(nullptr),
+              rows, n, k);
+  finalize->launch(finalizeDims, c.stream, y, partial, bias, rows, n);
+}
+
+/// The minimum bytes a GEMV (or a few-row GEMM) moves: W once, x, bias and
+/// norm weight once, the output (read too for the residual epilogue).
+double gemvBytes(const HostLinear &p, int rows, LinearOutput output) {
+  const int cols = outputColumns(p.epilogue, p.n);
+  double bytes = 2.0 * p.n * p.k + 2.0 * rows * p.k +
+                 static_cast<double>(rows) * cols * outputBytes(output);
+  if (!p.bias.empty())
+    bytes += 2.0 * p.n;
+  if (p.norm)
+    bytes += 2.0 * p.k;
+  if (p.epilogue == LinearEpilogue::Residual)
+    bytes += 2.0 * rows * p.n;
+  return bytes;
+}
+
+// ---------------------------------------------------------------------------
+// gemv_fused
+
+template <typename... Rows> std::vector<int> rowsOf(Rows... rows) {
+  return {rows...};
+}
+
+struct FusedGemvCase {
+  const char *name;
+  int n, k;
+  LinearOutput output;
+  bool bias;
+  LinearEpilogue epilogue;
+  bool norm;
+  std::vector<int> rows;
+};
+
+// Llama-3.2-1B's layers as the fused plan runs them (qkv and gate_up behind
+// their norms, o and down adding into the residual stream), Llama-3.1-8B's
+// QKV (K = 4096: 64 KB of normed rows at T = 8), the LM head with the final
+// norm, and a small Qwen2.5-0.5B-like swiglu with bias (K = 896: fewer
+// 16-byte chunks than threads in the prologue, a partial last block).
+const FusedGemvCase kGemvCases[] = {
+    {"qkv", 3072, 2048, LinearOutput::Bf16, false, LinearEpilogue::None, true,
+     rowsOf(1, 3, 8)},
+    {"qkv+bias", 3072, 2048, LinearOutput::Bf16, true, LinearEpilogue::None,
+     true, rowsOf(3)},
+    {"qkv 8B", 6144, 4096, LinearOutput::Bf16, false, LinearEpilogue::None,
+     true, rowsOf(1, 8)},
+    {"lm_head", 128256, 2048, LinearOutput::Fp32, false, LinearEpilogue::None,
+     true, rowsOf(1)},
+    {"o", 2048, 2048, LinearOutput::Bf16, false, LinearEpilogue::Residual,
+     false, rowsOf(1, 8)},
+    {"down", 2048, 8192, LinearOutput::Bf16, false, LinearEpilogue::Residual,
+     false, rowsOf(1, 8)},
+    {"o", 2048, 2048, LinearOutput::Bf16, false, LinearEpilogue::Residual, true,
+     rowsOf(3)},
+    {"gate_up", 16384, 2048, LinearOutput::Bf16, false, LinearEpilogue::Swiglu,
+     true, rowsOf(1, 3, 8)},
+    {"swiglu+bias", 1000, 896, LinearOutput::Bf16, true, LinearEpilogue::Swiglu,
+     true, rowsOf(1, 5)},
+    {"swiglu", 1000, 896, LinearOutput::Bf16, false, LinearEpilogue::Swiglu,
+     false, rowsOf(2)},
+};
+
+GemvSpec gemvSpecFor(const FusedGemvCase &g, int rows) {
+  return GemvSpec::choose(g.n, g.k, rows, g.output, g.bias, g.epilogue, g.norm);
+}
+
+void checkFusedGemvCase(Checker &c, const FusedGemvCase &g) {
+  // One problem for the most rows; fewer rows use its first rows.
+  const int maxRows = *std::max_element(g.rows.begin(), g.rows.end());
+  const HostLinear p =
+      makeProblem(c.rng, maxRows, g.n, g.k, g.bias, g.epilogue, g.norm);
+  const RotatedWeights weights(c, p.w, true);
+  const DeviceBuffer dX = c.upload(p.x);
+  const DeviceBuffer dBias = c.upload(g.bias ? p.bias : std::vector<Bf16>{0});
+  const DeviceBuffer dNorm = c.upload(g.norm ? p.normW : std::vector<Bf16>{0});
+  const Bf16 *biasArg = g.bias ? dBias.as<const Bf16>() : nullptr;
+  const Bf16 *normArg = g.norm ? dNorm.as<const Bf16>() : nullptr;
+  const float eps = g.norm ? kEps : 0.0f;
+  const int cols = outputColumns(g.epilogue, g.n);
+
+  for (int rows : g.rows) {
+    const std::vector<int> rowIds = firstRows(rows);
+    const std::vector<double> ref = p.expected(rowIds);
+
+    const GemvSpec spec = gemvSpecFor(g, rows);
+    const KernelInstance instance = spec.instance();
+    const LaunchDims dims = spec.dims(g.n);
+    const cuda::Kernel &kernel = c.kernels.kernel(instance);
+    allowSharedMemory(kernel, dims);
+    DeviceBuffer dOut = outputBuffer(c, p, rows, g.output, cols);
+    std::function<void(int)> launch = [&](int rotation) {
+      if (g.output == LinearOutput::Fp32)
+        kernel.launch(dims, c.stream, dOut.as<float>(), dX.as<const Bf16>(),
+                      weights[rotation], biasArg, rows, g.n, normArg, eps);
+      else
+        kernel.launch(dims, c.stream, dOut.as<Bf16>(), dX.as<const Bf16>(),
+                      weights[rotation], biasArg, rows, g.n, normArg, eps);
+    };
+    launch(0);
+    CheckRecord r =
+        makeRecord(c, "gemv_fused",
+                   sol::cat(g.name, " ", g.n, "x", g.k, " T=", rows,
+                            g.norm ? " +norm" : "", epilogueTag(g.epilogue),
+                            g.output == LinearOutput::Fp32 ? " fp32" : "", " R",
+                            spec.rowsPerWarp, " WK", spec.warpsK),
+                   instance);
+    judgeOutput(c, r, dOut, p, rows, g.output, cols, rowIds, ref);
+    r.bytes = gemvBytes(p, rows, g.output);
+    r.flops = 2.0 * rows * g.n * static_cast<double>(g.k);
+    // Timing adds into the residual again at every launch: it stays finite.
+    c.finish(std::move(r), &launch);
+  }
+}
+
+void checkFusedGemv(Checker &c) {
+  for (const FusedGemvCase &g : kGemvCases) {
+    // --quick (also the sanitizer runs) leaves out the largest weights.
+    if (c.options.quick && static_cast<long long>(g.n) * g.k > 30'000'000)
+      continue;
+    checkFusedGemvCase(c, g);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// gemm_fused
+
+struct FusedGemmCase {
+  int m, n, k;
+  bool bias;
+  LinearEpilogue epilogue;
+  bool timed;
+};
+
+// Rows 12 and 16 (batched decode) split K; so does 100 x 2048 x 2048.
+const FusedGemmCase kGemmCases[] = {
+    {17, 264, 72, true, LinearEpilogue::Residual, false},
+    {12, 264, 1024, true, LinearEpilogue::Residual, false},
+    {16, 2048, 8192, false, LinearEpilogue::Residual, true},
+    {100, 2048, 2048, false, LinearEpilogue::Residual, false},
+    {512, 2048, 8192, false, LinearEpilogue::Residual, true},
+    {4096, 2048, 8192, false, LinearEpilogue::Residual, true},
+    {17, 264, 72, true, LinearEpilogue::Swiglu, false},
+    {12, 264, 1024, true, LinearEpilogue::Swiglu, false},
+    {16, 16384, 2048, false, LinearEpilogue::Swiglu, true},
+    {100, 16384, 2048, false, LinearEpilogue::Swiglu, false},
+    {512, 16384, 2048, false, LinearEpilogue::Swiglu, true},
+    {4096, 16384, 2048, false, LinearEpilogue::Swiglu, true},
+};
+
+/// What the executor runs for g.m rows (selectKernels: the row bucket, K
+/// known, so few rows split K).
+GemmSpec selectedGemm(const FusedGemmCase &g) {
+  return GemmSpec::choose(cuda::gemmRowBucket(g.m), g.n, LinearOutput::Bf16,
+                          g.bias, g.epilogue, cuda::kPlannedMultiprocessors,
+                          g.k);
+}
+
+/// Both tile configs unsplit (as the plain gemm checks do), then the
+/// executor's choice when it differs from them.
+std::vector<GemmSpec> gemmSpecsFor(const FusedGemmCase &g) {
+  std::vector<GemmSpec> specs = {
+      GemmSpec::choose(1 << 20, g.n, LinearOutput::Bf16, g.bias, g.epilogue),
+      GemmSpec::choose(1, g.n, LinearOutput::Bf16, g.bias, g.epilogue)};
+  const GemmSpec selected = selectedGemm(g);
+  if (std::none_of(specs.begin(), specs.end(), [&](const GemmSpec &s) {
+        return s.instance() == selected.instance() &&
+               s.splitK == selected.splitK;
+      }))
+    specs.push_back(selected);
+  return specs;
+}
+
+void checkFusedGemm(Checker &c) {
+  for (const FusedGemmCase &g : kGemmCases) {
+    // --quick (also the sanitizer runs) keeps the shapes up to 100 rows.
+    if (c.options.quick && g.m > 100)
+      continue;
+    const HostLinear p =
+        makeProblem(c.rng, g.m, g.n, g.k, g.bias, g.epilogue, false);
+    // Few rows (batched decode) stream W: rotate it as the GEMV checks do
+    // and report bandwidth too.
+    const bool streaming = g.m <= 128;
+    const RotatedWeights weights(c, p.w, streaming);
+    const DeviceBuffer dX = c.upload(p.x);
+    const DeviceBuffer dBias = c.upload(g.bias ? p.bias : std::vector<Bf16>{0});
+    const Bf16 *biasArg = g.bias ? dBias.as<const Bf16>() : nullptr;
+    const int cols = outputColumns(g.epilogue, g.n);
+
+    // Every row of small problems, 64 sampled rows of large ones.
+    std::vector<int> rowIds;
+    if (g.m <= 512) {
+      rowIds = firstRows(g.m);
+    } else {
+      for (int i = 0; i < 64; ++i)
+        rowIds.push_back(c.rng.uniformInt(0, g.m - 1));
+      rowIds.push_back(g.m - 1);
+    }
+    const std::vector<double> ref = p.expected(rowIds);
+
+    const GemmSpec chosen = selectedGemm(g);
+    for (const GemmSpec &spec : gemmSpecsFor(g)) {
+      const KernelInstance instance = spec.instance();
+      const cuda::Kernel &kernel = c.kernels.kernel(instance);
+      kernel.setMaxDynamicSharedMemory(spec.sharedBytes());
+      const LaunchDims dims = spec.dims(g.m, g.n);
+      const bool split = spec.splitK > 1;
+      const cuda::Kernel *finalize =
+          split ? &c.kernels.kernel(spec.finalizeInstance()) : nullptr;
+      const LaunchDims finalizeDims = spec.finalizeDims(g.m, g.n);
+      DeviceBuffer dPartial = splitKWorkspace(c, split ? g.m : 1, g.n);
+      DeviceBuffer dOut = outputBuffer(c, p, g.m, LinearOutput::Bf16, cols);
+      std::function<void(int)> launch = [&](int rotation) {
+        launchGemm(c, kernel, dims, finalize, finalizeDims,
+                   dPartial.as<float>(), dOut.as<Bf16>(), dX.as<const Bf16>(),
+                   weights[rotation], biasArg, g.m, g.n, g.k);
+      };
+      launch(0);
+      const bool isChosen =
+          instance == chosen.instance() && spec.splitK == chosen.splitK;
+      CheckRecord r = makeRecord(
+          c, "gemm_fused",
+          sol::cat(g.m, "x", g.n, "x", g.k, g.bias ? " +bias" : "",
+                   epilogueTag(g.epilogue), " ", spec.tileM, "x", spec.tileN,
+                   split ? sol::cat(" splitK ", spec.splitK) : "",
+                   isChosen ? " *" : ""),
+          instance);
+      judgeOutput(c, r, dOut, p, g.m, LinearOutput::Bf16, cols, rowIds, ref);
+      if (split)
+        judgeWorkspace(c, r, dPartial);
+      r.flops = 2.0 * g.m * g.n * static_cast<double>(g.k);
+      if (streaming)
+        r.bytes = gemvBytes(p, g.m, LinearOutput::Bf16);
+      c.finish(std::move(r), g.timed ? &launch : nullptr);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// norm_linear
+
+struct NormLinearCase {
+  const char *name;
+  int n, k;
+  LinearOutput output;
+  bool bias;
+  LinearEpilogue epilogue;
+  std::vector<int> rows;
+};
+
+// Rows 5: the fused GEMV; 9 and more: rms_norm into scratch, then the GEMM
+// (for the row bucket gemmRowBucket picks, launched on the actual rows; at
+// 9 to 100 rows of these shapes it splits K, fp32 logits included).
+const NormLinearCase kNormLinearCases[] = {
+    {"qkv", 3072, 2048, LinearOutput::Bf16, false, LinearEpilogue::None,
+     rowsOf(5, 9, 100)},
+    {"qkv+bias", 3072, 2048, LinearOutput::Bf16, true, LinearEpilogue::None,
+     rowsOf(33)},
+    {"gate_up", 16384, 2048, LinearOutput::Bf16, false, LinearEpilogue::Swiglu,
+     rowsOf(5, 9, 512)},
+    {"lm_head", 32000, 2048, LinearOutput::Fp32, false, LinearEpilogue::None,
+     rowsOf(40)},
+    {"logits", 4096, 2048, LinearOutput::Fp32, false, LinearEpilogue::None,
+     rowsOf(12)},
+};
+
+/// The plan op the lowering emits for a norm feeding this linear
+/// (runtime/plan/Plan.fbs: buffers out, in, normed; weights norm, W[, b]).
+cuda::OpDesc normLinearOp(const NormLinearCase &nl) {
+  cuda::OpDesc op;
+  op.kind = fb::OpKind::NormLinear;
+  op.ints = {static_cast<int64_t>(nl.epilogue)};
+  op.bufferWidths = {outputColumns(nl.epilogue, nl.n), nl.k, nl.k};
+  op.outDtype =
+      nl.output == LinearOutput::Fp32 ? fb::DType::F32 : fb::DType::BF16;
+  op.outRows = fb::Rows::Tokens;
+  op.weightShapes = {{nl.k}, {nl.n, nl.k}};
+  if (nl.bias)
+    op.weightShapes.push_back({nl.n});
+  return op;
+}
+
+void checkNormLinearCase(Checker &c, const NormLinearCase &nl) {
+  const cuda::OpDesc op = normLinearOp(nl);
+  const int cols = outputColumns(nl.epilogue, nl.n);
+  for (int rows : nl.rows) {
+    if (c.options.quick && rows > 100)
+      continue;
+    const HostLinear p =
+        makeProblem(c.rng, rows, nl.n, nl.k, nl.bias, nl.epilogue, true);
+    const std::vector<int> rowIds = firstRows(rows);
+    const std::vector<double> ref = p.expected(rowIds);
+    const bool gemv = rows <= GemvSpec::kMaxRows;
+    // Decode-sized steps stream W: rotated, and reported in GB/s.
+    const bool streaming = rows <= 128;
+    const RotatedWeights weights(c, p.w, streaming);
+    const DeviceBuffer dX = c.upload(p.x), dNorm = c.upload(p.normW);
+    const DeviceBuffer dBias =
+        c.upload(nl.bias ? p.bias : std::vector<Bf16>{0});
+    const Bf16 *biasArg = nl.bias ? dBias.as<const Bf16>() : nullptr;
+    DeviceBuffer dNormed =
+        c.poisoned(static_cast<std::size_t>(rows) * nl.k * 2);
+    DeviceBuffer dOut = outputBuffer(c, p, rows, nl.output, cols);
+
+    // [GEMV] or [rms_norm, GEMM] or [rms_norm, split GEMM, finalize].
+    const std::vector<cuda::KernelLaunch> launches =
+        cuda::selectKernels(op, rows, 0);
+    const bool split = launches.size() == 3;
+    if (gemv ? launches.size() != 1
+             : launches.size() != 2 && launches.size() != 3)
+      fail("norm_linear: selectKernels gave ", launches.size(),
+           " launches for ", rows, " rows");
+    const cuda::KernelLaunch &first = launches[0];
+    const cuda::KernelLaunch &linear = launches[gemv ? 0 : 1];
+    const cuda::Kernel &firstKernel = c.kernels.kernel(first.instance);
+    const cuda::Kernel &linearKernel = c.kernels.kernel(linear.instance);
+    const cuda::Kernel *finalize =
+        split ? &c.kernels.kernel(launches[2].instance) : nullptr;
+    const LaunchDims finalizeDims = split ? launches[2].dims : LaunchDims{};
+    allowSharedMemory(firstKernel, first.dims);
+    allowSharedMemory(linearKernel, linear.dims);
+    DeviceBuffer dPartial = splitKWorkspace(c, split ? rows : 1, nl.n);
+
+    // CudaExecutor::launchOps, case NormLinear.
+    auto launchLinear = [&](auto *y, int rotation) {
+      if (gemv) {
+        linearKernel.launch(linear.dims, c.stream, y, dX.as<const Bf16>(),
+                            weights[rotation], biasArg, rows, nl.n,
+                            dNorm.as<const Bf16>(), kEps);
+        return;
+      }
+      firstKernel.launch(first.dims, c.stream, dNormed.as<Bf16>(),
+                         dX.as<const Bf16>(), static_cast<Bf16 *>(nullptr),
+                         dNorm.as<const Bf16>(), kEps, rows, nl.k, nl.k, 1);
+      launchGemm(c, linearKernel, linear.dims, finalize, finalizeDims,
+                 dPartial.as<float>(), y, dNormed.as<const Bf16>(),
+                 weights[rotation], biasArg, rows, nl.n, nl.k);
+    };
+    std::function<void(int)> launch = [&](int rotation) {
+      if (nl.output == LinearOutput::Fp32)
+        launchLinear(dOut.as<float>(), rotation);
+      else
+        launchLinear(dOut.as<Bf16>(), rotation);
+    };
+    launch(0);
+
+    std::string how;
+    if (gemv) {
+      const GemvSpec spec =
+          GemvSpec::choose(nl.n, nl.k, rows, nl.output, nl.bias, nl.epilogue,
+                           true, cuda::kPlannedMultiprocessors);
+      how = sol::cat(" gemv R", spec.rowsPerWarp, " WK", spec.warpsK);
+    } else {
+      const GemmSpec spec =
+          GemmSpec::choose(cuda::gemmRowBucket(rows), nl.n, nl.output, nl.bias,
+                           nl.epilogue, cuda::kPlannedMultiprocessors, nl.k);
+      how = sol::cat(" norm+gemm ", spec.tileM, "x", spec.tileN,
+                     split ? sol::cat(" splitK ", spec.splitK) : "");
+    }
+    CheckRecord r = makeRecord(
+        c, "norm_linear",
+        sol::cat(nl.name, " ", nl.n, "x", nl.k, " T=", rows,
+                 epilogueTag(nl.epilogue),
+                 nl.output == LinearOutput::Fp32 ? " fp32" : "", how),
+        linear.instance);
+    judgeOutput(c, r, dOut, p, rows, nl.output, cols, rowIds, ref);
+    if (split)
+      judgeWorkspace(c, r, dPartial);
+    if (streaming)
+      r.bytes = gemvBytes(p, rows, nl.output);
+    r.flops = 2.0 * rows * nl.n * static_cast<double>(nl.k);
+    c.finish(std::move(r), &launch);
+  }
+}
+
+void checkNormLinear(Checker &c) {
+  for (const NormLinearCase &nl : kNormLinearCases)
+    checkNormLinearCase(c, nl);
+}
+
+} // namespace
+
+std::vector<CheckFamily> fusedLinearChecks() {
+  return {
+      {"gemv_fused",
+       [](KernelLibrary &k) {
+         for (const FusedGemvCase &g : kGemvCases)
+           for (int rows : g.rows)
+             k.require(gemvSpecFor(g, rows).instance());
+       },
+       checkFusedGemv},
+      {"gemm_fused",
+       [](KernelLibrary &k) {
+         for (const FusedGemmCase &g : kGemmCases)
+           for (const GemmSpec &spec : gemmSpecsFor(g)) {
+             k.require(spec.instance());
+             if (spec.splitK > 1)
+               k.require(spec.finalizeInstance());
+           }
+       },
+       checkFusedGemm},
+      {"norm_linear",
+       [](KernelLibrary &k) {
+         for (const NormLinearCase &nl : kNormLinearCases)
+           for (int rows : nl.rows)
+             for (const cuda::KernelLaunch &l :
+                  cuda::selectKernels(normLinearOp(nl), rows, 0))
+               k.require(l.instance);
+       },
+       checkNormLinear},
+  };
+}
+
+} // namespace sol::check

@@ -1,0 +1,141 @@
+//===- CudaEmulation.h - The CUDA subset Sampling.cuh uses, on the CPU ----===//
+//
+// Lets the sampling kernel be compiled as host C++ and run on a CPU: each
+// CUDA thread of a block is a std::thread, __syncthreads is a barrier over
+// the block, warp shuffles and ballots exchange values through per-warp
+// slots between two barriers over the warp, shared-memory atomics are
+// __atomic builtins and __shared__ variables are function statics (blocks
+// run one after another). The _rn intrinsics are plain float operations:
+// compile with -ffp-contract=off. A model of the kernel's logic, not of its
+// performance or of the GPU's memory model; slow (a barrier wakes 1024
+// threads), so tests keep rows short.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <barrier>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <math.h>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#define __device__
+#define __host__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(x)
+#define __shared__ static
+
+struct EmulatedDim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+inline thread_local EmulatedDim3 threadIdx, blockIdx;
+inline EmulatedDim3 gridDim, blockDim;
+
+struct float4 {
+  float x, y, z, w;
+};
+struct int2 {
+  int x, y;
+};
+
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __frcp_rn(float a) { return 1.0f / a; }
+inline float __int2float_rn(int v) { return static_cast<float>(v); }
+inline unsigned long long __float2ull_rz(float f) {
+  return static_cast<unsigned long long>(f);
+}
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __ull2double_rn(unsigned long long v) {
+  return static_cast<double>(v);
+}
+inline unsigned long long __double2ull_rz(double d) {
+  return static_cast<unsigned long long>(d);
+}
+inline float __int_as_float(int v) { return std::bit_cast<float>(v); }
+inline float __uint_as_float(unsigned v) { return std::bit_cast<float>(v); }
+inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
+
+template <typename T, typename U> T atomicAdd(T *p, U v) {
+  return __atomic_fetch_add(p, static_cast<T>(v), __ATOMIC_SEQ_CST);
+}
+
+namespace cuda_emulation {
+inline std::barrier<> *blockBarrier;
+inline std::barrier<> *warpBarriers[32];
+inline unsigned long long slots[32][32];
+
+/// Every lane publishes v; returns lane `src`'s value (or v when !use).
+template <typename T> T exchange(T v, int src, bool use) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  unsigned long long bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  slots[warp][lane] = bits;
+  warpBarriers[warp]->arrive_and_wait();
+  T out = v;
+  if (use) {
+    const unsigned long long b = slots[warp][src];
+    std::memcpy(&out, &b, sizeof(T));
+  }
+  warpBarriers[warp]->arrive_and_wait();
+  return out;
+}
+
+/// Runs f() as `blocks` blocks of `threads` threads, one block at a time.
+template <typename F> void launch(int blocks, int threads, F f) {
+  gridDim.x = static_cast<unsigned>(blocks);
+  blockDim.x = static_cast<unsigned>(threads);
+  for (int b = 0; b < blocks; ++b) {
+    std::barrier<> block(threads);
+    std::vector<std::unique_ptr<std::barrier<>>> warps;
+    for (int w = 0; w < threads / 32; ++w) {
+      warps.push_back(std::make_unique<std::barrier<>>(32));
+      warpBarriers[w] = warps.back().get();
+    }
+    blockBarrier = &block;
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t, b] {
+        threadIdx.x = static_cast<unsigned>(t);
+        blockIdx.x = static_cast<unsigned>(b);
+        f();
+      });
+    for (std::thread &t : pool)
+      t.join();
+  }
+}
+} // namespace cuda_emulation
+
+inline void __syncthreads() { cuda_emulation::blockBarrier->arrive_and_wait(); }
+template <typename T> T __shfl_xor_sync(unsigned, T v, int mask) {
+  return cuda_emulation::exchange(v, (threadIdx.x % 32) ^ mask, true);
+}
+template <typename T> T __shfl_up_sync(unsigned, T v, unsigned delta) {
+  const int lane = threadIdx.x % 32;
+  return cuda_emulation::exchange(v, lane - static_cast<int>(delta),
+                                  lane >= static_cast<int>(delta));
+}
+template <typename T> T __shfl_sync(unsigned, T v, int src) {
+  return cuda_emulation::exchange(v, src, true);
+}
+inline unsigned __ballot_sync(unsigned, int predicate) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  cuda_emulation::slots[warp][lane] = predicate ? 1 : 0;
+  cuda_emulation::warpBarriers[warp]->arrive_and_wait();
+  unsigned bits = 0;
+  for (int i = 0; i < 32; ++i)
+    if (cuda_emulation::slots[warp][i])
+      bits |= 1u << i;
+  cuda_emulation::warpBarriers[warp]->arrive_and_wait();
+  return bits;
+}

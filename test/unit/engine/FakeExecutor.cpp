@@ -1,0 +1,110 @@
+//===- FakeExecutor.cpp - A context-hashing stand-in for a model ----------===//
+#include "FakeExecutor.h"
+
+#include "runtime/support/Error.h"
+
+namespace sol::test {
+
+FakeExecutor::FakeExecutor(int32_t numBlocks, int32_t blockSize,
+                           int32_t maxTokensPerStep, int32_t vocab)
+    : numBlocks_(numBlocks), blockSize_(blockSize),
+      maxTokens_(maxTokensPerStep), vocab_(vocab),
+      kvToken_(size_t(numBlocks) * size_t(blockSize), -1),
+      kvPos_(size_t(numBlocks) * size_t(blockSize), -1) {
+  model = [vocab](std::span<const int32_t> c) { return hashModel(c, vocab); };
+}
+
+int32_t FakeExecutor::hashModel(std::span<const int32_t> context,
+                                int32_t vocab) {
+  uint64_t h = 1469598103934665603ULL; // FNV-1a
+  for (int32_t t : context) {
+    h ^= static_cast<uint64_t>(t) + 0x9e3779b97f4a7c15ULL;
+    h *= 1099511628211ULL;
+  }
+  h ^= h >> 29;
+  return static_cast<int32_t>(h % static_cast<uint64_t>(vocab));
+}
+
+void FakeExecutor::step(const StepBatch &b, const StepOutput &out) {
+  const size_t T = b.tokens.size(), R = b.logitRows.size();
+  if (T == 0 || T > size_t(maxTokens_))
+    fail("fake: step of ", T, " tokens (max ", maxTokens_, ")");
+  if (b.positions.size() != T || b.tokenSeq.size() != T)
+    fail("fake: positions/tokenSeq sizes differ from tokens");
+  if (b.blockTables.size() != size_t(b.numSeqs) * size_t(b.maxBlocksPerSeq))
+    fail("fake: block tables of the wrong size");
+  if (!b.sampling.empty() && b.sampling.size() != R)
+    fail("fake: ", b.sampling.size(), " sampling rows for ", R, " logits rows");
+  if (!b.penalties.offsets.empty() && b.penalties.offsets.size() != R + 1)
+    fail("fake: penalty offsets of the wrong size");
+  if (out.argmax.size() != R)
+    fail("fake: argmax output of ", out.argmax.size(), " for ", R, " rows");
+  for (int32_t id : b.blockTables)
+    if (id < 0 || id >= numBlocks_)
+      fail("fake: block id ", id, " out of range (padding must be valid)");
+  auto slot = [&](int32_t seq, int32_t pos) {
+    if (pos / blockSize_ >= b.maxBlocksPerSeq)
+      fail("fake: position ", pos, " beyond the block table");
+    const int32_t block =
+        b.blockTables[size_t(seq) * size_t(b.maxBlocksPerSeq) +
+                      size_t(pos / blockSize_)];
+    return size_t(block) * size_t(blockSize_) + size_t(pos % blockSize_);
+  };
+  for (size_t t = 0; t < T; ++t) {
+    if (b.tokenSeq[t] < 0 || b.tokenSeq[t] >= b.numSeqs)
+      fail("fake: token ", t, " of sequence ", b.tokenSeq[t]);
+    if (b.tokens[t] < 0 || b.tokens[t] >= vocab_)
+      fail("fake: token id ", b.tokens[t], " outside the vocabulary");
+  }
+  if (record) {
+    RecordedBatch r;
+    r.tokens.assign(b.tokens.begin(), b.tokens.end());
+    r.positions.assign(b.positions.begin(), b.positions.end());
+    r.tokenSeq.assign(b.tokenSeq.begin(), b.tokenSeq.end());
+    r.logitRows.assign(b.logitRows.begin(), b.logitRows.end());
+    r.blockTables.assign(b.blockTables.begin(), b.blockTables.end());
+    r.numSeqs = b.numSeqs;
+    r.maxBlocksPerSeq = b.maxBlocksPerSeq;
+    r.sampling.assign(b.sampling.begin(), b.sampling.end());
+    r.penaltyOffsets.assign(b.penalties.offsets.begin(),
+                            b.penalties.offsets.end());
+    r.penaltyIds.assign(b.penalties.ids.begin(), b.penalties.ids.end());
+    r.penaltyCounts.assign(b.penalties.outputCounts.begin(),
+                           b.penalties.outputCounts.end());
+    r.penaltyInPrompt.assign(b.penalties.inPrompt.begin(),
+                             b.penalties.inPrompt.end());
+    r.numTopLogprobs = b.numTopLogprobs;
+    r.logprobsRequested = !out.logprobs.empty();
+    batches.push_back(std::move(r));
+  }
+  ++numSteps;
+  // "Attention": K/V first, then every row reads its context back.
+  for (size_t t = 0; t < T; ++t) {
+    const size_t s = slot(b.tokenSeq[t], b.positions[t]);
+    kvToken_[s] = b.tokens[t];
+    kvPos_[s] = b.positions[t];
+  }
+  std::vector<int32_t> context;
+  for (size_t r = 0; r < R; ++r) {
+    const int32_t t = b.logitRows[r];
+    const int32_t seq = b.tokenSeq[size_t(t)], pos = b.positions[size_t(t)];
+    context.clear();
+    for (int32_t p = 0; p <= pos; ++p) {
+      const size_t s = slot(seq, p);
+      if (kvPos_[s] != p)
+        fail("fake: sequence ", seq, " reads position ", p,
+             " from a slot that holds position ", kvPos_[s]);
+      context.push_back(kvToken_[s]);
+    }
+    const int32_t id = model(context);
+    out.argmax[r] = id;
+    if (!out.logprobs.empty())
+      out.logprobs[r] = logprobOf(id);
+    for (int32_t k = 0; k < b.numTopLogprobs && !out.topIds.empty(); ++k) {
+      out.topIds[r * size_t(b.numTopLogprobs) + size_t(k)] = (id + k) % vocab_;
+      out.topLogprobs[r * size_t(b.numTopLogprobs) + size_t(k)] = -float(k);
+    }
+  }
+}
+
+} // namespace sol::test

@@ -1,0 +1,67 @@
+//===- FakeExecutor.h - A context-hashing stand-in for a model --*- C++ -*-===//
+//
+// An executor for engine tests that runs in microseconds yet punishes every
+// bookkeeping error the way a real model would: each step writes its tokens
+// (with their positions) into a paged "KV cache" through the block tables,
+// and a logits row's next token is a function of the whole context read
+// back through the sequence's block table. A wrong block id, a stale block,
+// a prefix-cache hit on the wrong tokens or a bad recompute changes the
+// context and so the tokens; reading a slot that holds another position is
+// an error. Every batch is recorded (deep copies) for structural checks.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/executor/Executor.h"
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace sol::test {
+
+/// A deep copy of a StepBatch.
+struct RecordedBatch {
+  std::vector<int32_t> tokens, positions, tokenSeq, logitRows, blockTables;
+  int32_t numSeqs = 0, maxBlocksPerSeq = 0;
+  std::vector<SamplingRow> sampling;
+  std::vector<int32_t> penaltyOffsets, penaltyIds, penaltyCounts;
+  std::vector<uint8_t> penaltyInPrompt;
+  int32_t numTopLogprobs = 0;
+  bool logprobsRequested = false;
+};
+
+class FakeExecutor final : public Executor {
+public:
+  /// The next token after `context` (all ids of one sequence so far).
+  using Model = std::function<int32_t(std::span<const int32_t> context)>;
+
+  FakeExecutor(int32_t numBlocks, int32_t blockSize, int32_t maxTokensPerStep,
+               int32_t vocab);
+
+  /// The default model: a hash of the context, modulo the vocabulary.
+  static int32_t hashModel(std::span<const int32_t> context, int32_t vocab);
+
+  std::string name() const override { return "fake"; }
+  int32_t numKvBlocks() const override { return numBlocks_; }
+  int32_t blockSize() const override { return blockSize_; }
+  int32_t maxTokensPerStep() const override { return maxTokens_; }
+  void step(const StepBatch &batch, const StepOutput &out) override;
+
+  /// Replaces the model (default: hashModel).
+  Model model;
+  bool record = true;
+  std::vector<RecordedBatch> batches;
+  int64_t numSteps = 0;
+
+  /// The logprob and top entries the fake reports for a chosen id.
+  static float logprobOf(int32_t id) { return -0.125f * float(id % 8); }
+
+private:
+  int32_t numBlocks_, blockSize_, maxTokens_, vocab_;
+  /// Per slot: the token and position written there (-1: never).
+  std::vector<int32_t> kvToken_, kvPos_;
+};
+
+} // namespace sol::test

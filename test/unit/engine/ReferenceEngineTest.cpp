@@ -1,0 +1,325 @@
+//===- ReferenceEngineTest.cpp - The engine on the reference executor -----===//
+//
+// Hundreds of concurrent greedy requests of random lengths on the tiny
+// two-layer model of test/unit/reference, with a KV cache small enough to
+// force preemptions: every output must equal the same request run alone
+// (a plain loop over its own executor, contiguous blocks), and no block may
+// leak. Then the same with prefix caching on and shared prompt prefixes.
+//
+//===----------------------------------------------------------------------===//
+#include "EngineTestSupport.h"
+
+#include "../reference/TinyModel.h"
+
+#include "runtime/engine/Generator.h"
+#include "runtime/reference/ReferenceExecutor.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <numeric>
+
+using namespace sol;
+using namespace sol::test;
+
+namespace {
+
+/// End-of-sequence ids: a few, so that some requests stop early.
+const std::vector<int32_t> kEos = {3, 19};
+
+ReferenceExecutor::Options optionsOf(int32_t blocks) {
+  ReferenceExecutor::Options o;
+  o.numKvBlocks = blocks;
+  o.numThreads = 1;
+  return o;
+}
+
+/// Generation of one request on its own executor: chunked prefill over
+/// contiguous blocks 0, 1, ..., then one decode step per token, with the
+/// request's sampling row (seed, counter = output index) and penalty tokens
+/// when it is not greedy.
+class AloneRunner {
+public:
+  AloneRunner(const PlanFile &plan, int32_t maxLen)
+      : ex_(plan, optionsOf((maxLen + 3) / 4)) {
+    table_.resize(static_cast<size_t>(ex_.numKvBlocks()));
+    std::iota(table_.begin(), table_.end(), 0);
+  }
+
+  Finished run(const Request &r) {
+    Finished f;
+    std::vector<int32_t> tokens = r.promptIds;
+    size_t computed = 0;
+    for (int32_t n = 1;; ++n) {
+      int32_t next = -1;
+      while (computed < tokens.size()) {
+        const size_t len =
+            std::min(tokens.size() - computed,
+                     static_cast<size_t>(ex_.maxTokensPerStep()));
+        std::vector<int32_t> positions(len), seq(len, 0);
+        std::iota(positions.begin(), positions.end(),
+                  static_cast<int32_t>(computed));
+        const int32_t last = static_cast<int32_t>(len) - 1;
+        StepBatch b;
+        b.tokens = std::span<const int32_t>(tokens).subspan(computed, len);
+        b.positions = positions;
+        b.tokenSeq = seq;
+        b.logitRows = {&last, 1};
+        b.blockTables = table_;
+        b.numSeqs = 1;
+        b.maxBlocksPerSeq = static_cast<int32_t>(table_.size());
+        // The sampling inputs of the last token's row.
+        SamplingRow row;
+        const SamplingParams &p = r.sampling;
+        row.temperature = p.temperature;
+        row.topK = p.topK;
+        row.topP = p.topP;
+        row.minP = p.minP;
+        row.repetitionPenalty = p.repetitionPenalty;
+        row.presencePenalty = p.presencePenalty;
+        row.frequencyPenalty = p.frequencyPenalty;
+        row.seed = p.seed.value_or(0);
+        row.counter = n - 1;
+        std::map<int32_t, std::pair<int32_t, uint8_t>> counts;
+        for (int32_t id : r.promptIds)
+          counts[id] = {0, 1};
+        for (int32_t id : f.ids)
+          ++counts.try_emplace(id, 0, 0).first->second.first;
+        std::vector<int32_t> offsets = {0}, ids, outCounts;
+        std::vector<uint8_t> inPrompt;
+        for (const auto &[id, c] : counts) {
+          ids.push_back(id);
+          outCounts.push_back(c.first);
+          inPrompt.push_back(c.second);
+        }
+        offsets.push_back(static_cast<int32_t>(ids.size()));
+        if (!p.greedy() || p.hasPenalties())
+          b.sampling = {&row, 1};
+        if (p.hasPenalties())
+          b.penalties = {offsets, ids, outCounts, inPrompt};
+        const int32_t numTop = r.logprobs.value_or(0);
+        b.numTopLogprobs = numTop;
+        float logprob = 0;
+        std::vector<int32_t> topIds(static_cast<size_t>(numTop));
+        std::vector<float> topLogprobs(topIds.size());
+        StepOutput out;
+        out.argmax = {&next, 1};
+        if (r.logprobs) {
+          out.logprobs = {&logprob, 1};
+          out.topIds = topIds;
+          out.topLogprobs = topLogprobs;
+        }
+        ex_.step(b, out);
+        computed += len;
+        if (computed == tokens.size() && r.logprobs) {
+          f.logprobs.push_back(logprob);
+          std::vector<TopLogprob> top;
+          for (int32_t k = 0; k < numTop; ++k)
+            top.push_back({topIds[size_t(k)], topLogprobs[size_t(k)]});
+          f.topLogprobs.push_back(std::move(top));
+        }
+      }
+      tokens.push_back(next);
+      f.ids.push_back(next);
+      const bool eos = !r.ignoreEos &&
+                       std::find(kEos.begin(), kEos.end(), next) != kEos.end();
+      if (n >= r.minTokens && eos) {
+        f.reason = FinishReason::Stop;
+        return f;
+      }
+      if (n >= r.maxTokens) {
+        f.reason = FinishReason::Length;
+        return f;
+      }
+    }
+  }
+
+private:
+  ReferenceExecutor ex_;
+  std::vector<int32_t> table_;
+};
+
+struct Scenario {
+  bool prefixCaching = false;
+  bool sharedPrefixes = false;
+  uint32_t seed = 1;
+  int numRequests = 300;
+  int32_t numBlocks = 48; // of 4 tokens
+  int32_t maxNumSeqs = 16;
+  int32_t maxNumBatchedTokens = 48;
+  /// Random sampling parameters (seeded), penalties and logprobs.
+  bool sampled = false;
+};
+
+void runScenario(const Scenario &sc) {
+  TinyModel model;
+  const PlanFile plan = model.plan.write();
+  const int32_t vocab = static_cast<int32_t>(model.config().vocab);
+  const int32_t maxLen = 64;
+
+  std::mt19937 rng(sc.seed);
+  std::vector<std::vector<int32_t>> prefixes;
+  for (int i = 0; i < 8; ++i)
+    prefixes.push_back(randomIds(rng, size_t(uniform(rng, 4, 24)), vocab));
+  std::vector<Request> requests;
+  for (int i = 0; i < sc.numRequests; ++i) {
+    Request r;
+    if (sc.sharedPrefixes)
+      r.promptIds = prefixes[rng() % prefixes.size()];
+    const int32_t tail =
+        sc.sharedPrefixes ? uniform(rng, 1, 16) : uniform(rng, 1, 40);
+    const auto ids = randomIds(rng, size_t(tail), vocab);
+    r.promptIds.insert(r.promptIds.end(), ids.begin(), ids.end());
+    r.maxTokens = uniform(rng, 1, 24);
+    r.ignoreEos = rng() % 3 != 0;
+    if (sc.sampled) {
+      SamplingParams &p = r.sampling;
+      p.temperature = 0.5f + 0.25f * float(rng() % 5);
+      p.topK = uniform(rng, 0, 8);
+      p.topP = rng() % 2 ? 1.0f : 0.9f;
+      p.minP = rng() % 2 ? 0.0f : 0.05f;
+      if (rng() % 3 == 0) {
+        p.repetitionPenalty = 1.2f;
+        p.presencePenalty = 0.5f;
+        p.frequencyPenalty = 0.25f;
+      }
+      p.seed = rng();
+      if (rng() % 2 == 0)
+        r.logprobs = uniform(rng, 0, 3);
+    }
+    requests.push_back(std::move(r));
+  }
+
+  // 16 sequences of up to 64 tokens would need 256 blocks.
+  ReferenceExecutor ex(plan, optionsOf(sc.numBlocks));
+  EngineConfig c;
+  c.vocabSize = vocab;
+  c.maxModelLen = maxLen;
+  c.maxNumSeqs = sc.maxNumSeqs;
+  c.maxNumBatchedTokens = sc.maxNumBatchedTokens;
+  c.enablePrefixCaching = sc.prefixCaching;
+  c.eosTokenIds = kEos;
+  c.seed = 1;
+  Engine engine(ex, c);
+  std::vector<int64_t> ids;
+  for (const Request &r : requests)
+    ids.push_back(engine.submit(r));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto results = runToEnd(engine);
+  const double engineS =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+
+  AloneRunner alone(plan, maxLen);
+  int stopped = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Finished want = alone.run(requests[i]);
+    const Finished &got = results.at(ids[i]);
+    ASSERT_EQ(got.ids, want.ids) << "request " << i;
+    ASSERT_EQ(got.reason, want.reason) << "request " << i;
+    ASSERT_EQ(got.logprobs, want.logprobs) << "request " << i;
+    ASSERT_EQ(got.topLogprobs.size(), want.topLogprobs.size());
+    for (size_t k = 0; k < want.topLogprobs.size(); ++k)
+      for (size_t j = 0; j < want.topLogprobs[k].size(); ++j) {
+        ASSERT_EQ(got.topLogprobs[k].at(j).id, want.topLogprobs[k][j].id);
+        ASSERT_EQ(got.topLogprobs[k][j].logprob,
+                  want.topLogprobs[k][j].logprob);
+      }
+    stopped += want.reason == FinishReason::Stop;
+  }
+  if (sc.sampled) {
+    // The executor really drew and reported (not greedy zeros).
+    int withLogprobs = 0;
+    for (const auto &[id, f] : results)
+      withLogprobs += std::any_of(f.logprobs.begin(), f.logprobs.end(),
+                                  [](float v) { return v < 0.0f; });
+    std::cout << "  " << withLogprobs << " requests with logprobs\n";
+    EXPECT_GT(withLogprobs, 0);
+  }
+  const EngineStats s = engine.stats();
+  std::cout << "  " << sc.numRequests << " requests in " << s.numSteps
+            << " steps (" << engineS << " s), " << s.numPreemptions
+            << " preemptions, " << stopped << " stopped on EOS, prefix hits "
+            << s.prefixCacheHits << "/" << s.prefixCacheQueries
+            << " tokens, peak " << s.peakKvBlocksUsed << "/" << s.kvBlocksTotal
+            << " blocks\n";
+  EXPECT_GT(s.numPreemptions, 0) << "the cache should force preemptions";
+  EXPECT_EQ(s.numRunning, 0);
+  EXPECT_EQ(s.numWaiting, 0);
+  EXPECT_EQ(s.kvBlocksUsed, 0);
+  const BlockManager &bm = engine.blockManager();
+  EXPECT_EQ(bm.numFree() + bm.numCached(), bm.numBlocks());
+  EXPECT_NO_THROW(bm.checkConsistency());
+  if (sc.sharedPrefixes) {
+    EXPECT_GT(s.prefixCacheHits, s.prefixCacheQueries / 10);
+  }
+  if (!sc.prefixCaching) {
+    EXPECT_EQ(bm.numCached(), 0);
+  }
+}
+
+} // namespace
+
+TEST(ReferenceEngine, ConcurrentGreedyRequestsMatchRunningAlone) {
+  runScenario({false, false, 11, 400});
+}
+
+TEST(ReferenceEngine, SmallStepBudgetChunksPromptsAndStillMatches) {
+  // 8 tokens a step: most prompts span several steps, and sequences are
+  // preempted in the middle of their chunked prefill.
+  runScenario({false, false, 13, 300, 24, 8, 8});
+}
+
+TEST(ReferenceEngine, PrefixCachingKeepsOutputsIdentical) {
+  runScenario({true, true, 12, 400});
+  runScenario({true, true, 14, 300, 24, 8, 8});
+  runScenario({true, false, 15, 300}); // few hits, same outputs
+}
+
+TEST(ReferenceEngine, SampledRequestsMatchRunningAlone) {
+  // Seeded draws depend only on (seed, output index) and the row's logits:
+  // batching, preemption and prefix caching must not change them, nor the
+  // penalties' token counts or the logprobs.
+  Scenario sc{true, true, 16, 300};
+  sc.sampled = true;
+  runScenario(sc);
+}
+
+TEST(ReferenceEngine, GeneratorMatchesTheEngine) {
+  TinyModel model;
+  const PlanFile plan = model.plan.write();
+  ReferenceExecutor ex(plan, optionsOf(32));
+  Generator gen(ex, model.config().vocab, 100);
+  GenerationRequest r;
+  r.promptIds = {1, 2, 3, 4, 5, 6, 7};
+  r.maxTokens = 9;
+  r.ignoreEos = true;
+  std::vector<int32_t> streamed;
+  r.onToken = [&](int32_t id) { streamed.push_back(id); };
+  const GenerationResult got = gen.generate(r);
+  Request req;
+  req.promptIds = r.promptIds;
+  req.maxTokens = 9;
+  req.ignoreEos = true;
+  AloneRunner alone(plan, 64);
+  EXPECT_EQ(got.ids, alone.run(req).ids);
+  EXPECT_EQ(streamed, got.ids);
+  EXPECT_EQ(got.finishReason, "length");
+  EXPECT_GE(got.ttftMs, 0.0);
+  EXPECT_GT(got.tpotMs, 0.0);
+  // Teacher-forced logits: one row per prompt token; the last row's argmax
+  // is the first generated token.
+  const std::vector<float> logits = gen.promptLogits(r.promptIds);
+  const size_t V = static_cast<size_t>(model.config().vocab);
+  ASSERT_EQ(logits.size(), r.promptIds.size() * V);
+  const auto last = logits.begin() + int64_t((r.promptIds.size() - 1) * V);
+  EXPECT_EQ(std::max_element(last, last + int64_t(V)) - last, got.ids[0]);
+  EXPECT_EQ(gen.engine().stats().kvBlocksUsed, 0);
+  // max tokens 0 checks the prompt and generates nothing.
+  r.maxTokens = 0;
+  EXPECT_TRUE(gen.generate(r).ids.empty());
+  r.promptIds = {};
+  EXPECT_EQ(engineErrorOf([&] { gen.generate(r); }),
+            "the prompt is empty; give at least one token id");
+}
