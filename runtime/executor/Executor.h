@@ -104,4 +104,8 @@ public:
   virtual void step(const StepBatch &batch, const StepOutput &out) = 0;
 };
 
+/// "KV cache: 9,000 blocks of 16 tokens = 144,000 tokens (cuda)", the line
+/// solrun prints on a terminal after sizing the cache.
+std::string describeKvCache(const Executor &executor);
+
 } // namespace sol

@@ -41,4 +41,21 @@ std::unique_ptr<Executor> makeExecutor(const PlanFile &plan,
   return std::make_unique<cuda::CudaExecutor>(plan, options);
 }
 
+std::string describeKvCache(const Executor &executor) {
+  auto grouped = [](int64_t v) {
+    std::string digits = std::to_string(v), out;
+    for (size_t i = 0; i < digits.size(); ++i) {
+      if (i > 0 && (digits.size() - i) % 3 == 0)
+        out += ',';
+      out += digits[i];
+    }
+    return out;
+  };
+  const int64_t blocks = executor.numKvBlocks();
+  return "KV cache: " + grouped(blocks) + " blocks of " +
+         std::to_string(executor.blockSize()) +
+         " tokens = " + grouped(blocks * executor.blockSize()) + " tokens (" +
+         executor.name() + ")";
+}
+
 } // namespace sol

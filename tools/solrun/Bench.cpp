@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <iostream>
 #include <random>
+#include <unistd.h>
 
 namespace sol {
 
@@ -74,6 +75,8 @@ int runBench(const PlanFile &file, const std::string &device,
   executorOptions.maxSeqs = opts.maxNumSeqs > 0 ? opts.maxNumSeqs : 256;
   std::unique_ptr<Executor> executor =
       makeExecutor(file, device, executorOptions);
+  if (isatty(STDERR_FILENO))
+    std::fprintf(stderr, "solrun: %s\n", describeKvCache(*executor).c_str());
 
   EngineConfig config;
   config.vocabSize = vocab;

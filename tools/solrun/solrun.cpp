@@ -26,6 +26,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <unistd.h>
 
 namespace {
 
@@ -245,6 +246,9 @@ int run(Options &opts) {
   }
   std::unique_ptr<sol::Executor> executor =
       sol::makeExecutor(file, opts.device, opts.executor);
+  if (isatty(STDERR_FILENO))
+    std::fprintf(stderr, "solrun: %s\n",
+                 sol::describeKvCache(*executor).c_str());
   const sol::fb::Plan &p = file.plan();
   int64_t maxModelLen = opts.executor.maxModelLen > 0
                             ? opts.executor.maxModelLen
