@@ -35,7 +35,9 @@ LinearOutput linearOutput(const OpDesc &op) {
 LinearEpilogue linearEpilogue(const OpDesc &op) {
   const int64_t e = op.ints.empty() ? 0 : op.ints[0];
   if (e < 0 || e > static_cast<int64_t>(LinearEpilogue::Swiglu))
-    fail("linear epilogue ", e, " is not one this runtime knows (0..2)");
+    fail("linear epilogue ", e,
+         " is not one this runtime knows (0..2); "
+         "compile the plan again with this version's solc");
   return static_cast<LinearEpilogue>(e);
 }
 

@@ -3,7 +3,7 @@
 #include "runtime/tokenizer/AddedVocabulary.h"
 
 #include "runtime/tokenizer/UnicodeClasses.h"
-#include "runtime/tokenizer/Utf8.h"
+#include "runtime/support/Utf8.h"
 
 namespace sol {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "runtime/tokenizer/ByteLevelAlphabet.h"
 
-#include "runtime/tokenizer/Utf8.h"
+#include "runtime/support/Utf8.h"
 
 #include <array>
 

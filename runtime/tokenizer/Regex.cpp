@@ -5,7 +5,7 @@
 
 #include "runtime/support/Error.h"
 #include "runtime/tokenizer/UnicodeClasses.h"
-#include "runtime/tokenizer/Utf8.h"
+#include "runtime/support/Utf8.h"
 
 #include <pcre2.h>
 

@@ -10,7 +10,7 @@
 #include "runtime/tokenizer/PostProcessor.h"
 #include "runtime/tokenizer/PreTokenizer.h"
 #include "runtime/tokenizer/TokenizerJson.h"
-#include "runtime/tokenizer/Utf8.h"
+#include "runtime/support/Utf8.h"
 
 #include <nlohmann/json.hpp>
 

@@ -4,7 +4,7 @@
 
 #include "runtime/tokenizer/IncrementalDetokenizer.h"
 #include "runtime/tokenizer/Tokenizer.h"
-#include "runtime/tokenizer/Utf8.h"
+#include "runtime/support/Utf8.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -10,7 +10,7 @@
 
 #include "runtime/support/Error.h"
 #include "runtime/tokenizer/Tokenizer.h"
-#include "runtime/tokenizer/Utf8.h"
+#include "runtime/support/Utf8.h"
 
 #include <gtest/gtest.h>
 

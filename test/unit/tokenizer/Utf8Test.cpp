@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/tokenizer/Utf8.h"
+#include "runtime/support/Utf8.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 //===- Utf8.cpp - UTF-8 decoding with Python's replacement rule -----------===//
 
-#include "runtime/tokenizer/Utf8.h"
+#include "runtime/support/Utf8.h"
 
 namespace sol::utf8 {
 
