@@ -78,4 +78,80 @@ def Sol_GeluApproximation : I32EnumAttr<"GeluApproximation",
 def Sol_GeluApproximationAttr
     : EnumAttr<Sol_Dialect, Sol_GeluApproximation, "gelu_approximation">;
 
+def Sol_KvCacheDType : I32EnumAttr<"KvCacheDType",
+    "KV-cache dtype (bf16 or fp8)", [
+      I32EnumAttrCase<"BF16", 0, "bf16">,
+      I32EnumAttrCase<"FP8", 1, "fp8">
+    ]> {
+  let cppNamespace = "::sol";
+  let genSpecializedAttr = 0;
+}
+def Sol_KvCacheDTypeAttr
+    : EnumAttr<Sol_Dialect, Sol_KvCacheDType, "kv_cache_dtype">;
+
+def Sol_KvArrangement : I32EnumAttr<"KvArrangement",
+    "how one layer's K (and V) array of the paged KV cache is laid out", [
+      I32EnumAttrCase<"BlockSlotHeadDim", 0, "block_slot_head_dim">
+    ]> {
+  let cppNamespace = "::sol";
+  let genSpecializedAttr = 0;
+}
+
+def Sol_KvScales : I32EnumAttr<"KvScales",
+    "the dequantization scales stored beside an fp8 KV cache", [
+      I32EnumAttrCase<"None", 0, "none">,
+      I32EnumAttrCase<"PerTokenHead", 1, "per_token_head">
+    ]> {
+  let cppNamespace = "::sol";
+  let genSpecializedAttr = 0;
+}
+
+def Sol_KvCacheLayoutAttr : Sol_Attr<"KvCacheLayout", "kv_cache_layout"> {
+  let summary = "The paged KV cache's layout, chosen by sol-plan-kv-cache";
+  let description = [{
+    Recorded on the module by `sol-plan-kv-cache` and read by code
+    generation and the plan writer. Every layer has one K and one V array
+    arranged as `arrangement` says; `block_slot_head_dim` is
+    `[blocks, block_size, num_kv_heads, head_dim]`, position p of a sequence
+    living in block `block_table[p / block_size]`, slot `p % block_size`.
+
+    * `block_size`: tokens per block, a power of two in [8, 256].
+    * `dtype`: `bf16`, or `fp8` (E4M3) with `scales = per_token_head`: one
+      float32 scale per (token, kv head) for K and one for V, each
+      `[blocks, block_size, num_kv_heads]` per layer.
+    * `alignment`: bytes every cache row (one head's `head_dim` values) and
+      every array starts on; the attention kernels load 16 bytes per lane.
+
+    Example: `#sol.kv_cache_layout<num_layers = 2, num_kv_heads = 2,
+    head_dim = 64, block_size = 32, dtype = bf16,
+    arrangement = block_slot_head_dim, alignment = 16, scales = none>`
+  }];
+  let parameters = (ins
+    "int64_t":$num_layers,
+    "int64_t":$num_kv_heads,
+    "int64_t":$head_dim,
+    "int64_t":$block_size,
+    "::sol::KvCacheDType":$dtype,
+    "::sol::KvArrangement":$arrangement,
+    "int64_t":$alignment,
+    "::sol::KvScales":$scales
+  );
+  let assemblyFormat = [{
+    `<` struct($num_layers, $num_kv_heads, $head_dim, $block_size, $dtype,
+               $arrangement, $alignment, $scales) `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Bytes of one cache element (2 for bf16, 1 for fp8).
+    int64_t elementBytes() const;
+    /// The name of the module attribute that holds the layout.
+    static constexpr ::llvm::StringLiteral kAttrName = "sol.kv_cache_layout";
+    /// Block sizes the attention kernels take: powers of two in this range.
+    static constexpr int64_t kMinBlockSize = 8, kMaxBlockSize = 256;
+    /// True when the fp8 kernels (16 values per 16-byte lane load, a power
+    /// of two lanes per position) support `headDim`: 16, 32, ..., 256.
+    static bool fp8SupportsHeadDim(int64_t headDim);
+  }];
+}
+
 #endif // SOL_ATTRS_TD

@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -159,6 +160,45 @@ LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   }
   if (kind == RopeScalingKind::Yarn && originalMaxPosition <= 0)
     return emitError() << "yarn rope scaling needs original_max_position > 0";
+  return success();
+}
+
+int64_t KvCacheLayoutAttr::elementBytes() const {
+  return getDtype() == KvCacheDType::FP8 ? 1 : 2;
+}
+
+bool KvCacheLayoutAttr::fp8SupportsHeadDim(int64_t headDim) {
+  return headDim >= 16 && headDim <= 256 && llvm::isPowerOf2_64(headDim);
+}
+
+LogicalResult KvCacheLayoutAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t numLayers,
+    int64_t numKvHeads, int64_t headDim, int64_t blockSize, KvCacheDType dtype,
+    KvArrangement arrangement, int64_t alignment, KvScales scales) {
+  if (numLayers <= 0 || numKvHeads <= 0 || headDim <= 0)
+    return emitError() << "kv_cache_layout needs positive num_layers, "
+                       << "num_kv_heads and head_dim, got " << numLayers << ", "
+                       << numKvHeads << ", " << headDim;
+  if (blockSize < kMinBlockSize || blockSize > kMaxBlockSize ||
+      !llvm::isPowerOf2_64(blockSize))
+    return emitError() << "kv_cache_layout block_size must be a power of two "
+                       << "in [" << kMinBlockSize << ", " << kMaxBlockSize
+                       << "], got " << blockSize;
+  const int64_t rowBytes = headDim * (dtype == KvCacheDType::FP8 ? 1 : 2);
+  if (alignment < 16 || !llvm::isPowerOf2_64(alignment) ||
+      rowBytes % alignment != 0)
+    return emitError() << "kv_cache_layout alignment must be a power of two "
+                       << ">= 16 that divides a cache row (" << rowBytes
+                       << " bytes), got " << alignment;
+  if (dtype == KvCacheDType::FP8) {
+    if (!fp8SupportsHeadDim(headDim))
+      return emitError() << "the fp8 KV cache supports head dims 16, 32, 64, "
+                         << "128 and 256, got " << headDim;
+    if (scales != KvScales::PerTokenHead)
+      return emitError() << "an fp8 KV cache needs scales = per_token_head";
+  } else if (scales != KvScales::None) {
+    return emitError() << "a bf16 KV cache has no scales (scales = none)";
+  }
   return success();
 }
 

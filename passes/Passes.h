@@ -4,6 +4,7 @@
 #include "ir/SolDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -12,8 +13,10 @@ namespace sol {
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
-/// Adds the passes of optimisation level `level` (0..3) to `pm`.
-void buildSolPipeline(mlir::OpPassManager &pm, unsigned level);
+/// Adds the passes of optimisation level `level` (0..3) to `pm`;
+/// `kvCache` configures sol-plan-kv-cache (solc's --kv-* flags).
+void buildSolPipeline(mlir::OpPassManager &pm, unsigned level,
+                      const SolPlanKvCacheOptions &kvCache = {});
 
 /// Registers `sol-O0` ... `sol-O3` as named pipelines.
 void registerSolPipelines();

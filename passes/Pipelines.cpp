@@ -6,7 +6,8 @@
 
 using namespace mlir;
 
-void sol::buildSolPipeline(OpPassManager &pm, unsigned level) {
+void sol::buildSolPipeline(OpPassManager &pm, unsigned level,
+                           const SolPlanKvCacheOptions &kvCache) {
   if (level >= 1) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -16,6 +17,8 @@ void sol::buildSolPipeline(OpPassManager &pm, unsigned level) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  // Every level: code generation needs the KV-cache layout.
+  pm.addPass(createSolPlanKvCache(kvCache));
 }
 
 void sol::registerSolPipelines() {

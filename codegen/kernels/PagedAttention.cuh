@@ -23,6 +23,15 @@
 // kernel writes `out` itself and `partials` may be null. Padding tokens
 // (token_seq[t] < 0) get zeros.
 //
+// paged_attention_fp8 reads an fp8 (E4M3) cache with a float32 scale per
+// (block, slot, kv head) for K and V ([num_blocks, BS, Hkv], written by
+// rope_kv_write_fp8): K = e4m3 * k_scale, V = e4m3 * v_scale. The scales are
+// applied once per position, to the score (q . k8 * k_scale) and to the
+// softmax weight (p * v_scale), not per element. A lane loads 16 fp8 values
+// (16 bytes, HD / 16 lanes per position) when the group's registers allow
+// (Hq / Hkv <= 4), else 8 (8 bytes, the bf16 kernel's HD / 8 lanes), so q
+// and the accumulators never hold more than 128 floats per lane.
+//
 // Launch: grid (T * Hkv, splits), kPagedAttentionThreads threads.
 // Combine: grid T * Hq, HD threads.
 //
@@ -30,6 +39,8 @@
 #pragma once
 
 #include "Common.cuh"
+
+#include <cuda_fp8.h>
 
 namespace sol {
 namespace kernels {
@@ -50,6 +61,23 @@ template <int Hq, int Hkv, int HD, int BS> struct PagedAttentionShape {
   static constexpr int kRowElems = (Hq + 2 * Hkv) * HD;
 };
 
+// The fp8 kernel's lane layout: E fp8 values per lane (16 = one 16-byte
+// load, or 8 = 8 bytes when the group is large; see the header comment).
+template <int Hq, int Hkv, int HD, int BS> struct PagedAttentionFp8Shape {
+  static_assert(Hq % Hkv == 0,
+                "paged_attention_fp8: Hq must be a multiple of Hkv");
+  static_assert(HD >= 16 && HD <= 256 && isPowerOfTwo(HD),
+                "paged_attention_fp8: head_dim must be 16, 32, ..., 256");
+  static constexpr int kGroup = Hq / Hkv;
+  static constexpr int kElems = kGroup <= 4 ? 16 : 8;
+  static constexpr int kLanesPerPos = HD / kElems;
+  static constexpr int kPosPerWarp = 32 / kLanesPerPos;
+  static constexpr int kWarps = kPagedAttentionThreads / 32;
+  static constexpr int kPosPerStep = kWarps * kPosPerWarp;
+  static constexpr int kUnroll = kGroup <= 2 ? 4 : 2;
+  static constexpr int kRowElems = (Hq + 2 * Hkv) * HD;
+};
+
 namespace attention_detail {
 
 constexpr float kLog2e = 1.4426950408889634f;
@@ -59,9 +87,125 @@ __device__ __forceinline__ float rescale(float m, float mNew) {
   return m == negativeInfinity() ? 0.0f : exp2f(m - mNew);
 }
 
+// Merges the running softmax states of a block's position groups (lanes
+// with equal `sub` hold head-dim values [sub * E, sub * E + E) of each of the
+// G heads) and its warps, then writes out (splits == 1) or the split's
+// partials.
+template <int Hq, int HD, int G, int kLpp, int E, int kWarps>
+__device__ __forceinline__ void
+mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
+              float *partials, int t, int g, int split, int splits, int T) {
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int sub = lane % kLpp;
+  // Merge the position groups of the warp (lanes with equal `sub`).
+#pragma unroll
+  for (int offset = kLpp; offset < 32; offset *= 2) {
+#pragma unroll
+    for (int gi = 0; gi < G; ++gi) {
+      const float mOther = __shfl_xor_sync(0xffffffffu, m[gi], offset);
+      const float lOther = __shfl_xor_sync(0xffffffffu, l[gi], offset);
+      const float mNew = fmaxf(m[gi], mOther);
+      const float cSelf = rescale(m[gi], mNew);
+      const float cOther = rescale(mOther, mNew);
+      l[gi] = l[gi] * cSelf + lOther * cOther;
+#pragma unroll
+      for (int j = 0; j < E; ++j) {
+        const float aOther = __shfl_xor_sync(0xffffffffu, acc[gi][j], offset);
+        acc[gi][j] = acc[gi][j] * cSelf + aOther * cOther;
+      }
+      m[gi] = mNew;
+    }
+  }
+
+  // Merge the warps through shared memory.
+  __shared__ float sharedM[kWarps][G];
+  __shared__ float sharedL[kWarps][G];
+  __shared__ float sharedAcc[kWarps][G][HD];
+  if (lane < kLpp) {
+#pragma unroll
+    for (int gi = 0; gi < G; ++gi) {
+#pragma unroll
+      for (int j = 0; j < E; ++j)
+        sharedAcc[warp][gi][sub * E + j] = acc[gi][j];
+      if (lane == 0) {
+        sharedM[warp][gi] = m[gi];
+        sharedL[warp][gi] = l[gi];
+      }
+    }
+  }
+  __syncthreads();
+
+  for (int idx = threadIdx.x; idx < G * HD; idx += blockDim.x) {
+    const int gi = idx / HD;
+    const int d = idx % HD;
+    float mAll = negativeInfinity();
+#pragma unroll
+    for (int wi = 0; wi < kWarps; ++wi)
+      mAll = fmaxf(mAll, sharedM[wi][gi]);
+    float lAll = 0.0f;
+    float aAll = 0.0f;
+#pragma unroll
+    for (int wi = 0; wi < kWarps; ++wi) {
+      const float c = rescale(sharedM[wi][gi], mAll);
+      lAll += sharedL[wi][gi] * c;
+      aAll += sharedAcc[wi][gi][d] * c;
+    }
+    const int head = g * G + gi;
+    if (splits == 1) {
+      out[static_cast<long long>(t) * Hq * HD + head * HD + d] =
+          __float2bfloat16_rn(lAll > 0.0f ? aAll / lAll : 0.0f);
+    } else {
+      const long long slot =
+          (static_cast<long long>(t) * splits + split) * Hq + head;
+      partials[slot * HD + d] = aAll;
+      if (d == 0) {
+        float *ml = partials + static_cast<long long>(T) * splits * Hq * HD;
+        ml[2 * slot] = mAll;
+        ml[2 * slot + 1] = lAll;
+      }
+    }
+  }
+}
+
+// Four E4M3 values (one 32-bit word, first value in the low byte) to
+// float: exact, E4M3 is a subset of f16.
+__device__ __forceinline__ void fp8x4ToFloat(unsigned w, float *f) {
+  const __half2 lo(__nv_cvt_fp8x2_to_halfraw2(
+      static_cast<__nv_fp8x2_storage_t>(w & 0xffffu), __NV_E4M3));
+  const __half2 hi(__nv_cvt_fp8x2_to_halfraw2(
+      static_cast<__nv_fp8x2_storage_t>(w >> 16), __NV_E4M3));
+  const float2 a = __half22float2(lo);
+  const float2 b = __half22float2(hi);
+  f[0] = a.x;
+  f[1] = a.y;
+  f[2] = b.x;
+  f[3] = b.y;
+}
+
+// E fp8 values (16: all of v, 8: v.x and v.y) to float.
+template <int E>
+__device__ __forceinline__ void unpackFp8(const uint4 &v, float (&f)[E]) {
+  fp8x4ToFloat(v.x, f);
+  fp8x4ToFloat(v.y, f + 4);
+  if constexpr (E == 16) {
+    fp8x4ToFloat(v.z, f + 8);
+    fp8x4ToFloat(v.w, f + 12);
+  }
+}
+
+template <int E> __device__ __forceinline__ uint4 loadFp8(const void *p) {
+  if constexpr (E == 16) {
+    return load16(p);
+  } else {
+    const uint2 v = *reinterpret_cast<const uint2 *>(p);
+    return make_uint4(v.x, v.y, 0, 0);
+  }
+}
+
 } // namespace attention_detail
 
-template <int Hq, int Hkv, int HD, int BS = kDefaultKvBlockSize>
+template <int Hq, int Hkv, int HD, int BS>
 __global__ void __launch_bounds__(kPagedAttentionThreads)
     paged_attention(bf16 *out, const bf16 *qkv, const bf16 *k_cache,
                     const bf16 *v_cache, const int *positions,
@@ -185,74 +329,156 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     }
   }
 
-  // Merge the position groups of the warp (lanes with equal `sub`).
-#pragma unroll
-  for (int offset = kLpp; offset < 32; offset *= 2) {
-#pragma unroll
-    for (int gi = 0; gi < G; ++gi) {
-      const float mOther = __shfl_xor_sync(0xffffffffu, m[gi], offset);
-      const float lOther = __shfl_xor_sync(0xffffffffu, l[gi], offset);
-      const float mNew = fmaxf(m[gi], mOther);
-      const float cSelf = rescale(m[gi], mNew);
-      const float cOther = rescale(mOther, mNew);
-      l[gi] = l[gi] * cSelf + lOther * cOther;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const float aOther = __shfl_xor_sync(0xffffffffu, acc[gi][j], offset);
-        acc[gi][j] = acc[gi][j] * cSelf + aOther * cOther;
-      }
-      m[gi] = mNew;
-    }
+  mergeAndWrite<Hq, HD, G, kLpp, 8, kWarps>(m, l, acc, out, partials, t, g,
+                                            split, splits, T);
+}
+
+template <int Hq, int Hkv, int HD, int BS>
+__global__ void __launch_bounds__(kPagedAttentionThreads)
+    paged_attention_fp8(bf16 *out, const bf16 *qkv,
+                        const unsigned char *k_cache,
+                        const unsigned char *v_cache, const float *k_scales,
+                        const float *v_scales, const int *positions,
+                        const int *token_seq, const int *block_tables,
+                        int max_blocks, float scale, int sliding_window, int T,
+                        float *partials) {
+  allowDependentLaunch();
+  waitForPredecessor();
+  using namespace attention_detail;
+  using Shape = PagedAttentionFp8Shape<Hq, Hkv, HD, BS>;
+  constexpr int G = Shape::kGroup;
+  constexpr int E = Shape::kElems;
+  constexpr int kLpp = Shape::kLanesPerPos;
+  constexpr int U = Shape::kUnroll;
+  constexpr int kWarps = Shape::kWarps;
+
+  const int t = blockIdx.x / Hkv;
+  const int g = blockIdx.x % Hkv;
+  if (t >= T)
+    return;
+  const int split = blockIdx.y;
+  const int splits = gridDim.y;
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int sub = lane % kLpp;
+  const int posGroup = warp * Shape::kPosPerWarp + lane / kLpp;
+
+  const int seq = token_seq[t];
+  int begin = 0;
+  int end = 0;
+  if (seq >= 0) {
+    const int pos = positions[t];
+    const int lo = sliding_window > 0 ? max(0, pos - sliding_window + 1) : 0;
+    const int chunk = ceilDiv(pos + 1 - lo, splits);
+    begin = min(lo + split * chunk, pos + 1);
+    end = min(begin + chunk, pos + 1);
   }
 
-  // Merge the warps through shared memory.
-  __shared__ float sharedM[kWarps][G];
-  __shared__ float sharedL[kWarps][G];
-  __shared__ float sharedAcc[kWarps][G][HD];
-  if (lane < kLpp) {
+  float q[G][E];
+  const bf16 *qRow =
+      qkv + static_cast<long long>(t) * Shape::kRowElems + g * G * HD + sub * E;
+  const float qScale = scale * kLog2e; // scores in the log2 domain
 #pragma unroll
-    for (int gi = 0; gi < G; ++gi) {
+  for (int gi = 0; gi < G; ++gi) {
+#pragma unroll
+    for (int c = 0; c < E / 8; ++c) {
+      float part[8];
+      unpack8(load16(qRow + gi * HD + c * 8), part);
 #pragma unroll
       for (int j = 0; j < 8; ++j)
-        sharedAcc[warp][gi][sub * 8 + j] = acc[gi][j];
-      if (lane == 0) {
-        sharedM[warp][gi] = m[gi];
-        sharedL[warp][gi] = l[gi];
-      }
+        q[gi][c * 8 + j] = part[j] * qScale;
     }
   }
-  __syncthreads();
 
-  for (int idx = threadIdx.x; idx < G * HD; idx += blockDim.x) {
-    const int gi = idx / HD;
-    const int d = idx % HD;
-    float mAll = negativeInfinity();
+  float m[G], l[G], acc[G][E];
 #pragma unroll
-    for (int wi = 0; wi < kWarps; ++wi)
-      mAll = fmaxf(mAll, sharedM[wi][gi]);
-    float lAll = 0.0f;
-    float aAll = 0.0f;
+  for (int gi = 0; gi < G; ++gi) {
+    m[gi] = negativeInfinity();
+    l[gi] = 0.0f;
 #pragma unroll
-    for (int wi = 0; wi < kWarps; ++wi) {
-      const float c = rescale(sharedM[wi][gi], mAll);
-      lAll += sharedL[wi][gi] * c;
-      aAll += sharedAcc[wi][gi][d] * c;
+    for (int j = 0; j < E; ++j)
+      acc[gi][j] = 0.0f;
+  }
+
+  const int *table =
+      block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
+  // begin/end are uniform over the block, so every lane runs every iteration
+  // and the shuffles below always see the full warp.
+  for (int base = begin; base < end; base += Shape::kPosPerStep * U) {
+    uint4 kRaw[U], vRaw[U];
+    float kScale[U], vScale[U];
+    bool ok[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int p = base + u * Shape::kPosPerStep + posGroup;
+      ok[u] = p < end;
+      if (ok[u]) {
+        const long long block = table[p / BS];
+        const long long row = (block * BS + p % BS) * Hkv + g;
+        kRaw[u] = loadFp8<E>(k_cache + row * HD + sub * E);
+        vRaw[u] = loadFp8<E>(v_cache + row * HD + sub * E);
+        kScale[u] = k_scales[row];
+        vScale[u] = v_scales[row];
+      } else {
+        kRaw[u] = make_uint4(0, 0, 0, 0);
+        vRaw[u] = make_uint4(0, 0, 0, 0);
+        kScale[u] = 0.0f;
+        vScale[u] = 0.0f;
+      }
     }
-    const int head = g * G + gi;
-    if (splits == 1) {
-      out[static_cast<long long>(t) * Hq * HD + head * HD + d] =
-          __float2bfloat16_rn(lAll > 0.0f ? aAll / lAll : 0.0f);
-    } else {
-      const long long slot =
-          (static_cast<long long>(t) * splits + split) * Hq + head;
-      partials[slot * HD + d] = aAll;
-      if (d == 0) {
-        float *ml = partials + static_cast<long long>(T) * splits * Hq * HD;
-        ml[2 * slot] = mAll;
-        ml[2 * slot + 1] = lAll;
+    float s[U][G];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      float kf[E];
+      unpackFp8<E>(kRaw[u], kf);
+#pragma unroll
+      for (int gi = 0; gi < G; ++gi) {
+        float d = 0.0f;
+#pragma unroll
+        for (int j = 0; j < E; ++j)
+          d = fmaf(q[gi][j], kf[j], d);
+        d = groupSum<kLpp>(d);
+        s[u][gi] = ok[u] ? d * kScale[u] : negativeInfinity();
+      }
+    }
+    // New running maxima first, so that each V row is converted once and
+    // used by every head of the group.
+#pragma unroll
+    for (int gi = 0; gi < G; ++gi) {
+      float mNew = m[gi];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        mNew = fmaxf(mNew, s[u][gi]);
+      if (mNew == negativeInfinity())
+        continue; // nothing seen yet by this position group
+      const float corr = rescale(m[gi], mNew);
+      l[gi] *= corr;
+#pragma unroll
+      for (int j = 0; j < E; ++j)
+        acc[gi][j] *= corr;
+      m[gi] = mNew;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      float vf[E];
+      unpackFp8<E>(vRaw[u], vf);
+#pragma unroll
+      for (int gi = 0; gi < G; ++gi) {
+        // exp2(-inf) = 0 for positions past `end`; m is finite whenever a
+        // position was seen (an empty state only meets -inf scores).
+        const float p =
+            m[gi] == negativeInfinity() ? 0.0f : exp2f(s[u][gi] - m[gi]);
+        l[gi] += p;
+        const float pv = p * vScale[u];
+#pragma unroll
+        for (int j = 0; j < E; ++j)
+          acc[gi][j] = fmaf(pv, vf[j], acc[gi][j]);
       }
     }
   }
+
+  mergeAndWrite<Hq, HD, G, kLpp, E, kWarps>(m, l, acc, out, partials, t, g,
+                                            split, splits, T);
 }
 
 template <int Hq, int HD>

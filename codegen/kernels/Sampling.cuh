@@ -63,8 +63,10 @@ struct SamplingParams {
 };
 static_assert(sizeof(SamplingParams) == 48, "SamplingParams layout");
 
-// A penalty entry: x = token id, y = output count | (in prompt ? 1 << 31 : 0).
+// A penalty entry: x = token id, y = output count | (in prompt ? 1 << 31 : 0);
+// a logit-bias entry: x = token id | kSamplingBiasBit, y = the bias's bits.
 constexpr unsigned kPenaltyInPromptBit = 0x80000000u;
+constexpr unsigned kSamplingBiasBit = 0x80000000u;
 
 // ---------------------------------------------------------------------------
 // The RNG (runtime/sampling/Random.h).
@@ -392,23 +394,39 @@ samplingHistogram(const SamplingRowView &rv, const SamplingWindow &w,
   cnt[threadIdx.x] = 0;
   mass[threadIdx.x] = 0;
   __syncthreads();
-  unsigned lastCount = 0;
-  unsigned long long lastMass = 0;
+  // Runs of one bin are counted in registers and added once: constant and
+  // flat rows would otherwise send every token's atomics to a few addresses
+  // (serialised); the crowded tail bin gets its own register pair.
+  unsigned lastCount = 0, runCount = 0;
+  unsigned long long lastMass = 0, runMass = 0;
+  int runBin = -1;
+  auto flush = [&] {
+    if (runCount != 0) {
+      atomicAdd(&cnt[runBin], runCount);
+      if (runMass != 0)
+        atomicAdd(&mass[runBin], runMass);
+    }
+  };
   samplingForRow(rv.row, rv.V, [&](int, float v) {
     const float d = rv.distance(v);
     if (!w.contains(d) || d > clip)
       return;
     const int b = w.bin(d);
     const unsigned long long m = withMass ? samplingMassOf(d) : 0;
-    if (b == kSamplingBins - 1) { // the crowded tail: count in registers
+    if (b == kSamplingBins - 1) {
       ++lastCount;
       lastMass += m;
+    } else if (b == runBin) {
+      ++runCount;
+      runMass += m;
     } else {
-      atomicAdd(&cnt[b], 1u);
-      if (m != 0)
-        atomicAdd(&mass[b], m);
+      flush();
+      runBin = b;
+      runCount = 1;
+      runMass = m;
     }
   });
+  flush();
   if (lastCount != 0)
     atomicAdd(&cnt[kSamplingBins - 1], lastCount);
   if (lastMass != 0)
@@ -892,23 +910,34 @@ __global__ void __launch_bounds__(kSamplingThreads)
           out_top_logprobs + static_cast<long long>(r) * num_top, sh);
   }
 
-  // 2. Penalties, in place.
+  // 2. Logit bias, then penalties, in place (a token may be in both lists:
+  // the penalty sees the biased logit).
   int begin = 0, end = 0;
   if (penalty_offsets != nullptr) {
     begin = penalty_offsets[r];
     end = penalty_offsets[r + 1];
   }
-  for (int e = begin + threadIdx.x; e < end; e += kSamplingThreads) {
-    const int2 entry = penalty_entries[e];
-    const float v = row[entry.x];
-    penalty_saved[e] = v;
-    const unsigned bits = static_cast<unsigned>(entry.y);
-    row[entry.x] = samplingPenalized(
-        v, p.repetition_penalty, p.presence_penalty, p.frequency_penalty,
-        static_cast<int>(bits & ~kPenaltyInPromptBit),
-        (bits & kPenaltyInPromptBit) != 0);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int e = begin + threadIdx.x; e < end; e += kSamplingThreads) {
+      const int2 entry = penalty_entries[e];
+      const unsigned bits = static_cast<unsigned>(entry.y);
+      const bool bias =
+          (static_cast<unsigned>(entry.x) & kSamplingBiasBit) != 0;
+      if (bias != (pass == 0))
+        continue;
+      const int id = static_cast<int>(entry.x & ~kSamplingBiasBit);
+      const float v = row[id];
+      penalty_saved[e] = v;
+      row[id] =
+          bias
+              ? __fadd_rn(v, __int_as_float(entry.y))
+              : samplingPenalized(v, p.repetition_penalty, p.presence_penalty,
+                                  p.frequency_penalty,
+                                  static_cast<int>(bits & ~kPenaltyInPromptBit),
+                                  (bits & kPenaltyInPromptBit) != 0);
+    }
+    __syncthreads();
   }
-  __syncthreads();
 
   // 3. The token: argmax, then the draw for sampled rows.
   float lmax = rawMax;
@@ -939,9 +968,14 @@ __global__ void __launch_bounds__(kSamplingThreads)
 
   // 4. The raw logits back.
   __syncthreads();
-  for (int e = begin + threadIdx.x; e < end; e += kSamplingThreads)
-    row[penalty_entries[e].x] = penalty_saved[e];
-  __syncthreads();
+  for (int pass = 1; pass >= 0; --pass) {
+    for (int e = begin + threadIdx.x; e < end; e += kSamplingThreads) {
+      const unsigned x = static_cast<unsigned>(penalty_entries[e].x);
+      if (((x & kSamplingBiasBit) != 0) == (pass == 0))
+        row[x & ~kSamplingBiasBit] = penalty_saved[e];
+    }
+    __syncthreads();
+  }
   if (threadIdx.x == 0) {
     out_ids[r] = chosen;
     if (out_logprobs != nullptr)

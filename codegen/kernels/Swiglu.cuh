@@ -39,5 +39,34 @@ __global__ void __launch_bounds__(kSwigluThreads)
   }
 }
 
+// The same for gate_up rows of interleaved pairs (g0, u0, g1, u1, ...): the
+// fused gate/up GEMM's output when cuBLASLt ran it without our SwiGLU
+// epilogue (the weight rows are interleaved, Common.cuh kEpilogueSwiglu).
+template <int I>
+__global__ void __launch_bounds__(kSwigluThreads)
+    swiglu_pairs(bf16 *out, const bf16 *gate_up, int T) {
+  allowDependentLaunch();
+  waitForPredecessor();
+  static_assert(I % 8 == 0, "swiglu_pairs: I must be a multiple of 8");
+  constexpr int kVecsPerRow = I / 8;
+  const long long total = static_cast<long long>(T) * kVecsPerRow;
+  for (long long i =
+           blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+       i < total; i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long t = i / kVecsPerRow;
+    const int c = static_cast<int>(i % kVecsPerRow);
+    const bf16 *pairs = gate_up + t * (2 * I) + c * 16;
+    float a[8], b[8], o[8];
+    unpack8(load16(pairs), a);
+    unpack8(load16(pairs + 8), b);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      o[j] = roundToBf16(silu(a[2 * j])) * a[2 * j + 1];
+      o[4 + j] = roundToBf16(silu(b[2 * j])) * b[2 * j + 1];
+    }
+    store16(out + t * I + c * 8, pack8(o));
+  }
+}
+
 } // namespace kernels
 } // namespace sol

@@ -4,6 +4,7 @@
 #include "codegen/nvrtc/KernelSourceBuilder.h"
 #include "codegen/nvrtc/NvrtcCompiler.h"
 #include "runtime/cuda/KernelSelection.h"
+#include "runtime/support/Error.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,6 +15,8 @@ namespace sol {
 
 std::vector<CompiledModule>
 compileKernels(const Schedule &schedule, const KernelCompileOptions &options) {
+  if (options.kvCache.blockSize <= 0)
+    fail("internal error: compileKernels needs the KV-cache layout");
   std::vector<cuda::KernelInstance> instances;
   auto add = [&](const cuda::KernelInstance &k) {
     if (std::find(instances.begin(), instances.end(), k) == instances.end())
@@ -29,7 +32,8 @@ compileKernels(const Schedule &schedule, const KernelCompileOptions &options) {
     d.outRows = schedule.buffers[op.buffers.at(0)].rows;
     for (int32_t w : op.weights)
       d.weightShapes.push_back(schedule.weights[w].shape);
-    d.blockSize = options.kvBlockSize;
+    d.blockSize = options.kvCache.blockSize;
+    d.kvDtype = options.kvCache.dtype;
     for (const cuda::KernelInstance &k : cuda::enumerateKernels(
              d, options.maxTokensPerStep, options.maxContext))
       add(k);

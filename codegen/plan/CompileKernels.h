@@ -11,7 +11,8 @@ struct KernelCompileOptions {
   int maxTokensPerStep = 2048;
   /// Longest context a step may attend over (the model's max positions).
   int maxContext = 4096;
-  int kvBlockSize = 16;
+  /// The KV-cache layout the attention kernels are instantiated for.
+  KvCachePlan kvCache;
   /// Progress line on stderr when it is a terminal.
   bool progress = true;
 };

@@ -213,10 +213,13 @@ void emitPlan(const std::filesystem::path &path, const Schedule &schedule,
     gen.max_new_tokens = g->maxNewTokens.value_or(-1);
   }
   auto generation = fb::GenerationDefaults::Pack(b, &gen);
-  auto kv = fb::CreateKvCacheLayout(b, static_cast<int32_t>(c.numHiddenLayers),
-                                    static_cast<int32_t>(c.numKeyValueHeads),
-                                    static_cast<int32_t>(c.headDim),
-                                    options.kvBlockSize, fb::DType::BF16);
+  const KvCachePlan &k = options.kvCache;
+  if (k.blockSize <= 0 || k.numLayers <= 0)
+    fail("internal error: no KV-cache layout to write (run "
+         "sol-plan-kv-cache and pass its layout in PlanOptions)");
+  auto kv = fb::CreateKvCacheLayout(b, k.numLayers, k.numKvHeads, k.headDim,
+                                    k.blockSize, k.dtype, k.arrangement,
+                                    k.alignment, k.scales);
 
   std::vector<flatbuffers::Offset<fb::RopeTable>> ropes;
   for (const ScheduleRope &r : schedule.ropes)

@@ -1,6 +1,7 @@
 //===- PlanEmitter.h - Writes a compiled model as a plan file ---*- C++ -*-===//
 #pragma once
 
+#include "codegen/plan/KvCachePlan.h"
 #include "codegen/schedule/Schedule.h"
 #include "frontend/import/HfModel.h"
 
@@ -28,7 +29,8 @@ struct PlanOptions {
   std::string commandLine;
   std::string target = "sm_90";
   int64_t maxTokensPerStep = 2048;
-  int32_t kvBlockSize = 16;
+  /// The KV-cache layout sol-plan-kv-cache chose (lowerKvCacheLayout).
+  KvCachePlan kvCache;
   /// Progress on stderr when it is a terminal.
   bool progress = true;
 };

@@ -3,6 +3,7 @@
 
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/Event.h"
+#include "runtime/cuda/StepPadding.h"
 #include "runtime/sampling/StepSampling.h"
 #include "runtime/support/Error.h"
 
@@ -19,7 +20,7 @@ namespace {
 constexpr std::size_t kAlign = 256;
 constexpr int32_t kMaxSeqsPerStep = 256;
 /// Steps of at most this many tokens replay CUDA graphs (decode).
-constexpr int kMaxGraphTokens = 64;
+constexpr int kMaxGraphTokens = kMaxGraphedTokens;
 
 std::size_t alignUp(std::size_t n) {
   return (n + kAlign - 1) / kAlign * kAlign;
@@ -95,6 +96,13 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   maxTokens_ = static_cast<int32_t>(plan.max_tokens_per_step());
   const fb::KvCacheLayout &kv = *plan.kv_cache();
   blockSize_ = kv.block_size();
+  kvDtype_ = kv.dtype();
+  if (kvDtype_ != fb::DType::BF16 && kvDtype_ != fb::DType::F8E4M3)
+    fail(planFile.path().string(), ": the KV cache's dtype ",
+         static_cast<int>(kvDtype_), " is neither bf16 nor fp8 E4M3");
+  if (kvFp8() && kv.scales() != fb::KvScales::PerTokenHead)
+    fail(planFile.path().string(), ": an fp8 KV cache needs per-token, "
+                                   "per-head scales; compile it again");
   maxBlocksPerSeqCap_ =
       static_cast<int32_t>((maxModelLen_ + blockSize_ - 1) / blockSize_);
   maxSeqsCap_ = kMaxSeqsPerStep;
@@ -156,6 +164,7 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
         d.weightShapes.push_back(std::move(shape));
       }
     d.blockSize = blockSize_;
+    d.kvDtype = kvDtype_;
     for (const KernelInstance &k :
          enumerateKernels(d, maxTokens_, static_cast<int>(maxModelLen_)))
       if (!kernels_.count(k.nameExpression))
@@ -252,13 +261,51 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   splitKWorkspace_ =
       DeviceBuffer(std::max<std::size_t>(alignUp(splitFloats * 4), kAlign));
   splitKWorkspace_.fillBytes(0, stream_);
+  // cuBLASLt for the GEMMs of long prompts, with its workspace and room
+  // for a fused gate/up GEMM's output ahead of its SwiGLU.
+  if (const char *v = std::getenv("SOL_CUBLASLT_MIN_ROWS"))
+    cublasMinRows_ = std::max(GemvSpec::kMaxRows + 1, std::atoi(v));
+  if (maxTokens_ >= cublasMinRows_) {
+    std::string why;
+    cublas_ = CublasLt::load(why);
+    if (cublas_) {
+      cublasWorkspace_ = DeviceBuffer(CublasLt::kWorkspaceBytes);
+      std::size_t scratch = 0;
+      for (const OpDesc &d : ops_)
+        if ((d.kind == fb::OpKind::Linear ||
+             d.kind == fb::OpKind::NormLinear) &&
+            linearEpilogue(d) == LinearEpilogue::Swiglu)
+          scratch = std::max<std::size_t>(
+              scratch,
+              static_cast<std::size_t>(
+                  d.weightShapes.at(d.kind == fb::OpKind::NormLinear ? 1 : 0)
+                      .at(0)));
+      if (scratch > 0)
+        gemmScratch_ = DeviceBuffer(
+            alignUp(scratch * 2 * static_cast<std::size_t>(maxTokens_)));
+    }
+    // Without cuBLASLt (`why` says why) prefill runs LinearGemm.cuh.
+  }
+  // Tiles of the tensor-core prefill attention, when the plan has it.
+  if (const char *v = std::getenv("SOL_EXACT_GRAPH_SHAPES"))
+    graphBuckets_ = std::string(v).empty() || std::string(v) == "0";
+  if (const char *v = std::getenv("SOL_DISABLE_PREFILL_ATTENTION"))
+    prefillAttention_ = std::string(v).empty() || std::string(v) == "0";
+  if (anyPrefillAttention())
+    prefillTiles_ = DeviceBuffer(sizeof(PrefillTile) * maxTokens_),
+    prefillTilesHost_ = PinnedBuffer(sizeof(PrefillTile) * maxTokens_);
 
   // The paged KV cache takes what --gpu-memory-utilization leaves.
   stream_.synchronize();
+  // Per block and layer: K and V (bf16 or fp8) and, for fp8, one float32
+  // scale per slot and kv head for each.
   kvHalfBytes_ = static_cast<std::size_t>(blockSize_) * kv.num_kv_heads() *
-                 kv.head_dim() * 2; // bf16, per block, K or V
-  const std::size_t blockBytes =
-      2 * kvHalfBytes_ * static_cast<std::size_t>(kv.num_layers());
+                 kv.head_dim() * (kvFp8() ? 1 : 2);
+  const std::size_t scaleHalfBytes =
+      kvFp8() ? static_cast<std::size_t>(blockSize_) * kv.num_kv_heads() * 4
+              : 0;
+  const std::size_t blockBytes = 2 * (kvHalfBytes_ + scaleHalfBytes) *
+                                 static_cast<std::size_t>(kv.num_layers());
   DeviceMemoryInfo mem = context_.memoryInfo();
   const double budget =
       options.gpuMemoryUtilization * static_cast<double>(mem.totalBytes) -
@@ -278,9 +325,44 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
          " MiB; lower --max-model-len or raise --gpu-memory-utilization");
   numKvBlocks_ = static_cast<int32_t>(std::min<double>(
       kvBytes / static_cast<double>(blockBytes), double(INT32_MAX / 2)));
-  kvLayerBytes_ = 2 * kvHalfBytes_ * static_cast<std::size_t>(numKvBlocks_);
+  kvArrayBytes_ = kvHalfBytes_ * static_cast<std::size_t>(numKvBlocks_);
+  kvScaleBytes_ = scaleHalfBytes * static_cast<std::size_t>(numKvBlocks_);
+  kvLayerBytes_ = 2 * (kvArrayBytes_ + kvScaleBytes_);
   kvCache_ =
       DeviceBuffer(kvLayerBytes_ * static_cast<std::size_t>(kv.num_layers()));
+  if (cublas_)
+    warmUpCublas();
+}
+
+void CudaExecutor::warmUpCublas() {
+  // cuBLASLt loads its kernels lazily, on first use: 80 ms of a 2,048-token
+  // prompt's TTFT on the Llama-3.2-1B shape went there. Run every prefill
+  // GEMM shape once at a few row counts now, on the real buffers.
+  const fb::Plan &plan = plan_.plan();
+  std::vector<int> sizes;
+  for (int m : {maxTokens_, 2048, 512, 128, 64, 48, 32, 24, 16})
+    if (m >= cublasMinRows_ && m <= maxTokens_ &&
+        std::find(sizes.begin(), sizes.end(), m) == sizes.end())
+      sizes.push_back(m);
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    const OpDesc &d = ops_[i];
+    if (d.kind != fb::OpKind::Linear && d.kind != fb::OpKind::NormLinear)
+      continue;
+    const fb::Op *op = plan.ops()->Get(static_cast<unsigned>(i));
+    const bool norm = d.kind == fb::OpKind::NormLinear;
+    const unsigned first = norm ? 1 : 0;
+    const CUdeviceptr y = buffer(op->buffers()->Get(0));
+    const CUdeviceptr x = buffer(op->buffers()->Get(norm ? 2 : 1));
+    const CUdeviceptr w = weight(op->weights()->Get(first));
+    const CUdeviceptr bias = op->weights()->size() > first + 1
+                                 ? weight(op->weights()->Get(first + 1))
+                                 : 0;
+    const int n = static_cast<int>(d.weightShapes[first][0]);
+    const int k = static_cast<int>(d.weightShapes[first][1]);
+    for (int m : sizes)
+      cublasLinear(d, m, y, x, w, bias, n, k);
+  }
+  stream_.synchronize();
 }
 
 CudaExecutor::~CudaExecutor() {
@@ -411,15 +493,17 @@ void CudaExecutor::validate(const StepBatch &b, const StepOutput &out) const {
   if (!out.argmax.empty() && out.argmax.size() != r)
     fail("the argmax output holds ", out.argmax.size(), " ids, expected ", r);
   sampling::validateSampling(b, out, vocab_);
-  if (b.penalties.ids.size() > kMaxPenaltyEntries)
-    fail("the step's penalty lists hold ", b.penalties.ids.size(),
+  if (b.penalties.ids.size() + b.logitBias.ids.size() > kMaxPenaltyEntries)
+    fail("the step's penalty and logit-bias lists hold ",
+         b.penalties.ids.size() + b.logitBias.ids.size(),
          " entries, more than the CUDA executor's ", kMaxPenaltyEntries,
          "; split the batch over more steps");
   if (sampling::stepNeedsSampling(b, out) &&
       !kernels_.count(SamplingSpec{}.instance().nameExpression))
     fail("the plan lacks the sampling kernel ",
          SamplingSpec{}.instance().nameExpression,
-         " (needed for temperature, penalties or logprobs); compile the "
+         " (needed for temperature, penalties, logit bias or logprobs); "
+         "compile the "
          "model again with this version's solc");
 }
 
@@ -436,20 +520,33 @@ std::size_t CudaExecutor::stageSampling(const StepBatch &b,
   } else {
     std::memcpy(host + in.params, b.sampling.data(), b.sampling.size_bytes());
   }
+  // One CSR list per row: its penalty entries, then its bias entries (id
+  // with kBiasBit set, the bias's float bits).
   auto *offsets = reinterpret_cast<int32_t *>(host + in.offsets);
-  const PenaltyTokens &p = b.penalties;
-  if (p.offsets.empty())
-    std::fill(offsets, offsets + rows + 1, 0);
-  else
-    std::memcpy(offsets, p.offsets.data(), p.offsets.size_bytes());
   auto *entries = reinterpret_cast<int32_t *>(host + in.entries);
-  for (std::size_t e = 0; e < p.ids.size(); ++e) {
-    entries[2 * e] = p.ids[e];
-    entries[2 * e + 1] =
-        static_cast<int32_t>(static_cast<uint32_t>(p.outputCounts[e]) |
-                             (p.inPrompt[e] ? SamplingSpec::kInPromptBit : 0u));
+  const PenaltyTokens &p = b.penalties;
+  const LogitBias &bias = b.logitBias;
+  std::size_t e = 0;
+  offsets[0] = 0;
+  for (int r = 0; r < rows; ++r) {
+    if (!p.offsets.empty())
+      for (auto i = static_cast<std::size_t>(p.offsets[r]);
+           i < static_cast<std::size_t>(p.offsets[r + 1]); ++i, ++e) {
+        entries[2 * e] = p.ids[i];
+        entries[2 * e + 1] = static_cast<int32_t>(
+            static_cast<uint32_t>(p.outputCounts[i]) |
+            (p.inPrompt[i] ? SamplingSpec::kInPromptBit : 0u));
+      }
+    if (!bias.offsets.empty())
+      for (auto i = static_cast<std::size_t>(bias.offsets[r]);
+           i < static_cast<std::size_t>(bias.offsets[r + 1]); ++i, ++e) {
+        entries[2 * e] = static_cast<int32_t>(
+            static_cast<uint32_t>(bias.ids[i]) | SamplingSpec::kBiasBit);
+        std::memcpy(&entries[2 * e + 1], &bias.values[i], sizeof(float));
+      }
+    offsets[r + 1] = static_cast<int32_t>(e);
   }
-  return in.entries + p.ids.size() * SamplingSpec::kPenaltyEntryBytes;
+  return in.entries + e * SamplingSpec::kPenaltyEntryBytes;
 }
 
 void CudaExecutor::launchSampling(const StepShape &shape,
@@ -480,6 +577,33 @@ void CudaExecutor::launchSampling(const StepShape &shape,
               offsets, entries, saved, rows, vocab, numTop);
 }
 
+bool CudaExecutor::prefillAttentionUsable(const OpDesc &d) const {
+  if (d.kind != fb::OpKind::Attention ||
+      plan_.plan().kv_cache()->dtype() != fb::DType::BF16)
+    return false;
+  const PrefillAttentionSpec spec = prefillAttentionSpec(d);
+  return spec.supported() && kernels_.count(spec.instance().nameExpression);
+}
+
+bool CudaExecutor::anyPrefillAttention() const {
+  return std::any_of(ops_.begin(), ops_.end(), [&](const OpDesc &d) {
+    return prefillAttentionUsable(d);
+  });
+}
+
+int CudaExecutor::stagePrefillTiles(const StepBatch &b) {
+  if (prefillTiles_.size() == 0 || !prefillAttention_ ||
+      !usePrefillAttention(b.tokenSeq, b.positions))
+    return 0;
+  const std::vector<PrefillTile> tiles =
+      planPrefillTiles(b.tokenSeq, b.positions, PrefillAttentionSpec::kRows);
+  std::memcpy(prefillTilesHost_.data(), tiles.data(),
+              tiles.size() * sizeof(PrefillTile));
+  prefillTiles_.copyFromHost(prefillTilesHost_.data(),
+                             tiles.size() * sizeof(PrefillTile), stream_);
+  return static_cast<int>(tiles.size());
+}
+
 void CudaExecutor::launchOps(const StepShape &shape) {
   launchOps(shape, 0, ops_.size());
 }
@@ -500,6 +624,39 @@ void CudaExecutor::launchGemm(const std::vector<KernelLaunch> &launches,
   gemm.launch(g.dims, stream_, partial, x, w, null, rows, n, k);
   const KernelLaunch &f = launches.at(at + 1);
   kernel(f.instance).launch(f.dims, stream_, y, partial, bias, rows, n);
+}
+
+bool CudaExecutor::cublasLinear(const OpDesc &d, int rows, CUdeviceptr y,
+                                CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias,
+                                int n, int k) {
+  if (!cublas_ || rows < cublasMinRows_ || d.outDtype != fb::DType::BF16)
+    return false;
+  const CUdeviceptr ws = cublasWorkspace_.address();
+  const std::size_t wsBytes = cublasWorkspace_.size();
+  switch (linearEpilogue(d)) {
+  case LinearEpilogue::None:
+    cublas_->linear(stream_.handle(), y, x, w, bias, rows, n, k, false, ws,
+                    wsBytes);
+    return true;
+  case LinearEpilogue::Residual: // y += x . W^T + bias, in place
+    cublas_->linear(stream_.handle(), y, x, w, bias, rows, n, k, true, ws,
+                    wsBytes);
+    return true;
+  case LinearEpilogue::Swiglu: {
+    const SwigluPairsSpec spec{n / 2};
+    const KernelInstance instance = spec.instance();
+    if (!kernels_.count(instance.nameExpression) ||
+        gemmScratch_.size() <
+            static_cast<std::size_t>(rows) * static_cast<std::size_t>(n) * 2)
+      return false;
+    const CUdeviceptr pairs = gemmScratch_.address();
+    cublas_->linear(stream_.handle(), pairs, x, w, bias, rows, n, k, false, ws,
+                    wsBytes);
+    kernel(instance).launch(spec.dims(rows), stream_, y, pairs, rows);
+    return true;
+  }
+  }
+  return false;
 }
 
 void CudaExecutor::raiseSharedLimit(const Kernel &k, const KernelLaunch &l) {
@@ -572,7 +729,7 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       int kdim = static_cast<int>(d.weightShapes[0][1]);
       if (rows <= GemvSpec::kMaxRows)
         k.launch(l.dims, stream_, y, x, wt, bias, rows, n, null, 0.0f);
-      else
+      else if (!cublasLinear(d, rows, y, x, wt, bias, n, kdim))
         launchGemm(launches, 0, y, x, wt, bias, rows, n, kdim);
       break;
     }
@@ -588,7 +745,8 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       } else {
         k.launch(l.dims, stream_, normed, x, null, normW, f0, rows, kdim, kdim,
                  1);
-        launchGemm(launches, 1, y, normed, wt, bias, rows, n, kdim);
+        if (!cublasLinear(d, rows, y, normed, wt, bias, n, kdim))
+          launchGemm(launches, 1, y, normed, wt, bias, rows, n, kdim);
       }
       break;
     }
@@ -597,11 +755,17 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                 rope = static_cast<int>(d.ints[4]);
       CUdeviceptr qkv = buf(0);
       CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
-      CUdeviceptr vc = kc + kvLayerBytes_ / 2;
+      CUdeviceptr vc = kc + kvArrayBytes_;
       CUdeviceptr invFreq =
           ropes_.address() + ropeOffsets_.at(static_cast<size_t>(rope));
       float scaling =
           plan.rope()->Get(static_cast<unsigned>(rope))->attention_scaling();
+      if (kvFp8()) {
+        CUdeviceptr ks = vc + kvArrayBytes_, vs = ks + kvScaleBytes_;
+        k.launch(l.dims, stream_, qkv, kc, vc, ks, vs, invFreq, scaling,
+                 positions, tokenSeq, blockTables, shape.maxBlocks, rows);
+        break;
+      }
       k.launch(l.dims, stream_, qkv, kc, vc, invFreq, scaling, positions,
                tokenSeq, blockTables, shape.maxBlocks, rows);
       break;
@@ -611,11 +775,28 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       const int window = static_cast<int>(d.ints[4]);
       CUdeviceptr out = buf(0), qkv = buf(1);
       CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
-      CUdeviceptr vc = kc + kvLayerBytes_ / 2;
+      CUdeviceptr vc = kc + kvArrayBytes_;
+      if (shape.prefillTiles > 0 && prefillAttentionUsable(d)) {
+        const PrefillAttentionSpec spec = prefillAttentionSpec(d);
+        const KernelLaunch p{spec.instance(),
+                             dependent(spec.dims(shape.prefillTiles))};
+        const Kernel &pk = kernel(p.instance);
+        raiseSharedLimit(pk, p);
+        CUdeviceptr tiles = prefillTiles_.address();
+        pk.launch(p.dims, stream_, out, qkv, kc, vc, positions, tokenSeq,
+                  blockTables, shape.maxBlocks, f0, window, tiles);
+        break;
+      }
       const bool split = launches.size() > 1;
       CUdeviceptr partials = split ? attentionWorkspace_.address() : null;
-      k.launch(l.dims, stream_, out, qkv, kc, vc, positions, tokenSeq,
-               blockTables, shape.maxBlocks, f0, window, rows, partials);
+      if (kvFp8()) {
+        CUdeviceptr ks = vc + kvArrayBytes_, vs = ks + kvScaleBytes_;
+        k.launch(l.dims, stream_, out, qkv, kc, vc, ks, vs, positions, tokenSeq,
+                 blockTables, shape.maxBlocks, f0, window, rows, partials);
+      } else {
+        k.launch(l.dims, stream_, out, qkv, kc, vc, positions, tokenSeq,
+                 blockTables, shape.maxBlocks, f0, window, rows, partials);
+      }
       if (split) {
         const KernelLaunch &c = launches[1];
         int splits = static_cast<int>(l.dims.grid.y);
@@ -658,9 +839,18 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
   }
 }
 
-void CudaExecutor::step(const StepBatch &b, const StepOutput &out) {
-  validate(b, out);
+void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
+  validate(in, out);
   context_.makeCurrent();
+  // Graph-sized steps run padded to their bucket, so that few shapes (and
+  // graphs) occur; the outputs hold the real rows only.
+  const bool pad =
+      graphBuckets_ && !options_.disableCudaGraphs &&
+      in.tokens.size() <= static_cast<size_t>(kMaxGraphTokens) &&
+      graphBucket(static_cast<int>(in.tokens.size())) <= maxTokens_;
+  if (pad)
+    padded_.pad(in);
+  const StepBatch &b = pad ? padded_.batch() : in;
   StepShape shape{static_cast<int>(b.tokens.size()),
                   static_cast<int>(b.logitRows.size()), b.maxBlocksPerSeq,
                   b.numSeqs, !out.argmax.empty()};
@@ -669,6 +859,9 @@ void CudaExecutor::step(const StepBatch &b, const StepOutput &out) {
   shape.sampling = sampling::stepNeedsSampling(b, out);
   shape.logprobs = !out.logprobs.empty();
   shape.numTop = b.numTopLogprobs;
+  // Long prompt chunks: the tensor-core attention (never in a graph).
+  if (shape.tokens > kMaxGraphTokens)
+    shape.prefillTiles = stagePrefillTiles(b);
 
   // Stage the inputs in their device layout and send them in one copy.
   auto *host = static_cast<std::byte *>(staging_.data());

@@ -12,12 +12,14 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaContext.h"
 #include "runtime/cuda/DeviceBuffer.h"
 #include "runtime/cuda/Graph.h"
 #include "runtime/cuda/KernelSelection.h"
 #include "runtime/cuda/Module.h"
 #include "runtime/cuda/PinnedBuffer.h"
+#include "runtime/cuda/StepPadding.h"
 #include "runtime/cuda/Stream.h"
 #include "runtime/executor/ExecutorFactory.h"
 
@@ -47,12 +49,15 @@ private:
     /// the chosen ids' logprobs and numTop top logprobs per row.
     bool sampling = false, logprobs = false;
     int numTop = 0;
-    std::tuple<int, int, int, int, bool, bool, bool, int> key() const {
-      return {tokens, outputs,  maxBlocks, numSeqs,
-              argmax, sampling, logprobs,  numTop};
+    /// Tiles of prefill_attention (PrefillAttention.h) staged for this step;
+    /// 0: attention runs paged_attention.
+    int prefillTiles = 0;
+    std::tuple<int, int, int, int, bool, bool, bool, int, int> key() const {
+      return {tokens,   outputs,  maxBlocks, numSeqs,     argmax,
+              sampling, logprobs, numTop,    prefillTiles};
     }
   };
-  using ShapeKey = std::tuple<int, int, int, int, bool, bool, bool, int>;
+  using ShapeKey = std::tuple<int, int, int, int, bool, bool, bool, int, int>;
   void validate(const StepBatch &batch, const StepOutput &out) const;
   void launchOps(const StepShape &shape);
   /// Launches ops [begin, end), then the argmax when `end` is the last op.
@@ -74,6 +79,20 @@ private:
   /// buffer after its block tables; returns the end of the bytes to copy.
   std::size_t stageSampling(const StepBatch &batch, std::byte *host) const;
   void launchSampling(const StepShape &shape, const LaunchDims &dims);
+  /// Plans and uploads prefill_attention tiles when the step holds a long
+  /// prompt chunk and the plan has the kernels; returns the tile count.
+  int stagePrefillTiles(const StepBatch &batch);
+  /// Whether Attention op `d` can run prefill_attention in this plan (bf16
+  /// KV cache, a supported shape, the instance compiled into the plan).
+  bool prefillAttentionUsable(const OpDesc &d) const;
+  bool anyPrefillAttention() const;
+  /// Runs a linear of a long-prompt step on cuBLASLt (then SwiGLU when its
+  /// epilogue asks for it); false when it cannot, and nothing was launched.
+  bool cublasLinear(const OpDesc &d, int rows, CUdeviceptr y, CUdeviceptr x,
+                    CUdeviceptr w, CUdeviceptr bias, int n, int k);
+  /// Runs each cuBLASLt GEMM shape once, so its kernels load at start-up
+  /// rather than in the first long prompt.
+  void warmUpCublas();
 
   const PlanFile &plan_;
   ExecutorOptions options_;
@@ -98,18 +117,43 @@ private:
       inputs_; // tokens | positions | token_seq | logit_rows | block tables
   PinnedBuffer staging_; // the same layout on the host
   std::size_t inputOffsets_[5] = {};
-  DeviceBuffer
-      kvCache_; // [layer][K, V][blocks][block_size][kv_heads][head_dim]
+  // Per layer: K, V [blocks][block_size][kv_heads][head_dim] (bf16 or
+  // fp8), then for fp8 the K and V scales [blocks][block_size][kv_heads].
+  DeviceBuffer kvCache_;
   std::size_t kvLayerBytes_ = 0, kvHalfBytes_ = 0;
+  std::size_t kvArrayBytes_ = 0; // one layer's K (or V) values
+  std::size_t kvScaleBytes_ = 0; // one layer's K (or V) scales; 0 for bf16
+  fb::DType kvDtype_ = fb::DType::BF16;
+  bool kvFp8() const { return kvDtype_ == fb::DType::F8E4M3; }
   DeviceBuffer attentionWorkspace_;
   std::size_t workspaceFloats_ = 0;
   DeviceBuffer argmaxOut_;
   PinnedBuffer argmaxHost_;
   DeviceBuffer argmaxWorkspace_; // split argmax partials and counters
   DeviceBuffer splitKWorkspace_; // fp32 partial sums of split-K GEMMs
+  /// prefill_attention tiles (int2 per tile, at most one per token) and
+  /// their host staging; empty when no attention op can use the kernel.
+  DeviceBuffer prefillTiles_;
+  PinnedBuffer prefillTilesHost_;
   /// Programmatic dependent launch between a step's kernels (off with
   /// SOL_DISABLE_PDL=1, for measuring what it gains).
   bool dependentLaunch_ = true;
+  /// prefill_attention for long prompt chunks (off with
+  /// SOL_DISABLE_PREFILL_ATTENTION=1: paged_attention for every step).
+  bool prefillAttention_ = true;
+  /// Graph-sized steps padded to graphBucket sizes (off with
+  /// SOL_EXACT_GRAPH_SHAPES=1: one graph per exact shape).
+  bool graphBuckets_ = true;
+  PaddedStep padded_;
+  /// cuBLASLt (null when not installed), its workspace, and the gate/up
+  /// output of fused SwiGLU linears that it runs.
+  std::unique_ptr<CublasLt> cublas_;
+  /// Linears of at least this many rows run on cuBLASLt: long-prompt steps,
+  /// by default (SOL_CUBLASLT_MIN_ROWS=9..64 moves graphed decode steps
+  /// there too, for comparison with the split-K GEMMs).
+  int cublasMinRows_ = 65;
+  DeviceBuffer cublasWorkspace_;
+  DeviceBuffer gemmScratch_;
 
   // --profile-ops: per op, the summed GPU time of the profiled steps.
   std::vector<double> opMs_;

@@ -32,6 +32,8 @@ LinearOutput linearOutput(const OpDesc &op) {
                                        : LinearOutput::Bf16;
 }
 
+} // namespace
+
 LinearEpilogue linearEpilogue(const OpDesc &op) {
   const int64_t e = op.ints.empty() ? 0 : op.ints[0];
   if (e < 0 || e > static_cast<int64_t>(LinearEpilogue::Swiglu))
@@ -40,6 +42,8 @@ LinearEpilogue linearEpilogue(const OpDesc &op) {
          "compile the plan again with this version's solc");
   return static_cast<LinearEpilogue>(e);
 }
+
+namespace {
 
 /// The linear part of a Linear or NormLinear op (whose weights start with
 /// the norm's): a GEMV for few rows, with the norm in its prologue when
@@ -66,13 +70,26 @@ std::vector<KernelLaunch> linearLaunches(const OpDesc &op, int rows,
   return launches;
 }
 
+bool kvFp8(const OpDesc &op) {
+  if (op.kvDtype != fb::DType::BF16 && op.kvDtype != fb::DType::F8E4M3)
+    fail("the KV cache's dtype must be BF16 or F8E4M3, got ",
+         static_cast<int>(op.kvDtype));
+  return op.kvDtype == fb::DType::F8E4M3;
+}
+
 PagedAttentionSpec attentionSpec(const OpDesc &op) {
+  // ints: layer, heads, kv_heads, head_dim[, ...]
+  return {toInt(op.ints.at(1)), toInt(op.ints.at(2)), toInt(op.ints.at(3)),
+          op.blockSize, kvFp8(op)};
+}
+
+} // namespace
+
+PrefillAttentionSpec prefillAttentionSpec(const OpDesc &op) {
   // ints: layer, heads, kv_heads, head_dim[, ...]
   return {toInt(op.ints.at(1)), toInt(op.ints.at(2)), toInt(op.ints.at(3)),
           op.blockSize};
 }
-
-} // namespace
 
 int opRows(const OpDesc &op, int tokens, int outputs) {
   return op.outRows == fb::Rows::Outputs ? outputs : tokens;
@@ -117,7 +134,7 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   }
   case fb::OpKind::RopeKvWrite: {
     RopeKvWriteSpec spec{toInt(op.ints.at(1)), toInt(op.ints.at(2)),
-                         toInt(op.ints.at(3)), op.blockSize};
+                         toInt(op.ints.at(3)), op.blockSize, kvFp8(op)};
     return {{spec.instance(), spec.dims(rows)}};
   }
   case fb::OpKind::Attention: {
@@ -175,6 +192,17 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     for (int rows = 16; rows / 2 < maxTokens; rows *= 2)
       if (rows > GemvSpec::kMaxRows)
         add(selectKernels(op, rows, 0));
+    // Long prompts may run the GEMM on cuBLASLt, then SwiGLU on its own.
+    if (maxTokens > kMaxGraphedTokens &&
+        linearEpilogue(op) == LinearEpilogue::Swiglu)
+      add({{SwigluPairsSpec{
+                static_cast<int>(
+                    op.weightShapes
+                        .at(op.kind == fb::OpKind::NormLinear ? 1 : 0)
+                        .at(0) /
+                    2)}
+                .instance(),
+            {}}});
     return out;
   }
   if (op.kind == fb::OpKind::Attention) {
@@ -182,6 +210,13 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     out.push_back(spec.instance());
     if (spec.chooseSplits(1, maxContext, kPlannedMultiprocessors) > 1)
       out.push_back(spec.combineInstance());
+    // Steps with a prompt chunk of a full tile run the tensor-core kernel.
+    const PrefillAttentionSpec prefill = prefillAttentionSpec(op);
+    // It reads a bf16 cache only: fp8 plans keep paged_attention_fp8, and
+    // the executor finds no prefill instance in them.
+    if (maxTokens >= PrefillAttentionSpec::kRows && prefill.supported() &&
+        !kvFp8(op))
+      out.push_back(prefill.instance());
     return out;
   }
   add(selectKernels(op, 1, 0));

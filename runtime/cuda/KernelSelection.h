@@ -11,6 +11,7 @@
 #pragma once
 
 #include "runtime/cuda/KernelSpecs.h"
+#include "runtime/cuda/PrefillAttention.h"
 #include "runtime/plan/Plan_generated.h"
 
 #include <cstdint>
@@ -30,6 +31,7 @@ struct OpDesc {
   fb::Rows outRows = fb::Rows::Tokens;
   std::vector<std::vector<int64_t>> weightShapes; // of the op's weights
   int blockSize = 16;                             // KV-cache block size
+  fb::DType kvDtype = fb::DType::BF16;            // BF16 or F8E4M3
 };
 
 /// One launch of an op in a step.
@@ -61,6 +63,17 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
 /// contexts of up to `maxContext` positions, without duplicates.
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
                                              int maxContext);
+
+/// Steps of more tokens run eagerly (not as CUDA graphs); they may use
+/// prefill_attention and cuBLASLt GEMMs.
+inline constexpr int kMaxGraphedTokens = 64;
+
+/// The epilogue of a Linear or NormLinear op (ints[0]); throws on a value
+/// this runtime does not know.
+LinearEpilogue linearEpilogue(const OpDesc &op);
+
+/// The tensor-core prefill attention of an Attention op (PrefillAttention.h).
+PrefillAttentionSpec prefillAttentionSpec(const OpDesc &op);
 
 /// The argmax launch over `rows` rows of `vocab` float32 logits.
 KernelLaunch selectArgmax(int rows, int vocab);

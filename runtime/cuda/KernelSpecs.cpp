@@ -44,6 +44,26 @@ void requireMultiple(int value, int of, const char *what, const char *kernel) {
     fail(kernel, ": ", what, " (", value, ") must be a multiple of ", of);
 }
 
+// The paged KV cache's block sizes (sol-plan-kv-cache's rule): positions
+// map to (block, slot) by a shift and a mask.
+void requireKvBlockSize(int blockSize, const char *kernel) {
+  if (blockSize < 8 || blockSize > 256 || (blockSize & (blockSize - 1)) != 0)
+    fail(kernel,
+         ": the KV-cache block size must be a power of two in "
+         "[8, 256], got ",
+         blockSize);
+}
+
+// fp8 kernels load 16 E4M3 values per lane, a power of two lanes per
+// cache position.
+void requireFp8HeadDim(int headDim, const char *kernel) {
+  if (headDim < 16 || headDim > 256 || (headDim & (headDim - 1)) != 0)
+    fail(kernel,
+         ": the fp8 KV cache supports head dims 16, 32, 64, 128 and "
+         "256, got ",
+         headDim);
+}
+
 int nextPowerOfTwo(int v) {
   int p = 1;
   while (p < v)
@@ -74,6 +94,14 @@ KernelInstance SwigluSpec::instance() const {
   return {"Swiglu.cuh", cat(kNamespace, "swiglu<", intermediate, ">")};
 }
 LaunchDims SwigluSpec::dims(int tokens) const {
+  return vectorDims(static_cast<long long>(tokens) * (intermediate / 8));
+}
+
+KernelInstance SwigluPairsSpec::instance() const {
+  requireMultiple(intermediate, 8, "intermediate size", "swiglu_pairs");
+  return {"Swiglu.cuh", cat(kNamespace, "swiglu_pairs<", intermediate, ">")};
+}
+LaunchDims SwigluPairsSpec::dims(int tokens) const {
   return vectorDims(static_cast<long long>(tokens) * (intermediate / 8));
 }
 
@@ -280,8 +308,12 @@ KernelInstance RopeKvWriteSpec::instance() const {
   if (kvHeads <= 0 || qHeads % kvHeads != 0)
     fail("rope_kv_write: ", qHeads, " query heads do not split into ", kvHeads,
          " kv heads");
-  return {"RopeKvWrite.cuh", cat(kNamespace, "rope_kv_write<", qHeads, ", ",
-                                 kvHeads, ", ", headDim, ", ", blockSize, ">")};
+  requireKvBlockSize(blockSize, "rope_kv_write");
+  if (fp8)
+    requireFp8HeadDim(headDim, "rope_kv_write_fp8");
+  return {"RopeKvWrite.cuh",
+          cat(kNamespace, fp8 ? "rope_kv_write_fp8<" : "rope_kv_write<", qHeads,
+              ", ", kvHeads, ", ", headDim, ", ", blockSize, ">")};
 }
 LaunchDims RopeKvWriteSpec::dims(int tokens) const {
   LaunchDims dims;
@@ -298,9 +330,12 @@ KernelInstance PagedAttentionSpec::instance() const {
   if (kvHeads <= 0 || qHeads % kvHeads != 0)
     fail("paged_attention: ", qHeads, " query heads do not split into ",
          kvHeads, " kv heads");
+  requireKvBlockSize(blockSize, "paged_attention");
+  if (fp8)
+    requireFp8HeadDim(headDim, "paged_attention_fp8");
   return {"PagedAttention.cuh",
-          cat(kNamespace, "paged_attention<", qHeads, ", ", kvHeads, ", ",
-              headDim, ", ", blockSize, ">")};
+          cat(kNamespace, fp8 ? "paged_attention_fp8<" : "paged_attention<",
+              qHeads, ", ", kvHeads, ", ", headDim, ", ", blockSize, ">")};
 }
 KernelInstance PagedAttentionSpec::combineInstance() const {
   return {"PagedAttention.cuh", cat(kNamespace, "paged_attention_combine<",

@@ -58,6 +58,14 @@ struct SwigluSpec {
   LaunchDims dims(int tokens) const;
 };
 
+/// swiglu_pairs<I>(out, gate_up, T): gate_up rows of interleaved (gate, up)
+/// pairs, the output of a fused gate/up GEMM run without its epilogue.
+struct SwigluPairsSpec {
+  int intermediate = 0;
+  KernelInstance instance() const;
+  LaunchDims dims(int tokens) const;
+};
+
 /// argmax(out, logits, rows, V, partial_value, partial_index, arrivals):
 /// each row is split over splits() blocks whose winners meet in a workspace
 /// of workspaceBytes(rows) bytes (partial values, partial indices, then one
@@ -83,9 +91,12 @@ struct SamplingSpec {
   /// Bytes of one sol::SamplingRow, which the kernel reads as is.
   static constexpr int kParamsBytes = 48;
   /// A penalty entry on the device: {token id, output count | in-prompt
-  /// bit 31} (two int32).
+  /// bit 31} (two int32); a logit-bias entry: {token id | kBiasBit, the
+  /// bias's float bits}. A row lists its penalty entries, then its bias
+  /// entries.
   static constexpr int kPenaltyEntryBytes = 8;
   static constexpr unsigned kInPromptBit = 0x80000000u;
+  static constexpr unsigned kBiasBit = 0x80000000u;
   KernelInstance instance() const;
   LaunchDims dims(int rows) const;
 };
@@ -159,12 +170,16 @@ struct GemmSpec {
 };
 
 /// rope_kv_write<Hq, Hkv, HD, BS>(qkv, k_cache, v_cache, inv_freq, scaling,
-/// positions, token_seq, block_tables, max_blocks, T).
+/// positions, token_seq, block_tables, max_blocks, T); with fp8,
+/// rope_kv_write_fp8<Hq, Hkv, HD, BS>(qkv, k_cache, v_cache, k_scales,
+/// v_scales, inv_freq, ...): the cache is E4M3 with a float32 scale per
+/// (block, slot, kv head) for K and for V.
 struct RopeKvWriteSpec {
   int qHeads = 0;
   int kvHeads = 0;
   int headDim = 0;
   int blockSize = 16;
+  bool fp8 = false;
   KernelInstance instance() const;
   LaunchDims dims(int tokens) const;
 };
@@ -172,12 +187,14 @@ struct RopeKvWriteSpec {
 /// paged_attention<Hq, Hkv, HD, BS>(out, qkv, k_cache, v_cache, positions,
 /// token_seq, block_tables, max_blocks, scale, sliding_window, T, partials)
 /// and, when splits > 1, paged_attention_combine<Hq, HD>(out, partials,
-/// splits, T) right after it.
+/// splits, T) right after it. With fp8, paged_attention_fp8<Hq, Hkv, HD,
+/// BS>(out, qkv, k_cache, v_cache, k_scales, v_scales, positions, ...).
 struct PagedAttentionSpec {
   int qHeads = 0;
   int kvHeads = 0;
   int headDim = 0;
   int blockSize = 16;
+  bool fp8 = false;
   /// The most splits chooseSplits picks.
   static constexpr int kMaxSplits = 64;
   KernelInstance instance() const;

@@ -66,6 +66,19 @@ void checkSampling(const Request &r, int64_t vocab) {
   for (int32_t id : r.stopTokenIds)
     if (id < 0 || id >= vocab)
       fail("stop token id ", id, " is outside the vocabulary [0, ", vocab, ")");
+  if (r.eosTokenIds)
+    for (int32_t id : *r.eosTokenIds)
+      if (id < 0 || id >= vocab)
+        fail("EOS token id ", id, " is outside the vocabulary [0, ", vocab,
+             ")");
+  for (const auto &[id, bias] : r.logitBias) {
+    if (id < 0 || id >= vocab)
+      fail("logit_bias names token id ", id, ", outside the vocabulary [0, ",
+           vocab, ")");
+    if (!inRange(bias, -100.0f, 100.0f))
+      fail("logit_bias of token ", id, " is ", bias,
+           "; biases must be in [-100, 100]");
+  }
 }
 
 } // namespace
@@ -187,8 +200,12 @@ std::vector<RequestOutput> Engine::step() {
   penaltyIds_.clear();
   penaltyCounts_.clear();
   penaltyInPrompt_.clear();
+  biasOffsets_.clear();
+  biasIds_.clear();
+  biasValues_.clear();
   int32_t maxBlocks = 0;
-  bool plainGreedy = true, anyPenalties = false, anyLogprobs = false;
+  bool plainGreedy = true, anyPenalties = false, anyLogprobs = false,
+       anyBias = false;
   int32_t numTop = 0;
   for (const ScheduledChunk &c : schedule.chunks) {
     maxBlocks =
@@ -198,6 +215,7 @@ std::vector<RequestOutput> Engine::step() {
     const Request &r = c.seq->request;
     plainGreedy &= r.sampling.greedy() && !r.sampling.hasPenalties();
     anyPenalties |= r.sampling.hasPenalties();
+    anyBias |= !r.logitBias.empty() || c.seq->numOutput() < r.minTokens;
     if (r.logprobs) {
       anyLogprobs = true;
       numTop = std::max(numTop, *r.logprobs);
@@ -215,6 +233,8 @@ std::vector<RequestOutput> Engine::step() {
   blockTables_.assign(static_cast<size_t>(numSeqs) * size_t(maxBlocks), 0);
   if (anyPenalties)
     penaltyOffsets_.push_back(0);
+  if (anyBias)
+    biasOffsets_.push_back(0);
   for (int32_t i = 0; i < numSeqs; ++i) {
     const ScheduledChunk &c = schedule.chunks[static_cast<size_t>(i)];
     const Sequence &seq = *c.seq;
@@ -255,6 +275,10 @@ std::vector<RequestOutput> Engine::step() {
       }
       penaltyOffsets_.push_back(static_cast<int32_t>(penaltyIds_.size()));
     }
+    if (anyBias) {
+      appendBias(seq);
+      biasOffsets_.push_back(static_cast<int32_t>(biasIds_.size()));
+    }
   }
   const size_t R = logitRows_.size();
   chosen_.assign(R, -1);
@@ -273,6 +297,7 @@ std::vector<RequestOutput> Engine::step() {
   batch.sampling = sampling_;
   batch.penalties = {penaltyOffsets_, penaltyIds_, penaltyCounts_,
                      penaltyInPrompt_};
+  batch.logitBias = {biasOffsets_, biasIds_, biasValues_};
   batch.numTopLogprobs = anyLogprobs ? numTop : 0;
   StepOutput out;
   out.argmax = chosen_;
@@ -336,6 +361,36 @@ std::vector<RequestOutput> Engine::step() {
       sequences_.erase(seq.id); // `seq` is gone from here on
   }
   return outputs;
+}
+
+void Engine::appendBias(const Sequence &seq) {
+  const Request &r = seq.request;
+  const size_t begin = biasIds_.size();
+  for (const auto &[id, bias] : r.logitBias) {
+    biasIds_.push_back(id);
+    biasValues_.push_back(bias);
+  }
+  if (seq.numOutput() >= r.minTokens)
+    return;
+  // Below min_tokens nothing may stop the request (vLLM): its EOS and stop
+  // ids are banned, overriding any bias the request gives them.
+  auto ban = [&](int32_t id) {
+    if (id < 0 || id >= config_.vocabSize)
+      return; // an engine default outside the vocabulary is never drawn
+    const auto first = biasIds_.begin() + static_cast<std::ptrdiff_t>(begin);
+    const auto it = std::find(first, biasIds_.end(), id);
+    if (it != biasIds_.end()) {
+      biasValues_[static_cast<size_t>(it - biasIds_.begin())] = -INFINITY;
+      return;
+    }
+    biasIds_.push_back(id);
+    biasValues_.push_back(-INFINITY);
+  };
+  if (!r.ignoreEos)
+    for (int32_t id : r.eosTokenIds ? *r.eosTokenIds : config_.eosTokenIds)
+      ban(id);
+  for (int32_t id : r.stopTokenIds)
+    ban(id);
 }
 
 EngineStats Engine::stats() const {

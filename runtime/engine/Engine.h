@@ -4,7 +4,8 @@
 // (continuous batching, chunked prefill, preemption by recompute) over a
 // BlockManager (paged KV cache, prefix caching). Each step() builds one
 // StepBatch (tokens of decodes and prompt chunks, their block tables, one
-// SamplingRow per logits row and the penalty tokens), runs it, appends the
+// SamplingRow per logits row, the penalty tokens and the logit biases, which
+// ban EOS and stop ids below min_tokens), runs it, appends the
 // drawn tokens, applies the stop conditions and reports what changed.
 //
 // Single-threaded: submit(), abort() and step() are called from one thread
@@ -106,6 +107,11 @@ public:
   std::vector<float> promptLogits(std::span<const int32_t> promptIds);
 
 private:
+  /// Appends the logit-bias entries of `seq`'s next token: the request's
+  /// logitBias, and -inf for its EOS and stop ids while it is below
+  /// min_tokens.
+  void appendBias(const Sequence &seq);
+
   Executor &executor_;
   EngineConfig config_;
   BlockManager blocks_;
@@ -119,6 +125,8 @@ private:
   // Step scratch, kept to avoid reallocating every step.
   std::vector<int32_t> tokens_, positions_, tokenSeq_, logitRows_, blockTables_,
       chosen_, penaltyOffsets_, penaltyIds_, penaltyCounts_, topIds_;
+  std::vector<int32_t> biasOffsets_, biasIds_;
+  std::vector<float> biasValues_;
   std::vector<uint8_t> penaltyInPrompt_;
   std::vector<SamplingRow> sampling_;
   std::vector<float> logprobs_, topLogprobs_;

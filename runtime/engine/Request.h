@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,8 +44,10 @@ struct Request {
   /// Most tokens to generate (>= 1).
   int32_t maxTokens = 16;
   /// No stop condition (EOS, stop ids, stop strings) ends the request before
-  /// it has this many tokens. The executor cannot ban tokens, so an EOS
-  /// drawn earlier stays in the output and generation goes on.
+  /// it has this many tokens: while fewer have been generated, its EOS ids
+  /// (unless ignoreEos) and stop token ids are banned (a -inf logit bias, as
+  /// vLLM), so none is drawn. Stop strings cannot be banned; one completed
+  /// earlier stays in the text.
   int32_t minTokens = 0;
   /// Keep generating past end-of-sequence ids.
   bool ignoreEos = false;
@@ -55,6 +58,11 @@ struct Request {
   /// Strings that end the request ("stop"); the text returned ends before
   /// the stop string. Needs an engine built with a tokenizer.
   std::vector<std::string> stop;
+  /// Added to the logits of these token ids before sampling (OpenAI's
+  /// logit_bias): each bias in [-100, 100], each id in the vocabulary;
+  /// -100 all but bans a token, 100 all but forces it. Logprobs stay those of
+  /// the unbiased logits.
+  std::map<int32_t, float> logitBias;
   /// Log-probabilities: absent for none; k (0..kMaxTopLogprobs) for the
   /// chosen token's and the k most likely tokens' log-probabilities.
   std::optional<int32_t> logprobs;

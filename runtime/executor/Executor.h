@@ -48,6 +48,18 @@ struct PenaltyTokens {
   std::span<const uint8_t> inPrompt;
 };
 
+/// Per-row additive logit biases in CSR form: row r owns entries
+/// [offsets[r], offsets[r+1]); `values[e]` is added to the raw logit of token
+/// `ids[e]` before anything else (penalties, temperature, filters; greedy
+/// rows too). -infinity bans the token. Logprobs stay those of the raw
+/// logits (docs/sampling.md). A token appears at most once per row. Empty
+/// spans: no bias in this step.
+struct LogitBias {
+  std::span<const int32_t> offsets; // R + 1
+  std::span<const int32_t> ids;
+  std::span<const float> values; // finite, or -infinity (banned)
+};
+
 /// Most top logprobs a row may ask for (OpenAI's top_logprobs limit).
 constexpr int32_t kMaxTopLogprobs = 20;
 
@@ -65,6 +77,7 @@ struct StepBatch {
   /// R rows of sampling parameters; empty means greedy for every row.
   std::span<const SamplingRow> sampling = {};
   PenaltyTokens penalties = {};
+  LogitBias logitBias = {};
   /// Top logprobs to return per row (0..kMaxTopLogprobs), same for all rows.
   int32_t numTopLogprobs = 0;
 };

@@ -2,7 +2,9 @@
 //-*-===//
 //
 // Paged exactly as the plan's KvCacheLayout says, but in float32 whatever
-// dtype the layout names (the oracle keeps full precision): per layer one K
+// dtype the layout names: a bf16 cache keeps full precision (the oracle), an
+// fp8 cache holds e4m3 * scale, the exact values the GPU's fp8 cache stands
+// for (ropeKvWriteRows rounds them, Fp8E4M3.h). Per layer one K
 // and one V array of [numBlocks, blockSize, numKvHeads, headDim]. Position p
 // of a sequence lives in block blockTable[p / blockSize], slot
 // p % blockSize. Memory: 2 * layers * blocks * blockSize * kvHeads * headDim

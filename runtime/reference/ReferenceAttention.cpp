@@ -2,6 +2,7 @@
 
 #include "runtime/reference/ReferenceAttention.h"
 
+#include "runtime/reference/Fp8E4M3.h"
 #include "runtime/reference/ParallelFor.h"
 #include "runtime/reference/ReferenceKernels.h"
 
@@ -34,8 +35,14 @@ void ropeKvWriteRows(std::span<float> qkv, int64_t rows, const PlanOp &op,
     const float *k = row + op.heads * hd;
     const float *v = k + op.kvHeads * hd;
     for (int64_t g = 0; g < op.kvHeads; ++g) {
-      std::copy_n(k + g * hd, hd, cache.key(op.layer, block, slot, g).data());
-      std::copy_n(v + g * hd, hd, cache.value(op.layer, block, slot, g).data());
+      std::span<float> kRow = cache.key(op.layer, block, slot, g);
+      std::span<float> vRow = cache.value(op.layer, block, slot, g);
+      std::copy_n(k + g * hd, hd, kRow.data());
+      std::copy_n(v + g * hd, hd, vRow.data());
+      if (cache.layout().fp8) {
+        quantizeKvRow(kRow);
+        quantizeKvRow(vRow);
+      }
     }
   }
 }

@@ -40,7 +40,8 @@ int64_t firstAttendedPosition(int64_t pos, int64_t slidingWindow);
 
 /// RopeKvWrite: rotates the q heads and k heads of each row of `qkv`
 /// ([heads*hd q | kvHeads*hd k | kvHeads*hd v]) in place, then copies each
-/// token's k and v into layer op.layer of the cache at its position.
+/// token's k and v into layer op.layer of the cache at its position; an fp8
+/// cache keeps each head's row as the GPU stores it (quantizeKvRow).
 void ropeKvWriteRows(std::span<float> qkv, int64_t rows, const PlanOp &op,
                      const RopeInfo &rope, const StepPlacement &placement,
                      PagedKvCache &cache);

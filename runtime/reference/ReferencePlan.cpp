@@ -79,8 +79,21 @@ ReferencePlan::ReferencePlan(const PlanFile &file)
   plannedTokensPerStep_ = plan.max_tokens_per_step();
   if (const fb::KvCacheLayout *kv = plan.kv_cache()) {
     kvLayout_ = {kv->num_layers(), kv->num_kv_heads(), kv->head_dim(),
-                 kv->block_size()};
+                 kv->block_size(), kv->dtype() == fb::DType::F8E4M3};
     hasKvLayout_ = true;
+    if (kv->dtype() != fb::DType::BF16 && kv->dtype() != fb::DType::F8E4M3)
+      fail("plan ", planPath_, ": the KV cache's dtype (",
+           static_cast<int>(kv->dtype()),
+           ") is neither BF16 nor F8E4M3; compile it again");
+    if (kvLayout_.fp8 != (kv->scales() == fb::KvScales::PerTokenHead))
+      fail("plan ", planPath_, ": the KV cache's scales (",
+           static_cast<int>(kv->scales()),
+           ") do not fit its dtype: fp8 "
+           "needs per-token, per-head scales and bf16 none");
+    if (kv->arrangement() != fb::KvArrangement::BlockSlotHeadDim)
+      fail("plan ", planPath_, ": the KV cache's arrangement (",
+           static_cast<int>(kv->arrangement()),
+           ") is unknown to this solrun; upgrade it");
     if (kvLayout_.numLayers < 0 || kvLayout_.numKvHeads < 0 ||
         kvLayout_.headDim < 0 || kvLayout_.blockSize <= 0 ||
         kvLayout_.numKvHeads > kMaxHeads || kvLayout_.headDim > kMaxHeadDim ||

@@ -100,6 +100,9 @@ struct KvLayoutInfo {
   int32_t numKvHeads = 0;
   int32_t headDim = 0;
   int32_t blockSize = 0;
+  /// An fp8 (E4M3) cache with per-token, per-head scales: rows are stored
+  /// as the GPU stores them (Fp8E4M3.h), in float32.
+  bool fp8 = false;
 };
 
 class ReferencePlan {

@@ -62,27 +62,40 @@ RowPenalties rowPenalties(const PenaltyTokens &p, size_t row) {
           p.inPrompt.subspan(begin, count)};
 }
 
+RowBias rowBias(const LogitBias &b, size_t row) {
+  if (b.offsets.empty())
+    return {};
+  const auto begin = static_cast<size_t>(b.offsets[row]);
+  const auto count = static_cast<size_t>(b.offsets[row + 1]) - begin;
+  return {b.ids.subspan(begin, count), b.values.subspan(begin, count)};
+}
+
 std::vector<float> CpuSampler::penalized(std::span<const float> logits,
                                          const SamplingRow &params,
-                                         const RowPenalties &penalties) {
+                                         const RowPenalties &penalties,
+                                         const RowBias &bias) {
   std::vector<float> out(logits.begin(), logits.end());
+  for (size_t e = 0; e < bias.ids.size(); ++e) {
+    const auto id = static_cast<size_t>(bias.ids[e]);
+    out[id] = biasedLogit(logits[id], bias.values[e]);
+  }
   for (size_t e = 0; e < penalties.ids.size(); ++e) {
     const auto id = static_cast<size_t>(penalties.ids[e]);
     out[id] =
-        penalizedLogit(logits[id], params.repetitionPenalty,
+        penalizedLogit(out[id], params.repetitionPenalty,
                        params.presencePenalty, params.frequencyPenalty,
                        penalties.outputCounts[e], penalties.inPrompt[e] != 0);
   }
   return out;
 }
 
-std::span<const float>
-CpuSampler::applyPenalties(std::span<const float> logits,
-                           const SamplingRow &params,
-                           const RowPenalties &penalties) {
-  if (penalties.ids.empty())
+std::span<const float> CpuSampler::applyPenalties(std::span<const float> logits,
+                                                  const SamplingRow &params,
+                                                  const RowPenalties &penalties,
+                                                  const RowBias &bias) {
+  if (penalties.ids.empty() && bias.ids.empty())
     return logits;
-  penalized_ = penalized(logits, params, penalties);
+  penalized_ = penalized(logits, params, penalties, bias);
   return penalized_;
 }
 
@@ -157,8 +170,9 @@ int32_t CpuSampler::keptMasses(std::span<const float> l,
 
 int32_t CpuSampler::sample(std::span<const float> logits,
                            const SamplingRow &params,
-                           const RowPenalties &penalties) {
-  const std::span<const float> l = applyPenalties(logits, params, penalties);
+                           const RowPenalties &penalties, const RowBias &bias) {
+  const std::span<const float> l =
+      applyPenalties(logits, params, penalties, bias);
   const int32_t greedy = keptMasses(l, params);
   if (greedy >= 0)
     return greedy;
@@ -180,8 +194,10 @@ int32_t CpuSampler::sample(std::span<const float> logits,
 
 std::vector<double> CpuSampler::distribution(std::span<const float> logits,
                                              const SamplingRow &params,
-                                             const RowPenalties &penalties) {
-  const std::span<const float> l = applyPenalties(logits, params, penalties);
+                                             const RowPenalties &penalties,
+                                             const RowBias &bias) {
+  const std::span<const float> l =
+      applyPenalties(logits, params, penalties, bias);
   std::vector<double> p(l.size(), 0.0);
   const int32_t greedy = keptMasses(l, params);
   if (greedy >= 0) {
@@ -238,7 +254,8 @@ void CpuSampler::sampleStep(std::span<const float> logits, int64_t vocab,
     if (!out.argmax.empty() || !out.logprobs.empty()) {
       const SamplingRow params =
           batch.sampling.empty() ? SamplingRow{} : batch.sampling[r];
-      chosen = sample(row, params, rowPenalties(batch.penalties, r));
+      chosen = sample(row, params, rowPenalties(batch.penalties, r),
+                      rowBias(batch.logitBias, r));
     }
     if (!out.argmax.empty())
       out.argmax[r] = chosen;

@@ -4,7 +4,9 @@
 // (codegen/kernels/Sampling.cuh) does, operation for operation, so the two
 // give the same token for the same inputs (docs/sampling.md):
 //
-//  1. penalties on the raw logits (SamplingMath.h: penalizedLogit);
+//  0. the logit bias added to the raw logits (SamplingMath.h: biasedLogit;
+//     -inf bans a token);
+//  1. penalties on the biased logits (SamplingMath.h: penalizedLogit);
 //  2. temperature <= 0: greedy, the lowest index of the largest penalized
 //     logit (NaN never wins); otherwise z = logit * (1 / temperature),
 //     d = max(z) - z, and each token weighs mass = trunc(exp(-d) * 2^44);
@@ -15,9 +17,9 @@
 //     token, in vocabulary order, whose cumulative mass exceeds
 //     trunc(u * total kept mass).
 //
-// Logprobs follow OpenAI: log_softmax of the raw logits (no penalties,
-// temperature 1), computed here in double; top logprobs list the most likely
-// ids first, the lower id first among equal logits.
+// Logprobs follow OpenAI: log_softmax of the raw logits (no bias, no
+// penalties, temperature 1), computed here in double; top logprobs list the
+// most likely ids first, the lower id first among equal logits.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -37,27 +39,37 @@ struct RowPenalties {
   std::span<const uint8_t> inPrompt;
 };
 
+/// The logit-bias entries of one row.
+struct RowBias {
+  std::span<const int32_t> ids;
+  std::span<const float> values;
+};
+
 /// Row `row`'s slice of a step's penalty lists (empty when it has none).
 /// The lists must have passed validateSampling.
 RowPenalties rowPenalties(const PenaltyTokens &penalties, size_t row);
+/// Row `row`'s slice of a step's logit-bias lists (empty when it has none).
+RowBias rowBias(const LogitBias &bias, size_t row);
 
 class CpuSampler {
 public:
   /// The token for one row of raw logits (left unchanged).
   int32_t sample(std::span<const float> logits, const SamplingRow &params,
-                 const RowPenalties &penalties = {});
+                 const RowPenalties &penalties = {}, const RowBias &bias = {});
 
   /// The distribution sample() draws from: per token, its kept mass over the
   /// total kept mass (0 for filtered tokens); for greedy rows, 1 at the
   /// chosen token.
   std::vector<double> distribution(std::span<const float> logits,
                                    const SamplingRow &params,
-                                   const RowPenalties &penalties = {});
+                                   const RowPenalties &penalties = {},
+                                   const RowBias &bias = {});
 
-  /// The logits after the penalties.
+  /// The logits after the bias, then the penalties.
   static std::vector<float> penalized(std::span<const float> logits,
                                       const SamplingRow &params,
-                                      const RowPenalties &penalties);
+                                      const RowPenalties &penalties,
+                                      const RowBias &bias = {});
 
   /// log_softmax(logits)[id], in double.
   static float logprob(std::span<const float> logits, int32_t id);
@@ -80,7 +92,8 @@ private:
   int32_t keptMasses(std::span<const float> logits, const SamplingRow &params);
   std::span<const float> applyPenalties(std::span<const float> logits,
                                         const SamplingRow &params,
-                                        const RowPenalties &penalties);
+                                        const RowPenalties &penalties,
+                                        const RowBias &bias);
 
   std::vector<float> penalized_;
   std::vector<float> distance_;

@@ -19,6 +19,8 @@ float canonicalLogit(float v) {
   return v + 0.0f; // -0 + 0 = +0
 }
 
+float biasedLogit(float logit, float bias) { return logit + bias; }
+
 float penalizedLogit(float logit, float repetition, float presence,
                      float frequency, int32_t outputCount, bool inPrompt) {
   float v = logit;

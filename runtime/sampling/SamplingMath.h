@@ -27,6 +27,10 @@ constexpr float kMassScale = 17592186044416.0f; // 2^44
 /// and the two zeros compare and sort alike.
 float canonicalLogit(float v);
 
+/// A raw logit plus its logit bias (one rounding; -inf bans: NaN, for an
+/// infinite logit, reads as -inf too).
+float biasedLogit(float logit, float bias);
+
 /// A logit after the penalties of a token that occurs `outputCount` times in
 /// the output so far and (inPrompt) in the prompt, in vLLM's order:
 /// repetition (HF style: divide positive logits, multiply others; for tokens

@@ -86,6 +86,53 @@ void validatePenalties(const PenaltyTokens &p, size_t rows, int64_t vocab) {
   }
 }
 
+void validateBias(const LogitBias &b, size_t rows, int64_t vocab) {
+  if (b.offsets.empty() && b.ids.empty() && b.values.empty())
+    return;
+  if (b.offsets.size() != rows + 1)
+    fail("logitBias.offsets holds ", b.offsets.size(),
+         " entries, expected R + 1 = ", rows + 1);
+  if (b.offsets[0] != 0)
+    fail("logitBias.offsets[0] must be 0, got ", b.offsets[0]);
+  for (size_t r = 0; r < rows; ++r)
+    if (b.offsets[r + 1] < b.offsets[r])
+      fail("logitBias.offsets decreases at row ", r, ": ", b.offsets[r],
+           " then ", b.offsets[r + 1]);
+  if (static_cast<size_t>(b.offsets[rows]) != b.ids.size())
+    fail("logitBias.offsets[", rows, "] is ", b.offsets[rows],
+         " but logitBias.ids holds ", b.ids.size(), " entries");
+  if (b.values.size() != b.ids.size())
+    fail("logitBias.values holds ", b.values.size(),
+         " entries but logitBias.ids holds ", b.ids.size());
+  thread_local std::vector<uint32_t> stamps;
+  thread_local uint32_t generation = 0;
+  if (stamps.size() != static_cast<size_t>(vocab)) {
+    stamps.assign(static_cast<size_t>(vocab), 0);
+    generation = 0;
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    if (++generation == 0) {
+      std::fill(stamps.begin(), stamps.end(), 0);
+      generation = 1;
+    }
+    for (auto e = static_cast<size_t>(b.offsets[r]);
+         e < static_cast<size_t>(b.offsets[r + 1]); ++e) {
+      const int32_t id = b.ids[e];
+      if (id < 0 || id >= vocab)
+        fail("logitBias row ", r, " entry ", e, ": token id ", id,
+             " is outside the vocabulary of ", vocab, " ids");
+      const float v = b.values[e];
+      if (std::isnan(v) || v == INFINITY)
+        fail("logitBias row ", r, " entry ", e, " (token ", id, "): the bias ",
+             "is ", v, "; it must be finite, or -inf to ban the token");
+      if (stamps[static_cast<size_t>(id)] == generation)
+        fail("logitBias row ", r, " lists token id ", id,
+             " twice; each token may appear once per row");
+      stamps[static_cast<size_t>(id)] = generation;
+    }
+  }
+}
+
 } // namespace
 
 void validateSampling(const StepBatch &batch, const StepOutput &out,
@@ -101,6 +148,7 @@ void validateSampling(const StepBatch &batch, const StepOutput &out,
     fail("numTopLogprobs must be in 0..", maxTop, ", got ",
          batch.numTopLogprobs);
   validatePenalties(batch.penalties, rows, vocab);
+  validateBias(batch.logitBias, rows, vocab);
 
   if (!out.logprobs.empty() && out.logprobs.size() != rows)
     fail("the logprobs output holds ", out.logprobs.size(),
@@ -122,7 +170,7 @@ bool stepNeedsSampling(const StepBatch &batch, const StepOutput &out) {
     return true;
   if (out.argmax.empty())
     return false; // logits only: nothing to pick
-  if (!batch.penalties.ids.empty())
+  if (!batch.penalties.ids.empty() || !batch.logitBias.ids.empty())
     return true;
   return std::any_of(batch.sampling.begin(), batch.sampling.end(),
                      [](const SamplingRow &s) { return s.temperature > 0.0f; });

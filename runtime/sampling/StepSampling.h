@@ -22,14 +22,15 @@ namespace sol::sampling {
 /// vocab); penalty lists whose offsets are not R + 1 long, do not start at 0,
 /// decrease or end elsewhere than at the lists' length, whose columns differ
 /// in length, whose ids fall outside the vocabulary or repeat within a row,
-/// or whose output counts are negative; logprobs / topIds / topLogprobs
+/// or whose output counts are negative; logit-bias lists malformed the same
+/// way or with a NaN or +infinity bias; logprobs / topIds / topLogprobs
 /// spans of the wrong size.
 void validateSampling(const StepBatch &batch, const StepOutput &out,
                       int64_t vocab);
 
 /// True when the step needs more than the plain greedy argmax: logprobs or
 /// top logprobs are asked for, or chosen ids are and some row has
-/// temperature > 0 or a non-empty penalty list.
+/// temperature > 0, a non-empty penalty list or a logit bias.
 bool stepNeedsSampling(const StepBatch &batch, const StepOutput &out);
 
 } // namespace sol::sampling

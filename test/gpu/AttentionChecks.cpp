@@ -121,14 +121,16 @@ struct AttentionCase {
   std::vector<int> splits; // 0 = PagedAttentionSpec::chooseSplits
   bool timed;
   bool checked;
+  int blockSize = 16; // the KV layout's tokens per block
 };
 
 // Runs one case at every split count, against the CPU reference.
 void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
-  const PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim};
+  const PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim, ac.blockSize};
   const KernelInstance instance = spec.instance();
   const KernelInstance combine = spec.combineInstance();
-  const PagedBatch batch = makePagedBatch(c.rng, ac.seqs, ac.padding);
+  const PagedBatch batch =
+      makePagedBatch(c.rng, ac.seqs, ac.padding, ac.blockSize);
   const int hd = h.headDim;
   const int rowElems = (h.qHeads + 2 * h.kvHeads) * hd;
   std::vector<Bf16> qkv = randomBf16(
@@ -140,7 +142,7 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
     }
   const std::size_t slotElems = static_cast<std::size_t>(h.kvHeads) * hd;
   const std::size_t cacheElems =
-      static_cast<std::size_t>(batch.numBlocks) * 16 * slotElems;
+      static_cast<std::size_t>(batch.numBlocks) * ac.blockSize * slotElems;
   std::vector<Bf16> kCache = randomBf16(c.rng, cacheElems, -1, 1);
   std::vector<Bf16> vCache = randomBf16(c.rng, cacheElems, -1, 1);
   const std::vector<bool> live = batch.liveSlots();
@@ -184,7 +186,7 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
     AttentionProblem p{h.qHeads,
                        h.kvHeads,
                        hd,
-                       16,
+                       ac.blockSize,
                        batch.tokens,
                        batch.maxBlocks,
                        qkv,
@@ -231,10 +233,11 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
       launch(0);
       repeatable = c.download<Bf16>(dOut) == out;
     }
-    CheckRecord r = makeRecord(c, "attention",
-                               sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " ",
-                                        ac.label, " splits=", splits),
-                               instance);
+    CheckRecord r =
+        makeRecord(c, "attention",
+                   sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " ", ac.label,
+                            " BS=", ac.blockSize, " splits=", splits),
+                   instance);
     if (ac.checked) {
       judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
     } else {
@@ -284,6 +287,18 @@ void checkAttention(Checker &c) {
          false,
          true},
     };
+    // A bf16 cache in blocks of 32 (sol-plan-kv-cache's choice for head
+    // dim 64): decode with splits and a prefill.
+    cases.push_back({"decode",
+                     {{1, 1}, {33, 1}, {100, 1}, {2500, 1}},
+                     1,
+                     0,
+                     {1, 0, 5},
+                     false,
+                     true,
+                     32});
+    cases.push_back(
+        {"prefill", {{37, 37}, {300, 100}}, 1, 0, {1, 3}, false, true, 32});
     if (first) {
       cases.push_back({"window=64",
                        {{300, 300}, {1000, 1}, {64, 2}},
@@ -358,6 +373,8 @@ std::vector<CheckFamily> attentionChecks() {
            const PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim};
            k.require(spec.instance());
            k.require(spec.combineInstance());
+           k.require(PagedAttentionSpec{h.qHeads, h.kvHeads, h.headDim, 32}
+                         .instance());
          }
        },
        checkAttention},

@@ -22,6 +22,8 @@ std::vector<CheckFamily> normChecks();
 std::vector<CheckFamily> linearChecks();
 std::vector<CheckFamily> fusedLinearChecks();
 std::vector<CheckFamily> attentionChecks();
+std::vector<CheckFamily> kvFp8Checks();
+std::vector<CheckFamily> prefillAttentionChecks();
 std::vector<CheckFamily> runtimeChecks();
 std::vector<CheckFamily> samplingChecks();
 

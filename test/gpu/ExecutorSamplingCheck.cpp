@@ -2,14 +2,15 @@
 //
 // sol-executor-sampling-check PLAN: runs decode-shaped steps of a compiled
 // plan (any model; the tiny test models are enough) on the CUDA executor
-// with per-request sampling, penalties and logprobs, asking for the logits
+// with per-request sampling, penalties, logit biases (bans of the previous
+// run's ids included) and logprobs, asking for the logits
 // too, and checks the ids, logprobs and top logprobs the executor returns
 // against CpuSampler applied to those same logits. Each configuration runs
 // three times (eager, graph capture, graph replay) with new counters and
-// penalty lists of different sizes, so the staging of the sampling inputs,
-// the graph keys and the replay with a variable number of penalty entries
-// are all covered; all-greedy steps must still give the argmax. Prints one
-// line per configuration.
+// penalty and bias lists of different sizes, so the staging of the sampling
+// inputs, the graph keys and the replay with a variable number of penalty
+// entries are all covered; all-greedy steps must still give the argmax. Prints
+// one line per configuration.
 //
 // Exit status: 0 passed, 1 a check failed, 2 bad usage or setup error, 77 no
 // GPU.
@@ -39,6 +40,7 @@ struct Config {
   bool penalties;
   bool logprobs;
   int numTop;
+  bool bias = false;
 };
 
 /// |a - b|, infinite when either is NaN.
@@ -117,12 +119,16 @@ int run(int argc, char **argv) {
       {"mixed sampling + penalties", true, true, false, 0},
       {"greedy + logprobs top5", false, false, true, 5},
       {"mixed + penalties + logprobs top20", true, true, true, 20},
+      {"greedy + logit bias", false, false, false, 0, true},
+      {"mixed + penalties + logit bias + logprobs top5", true, true, true, 5,
+       true},
   };
   bool allPassed = true;
   sampling::CpuSampler cpu;
   for (const Config &cfg : configs) {
     std::size_t wrongIds = 0, wrongTop = 0, compared = 0;
     double worstLogprob = 0.0;
+    std::vector<int32_t> lastChosen;
     // Eager, capture, replay.
     for (int attempt = 0; attempt < 3; ++attempt) {
       std::vector<SamplingRow> params;
@@ -157,6 +163,33 @@ int run(int argc, char **argv) {
           offsets.push_back(static_cast<int32_t>(ids.size()));
         }
       }
+      // Logit bias: each row's argmax of the previous run banned (when known)
+      // and a varying number of random biases, some rows without any.
+      std::vector<int32_t> biasOffsets = {0}, biasIds;
+      std::vector<float> biasValues;
+      if (cfg.bias) {
+        for (int r = 0; r < kSeqs; ++r) {
+          std::vector<uint8_t> used(static_cast<std::size_t>(V), 0);
+          auto add = [&](int32_t id, float v) {
+            if (used[static_cast<std::size_t>(id)])
+              return;
+            used[static_cast<std::size_t>(id)] = 1;
+            biasIds.push_back(id);
+            biasValues.push_back(v);
+          };
+          if (r % 4 != 3) {
+            if (!lastChosen.empty())
+              add(lastChosen[static_cast<std::size_t>(r)], -INFINITY);
+            const int n =
+                static_cast<int>(std::min<int64_t>(V / 4, 1 + 7 * attempt + r));
+            for (int e = 0; e < n; ++e)
+              add(static_cast<int32_t>(rng() % V),
+                  static_cast<float>(static_cast<int>(rng() % 2001) - 1000) /
+                      100.0f);
+          }
+          biasOffsets.push_back(static_cast<int32_t>(biasIds.size()));
+        }
+      }
       StepBatch batch;
       batch.tokens = tokens;
       batch.positions = positions;
@@ -168,6 +201,8 @@ int run(int argc, char **argv) {
       batch.sampling = params;
       if (cfg.penalties)
         batch.penalties = {offsets, ids, counts, inPrompt};
+      if (cfg.bias)
+        batch.logitBias = {biasOffsets, biasIds, biasValues};
       batch.numTopLogprobs = cfg.numTop;
       std::vector<float> logits(static_cast<std::size_t>(kSeqs * V));
       std::vector<int32_t> chosen(kSeqs, -1);
@@ -181,16 +216,18 @@ int run(int argc, char **argv) {
       out.topIds = topIds;
       out.topLogprobs = topLogprobs;
       ex->step(batch, out);
+      lastChosen = chosen;
 
       for (int r = 0; r < kSeqs; ++r) {
         const std::span<const float> row(logits.data() +
                                              static_cast<std::size_t>(r) * V,
                                          static_cast<std::size_t>(V));
         const SamplingRow p = params.empty() ? SamplingRow{} : params[r];
-        const int32_t expected =
-            cpu.sample(row, p,
-                       sampling::rowPenalties(batch.penalties,
-                                              static_cast<std::size_t>(r)));
+        const int32_t expected = cpu.sample(
+            row, p,
+            sampling::rowPenalties(batch.penalties,
+                                   static_cast<std::size_t>(r)),
+            sampling::rowBias(batch.logitBias, static_cast<std::size_t>(r)));
         ++compared;
         if (chosen[r] != expected) {
           ++wrongIds;

@@ -184,7 +184,7 @@ std::vector<double> referenceAttention(const AttentionProblem &p) {
       const int pos = p.positions[t];
       const int lo =
           p.slidingWindow > 0 ? std::max(0, pos - p.slidingWindow + 1) : 0;
-      auto cacheRow = [&](std::span<const Bf16> cache, int position, int g) {
+      auto rowOffset = [&](int position, int g) {
         const int block =
             p.blockTables[static_cast<std::size_t>(seq) * p.maxBlocks +
                           position / p.blockSize];
@@ -193,7 +193,15 @@ std::vector<double> referenceAttention(const AttentionProblem &p) {
              position % p.blockSize) *
                 p.kvHeads +
             g;
-        return cache.data() + slot * hd;
+        return slot * hd;
+      };
+      const bool f32 = !p.kCacheF32.empty();
+      // Element d of the K (or V) row of `position`, as a float.
+      auto cached = [&](bool isV, int position, int g, int d) -> float {
+        const std::size_t at = rowOffset(position, g) + d;
+        if (f32)
+          return (isV ? p.vCacheF32 : p.kCacheF32)[at];
+        return bf16ToFloat((isV ? p.vCache : p.kCache)[at]);
       };
       for (int h = 0; h < p.qHeads; ++h) {
         const int g = h / group;
@@ -202,10 +210,10 @@ std::vector<double> referenceAttention(const AttentionProblem &p) {
         scores.assign(pos - lo + 1, 0.0);
         double maxScore = -INFINITY;
         for (int j = lo; j <= pos; ++j) {
-          const Bf16 *k = cacheRow(p.kCache, j, g);
           double dot = 0.0;
           for (int d = 0; d < hd; ++d)
-            dot += static_cast<double>(bf16ToFloat(q[d])) * bf16ToFloat(k[d]);
+            dot +=
+                static_cast<double>(bf16ToFloat(q[d])) * cached(false, j, g, d);
           scores[j - lo] = dot * p.scale;
           maxScore = std::max(maxScore, scores[j - lo]);
         }
@@ -214,9 +222,8 @@ std::vector<double> referenceAttention(const AttentionProblem &p) {
         for (int j = lo; j <= pos; ++j) {
           const double w = std::exp(scores[j - lo] - maxScore);
           sum += w;
-          const Bf16 *v = cacheRow(p.vCache, j, g);
           for (int d = 0; d < hd; ++d)
-            acc[d] += w * bf16ToFloat(v[d]);
+            acc[d] += w * cached(true, j, g, d);
         }
         double *o =
             out.data() + (t * p.qHeads + h) * static_cast<std::size_t>(hd);

@@ -70,6 +70,10 @@ struct AttentionProblem {
   std::span<const int> blockTables; // [S, maxBlocks]
   float scale;
   int slidingWindow;
+  /// When set, K and V come from these float caches instead (an fp8 cache,
+  /// dequantized: e4m3 x scale), same layout.
+  std::span<const float> kCacheF32 = {};
+  std::span<const float> vCacheF32 = {};
 };
 
 /// out [T, Hq * HD], unrounded; padding tokens (seq < 0) give zeros.

@@ -8,9 +8,12 @@
 // the logits left as they were. Rows mix greedy, temperature, top-k, top-p,
 // min-p and penalties over peaked, flat, bf16-quantised (many ties) and
 // nearly constant logits, so both the gathered fast path and the refining
-// slow path run. Each batch is drawn with several counters. Then the kernel
-// is timed (CUDA events, graph replays, median) for a batch of 64 and for
-// single rows of each kind.
+// slow path run, some rows with a logit bias (argmax banned). Each batch is
+// drawn with several counters. Then the kernel is timed (CUDA events, graph
+// replays, median) for a batch of 64 and for single rows of each kind.
+// The sampling_perf family (sol-kernel-check --only sampling_perf [--json
+// FILE]) times every row kind of docs/sampling.md alone and in a 64-row
+// batch at vocabularies 128,256 and 151,936, with the same checks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,7 +30,16 @@ namespace {
 
 using cuda::DeviceBuffer;
 
-enum class Logits { Peaked, Flat, Quantized, Constant };
+enum class Logits {
+  Peaked,
+  Flat,
+  Quantized,
+  Constant,
+  VeryPeaked,  // one token 40 above the rest
+  OneFinite,   // every logit -inf but one
+  ManyNaN,     // a tenth of the row NaN
+  AllConstant, // every logit equal
+};
 
 const char *logitsName(Logits k) {
   switch (k) {
@@ -39,6 +51,14 @@ const char *logitsName(Logits k) {
     return "bf16";
   case Logits::Constant:
     return "constant";
+  case Logits::VeryPeaked:
+    return "very peaked";
+  case Logits::OneFinite:
+    return "all -inf but one";
+  case Logits::ManyNaN:
+    return "10% NaN";
+  case Logits::AllConstant:
+    return "all equal";
   }
   return "?";
 }
@@ -69,6 +89,24 @@ void fillRow(Rng &rng, Logits kind, std::span<float> row, bool specials) {
       v = 0.5f;
     for (int i = 0; i < 3; ++i)
       row[static_cast<size_t>(rng.uniformInt(0, V - 1))] = 0.75f;
+    break;
+  case Logits::VeryPeaked:
+    for (float &v : row)
+      v = normal(gen);
+    row[static_cast<size_t>(rng.uniformInt(0, V - 1))] = 45.0f;
+    break;
+  case Logits::OneFinite:
+    for (float &v : row)
+      v = -INFINITY;
+    row[static_cast<size_t>(rng.uniformInt(0, V - 1))] = 1.5f;
+    break;
+  case Logits::ManyNaN:
+    for (float &v : row)
+      v = rng.uniformInt(0, 9) == 0 ? NAN : normal(gen);
+    break;
+  case Logits::AllConstant:
+    for (float &v : row)
+      v = -2.0f;
     break;
   }
   if (specials) { // never chosen, and harmless to the logprobs
@@ -140,6 +178,11 @@ struct Case {
   std::function<SamplingRow(int r, bool &penalised, std::string &label)>
       setting;
   std::function<Logits(int r)> logits;
+  /// Penalty entries of a penalised row.
+  std::function<int(int r)> penaltyCount = [](int) { return 200; };
+  /// Whether row r gets a logit bias (its argmax banned, some tokens
+  /// pushed up or down, one forced).
+  std::function<bool(int r)> biased = [](int r) { return r % 8 == 3; };
 };
 
 void runCase(Checker &c, const Case &cs) {
@@ -151,9 +194,12 @@ void runCase(Checker &c, const Case &cs) {
   std::vector<float> logits(RV);
   std::vector<SamplingRow> params(static_cast<std::size_t>(R));
   std::vector<std::string> labels(static_cast<std::size_t>(R));
-  std::vector<int32_t> offsets = {0}, ids, counts;
+  std::vector<int32_t> offsets = {0}, penaltyOffsets = {0}, ids, counts;
+  std::vector<int32_t> biasOffsets = {0}, biasIds;
+  std::vector<float> biasValues;
   std::vector<uint8_t> inPrompt;
-  std::vector<int32_t> entries; // pairs: id, count | in-prompt bit 31
+  // Pairs: id, count | in-prompt bit 31; or id | bias bit 31, bias bits.
+  std::vector<int32_t> entries;
   for (int r = 0; r < R; ++r) {
     bool penalised = false;
     params[r] = cs.setting(r, penalised, labels[r]);
@@ -172,7 +218,9 @@ void runCase(Checker &c, const Case &cs) {
           picked.push_back(i);
           used[static_cast<std::size_t>(i)] = 1;
         }
-      while (picked.size() < 200) {
+      const std::size_t want =
+          static_cast<std::size_t>(std::min(cs.penaltyCount(r), V / 2));
+      while (picked.size() < want) {
         const int id = c.rng.uniformInt(0, V - 1);
         if (!used[static_cast<std::size_t>(id)]) {
           used[static_cast<std::size_t>(id)] = 1;
@@ -191,9 +239,34 @@ void runCase(Checker &c, const Case &cs) {
             (prompt ? cuda::SamplingSpec::kInPromptBit : 0u)));
       }
     }
-    offsets.push_back(static_cast<int32_t>(ids.size()));
+    penaltyOffsets.push_back(static_cast<int32_t>(ids.size()));
+    if (cs.biased(r)) {
+      std::vector<uint8_t> used(static_cast<std::size_t>(V), 0);
+      auto add = [&](int32_t id, float value) {
+        if (used[static_cast<std::size_t>(id)])
+          return;
+        used[static_cast<std::size_t>(id)] = 1;
+        biasIds.push_back(id);
+        biasValues.push_back(value);
+        entries.push_back(static_cast<int32_t>(static_cast<uint32_t>(id) |
+                                               cuda::SamplingSpec::kBiasBit));
+        int32_t bits;
+        std::memcpy(&bits, &value, sizeof bits);
+        entries.push_back(bits);
+      };
+      add(static_cast<int32_t>(std::max_element(l.begin(), l.end()) -
+                               l.begin()),
+          -INFINITY);
+      for (int i = 0; i < std::min(50, V / 4); ++i)
+        add(c.rng.uniformInt(0, V - 1), c.rng.uniform(-5.0f, 5.0f));
+      if (r % 2 == 1)
+        add(c.rng.uniformInt(0, V - 1), 100.0f);
+    }
+    biasOffsets.push_back(static_cast<int32_t>(biasIds.size()));
+    offsets.push_back(static_cast<int32_t>(entries.size() / 2));
   }
-  const PenaltyTokens penalties{offsets, ids, counts, inPrompt};
+  const PenaltyTokens penalties{penaltyOffsets, ids, counts, inPrompt};
+  const LogitBias bias{biasOffsets, biasIds, biasValues};
 
   const DeviceBuffer dLogits = c.upload(logits);
   DeviceBuffer dParams = c.upload(params);
@@ -201,7 +274,8 @@ void runCase(Checker &c, const Case &cs) {
   if (entries.empty())
     entries = {0, 0};
   const DeviceBuffer dEntries = c.upload(entries);
-  DeviceBuffer dSaved(std::max<std::size_t>(ids.size(), 1) * sizeof(float));
+  DeviceBuffer dSaved(std::max<std::size_t>(entries.size() / 2, 1) *
+                      sizeof(float));
   DeviceBuffer dIds = c.poisoned(static_cast<std::size_t>(R) * 4);
   DeviceBuffer dLogprobs = c.poisoned(static_cast<std::size_t>(R) * 4);
   DeviceBuffer dTopIds =
@@ -239,7 +313,8 @@ void runCase(Checker &c, const Case &cs) {
                                      static_cast<std::size_t>(V));
       const int32_t expected = cpu.sample(
           l, params[static_cast<std::size_t>(r)],
-          sampling::rowPenalties(penalties, static_cast<std::size_t>(r)));
+          sampling::rowPenalties(penalties, static_cast<std::size_t>(r)),
+          sampling::rowBias(bias, static_cast<std::size_t>(r)));
       const int got = gpuIds[static_cast<std::size_t>(r)];
       ++compared;
       unwritten += got == -1;
@@ -360,12 +435,121 @@ void checkSampling(Checker &c) {
                 [&](int) { return s.logits; }});
 }
 
+/// One row kind of the timing family: parameters, logits and lists.
+struct RowKind {
+  const char *name;
+  SamplingRow setting;
+  Logits logits;
+  int penalties = 0; // entries; 0: none
+  bool bias = false;
+};
+
+SamplingRow penalised(SamplingRow s) {
+  s.repetitionPenalty = 1.3f;
+  s.presencePenalty = 0.6f;
+  s.frequencyPenalty = 0.4f;
+  return s;
+}
+
+const std::vector<RowKind> &rowKinds() {
+  static const std::vector<RowKind> kinds = {
+      {"greedy", row(0.0f), Logits::Peaked},
+      {"T1", row(1.0f), Logits::Peaked},
+      {"T0.7 k50", row(0.7f, 50), Logits::Peaked},
+      {"T1 p0.9", row(1.0f, 0, 0.9f), Logits::Peaked},
+      {"T1 minp0.05", row(1.0f, 0, 1.0f, 0.05f), Logits::Peaked},
+      {"T0.8 k40 p0.95 minp0.02", row(0.8f, 40, 0.95f, 0.02f), Logits::Peaked},
+      {"T1 k100000", row(1.0f, 100000), Logits::Peaked},
+      {"T1 p0.999", row(1.0f, 0, 0.999f), Logits::Peaked},
+      {"T1 p0.9 penalties x2000", penalised(row(1.0f, 0, 0.9f)), Logits::Peaked,
+       2000},
+      {"T1 k50 bias+ban", row(1.0f, 50), Logits::Peaked, 0, true},
+      {"greedy bias+ban", row(0.0f), Logits::Peaked, 0, true},
+      {"T1 p0.9 constant", row(1.0f, 0, 0.9f), Logits::AllConstant},
+      {"T1 k50 nearly constant", row(1.0f, 50), Logits::Constant},
+      {"T1 p0.9 all -inf but one", row(1.0f, 0, 0.9f), Logits::OneFinite},
+      {"T1 k50 p0.9 10% NaN", row(1.0f, 50, 0.9f), Logits::ManyNaN},
+      {"T2 p0.99 flat", row(2.0f, 0, 0.99f), Logits::Flat},
+      {"T1 p0.9 very peaked", row(1.0f, 0, 0.9f), Logits::VeryPeaked},
+      {"T1 k50 p0.9 bf16 ties", row(1.0f, 50, 0.9f), Logits::Quantized},
+  };
+  return kinds;
+}
+
+/// sampling_perf: each row kind alone (the batch-1 decode latency) and a
+/// 64-row batch of all kinds, at both vocabularies, with and without
+/// logprobs (top 20); every case is checked against CpuSampler like the
+/// sampling family and timed (median of --samples launches, default 50).
+void checkSamplingPerf(Checker &c) {
+  const std::vector<RowKind> &kinds = rowKinds();
+  for (int vocab : {128256, 151936}) {
+    auto setting = [&](int r, bool &pen, std::string &label) {
+      const RowKind &k = kinds[static_cast<std::size_t>(r) % kinds.size()];
+      pen = k.penalties > 0;
+      label = k.name;
+      return k.setting;
+    };
+    auto logits = [&](int r) {
+      return kinds[static_cast<std::size_t>(r) % kinds.size()].logits;
+    };
+    auto penaltyCount = [&](int r) {
+      return kinds[static_cast<std::size_t>(r) % kinds.size()].penalties;
+    };
+    auto biased = [&](int r) {
+      return kinds[static_cast<std::size_t>(r) % kinds.size()].bias;
+    };
+    for (int numTop : {0, 20}) {
+      Case batch{sol::cat("V=", vocab, " rows=64 all kinds",
+                          numTop ? " +logprobs top20" : ""),
+                 vocab,
+                 64,
+                 numTop,
+                 numTop > 0,
+                 2,
+                 setting,
+                 logits};
+      batch.penaltyCount = penaltyCount;
+      batch.biased = biased;
+      runCase(c, batch);
+    }
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+      const int shift = static_cast<int>(k);
+      Case one{sol::cat("V=", vocab, " rows=1 ", kinds[k].name),
+               vocab,
+               1,
+               0,
+               false,
+               2,
+               [=](int, bool &pen, std::string &label) {
+                 return setting(shift, pen, label);
+               },
+               [=](int) { return logits(shift); }};
+      one.penaltyCount = [=](int) { return penaltyCount(shift); };
+      one.biased = [=](int) { return biased(shift); };
+      runCase(c, one);
+    }
+    Case top{sol::cat("V=", vocab, " rows=1 T0.8 k40 p0.95 +logprobs top20"),
+             vocab,
+             1,
+             20,
+             true,
+             2,
+             [&](int, bool &pen, std::string &label) {
+               return setting(5, pen, label);
+             },
+             [&](int) { return Logits::Peaked; }};
+    runCase(c, top);
+  }
+}
+
 } // namespace
 
 std::vector<CheckFamily> samplingChecks() {
-  return {{"sampling",
-           [](KernelLibrary &k) { k.require(cuda::SamplingSpec{}.instance()); },
-           checkSampling}};
+  auto declare = [](KernelLibrary &k) {
+    k.require(cuda::SamplingSpec{}.instance());
+  };
+  return {{"sampling", declare, checkSampling},
+          {"sampling_perf", declare, checkSamplingPerf}};
 }
 
 } // namespace sol::check

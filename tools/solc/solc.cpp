@@ -2,8 +2,10 @@
 //
 //   solc MODEL_DIR -o model.plan [-O0..3] [--gpu sm_90|none] compile to a plan
 //   solc MODEL_DIR --emit=mlir [-O0..3]                   print the sol module
+//   --kv-block-size N, --kv-cache-dtype bf16|fp8   the paged KV cache's layout
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/lower/KvCacheLayout.h"
 #include "codegen/lower/LowerToSchedule.h"
 #include "codegen/plan/CompileKernels.h"
 #include "codegen/plan/PlanEmitter.h"
@@ -23,6 +25,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 
 #ifndef SOL_VERSION
@@ -38,6 +41,8 @@ struct Options {
   unsigned optLevel = 2;
   std::string gpu = "sm_90";
   int64_t maxTokensPerStep = 2048;
+  int64_t kvBlockSize = 0; // 0: sol-plan-kv-cache chooses
+  std::string kvCacheDtype = "bf16";
   bool quiet = false;
   std::string commandLine;
 };
@@ -67,7 +72,10 @@ int run(const Options &opts) {
               " does not verify (please report this)");
 
   mlir::PassManager pm(&context);
-  sol::buildSolPipeline(pm, opts.optLevel);
+  sol::SolPlanKvCacheOptions kvOptions;
+  kvOptions.blockSize = opts.kvBlockSize;
+  kvOptions.dtype = opts.kvCacheDtype;
+  sol::buildSolPipeline(pm, opts.optLevel, kvOptions);
   const bool plan = opts.emit == "plan";
   if (plan && opts.optLevel < 2) {
     // Generated kernels expect fused projections whatever the -O level.
@@ -91,6 +99,9 @@ int run(const Options &opts) {
   mlir::FailureOr<sol::Schedule> schedule = sol::lowerToSchedule(*module);
   if (mlir::failed(schedule))
     sol::fail("cannot generate code for ", opts.input, " (see above)");
+  mlir::FailureOr<sol::KvCachePlan> kvCache = sol::lowerKvCacheLayout(*module);
+  if (mlir::failed(kvCache))
+    sol::fail("cannot plan the KV cache of ", opts.input, " (see above)");
 
   std::vector<sol::CompiledModule> modules;
   if (opts.gpu != "none") {
@@ -99,6 +110,7 @@ int run(const Options &opts) {
     kernelOptions.maxTokensPerStep = static_cast<int>(opts.maxTokensPerStep);
     kernelOptions.maxContext =
         static_cast<int>(model.config.maxPositionEmbeddings);
+    kernelOptions.kvCache = *kvCache;
     kernelOptions.progress = !opts.quiet;
     modules = sol::compileKernels(*schedule, kernelOptions);
   }
@@ -108,6 +120,7 @@ int run(const Options &opts) {
   planOptions.commandLine = opts.commandLine;
   planOptions.target = opts.gpu;
   planOptions.maxTokensPerStep = opts.maxTokensPerStep;
+  planOptions.kvCache = *kvCache;
   planOptions.progress = !opts.quiet;
   sol::emitPlan(opts.output, *schedule, model, planOptions, modules);
   if (!opts.quiet)
@@ -144,6 +157,23 @@ int main(int argc, char **argv) {
                  "most tokens in one step; sizes the activation arena "
                  "(default 2048)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  app.add_option("--kv-block-size", opts.kvBlockSize,
+                 "tokens per paged KV-cache block: a power of two in [8, 256] "
+                 "(default: chosen from the head dim, 16 for 128)")
+      ->check(CLI::Validator(
+          [](const std::string &text) -> std::string {
+            char *end = nullptr;
+            const long long n = std::strtoll(text.c_str(), &end, 10);
+            if (text.empty() || *end != '\0' || n < 8 || n > 256 ||
+                (n & (n - 1)) != 0)
+              return "must be a power of two in [8, 256], got " + text;
+            return "";
+          },
+          "POW2 in [8,256]"));
+  app.add_option("--kv-cache-dtype", opts.kvCacheDtype,
+                 "KV-cache element type: bf16 (default) or fp8 (E4M3 with "
+                 "per-token, per-head scales: half the memory)")
+      ->check(CLI::IsMember({"bf16", "fp8"}));
   app.add_flag("-q,--quiet", opts.quiet, "no progress or summary on stderr");
   try {
     app.parse(argc, argv);

@@ -5,6 +5,7 @@
 //   solrun model.plan --prompt-ids ... --max-tokens 0 --logits-out FILE
 //   solrun model.plan --bench [--num-prompts N] [--input-len N]
 //       [--output-len N] [--max-num-seqs N] [--enable-prefix-caching] ...
+//   solrun model.plan --serve [--host H] [--port N] [--api-key KEY] ...
 //   solrun --info model.plan
 //   solrun --tokenizer DIR|PLAN --encode | --decode | --render-chat
 //
@@ -16,6 +17,7 @@
 #include "runtime/support/Error.h"
 #include "runtime/tokenizer/IncrementalDetokenizer.h"
 #include "tools/solrun/Bench.h"
+#include "tools/solrun/Serve.h"
 #include "tools/solrun/TokenizerTool.h"
 
 #include <CLI/CLI.hpp>
@@ -23,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -50,6 +53,13 @@ struct Options {
   std::string inputLen, outputLen, randomInputLen, randomOutputLen;
   /// Flags that only --bench uses, as given on the command line.
   std::vector<std::string> benchFlagsGiven;
+  /// Engine flags (--bench and --serve), as given.
+  std::vector<std::string> engineFlagsGiven;
+  bool serve = false;
+  sol::ServeOptions serveOptions;
+  /// Flags that only --serve uses, and flags of the other modes, as given.
+  std::vector<std::string> serveFlagsGiven;
+  std::vector<std::string> nonServeFlagsGiven;
 };
 
 std::vector<int32_t> parseIds(const std::string &text) {
@@ -116,11 +126,27 @@ void printInfo(const sol::PlanFile &file) {
   std::printf("kernels:       %u in %u modules\n",
               p.kernels() ? p.kernels()->size() : 0,
               p.modules() ? p.modules()->size() : 0);
-  if (const auto *kv = p.kv_cache())
+  if (const auto *kv = p.kv_cache()) {
     std::printf("KV cache:      %d layers x %d KV heads x head dim %d, blocks "
                 "of %d tokens, %s\n",
                 kv->num_layers(), kv->num_kv_heads(), kv->head_dim(),
                 kv->block_size(), dtypeString(kv->dtype()).c_str());
+    // Bytes one token takes in every layer's K and V (and their scales).
+    const bool scaled = kv->scales() == sol::fb::KvScales::PerTokenHead;
+    const long long perToken =
+        2LL * kv->num_layers() * kv->num_kv_heads() *
+        (static_cast<long long>(kv->head_dim()) *
+             (kv->dtype() == sol::fb::DType::F8E4M3 ? 1 : 2) +
+         (scaled ? 4 : 0));
+    std::printf("KV layout:     K and V [blocks, %d, %d, %d] per layer, "
+                "%d-byte aligned; scales %s; %lld bytes per token\n",
+                kv->block_size(), kv->num_kv_heads(), kv->head_dim(),
+                kv->alignment(),
+                scaled ? "f32 per token and KV head, K and V [blocks, "
+                         "block_size, kv_heads] per layer"
+                       : "none",
+                perToken);
+  }
   if (const auto *g = p.generation()) {
     std::string eos;
     if (g->eos_token_ids())
@@ -160,8 +186,33 @@ void printOps(const sol::PlanFile &file) {
   }
 }
 
+/// Checks the --serve flags and fills opts.serveOptions.
+void prepareServe(Options &opts) {
+  if (!opts.serve) {
+    if (!opts.serveFlagsGiven.empty())
+      sol::fail(opts.serveFlagsGiven.front(),
+                " goes with --serve (the OpenAI-compatible server)");
+    return;
+  }
+  if (!opts.nonServeFlagsGiven.empty())
+    sol::fail(opts.nonServeFlagsGiven.front(),
+              " does not go with --serve (requests bring their own prompts "
+              "and parameters)");
+  sol::ServeOptions &s = opts.serveOptions;
+  s.maxNumSeqs = opts.benchOptions.maxNumSeqs;
+  s.maxNumBatchedTokens = opts.benchOptions.maxNumBatchedTokens;
+  s.enablePrefixCaching = opts.benchOptions.enablePrefixCaching;
+  if (s.apiKey.empty())
+    if (const char *key = std::getenv("SOL_API_KEY"))
+      s.apiKey = key;
+}
+
 /// Checks the --bench flags and fills opts.benchOptions.
 void prepareBench(Options &opts) {
+  if (!opts.bench && !opts.serve && !opts.engineFlagsGiven.empty())
+    sol::fail(opts.engineFlagsGiven.front(),
+              " goes with --bench (the offline benchmark) or --serve (the "
+              "server)");
   if (!opts.bench) {
     if (!opts.benchFlagsGiven.empty())
       sol::fail(opts.benchFlagsGiven.front(),
@@ -207,6 +258,8 @@ int run(Options &opts) {
   }
   if (opts.bench)
     return sol::runBench(file, opts.device, opts.executor, opts.benchOptions);
+  if (opts.serve)
+    return sol::runServe(file, opts.device, opts.executor, opts.serveOptions);
   const int prompts = int(!opts.promptIds.empty()) + int(!opts.prompt.empty()) +
                       int(!opts.chat.empty());
   if (prompts != 1)
@@ -329,49 +382,67 @@ int run(Options &opts) {
 int main(int argc, char **argv) {
   CLI::App app{"solrun: run a Sol plan"};
   Options opts;
+  // Flags of the other modes, which --serve rejects.
+  std::vector<CLI::Option *> nonServeFlags;
   app.add_option("plan", opts.plan, "the .plan file made by solc");
-  app.add_flag("--info", opts.info, "print what the plan holds and exit");
-  app.add_flag("--ops", opts.infoOps,
-               "with --info: also list the step's ops (fusions show here)");
-  app.add_option("--prompt-ids", opts.promptIds,
-                 "prompt as comma-separated token ids, e.g. 1,2,3");
-  app.add_option("--prompt", opts.prompt,
-                 "text prompt, tokenized with the plan's tokenizer (BOS added "
-                 "as Transformers does); the reply is streamed");
-  app.add_option("--chat", opts.chat,
-                 "a user message, rendered with the model's chat template "
-                 "and a generation prompt; the reply is streamed");
-  app.add_option("--system", opts.system, "system message for --chat");
+  nonServeFlags.push_back(
+      app.add_flag("--info", opts.info, "print what the plan holds and exit"));
+  nonServeFlags.push_back(app.add_flag(
+      "--ops", opts.infoOps,
+      "with --info: also list the step's ops (fusions show here)"));
+  nonServeFlags.push_back(
+      app.add_option("--prompt-ids", opts.promptIds,
+                     "prompt as comma-separated token ids, e.g. 1,2,3"));
+  nonServeFlags.push_back(app.add_option(
+      "--prompt", opts.prompt,
+      "text prompt, tokenized with the plan's tokenizer (BOS added "
+      "as Transformers does); the reply is streamed"));
+  nonServeFlags.push_back(
+      app.add_option("--chat", opts.chat,
+                     "a user message, rendered with the model's chat template "
+                     "and a generation prompt; the reply is streamed"));
+  nonServeFlags.push_back(
+      app.add_option("--system", opts.system, "system message for --chat"));
   sol::TokenizerToolOptions &tt = opts.tokenizerTool;
-  app.add_option("--tokenizer", tt.source,
-                 "debug prompts with the tokenizer of a model directory or "
-                 "plan: reads standard input (see --encode, --decode, "
-                 "--render-chat)");
-  app.add_flag("--encode", tt.encode, "with --tokenizer: text -> JSON ids");
-  app.add_flag("--decode", tt.decode, "with --tokenizer: JSON ids -> text");
-  app.add_flag("--render-chat", tt.renderChat,
-               "with --tokenizer: {\"messages\": [...], \"tools\": [...], "
-               "\"add_generation_prompt\": true} -> prompt text");
-  app.add_flag("--jsonl", tt.jsonl,
-               "with --tokenizer: one JSON value per input line, one result "
-               "per output line");
-  app.add_flag("--add-special-tokens", tt.addSpecialTokens,
-               "with --encode: add BOS etc. as Transformers' flag does");
-  app.add_flag("--skip-special-tokens", tt.skipSpecialTokens,
-               "with --decode: leave special tokens out");
-  app.add_option("--max-tokens", opts.maxTokens,
-                 "tokens to generate (default 16)");
+  nonServeFlags.push_back(
+      app.add_option("--tokenizer", tt.source,
+                     "debug prompts with the tokenizer of a model directory or "
+                     "plan: reads standard input (see --encode, --decode, "
+                     "--render-chat)"));
+  nonServeFlags.push_back(app.add_flag("--encode", tt.encode,
+                                       "with --tokenizer: text -> JSON ids"));
+  nonServeFlags.push_back(app.add_flag("--decode", tt.decode,
+                                       "with --tokenizer: JSON ids -> text"));
+  nonServeFlags.push_back(
+      app.add_flag("--render-chat", tt.renderChat,
+                   "with --tokenizer: {\"messages\": [...], \"tools\": [...], "
+                   "\"add_generation_prompt\": true} -> prompt text"));
+  nonServeFlags.push_back(app.add_flag(
+      "--jsonl", tt.jsonl,
+      "with --tokenizer: one JSON value per input line, one result "
+      "per output line"));
+  nonServeFlags.push_back(
+      app.add_flag("--add-special-tokens", tt.addSpecialTokens,
+                   "with --encode: add BOS etc. as Transformers' flag does"));
+  nonServeFlags.push_back(
+      app.add_flag("--skip-special-tokens", tt.skipSpecialTokens,
+                   "with --decode: leave special tokens out"));
+  nonServeFlags.push_back(app.add_option("--max-tokens", opts.maxTokens,
+                                         "tokens to generate (default 16)"));
   app.add_option("--device", opts.device,
                  "cuda, cpu (the float32 reference executor) or auto "
                  "(cuda when a GPU is usable, else cpu with a warning)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  app.add_flag("--json", opts.json,
-               "print one JSON object: prompt_ids, ids, finish_reason, timing");
-  app.add_flag("--ignore-eos", opts.ignoreEos,
-               "keep generating past end-of-sequence tokens");
-  app.add_option("--logits-out", opts.logitsOut,
-                 "write the teacher-forced float32 logits of every prompt "
-                 "position (prompt x vocab) to this file");
+  nonServeFlags.push_back(app.add_flag(
+      "--json", opts.json,
+      "print one JSON object: prompt_ids, ids, finish_reason, timing"));
+  nonServeFlags.push_back(
+      app.add_flag("--ignore-eos", opts.ignoreEos,
+                   "keep generating past end-of-sequence tokens"));
+  nonServeFlags.push_back(
+      app.add_option("--logits-out", opts.logitsOut,
+                     "write the teacher-forced float32 logits of every prompt "
+                     "position (prompt x vocab) to this file"));
   app.add_option("--max-model-len", opts.executor.maxModelLen,
                  "longest sequence (prompt + output) to support; default: "
                  "the model's max_position_embeddings");
@@ -407,32 +478,91 @@ int main(int argc, char **argv) {
                      "with --bench: random ids shared by every prompt, before "
                      "its own (default 0)")
           ->check(CLI::Range(0, INT32_MAX)),
-      app.add_option("--max-num-seqs", b.maxNumSeqs,
-                     "with --bench: sequences batched together at most "
-                     "(default min(256, max-num-batched-tokens))")
-          ->check(CLI::Range(1, INT32_MAX)),
-      app.add_option("--max-num-batched-tokens", b.maxNumBatchedTokens,
-                     "with --bench: tokens per step at most (default: the "
-                     "plan's limit)")
-          ->check(CLI::Range(1, INT32_MAX)),
-      app.add_flag("--enable-prefix-caching", b.enablePrefixCaching,
-                   "with --bench: reuse the KV cache of shared prompt "
-                   "prefixes"),
       app.add_option("--max-concurrency", b.maxConcurrency,
                      "with --bench: requests in flight at most; the next is "
                      "submitted when one finishes (default: all at once)")
           ->check(CLI::Range(1, INT32_MAX)),
       app.add_option("--seed", b.seed,
                      "with --bench: seed of the random prompts (default 0)")};
+  // Engine flags, shared by --bench and --serve.
+  std::vector<CLI::Option *> engineFlags = {
+      app.add_option("--max-num-seqs", b.maxNumSeqs,
+                     "with --bench or --serve: sequences batched together at "
+                     "most (default min(256, max-num-batched-tokens))")
+          ->check(CLI::Range(1, INT32_MAX)),
+      app.add_option("--max-num-batched-tokens", b.maxNumBatchedTokens,
+                     "with --bench or --serve: tokens per step at most "
+                     "(default: the plan's limit)")
+          ->check(CLI::Range(1, INT32_MAX)),
+      app.add_flag("--enable-prefix-caching", b.enablePrefixCaching,
+                   "with --bench or --serve: reuse the KV cache of shared "
+                   "prompt prefixes")};
+
+  // The OpenAI-compatible server (flags named as in `vllm serve`).
+  sol::ServeOptions &sv = opts.serveOptions;
+  nonServeFlags.push_back(app.get_option("--bench"));
+  app.add_flag("--serve", opts.serve,
+               "serve the OpenAI API (/v1/completions, /v1/chat/completions, "
+               "/v1/models, /health, /metrics) over HTTP until SIGINT/SIGTERM; "
+               "see docs/server.md");
+  std::vector<CLI::Option *> serveFlags = {
+      app.add_option("--host", sv.host,
+                     "with --serve: address to listen on (default 127.0.0.1; "
+                     "0.0.0.0 for every interface)"),
+      app.add_option("--port", sv.port,
+                     "with --serve: TCP port (default 8000; 0 picks a free "
+                     "one, printed at startup)")
+          ->check(CLI::Range(0, 65535)),
+      app.add_option("--served-model-name", sv.servedModelName,
+                     "with --serve: the model name clients send (default: the "
+                     "plan file's name without .plan)"),
+      app.add_option("--api-key", sv.apiKey,
+                     "with --serve: require 'Authorization: Bearer KEY' on "
+                     "/v1 requests (default: $SOL_API_KEY, else none)"),
+      app.add_option("--max-request-bytes", sv.maxRequestBytes,
+                     "with --serve: largest request body; larger ones get 413 "
+                     "(default 8 MiB)")
+          ->check(CLI::Range(int64_t(1), int64_t(1) << 40)),
+      app.add_option("--max-waiting-requests", sv.maxWaitingRequests,
+                     "with --serve: requests queued before running at most; "
+                     "more get 429 with Retry-After (default 1024)")
+          ->check(CLI::Range(1, INT32_MAX)),
+      app.add_option("--max-connections", sv.maxConnections,
+                     "with --serve: open connections at most; more get 503 "
+                     "(default 1024)")
+          ->check(CLI::Range(1, 1 << 20)),
+      app.add_option("--shutdown-timeout", sv.shutdownTimeoutS,
+                     "with --serve: seconds running requests get to finish "
+                     "after SIGINT/SIGTERM before they are aborted (default "
+                     "30)")
+          ->check(CLI::Range(0.0, 86400.0)),
+      app.add_option("--request-read-timeout", sv.requestReadTimeoutS,
+                     "with --serve: seconds a client has to send a whole "
+                     "request, else 408 (default 30)")
+          ->check(CLI::Range(0.1, 86400.0)),
+      app.add_option("--keep-alive-timeout", sv.keepAliveTimeoutS,
+                     "with --serve: seconds an idle connection stays open "
+                     "(default 5)")
+          ->check(CLI::Range(0.1, 86400.0))};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     return app.exit(e);
   }
-  for (CLI::Option *o : benchFlags)
-    if (o->count() > 0)
-      opts.benchFlagsGiven.push_back(o->get_name());
+  auto given = [](const std::vector<CLI::Option *> &flags,
+                  std::vector<std::string> &out) {
+    for (CLI::Option *o : flags)
+      if (o->count() > 0)
+        out.push_back(o->get_name());
+  };
+  given(benchFlags, opts.benchFlagsGiven);
+  given(engineFlags, opts.engineFlagsGiven);
+  given(serveFlags, opts.serveFlagsGiven);
+  given(nonServeFlags, opts.nonServeFlagsGiven);
+  if (opts.serve)
+    given(benchFlags, opts.nonServeFlagsGiven);
   try {
+    prepareServe(opts);
     if (!opts.tokenizerTool.source.empty())
       return sol::runTokenizerTool(opts.tokenizerTool);
     if (opts.tokenizerTool.encode || opts.tokenizerTool.decode ||

@@ -34,6 +34,28 @@ TEST(KernelSpecs, NameExpressions) {
             "sol::kernels::paged_attention<28, 4, 128, 16>");
   EXPECT_EQ(attention.combineInstance().nameExpression,
             "sol::kernels::paged_attention_combine<28, 128>");
+  // The KV layout's block size and dtype are part of the names.
+  EXPECT_EQ((RopeKvWriteSpec{32, 8, 64, 32, true}.instance().nameExpression),
+            "sol::kernels::rope_kv_write_fp8<32, 8, 64, 32>");
+  EXPECT_EQ(
+      (PagedAttentionSpec{28, 4, 128, 32, true}.instance().nameExpression),
+      "sol::kernels::paged_attention_fp8<28, 4, 128, 32>");
+  EXPECT_EQ((PagedAttentionSpec{28, 4, 128, 64}.instance().nameExpression),
+            "sol::kernels::paged_attention<28, 4, 128, 64>");
+}
+
+TEST(KernelSpecs, KvLayoutLimits) {
+  // Block sizes are powers of two in [8, 256].
+  for (int bad : {0, 4, 12, 24, 512})
+    EXPECT_THROW((PagedAttentionSpec{32, 8, 128, bad}.instance()), sol::Error)
+        << bad;
+  EXPECT_THROW((RopeKvWriteSpec{32, 8, 128, 48}.instance()), sol::Error);
+  EXPECT_NO_THROW((PagedAttentionSpec{32, 8, 128, 8}.instance()));
+  EXPECT_NO_THROW((PagedAttentionSpec{32, 8, 128, 256}.instance()));
+  // fp8 needs 16 values per lane load: head dims 16..256, powers of two.
+  EXPECT_THROW((PagedAttentionSpec{32, 8, 8, 16, true}.instance()), sol::Error);
+  EXPECT_THROW((RopeKvWriteSpec{32, 8, 96, 16, true}.instance()), sol::Error);
+  EXPECT_NO_THROW((PagedAttentionSpec{32, 8, 64, 16, true}.instance()));
 }
 
 TEST(KernelSpecs, RmsNormGeometry) {

@@ -60,6 +60,7 @@ TEST(SamplingKernel, HostDefinitionsMatchTheKernel) {
       "static_assert(sizeof(SamplingParams) == ", SamplingSpec::kParamsBytes,
       ");\n",
       "static_assert(kPenaltyInPromptBit == ", SamplingSpec::kInPromptBit,
+      "u);\n", "static_assert(kSamplingBiasBit == ", SamplingSpec::kBiasBit,
       "u);\n",
       "static_assert(sizeof(int2) == ", SamplingSpec::kPenaltyEntryBytes,
       ");\n",

@@ -339,6 +339,9 @@ TEST(Engine, StopsOnEosStopIdsAndLength) {
 }
 
 TEST(Engine, MinTokensSuppressesStops) {
+  // The fake ignores the engine's bans here, as an executor that could not
+  // ban: the stop check alone must hold (LogitBiasEngineTest.cpp has the
+  // bans).
   const auto model = scripted({10, 3, 12, 3, 14, 15, 16}, 2);
   Request r = greedy({1, 2}, 6);
   r.minTokens = 3; // the EOS at 2 does not count, the one at 4 does

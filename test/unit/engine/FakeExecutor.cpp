@@ -3,6 +3,8 @@
 
 #include "runtime/support/Error.h"
 
+#include <cmath>
+
 namespace sol::test {
 
 FakeExecutor::FakeExecutor(int32_t numBlocks, int32_t blockSize,
@@ -37,6 +39,8 @@ void FakeExecutor::step(const StepBatch &b, const StepOutput &out) {
     fail("fake: ", b.sampling.size(), " sampling rows for ", R, " logits rows");
   if (!b.penalties.offsets.empty() && b.penalties.offsets.size() != R + 1)
     fail("fake: penalty offsets of the wrong size");
+  if (!b.logitBias.offsets.empty() && b.logitBias.offsets.size() != R + 1)
+    fail("fake: logit-bias offsets of the wrong size");
   if (out.argmax.size() != R)
     fail("fake: argmax output of ", out.argmax.size(), " for ", R, " rows");
   for (int32_t id : b.blockTables)
@@ -73,6 +77,10 @@ void FakeExecutor::step(const StepBatch &b, const StepOutput &out) {
                            b.penalties.outputCounts.end());
     r.penaltyInPrompt.assign(b.penalties.inPrompt.begin(),
                              b.penalties.inPrompt.end());
+    r.biasOffsets.assign(b.logitBias.offsets.begin(),
+                         b.logitBias.offsets.end());
+    r.biasIds.assign(b.logitBias.ids.begin(), b.logitBias.ids.end());
+    r.biasValues.assign(b.logitBias.values.begin(), b.logitBias.values.end());
     r.numTopLogprobs = b.numTopLogprobs;
     r.logprobsRequested = !out.logprobs.empty();
     batches.push_back(std::move(r));
@@ -96,7 +104,22 @@ void FakeExecutor::step(const StepBatch &b, const StepOutput &out) {
              " from a slot that holds position ", kvPos_[s]);
       context.push_back(kvToken_[s]);
     }
-    const int32_t id = model(context);
+    int32_t id = model(context);
+    if (honorBans && !b.logitBias.offsets.empty()) {
+      auto banned = [&](int32_t t) {
+        for (int32_t e = b.logitBias.offsets[r]; e < b.logitBias.offsets[r + 1];
+             ++e)
+          if (b.logitBias.ids[size_t(e)] == t &&
+              b.logitBias.values[size_t(e)] == -INFINITY)
+            return true;
+        return false;
+      };
+      for (int32_t tries = 0; banned(id); ++tries) {
+        if (tries == vocab_)
+          fail("fake: every token of row ", r, " is banned");
+        id = (id + 1) % vocab_;
+      }
+    }
     out.argmax[r] = id;
     if (!out.logprobs.empty())
       out.logprobs[r] = logprobOf(id);

@@ -28,6 +28,8 @@ struct RecordedBatch {
   std::vector<SamplingRow> sampling;
   std::vector<int32_t> penaltyOffsets, penaltyIds, penaltyCounts;
   std::vector<uint8_t> penaltyInPrompt;
+  std::vector<int32_t> biasOffsets, biasIds;
+  std::vector<float> biasValues;
   int32_t numTopLogprobs = 0;
   bool logprobsRequested = false;
 };
@@ -51,6 +53,9 @@ public:
 
   /// Replaces the model (default: hashModel).
   Model model;
+  /// Honour StepBatch::logitBias bans: a model token banned (-inf) in its
+  /// row becomes the next id that is not. Other biases are ignored.
+  bool honorBans = false;
   bool record = true;
   std::vector<RecordedBatch> batches;
   int64_t numSteps = 0;

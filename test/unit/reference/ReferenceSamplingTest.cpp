@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 using namespace sol;
@@ -41,11 +42,13 @@ struct Sampled {
 
 Sampled runSampled(Executor &ex, int64_t vocab,
                    const std::vector<SamplingRow> &sampling, int32_t numTop = 0,
-                   const PenaltyTokens &penalties = {}, bool logprobs = false) {
+                   const PenaltyTokens &penalties = {}, bool logprobs = false,
+                   const LogitBias &bias = {}) {
   const TestStep step = TestStep::sequence(kTokens, 0, 2);
   StepBatch batch = step.view();
   batch.sampling = sampling;
   batch.penalties = penalties;
+  batch.logitBias = bias;
   batch.numTopLogprobs = numTop;
   const size_t R = step.logitRows.size();
   Sampled s;
@@ -168,6 +171,58 @@ TEST(ReferenceSampling, LogprobsOfGreedyIds) {
                                      static_cast<size_t>(V));
     EXPECT_EQ(s.logprobs[r], sampling::CpuSampler::logprob(row, s.ids[r]));
   }
+}
+
+TEST(ReferenceSampling, LogitBiasBansAndBoostsPerRow) {
+  TinyModel model;
+  PlanFile f = model.plan.write();
+  ReferenceExecutor ex(f, cacheOf(4));
+  const int64_t V = model.config().vocab;
+  const size_t R = kTokens.size();
+  const Sampled plain = runSampled(ex, V, {});
+  // Each row bans its greedy id; row 1 also forces id 7; the last row has
+  // no bias.
+  std::vector<int32_t> offsets = {0}, ids;
+  std::vector<float> values;
+  for (size_t r = 0; r < R; ++r) {
+    if (r + 1 < R) {
+      ids.push_back(plain.ids[r]);
+      values.push_back(-INFINITY);
+      if (r == 1 && plain.ids[r] != 7) {
+        ids.push_back(7);
+        values.push_back(100.0f);
+      }
+    }
+    offsets.push_back(static_cast<int32_t>(ids.size()));
+  }
+  const LogitBias bias{offsets, ids, values};
+  for (const std::vector<SamplingRow> &sampling :
+       {std::vector<SamplingRow>{}, rows(R, 1.0f, 0, 3), rows(R, 0.8f, 3, 5)}) {
+    const Sampled s = runSampled(ex, V, sampling, 0, {}, true, bias);
+    sampling::CpuSampler cpu;
+    for (size_t r = 0; r < R; ++r) {
+      const std::span<const float> row(
+          s.logits.data() + r * static_cast<size_t>(V), static_cast<size_t>(V));
+      const SamplingRow p = sampling.empty() ? SamplingRow{} : sampling[r];
+      EXPECT_EQ(s.ids[r], cpu.sample(row, p, {}, sampling::rowBias(bias, r)));
+      if (r + 1 < R) {
+        EXPECT_NE(s.ids[r], plain.ids[r]) << "row " << r << " drew its ban";
+      }
+      // Logprobs are of the raw logits.
+      EXPECT_EQ(s.logprobs[r], sampling::CpuSampler::logprob(row, s.ids[r]));
+    }
+    EXPECT_EQ(s.ids[1], plain.ids[1] != 7 ? 7 : s.ids[1]);
+    if (sampling.empty()) {
+      EXPECT_EQ(s.ids[R - 1], plain.ids[R - 1]);
+    }
+  }
+  const std::vector<int32_t> badIds = {3};
+  const std::vector<float> nan = {NAN};
+  const std::vector<int32_t> badOffsets = {0, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_NE(errorOf([&] {
+              runSampled(ex, V, {}, 0, {}, false, {badOffsets, badIds, nan});
+            }).find("logitBias row 0 entry 0 (token 3): the bias is"),
+            std::string::npos);
 }
 
 TEST(ReferenceSampling, BadSamplingInputsAreRefused) {

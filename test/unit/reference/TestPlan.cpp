@@ -45,8 +45,9 @@ int TestPlan::rope(std::vector<float> invFreq, float attentionScaling) {
 }
 
 void TestPlan::kvCache(int32_t layers, int32_t kvHeads, int32_t headDim,
-                       int32_t blockSize) {
+                       int32_t blockSize, bool fp8) {
   kvLayout = std::vector<int32_t>{layers, kvHeads, headDim, blockSize};
+  kvFp8 = fp8;
 }
 
 void TestPlan::op(OpKind kind, const std::string &name,
@@ -96,9 +97,11 @@ buildPlan(flatbuffers::FlatBufferBuilder &b, const TestPlan &plan,
       plan.maxPositionEmbeddings, fb::DType::BF16);
   flatbuffers::Offset<fb::KvCacheLayout> kv;
   if (plan.kvLayout)
-    kv = fb::CreateKvCacheLayout(b, (*plan.kvLayout)[0], (*plan.kvLayout)[1],
-                                 (*plan.kvLayout)[2], (*plan.kvLayout)[3],
-                                 fb::DType::BF16);
+    kv = fb::CreateKvCacheLayout(
+        b, (*plan.kvLayout)[0], (*plan.kvLayout)[1], (*plan.kvLayout)[2],
+        (*plan.kvLayout)[3], plan.kvFp8 ? fb::DType::F8E4M3 : fb::DType::BF16,
+        fb::KvArrangement::BlockSlotHeadDim, 16,
+        plan.kvFp8 ? fb::KvScales::PerTokenHead : fb::KvScales::Unscaled);
   auto weightsVec = b.CreateVector(weights);
   auto buffersVec = b.CreateVector(buffers);
   auto opsVec = b.CreateVector(ops);

@@ -67,8 +67,9 @@ public:
   int buffer(const std::string &name, int64_t width,
              RowSpace rows = RowSpace::Tokens, DType dtype = DType::BF16);
   int rope(std::vector<float> invFreq, float attentionScaling = 1.0f);
+  /// The KV-cache layout; `fp8` makes it E4M3 with per-token scales.
   void kvCache(int32_t layers, int32_t kvHeads, int32_t headDim,
-               int32_t blockSize);
+               int32_t blockSize, bool fp8 = false);
   void op(OpKind kind, const std::string &name, std::vector<int32_t> buffers,
           std::vector<int32_t> weights = {}, std::vector<int64_t> ints = {},
           std::vector<float> floats = {});
@@ -87,6 +88,7 @@ public:
   std::vector<TestOp> ops;
   std::vector<TestRope> ropes;
   std::optional<std::vector<int32_t>> kvLayout; // layers, kvHeads, hd, bs
+  bool kvFp8 = false;
   int64_t vocabSize = 0;
   int64_t maxPositionEmbeddings = 4096;
   int64_t maxTokensPerStep = 64;

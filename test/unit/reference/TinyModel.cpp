@@ -30,7 +30,7 @@ TinyModel::TinyModel(TinyModelConfig config)
   const int64_t qkvWidth = (c.heads + 2 * c.kvHeads) * hd;
   plan.vocabSize = c.vocab;
   plan.kvCache(static_cast<int32_t>(c.layers), static_cast<int32_t>(c.kvHeads),
-               static_cast<int32_t>(hd), c.blockSize);
+               static_cast<int32_t>(hd), c.blockSize, c.fp8Kv);
   for (int64_t i = 0; i < hd / 2; ++i)
     invFreq_.push_back(static_cast<float>(
         1.0 / std::pow(c.ropeTheta, static_cast<double>(2 * i) / hd)));

@@ -27,6 +27,7 @@ struct TinyModelConfig {
   int64_t intermediate = 24;
   int64_t layers = 2;
   int32_t blockSize = 4;
+  bool fp8Kv = false; // an fp8 (E4M3) KV cache with per-token scales
   std::vector<int64_t> slidingWindow = {0, 3}; // per layer
   float eps = 1e-6f;
   double ropeTheta = 10000.0;

@@ -1,0 +1,213 @@
+//===- CublasLt.cpp - Prefill GEMMs through cuBLASLt, loaded at run time --===//
+#include "runtime/cuda/CublasLt.h"
+
+#include "runtime/support/Error.h"
+
+#include <cublasLt.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <initializer_list>
+
+namespace sol::cuda {
+
+struct CublasLt::Api {
+  void *library = nullptr;
+  decltype(&::cublasLtCreate) create;
+  decltype(&::cublasLtDestroy) destroy;
+  decltype(&::cublasLtGetStatusString) statusString;
+  decltype(&::cublasLtMatmulDescCreate) descCreate;
+  decltype(&::cublasLtMatmulDescDestroy) descDestroy;
+  decltype(&::cublasLtMatmulDescSetAttribute) descSetAttribute;
+  decltype(&::cublasLtMatrixLayoutCreate) layoutCreate;
+  decltype(&::cublasLtMatrixLayoutDestroy) layoutDestroy;
+  decltype(&::cublasLtMatmulPreferenceCreate) preferenceCreate;
+  decltype(&::cublasLtMatmulPreferenceDestroy) preferenceDestroy;
+  decltype(&::cublasLtMatmulPreferenceSetAttribute) preferenceSetAttribute;
+  decltype(&::cublasLtMatmulAlgoGetHeuristic) algoGetHeuristic;
+  decltype(&::cublasLtMatmul) matmul;
+};
+
+/// The descriptors and chosen algorithm of one problem shape.
+struct CublasLt::Plan {
+  const Api *api = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    if (c)
+      api->layoutDestroy(c);
+    if (b)
+      api->layoutDestroy(b);
+    if (a)
+      api->layoutDestroy(a);
+    if (desc)
+      api->descDestroy(desc);
+  }
+};
+
+namespace {
+
+void check(const CublasLt::Api &api, cublasStatus_t status, const char *call) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    fail(call, " failed: ", api.statusString(status), " (cuBLASLt status ",
+         static_cast<int>(status), ")");
+}
+
+template <typename Fn> bool resolve(void *library, Fn &fn, const char *name) {
+  fn = reinterpret_cast<Fn>(dlsym(library, name));
+  return fn != nullptr;
+}
+
+} // namespace
+
+std::unique_ptr<CublasLt> CublasLt::load(std::string &why) {
+  if (const char *v = std::getenv("SOL_DISABLE_CUBLASLT");
+      v && std::string(v) != "0" && std::string(v) != "") {
+    why = "disabled by SOL_DISABLE_CUBLASLT";
+    return nullptr;
+  }
+  std::string cudaHome =
+      std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "/usr/local/cuda";
+  void *library = nullptr;
+  for (const std::string &name :
+       {std::string("libcublasLt.so.13"), cudaHome + "/lib64/libcublasLt.so.13",
+        std::string("libcublasLt.so.12"),
+        cudaHome + "/lib64/libcublasLt.so.12"}) {
+    library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library)
+      break;
+  }
+  if (!library) {
+    why = "libcublasLt.so.13 (or .12) not found";
+    return nullptr;
+  }
+  auto api = std::make_unique<Api>();
+  api->library = library;
+  Api &a = *api;
+  const bool ok =
+      resolve(library, a.create, "cublasLtCreate") &&
+      resolve(library, a.destroy, "cublasLtDestroy") &&
+      resolve(library, a.statusString, "cublasLtGetStatusString") &&
+      resolve(library, a.descCreate, "cublasLtMatmulDescCreate") &&
+      resolve(library, a.descDestroy, "cublasLtMatmulDescDestroy") &&
+      resolve(library, a.descSetAttribute, "cublasLtMatmulDescSetAttribute") &&
+      resolve(library, a.layoutCreate, "cublasLtMatrixLayoutCreate") &&
+      resolve(library, a.layoutDestroy, "cublasLtMatrixLayoutDestroy") &&
+      resolve(library, a.preferenceCreate, "cublasLtMatmulPreferenceCreate") &&
+      resolve(library, a.preferenceDestroy,
+              "cublasLtMatmulPreferenceDestroy") &&
+      resolve(library, a.preferenceSetAttribute,
+              "cublasLtMatmulPreferenceSetAttribute") &&
+      resolve(library, a.algoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic") &&
+      resolve(library, a.matmul, "cublasLtMatmul");
+  if (!ok) {
+    why = "the installed cuBLASLt lacks an entry point Sol uses";
+    dlclose(library);
+    return nullptr;
+  }
+  std::unique_ptr<CublasLt> lt(new CublasLt());
+  lt->api_ = std::move(api);
+  cublasLtHandle_t handle = nullptr;
+  if (lt->api_->create(&handle) != CUBLAS_STATUS_SUCCESS) {
+    why = "cublasLtCreate failed";
+    return nullptr;
+  }
+  lt->handle_ = handle;
+  return lt;
+}
+
+CublasLt::~CublasLt() {
+  plans_.clear();
+  if (handle_)
+    api_->destroy(static_cast<cublasLtHandle_t>(handle_));
+  // The library stays loaded: unloading it at exit races its own cleanup.
+}
+
+const CublasLt::Plan &CublasLt::plan(int m, int n, int k, bool bias,
+                                     bool accumulate,
+                                     std::size_t workspaceBytes) {
+  auto key = std::make_tuple(m, n, k, bias, accumulate);
+  if (auto it = plans_.find(key); it != plans_.end())
+    return *it->second;
+  const Api &a = *api_;
+  auto p = std::make_unique<Plan>();
+  p->api = &a;
+  check(a, a.descCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+        "cublasLtMatmulDescCreate");
+  const cublasOperation_t transA = CUBLAS_OP_T, transB = CUBLAS_OP_N;
+  check(a,
+        a.descSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transA,
+                           sizeof transA),
+        "cublasLtMatmulDescSetAttribute(TRANSA)");
+  check(a,
+        a.descSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &transB,
+                           sizeof transB),
+        "cublasLtMatmulDescSetAttribute(TRANSB)");
+  if (bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    const cudaDataType_t biasType = CUDA_R_16BF;
+    check(a,
+          a.descSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                             sizeof epilogue),
+          "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+    check(a,
+          a.descSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                             &biasType, sizeof biasType),
+          "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
+  }
+  // Column-major: A = W as K x N (transposed to N x K), B = x as K x M,
+  // C = D = y as N x M.
+  check(a, a.layoutCreate(&p->a, CUDA_R_16BF, k, n, k),
+        "cublasLtMatrixLayoutCreate(W)");
+  check(a, a.layoutCreate(&p->b, CUDA_R_16BF, k, m, k),
+        "cublasLtMatrixLayoutCreate(x)");
+  check(a, a.layoutCreate(&p->c, CUDA_R_16BF, n, m, n),
+        "cublasLtMatrixLayoutCreate(y)");
+
+  cublasLtMatmulPreference_t preference = nullptr;
+  check(a, a.preferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
+  const uint64_t limit = workspaceBytes;
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t status = a.preferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit,
+      sizeof limit);
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = a.algoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), p->desc,
+                                p->a, p->b, p->c, p->c, preference, 1, &result,
+                                &found);
+  a.preferenceDestroy(preference);
+  check(a, status, "cublasLtMatmulAlgoGetHeuristic");
+  if (found < 1)
+    fail("cuBLASLt has no algorithm for a ", m, " x ", n, " x ", k,
+         " bf16 GEMM");
+  p->algo = result.algo;
+  return *plans_.emplace(key, std::move(p)).first->second;
+}
+
+void CublasLt::linear(CUstream stream, CUdeviceptr y, CUdeviceptr x,
+                      CUdeviceptr w, CUdeviceptr bias, int m, int n, int k,
+                      bool accumulate, CUdeviceptr workspace,
+                      std::size_t workspaceBytes) {
+  const Plan &p = plan(m, n, k, bias != 0, accumulate, workspaceBytes);
+  const Api &a = *api_;
+  if (bias != 0) {
+    const void *biasPointer = reinterpret_cast<const void *>(bias);
+    check(a,
+          a.descSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                             &biasPointer, sizeof biasPointer),
+          "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  }
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  void *out = reinterpret_cast<void *>(y);
+  check(a,
+        a.matmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha,
+                 reinterpret_cast<const void *>(w), p.a,
+                 reinterpret_cast<const void *>(x), p.b, &beta, out, p.c, out,
+                 p.c, &p.algo, reinterpret_cast<void *>(workspace),
+                 workspaceBytes, reinterpret_cast<cudaStream_t>(stream)),
+        "cublasLtMatmul");
+}
+
+} // namespace sol::cuda

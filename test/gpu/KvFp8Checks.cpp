@@ -1,0 +1,302 @@
+//===- KvFp8Checks.cpp - rope_kv_write_fp8 and paged_attention_fp8 --------===//
+//
+// The fp8 (E4M3) KV cache with per-(token, kv head) scales:
+//  * rope_kv_write_fp8 must store exactly what the host rule
+//    (runtime/reference/Fp8E4M3.h) gives for the kernel's own rotated bf16
+//    k and for v: every byte and every scale bit;
+//  * paged_attention_fp8 against a float32 reference computed from the
+//    dequantized cache (e4m3 x scale), decode with splits and prefill, head
+//    dims 64 and 128, GQA groups of 4 (16 values per lane) and 7 (8 values
+//    per lane), blocks of 16 and 32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Checks.h"
+#include "PagedBatch.h"
+#include "ReferenceKernels.h"
+
+#include "runtime/reference/Fp8E4M3.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace sol::check {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::KernelInstance;
+using cuda::PagedAttentionSpec;
+using cuda::RopeKvWriteSpec;
+using reference::e4m3ToFloat;
+using reference::floatToE4M3;
+using reference::kvRowScale;
+
+struct KvShape {
+  int qHeads, kvHeads, headDim;
+};
+
+const KvShape kShapes[] = {
+    {32, 8, 64},  // Llama-3.2-1B: group 4, 16 fp8 per lane
+    {28, 4, 128}, // Qwen2.5-7B: group 7, 8 fp8 per lane
+    {32, 8, 128}, // Llama-3.1-8B
+};
+const int kBlockSizes[] = {16, 32};
+
+std::vector<float> invFreqOf(int headDim) {
+  std::vector<float> f(headDim / 2);
+  for (int i = 0; i < headDim / 2; ++i)
+    f[i] = static_cast<float>(1.0 / std::pow(500000.0, 2.0 * i / headDim));
+  return f;
+}
+
+uint32_t bitsOf(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+void checkRopeFp8(Checker &c, const KvShape &h, int blockSize) {
+  const RopeKvWriteSpec spec{h.qHeads, h.kvHeads, h.headDim, blockSize, true};
+  const KernelInstance instance = spec.instance();
+  const PagedBatch batch = makePagedBatch(
+      c.rng, {{1, 1}, {40, 40}, {700, 2}, {70, 3}}, 2, blockSize);
+  const int hd = h.headDim;
+  const int rowElems = (h.qHeads + 2 * h.kvHeads) * hd;
+  std::vector<Bf16> qkv = randomBf16(
+      c.rng, static_cast<std::size_t>(batch.tokens) * rowElems, -2, 2);
+  // One all-zero v row: its scale must be 1 and its bytes 0.
+  for (int d = 0; d < hd; ++d)
+    qkv[(h.qHeads + h.kvHeads) * hd + d] = floatToBf16(0.0f);
+  const std::vector<float> invFreq = invFreqOf(hd);
+  const std::size_t rows =
+      static_cast<std::size_t>(batch.numBlocks) * blockSize * h.kvHeads;
+  DeviceBuffer dQkv = c.upload(qkv);
+  DeviceBuffer dK = c.poisoned(rows * hd), dV = c.poisoned(rows * hd);
+  DeviceBuffer dKs = c.poisoned(rows * 4), dVs = c.poisoned(rows * 4);
+  const DeviceBuffer dFreq = c.upload(invFreq);
+  const DeviceBuffer dPos = c.upload(batch.positions);
+  const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
+  const DeviceBuffer dTables = c.upload(batch.blockTables);
+  const cuda::Kernel &kernel = c.kernels.kernel(instance);
+  std::function<void(int)> launch = [&](int) {
+    kernel.launch(spec.dims(batch.tokens), c.stream, dQkv.as<Bf16>(),
+                  dK.as<unsigned char>(), dV.as<unsigned char>(),
+                  dKs.as<float>(), dVs.as<float>(), dFreq.as<const float>(),
+                  1.0f, dPos.as<const int>(), dSeq.as<const int>(),
+                  dTables.as<const int>(), batch.maxBlocks, batch.tokens);
+  };
+  launch(0);
+  const std::vector<Bf16> out = c.download<Bf16>(dQkv);
+  const std::vector<uint8_t> kBytes = c.download<uint8_t>(dK);
+  const std::vector<uint8_t> vBytes = c.download<uint8_t>(dV);
+  const std::vector<float> kScales = c.download<float>(dKs);
+  const std::vector<float> vScales = c.download<float>(dVs);
+
+  std::size_t mismatches = 0, rowsChecked = 0;
+  std::vector<float> got;
+  std::vector<double> ref;
+  for (int t = 0; t < batch.tokens; ++t) {
+    const int seq = batch.tokenSeq[t];
+    if (seq < 0)
+      continue;
+    const std::size_t row = static_cast<std::size_t>(t) * rowElems;
+    const long long slot = batch.slot(seq, batch.positions[t]);
+    for (int g = 0; g < h.kvHeads; ++g) {
+      const std::size_t cacheRow =
+          static_cast<std::size_t>(slot) * h.kvHeads + g;
+      for (int isV = 0; isV < 2; ++isV) {
+        // k: the kernel's rotated k (left in qkv); v: as given.
+        const std::vector<Bf16> &src = isV ? qkv : out;
+        const std::size_t at = row + (h.qHeads + isV * h.kvHeads + g) * hd;
+        const std::vector<float> x =
+            toFloat(std::span<const Bf16>(src.data() + at, hd));
+        const float scale = kvRowScale(x);
+        const float gotScale = (isV ? vScales : kScales)[cacheRow];
+        mismatches += bitsOf(scale) != bitsOf(gotScale);
+        const std::vector<uint8_t> &bytes = isV ? vBytes : kBytes;
+        for (int d = 0; d < hd; ++d) {
+          const uint8_t b = bytes[cacheRow * hd + d];
+          mismatches += b != floatToE4M3(x[d] / scale);
+          got.push_back(e4m3ToFloat(b) * gotScale);
+          ref.push_back(x[d]);
+        }
+        ++rowsChecked;
+      }
+    }
+  }
+  CheckRecord r = makeRecord(c, "rope_kv_write_fp8",
+                             sol::cat(h.qHeads, "/", h.kvHeads, "x", hd,
+                                      " BS=", blockSize, " T=", batch.tokens),
+                             instance);
+  // Dequantized rows sit within E4M3's rounding of the bf16 rows.
+  judge(r, relativeL2(got, ref), 5e-2, 0);
+  if (mismatches) {
+    r.passed = false;
+    r.note += sol::cat(mismatches,
+                       " bytes or scales differ from the host "
+                       "rule over ",
+                       rowsChecked, " rows; ");
+  }
+  r.bytes = 2.0 * batch.tokens * rowElems * 2;
+  c.finish(std::move(r), &launch);
+}
+
+struct Fp8Case {
+  std::string label;
+  std::vector<SequenceSpec> seqs;
+  int padding;
+  std::vector<int> splits; // 0 = chooseSplits
+};
+
+void runFp8Attention(Checker &c, const KvShape &h, int blockSize,
+                     const Fp8Case &fc) {
+  const PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim, blockSize,
+                                true};
+  const KernelInstance instance = spec.instance();
+  const KernelInstance combine = spec.combineInstance();
+  const PagedBatch batch =
+      makePagedBatch(c.rng, fc.seqs, fc.padding, blockSize);
+  const int hd = h.headDim;
+  const int rowElems = (h.qHeads + 2 * h.kvHeads) * hd;
+  std::vector<Bf16> qkv = randomBf16(
+      c.rng, static_cast<std::size_t>(batch.tokens) * rowElems, -1, 1);
+  for (int t = 0; t < batch.tokens; ++t) // larger q: a peakier softmax
+    for (int i = 0; i < h.qHeads * hd; ++i) {
+      Bf16 &v = qkv[static_cast<std::size_t>(t) * rowElems + i];
+      v = floatToBf16(bf16ToFloat(v) * 3.0f);
+    }
+  // The cache: random rows of varied magnitude, quantized by the host rule;
+  // rows no sequence attends to are NaN (byte 0x7F, scale NaN).
+  const std::size_t rows =
+      static_cast<std::size_t>(batch.numBlocks) * blockSize * h.kvHeads;
+  std::vector<uint8_t> kBytes(rows * hd), vBytes(rows * hd);
+  std::vector<float> kScales(rows), vScales(rows);
+  std::vector<float> kDeq(rows * hd), vDeq(rows * hd);
+  const std::vector<bool> live = batch.liveSlots();
+  for (std::size_t rIdx = 0; rIdx < rows; ++rIdx) {
+    const bool isLive = live[rIdx / h.kvHeads];
+    for (int isV = 0; isV < 2; ++isV) {
+      std::vector<uint8_t> &bytes = isV ? vBytes : kBytes;
+      std::vector<float> &scales = isV ? vScales : kScales;
+      std::vector<float> &deq = isV ? vDeq : kDeq;
+      if (!isLive) {
+        std::fill_n(bytes.begin() + rIdx * hd, hd, uint8_t{0x7F});
+        scales[rIdx] = NAN;
+        continue;
+      }
+      const float magnitude = c.rng.uniform(0.05f, 4.0f);
+      std::vector<float> x(hd);
+      for (float &v : x)
+        v = c.rng.uniform(-magnitude, magnitude);
+      const float scale = kvRowScale(x);
+      scales[rIdx] = scale;
+      for (int d = 0; d < hd; ++d) {
+        const uint8_t b = floatToE4M3(x[d] / scale);
+        bytes[rIdx * hd + d] = b;
+        deq[rIdx * hd + d] = e4m3ToFloat(b) * scale;
+      }
+    }
+  }
+  int maxContext = 0;
+  for (int t = 0; t < batch.tokens; ++t)
+    if (batch.tokenSeq[t] >= 0)
+      maxContext = std::max(maxContext, batch.positions[t] + 1);
+  const DeviceBuffer dK = c.upload(kBytes), dV = c.upload(vBytes);
+  const DeviceBuffer dKs = c.upload(kScales), dVs = c.upload(vScales);
+  const DeviceBuffer dTables = c.upload(batch.blockTables);
+  const DeviceBuffer dQkv = c.upload(qkv);
+  const DeviceBuffer dPos = c.upload(batch.positions);
+  const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  AttentionProblem p{h.qHeads,
+                     h.kvHeads,
+                     hd,
+                     blockSize,
+                     batch.tokens,
+                     batch.maxBlocks,
+                     qkv,
+                     {},
+                     {},
+                     batch.positions,
+                     batch.tokenSeq,
+                     batch.blockTables,
+                     scale,
+                     0,
+                     kDeq,
+                     vDeq};
+  const std::vector<double> ref = referenceAttention(p);
+
+  const cuda::Kernel &attention = c.kernels.kernel(instance);
+  const cuda::Kernel &combiner = c.kernels.kernel(combine);
+  for (int requested : fc.splits) {
+    const int splits =
+        requested > 0 ? requested : spec.chooseSplits(batch.tokens, maxContext);
+    DeviceBuffer dOut =
+        c.poisoned(static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2);
+    DeviceBuffer dPartials(
+        splits > 1 ? spec.workspaceFloats(batch.tokens, splits) * 4 : 4);
+    float *partials = splits > 1 ? dPartials.as<float>() : nullptr;
+    std::function<void(int)> launch = [&](int) {
+      attention.launch(spec.dims(batch.tokens, splits), c.stream,
+                       dOut.as<Bf16>(), dQkv.as<const Bf16>(),
+                       dK.as<const unsigned char>(),
+                       dV.as<const unsigned char>(), dKs.as<const float>(),
+                       dVs.as<const float>(), dPos.as<const int>(),
+                       dSeq.as<const int>(), dTables.as<const int>(),
+                       batch.maxBlocks, scale, 0, batch.tokens, partials);
+      if (splits > 1)
+        combiner.launch(spec.combineDims(batch.tokens), c.stream,
+                        dOut.as<Bf16>(), static_cast<const float *>(partials),
+                        splits, batch.tokens);
+    };
+    launch(0);
+    const std::vector<Bf16> out = c.download<Bf16>(dOut);
+    CheckRecord r = makeRecord(c, "attention_fp8",
+                               sol::cat(h.qHeads, "/", h.kvHeads, "x", hd,
+                                        " BS=", blockSize, " ", fc.label,
+                                        " splits=", splits),
+                               instance);
+    // The reference reads the same dequantized values, so only the bf16
+    // output and fp32 summation order differ: the bf16 cases' bound.
+    judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
+    c.finish(std::move(r), nullptr);
+  }
+}
+
+void checkKvFp8(Checker &c) {
+  for (const KvShape &h : kShapes)
+    for (int blockSize : kBlockSizes) {
+      checkRopeFp8(c, h, blockSize);
+      const Fp8Case cases[] = {
+          {"prefill", {{1, 1}, {37, 37}, {300, 300}, {500, 100}}, 2, {1, 3}},
+          {"decode",
+           {{1, 1}, {15, 1}, {33, 1}, {100, 1}, {1000, 1}, {4096, 1}},
+           1,
+           {1, 0, 7}},
+      };
+      for (const Fp8Case &fc : cases)
+        runFp8Attention(c, h, blockSize, fc);
+    }
+}
+
+} // namespace
+
+std::vector<CheckFamily> kvFp8Checks() {
+  return {{"kv_fp8",
+           [](KernelLibrary &k) {
+             for (const KvShape &h : kShapes)
+               for (int blockSize : kBlockSizes) {
+                 k.require(RopeKvWriteSpec{h.qHeads, h.kvHeads, h.headDim,
+                                           blockSize, true}
+                               .instance());
+                 const PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim,
+                                               blockSize, true};
+                 k.require(spec.instance());
+                 k.require(spec.combineInstance());
+               }
+           },
+           checkKvFp8}};
+}
+
+} // namespace sol::check

@@ -1,0 +1,205 @@
+//===- PrefillAttentionChecks.cpp - The tensor-core prefill attention -----===//
+//
+// prefill_attention over ragged batches (prompt chunks after cached
+// prefixes, decode tokens as one-row tiles, padding, sliding windows)
+// against the float64 CPU reference, with the tiles the executor plans; and
+// 2,048-token prompts timed beside paged_attention on the same inputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Checks.h"
+#include "PagedBatch.h"
+#include "ReferenceKernels.h"
+#include "runtime/cuda/KernelSpecs.h"
+#include "runtime/cuda/PrefillAttention.h"
+
+#include <cmath>
+
+namespace sol::check {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::PagedAttentionSpec;
+using cuda::PrefillAttentionSpec;
+using cuda::PrefillTile;
+
+struct HeadShape {
+  int qHeads, kvHeads, headDim;
+};
+
+const HeadShape kShapes[] = {
+    {32, 8, 64},  // Llama-3.2-1B
+    {16, 8, 128}, // Qwen3-0.6B
+    {28, 4, 128}, // Qwen2.5-7B
+    {32, 8, 128}, // Llama-3.1-8B
+};
+
+struct PrefillCase {
+  std::string label;
+  std::vector<SequenceSpec> seqs;
+  int padding;
+  int window;
+  bool timed;
+};
+
+void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
+  const PrefillAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim, 16};
+  const PagedAttentionSpec paged{h.qHeads, h.kvHeads, h.headDim};
+  const PagedBatch batch = makePagedBatch(c.rng, pc.seqs, pc.padding);
+  const int hd = h.headDim;
+  const int rowElems = (h.qHeads + 2 * h.kvHeads) * hd;
+  std::vector<Bf16> qkv = randomBf16(
+      c.rng, static_cast<std::size_t>(batch.tokens) * rowElems, -1, 1);
+  for (int t = 0; t < batch.tokens; ++t) // larger q: a peakier softmax
+    for (int i = 0; i < h.qHeads * hd; ++i) {
+      Bf16 &v = qkv[static_cast<std::size_t>(t) * rowElems + i];
+      v = floatToBf16(bf16ToFloat(v) * 3.0f);
+    }
+  const std::size_t slotElems = static_cast<std::size_t>(h.kvHeads) * hd;
+  const std::size_t cacheElems =
+      static_cast<std::size_t>(batch.numBlocks) * 16 * slotElems;
+  std::vector<Bf16> kCache = randomBf16(c.rng, cacheElems, -1, 1);
+  std::vector<Bf16> vCache = randomBf16(c.rng, cacheElems, -1, 1);
+  const std::vector<bool> live = batch.liveSlots();
+  for (std::size_t s = 0; s < live.size(); ++s)
+    if (!live[s])
+      for (std::size_t i = 0; i < slotElems; ++i) {
+        kCache[s * slotElems + i] = kPoisonBf16;
+        vCache[s * slotElems + i] = kPoisonBf16;
+      }
+  long long scorePairs = 0;
+  int maxContext = 0;
+  for (int t = 0; t < batch.tokens; ++t) {
+    if (batch.tokenSeq[t] < 0)
+      continue;
+    const int pos = batch.positions[t];
+    const int lo = pc.window > 0 ? std::max(0, pos - pc.window + 1) : 0;
+    scorePairs += pos + 1 - lo;
+    maxContext = std::max(maxContext, pos + 1);
+  }
+  const std::vector<PrefillTile> tiles = cuda::planPrefillTiles(
+      batch.tokenSeq, batch.positions, PrefillAttentionSpec::kRows);
+  std::vector<int> tileInts;
+  for (const PrefillTile &t : tiles) {
+    tileInts.push_back(t.firstToken);
+    tileInts.push_back(t.rows);
+  }
+
+  const DeviceBuffer dK = c.upload(kCache), dV = c.upload(vCache);
+  const DeviceBuffer dTables = c.upload(batch.blockTables);
+  const DeviceBuffer dQkv = c.upload(qkv);
+  const DeviceBuffer dPos = c.upload(batch.positions);
+  const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
+  const DeviceBuffer dTiles = c.upload(tileInts);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  AttentionProblem p{h.qHeads,
+                     h.kvHeads,
+                     hd,
+                     16,
+                     batch.tokens,
+                     batch.maxBlocks,
+                     qkv,
+                     kCache,
+                     vCache,
+                     batch.positions,
+                     batch.tokenSeq,
+                     batch.blockTables,
+                     scale,
+                     pc.window};
+  const std::vector<double> ref = referenceAttention(p);
+
+  const cuda::Kernel &kernel = c.kernels.kernel(spec.instance());
+  kernel.setMaxDynamicSharedMemory(static_cast<int>(spec.sharedBytes()));
+  DeviceBuffer dOut =
+      c.poisoned(static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2);
+  const int numTiles = static_cast<int>(tiles.size());
+  std::function<void(int)> launch = [&](int) {
+    kernel.launch(spec.dims(numTiles), c.stream, dOut.as<Bf16>(),
+                  dQkv.as<const Bf16>(), dK.as<const Bf16>(),
+                  dV.as<const Bf16>(), dPos.as<const int>(),
+                  dSeq.as<const int>(), dTables.as<const int>(),
+                  batch.maxBlocks, scale, pc.window, dTiles.as<const int>());
+  };
+  launch(0);
+  const std::vector<Bf16> out = c.download<Bf16>(dOut);
+  CheckRecord r =
+      makeRecord(c, "prefill_attention",
+                 sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " ", pc.label,
+                          " T=", batch.tokens, " tiles=", numTiles),
+                 spec.instance());
+  judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
+  r.bytes = 2.0 * batch.tokens * h.qHeads * hd * 2;
+  r.flops = 4.0 * static_cast<double>(scorePairs) * h.qHeads * hd;
+  c.finish(std::move(r), pc.timed ? &launch : nullptr);
+
+  if (!pc.timed)
+    return;
+  // The same problem on paged_attention (one token per block), for the
+  // comparison the executor's choice rests on.
+  const cuda::Kernel &pagedKernel = c.kernels.kernel(paged.instance());
+  DeviceBuffer dPagedOut =
+      c.poisoned(static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2);
+  std::function<void(int)> pagedLaunch = [&](int) {
+    pagedKernel.launch(paged.dims(batch.tokens, 1), c.stream,
+                       dPagedOut.as<Bf16>(), dQkv.as<const Bf16>(),
+                       dK.as<const Bf16>(), dV.as<const Bf16>(),
+                       dPos.as<const int>(), dSeq.as<const int>(),
+                       dTables.as<const int>(), batch.maxBlocks, scale,
+                       pc.window, batch.tokens, static_cast<float *>(nullptr));
+  };
+  pagedLaunch(0);
+  CheckRecord pr = makeRecord(c, "prefill_attention",
+                              sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " ",
+                                       pc.label, " paged_attention (baseline)"),
+                              paged.instance());
+  judge(pr, relativeL2(toFloat(c.download<Bf16>(dPagedOut)), ref), 1e-2, 0);
+  pr.flops = 4.0 * static_cast<double>(scorePairs) * h.qHeads * hd;
+  c.finish(std::move(pr), &pagedLaunch);
+}
+
+void checkPrefillAttention(Checker &c) {
+  for (const HeadShape &h : kShapes) {
+    const bool first = &h == &kShapes[0];
+    std::vector<PrefillCase> cases = {
+        {"mixed",
+         {{1, 1}, {37, 37}, {300, 300}, {500, 100}, {130, 70}, {2000, 1}},
+         2,
+         0,
+         false},
+        {"chunks after prefixes",
+         {{64, 64}, {200, 65}, {1100, 128}},
+         0,
+         0,
+         false},
+    };
+    if (first) {
+      cases.push_back(
+          {"window=64", {{300, 300}, {1000, 1}, {64, 2}}, 1, 64, false});
+      cases.push_back({"window=1", {{150, 150}}, 0, 1, false});
+      cases.push_back({"window=100", {{700, 400}}, 0, 100, false});
+    }
+    if (!c.options.quick)
+      cases.push_back({"prompt 2048", {{2048, 2048}}, 0, 0, true});
+    for (const PrefillCase &pc : cases)
+      runPrefillCase(c, h, pc);
+  }
+}
+
+} // namespace
+
+std::vector<CheckFamily> prefillAttentionChecks() {
+  return {
+      {"prefill_attention",
+       [](KernelLibrary &k) {
+         for (const HeadShape &h : kShapes) {
+           k.require(PrefillAttentionSpec{h.qHeads, h.kvHeads, h.headDim, 16}
+                         .instance());
+           k.require(
+               PagedAttentionSpec{h.qHeads, h.kvHeads, h.headDim}.instance());
+         }
+       },
+       checkPrefillAttention}};
+}
+
+} // namespace sol::check

@@ -1,0 +1,65 @@
+// RUN: solc-opt %s --split-input-file --sol-plan-kv-cache --verify-diagnostics
+
+// Negative cases of sol-plan-kv-cache and of #sol.kv_cache_layout's verifier.
+
+// expected-error@+1 {{sol-plan-kv-cache: the module has no sol.attention}}
+module {
+  func.func @no_attention(%x: tensor<?x16xbf16>) -> tensor<?x16xbf16> {
+    return %x : tensor<?x16xbf16>
+  }
+}
+
+// -----
+
+func.func @shapes_differ(%q: tensor<?x64xbf16>, %k: tensor<?x32xbf16>, %v: tensor<?x32xbf16>, %k2: tensor<?x16xbf16>, %p: tensor<?xi32>) -> tensor<?x64xbf16> {
+  // expected-note@+1 {{layer 0}}
+  %a = sol.attention %q, %k, %v, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xbf16>
+  // expected-error@+1 {{every layer must have the same KV shape, but this one has 1 kv heads of head dim 16 and layer 0 has 2 of 16}}
+  %b = sol.attention %a, %k2, %k2, %p, %p {layer = 1, num_heads = 4, num_kv_heads = 1, head_dim = 16, scale = 0.25 : f32} : (tensor<?x64xbf16>, tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xbf16>
+  return %b : tensor<?x64xbf16>
+}
+
+// -----
+
+// A cache row must be a multiple of the kernels' 16-byte loads.
+func.func @row_too_small(%q: tensor<?x8xbf16>, %k: tensor<?x4xbf16>, %p: tensor<?xi32>) -> tensor<?x8xbf16> {
+  // expected-error@+1 {{a KV-cache row of head dim 4 is 8 bytes; the attention kernels need a multiple of 16}}
+  %a = sol.attention %q, %k, %k, %p, %p {layer = 0, num_heads = 2, num_kv_heads = 1, head_dim = 4, scale = 0.5 : f32} : (tensor<?x8xbf16>, tensor<?x4xbf16>, tensor<?x4xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xbf16>
+  return %a : tensor<?x8xbf16>
+}
+
+// -----
+
+// expected-error@+1 {{kv_cache_layout block_size must be a power of two in [8, 256], got 12}}
+module attributes {sol.kv_cache_layout = #sol.kv_cache_layout<num_layers = 1, num_kv_heads = 2, head_dim = 16, block_size = 12, dtype = bf16, arrangement = block_slot_head_dim, alignment = 16, scales = none>} {}
+
+// -----
+
+// expected-error@+1 {{kv_cache_layout block_size must be a power of two in [8, 256], got 512}}
+module attributes {sol.kv_cache_layout = #sol.kv_cache_layout<num_layers = 1, num_kv_heads = 2, head_dim = 16, block_size = 512, dtype = bf16, arrangement = block_slot_head_dim, alignment = 16, scales = none>} {}
+
+// -----
+
+// expected-error@+1 {{the fp8 KV cache supports head dims 16, 32, 64, 128 and 256, got 96}}
+module attributes {sol.kv_cache_layout = #sol.kv_cache_layout<num_layers = 1, num_kv_heads = 2, head_dim = 96, block_size = 16, dtype = fp8, arrangement = block_slot_head_dim, alignment = 16, scales = per_token_head>} {}
+
+// -----
+
+// expected-error@+1 {{an fp8 KV cache needs scales = per_token_head}}
+module attributes {sol.kv_cache_layout = #sol.kv_cache_layout<num_layers = 1, num_kv_heads = 2, head_dim = 64, block_size = 16, dtype = fp8, arrangement = block_slot_head_dim, alignment = 16, scales = none>} {}
+
+// -----
+
+// expected-error@+1 {{a bf16 KV cache has no scales (scales = none)}}
+module attributes {sol.kv_cache_layout = #sol.kv_cache_layout<num_layers = 1, num_kv_heads = 2, head_dim = 64, block_size = 16, dtype = bf16, arrangement = block_slot_head_dim, alignment = 16, scales = per_token_head>} {}
+
+// -----
+
+// expected-error@+1 {{kv_cache_layout alignment must be a power of two >= 16 that divides a cache row (32 bytes), got 24}}
+module attributes {sol.kv_cache_layout = #sol.kv_cache_layout<num_layers = 1, num_kv_heads = 2, head_dim = 16, block_size = 16, dtype = bf16, arrangement = block_slot_head_dim, alignment = 24, scales = none>} {}
+
+// -----
+
+// expected-error@+2 {{invalid KV-cache dtype (bf16 or fp8) specification: fp16}}
+// expected-error@+1 {{failed to parse Sol_KvCacheLayoutAttr parameter 'dtype'}}
+module attributes {sol.kv_cache_layout = #sol.kv_cache_layout<num_layers = 1, num_kv_heads = 2, head_dim = 16, block_size = 16, dtype = fp16, arrangement = block_slot_head_dim, alignment = 16, scales = none>} {}

@@ -1,0 +1,214 @@
+//===- PrefillKernelsTest.cpp - The kernels of long-prompt steps ----------===//
+//
+// The host half of the tensor-core prefill attention: how a step's tokens
+// are cut into tiles (every token in exactly one tile, a tile never crosses
+// a sequence or a gap in positions), which steps use it, and that its
+// instances compile with NVRTC with the constants the host assumes; and the
+// SwiGLU over interleaved pairs that follows a cuBLASLt gate/up GEMM.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelKernelInstances.h"
+#include "NvrtcTestSupport.h"
+#include "codegen/nvrtc/EmbeddedKernelHeaders.h"
+#include "codegen/nvrtc/KernelSourceBuilder.h"
+#include "runtime/cuda/PrefillAttention.h"
+#include "runtime/support/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+namespace sol::test {
+namespace {
+
+using cuda::planPrefillTiles;
+using cuda::PrefillAttentionSpec;
+using cuda::PrefillTile;
+
+struct Step {
+  std::vector<int32_t> seq, pos;
+  /// Appends `n` tokens of sequence `s` from position `from`.
+  Step &run(int32_t s, int32_t from, int32_t n) {
+    for (int32_t i = 0; i < n; ++i) {
+      seq.push_back(s);
+      pos.push_back(s < 0 ? 0 : from + i);
+    }
+    return *this;
+  }
+};
+
+/// Every token in exactly one tile; each tile one sequence at consecutive
+/// positions, 1..maxRows rows.
+void expectPartition(const Step &step, const std::vector<PrefillTile> &tiles,
+                     int maxRows) {
+  std::vector<int> covered(step.seq.size(), 0);
+  for (const PrefillTile &t : tiles) {
+    ASSERT_GE(t.rows, 1);
+    ASSERT_LE(t.rows, maxRows);
+    ASSERT_GE(t.firstToken, 0);
+    ASSERT_LE(t.firstToken + t.rows, static_cast<int32_t>(step.seq.size()));
+    for (int32_t i = t.firstToken; i < t.firstToken + t.rows; ++i) {
+      ++covered[i];
+      if (i > t.firstToken) {
+        EXPECT_EQ(step.seq[i], step.seq[t.firstToken]) << "token " << i;
+        EXPECT_GE(step.seq[i], 0) << "padding shares a tile, token " << i;
+        EXPECT_EQ(step.pos[i], step.pos[i - 1] + 1) << "token " << i;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < covered.size(); ++i)
+    EXPECT_EQ(covered[i], 1) << "token " << i;
+}
+
+TEST(PrefillTiles, OneLongPromptSplitsEvenly) {
+  Step step;
+  step.run(0, 0, 130); // 130 = 44 + 43 + 43, not 64 + 64 + 2
+  const auto tiles = planPrefillTiles(step.seq, step.pos, 64);
+  ASSERT_EQ(tiles.size(), 3u);
+  expectPartition(step, tiles, 64);
+  std::vector<int32_t> rows;
+  for (const PrefillTile &t : tiles)
+    rows.push_back(t.rows);
+  std::sort(rows.begin(), rows.end());
+  EXPECT_EQ(rows, (std::vector<int32_t>{43, 43, 44}));
+  // The tile ending at the highest position comes first.
+  EXPECT_EQ(tiles.front().firstToken + tiles.front().rows, 130);
+}
+
+TEST(PrefillTiles, DecodesChunksAndPaddingMixed) {
+  Step step;
+  step.run(2, 40, 1)
+      .run(0, 100, 1)
+      .run(1, 16, 70) // a chunk after a cached prefix
+      .run(3, 0, 64)
+      .run(-1, 0, 3); // padding: one tile per token
+  const auto tiles = planPrefillTiles(step.seq, step.pos, 64);
+  expectPartition(step, tiles, 64);
+  EXPECT_EQ(tiles.size(), 1u + 1u + 2u + 1u + 3u);
+  EXPECT_EQ(cuda::longestPromptRun(step.seq, step.pos), 70);
+  EXPECT_TRUE(cuda::usePrefillAttention(step.seq, step.pos));
+}
+
+TEST(PrefillTiles, SameSequenceWithAGapIsTwoRuns) {
+  Step step;
+  step.run(0, 0, 10).run(0, 20, 10); // positions jump: two runs
+  const auto tiles = planPrefillTiles(step.seq, step.pos, 64);
+  expectPartition(step, tiles, 64);
+  EXPECT_EQ(tiles.size(), 2u);
+}
+
+TEST(PrefillTiles, DecodeStepsKeepPagedAttention) {
+  Step step;
+  for (int s = 0; s < 200; ++s)
+    step.run(s, 500 + s, 1);
+  EXPECT_EQ(cuda::longestPromptRun(step.seq, step.pos), 1);
+  EXPECT_FALSE(cuda::usePrefillAttention(step.seq, step.pos));
+  Step chunk;
+  chunk.run(0, 0, 63);
+  EXPECT_FALSE(cuda::usePrefillAttention(chunk.seq, chunk.pos));
+  chunk.run(0, 63, 1);
+  EXPECT_TRUE(cuda::usePrefillAttention(chunk.seq, chunk.pos));
+}
+
+TEST(PrefillTiles, RandomStepsArePartitioned) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    Step step;
+    const int runs = 1 + static_cast<int>(rng() % 12);
+    for (int r = 0; r < runs; ++r)
+      step.run(static_cast<int32_t>(rng() % 6) - 1,
+               static_cast<int32_t>(rng() % 300),
+               1 + static_cast<int32_t>(rng() % 200));
+    const int maxRows = 1 + static_cast<int>(rng() % 64);
+    expectPartition(step, planPrefillTiles(step.seq, step.pos, maxRows),
+                    maxRows);
+  }
+}
+
+TEST(PrefillTiles, BadInputsAreErrors) {
+  const std::vector<int32_t> seq = {0, 0}, pos = {0};
+  EXPECT_THROW(planPrefillTiles(seq, pos, 64), Error);
+  const std::vector<int32_t> pos2 = {0, 1};
+  EXPECT_THROW(planPrefillTiles(seq, pos2, 0), Error);
+}
+
+TEST(PrefillAttentionSpec, ShapesAndGeometry) {
+  const PrefillAttentionSpec spec{32, 8, 128, 16};
+  EXPECT_TRUE(spec.supported());
+  EXPECT_EQ(spec.instance().nameExpression,
+            "sol::kernels::prefill_attention<32, 8, 128, 16>");
+  EXPECT_EQ(spec.dims(10).grid.x, 10u);
+  EXPECT_EQ(spec.dims(10).grid.y, 32u);
+  EXPECT_EQ(spec.dims(10).sharedBytes, 5u * 64 * 128 * 2);
+  EXPECT_FALSE((PrefillAttentionSpec{32, 8, 96, 16}.supported()));
+  EXPECT_FALSE((PrefillAttentionSpec{30, 8, 128, 16}.supported()));
+  EXPECT_THROW((PrefillAttentionSpec{32, 8, 256, 16}.instance()), Error);
+}
+
+// Every supported model shape's instance compiles, and the host constants
+// equal the kernel's.
+TEST(PrefillAttentionSpec, InstancesCompileAndMatchTheKernel) {
+  std::string reason;
+  nvrtc::NvrtcOptions options;
+  options.useCache = false;
+  auto compiler = makeCompiler(options, reason);
+  if (!compiler)
+    GTEST_SKIP() << "NVRTC not available: " << reason;
+  std::string code = "#include \"PrefillAttention.cuh\"\n"
+                     "using namespace sol::kernels;\n";
+  code += cat("static_assert(kPrefillRows == ", PrefillAttentionSpec::kRows,
+              ");\nstatic_assert(kPrefillKeys == ", PrefillAttentionSpec::kKeys,
+              ");\nstatic_assert(kPrefillThreads == ",
+              PrefillAttentionSpec::kThreads, ");\n");
+  std::vector<cuda::KernelInstance> instances;
+  for (const ModelShape &m : supportedModelShapes()) {
+    const PrefillAttentionSpec spec{m.qHeads, m.kvHeads, m.headDim, 16};
+    ASSERT_TRUE(spec.supported()) << m.name;
+    code += cat("static_assert(PrefillAttentionShape<", m.headDim,
+                ">::kSharedBytes == ", spec.sharedBytes(), ");\n");
+    if (std::find(instances.begin(), instances.end(), spec.instance()) ==
+        instances.end())
+      instances.push_back(spec.instance());
+  }
+  instances.push_back(PrefillAttentionSpec{32, 8, 64, 32}.instance());
+  nvrtc::KernelSource constants;
+  constants.name = "prefill_constants.cu";
+  constants.code = code;
+  auto headers = nvrtc::embeddedKernelHeaders();
+  constants.headers.assign(headers.begin(), headers.end());
+  EXPECT_NO_THROW(compiler->compile(constants)) << code;
+
+  const auto sources = nvrtc::buildKernelSources(instances);
+  const auto compiled = compiler->compileAll(sources);
+  ASSERT_EQ(compiled.size(), sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    EXPECT_FALSE(compiled[i].cubin.empty()) << sources[i].name;
+    for (const std::string &expr : sources[i].nameExpressions)
+      EXPECT_TRUE(compiled[i].loweredNames.count(expr)) << expr;
+  }
+}
+
+TEST(SwigluPairs, InstancesCompileForModelShapes) {
+  std::string reason;
+  nvrtc::NvrtcOptions options;
+  options.useCache = false;
+  auto compiler = makeCompiler(options, reason);
+  if (!compiler)
+    GTEST_SKIP() << "NVRTC not available: " << reason;
+  std::vector<cuda::KernelInstance> instances;
+  for (const ModelShape &m : supportedModelShapes())
+    instances.push_back(cuda::SwigluPairsSpec{m.intermediate}.instance());
+  EXPECT_EQ(instances[0].nameExpression, "sol::kernels::swiglu_pairs<8192>");
+  EXPECT_THROW(cuda::SwigluPairsSpec{100}.instance(), Error);
+  const auto sources = nvrtc::buildKernelSources(instances);
+  const auto compiled = compiler->compileAll(sources);
+  ASSERT_EQ(compiled.size(), sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i)
+    for (const std::string &expr : sources[i].nameExpressions)
+      EXPECT_TRUE(compiled[i].loweredNames.count(expr)) << expr;
+}
+
+} // namespace
+} // namespace sol::test
