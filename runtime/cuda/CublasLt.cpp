@@ -1,4 +1,4 @@
-//===- CublasLt.cpp - Prefill GEMMs through cuBLASLt, loaded at run time --===//
+//===- CublasLt.cpp - GEMMs of more than 8 rows through cuBLASLt ----------===//
 #include "runtime/cuda/CublasLt.h"
 
 #include "runtime/support/Error.h"

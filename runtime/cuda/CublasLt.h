@@ -1,10 +1,11 @@
-//===- CublasLt.h - Prefill GEMMs through cuBLASLt, loaded at run time ----===//
+//===- CublasLt.h - GEMMs of more than 8 rows through cuBLASLt ------------===//
 //
-// Our mma.sync GEMM (LinearGemm.cuh) reaches ~330 TFLOP/s on an H200; the
-// large GEMMs of a long prompt need Hopper's wgmma and TMA to go further, and
-// NVIDIA's cuBLASLt has them. As with the driver, the library is opened with
-// dlopen (libcublasLt.so.13, then .12) so solrun starts without it and the
-// build needs only its header; without it, prefill runs our own kernels.
+// Our mma.sync GEMM (LinearGemm.cuh) reaches ~330 TFLOP/s on an H200 and
+// streams weights at about half the bandwidth at 16-64 rows; Hopper's wgmma
+// and TMA do better on both, and NVIDIA's cuBLASLt has them. As with the
+// driver, the library is opened with dlopen (libcublasLt.so.13, then .12) so
+// solrun starts without it and the build needs only its header; without it,
+// our own kernels run.
 //
 // Only y = x . W^T (+ bias) in bf16 with fp32 accumulation, optionally
 // accumulating into y (beta = 1: the residual add of o_proj and down_proj).

@@ -261,10 +261,11 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   splitKWorkspace_ =
       DeviceBuffer(std::max<std::size_t>(alignUp(splitFloats * 4), kAlign));
   splitKWorkspace_.fillBytes(0, stream_);
-  // cuBLASLt for the GEMMs of long prompts, with its workspace and room
-  // for a fused gate/up GEMM's output ahead of its SwiGLU.
+  // cuBLASLt for the GEMMs of more than 8 rows (batched decode and
+  // prompts), with its workspace and room for a fused gate/up GEMM's
+  // output ahead of its SwiGLU.
   if (const char *v = std::getenv("SOL_CUBLASLT_MIN_ROWS"))
-    cublasMinRows_ = std::max(GemvSpec::kMaxRows + 1, std::atoi(v));
+    cublasMinRows_ = std::max(2, std::atoi(v));
   if (maxTokens_ >= cublasMinRows_) {
     std::string why;
     cublas_ = CublasLt::load(why);
@@ -336,11 +337,14 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
 
 void CudaExecutor::warmUpCublas() {
   // cuBLASLt loads its kernels lazily, on first use: 80 ms of a 2,048-token
-  // prompt's TTFT on the Llama-3.2-1B shape went there. Run every prefill
-  // GEMM shape once at a few row counts now, on the real buffers.
+  // prompt's TTFT on the Llama-3.2-1B shape went there, and a kernel loaded
+  // while a decode step is captured into a graph would be loaded inside the
+  // capture. Run every GEMM shape once at the graph buckets and a few prompt
+  // sizes now, on the real buffers.
   const fb::Plan &plan = plan_.plan();
   std::vector<int> sizes;
-  for (int m : {maxTokens_, 2048, 512, 128, 64, 48, 32, 24, 16})
+  for (int m :
+       {maxTokens_, 2048, 512, 128, 64, 56, 48, 40, 32, 24, 16, 8, 4, 2})
     if (m >= cublasMinRows_ && m <= maxTokens_ &&
         std::find(sizes.begin(), sizes.end(), m) == sizes.end())
       sizes.push_back(m);
@@ -626,10 +630,29 @@ void CudaExecutor::launchGemm(const std::vector<KernelLaunch> &launches,
   kernel(f.instance).launch(f.dims, stream_, y, partial, bias, rows, n);
 }
 
+bool CudaExecutor::cublasUsable(const OpDesc &d, int rows) const {
+  if (!cublas_ || rows < cublasMinRows_ || d.outDtype != fb::DType::BF16)
+    return false;
+  const bool norm = d.kind == fb::OpKind::NormLinear;
+  const std::vector<int64_t> &w = d.weightShapes.at(norm ? 1 : 0);
+  if (linearEpilogue(d) == LinearEpilogue::Swiglu &&
+      (!kernels_.count(SwigluPairsSpec{static_cast<int>(w.at(0) / 2)}
+                           .instance()
+                           .nameExpression) ||
+       gemmScratch_.size() < static_cast<std::size_t>(rows) *
+                                 static_cast<std::size_t>(w.at(0)) * 2))
+    return false;
+  // A NormLinear of up to 8 rows also needs the norm kernel on its own.
+  return !(
+      norm && rows <= GemvSpec::kMaxRows &&
+      !kernels_.count(
+          RmsNormSpec{static_cast<int>(w.at(1))}.instance().nameExpression));
+}
+
 bool CudaExecutor::cublasLinear(const OpDesc &d, int rows, CUdeviceptr y,
                                 CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias,
                                 int n, int k) {
-  if (!cublas_ || rows < cublasMinRows_ || d.outDtype != fb::DType::BF16)
+  if (!cublasUsable(d, rows))
     return false;
   const CUdeviceptr ws = cublasWorkspace_.address();
   const std::size_t wsBytes = cublasWorkspace_.size();
@@ -645,10 +668,6 @@ bool CudaExecutor::cublasLinear(const OpDesc &d, int rows, CUdeviceptr y,
   case LinearEpilogue::Swiglu: {
     const SwigluPairsSpec spec{n / 2};
     const KernelInstance instance = spec.instance();
-    if (!kernels_.count(instance.nameExpression) ||
-        gemmScratch_.size() <
-            static_cast<std::size_t>(rows) * static_cast<std::size_t>(n) * 2)
-      return false;
     const CUdeviceptr pairs = gemmScratch_.address();
     cublas_->linear(stream_.handle(), pairs, x, w, bias, rows, n, k, false, ws,
                     wsBytes);
@@ -727,9 +746,11 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       CUdeviceptr bias = op->weights()->size() > 1 ? w(1) : null;
       int n = static_cast<int>(d.weightShapes[0][0]);
       int kdim = static_cast<int>(d.weightShapes[0][1]);
+      if (cublasLinear(d, rows, y, x, wt, bias, n, kdim))
+        break;
       if (rows <= GemvSpec::kMaxRows)
         k.launch(l.dims, stream_, y, x, wt, bias, rows, n, null, 0.0f);
-      else if (!cublasLinear(d, rows, y, x, wt, bias, n, kdim))
+      else
         launchGemm(launches, 0, y, x, wt, bias, rows, n, kdim);
       break;
     }
@@ -740,14 +761,24 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       CUdeviceptr bias = op->weights()->size() > 2 ? w(2) : null;
       int n = static_cast<int>(d.weightShapes[1][0]);
       int kdim = static_cast<int>(d.weightShapes[1][1]);
-      if (rows <= GemvSpec::kMaxRows) {
+      const bool viaCublas = cublasUsable(d, rows);
+      if (rows <= GemvSpec::kMaxRows && !viaCublas) {
         k.launch(l.dims, stream_, y, x, wt, bias, rows, n, normW, f0);
+        break;
+      }
+      // Normalise into the scratch buffer, then the GEMM. Few rows have no
+      // norm launch of their own in `launches` (their GEMV fuses it).
+      if (rows <= GemvSpec::kMaxRows) {
+        const RmsNormSpec norm{kdim};
+        kernel(norm.instance())
+            .launch(dependent(norm.dims(rows)), stream_, normed, x, null, normW,
+                    f0, rows, kdim, kdim, 1);
       } else {
         k.launch(l.dims, stream_, normed, x, null, normW, f0, rows, kdim, kdim,
                  1);
-        if (!cublasLinear(d, rows, y, normed, wt, bias, n, kdim))
-          launchGemm(launches, 1, y, normed, wt, bias, rows, n, kdim);
       }
+      if (!cublasLinear(d, rows, y, normed, wt, bias, n, kdim))
+        launchGemm(launches, 1, y, normed, wt, bias, rows, n, kdim);
       break;
     }
     case fb::OpKind::RopeKvWrite: {

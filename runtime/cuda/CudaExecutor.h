@@ -88,6 +88,8 @@ private:
   bool anyPrefillAttention() const;
   /// Runs a linear of a long-prompt step on cuBLASLt (then SwiGLU when its
   /// epilogue asks for it); false when it cannot, and nothing was launched.
+  /// Whether cublasLinear would run this linear at `rows` rows.
+  bool cublasUsable(const OpDesc &d, int rows) const;
   bool cublasLinear(const OpDesc &d, int rows, CUdeviceptr y, CUdeviceptr x,
                     CUdeviceptr w, CUdeviceptr bias, int n, int k);
   /// Runs each cuBLASLt GEMM shape once, so its kernels load at start-up
@@ -148,10 +150,13 @@ private:
   /// cuBLASLt (null when not installed), its workspace, and the gate/up
   /// output of fused SwiGLU linears that it runs.
   std::unique_ptr<CublasLt> cublas_;
-  /// Linears of at least this many rows run on cuBLASLt: long-prompt steps,
-  /// by default (SOL_CUBLASLT_MIN_ROWS=9..64 moves graphed decode steps
-  /// there too, for comparison with the split-K GEMMs).
-  int cublasMinRows_ = 65;
+  /// Linears of at least this many rows run on cuBLASLt, single rows on our
+  /// GEMV. Measured on the H200 (Llama-3.2-1B shape, same runs): 64
+  /// sequences decode at 40,341 tok/s with cuBLASLt from 9 rows against
+  /// 30,144 with our split-K GEMMs; 8 sequences at 5,175 against 3,143 with
+  /// our 8-row GEMV, 4 at 2,881 against 2,054. SOL_CUBLASLT_MIN_ROWS=N (>= 2)
+  /// moves the boundary.
+  int cublasMinRows_ = 2;
   DeviceBuffer cublasWorkspace_;
   DeviceBuffer gemmScratch_;
 

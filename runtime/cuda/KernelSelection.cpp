@@ -192,8 +192,9 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     for (int rows = 16; rows / 2 < maxTokens; rows *= 2)
       if (rows > GemvSpec::kMaxRows)
         add(selectKernels(op, rows, 0));
-    // Long prompts may run the GEMM on cuBLASLt, then SwiGLU on its own.
-    if (maxTokens > kMaxGraphedTokens &&
+    // Steps of more than 8 rows may run the GEMM on cuBLASLt, then SwiGLU
+    // on its own.
+    if (maxTokens > GemvSpec::kMaxRows &&
         linearEpilogue(op) == LinearEpilogue::Swiglu)
       add({{SwigluPairsSpec{
                 static_cast<int>(
