@@ -135,15 +135,16 @@ class SolbenchTest(unittest.TestCase):
             self.assertEqual(lv["output_len_mismatches"], 0)
             # No token can come before the mock's delay.
             self.assertGreaterEqual(lv["ttft_ms"]["min"], ttft_s * 1000)
-            self.assertLess(lv["ttft_ms"]["p50"], ttft_s * 1000 + 100)
+            self.assertLess(lv["ttft_ms"]["p50"], ttft_s * 1000 + 300)
             self.assertEqual(lv["tpot_ms"]["count"], 8)
             # The mock sends token i no sooner than i delays after the first;
-            # the upper bounds leave room for a loaded CI machine.
-            self.assertGreater(lv["tpot_ms"]["mean"], token_s * 1000 * 0.9)
-            self.assertLess(lv["tpot_ms"]["mean"], token_s * 1000 * 2)
+            # the bounds leave room for a loaded CI machine (a client that is
+            # descheduled reads several tokens at once).
+            self.assertGreater(lv["tpot_ms"]["mean"], token_s * 1000 * 0.5)
+            self.assertLess(lv["tpot_ms"]["mean"], token_s * 1000 * 3)
             self.assertEqual(lv["itl_ms"]["count"], 8 * (out_len - 1))
-            self.assertGreater(lv["itl_ms"]["p50"], token_s * 1000 * 0.8)
-            self.assertLess(lv["itl_ms"]["p50"], token_s * 1000 * 2)
+            self.assertGreater(lv["itl_ms"]["p50"], token_s * 1000 * 0.3)
+            self.assertLess(lv["itl_ms"]["p50"], token_s * 1000 * 3)
             self.assertGreaterEqual(lv["e2e_ms"]["min"],
                                     (ttft_s + (out_len - 1) * token_s) * 1000)
             self.assertAlmostEqual(lv["requests_per_s"], 8 / lv["duration_s"], places=6)
