@@ -63,6 +63,12 @@ struct Request {
   /// -100 all but bans a token, 100 all but forces it. Logprobs stay those of
   /// the unbiased logits.
   std::map<int32_t, float> logitBias;
+  /// Build the output text here (RequestOutput::newText) when the engine has
+  /// a tokenizer. A server that detokenizes on its own threads turns it off
+  /// for requests without stop strings, so the engine thread, which the GPU
+  /// waits on between steps, does less; requests with stop strings are
+  /// always detokenized here.
+  bool detokenize = true;
   /// Log-probabilities: absent for none; k (0..kMaxTopLogprobs) for the
   /// chosen token's and the k most likely tokens' log-probabilities.
   std::optional<int32_t> logprobs;

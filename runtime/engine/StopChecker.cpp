@@ -26,7 +26,7 @@ StopChecker::StopChecker(const Request &request,
       fail("a stop string is empty; give non-empty strings");
     holdBack_ = std::max(holdBack_, s.size() - 1);
   }
-  if (tokenizer)
+  if (tokenizer && (request.detokenize || !stop_.empty()))
     detokenizer_.emplace(*tokenizer, /*skipSpecialTokens=*/true);
 }
 

@@ -25,7 +25,37 @@ EngineLoop::~EngineLoop() { stop(); }
 
 void EngineLoop::start() {
   lastLog_ = std::chrono::steady_clock::now();
+  notifier_ = std::thread([this] { notifyLoop(); });
   thread_ = std::thread([this] { run(); });
+}
+
+void EngineLoop::postWakeUps() {
+  if (stepWakeUps_.empty())
+    return;
+  {
+    std::lock_guard<std::mutex> lock(notifyMutex_);
+    for (auto &channel : stepWakeUps_)
+      wakeUps_.push_back(std::move(channel));
+  }
+  stepWakeUps_.clear();
+  notifyReady_.notify_one();
+}
+
+void EngineLoop::notifyLoop() {
+  std::vector<std::shared_ptr<RequestChannel>> batch;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(notifyMutex_);
+      notifyReady_.wait(lock,
+                        [&] { return notifierStop_ || !wakeUps_.empty(); });
+      if (wakeUps_.empty() && notifierStop_)
+        return;
+      batch.swap(wakeUps_);
+    }
+    for (const auto &channel : batch)
+      channel->notify();
+    batch.clear();
+  }
 }
 
 void EngineLoop::stop() {
@@ -37,6 +67,13 @@ void EngineLoop::stop() {
   wake_.notify_all();
   if (thread_.joinable())
     thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(notifyMutex_);
+    notifierStop_ = true;
+  }
+  notifyReady_.notify_one();
+  if (notifier_.joinable())
+    notifier_.join();
 }
 
 EngineLoop::SubmitStatus
@@ -121,8 +158,11 @@ void EngineLoop::route(RequestOutput &o) {
     metrics_.observeFinished(
         std::string(finishReasonName(o.finishReason)),
         seconds(RequestOutput::Clock::now() - o.arrivalTime));
-  if (!r.silent)
-    r.channel->push(r.index, std::move(o));
+  if (!r.silent) {
+    r.channel->pushQuiet(r.index, std::move(o));
+    if (stepWakeUps_.empty() || stepWakeUps_.back() != r.channel)
+      stepWakeUps_.push_back(r.channel);
+  }
   if (finished)
     routes_.erase(it);
 }
@@ -223,6 +263,7 @@ void EngineLoop::run() {
       } catch (const std::exception &e) {
         failAll(e.what());
       }
+      postWakeUps();
     }
     publishStats();
     maybeLog(false);

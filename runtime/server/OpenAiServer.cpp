@@ -3,12 +3,14 @@
 
 #include "runtime/server/OpenAiLogprobs.h"
 #include "runtime/support/Error.h"
+#include "runtime/tokenizer/IncrementalDetokenizer.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <mutex>
+#include <optional>
 #include <random>
 
 namespace sol {
@@ -80,6 +82,8 @@ struct Choice {
   std::vector<int32_t> ids;
   Json logprobs; // null until the first
   std::unique_ptr<OpenAiLogprobs> formatter;
+  /// Builds the text when the engine does not (Request::detokenize).
+  std::optional<IncrementalDetokenizer> detokenizer;
   int32_t outputTokens = 0;
   bool finished = false;
   FinishReason reason = FinishReason::None;
@@ -237,10 +241,16 @@ void OpenAiServer::generate(const HttpRequest &request,
   const GenerationSpec spec = chat ? parseChatRequest(body, model_)
                                    : parseCompletionRequest(body, model_);
 
+  // Without stop strings the text is built on this thread, not the engine's
+  // (see Request::detokenize); the output is the same.
+  const Tokenizer *tokenizer = model_.text ? &model_.text->tokenizer : nullptr;
+  const bool localText = tokenizer && spec.base.stop.empty();
   std::vector<Request> requests;
   for (size_t p = 0; p < spec.prompts.size(); ++p)
-    for (int32_t c = 0; c < spec.n; ++c)
+    for (int32_t c = 0; c < spec.n; ++c) {
       requests.push_back(makeEngineRequest(spec, p, c, model_));
+      requests.back().detokenize = !localText;
+    }
   const size_t numChoices = requests.size();
   int64_t promptTokens = 0;
   for (const auto &p : spec.prompts)
@@ -286,11 +296,31 @@ void OpenAiServer::generate(const HttpRequest &request,
   const char *object =
       chat ? (spec.stream ? "chat.completion.chunk" : "chat.completion")
            : "text_completion";
-  const Tokenizer *tokenizer = model_.text ? &model_.text->tokenizer : nullptr;
   std::vector<Choice> choices(numChoices);
-  for (Choice &c : choices)
+  for (Choice &c : choices) {
     if (spec.logprobs)
       c.formatter = std::make_unique<OpenAiLogprobs>(tokenizer, chat);
+    if (localText)
+      c.detokenizer.emplace(*tokenizer, /*skipSpecialTokens=*/true);
+  }
+  // The text of an output the engine did not detokenize, as its StopChecker
+  // would have built it: an EOS or stop id that ended the request is not
+  // text, and the end flushes what the detokenizer holds back.
+  auto fillText = [&](RequestChannel::Item &item) {
+    Choice &c = choices[static_cast<size_t>(item.index)];
+    if (!c.detokenizer)
+      return;
+    RequestOutput &o = item.output;
+    size_t n = o.newTokenIds.size();
+    if (o.finished && o.finishReason == FinishReason::Stop && n > 0)
+      --n;
+    std::string text;
+    for (size_t i = 0; i < n; ++i)
+      text += c.detokenizer->push(static_cast<TokenId>(o.newTokenIds[i]));
+    if (o.finished)
+      text += c.detokenizer->finish();
+    o.newText = std::move(text);
+  };
   auto completionTokens = [&] {
     int64_t n = 0;
     for (const Choice &c : choices)
@@ -321,6 +351,7 @@ void OpenAiServer::generate(const HttpRequest &request,
         continue;
       }
       for (RequestChannel::Item &item : items) {
+        fillText(item);
         Choice &c = choices[static_cast<size_t>(item.index)];
         const RequestOutput &o = item.output;
         c.text += o.newText;
@@ -412,6 +443,7 @@ void OpenAiServer::generate(const HttpRequest &request,
     }
     out.clear();
     for (RequestChannel::Item &item : items) {
+      fillText(item);
       const size_t index = static_cast<size_t>(item.index);
       Choice &c = choices[index];
       const RequestOutput &o = item.output;

@@ -22,6 +22,16 @@ void RequestChannel::push(int32_t index, RequestOutput output) {
   ready_.notify_all();
 }
 
+void RequestChannel::pushQuiet(int32_t index, RequestOutput output) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  items_.push_back({index, std::move(output), {}});
+}
+
+void RequestChannel::notify() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ready_.notify_all();
+}
+
 void RequestChannel::fail(int32_t index, std::string error) {
   std::lock_guard<std::mutex> lock(mutex_);
   Item item;
