@@ -166,5 +166,14 @@ __device__ __forceinline__ float negativeInfinity() {
   return __int_as_float(0xff800000);
 }
 
+// Online softmax (the attention kernels): scores live in the log2 domain
+// (scaled by kLog2e, exponentiated with exp2f), and a running state (max m,
+// sum, accumulators) moving to a new max mNew is scaled by softmaxRescale,
+// which gives an empty state (m = -inf) weight 0.
+constexpr float kLog2e = 1.4426950408889634f;
+__device__ __forceinline__ float softmaxRescale(float m, float mNew) {
+  return m == negativeInfinity() ? 0.0f : exp2f(m - mNew);
+}
+
 } // namespace kernels
 } // namespace sol

@@ -21,6 +21,7 @@
 #pragma once
 
 #include "Common.cuh"
+#include "TensorCore.cuh"
 
 namespace sol {
 namespace kernels {
@@ -42,41 +43,6 @@ template <int BM, int BN, int WarpsM, int WarpsN, int Stages> struct GemmShape {
 };
 
 namespace gemm_detail {
-
-__device__ __forceinline__ unsigned sharedAddress(const void *p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte global->shared copy; zero-fills the destination when !valid.
-__device__ __forceinline__ void copyAsync16(unsigned dst, const void *src,
-                                            bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst),
-               "l"(src), "r"(valid ? 16 : 0));
-}
-
-__device__ __forceinline__ void copyAsyncCommit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-
-template <int Pending> __device__ __forceinline__ void copyAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
-}
-
-__device__ __forceinline__ void loadMatrixX4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, "
-               "[%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-__device__ __forceinline__ void mmaBf16(float (&d)[4], const unsigned (&a)[4],
-                                        unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-               "{%0, %1, %2, %3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // Offset (in elements) of 16-byte chunk `chunk` of row `row` in a tile of
 // 64-element rows.

@@ -80,13 +80,6 @@ template <int Hq, int Hkv, int HD, int BS> struct PagedAttentionFp8Shape {
 
 namespace attention_detail {
 
-constexpr float kLog2e = 1.4426950408889634f;
-
-// exp2(m - mNew) that treats an empty state (m = -inf) as weight 0.
-__device__ __forceinline__ float rescale(float m, float mNew) {
-  return m == negativeInfinity() ? 0.0f : exp2f(m - mNew);
-}
-
 // Merges the running softmax states of a block's position groups (lanes
 // with equal `sub` hold head-dim values [sub * E, sub * E + E) of each of the
 // G heads) and its warps, then writes out (splits == 1) or the split's
@@ -106,8 +99,8 @@ mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
       const float mOther = __shfl_xor_sync(0xffffffffu, m[gi], offset);
       const float lOther = __shfl_xor_sync(0xffffffffu, l[gi], offset);
       const float mNew = fmaxf(m[gi], mOther);
-      const float cSelf = rescale(m[gi], mNew);
-      const float cOther = rescale(mOther, mNew);
+      const float cSelf = softmaxRescale(m[gi], mNew);
+      const float cOther = softmaxRescale(mOther, mNew);
       l[gi] = l[gi] * cSelf + lOther * cOther;
 #pragma unroll
       for (int j = 0; j < E; ++j) {
@@ -147,7 +140,7 @@ mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
     float aAll = 0.0f;
 #pragma unroll
     for (int wi = 0; wi < kWarps; ++wi) {
-      const float c = rescale(sharedM[wi][gi], mAll);
+      const float c = softmaxRescale(sharedM[wi][gi], mAll);
       lAll += sharedL[wi][gi] * c;
       aAll += sharedAcc[wi][gi][d] * c;
     }
@@ -312,7 +305,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
         mNew = fmaxf(mNew, s[u][gi]);
       if (mNew == negativeInfinity())
         continue; // nothing seen yet by this position group
-      const float corr = rescale(m[gi], mNew);
+      const float corr = softmaxRescale(m[gi], mNew);
       l[gi] *= corr;
 #pragma unroll
       for (int j = 0; j < 8; ++j)
@@ -451,7 +444,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
         mNew = fmaxf(mNew, s[u][gi]);
       if (mNew == negativeInfinity())
         continue; // nothing seen yet by this position group
-      const float corr = rescale(m[gi], mNew);
+      const float corr = softmaxRescale(m[gi], mNew);
       l[gi] *= corr;
 #pragma unroll
       for (int j = 0; j < E; ++j)
@@ -502,7 +495,7 @@ __global__ void __launch_bounds__(HD)
   float aAll = 0.0f;
   for (int s = 0; s < splits; ++s) {
     const long long slot = first + s * Hq;
-    const float c = rescale(ml[2 * slot], mAll);
+    const float c = softmaxRescale(ml[2 * slot], mAll);
     lAll += ml[2 * slot + 1] * c;
     aAll += partials[slot * HD + d] * c;
   }

@@ -29,6 +29,7 @@
 #pragma once
 
 #include "Common.cuh"
+#include "TensorCore.cuh"
 
 namespace sol {
 namespace kernels {
@@ -48,57 +49,11 @@ template <int HD> struct PrefillAttentionShape {
 
 namespace prefill_detail {
 
-constexpr float kLog2e = 1.4426950408889634f;
-
-__device__ __forceinline__ unsigned smemAddress(const void *p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
 // Element offset of 16-byte chunk `chunk` of row `row` in a tile of
 // HD-element rows; rows are 128 or 256 bytes, so XOR-ing the low three chunk
 // bits with the row spreads eight rows' same chunk over all banks.
 template <int HD> __device__ __forceinline__ int swizzle(int row, int chunk) {
   return row * HD + ((chunk ^ (row & 7)) * 8);
-}
-
-__device__ __forceinline__ void copy16(unsigned dst, const void *src,
-                                       bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst),
-               "l"(src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int Pending> __device__ __forceinline__ void waitGroups() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
-}
-
-__device__ __forceinline__ void ldmatrix4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, "
-               "[%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix4Trans(unsigned (&r)[4],
-                                               unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
-               "{%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4],
-                                    unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-               "{%0, %1, %2, %3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// exp2(m - mNew), with an empty state (m = -inf) weighing 0.
-__device__ __forceinline__ float rescale(float m, float mNew) {
-  return m == negativeInfinity() ? 0.0f : exp2f(m - mNew);
 }
 
 } // namespace prefill_detail
@@ -158,7 +113,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
     const bf16 *src = ok ? qkv + static_cast<long long>(t0 + r) * kRowElems +
                                head * HD + c * 8
                          : qkv;
-    copy16(smemAddress(sQ + swizzle<HD>(r, c)), src, ok);
+    copyAsync16(sharedAddress(sQ + swizzle<HD>(r, c)), src, ok);
   }
   auto loadKv = [&](int stage, int kvTile) {
     bf16 *sK = sKV + 2 * stage * Shape::kTileElems;
@@ -177,12 +132,12 @@ __global__ void __launch_bounds__(kPrefillThreads)
             ((static_cast<long long>(table[p / BS]) * BS + p % BS) * Hkv + g) *
                 HD +
             c * 8;
-      copy16(smemAddress(sK + swizzle<HD>(r, c)), k_cache + offset, ok);
-      copy16(smemAddress(sV + swizzle<HD>(r, c)), v_cache + offset, ok);
+      copyAsync16(sharedAddress(sK + swizzle<HD>(r, c)), k_cache + offset, ok);
+      copyAsync16(sharedAddress(sV + swizzle<HD>(r, c)), v_cache + offset, ok);
     }
   };
   loadKv(0, 0);
-  commit();
+  copyAsyncCommit();
 
   // This thread's two query rows (lane / 4 and lane / 4 + 8 of the warp's
   // 16) and their positions; rows past the tile see no key.
@@ -209,14 +164,14 @@ __global__ void __launch_bounds__(kPrefillThreads)
     // iteration kt - 1, which ended with a barrier).
     if (kt + 1 < kvTiles)
       loadKv((kt + 1) % 2, kt + 1);
-    commit();
-    waitGroups<1>(); // Q and tile kt have landed
+    copyAsyncCommit();
+    copyAsyncWait<1>(); // Q and tile kt have landed
     __syncthreads();
     if (kt == 0) {
 #pragma unroll
       for (int s = 0; s < kSlices; ++s)
-        ldmatrix4(q[s], smemAddress(sQ + swizzle<HD>(warp * 16 + lane % 16,
-                                                     s * 2 + lane / 16)));
+        loadMatrixX4(q[s], sharedAddress(sQ + swizzle<HD>(warp * 16 + lane % 16,
+                                                          s * 2 + lane / 16)));
     }
     const bf16 *sK = sKV + 2 * (kt % 2) * Shape::kTileElems;
     const bf16 *sV = sK + Shape::kTileElems;
@@ -234,11 +189,12 @@ __global__ void __launch_bounds__(kPrefillThreads)
 #pragma unroll
       for (int jp = 0; jp < kKeyTiles / 2; ++jp) {
         unsigned b[4];
-        ldmatrix4(b, smemAddress(
-                         sK + swizzle<HD>(jp * 16 + lane % 8 + (lane / 16) * 8,
-                                          ks * 2 + (lane / 8) % 2)));
-        mma(s[2 * jp], q[ks], b[0], b[1]);
-        mma(s[2 * jp + 1], q[ks], b[2], b[3]);
+        loadMatrixX4(
+            b,
+            sharedAddress(sK + swizzle<HD>(jp * 16 + lane % 8 + (lane / 16) * 8,
+                                           ks * 2 + (lane / 8) % 2)));
+        mmaBf16(s[2 * jp], q[ks], b[0], b[1]);
+        mmaBf16(s[2 * jp + 1], q[ks], b[2], b[3]);
       }
     }
 
@@ -266,8 +222,8 @@ __global__ void __launch_bounds__(kPrefillThreads)
     maxB = fmaxf(maxB, __shfl_xor_sync(0xffffffffu, maxB, 2));
     const float newA = fmaxf(mA, maxA);
     const float newB = fmaxf(mB, maxB);
-    const float corrA = rescale(mA, newA);
-    const float corrB = rescale(mB, newB);
+    const float corrA = softmaxRescale(mA, newA);
+    const float corrB = softmaxRescale(mB, newB);
     mA = newA;
     mB = newB;
     lA *= corrA;
@@ -304,16 +260,17 @@ __global__ void __launch_bounds__(kPrefillThreads)
 #pragma unroll
       for (int dp = 0; dp < kDimTiles / 2; ++dp) {
         unsigned b[4];
-        ldmatrix4Trans(b, smemAddress(sV + swizzle<HD>(ks * 16 + lane % 8 +
-                                                           ((lane / 8) % 2) * 8,
-                                                       dp * 2 + lane / 16)));
-        mma(o[2 * dp], a, b[0], b[1]);
-        mma(o[2 * dp + 1], a, b[2], b[3]);
+        loadMatrixX4Trans(
+            b, sharedAddress(
+                   sV + swizzle<HD>(ks * 16 + lane % 8 + ((lane / 8) % 2) * 8,
+                                    dp * 2 + lane / 16)));
+        mmaBf16(o[2 * dp], a, b[0], b[1]);
+        mmaBf16(o[2 * dp + 1], a, b[2], b[3]);
       }
     }
     __syncthreads(); // the stage is refilled in the next iteration
   }
-  waitGroups<0>();
+  copyAsyncWait<0>();
 
   lA += __shfl_xor_sync(0xffffffffu, lA, 1);
   lA += __shfl_xor_sync(0xffffffffu, lA, 2);

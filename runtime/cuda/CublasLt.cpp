@@ -51,7 +51,9 @@ namespace {
 void check(const CublasLt::Api &api, cublasStatus_t status, const char *call) {
   if (status != CUBLAS_STATUS_SUCCESS)
     fail(call, " failed: ", api.statusString(status), " (cuBLASLt status ",
-         static_cast<int>(status), ")");
+         static_cast<int>(status),
+         "); SOL_DISABLE_CUBLASLT=1 runs Sol's own "
+         "GEMM kernels instead");
 }
 
 template <typename Fn> bool resolve(void *library, Fn &fn, const char *name) {
@@ -181,7 +183,8 @@ const CublasLt::Plan &CublasLt::plan(int m, int n, int k, bool bias,
   check(a, status, "cublasLtMatmulAlgoGetHeuristic");
   if (found < 1)
     fail("cuBLASLt has no algorithm for a ", m, " x ", n, " x ", k,
-         " bf16 GEMM");
+         " bf16 GEMM; SOL_DISABLE_CUBLASLT=1 runs Sol's own GEMM kernels "
+         "instead");
   p->algo = result.algo;
   return *plans_.emplace(key, std::move(p)).first->second;
 }

@@ -64,8 +64,8 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
                                              int maxContext);
 
-/// Steps of more tokens run eagerly (not as CUDA graphs); they may use
-/// prefill_attention and cuBLASLt GEMMs.
+/// Steps of more tokens run eagerly (not as CUDA graphs), and only they may
+/// use prefill_attention (its grid depends on the step's prompt runs).
 inline constexpr int kMaxGraphedTokens = 64;
 
 /// The epilogue of a Linear or NormLinear op (ints[0]); throws on a value

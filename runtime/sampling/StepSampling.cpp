@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <vector>
 
 namespace sol::sampling {
@@ -35,28 +36,30 @@ void validateRow(const SamplingRow &s, size_t r) {
          s.frequencyPenalty);
 }
 
-void validatePenalties(const PenaltyTokens &p, size_t rows, int64_t vocab) {
-  if (p.offsets.empty() && p.ids.empty() && p.outputCounts.empty() &&
-      p.inPrompt.empty())
-    return;
-  if (p.offsets.size() != rows + 1)
-    fail("penalties.offsets holds ", p.offsets.size(),
+/// The shape of a per-row CSR list named `name` (penalties, logitBias):
+/// R + 1 offsets from 0, never decreasing, ending at `entries`.
+void validateOffsets(const char *name, std::span<const int32_t> offsets,
+                     size_t rows, size_t entries) {
+  if (offsets.size() != rows + 1)
+    fail(name, ".offsets holds ", offsets.size(),
          " entries, expected R + 1 = ", rows + 1);
-  if (p.offsets[0] != 0)
-    fail("penalties.offsets[0] must be 0, got ", p.offsets[0]);
+  if (offsets[0] != 0)
+    fail(name, ".offsets[0] must be 0, got ", offsets[0]);
   for (size_t r = 0; r < rows; ++r)
-    if (p.offsets[r + 1] < p.offsets[r])
-      fail("penalties.offsets decreases at row ", r, ": ", p.offsets[r],
-           " then ", p.offsets[r + 1]);
-  if (static_cast<size_t>(p.offsets[rows]) != p.ids.size())
-    fail("penalties.offsets[", rows, "] is ", p.offsets[rows],
-         " but penalties.ids holds ", p.ids.size(), " entries");
-  if (p.outputCounts.size() != p.ids.size())
-    fail("penalties.outputCounts holds ", p.outputCounts.size(),
-         " entries but penalties.ids holds ", p.ids.size());
-  if (p.inPrompt.size() != p.ids.size())
-    fail("penalties.inPrompt holds ", p.inPrompt.size(),
-         " entries but penalties.ids holds ", p.ids.size());
+    if (offsets[r + 1] < offsets[r])
+      fail(name, ".offsets decreases at row ", r, ": ", offsets[r], " then ",
+           offsets[r + 1]);
+  if (static_cast<size_t>(offsets[rows]) != entries)
+    fail(name, ".offsets[", rows, "] is ", offsets[rows], " but ", name,
+         ".ids holds ", entries, " entries");
+}
+
+/// Calls check(r, e, id) for every entry of a CSR list after checking its
+/// id is in the vocabulary and not repeated within its row.
+template <typename Check>
+void forEachEntry(const char *name, std::span<const int32_t> offsets,
+                  std::span<const int32_t> ids, size_t rows, int64_t vocab,
+                  Check check) {
   // Repeats are found with per-row stamps in a vocabulary-sized table.
   thread_local std::vector<uint32_t> stamps;
   thread_local uint32_t generation = 0;
@@ -69,68 +72,55 @@ void validatePenalties(const PenaltyTokens &p, size_t rows, int64_t vocab) {
       std::fill(stamps.begin(), stamps.end(), 0);
       generation = 1;
     }
-    for (auto e = static_cast<size_t>(p.offsets[r]);
-         e < static_cast<size_t>(p.offsets[r + 1]); ++e) {
-      const int32_t id = p.ids[e];
+    for (auto e = static_cast<size_t>(offsets[r]);
+         e < static_cast<size_t>(offsets[r + 1]); ++e) {
+      const int32_t id = ids[e];
       if (id < 0 || id >= vocab)
-        fail("penalties row ", r, " entry ", e, ": token id ", id,
+        fail(name, " row ", r, " entry ", e, ": token id ", id,
              " is outside the vocabulary of ", vocab, " ids");
-      if (p.outputCounts[e] < 0)
-        fail("penalties row ", r, " entry ", e, ": outputCounts is ",
-             p.outputCounts[e], "; counts must be >= 0");
+      check(r, e, id);
       if (stamps[static_cast<size_t>(id)] == generation)
-        fail("penalties row ", r, " lists token id ", id,
+        fail(name, " row ", r, " lists token id ", id,
              " twice; each token may appear once per row");
       stamps[static_cast<size_t>(id)] = generation;
     }
   }
 }
 
+void validatePenalties(const PenaltyTokens &p, size_t rows, int64_t vocab) {
+  if (p.offsets.empty() && p.ids.empty() && p.outputCounts.empty() &&
+      p.inPrompt.empty())
+    return;
+  validateOffsets("penalties", p.offsets, rows, p.ids.size());
+  if (p.outputCounts.size() != p.ids.size())
+    fail("penalties.outputCounts holds ", p.outputCounts.size(),
+         " entries but penalties.ids holds ", p.ids.size());
+  if (p.inPrompt.size() != p.ids.size())
+    fail("penalties.inPrompt holds ", p.inPrompt.size(),
+         " entries but penalties.ids holds ", p.ids.size());
+  forEachEntry("penalties", p.offsets, p.ids, rows, vocab,
+               [&](size_t r, size_t e, int32_t) {
+                 if (p.outputCounts[e] < 0)
+                   fail("penalties row ", r, " entry ", e, ": outputCounts is ",
+                        p.outputCounts[e], "; counts must be >= 0");
+               });
+}
+
 void validateBias(const LogitBias &b, size_t rows, int64_t vocab) {
   if (b.offsets.empty() && b.ids.empty() && b.values.empty())
     return;
-  if (b.offsets.size() != rows + 1)
-    fail("logitBias.offsets holds ", b.offsets.size(),
-         " entries, expected R + 1 = ", rows + 1);
-  if (b.offsets[0] != 0)
-    fail("logitBias.offsets[0] must be 0, got ", b.offsets[0]);
-  for (size_t r = 0; r < rows; ++r)
-    if (b.offsets[r + 1] < b.offsets[r])
-      fail("logitBias.offsets decreases at row ", r, ": ", b.offsets[r],
-           " then ", b.offsets[r + 1]);
-  if (static_cast<size_t>(b.offsets[rows]) != b.ids.size())
-    fail("logitBias.offsets[", rows, "] is ", b.offsets[rows],
-         " but logitBias.ids holds ", b.ids.size(), " entries");
+  validateOffsets("logitBias", b.offsets, rows, b.ids.size());
   if (b.values.size() != b.ids.size())
     fail("logitBias.values holds ", b.values.size(),
          " entries but logitBias.ids holds ", b.ids.size());
-  thread_local std::vector<uint32_t> stamps;
-  thread_local uint32_t generation = 0;
-  if (stamps.size() != static_cast<size_t>(vocab)) {
-    stamps.assign(static_cast<size_t>(vocab), 0);
-    generation = 0;
-  }
-  for (size_t r = 0; r < rows; ++r) {
-    if (++generation == 0) {
-      std::fill(stamps.begin(), stamps.end(), 0);
-      generation = 1;
-    }
-    for (auto e = static_cast<size_t>(b.offsets[r]);
-         e < static_cast<size_t>(b.offsets[r + 1]); ++e) {
-      const int32_t id = b.ids[e];
-      if (id < 0 || id >= vocab)
-        fail("logitBias row ", r, " entry ", e, ": token id ", id,
-             " is outside the vocabulary of ", vocab, " ids");
-      const float v = b.values[e];
-      if (std::isnan(v) || v == INFINITY)
-        fail("logitBias row ", r, " entry ", e, " (token ", id, "): the bias ",
-             "is ", v, "; it must be finite, or -inf to ban the token");
-      if (stamps[static_cast<size_t>(id)] == generation)
-        fail("logitBias row ", r, " lists token id ", id,
-             " twice; each token may appear once per row");
-      stamps[static_cast<size_t>(id)] = generation;
-    }
-  }
+  forEachEntry("logitBias", b.offsets, b.ids, rows, vocab,
+               [&](size_t r, size_t e, int32_t id) {
+                 const float v = b.values[e];
+                 if (std::isnan(v) || v == INFINITY)
+                   fail("logitBias row ", r, " entry ", e, " (token ", id,
+                        "): the bias ", "is ", v,
+                        "; it must be finite, or -inf to ban the token");
+               });
 }
 
 } // namespace

@@ -206,6 +206,15 @@ def stop_strings_and_ids(S, A):
     first = ids.index(ids[2])
     check(out["choices"][0]["finish_reason"] == "stop", out)
     check(out["usage"]["completion_tokens"] == first + 1, out, ids)
+    # Its text is that of the ids before the stop id (built on the HTTP
+    # thread: no stop strings), streamed or not.
+    before = S.ok(COMPLETIONS, greedy(prompt="Hello world", max_tokens=first))
+    want = before["choices"][0]["text"] if first > 0 else ""
+    check(out["choices"][0]["text"] == want, repr(out["choices"][0]["text"]), repr(want))
+    events = S.stream(COMPLETIONS, greedy(prompt="Hello world", max_tokens=12,
+                                          stop_token_ids=[ids[2]], stream=True))
+    streamed = "".join(e["choices"][0]["text"] for e in events if e["choices"])
+    check(streamed == want, repr(streamed), repr(want))
     # min_tokens keeps it going past the stop id.
     out = S.ok(COMPLETIONS, greedy(prompt="Hello world", max_tokens=12, min_tokens=12,
                                    stop_token_ids=[ids[2]]))

@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/common/LengthRange.h"
 #include <cstdint>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,13 +26,8 @@ namespace sol::bench {
 
 enum class Endpoint { Completions, Chat };
 
-/// An inclusive range of lengths; lo == hi for a fixed length.
-struct LengthRange {
-  int32_t lo = 0, hi = 0;
-};
-
-/// "N" or "A:B" (1 <= A <= B) for the flag `flag`; throws sol::Error.
-LengthRange parseLengthRange(const std::string &flag, const std::string &text);
+using sol::LengthRange;
+using sol::parseLengthRange;
 
 /// One request's input.
 struct Prompt {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "runtime/executor/ExecutorFactory.h"
+#include "tools/common/LengthRange.h"
 
 #include <cstdint>
 #include <string>
@@ -16,14 +17,6 @@
 namespace sol {
 
 class PlanFile;
-
-/// An inclusive range of lengths; lo == hi for a fixed length.
-struct LengthRange {
-  int32_t lo = 0, hi = 0;
-};
-
-/// "N" or "A:B" (1 <= A <= B) for the flag `flag`; throws sol::Error.
-LengthRange parseLengthRange(const std::string &flag, const std::string &text);
 
 struct BenchOptions {
   int32_t numPrompts = 256;

@@ -1,0 +1,63 @@
+//===- TensorCore.cuh - cp.async, ldmatrix and mma.sync wrappers ----------===//
+//
+// The PTX the tensor-core kernels share (LinearGemm.cuh, PrefillAttention.cuh):
+// asynchronous 16-byte global->shared copies in commit groups, 8x8 b16
+// matrix loads from shared memory (plain and transposed), and the
+// m16n8k16 bf16 mma with fp32 accumulators. sm_80 and newer.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "Common.cuh"
+
+namespace sol {
+namespace kernels {
+
+__device__ __forceinline__ unsigned sharedAddress(const void *p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte global->shared copy; zero-fills the destination when !valid.
+__device__ __forceinline__ void copyAsync16(unsigned dst, const void *src,
+                                            bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst),
+               "l"(src), "r"(valid ? 16 : 0));
+}
+
+__device__ __forceinline__ void copyAsyncCommit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <int Pending> __device__ __forceinline__ void copyAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+__device__ __forceinline__ void loadMatrixX4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, "
+               "[%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// ldmatrix .trans: each 8x8 matrix arrives transposed (a row-major [k][n]
+// tile in shared memory gives the k-pairs an mma B fragment needs).
+__device__ __forceinline__ void loadMatrixX4Trans(unsigned (&r)[4],
+                                                  unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+               "{%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// d += a . b for one m16n8k16 tile: bf16 inputs, fp32 accumulators.
+__device__ __forceinline__ void mmaBf16(float (&d)[4], const unsigned (&a)[4],
+                                        unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+} // namespace kernels
+} // namespace sol
