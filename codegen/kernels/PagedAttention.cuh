@@ -18,10 +18,22 @@
 // Flash-decoding: gridDim.y = splits > 1 cuts each token's context into
 // `splits` equal ranges, one block each; the blocks write unnormalised partial
 // results to `partials`: T * splits * Hq * (HD + 2) floats, the unnormalised
-// outputs [T, splits, Hq, HD] then (max, sum) pairs [T, splits, Hq, 2]) and
-// paged_attention_combine<Hq, HD> merges them into `out`. With splits == 1 the
-// kernel writes `out` itself and `partials` may be null. Padding tokens
-// (token_seq[t] < 0) get zeros.
+// outputs [T, splits, Hq, HD] then (max, sum) pairs [T, splits, Hq, 2]), and
+// count themselves in `arrivals[t * Hkv + g]` (T * Hkv zeroed counters); the
+// last block of a (token, kv head) to arrive merges the splits into `out` and
+// zeroes its counter again, so no combine launch is needed (the launch and
+// drain of one cost about 5 us per layer of batch-1 decode on an H200).
+// With splits == 1 the kernel writes `out` itself and `partials` and
+// `arrivals` may be null. Padding tokens (token_seq[t] < 0) get zeros.
+//
+// FusedRope: the step's own K/V are not in the cache yet, and q and k are
+// not rotated: each block rotates its group's q rows in registers, and the
+// block of the last split (the only one whose range holds pos) rotates the
+// token's k row and appends k and v to the cache (quantised to fp8 in
+// paged_attention_fp8) before walking its range: the work of rope_kv_write
+// (Rope.cuh's arithmetic, the same bits), without its launch. Only valid
+// when every sequence has one token in the step (decode): a prompt chunk's
+// tokens would read each other's K/V, which other blocks write.
 //
 // paged_attention_fp8 reads an fp8 (E4M3) cache with a float32 scale per
 // (block, slot, kv head) for K and V ([num_blocks, BS, Hkv], written by
@@ -33,14 +45,11 @@
 // and the accumulators never hold more than 128 floats per lane.
 //
 // Launch: grid (T * Hkv, splits), kPagedAttentionThreads threads.
-// Combine: grid T * Hq, HD threads.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "Common.cuh"
-
-#include <cuda_fp8.h>
+#include "Rope.cuh"
 
 namespace sol {
 namespace kernels {
@@ -87,7 +96,8 @@ namespace attention_detail {
 template <int Hq, int HD, int G, int kLpp, int E, int kWarps>
 __device__ __forceinline__ void
 mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
-              float *partials, int t, int g, int split, int splits, int T) {
+              float *partials, unsigned *arrivals, int t, int g, int split,
+              int splits, int T) {
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int sub = lane % kLpp;
@@ -159,6 +169,104 @@ mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
       }
     }
   }
+  if (splits == 1)
+    return;
+
+  // The last split block of (t, g) to arrive merges every split's partials.
+  __shared__ bool lastArrival;
+  __threadfence(); // this block's partials before its arrival
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned *arrival = arrivals + static_cast<long long>(t) * (Hq / G) + g;
+    lastArrival = atomicAdd(arrival, 1u) == static_cast<unsigned>(splits - 1);
+    if (lastArrival)
+      atomicExch(arrival, 0u); // every split has arrived: reset for reuse
+  }
+  __syncthreads();
+  if (!lastArrival)
+    return;
+  __threadfence(); // the other blocks' partials after their arrivals
+  const float *ml = partials + static_cast<long long>(T) * splits * Hq * HD;
+  for (int idx = threadIdx.x; idx < G * HD; idx += blockDim.x) {
+    const int head = g * G + idx / HD;
+    const int d = idx % HD;
+    const long long first = static_cast<long long>(t) * splits * Hq + head;
+    float mAll = negativeInfinity();
+    for (int s = 0; s < splits; ++s)
+      mAll = fmaxf(mAll, __ldcg(ml + 2 * (first + s * Hq)));
+    float lAll = 0.0f;
+    float aAll = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const long long slot = first + s * Hq;
+      const float c = softmaxRescale(__ldcg(ml + 2 * slot), mAll);
+      lAll += __ldcg(ml + 2 * slot + 1) * c;
+      aAll += __ldcg(partials + slot * HD + d) * c;
+    }
+    out[static_cast<long long>(t) * Hq * HD + head * HD + d] =
+        __float2bfloat16_rn(lAll > 0.0f ? aAll / lAll : 0.0f);
+  }
+}
+
+// Loads E (a multiple of 8) bf16 values from p as floats.
+template <int E>
+__device__ __forceinline__ void loadBf16(const bf16 *p, float (&f)[E]) {
+#pragma unroll
+  for (int c = 0; c < E / 8; ++c) {
+    float part[8];
+    unpack8(load16(p + c * 8), part);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      f[c * 8 + j] = part[j];
+  }
+}
+
+// FusedRope's cache append for a bf16 cache, run by one warp: the HD / 8
+// lanes of its first position group rotate token row `row`'s k head g and
+// store it and the v head at `offset` (elements) of the caches.
+template <int Hq, int Hkv, int HD>
+__device__ __forceinline__ void
+appendKvBf16(const bf16 *row, bf16 *k_cache, bf16 *v_cache, long long offset,
+             int g, const float *inv_freq, float pos, float attention_scaling) {
+  constexpr int kLpp = HD / 8;
+  const int lane = threadIdx.x % 32;
+  const int sub = lane % kLpp;
+  float k[8];
+  unpack8(load16(row + (Hq + g) * HD + sub * 8), k);
+  rope_detail::rotateLane<HD, 8>(k, sub, inv_freq, pos, attention_scaling);
+  if (lane < kLpp) {
+    store16(k_cache + offset + sub * 8, pack8(k));
+    store16(v_cache + offset + sub * 8,
+            load16(row + (Hq + Hkv + g) * HD + sub * 8));
+  }
+}
+
+// The same for an fp8 cache: lanes hold E values (HD / E lanes per row), and
+// each row gets its scale (Rope.cuh) at scale index `row` of the caches.
+template <int Hq, int Hkv, int HD, int E>
+__device__ __forceinline__ void
+appendKvFp8(const bf16 *row, unsigned char *k_cache, unsigned char *v_cache,
+            float *k_scales, float *v_scales, long long cacheRow, int g,
+            const float *inv_freq, float pos, float attention_scaling) {
+  constexpr int kLpp = HD / E;
+  const int lane = threadIdx.x % 32;
+  const int sub = lane % kLpp;
+#pragma unroll
+  for (int isV = 0; isV < 2; ++isV) {
+    float x[E];
+    loadBf16<E>(row + (Hq + isV * Hkv + g) * HD + sub * E, x);
+    if (!isV)
+      rope_detail::rotateLane<HD, E>(x, sub, inv_freq, pos, attention_scaling);
+    float amax = 0.0f;
+#pragma unroll
+    for (int j = 0; j < E; ++j)
+      amax = fmaxf(amax, fabsf(x[j]));
+    const float scale = rope_detail::fp8RowScale(groupMax<kLpp>(amax));
+    if (lane < kLpp)
+      rope_detail::storeFp8<E>(
+          (isV ? v_cache : k_cache) + cacheRow * HD + sub * E, x, scale);
+    if (lane == 0)
+      (isV ? v_scales : k_scales)[cacheRow] = scale;
+  }
 }
 
 // Four E4M3 values (one 32-bit word, first value in the low byte) to
@@ -198,13 +306,14 @@ template <int E> __device__ __forceinline__ uint4 loadFp8(const void *p) {
 
 } // namespace attention_detail
 
-template <int Hq, int Hkv, int HD, int BS>
+template <int Hq, int Hkv, int HD, int BS, bool FusedRope>
 __global__ void __launch_bounds__(kPagedAttentionThreads)
-    paged_attention(bf16 *out, const bf16 *qkv, const bf16 *k_cache,
-                    const bf16 *v_cache, const int *positions,
-                    const int *token_seq, const int *block_tables,
-                    int max_blocks, float scale, int sliding_window, int T,
-                    float *partials) {
+    paged_attention(bf16 *out, const bf16 *qkv, bf16 *k_cache, bf16 *v_cache,
+                    const int *positions, const int *token_seq,
+                    const int *block_tables, int max_blocks, float scale,
+                    int sliding_window, int T, float *partials,
+                    unsigned *arrivals, const float *inv_freq,
+                    float attention_scaling) {
   allowDependentLaunch();
   waitForPredecessor();
   using namespace attention_detail;
@@ -226,23 +335,44 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   const int posGroup = warp * Shape::kPosPerWarp + lane / kLpp;
 
   const int seq = token_seq[t];
+  int pos = 0;
   int begin = 0;
   int end = 0;
   if (seq >= 0) {
-    const int pos = positions[t];
+    pos = positions[t];
     const int lo = sliding_window > 0 ? max(0, pos - sliding_window + 1) : 0;
     const int chunk = ceilDiv(pos + 1 - lo, splits);
     begin = min(lo + split * chunk, pos + 1);
     end = min(begin + chunk, pos + 1);
   }
+  const bf16 *tokenRow = qkv + static_cast<long long>(t) * Shape::kRowElems;
+  const int *table =
+      block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
+
+  // seq (so pos) and split are uniform over the block.
+  if constexpr (FusedRope) {
+    if (seq >= 0 && split == splits - 1) {
+      if (warp == 0) {
+        const long long block = table[pos / BS];
+        appendKvBf16<Hq, Hkv, HD>(tokenRow, k_cache, v_cache,
+                                  ((block * BS + pos % BS) * Hkv + g) * HD, g,
+                                  inv_freq, static_cast<float>(pos),
+                                  attention_scaling);
+      }
+      __syncthreads(); // the block reads the appended row below
+    }
+  }
 
   float q[G][8];
-  const bf16 *qRow =
-      qkv + static_cast<long long>(t) * Shape::kRowElems + g * G * HD + sub * 8;
+  const bf16 *qRow = tokenRow + g * G * HD + sub * 8;
   const float qScale = scale * kLog2e; // scores in the log2 domain
 #pragma unroll
   for (int gi = 0; gi < G; ++gi) {
     unpack8(load16(qRow + gi * HD), q[gi]);
+    if constexpr (FusedRope)
+      if (seq >= 0)
+        rope_detail::rotateLane<HD, 8>(
+            q[gi], sub, inv_freq, static_cast<float>(pos), attention_scaling);
 #pragma unroll
     for (int j = 0; j < 8; ++j)
       q[gi][j] *= qScale;
@@ -258,8 +388,6 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       acc[gi][j] = 0.0f;
   }
 
-  const int *table =
-      block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
   // begin/end are uniform over the block, so every lane runs every iteration
   // and the shuffles below always see the full warp.
   for (int base = begin; base < end; base += Shape::kPosPerStep * U) {
@@ -322,19 +450,19 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     }
   }
 
-  mergeAndWrite<Hq, HD, G, kLpp, 8, kWarps>(m, l, acc, out, partials, t, g,
-                                            split, splits, T);
+  mergeAndWrite<Hq, HD, G, kLpp, 8, kWarps>(m, l, acc, out, partials, arrivals,
+                                            t, g, split, splits, T);
 }
 
-template <int Hq, int Hkv, int HD, int BS>
+template <int Hq, int Hkv, int HD, int BS, bool FusedRope>
 __global__ void __launch_bounds__(kPagedAttentionThreads)
-    paged_attention_fp8(bf16 *out, const bf16 *qkv,
-                        const unsigned char *k_cache,
-                        const unsigned char *v_cache, const float *k_scales,
-                        const float *v_scales, const int *positions,
+    paged_attention_fp8(bf16 *out, const bf16 *qkv, unsigned char *k_cache,
+                        unsigned char *v_cache, float *k_scales,
+                        float *v_scales, const int *positions,
                         const int *token_seq, const int *block_tables,
                         int max_blocks, float scale, int sliding_window, int T,
-                        float *partials) {
+                        float *partials, unsigned *arrivals,
+                        const float *inv_freq, float attention_scaling) {
   allowDependentLaunch();
   waitForPredecessor();
   using namespace attention_detail;
@@ -357,30 +485,47 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   const int posGroup = warp * Shape::kPosPerWarp + lane / kLpp;
 
   const int seq = token_seq[t];
+  int pos = 0;
   int begin = 0;
   int end = 0;
   if (seq >= 0) {
-    const int pos = positions[t];
+    pos = positions[t];
     const int lo = sliding_window > 0 ? max(0, pos - sliding_window + 1) : 0;
     const int chunk = ceilDiv(pos + 1 - lo, splits);
     begin = min(lo + split * chunk, pos + 1);
     end = min(begin + chunk, pos + 1);
   }
+  const bf16 *tokenRow = qkv + static_cast<long long>(t) * Shape::kRowElems;
+  const int *table =
+      block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
+
+  // seq (so pos) and split are uniform over the block.
+  if constexpr (FusedRope) {
+    if (seq >= 0 && split == splits - 1) {
+      if (warp == 0) {
+        const long long block = table[pos / BS];
+        appendKvFp8<Hq, Hkv, HD, E>(tokenRow, k_cache, v_cache, k_scales,
+                                    v_scales, (block * BS + pos % BS) * Hkv + g,
+                                    g, inv_freq, static_cast<float>(pos),
+                                    attention_scaling);
+      }
+      __syncthreads(); // the block reads the appended row below
+    }
+  }
 
   float q[G][E];
-  const bf16 *qRow =
-      qkv + static_cast<long long>(t) * Shape::kRowElems + g * G * HD + sub * E;
+  const bf16 *qRow = tokenRow + g * G * HD + sub * E;
   const float qScale = scale * kLog2e; // scores in the log2 domain
 #pragma unroll
   for (int gi = 0; gi < G; ++gi) {
+    loadBf16<E>(qRow + gi * HD, q[gi]);
+    if constexpr (FusedRope)
+      if (seq >= 0)
+        rope_detail::rotateLane<HD, E>(
+            q[gi], sub, inv_freq, static_cast<float>(pos), attention_scaling);
 #pragma unroll
-    for (int c = 0; c < E / 8; ++c) {
-      float part[8];
-      unpack8(load16(qRow + gi * HD + c * 8), part);
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        q[gi][c * 8 + j] = part[j] * qScale;
-    }
+    for (int j = 0; j < E; ++j)
+      q[gi][j] *= qScale;
   }
 
   float m[G], l[G], acc[G][E];
@@ -393,8 +538,6 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       acc[gi][j] = 0.0f;
   }
 
-  const int *table =
-      block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
   // begin/end are uniform over the block, so every lane runs every iteration
   // and the shuffles below always see the full warp.
   for (int base = begin; base < end; base += Shape::kPosPerStep * U) {
@@ -470,37 +613,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     }
   }
 
-  mergeAndWrite<Hq, HD, G, kLpp, E, kWarps>(m, l, acc, out, partials, t, g,
-                                            split, splits, T);
-}
-
-template <int Hq, int HD>
-__global__ void __launch_bounds__(HD)
-    paged_attention_combine(bf16 *out, const float *partials, int splits,
-                            int T) {
-  allowDependentLaunch();
-  waitForPredecessor();
-  using namespace attention_detail;
-  const int t = blockIdx.x / Hq;
-  const int head = blockIdx.x % Hq;
-  const int d = threadIdx.x;
-  if (t >= T)
-    return;
-  const float *ml = partials + static_cast<long long>(T) * splits * Hq * HD;
-  const long long first = static_cast<long long>(t) * splits * Hq + head;
-  float mAll = negativeInfinity();
-  for (int s = 0; s < splits; ++s)
-    mAll = fmaxf(mAll, ml[2 * (first + s * Hq)]);
-  float lAll = 0.0f;
-  float aAll = 0.0f;
-  for (int s = 0; s < splits; ++s) {
-    const long long slot = first + s * Hq;
-    const float c = softmaxRescale(ml[2 * slot], mAll);
-    lAll += ml[2 * slot + 1] * c;
-    aAll += partials[slot * HD + d] * c;
-  }
-  out[static_cast<long long>(t) * Hq * HD + head * HD + d] =
-      __float2bfloat16_rn(lAll > 0.0f ? aAll / lAll : 0.0f);
+  mergeAndWrite<Hq, HD, G, kLpp, E, kWarps>(m, l, acc, out, partials, arrivals,
+                                            t, g, split, splits, T);
 }
 
 } // namespace kernels

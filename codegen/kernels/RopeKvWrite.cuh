@@ -2,10 +2,8 @@
 //
 // qkv is the fused projection [T, (Hq + 2 * Hkv) * HD]: q heads, k heads, then
 // v heads. For each token t with pos = positions[t] this kernel
-//  - rotates q and k in place with Hugging Face's rotate-half RoPE: angles
-//    pos * inv_freq[i] in fp32, cos/sin times attention_scaling rounded to
-//    bf16, then x * cos + rotate_half(x) * sin with bf16 rounding after each
-//    op, as PyTorch does on bf16 tensors;
+//  - rotates q and k in place with Hugging Face's rotate-half RoPE (the
+//    arithmetic of Rope.cuh);
 //  - writes the rotated k and the v of every kv head into the paged cache
 //    ([num_blocks, BS, Hkv, HD]) at block block_tables[seq][pos / BS], slot
 //    pos % BS, where seq = token_seq[t].
@@ -13,56 +11,25 @@
 // batch) and are left untouched.
 //
 // rope_kv_write_fp8 does the same for an fp8 (E4M3) cache with dynamic
-// per-row scales: once q and k are rotated, each kv head's rotated k row and
-// its v row (head_dim bf16 values) get scale = amax(|row|) / 448 (1 when
-// amax is 0), stored in k_scales / v_scales [num_blocks, BS, Hkv] at the
-// row's (block, slot, head), and the row is stored as e4m3(x / scale),
-// rounded to nearest even and saturated to +-448 (NaN stays NaN). The
-// reference executor (runtime/reference/Fp8.h) applies the same rule.
+// per-row scales (Rope.cuh): once q and k are rotated, each kv head's rotated
+// k row and its v row (head_dim bf16 values) get their scale, stored in
+// k_scales / v_scales [num_blocks, BS, Hkv] at the row's (block, slot,
+// head), and the row is stored as e4m3(x / scale).
+//
+// Decode-only steps (one token per sequence) skip this kernel when the plan
+// has paged_attention with the rope fused into its prologue.
 //
 // Launch: T blocks of kRopeThreads threads.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "Common.cuh"
-
-#include <cuda_fp8.h>
+#include "Rope.cuh"
 
 namespace sol {
 namespace kernels {
 
 constexpr int kRopeThreads = 128;
-
-namespace rope_detail {
-
-// Rotates chunk c (8 pairs) of head `head` of `row` in place; r1, r2 get the
-// rotated first- and second-half values.
-template <int HD>
-__device__ __forceinline__ void
-rotateChunk(bf16 *row, int head, int c, const float *inv_freq, float angleScale,
-            float attention_scaling, uint4 &r1, uint4 &r2) {
-  constexpr int kHalf = HD / 2;
-  bf16 *p = row + head * HD + c * 8;
-  float x1[8], x2[8], o1[8], o2[8];
-  unpack8(load16(p), x1);
-  unpack8(load16(p + kHalf), x2);
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    float s, co;
-    sincosf(angleScale * inv_freq[c * 8 + j], &s, &co);
-    co = roundToBf16(co * attention_scaling);
-    s = roundToBf16(s * attention_scaling);
-    o1[j] = roundToBf16(x1[j] * co) + roundToBf16(-x2[j] * s);
-    o2[j] = roundToBf16(x2[j] * co) + roundToBf16(x1[j] * s);
-  }
-  r1 = pack8(o1);
-  r2 = pack8(o2);
-  store16(p, r1);
-  store16(p + kHalf, r2);
-}
-
-} // namespace rope_detail
 
 template <int Hq, int Hkv, int HD, int BS>
 __global__ void __launch_bounds__(kRopeThreads)
@@ -115,9 +82,6 @@ __global__ void __launch_bounds__(kRopeThreads)
     }
   }
 }
-
-// fp8 E4M3's largest finite value: a row's scale maps its amax onto it.
-constexpr float kFp8E4M3Max = 448.0f;
 
 template <int Hq, int Hkv, int HD, int BS>
 __global__ void __launch_bounds__(kRopeThreads)
@@ -173,27 +137,11 @@ __global__ void __launch_bounds__(kRopeThreads)
         amax = fmaxf(amax, fabsf(x[j]));
     }
     amax = groupMax<32>(amax);
-    float scale = amax / kFp8E4M3Max;
-    if (scale == 0.0f)
-      scale = 1.0f;
-    if (lane < kLanesPerRow) {
-      unsigned packed[2];
-#pragma unroll
-      for (int w = 0; w < 2; ++w) {
-        unsigned word = 0;
-#pragma unroll
-        for (int j = 0; j < 4; j += 2) {
-          const __nv_fp8x2_storage_t pair = __nv_cvt_float2_to_fp8x2(
-              make_float2(x[4 * w + j] / scale, x[4 * w + j + 1] / scale),
-              __NV_SATFINITE, __NV_E4M3);
-          word |= static_cast<unsigned>(pair) << (8 * j);
-        }
-        packed[w] = word;
-      }
-      unsigned char *dst =
-          (isV ? v_cache : k_cache) + (slotBase + head) * HD + lane * 8;
-      *reinterpret_cast<uint2 *>(dst) = make_uint2(packed[0], packed[1]);
-    }
+    const float scale = rope_detail::fp8RowScale(amax);
+    if (lane < kLanesPerRow)
+      rope_detail::storeFp8<8>((isV ? v_cache : k_cache) +
+                                   (slotBase + head) * HD + lane * 8,
+                               x, scale);
     if (lane == 0)
       (isV ? v_scales : k_scales)[slotBase + head] = scale;
   }

@@ -254,6 +254,36 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     }
   attentionWorkspace_ =
       DeviceBuffer(std::max<std::size_t>(workspaceFloats_ * 4, kAlign));
+  std::size_t arrivals = 1;
+  std::vector<int> ropeOfLayer;
+  for (const OpDesc &d : ops_) {
+    if (d.kind == fb::OpKind::Attention)
+      arrivals = std::max(
+          arrivals,
+          PagedAttentionSpec{0, static_cast<int>(d.ints[2])}.arrivalCount(
+              maxTokens_));
+    if (d.kind == fb::OpKind::RopeKvWrite) { // ints: layer, ..., rope
+      const auto layer = static_cast<std::size_t>(d.ints[0]);
+      ropeOfLayer.resize(std::max(ropeOfLayer.size(), layer + 1), -1);
+      ropeOfLayer[layer] = static_cast<int>(d.ints[4]);
+    }
+  }
+  attentionArrivals_ = DeviceBuffer(alignUp(arrivals * sizeof(unsigned)));
+  attentionArrivals_.fillBytes(0, stream_);
+  fusedRope_ = true;
+  if (const char *v = std::getenv("SOL_DISABLE_FUSED_ROPE"))
+    fusedRope_ = std::string(v).empty() || std::string(v) == "0";
+  attentionRope_.assign(ops_.size(), -1);
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    const OpDesc &d = ops_[i];
+    if (d.kind != fb::OpKind::Attention)
+      continue;
+    const auto layer = static_cast<std::size_t>(d.ints[0]);
+    attentionRope_[i] = layer < ropeOfLayer.size() ? ropeOfLayer[layer] : -1;
+    const std::vector<KernelLaunch> fused = selectKernels(d, 1, 0, true);
+    fusedRope_ = fusedRope_ && attentionRope_[i] >= 0 &&
+                 kernels_.count(fused.at(0).instance.nameExpression);
+  }
   // Split-K partial sums; zero between uses (the finalize kernels reset it).
   std::size_t splitFloats = 0;
   for (const OpDesc &d : ops_)
@@ -443,7 +473,8 @@ CUdeviceptr CudaExecutor::weight(int index) const {
 const Kernel &CudaExecutor::kernel(const KernelInstance &instance) {
   auto it = kernels_.find(instance.nameExpression);
   if (it == kernels_.end())
-    fail("the plan lacks kernel ", instance.nameExpression);
+    fail("the plan lacks kernel ", instance.nameExpression,
+         "; compile the model again with this version's solc");
   return it->second;
 }
 
@@ -705,7 +736,8 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     const OpDesc &d = ops_[i];
     const fb::Op *op = plan.ops()->Get(static_cast<unsigned>(i));
     const int rows = opRows(d, shape.tokens, shape.outputs);
-    std::vector<KernelLaunch> launches = selectKernels(d, rows, maxContext);
+    std::vector<KernelLaunch> launches =
+        selectKernels(d, rows, maxContext, shape.fusedRope);
     if (launches.empty())
       continue;
     for (KernelLaunch &launch : launches)
@@ -818,20 +850,27 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                   blockTables, shape.maxBlocks, f0, window, tiles);
         break;
       }
-      const bool split = launches.size() > 1;
+      const bool split = l.dims.grid.y > 1;
       CUdeviceptr partials = split ? attentionWorkspace_.address() : null;
+      CUdeviceptr arrivals = split ? attentionArrivals_.address() : null;
+      // The fused variant rotates q and k and appends k and v itself.
+      CUdeviceptr invFreq = null;
+      float scaling = 1.0f;
+      if (shape.fusedRope) {
+        const auto rope = static_cast<std::size_t>(attentionRope_.at(i));
+        invFreq = ropes_.address() + ropeOffsets_.at(rope);
+        scaling =
+            plan.rope()->Get(static_cast<unsigned>(rope))->attention_scaling();
+      }
       if (kvFp8()) {
         CUdeviceptr ks = vc + kvArrayBytes_, vs = ks + kvScaleBytes_;
         k.launch(l.dims, stream_, out, qkv, kc, vc, ks, vs, positions, tokenSeq,
-                 blockTables, shape.maxBlocks, f0, window, rows, partials);
+                 blockTables, shape.maxBlocks, f0, window, rows, partials,
+                 arrivals, invFreq, scaling);
       } else {
         k.launch(l.dims, stream_, out, qkv, kc, vc, positions, tokenSeq,
-                 blockTables, shape.maxBlocks, f0, window, rows, partials);
-      }
-      if (split) {
-        const KernelLaunch &c = launches[1];
-        int splits = static_cast<int>(l.dims.grid.y);
-        kernel(c.instance).launch(c.dims, stream_, out, partials, splits, rows);
+                 blockTables, shape.maxBlocks, f0, window, rows, partials,
+                 arrivals, invFreq, scaling);
       }
       break;
     }
@@ -870,6 +909,19 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
   }
 }
 
+bool CudaExecutor::oneTokenPerSequence(const StepBatch &batch) {
+  // Sequence slots are < numSeqs; padding tokens have token_seq < 0.
+  std::vector<bool> seen(static_cast<std::size_t>(batch.numSeqs), false);
+  for (int32_t seq : batch.tokenSeq) {
+    if (seq < 0)
+      continue;
+    if (seq >= batch.numSeqs || seen[static_cast<std::size_t>(seq)])
+      return false;
+    seen[static_cast<std::size_t>(seq)] = true;
+  }
+  return true;
+}
+
 void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
   validate(in, out);
   context_.makeCurrent();
@@ -893,6 +945,8 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
   // Long prompt chunks: the tensor-core attention (never in a graph).
   if (shape.tokens > kMaxGraphTokens)
     shape.prefillTiles = stagePrefillTiles(b);
+  shape.fusedRope =
+      fusedRope_ && shape.prefillTiles == 0 && oneTokenPerSequence(b);
 
   // Stage the inputs in their device layout and send them in one copy.
   auto *host = static_cast<std::byte *>(staging_.data());

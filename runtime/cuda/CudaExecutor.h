@@ -52,12 +52,16 @@ private:
     /// Tiles of prefill_attention (PrefillAttention.h) staged for this step;
     /// 0: attention runs paged_attention.
     int prefillTiles = 0;
-    std::tuple<int, int, int, int, bool, bool, bool, int, int> key() const {
-      return {tokens,   outputs,  maxBlocks, numSeqs,     argmax,
-              sampling, logprobs, numTop,    prefillTiles};
+    /// Every sequence has one token: attention does rope_kv_write's work.
+    bool fusedRope = false;
+    std::tuple<int, int, int, int, bool, bool, bool, int, int, bool>
+    key() const {
+      return {tokens,   outputs,  maxBlocks, numSeqs,      argmax,
+              sampling, logprobs, numTop,    prefillTiles, fusedRope};
     }
   };
-  using ShapeKey = std::tuple<int, int, int, int, bool, bool, bool, int, int>;
+  using ShapeKey =
+      std::tuple<int, int, int, int, bool, bool, bool, int, int, bool>;
   void validate(const StepBatch &batch, const StepOutput &out) const;
   void launchOps(const StepShape &shape);
   /// Launches ops [begin, end), then the argmax when `end` is the last op.
@@ -129,6 +133,19 @@ private:
   bool kvFp8() const { return kvDtype_ == fb::DType::F8E4M3; }
   DeviceBuffer attentionWorkspace_;
   std::size_t workspaceFloats_ = 0;
+  /// Arrival counters of split attention (zeroed once; the kernels reset
+  /// them).
+  DeviceBuffer attentionArrivals_;
+  /// Per op: for Attention ops, the rope table of the layer's RopeKvWrite
+  /// (-1 for other ops).
+  std::vector<int> attentionRope_;
+  /// Decode steps (one token per sequence) run paged_attention with the
+  /// rope and the KV append fused into it, skipping rope_kv_write: every
+  /// attention op has its rope and the fused instance is in the plan (off
+  /// with SOL_DISABLE_FUSED_ROPE=1, for measuring what it gains).
+  bool fusedRope_ = false;
+  /// Whether the step's real tokens all belong to different sequences.
+  static bool oneTokenPerSequence(const StepBatch &batch);
   DeviceBuffer argmaxOut_;
   PinnedBuffer argmaxHost_;
   DeviceBuffer argmaxWorkspace_; // split argmax partials and counters

@@ -103,7 +103,7 @@ int gemmRowBucket(int rows) {
 }
 
 std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
-                                        int maxContext) {
+                                        int maxContext, bool fusedRope) {
   if (rows <= 0)
     return {};
   switch (op.kind) {
@@ -133,18 +133,17 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
     return launches;
   }
   case fb::OpKind::RopeKvWrite: {
+    if (fusedRope)
+      return {}; // done in the attention's prologue
     RopeKvWriteSpec spec{toInt(op.ints.at(1)), toInt(op.ints.at(2)),
                          toInt(op.ints.at(3)), op.blockSize, kvFp8(op)};
     return {{spec.instance(), spec.dims(rows)}};
   }
   case fb::OpKind::Attention: {
     PagedAttentionSpec spec = attentionSpec(op);
+    spec.fusedRope = fusedRope;
     int splits = spec.chooseSplits(rows, maxContext, kPlannedMultiprocessors);
-    std::vector<KernelLaunch> launches = {
-        {spec.instance(), spec.dims(rows, splits)}};
-    if (splits > 1)
-      launches.push_back({spec.combineInstance(), spec.combineDims(rows)});
-    return launches;
+    return {{spec.instance(), spec.dims(rows, splits)}};
   }
   case fb::OpKind::Swiglu: {
     SwigluSpec spec{toInt(op.bufferWidths.at(0))};
@@ -209,8 +208,10 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
   if (op.kind == fb::OpKind::Attention) {
     PagedAttentionSpec spec = attentionSpec(op);
     out.push_back(spec.instance());
-    if (spec.chooseSplits(1, maxContext, kPlannedMultiprocessors) > 1)
-      out.push_back(spec.combineInstance());
+    // Decode steps: the variant with rope_kv_write's work in its prologue.
+    spec.fusedRope = true;
+    if (spec.fusedRopeSupported())
+      out.push_back(spec.instance());
     // Steps with a prompt chunk of a full tile run the tensor-core kernel.
     const PrefillAttentionSpec prefill = prefillAttentionSpec(op);
     // It reads a bf16 cache only: fp8 plans keep paged_attention_fp8, and

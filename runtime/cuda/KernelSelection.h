@@ -48,16 +48,18 @@ int opRows(const OpDesc &op, int tokens, int outputs);
 /// power of two, at least 16.
 int gemmRowBucket(int rows);
 
-/// The launches of `op` for `rows` rows (see opRows) in a step whose longest
-/// context is `maxContext` positions (attention only): one launch, or two
-/// for split attention (attention, then combine). Empty for rows == 0.
 /// Floats of zeroed fp32 workspace the split-K GEMMs of a Linear or
 /// NormLinear op need for steps of up to `maxTokens` rows (0 if it never
 /// splits).
 std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens);
 
+/// The launches of `op` for `rows` rows (see opRows) in a step whose longest
+/// context is `maxContext` positions (attention only). Empty for rows == 0.
+/// `fusedRope` (steps with one token per sequence, when the plan has the
+/// fused attention): RopeKvWrite has no launch and Attention runs the
+/// paged_attention variant that does its work.
 std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
-                                        int maxContext);
+                                        int maxContext, bool fusedRope = false);
 
 /// Every instance `op` may need in steps of up to `maxTokens` tokens and
 /// contexts of up to `maxContext` positions, without duplicates.

@@ -333,13 +333,19 @@ KernelInstance PagedAttentionSpec::instance() const {
   requireKvBlockSize(blockSize, "paged_attention");
   if (fp8)
     requireFp8HeadDim(headDim, "paged_attention_fp8");
+  if (fusedRope && !fusedRopeSupported())
+    fail("paged_attention: no fused-rope variant for head_dim ", headDim,
+         fp8 ? " with an fp8 cache" : "");
   return {"PagedAttention.cuh",
           cat(kNamespace, fp8 ? "paged_attention_fp8<" : "paged_attention<",
-              qHeads, ", ", kvHeads, ", ", headDim, ", ", blockSize, ">")};
+              qHeads, ", ", kvHeads, ", ", headDim, ", ", blockSize, ", ",
+              fusedRope ? "true" : "false", ">")};
 }
-KernelInstance PagedAttentionSpec::combineInstance() const {
-  return {"PagedAttention.cuh", cat(kNamespace, "paged_attention_combine<",
-                                    qHeads, ", ", headDim, ">")};
+bool PagedAttentionSpec::fusedRopeSupported() const {
+  // Lanes hold 8 values (bf16), or 16 (fp8 with groups of at most 4, as
+  // PagedAttentionFp8Shape picks); both halves of a head need >= 1 lane.
+  const int perLane = fp8 && kvHeads > 0 && qHeads / kvHeads <= 4 ? 16 : 8;
+  return headDim >= 2 * perLane && headDim % (2 * perLane) == 0;
 }
 LaunchDims PagedAttentionSpec::dims(int tokens, int splits) const {
   requirePositive(splits, "splits", "paged_attention");
@@ -349,14 +355,11 @@ LaunchDims PagedAttentionSpec::dims(int tokens, int splits) const {
   dims.block.x = 128;
   return dims;
 }
-LaunchDims PagedAttentionSpec::combineDims(int tokens) const {
-  LaunchDims dims;
-  dims.grid.x = static_cast<unsigned>(std::max(tokens, 1) * qHeads);
-  dims.block.x = static_cast<unsigned>(headDim);
-  return dims;
-}
 std::size_t PagedAttentionSpec::workspaceFloats(int tokens, int splits) const {
   return static_cast<std::size_t>(tokens) * splits * qHeads * (headDim + 2);
+}
+std::size_t PagedAttentionSpec::arrivalCount(int tokens) const {
+  return static_cast<std::size_t>(std::max(tokens, 1)) * kvHeads;
 }
 int PagedAttentionSpec::chooseSplits(int tokens, int maxContext,
                                      int multiprocessors) const {

@@ -184,27 +184,34 @@ struct RopeKvWriteSpec {
   LaunchDims dims(int tokens) const;
 };
 
-/// paged_attention<Hq, Hkv, HD, BS>(out, qkv, k_cache, v_cache, positions,
-/// token_seq, block_tables, max_blocks, scale, sliding_window, T, partials)
-/// and, when splits > 1, paged_attention_combine<Hq, HD>(out, partials,
-/// splits, T) right after it. With fp8, paged_attention_fp8<Hq, Hkv, HD,
-/// BS>(out, qkv, k_cache, v_cache, k_scales, v_scales, positions, ...).
+/// paged_attention<Hq, Hkv, HD, BS, FusedRope>(out, qkv, k_cache, v_cache,
+/// positions, token_seq, block_tables, max_blocks, scale, sliding_window, T,
+/// partials, arrivals, inv_freq, attention_scaling); with fp8,
+/// paged_attention_fp8<...>(out, qkv, k_cache, v_cache, k_scales, v_scales,
+/// positions, ...). Splits > 1 merge in the kernel (the last block of each
+/// token and kv head), counting arrivals in `arrivals`. `fusedRope`: the
+/// variant that does rope_kv_write's work in its prologue, for steps whose
+/// sequences each have one token.
 struct PagedAttentionSpec {
   int qHeads = 0;
   int kvHeads = 0;
   int headDim = 0;
   int blockSize = 16;
   bool fp8 = false;
+  bool fusedRope = false;
   /// The most splits chooseSplits picks.
   static constexpr int kMaxSplits = 64;
   KernelInstance instance() const;
-  KernelInstance combineInstance() const;
   LaunchDims dims(int tokens, int splits) const;
-  LaunchDims combineDims(int tokens) const;
   /// Floats of `partials` a launch with `splits` > 1 needs.
   std::size_t workspaceFloats(int tokens, int splits) const;
+  /// Arrival counters (unsigned, zeroed once) a launch of `tokens` needs.
+  std::size_t arrivalCount(int tokens) const;
+  /// Whether the fused-rope variant exists for this shape: each half of a
+  /// head must span whole lanes of the kernel's layout.
+  bool fusedRopeSupported() const;
   /// Context splits (flash-decoding) for a step whose longest context is
-  /// `maxContext`; 1 means no split and no combine launch.
+  /// `maxContext`; 1 means no split.
   int chooseSplits(int tokens, int maxContext, int multiprocessors = 132) const;
 };
 

@@ -23,6 +23,7 @@ std::vector<CheckFamily> linearChecks();
 std::vector<CheckFamily> fusedLinearChecks();
 std::vector<CheckFamily> attentionChecks();
 std::vector<CheckFamily> kvFp8Checks();
+std::vector<CheckFamily> fusedRopeChecks();
 std::vector<CheckFamily> prefillAttentionChecks();
 std::vector<CheckFamily> runtimeChecks();
 std::vector<CheckFamily> samplingChecks();

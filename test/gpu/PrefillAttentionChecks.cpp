@@ -141,12 +141,13 @@ void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
   DeviceBuffer dPagedOut =
       c.poisoned(static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2);
   std::function<void(int)> pagedLaunch = [&](int) {
-    pagedKernel.launch(paged.dims(batch.tokens, 1), c.stream,
-                       dPagedOut.as<Bf16>(), dQkv.as<const Bf16>(),
-                       dK.as<const Bf16>(), dV.as<const Bf16>(),
-                       dPos.as<const int>(), dSeq.as<const int>(),
-                       dTables.as<const int>(), batch.maxBlocks, scale,
-                       pc.window, batch.tokens, static_cast<float *>(nullptr));
+    pagedKernel.launch(
+        paged.dims(batch.tokens, 1), c.stream, dPagedOut.as<Bf16>(),
+        dQkv.as<const Bf16>(), dK.as<Bf16>(), dV.as<Bf16>(),
+        dPos.as<const int>(), dSeq.as<const int>(), dTables.as<const int>(),
+        batch.maxBlocks, scale, pc.window, batch.tokens,
+        static_cast<float *>(nullptr), static_cast<unsigned *>(nullptr),
+        static_cast<const float *>(nullptr), 1.0f);
   };
   pagedLaunch(0);
   CheckRecord pr = makeRecord(c, "prefill_attention",

@@ -28,7 +28,9 @@ def build_plan(solc, work, shared):
     tokenizer and chat template, compiled for the CPU reference executor."""
     work = Path(work)
     plan = work / "qwen.plan"
-    if plan.exists():
+    # Reuse the plan of an earlier run unless solc is newer (a rebuilt solc
+    # may write another plan format).
+    if plan.exists() and plan.stat().st_mtime >= Path(solc).stat().st_mtime:
         return plan
     model = work / "qwen"
     subprocess.run([sys.executable, str(SOURCE / "test/e2e/make-random-model.py"),

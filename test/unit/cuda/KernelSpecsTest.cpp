@@ -31,17 +31,19 @@ TEST(KernelSpecs, NameExpressions) {
             "sol::kernels::rope_kv_write<32, 8, 64, 16>");
   const PagedAttentionSpec attention{28, 4, 128};
   EXPECT_EQ(attention.instance().nameExpression,
-            "sol::kernels::paged_attention<28, 4, 128, 16>");
-  EXPECT_EQ(attention.combineInstance().nameExpression,
-            "sol::kernels::paged_attention_combine<28, 128>");
+            "sol::kernels::paged_attention<28, 4, 128, 16, false>");
+  EXPECT_EQ((PagedAttentionSpec{28, 4, 128, 16, false, true}
+                 .instance()
+                 .nameExpression),
+            "sol::kernels::paged_attention<28, 4, 128, 16, true>");
   // The KV layout's block size and dtype are part of the names.
   EXPECT_EQ((RopeKvWriteSpec{32, 8, 64, 32, true}.instance().nameExpression),
             "sol::kernels::rope_kv_write_fp8<32, 8, 64, 32>");
   EXPECT_EQ(
       (PagedAttentionSpec{28, 4, 128, 32, true}.instance().nameExpression),
-      "sol::kernels::paged_attention_fp8<28, 4, 128, 32>");
+      "sol::kernels::paged_attention_fp8<28, 4, 128, 32, false>");
   EXPECT_EQ((PagedAttentionSpec{28, 4, 128, 64}.instance().nameExpression),
-            "sol::kernels::paged_attention<28, 4, 128, 64>");
+            "sol::kernels::paged_attention<28, 4, 128, 64, false>");
 }
 
 TEST(KernelSpecs, KvLayoutLimits) {
@@ -56,6 +58,20 @@ TEST(KernelSpecs, KvLayoutLimits) {
   EXPECT_THROW((PagedAttentionSpec{32, 8, 8, 16, true}.instance()), sol::Error);
   EXPECT_THROW((RopeKvWriteSpec{32, 8, 96, 16, true}.instance()), sol::Error);
   EXPECT_NO_THROW((PagedAttentionSpec{32, 8, 64, 16, true}.instance()));
+  // The fused rope needs both halves of a head on whole lanes: 8 values per
+  // lane for bf16, 16 for fp8 with groups of at most 4 (else 8).
+  EXPECT_TRUE(
+      (PagedAttentionSpec{32, 8, 16, 16, false, true}.fusedRopeSupported()));
+  EXPECT_FALSE(
+      (PagedAttentionSpec{32, 8, 8, 16, false, true}.fusedRopeSupported()));
+  EXPECT_FALSE(
+      (PagedAttentionSpec{32, 8, 16, 16, true, true}.fusedRopeSupported()));
+  EXPECT_TRUE(
+      (PagedAttentionSpec{32, 8, 32, 16, true, true}.fusedRopeSupported()));
+  EXPECT_TRUE(
+      (PagedAttentionSpec{64, 8, 16, 16, true, true}.fusedRopeSupported()));
+  EXPECT_THROW((PagedAttentionSpec{32, 8, 16, 16, true, true}.instance()),
+               sol::Error);
 }
 
 TEST(KernelSpecs, RmsNormGeometry) {
@@ -349,8 +365,7 @@ TEST(KernelSpecs, AttentionSplitsAndWorkspace) {
   EXPECT_EQ(spec.dims(3, 5).grid.x, 24u);
   EXPECT_EQ(spec.dims(3, 5).grid.y, 5u);
   EXPECT_EQ(spec.chooseSplits(1, 1 << 20), PagedAttentionSpec::kMaxSplits);
-  EXPECT_EQ(spec.combineDims(3).grid.x, 96u);
-  EXPECT_EQ(spec.combineDims(3).block.x, 128u);
+  EXPECT_EQ(spec.arrivalCount(3), 24u); // one counter per (token, kv head)
   // Partial outputs [T, splits, Hq, HD] then (max, sum) [T, splits, Hq, 2].
   EXPECT_EQ(spec.workspaceFloats(2, 4), 2u * 4 * 32 * 130);
   EXPECT_THROW((PagedAttentionSpec{32, 8, 96}.instance()), sol::Error);

@@ -87,19 +87,23 @@ std::vector<cuda::KernelInstance> modelKernelInstances() {
     add(SwigluSpec{m.intermediate}.instance());
     add(GatherRowsSpec{m.hidden}.instance());
     add(RopeKvWriteSpec{m.qHeads, m.kvHeads, m.headDim}.instance());
-    const PagedAttentionSpec attention{m.qHeads, m.kvHeads, m.headDim};
-    add(attention.instance());
-    add(attention.combineInstance());
-    // Other KV-cache layouts sol-plan-kv-cache may choose: bf16 in blocks
-    // of 32, fp8 (E4M3, per-token scales) in blocks of 16 and 32.
+    // Each attention also in its fused-rope variant (decode steps).
+    for (bool fused : {false, true}) {
+      add(PagedAttentionSpec{m.qHeads, m.kvHeads, m.headDim, 16, false, fused}
+              .instance());
+      // Other KV-cache layouts sol-plan-kv-cache may choose: bf16 in
+      // blocks of 32, fp8 (E4M3, per-token scales) in blocks of 16 and 32.
+      add(PagedAttentionSpec{m.qHeads, m.kvHeads, m.headDim, 32, false, fused}
+              .instance());
+      for (int blockSize : {16, 32})
+        add(PagedAttentionSpec{m.qHeads, m.kvHeads, m.headDim, blockSize, true,
+                               fused}
+                .instance());
+    }
     add(RopeKvWriteSpec{m.qHeads, m.kvHeads, m.headDim, 32}.instance());
-    add(PagedAttentionSpec{m.qHeads, m.kvHeads, m.headDim, 32}.instance());
-    for (int blockSize : {16, 32}) {
+    for (int blockSize : {16, 32})
       add(RopeKvWriteSpec{m.qHeads, m.kvHeads, m.headDim, blockSize, true}
               .instance());
-      add(PagedAttentionSpec{m.qHeads, m.kvHeads, m.headDim, blockSize, true}
-              .instance());
-    }
   }
   add(ArgmaxSpec{}.instance());
   add(SamplingSpec{}.instance());

@@ -1,0 +1,127 @@
+//===- Rope.cuh - Rotary embedding and fp8 KV rows, shared by kernels -----===//
+//
+// The arithmetic of writing one token's K/V into the cache, in one place so
+// that rope_kv_write (RopeKvWrite.cuh) and the decode attention with the
+// rope fused into its prologue (PagedAttention.cuh) produce the same bits:
+//  - Hugging Face's rotate-half RoPE on bf16 values: angles pos * inv_freq[i]
+//    in fp32, cos/sin times attention_scaling rounded to bf16, then
+//    x * cos + rotate_half(x) * sin with bf16 rounding after each op, as
+//    PyTorch does on bf16 tensors;
+//  - fp8 E4M3 rows with a dynamic scale, amax(|row|) / 448 (1 when amax is
+//    0), each value stored as e4m3(x / scale), rounded to nearest even and
+//    saturated to +-448 (NaN stays NaN). The reference executor
+//    (runtime/reference/Fp8.h) applies the same rule.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "Common.cuh"
+
+#include <cuda_fp8.h>
+
+namespace sol {
+namespace kernels {
+
+// fp8 E4M3's largest finite value: a row's scale maps its amax onto it.
+constexpr float kFp8E4M3Max = 448.0f;
+
+namespace rope_detail {
+
+// cos and sin of pos * inv_freq, times attention_scaling, rounded to bf16.
+__device__ __forceinline__ void ropeAngle(float pos, float invFreq,
+                                          float attentionScaling, float &co,
+                                          float &s) {
+  sincosf(pos * invFreq, &s, &co);
+  co = roundToBf16(co * attentionScaling);
+  s = roundToBf16(s * attentionScaling);
+}
+
+// Rotates chunk c (8 pairs) of head `head` of `row` in place; r1, r2 get the
+// rotated first- and second-half values.
+template <int HD>
+__device__ __forceinline__ void
+rotateChunk(bf16 *row, int head, int c, const float *inv_freq, float pos,
+            float attention_scaling, uint4 &r1, uint4 &r2) {
+  constexpr int kHalf = HD / 2;
+  bf16 *p = row + head * HD + c * 8;
+  float x1[8], x2[8], o1[8], o2[8];
+  unpack8(load16(p), x1);
+  unpack8(load16(p + kHalf), x2);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    float co, s;
+    ropeAngle(pos, inv_freq[c * 8 + j], attention_scaling, co, s);
+    o1[j] = roundToBf16(x1[j] * co) + roundToBf16(-x2[j] * s);
+    o2[j] = roundToBf16(x2[j] * co) + roundToBf16(x1[j] * s);
+  }
+  r1 = pack8(o1);
+  r2 = pack8(o2);
+  store16(p, r1);
+  store16(p + kHalf, r2);
+}
+
+// Rotates one head spread over HD / E lanes of aligned lane groups: the lane
+// with `sub` = its index in the group holds dims [sub * E, sub * E + E) in
+// x (bf16-exact values) and gets them rotated and rounded to bf16, the same
+// bits as rotateChunk. The partner dims +-HD/2 sit HD / (2E) lanes away.
+// Every lane of the warp must call it.
+template <int HD, int E>
+__device__ __forceinline__ void rotateLane(float (&x)[E], int sub,
+                                           const float *inv_freq, float pos,
+                                           float attention_scaling) {
+  constexpr int kLanes = HD / E;
+  static_assert(HD % (2 * E) == 0 && kLanes <= 32,
+                "rotateLane: each half of a head must span whole lanes");
+  const bool secondHalf = sub >= kLanes / 2;
+  float partner[E];
+#pragma unroll
+  for (int j = 0; j < E; ++j)
+    partner[j] = __shfl_xor_sync(0xffffffffu, x[j], kLanes / 2);
+#pragma unroll
+  for (int j = 0; j < E; ++j) {
+    float co, s;
+    ropeAngle(pos, inv_freq[(sub * E + j) % (HD / 2)], attention_scaling, co,
+              s);
+    // First half: x1 * cos - x2 * sin; second half: x2 * cos + x1 * sin.
+    const float o = secondHalf
+                        ? roundToBf16(x[j] * co) + roundToBf16(partner[j] * s)
+                        : roundToBf16(x[j] * co) + roundToBf16(-partner[j] * s);
+    x[j] = roundToBf16(o);
+  }
+}
+
+// The scale of an fp8 row whose largest magnitude is amax.
+__device__ __forceinline__ float fp8RowScale(float amax) {
+  const float scale = amax / kFp8E4M3Max;
+  return scale == 0.0f ? 1.0f : scale;
+}
+
+// Four values / scale as E4M3 in one word, the first in the low byte.
+__device__ __forceinline__ unsigned fp8Word(const float *x, float scale) {
+  unsigned word = 0;
+#pragma unroll
+  for (int j = 0; j < 4; j += 2) {
+    const __nv_fp8x2_storage_t pair = __nv_cvt_float2_to_fp8x2(
+        make_float2(x[j] / scale, x[j + 1] / scale), __NV_SATFINITE, __NV_E4M3);
+    word |= static_cast<unsigned>(pair) << (8 * j);
+  }
+  return word;
+}
+
+// Stores E (8 or 16) values / scale as E4M3 bytes at dst.
+template <int E>
+__device__ __forceinline__ void storeFp8(unsigned char *dst, const float *x,
+                                         float scale) {
+  static_assert(E == 8 || E == 16, "storeFp8: 8 or 16 values");
+  if constexpr (E == 8) {
+    *reinterpret_cast<uint2 *>(dst) =
+        make_uint2(fp8Word(x, scale), fp8Word(x + 4, scale));
+  } else {
+    store16(dst, make_uint4(fp8Word(x, scale), fp8Word(x + 4, scale),
+                            fp8Word(x + 8, scale), fp8Word(x + 12, scale)));
+  }
+}
+
+} // namespace rope_detail
+} // namespace kernels
+} // namespace sol

@@ -1,0 +1,259 @@
+//===- FusedRopeChecks.cpp - paged_attention with the rope fused in -------===//
+//
+// Decode steps skip rope_kv_write and run paged_attention<..., true>, which
+// rotates q and k and appends k and v (fp8 with their scales) itself. Both
+// paths must give the same bits: on the same unrotated qkv and caches, the
+// fused kernel's output and caches are compared exactly with those of
+// rope_kv_write(_fp8) followed by the unfused kernel, at several split
+// counts (the in-kernel split merge included), for bf16 and fp8 caches,
+// block sizes 16 and 32, GQA groups 4, 7 and 8, head dims 64 and 128, and
+// sequences whose new position starts a block, ends one or sits inside.
+// Batch-1 and 64-sequence decode are timed fused and unfused.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Checks.h"
+#include "PagedBatch.h"
+#include "runtime/reference/Fp8E4M3.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace sol::check {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::PagedAttentionSpec;
+using cuda::RopeKvWriteSpec;
+
+struct Shape {
+  int qHeads, kvHeads, headDim;
+};
+
+const Shape kShapes[] = {
+    {32, 8, 64},  // Llama-3.2-1B
+    {14, 2, 64},  // Qwen2.5-0.5B: group 7 (fp8: 8 values per lane)
+    {28, 4, 128}, // Qwen2.5-7B
+    {32, 8, 128}, // Llama-3.1-8B
+};
+
+struct FusedCase {
+  std::string label;
+  std::vector<SequenceSpec> seqs;
+  int padding;
+  std::vector<int> splits; // 0 = chooseSplits
+  bool timed;
+};
+
+std::vector<float> invFreqOf(int headDim) {
+  std::vector<float> f(headDim / 2);
+  for (int i = 0; i < headDim / 2; ++i)
+    f[i] = static_cast<float>(1.0 / std::pow(500000.0, 2.0 * i / headDim));
+  return f;
+}
+
+template <typename T>
+std::size_t mismatches(const std::vector<T> &a, const std::vector<T> &b) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    n += std::memcmp(&a[i], &b[i], sizeof(T)) != 0;
+  return n + (a.size() > b.size() ? a.size() - b.size() : b.size() - a.size());
+}
+
+void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
+                  const FusedCase &fc) {
+  const PagedAttentionSpec unfused{h.qHeads,  h.kvHeads, h.headDim,
+                                   blockSize, fp8,       false};
+  PagedAttentionSpec fused = unfused;
+  fused.fusedRope = true;
+  const RopeKvWriteSpec rope{h.qHeads, h.kvHeads, h.headDim, blockSize, fp8};
+  const PagedBatch batch =
+      makePagedBatch(c.rng, fc.seqs, fc.padding, blockSize);
+  const int hd = h.headDim;
+  const int rowElems = (h.qHeads + 2 * h.kvHeads) * hd;
+  std::vector<Bf16> qkv = randomBf16(
+      c.rng, static_cast<std::size_t>(batch.tokens) * rowElems, -2, 2);
+  const std::size_t rows =
+      static_cast<std::size_t>(batch.numBlocks) * blockSize * h.kvHeads;
+  const std::size_t valueBytes = fp8 ? 1 : 2;
+  // Caches of valid random values (fp8: finite E4M3 bytes and scales).
+  std::vector<uint8_t> kInit(rows * hd * valueBytes),
+      vInit(rows * hd * valueBytes);
+  std::vector<float> ksInit(rows), vsInit(rows);
+  for (std::vector<uint8_t> *cache : {&kInit, &vInit}) {
+    if (fp8) {
+      for (uint8_t &b : *cache)
+        b = reference::floatToE4M3(c.rng.uniform(-400.0f, 400.0f));
+    } else {
+      const std::vector<Bf16> values = randomBf16(c.rng, rows * hd, -1, 1);
+      std::memcpy(cache->data(), values.data(), cache->size());
+    }
+  }
+  for (float &s : ksInit)
+    s = c.rng.uniform(0.001f, 0.01f);
+  for (float &s : vsInit)
+    s = c.rng.uniform(0.001f, 0.01f);
+  int maxContext = 0;
+  for (int t = 0; t < batch.tokens; ++t)
+    if (batch.tokenSeq[t] >= 0)
+      maxContext = std::max(maxContext, batch.positions[t] + 1);
+
+  const DeviceBuffer dFreq = c.upload(invFreqOf(hd));
+  const DeviceBuffer dPos = c.upload(batch.positions);
+  const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
+  const DeviceBuffer dTables = c.upload(batch.blockTables);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scaling = 1.0f;
+  const cuda::Kernel &ropeKernel = c.kernels.kernel(rope.instance());
+  const cuda::Kernel &plainKernel = c.kernels.kernel(unfused.instance());
+  const cuda::Kernel &fusedKernel = c.kernels.kernel(fused.instance());
+
+  struct Side {
+    DeviceBuffer qkv, k, v, ks, vs, out;
+  };
+  auto makeSide = [&] {
+    return Side{
+        c.upload(qkv),
+        c.upload(kInit),
+        c.upload(vInit),
+        c.upload(ksInit),
+        c.upload(vsInit),
+        c.poisoned(static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2)};
+  };
+
+  for (int requested : fc.splits) {
+    const int splits = requested > 0
+                           ? requested
+                           : unfused.chooseSplits(batch.tokens, maxContext);
+    DeviceBuffer dPartials(
+        splits > 1 ? unfused.workspaceFloats(batch.tokens, splits) * 4 : 4);
+    float *partials = splits > 1 ? dPartials.as<float>() : nullptr;
+    DeviceBuffer dArrivals(unfused.arrivalCount(batch.tokens) * 4);
+    dArrivals.fillBytes(0, c.stream);
+    Side a = makeSide(), b = makeSide();
+    auto attend = [&](const cuda::Kernel &k, const PagedAttentionSpec &spec,
+                      Side &s, const float *invFreq) {
+      if (fp8)
+        k.launch(spec.dims(batch.tokens, splits), c.stream, s.out.as<Bf16>(),
+                 s.qkv.as<const Bf16>(), s.k.as<unsigned char>(),
+                 s.v.as<unsigned char>(), s.ks.as<float>(), s.vs.as<float>(),
+                 dPos.as<const int>(), dSeq.as<const int>(),
+                 dTables.as<const int>(), batch.maxBlocks, scale, 0,
+                 batch.tokens, partials, dArrivals.as<unsigned>(), invFreq,
+                 scaling);
+      else
+        k.launch(spec.dims(batch.tokens, splits), c.stream, s.out.as<Bf16>(),
+                 s.qkv.as<const Bf16>(), s.k.as<Bf16>(), s.v.as<Bf16>(),
+                 dPos.as<const int>(), dSeq.as<const int>(),
+                 dTables.as<const int>(), batch.maxBlocks, scale, 0,
+                 batch.tokens, partials, dArrivals.as<unsigned>(), invFreq,
+                 scaling);
+    };
+    std::function<void(int)> unfusedLaunch = [&](int) {
+      if (fp8)
+        ropeKernel.launch(
+            rope.dims(batch.tokens), c.stream, a.qkv.as<Bf16>(),
+            a.k.as<unsigned char>(), a.v.as<unsigned char>(), a.ks.as<float>(),
+            a.vs.as<float>(), dFreq.as<const float>(), scaling,
+            dPos.as<const int>(), dSeq.as<const int>(), dTables.as<const int>(),
+            batch.maxBlocks, batch.tokens);
+      else
+        ropeKernel.launch(
+            rope.dims(batch.tokens), c.stream, a.qkv.as<Bf16>(), a.k.as<Bf16>(),
+            a.v.as<Bf16>(), dFreq.as<const float>(), scaling,
+            dPos.as<const int>(), dSeq.as<const int>(), dTables.as<const int>(),
+            batch.maxBlocks, batch.tokens);
+      attend(plainKernel, unfused, a, nullptr);
+    };
+    std::function<void(int)> fusedLaunch = [&](int) {
+      attend(fusedKernel, fused, b, dFreq.as<const float>());
+    };
+    unfusedLaunch(0);
+    fusedLaunch(0);
+    const std::vector<Bf16> outA = c.download<Bf16>(a.out),
+                            outB = c.download<Bf16>(b.out);
+    std::size_t differ = mismatches(outA, outB);
+    differ += mismatches(c.download<uint8_t>(a.k), c.download<uint8_t>(b.k));
+    differ += mismatches(c.download<uint8_t>(a.v), c.download<uint8_t>(b.v));
+    if (fp8) {
+      differ += mismatches(c.download<float>(a.ks), c.download<float>(b.ks));
+      differ += mismatches(c.download<float>(a.vs), c.download<float>(b.vs));
+    }
+    // The unfused kernel still sees q, k rotated once: the fused one must
+    // leave qkv as it found it.
+    differ += mismatches(c.download<Bf16>(b.qkv), qkv);
+    const std::string name =
+        sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, fp8 ? " fp8" : " bf16",
+                 " BS=", blockSize, " ", fc.label, " splits=", splits);
+    CheckRecord r = makeRecord(c, "fused_rope", name, fused.instance());
+    r.checked = true;
+    r.unwritten = countPoison(outB);
+    r.passed = differ == 0 && r.unwritten == 0;
+    if (differ)
+      r.note += sol::cat(differ, " values differ from rope_kv_write + "
+                                 "paged_attention; ");
+    c.finish(std::move(r), fc.timed ? &fusedLaunch : nullptr);
+    if (fc.timed) {
+      CheckRecord base =
+          makeRecord(c, "fused_rope", name + " rope_kv_write + unfused",
+                     unfused.instance());
+      c.finish(std::move(base), &unfusedLaunch);
+    }
+  }
+}
+
+void checkFusedRope(Checker &c) {
+  for (const Shape &h : kShapes)
+    for (bool fp8 : {false, true})
+      for (int blockSize : {16, 32}) {
+        const bool first = &h == &kShapes[0] && blockSize == 16;
+        // New positions at a block's first slot (context 17 or 33), its last
+        // (16, 32), inside, and deep into long contexts; padding tokens.
+        std::vector<FusedCase> cases = {
+            {"decode",
+             {{1, 1},
+              {16, 1},
+              {17, 1},
+              {32, 1},
+              {33, 1},
+              {100, 1},
+              {1000, 1},
+              {4096, 1}},
+             2,
+             {1, 0, 7},
+             false},
+        };
+        if (first && !c.options.quick) {
+          cases.push_back({"decode T=1 ctx=256", {{256, 1}}, 0, {0}, true});
+          cases.push_back({"decode T=64 ctx=512",
+                           std::vector<SequenceSpec>(64, {512, 1}),
+                           0,
+                           {0},
+                           true});
+        }
+        for (const FusedCase &fc : cases)
+          runFusedCase(c, h, blockSize, fp8, fc);
+      }
+}
+
+} // namespace
+
+std::vector<CheckFamily> fusedRopeChecks() {
+  return {{"fused_rope",
+           [](KernelLibrary &k) {
+             for (const Shape &h : kShapes)
+               for (bool fp8 : {false, true})
+                 for (int blockSize : {16, 32}) {
+                   k.require(RopeKvWriteSpec{h.qHeads, h.kvHeads, h.headDim,
+                                             blockSize, fp8}
+                                 .instance());
+                   for (bool fused : {false, true})
+                     k.require(PagedAttentionSpec{
+                         h.qHeads, h.kvHeads, h.headDim, blockSize, fp8, fused}
+                                   .instance());
+                 }
+           },
+           checkFusedRope}};
+}
+
+} // namespace sol::check
