@@ -11,19 +11,47 @@
 // head) keeps the tile's queries in registers and walks the sequence's
 // cached positions [lo, last position] in tiles of kPrefillKeys, flash-
 // attention style: S = Q K^T, a running row max and sum, O += P V with P
-// rounded to bf16. K and V tiles are gathered through the block table with
-// cp.async into a two-stage ring, each 16-byte chunk XOR-swizzled by its row
-// so that cp.async stores and ldmatrix reads are free of bank conflicts.
-// Masking is Hugging Face's: key position k is visible to a query at
-// position p when k <= p and, with a sliding window w > 0, k > p - w.
+// rounded to bf16. K and V tiles are gathered through the block table into
+// a two-stage ring of bf16 tiles in shared memory, each 16-byte chunk
+// XOR-swizzled by its row so that the stores and ldmatrix reads are free of
+// bank conflicts. Masking is Hugging Face's: key position k is visible to a
+// query at position p when k <= p and, with a sliding window w > 0,
+// k > p - w.
 //
 // q comes from the fused qkv [T, (Hq + 2 * Hkv) * HD] (rope already
 // applied); K and V from the paged cache [num_blocks, BS, Hkv, HD];
 // out is [T, Hq * HD]. A tile whose sequence index is negative (padding)
 // gets zeros. Every token of the step must be in exactly one tile.
 //
+// Two kernels share one main loop (prefill_detail::attend), which takes the
+// way K/V tiles reach shared memory as a policy:
+//  * prefill_attention, bf16 cache (PrefillBf16Kv): cp.async straight into
+//    the bf16 ring.
+//  * prefill_attention_fp8, fp8 (E4M3) cache with a float32 scale per
+//    (block, slot, kv head) for K and for V ([num_blocks, BS, Hkv], written
+//    by rope_kv_write_fp8; value = e4m3 * scale), PrefillFp8Kv: cp.async
+//    brings tile kt + 1's E4M3 bytes into a staging buffer and its scales
+//    into a per-stage array while tile kt is computed; after the compute
+//    each thread widens the chunks it copied itself to bf16 into the ring's
+//    other stage (no extra barrier: the end-of-iteration one publishes
+//    them). Every E4M3 value is a bf16 value, so the widening is exact and
+//    the scales stay out of the mma, as in paged_attention_fp8: scores are
+//    (q . k8) * k_scale per key column (fp32, folded into the softmax
+//    scale), and P V uses bf16(p * v_scale) per key in place of bf16(p);
+//    the row sums add the unscaled p. Against float32 attention over the
+//    dequantized cache (e4m3 * scale) the only roundings are then those of
+//    the bf16 kernel against a float32 reference on its bf16 cache: fp32
+//    mma accumulation, one bf16 rounding of each softmax weight (of
+//    p * v_scale here, relative error <= 2^-9) and the bf16 output.
+//    The widening is a bit move (E4M3's sign, 4-bit exponent and 3-bit
+//    mantissa into bf16's fields gives e4m3 * 2^-120, subnormals included)
+//    and one exact bf16x2 multiply by 2^120, 2.5 instructions per pair of
+//    values instead of the 4 of cvt.f16x2.e4m3x2 -> f32 -> bf16. E4M3 NaN
+//    (0x7F/0xFF, only written for NaN inputs) reads as +-480 * scale.
+//
 // Launch: grid (tiles, Hq), kPrefillThreads threads,
-// PrefillAttentionShape<HD>::kSharedBytes of dynamic shared memory.
+// PrefillAttentionShape<HD>::kSharedBytes (bf16) or ::kFp8SharedBytes (fp8)
+// of dynamic shared memory.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -45,6 +73,12 @@ template <int HD> struct PrefillAttentionShape {
   static constexpr int kTileElems = kPrefillRows * HD;
   // Q, then two stages of (K, V).
   static constexpr int kSharedBytes = (kTileElems + 4 * kTileElems) * 2;
+  // fp8: then one staging tile of E4M3 K and V bytes, then two stages of
+  // (K scales, V scales).
+  static constexpr int kStagingBytes = 2 * kPrefillKeys * HD;
+  static constexpr int kScaleBytes = 2 * 2 * kPrefillKeys * 4;
+  static constexpr int kFp8SharedBytes =
+      kSharedBytes + kStagingBytes + kScaleBytes;
 };
 
 namespace prefill_detail {
@@ -56,27 +90,173 @@ template <int HD> __device__ __forceinline__ int swizzle(int row, int chunk) {
   return row * HD + ((chunk ^ (row & 7)) * 8);
 }
 
-} // namespace prefill_detail
+// K/V tiles from a bf16 cache: cp.async straight into the ring's stage.
+template <int Hkv, int HD, int BS> struct PrefillBf16Kv {
+  static constexpr bool kScaled = false;
+  const bf16 *k_cache;
+  const bf16 *v_cache;
 
-template <int Hq, int Hkv, int HD, int BS = kDefaultKvBlockSize>
-__global__ void __launch_bounds__(kPrefillThreads)
-    prefill_attention(bf16 *out, const bf16 *qkv, const bf16 *k_cache,
-                      const bf16 *v_cache, const int *positions,
-                      const int *token_seq, const int *block_tables,
-                      int max_blocks, float scale, int sliding_window,
-                      const int2 *tiles) {
-  static_assert(Hq % Hkv == 0, "prefill_attention: Hq must be k * Hkv");
-  allowDependentLaunch();
-  waitForPredecessor();
-  using namespace prefill_detail;
+  // Issues the copies of K/V tile `kvTile` (positions kvBegin + 64 kvTile
+  // ..., zeros from kvEnd on) into stage `stage` of the ring at sKV.
+  __device__ __forceinline__ void fetch(bf16 *sKV, int stage, int kvTile,
+                                        int kvBegin, int kvEnd,
+                                        const int *table, int g) const {
+    constexpr int kChunks = HD / 8;
+    constexpr int kTileElems = kPrefillKeys * HD;
+    bf16 *sK = sKV + 2 * stage * kTileElems;
+    bf16 *sV = sK + kTileElems;
+    const int p0 = kvBegin + kvTile * kPrefillKeys;
+#pragma unroll
+    for (int i = 0; i < kPrefillKeys * kChunks / kPrefillThreads; ++i) {
+      const int idx = threadIdx.x + i * kPrefillThreads;
+      const int r = idx / kChunks;
+      const int c = idx % kChunks;
+      const int p = p0 + r;
+      const bool ok = p < kvEnd;
+      long long offset = 0;
+      if (ok)
+        offset =
+            ((static_cast<long long>(table[p / BS]) * BS + p % BS) * Hkv + g) *
+                HD +
+            c * 8;
+      copyAsync16(sharedAddress(sK + swizzle<HD>(r, c)), k_cache + offset, ok);
+      copyAsync16(sharedAddress(sV + swizzle<HD>(r, c)), v_cache + offset, ok);
+    }
+  }
+  // The copies land by themselves (the loop's wait and barrier).
+  __device__ __forceinline__ void land(bf16 *, bf16 *) const {}
+};
+
+// Four E4M3 values (one word, first value in the low byte) as two bf16x2
+// words (values 0, 1 and 2, 3) holding exactly the same values. Per byte
+// s eeee mmm: the bf16 pattern s 0000eeee mmm0000 stands for e4m3 * 2^-120
+// (exponent bias 7 against 127; an E4M3 subnormal 0000 mmm becomes a bf16
+// subnormal of the same significand), and multiplying by 2^120 in bf16 is
+// exact (fma.rn.bf16x2 keeps subnormal inputs).
+__device__ __forceinline__ void e4m3x4ToBf16(unsigned w, unsigned &lo,
+                                             unsigned &hi) {
+  // Per byte: the high byte of the bf16 (sign, 0000, exponent bits 3..1)
+  // and its low byte (exponent bit 0, mantissa, 0000).
+  const unsigned high = (w & 0x80808080u) | ((w >> 4) & 0x07070707u);
+  const unsigned low = (w << 4) & 0xf0f0f0f0u;
+  const unsigned a = __byte_perm(low, high, 0x5140);
+  const unsigned b = __byte_perm(low, high, 0x7362);
+  constexpr unsigned kTwoPow120 = 0x7b807b80u; // bf16x2 (2^120, 2^120)
+  constexpr unsigned kMinusZero = 0x80008000u;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;\n"
+      : "=r"(lo)
+      : "r"(a), "r"(kTwoPow120), "r"(kMinusZero));
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;\n"
+      : "=r"(hi)
+      : "r"(b), "r"(kTwoPow120), "r"(kMinusZero));
+}
+
+// K/V tiles from an fp8 (E4M3) cache with per-(block, slot, kv head) scales:
+// fetch copies the bytes into `staging` (one tile: K rows then V rows, HD
+// bytes each, unswizzled) and the scales into `scales` [stage][K, V][key]
+// with cp.async; land waits for this thread's copies and widens the chunks
+// it copied itself to bf16 into the ring (so no barrier comes between).
+template <int Hkv, int HD, int BS> struct PrefillFp8Kv {
+  static constexpr bool kScaled = true;
+  static constexpr int kChunks = HD / 16; // 16-byte fp8 chunks per row
+  static constexpr int kPerThread = kPrefillKeys * kChunks / kPrefillThreads;
+  static_assert(2 * kPrefillKeys == kPrefillThreads,
+                "prefill_attention_fp8: one scale per thread and tile");
+  const unsigned char *k_cache;
+  const unsigned char *v_cache;
+  const float *k_scales;
+  const float *v_scales;
+  unsigned char *staging;
+  float *scales;
+
+  __device__ __forceinline__ void fetch(bf16 *, int stage, int kvTile,
+                                        int kvBegin, int kvEnd,
+                                        const int *table, int g) const {
+    const int p0 = kvBegin + kvTile * kPrefillKeys;
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const int idx = threadIdx.x + i * kPrefillThreads;
+      const int r = idx / kChunks;
+      const int c = idx % kChunks;
+      const int p = p0 + r;
+      const bool ok = p < kvEnd;
+      long long offset = 0;
+      if (ok)
+        offset =
+            ((static_cast<long long>(table[p / BS]) * BS + p % BS) * Hkv + g) *
+                HD +
+            c * 16;
+      unsigned char *dst = staging + r * HD + c * 16;
+      copyAsync16(sharedAddress(dst), k_cache + offset, ok);
+      copyAsync16(sharedAddress(dst + kPrefillKeys * HD), v_cache + offset, ok);
+    }
+    // Threads 0..63: the K scales of the tile's keys, 64..127: the V ones;
+    // keys from kvEnd on get 0 (their P is 0: no NaN from 0 * scale).
+    const int r = threadIdx.x % kPrefillKeys;
+    const bool isV = threadIdx.x >= kPrefillKeys;
+    const int p = p0 + r;
+    const bool ok = p < kvEnd;
+    long long row = 0;
+    if (ok)
+      row = (static_cast<long long>(table[p / BS]) * BS + p % BS) * Hkv + g;
+    copyAsync4(
+        sharedAddress(scales + (2 * stage + (isV ? 1 : 0)) * kPrefillKeys + r),
+        (isV ? v_scales : k_scales) + row, ok);
+  }
+
+  __device__ __forceinline__ void land(bf16 *sK, bf16 *sV) const {
+    copyAsyncWait<0>();
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const int idx = threadIdx.x + i * kPrefillThreads;
+      const int r = idx / kChunks;
+      const int c = idx % kChunks;
+      // This fp8 chunk is bf16 chunks 2c and 2c + 1 of the row. Storing
+      // 2c + 1 first for c >= 4 makes the eight threads of a 16-byte-store
+      // phase hit eight different chunks mod 8 (all banks) at head dim 128;
+      // at 64 a phase spans two rows, whose swizzles differ in bit 0.
+      const int first = 2 * c + ((c >> 2) & 1);
+#pragma unroll
+      for (int kv = 0; kv < 2; ++kv) {
+        const uint4 raw =
+            load16(staging + kv * kPrefillKeys * HD + r * HD + c * 16);
+        uint4 w0, w1;
+        e4m3x4ToBf16(raw.x, w0.x, w0.y);
+        e4m3x4ToBf16(raw.y, w0.z, w0.w);
+        e4m3x4ToBf16(raw.z, w1.x, w1.y);
+        e4m3x4ToBf16(raw.w, w1.z, w1.w);
+        bf16 *tile = kv == 0 ? sK : sV;
+        store16(tile + swizzle<HD>(r, first), first & 1 ? w1 : w0);
+        store16(tile + swizzle<HD>(r, first ^ 1), first & 1 ? w0 : w1);
+      }
+    }
+  }
+
+  // The K and V scales of keys `key` and `key` + 1 of the tile in `stage`.
+  __device__ __forceinline__ float2 keyScales(int stage, int key) const {
+    return *reinterpret_cast<const float2 *>(scales + 2 * stage * kPrefillKeys +
+                                             key);
+  }
+  __device__ __forceinline__ float2 valueScales(int stage, int key) const {
+    return *reinterpret_cast<const float2 *>(
+        scales + (2 * stage + 1) * kPrefillKeys + key);
+  }
+};
+
+// The kernels' body; `shared` is the dynamic shared memory (Q, the ring of
+// K/V stages, then whatever Kv keeps), Kv one of the policies above.
+template <int Hq, int Hkv, int HD, int BS, typename Kv>
+__device__ __forceinline__ void
+attend(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
+       const int *positions, const int *token_seq, const int *block_tables,
+       int max_blocks, float scale, int sliding_window, const int2 *tiles) {
   using Shape = PrefillAttentionShape<HD>;
   constexpr int kRowElems = (Hq + 2 * Hkv) * HD;
   constexpr int kChunks = Shape::kChunks;
   constexpr int kSlices = HD / 16;            // k-slices of Q K^T
   constexpr int kKeyTiles = kPrefillKeys / 8; // n-tiles of S
   constexpr int kDimTiles = HD / 8;           // n-tiles of O
-  extern __shared__ __align__(128) unsigned char prefillShared[];
-  bf16 *sQ = reinterpret_cast<bf16 *>(prefillShared);
+  bf16 *sQ = reinterpret_cast<bf16 *>(shared);
   bf16 *sKV = sQ + Shape::kTileElems; // stage s: K at 2s, V at 2s + 1
 
   const int2 tile = tiles[blockIdx.x];
@@ -116,25 +296,11 @@ __global__ void __launch_bounds__(kPrefillThreads)
     copyAsync16(sharedAddress(sQ + swizzle<HD>(r, c)), src, ok);
   }
   auto loadKv = [&](int stage, int kvTile) {
+    kv.fetch(sKV, stage, kvTile, kvBegin, kvEnd, table, g);
+  };
+  auto landKv = [&](int stage) {
     bf16 *sK = sKV + 2 * stage * Shape::kTileElems;
-    bf16 *sV = sK + Shape::kTileElems;
-    const int p0 = kvBegin + kvTile * kPrefillKeys;
-#pragma unroll
-    for (int i = 0; i < kPrefillKeys * kChunks / kPrefillThreads; ++i) {
-      const int idx = threadIdx.x + i * kPrefillThreads;
-      const int r = idx / kChunks;
-      const int c = idx % kChunks;
-      const int p = p0 + r;
-      const bool ok = p < kvEnd;
-      long long offset = 0;
-      if (ok)
-        offset =
-            ((static_cast<long long>(table[p / BS]) * BS + p % BS) * Hkv + g) *
-                HD +
-            c * 8;
-      copyAsync16(sharedAddress(sK + swizzle<HD>(r, c)), k_cache + offset, ok);
-      copyAsync16(sharedAddress(sV + swizzle<HD>(r, c)), v_cache + offset, ok);
-    }
+    kv.land(sK, sK + Shape::kTileElems);
   };
   loadKv(0, 0);
   copyAsyncCommit();
@@ -158,6 +324,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
       o[j][e] = 0.0f;
   float mA = negativeInfinity(), mB = negativeInfinity();
   float lA = 0.0f, lB = 0.0f; // this lane's share of the row sums
+  landKv(0);
 
   for (int kt = 0; kt < kvTiles; ++kt) {
     // Prefetch the next K/V tile into the other stage (last read in
@@ -198,6 +365,17 @@ __global__ void __launch_bounds__(kPrefillThreads)
       }
     }
 
+    // fp8: the score factor of this lane's key columns (j * 8 + (lane % 4)
+    // * 2 + {0, 1}): qScale times the key's K scale.
+    float2 keyFactor[kKeyTiles];
+    if constexpr (Kv::kScaled) {
+#pragma unroll
+      for (int j = 0; j < kKeyTiles; ++j) {
+        const float2 ks = kv.keyScales(kt % 2, j * 8 + (lane % 4) * 2);
+        keyFactor[j] = make_float2(qScale * ks.x, qScale * ks.y);
+      }
+    }
+
     // Mask, scale, and the running max of each row (4 lanes share a row).
     float maxA = negativeInfinity(), maxB = negativeInfinity();
 #pragma unroll
@@ -209,7 +387,10 @@ __global__ void __launch_bounds__(kPrefillThreads)
         const int pos = rowIsA ? posA : posB;
         const int low = rowIsA ? loA : loB;
         const bool visible = key <= pos && key >= low;
-        const float v = visible ? s[j][e] * qScale : negativeInfinity();
+        float factor = qScale;
+        if constexpr (Kv::kScaled)
+          factor = (e & 1) ? keyFactor[j].y : keyFactor[j].x;
+        const float v = visible ? s[j][e] * factor : negativeInfinity();
         s[j][e] = v;
         if (rowIsA)
           maxA = fmaxf(maxA, v);
@@ -253,10 +434,22 @@ __global__ void __launch_bounds__(kPrefillThreads)
 #pragma unroll
     for (int ks = 0; ks < kPrefillKeys / 16; ++ks) {
       unsigned a[4];
-      a[0] = packBf16Pair(s[2 * ks][0], s[2 * ks][1]);
-      a[1] = packBf16Pair(s[2 * ks][2], s[2 * ks][3]);
-      a[2] = packBf16Pair(s[2 * ks + 1][0], s[2 * ks + 1][1]);
-      a[3] = packBf16Pair(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+      if constexpr (Kv::kScaled) {
+        // fp8: the weights times the keys' V scales (the sums above keep
+        // the unscaled p).
+        const int key = ks * 16 + (lane % 4) * 2;
+        const float2 v0 = kv.valueScales(kt % 2, key);
+        const float2 v1 = kv.valueScales(kt % 2, key + 8);
+        a[0] = packBf16Pair(s[2 * ks][0] * v0.x, s[2 * ks][1] * v0.y);
+        a[1] = packBf16Pair(s[2 * ks][2] * v0.x, s[2 * ks][3] * v0.y);
+        a[2] = packBf16Pair(s[2 * ks + 1][0] * v1.x, s[2 * ks + 1][1] * v1.y);
+        a[3] = packBf16Pair(s[2 * ks + 1][2] * v1.x, s[2 * ks + 1][3] * v1.y);
+      } else {
+        a[0] = packBf16Pair(s[2 * ks][0], s[2 * ks][1]);
+        a[1] = packBf16Pair(s[2 * ks][2], s[2 * ks][3]);
+        a[2] = packBf16Pair(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+        a[3] = packBf16Pair(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+      }
 #pragma unroll
       for (int dp = 0; dp < kDimTiles / 2; ++dp) {
         unsigned b[4];
@@ -268,6 +461,10 @@ __global__ void __launch_bounds__(kPrefillThreads)
         mmaBf16(o[2 * dp + 1], a, b[2], b[3]);
       }
     }
+    // fp8: widen tile kt + 1 (copied during this compute) into the other
+    // stage, which iteration kt - 1 read before its closing barrier.
+    if (kt + 1 < kvTiles)
+      landKv((kt + 1) % 2);
     __syncthreads(); // the stage is refilled in the next iteration
   }
   copyAsyncWait<0>();
@@ -288,6 +485,50 @@ __global__ void __launch_bounds__(kPrefillThreads)
       *reinterpret_cast<unsigned *>(out + (t0 + rowB) * outRow + col) =
           packBf16Pair(o[j][2] * invB, o[j][3] * invB);
   }
+}
+
+} // namespace prefill_detail
+
+template <int Hq, int Hkv, int HD, int BS = kDefaultKvBlockSize>
+__global__ void __launch_bounds__(kPrefillThreads)
+    prefill_attention(bf16 *out, const bf16 *qkv, const bf16 *k_cache,
+                      const bf16 *v_cache, const int *positions,
+                      const int *token_seq, const int *block_tables,
+                      int max_blocks, float scale, int sliding_window,
+                      const int2 *tiles) {
+  static_assert(Hq % Hkv == 0, "prefill_attention: Hq must be k * Hkv");
+  allowDependentLaunch();
+  waitForPredecessor();
+  extern __shared__ __align__(128) unsigned char prefillShared[];
+  const prefill_detail::PrefillBf16Kv<Hkv, HD, BS> kv{k_cache, v_cache};
+  prefill_detail::attend<Hq, Hkv, HD, BS>(
+      prefillShared, kv, out, qkv, positions, token_seq, block_tables,
+      max_blocks, scale, sliding_window, tiles);
+}
+
+// k_scales, v_scales: [num_blocks, BS, Hkv] float32 (see the header).
+template <int Hq, int Hkv, int HD, int BS = kDefaultKvBlockSize>
+__global__ void __launch_bounds__(kPrefillThreads)
+    prefill_attention_fp8(bf16 *out, const bf16 *qkv,
+                          const unsigned char *k_cache,
+                          const unsigned char *v_cache, const float *k_scales,
+                          const float *v_scales, const int *positions,
+                          const int *token_seq, const int *block_tables,
+                          int max_blocks, float scale, int sliding_window,
+                          const int2 *tiles) {
+  static_assert(Hq % Hkv == 0, "prefill_attention_fp8: Hq must be k * Hkv");
+  allowDependentLaunch();
+  waitForPredecessor();
+  using Shape = PrefillAttentionShape<HD>;
+  extern __shared__ __align__(128) unsigned char prefillShared[];
+  unsigned char *staging = prefillShared + Shape::kSharedBytes;
+  const prefill_detail::PrefillFp8Kv<Hkv, HD, BS> kv{
+      k_cache,  v_cache,
+      k_scales, v_scales,
+      staging,  reinterpret_cast<float *>(staging + Shape::kStagingBytes)};
+  prefill_detail::attend<Hq, Hkv, HD, BS>(
+      prefillShared, kv, out, qkv, positions, token_seq, block_tables,
+      max_blocks, scale, sliding_window, tiles);
 }
 
 } // namespace kernels

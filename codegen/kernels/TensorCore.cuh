@@ -1,7 +1,7 @@
 //===- TensorCore.cuh - cp.async, ldmatrix and mma.sync wrappers ----------===//
 //
 // The PTX the tensor-core kernels share (LinearGemm.cuh, PrefillAttention.cuh):
-// asynchronous 16-byte global->shared copies in commit groups, 8x8 b16
+// asynchronous 16- and 4-byte global->shared copies in commit groups, 8x8 b16
 // matrix loads from shared memory (plain and transposed), and the
 // m16n8k16 bf16 mma with fp32 accumulators. sm_80 and newer.
 //
@@ -22,6 +22,13 @@ __device__ __forceinline__ void copyAsync16(unsigned dst, const void *src,
                                             bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst),
                "l"(src), "r"(valid ? 16 : 0));
+}
+
+// 4-byte global->shared copy (through L1); zero-fills when !valid.
+__device__ __forceinline__ void copyAsync4(unsigned dst, const void *src,
+                                           bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst),
+               "l"(src), "r"(valid ? 4 : 0));
 }
 
 __device__ __forceinline__ void copyAsyncCommit() {

@@ -613,11 +613,13 @@ void CudaExecutor::launchSampling(const StepShape &shape,
 }
 
 bool CudaExecutor::prefillAttentionUsable(const OpDesc &d) const {
-  if (d.kind != fb::OpKind::Attention ||
-      plan_.plan().kv_cache()->dtype() != fb::DType::BF16)
+  if (d.kind != fb::OpKind::Attention)
     return false;
+  // prefill_attention over a bf16 cache, prefill_attention_fp8 over an fp8
+  // one; the op's cache dtype must be the plan's.
   const PrefillAttentionSpec spec = prefillAttentionSpec(d);
-  return spec.supported() && kernels_.count(spec.instance().nameExpression);
+  return spec.kvFp8 == kvFp8() && spec.supported() &&
+         kernels_.count(spec.instance().nameExpression);
 }
 
 bool CudaExecutor::anyPrefillAttention() const {
@@ -846,6 +848,12 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
         const Kernel &pk = kernel(p.instance);
         raiseSharedLimit(pk, p);
         CUdeviceptr tiles = prefillTiles_.address();
+        if (spec.kvFp8) {
+          CUdeviceptr ks = vc + kvArrayBytes_, vs = ks + kvScaleBytes_;
+          pk.launch(p.dims, stream_, out, qkv, kc, vc, ks, vs, positions,
+                    tokenSeq, blockTables, shape.maxBlocks, f0, window, tiles);
+          break;
+        }
         pk.launch(p.dims, stream_, out, qkv, kc, vc, positions, tokenSeq,
                   blockTables, shape.maxBlocks, f0, window, tiles);
         break;

@@ -86,8 +86,9 @@ private:
   /// Plans and uploads prefill_attention tiles when the step holds a long
   /// prompt chunk and the plan has the kernels; returns the tile count.
   int stagePrefillTiles(const StepBatch &batch);
-  /// Whether Attention op `d` can run prefill_attention in this plan (bf16
-  /// KV cache, a supported shape, the instance compiled into the plan).
+  /// Whether Attention op `d` can run prefill_attention (or, with an fp8
+  /// KV cache, prefill_attention_fp8) in this plan (a supported shape, the
+  /// instance compiled into the plan).
   bool prefillAttentionUsable(const OpDesc &d) const;
   bool anyPrefillAttention() const;
   /// Runs a linear of a long-prompt step on cuBLASLt (then SwiGLU when its

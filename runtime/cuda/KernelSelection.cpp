@@ -88,7 +88,7 @@ PagedAttentionSpec attentionSpec(const OpDesc &op) {
 PrefillAttentionSpec prefillAttentionSpec(const OpDesc &op) {
   // ints: layer, heads, kv_heads, head_dim[, ...]
   return {toInt(op.ints.at(1)), toInt(op.ints.at(2)), toInt(op.ints.at(3)),
-          op.blockSize};
+          op.blockSize, kvFp8(op)};
 }
 
 int opRows(const OpDesc &op, int tokens, int outputs) {
@@ -212,12 +212,10 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     spec.fusedRope = true;
     if (spec.fusedRopeSupported())
       out.push_back(spec.instance());
-    // Steps with a prompt chunk of a full tile run the tensor-core kernel.
+    // Steps with a prompt chunk of a full tile run the tensor-core kernel
+    // (prefill_attention_fp8 over an fp8 cache).
     const PrefillAttentionSpec prefill = prefillAttentionSpec(op);
-    // It reads a bf16 cache only: fp8 plans keep paged_attention_fp8, and
-    // the executor finds no prefill instance in them.
-    if (maxTokens >= PrefillAttentionSpec::kRows && prefill.supported() &&
-        !kvFp8(op))
+    if (maxTokens >= PrefillAttentionSpec::kRows && prefill.supported())
       out.push_back(prefill.instance());
     return out;
   }

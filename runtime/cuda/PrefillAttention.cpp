@@ -19,12 +19,18 @@ KernelInstance PrefillAttentionSpec::instance() const {
          " is not supported (head_dim 64 or 128, query heads a multiple of "
          "kv heads)");
   return {"PrefillAttention.cuh",
-          cat("sol::kernels::prefill_attention<", qHeads, ", ", kvHeads, ", ",
-              headDim, ", ", blockSize, ">")};
+          cat("sol::kernels::",
+              kvFp8 ? "prefill_attention_fp8<" : "prefill_attention<", qHeads,
+              ", ", kvHeads, ", ", headDim, ", ", blockSize, ">")};
 }
 
 unsigned PrefillAttentionSpec::sharedBytes() const {
-  return static_cast<unsigned>(5 * kRows * headDim * 2);
+  // PrefillAttentionShape<HD>::kSharedBytes / kFp8SharedBytes.
+  const int bf16Bytes = 5 * kRows * headDim * 2;
+  if (!kvFp8)
+    return static_cast<unsigned>(bf16Bytes);
+  return static_cast<unsigned>(bf16Bytes + 2 * kKeys * headDim +
+                               2 * 2 * kKeys * 4);
 }
 
 LaunchDims PrefillAttentionSpec::dims(int tiles) const {

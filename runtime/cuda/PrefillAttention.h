@@ -3,7 +3,8 @@
 // The host half of codegen/kernels/PrefillAttention.cuh: its instance name
 // and launch geometry, and the tiles a step's tokens are cut into. Steps
 // holding a long prompt chunk use it for every token (decode tokens become
-// one-row tiles); other steps keep paged_attention. No CUDA header needed.
+// one-row tiles); other steps keep paged_attention (paged_attention_fp8 with
+// an fp8 cache). No CUDA header needed.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -17,12 +18,16 @@
 namespace sol::cuda {
 
 /// prefill_attention<Hq, Hkv, HD, BS>(out, qkv, k_cache, v_cache, positions,
-/// token_seq, block_tables, max_blocks, scale, sliding_window, tiles).
+/// token_seq, block_tables, max_blocks, scale, sliding_window, tiles); with
+/// kvFp8, prefill_attention_fp8<Hq, Hkv, HD, BS>(out, qkv, k_cache, v_cache,
+/// k_scales, v_scales, positions, ...): an E4M3 cache with a float32 scale
+/// per (block, slot, kv head) for K and for V, as paged_attention_fp8 reads.
 struct PrefillAttentionSpec {
   int qHeads = 0;
   int kvHeads = 0;
   int headDim = 0;
   int blockSize = 16;
+  bool kvFp8 = false;
 
   /// Query tokens per tile, K/V positions per step, threads: the kernel's
   /// kPrefillRows, kPrefillKeys and kPrefillThreads.
@@ -33,7 +38,9 @@ struct PrefillAttentionSpec {
   /// Whether the kernel handles this shape (head dims 64 and 128, GQA).
   bool supported() const;
   KernelInstance instance() const;
-  /// Bytes of dynamic shared memory: Q and two stages of K and V tiles.
+  /// Bytes of dynamic shared memory: Q and two stages of bf16 K and V tiles;
+  /// fp8 adds a staging tile of E4M3 K and V rows and two stages of their
+  /// scales.
   unsigned sharedBytes() const;
   LaunchDims dims(int tiles) const;
 };

@@ -1,6 +1,7 @@
 //===- KernelSpecsTest.cpp - Names and launch geometry of the kernels -----===//
 
 #include "runtime/cuda/KernelSpecs.h"
+#include "runtime/cuda/PrefillAttention.h"
 #include "runtime/support/Error.h"
 
 #include <gtest/gtest.h>
@@ -44,6 +45,33 @@ TEST(KernelSpecs, NameExpressions) {
       "sol::kernels::paged_attention_fp8<28, 4, 128, 32, false>");
   EXPECT_EQ((PagedAttentionSpec{28, 4, 128, 64}.instance().nameExpression),
             "sol::kernels::paged_attention<28, 4, 128, 64, false>");
+  // The tensor-core prefill attention reads either cache.
+  EXPECT_EQ((PrefillAttentionSpec{28, 4, 128, 32}.instance().nameExpression),
+            "sol::kernels::prefill_attention<28, 4, 128, 32>");
+  EXPECT_EQ(
+      (PrefillAttentionSpec{28, 4, 128, 32, true}.instance().nameExpression),
+      "sol::kernels::prefill_attention_fp8<28, 4, 128, 32>");
+}
+
+TEST(KernelSpecs, PrefillAttentionGeometry) {
+  // Same grid and block for both caches; fp8 adds a staging tile of E4M3 K
+  // and V rows (2 x 64 x head_dim bytes) and two stages of their scales.
+  for (int headDim : {64, 128}) {
+    const PrefillAttentionSpec bf16{32, 8, headDim, 16};
+    const PrefillAttentionSpec fp8{32, 8, headDim, 16, true};
+    const LaunchDims b = bf16.dims(7), f = fp8.dims(7);
+    EXPECT_EQ(f.grid.x, 7u);
+    EXPECT_EQ(f.grid.y, 32u);
+    EXPECT_EQ(f.grid.x, b.grid.x);
+    EXPECT_EQ(f.grid.y, b.grid.y);
+    EXPECT_EQ(f.block.x, b.block.x);
+    EXPECT_EQ(b.sharedBytes, static_cast<unsigned>(5 * 64 * headDim * 2));
+    EXPECT_EQ(f.sharedBytes,
+              b.sharedBytes + static_cast<unsigned>(2 * 64 * headDim + 1024));
+  }
+  EXPECT_FALSE((PrefillAttentionSpec{32, 8, 256, 16, true}.supported()));
+  EXPECT_THROW((PrefillAttentionSpec{32, 8, 32, 16, true}.instance()),
+               sol::Error);
 }
 
 TEST(KernelSpecs, KvLayoutLimits) {

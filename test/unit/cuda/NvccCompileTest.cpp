@@ -34,6 +34,7 @@ TEST(NvccCompile, EveryKernelTemplateCompiles) {
 #include "LinearGemm.cuh"
 #include "LinearGemv.cuh"
 #include "PagedAttention.cuh"
+#include "PrefillAttention.cuh"
 #include "RmsNorm.cuh"
 #include "RopeKvWrite.cuh"
 #include "Sampling.cuh"
@@ -60,6 +61,9 @@ void *const kInstances[] = {
     (void *)&paged_attention_fp8<32, 8, 64, 32, true>,
     (void *)&paged_attention_fp8<28, 4, 128, 16, true>,
     (void *)&paged_attention_fp8<64, 8, 128, 16, true>,
+    (void *)&prefill_attention<32, 8, 64, 16>,
+    (void *)&prefill_attention_fp8<32, 8, 64, 32>,
+    (void *)&prefill_attention_fp8<28, 4, 128, 16>,
     (void *)&rms_norm<128>,
     (void *)&rms_norm<4096>,
     (void *)&rope_kv_write<16, 8, 128, 16>,

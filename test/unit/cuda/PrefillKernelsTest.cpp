@@ -2,8 +2,9 @@
 //
 // The host half of the tensor-core prefill attention: how a step's tokens
 // are cut into tiles (every token in exactly one tile, a tile never crosses
-// a sequence or a gap in positions), which steps use it, and that its
-// instances compile with NVRTC with the constants the host assumes; and the
+// a sequence or a gap in positions), which steps and plans use it, and that
+// its instances (bf16 and fp8 KV caches) compile with NVRTC with the
+// constants the host assumes; and the
 // SwiGLU over interleaved pairs that follows a cuBLASLt gate/up GEMM.
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +13,7 @@
 #include "NvrtcTestSupport.h"
 #include "codegen/nvrtc/EmbeddedKernelHeaders.h"
 #include "codegen/nvrtc/KernelSourceBuilder.h"
+#include "runtime/cuda/KernelSelection.h"
 #include "runtime/cuda/PrefillAttention.h"
 #include "runtime/support/Error.h"
 
@@ -147,6 +149,60 @@ TEST(PrefillAttentionSpec, ShapesAndGeometry) {
   EXPECT_THROW((PrefillAttentionSpec{32, 8, 256, 16}.instance()), Error);
 }
 
+// The fp8 cache's kernel: its own name, the same grid and block, and shared
+// memory for a staging tile of E4M3 K and V rows and two stages of scales.
+TEST(PrefillAttentionSpec, Fp8ShapesAndGeometry) {
+  const PrefillAttentionSpec spec{32, 8, 128, 32, true};
+  EXPECT_TRUE(spec.supported());
+  EXPECT_EQ(spec.instance().nameExpression,
+            "sol::kernels::prefill_attention_fp8<32, 8, 128, 32>");
+  EXPECT_EQ(spec.instance().header, "PrefillAttention.cuh");
+  const PrefillAttentionSpec bf16{32, 8, 128, 32};
+  EXPECT_EQ(spec.dims(10).grid.x, bf16.dims(10).grid.x);
+  EXPECT_EQ(spec.dims(10).grid.y, 32u);
+  EXPECT_EQ(spec.dims(10).block.x, bf16.dims(10).block.x);
+  EXPECT_EQ(spec.dims(10).sharedBytes,
+            5u * 64 * 128 * 2 + 2u * 64 * 128 + 2u * 2 * 64 * 4);
+  EXPECT_EQ((PrefillAttentionSpec{32, 8, 64, 16, true}.sharedBytes()),
+            5u * 64 * 64 * 2 + 2u * 64 * 64 + 2u * 2 * 64 * 4);
+  EXPECT_EQ(
+      (PrefillAttentionSpec{14, 2, 64, 16, true}.instance().nameExpression),
+      "sol::kernels::prefill_attention_fp8<14, 2, 64, 16>");
+  EXPECT_FALSE((PrefillAttentionSpec{32, 8, 96, 16, true}.supported()));
+  EXPECT_THROW((PrefillAttentionSpec{32, 8, 256, 16, true}.instance()), Error);
+}
+
+// solc compiles the tensor-core prefill kernel into plans whose steps may
+// hold a full tile of prompt tokens, for either cache dtype.
+TEST(PrefillAttentionSpec, PlansWithLongStepsCompileIt) {
+  cuda::OpDesc op;
+  op.kind = fb::OpKind::Attention;
+  op.ints = {0, 32, 8, 128, 0}; // layer, heads, kv heads, head dim, window
+  op.blockSize = 32;
+  const auto has = [](const std::vector<cuda::KernelInstance> &kernels,
+                      const std::string &name) {
+    return std::any_of(kernels.begin(), kernels.end(),
+                       [&](const auto &k) { return k.nameExpression == name; });
+  };
+  const std::string bf16 = "sol::kernels::prefill_attention<32, 8, 128, 32>";
+  const std::string fp8 = "sol::kernels::prefill_attention_fp8<32, 8, 128, 32>";
+  auto kernels = cuda::enumerateKernels(op, 2048, 4096);
+  EXPECT_TRUE(has(kernels, bf16));
+  EXPECT_FALSE(has(kernels, fp8));
+  op.kvDtype = fb::DType::F8E4M3;
+  kernels = cuda::enumerateKernels(op, 2048, 4096);
+  EXPECT_TRUE(has(kernels, fp8));
+  EXPECT_FALSE(has(kernels, bf16));
+  EXPECT_TRUE(
+      has(kernels, "sol::kernels::paged_attention_fp8<32, 8, 128, 32>"));
+  const PrefillAttentionSpec spec = cuda::prefillAttentionSpec(op);
+  EXPECT_TRUE(spec.kvFp8);
+  EXPECT_EQ(spec.blockSize, 32);
+  // Steps too short for a tile never run it.
+  kernels = cuda::enumerateKernels(op, PrefillAttentionSpec::kRows - 1, 4096);
+  EXPECT_FALSE(has(kernels, fp8));
+}
+
 // Every supported model shape's instance compiles, and the host constants
 // equal the kernel's.
 TEST(PrefillAttentionSpec, InstancesCompileAndMatchTheKernel) {
@@ -164,15 +220,20 @@ TEST(PrefillAttentionSpec, InstancesCompileAndMatchTheKernel) {
               PrefillAttentionSpec::kThreads, ");\n");
   std::vector<cuda::KernelInstance> instances;
   for (const ModelShape &m : supportedModelShapes()) {
-    const PrefillAttentionSpec spec{m.qHeads, m.kvHeads, m.headDim, 16};
-    ASSERT_TRUE(spec.supported()) << m.name;
-    code += cat("static_assert(PrefillAttentionShape<", m.headDim,
-                ">::kSharedBytes == ", spec.sharedBytes(), ");\n");
-    if (std::find(instances.begin(), instances.end(), spec.instance()) ==
-        instances.end())
-      instances.push_back(spec.instance());
+    for (bool fp8 : {false, true}) {
+      const PrefillAttentionSpec spec{m.qHeads, m.kvHeads, m.headDim, 16, fp8};
+      ASSERT_TRUE(spec.supported()) << m.name;
+      code += cat("static_assert(PrefillAttentionShape<", m.headDim,
+                  ">::", fp8 ? "kFp8SharedBytes" : "kSharedBytes",
+                  " == ", spec.sharedBytes(), ");\n");
+      if (std::find(instances.begin(), instances.end(), spec.instance()) ==
+          instances.end())
+        instances.push_back(spec.instance());
+    }
   }
   instances.push_back(PrefillAttentionSpec{32, 8, 64, 32}.instance());
+  instances.push_back(PrefillAttentionSpec{32, 8, 64, 32, true}.instance());
+  instances.push_back(PrefillAttentionSpec{28, 4, 128, 32, true}.instance());
   nvrtc::KernelSource constants;
   constants.name = "prefill_constants.cu";
   constants.code = code;

@@ -1,0 +1,369 @@
+//===- PrefillAttentionFp8Checks.cpp - Prefill attention, fp8 KV cache ----===//
+//
+// prefill_attention_fp8 (codegen/kernels/PrefillAttention.cuh) over an E4M3
+// KV cache with per-(block, slot, kv head) scales, against the float64 CPU
+// reference on the dequantized cache (e4m3 x scale in float32, what
+// paged_attention_fp8 and the reference executor compute with):
+//  * ragged batches (prompt chunks after cached prefixes, decode tokens as
+//    one-row tiles, padding tokens), sliding windows, head dims 64 and 128,
+//    GQA groups 1, 4, 7 and 8, blocks of 16 and 32, with the tiles the
+//    executor plans; every output must be written (NaN sentinel) and within
+//    the bf16 kernel's bound (relative L2 <= 1e-2): the kernel's only
+//    roundings are the bf16 kernel's (see the header);
+//  * every finite E4M3 code read back exactly: with a window of 1 a token
+//    sees only its own position, so with power-of-two V scales the output
+//    must equal e4m3 x scale exactly (bf16 holds it), subnormal codes
+//    included (negative zero reads as zero: the accumulators start at +0);
+//  * 2,048-token prompts timed beside prefill_attention on the same values
+//    in a bf16 cache and paged_attention_fp8 (the kernel fp8 plans ran for
+//    prompts before) on the same fp8 cache.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Checks.h"
+#include "PagedBatch.h"
+#include "ReferenceKernels.h"
+#include "runtime/cuda/KernelSpecs.h"
+#include "runtime/cuda/PrefillAttention.h"
+
+#include "runtime/reference/Fp8E4M3.h"
+
+#include <cmath>
+
+namespace sol::check {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::PagedAttentionSpec;
+using cuda::PrefillAttentionSpec;
+using cuda::PrefillTile;
+using reference::e4m3ToFloat;
+using reference::floatToE4M3;
+using reference::kvRowScale;
+
+struct HeadShape {
+  int qHeads, kvHeads, headDim;
+  bool timed; // the 2,048-token prompt (full runs only)
+};
+
+const HeadShape kShapes[] = {
+    {32, 8, 64, true},   // Llama-3.2-1B: group 4
+    {16, 16, 64, false}, // group 1 (multi-head)
+    {16, 8, 128, false}, // Qwen3-0.6B: group 2
+    {28, 4, 128, true},  // Qwen2.5-7B: group 7
+    {32, 4, 128, false}, // group 8
+    {32, 8, 128, true},  // Llama-3.1-8B: group 4
+};
+const int kBlockSizes[] = {16, 32};
+
+struct Fp8Case {
+  std::string label;
+  std::vector<SequenceSpec> seqs;
+  int padding;
+  int window;
+  bool timed;
+  /// V rows cycle through every finite E4M3 code with power-of-two scales
+  /// (the exact read-back check; needs window 1).
+  bool exactCodes = false;
+};
+
+/// An fp8 cache as rope_kv_write_fp8 leaves it, and what it stands for.
+struct Fp8Cache {
+  std::vector<uint8_t> kBytes, vBytes;
+  std::vector<float> kScales, vScales;
+  std::vector<float> kDeq, vDeq; // e4m3 x scale (float32); NaN rows dead
+};
+
+/// Random rows of varied magnitude quantized by the host rule; rows no
+/// sequence attends to are NaN (byte 0x7F, scale NaN), so that reading one
+/// poisons the output. With exactCodes, V rows hold the finite codes in
+/// turn and power-of-two scales.
+Fp8Cache makeFp8Cache(Rng &rng, const PagedBatch &batch, int kvHeads, int hd,
+                      bool exactCodes) {
+  const std::size_t rows =
+      static_cast<std::size_t>(batch.numBlocks) * batch.blockSize * kvHeads;
+  Fp8Cache c;
+  c.kBytes.resize(rows * hd);
+  c.vBytes.resize(rows * hd);
+  c.kScales.resize(rows);
+  c.vScales.resize(rows);
+  c.kDeq.resize(rows * hd);
+  c.vDeq.resize(rows * hd);
+  std::vector<uint8_t> finiteCodes;
+  for (int b = 0; b < 256; ++b)
+    if (b != 0x7F && b != 0xFF)
+      finiteCodes.push_back(static_cast<uint8_t>(b));
+  std::size_t nextCode = 0;
+  const std::vector<bool> live = batch.liveSlots();
+  for (std::size_t r = 0; r < rows; ++r) {
+    const bool isLive = live[r / kvHeads];
+    for (int isV = 0; isV < 2; ++isV) {
+      std::vector<uint8_t> &bytes = isV ? c.vBytes : c.kBytes;
+      std::vector<float> &scales = isV ? c.vScales : c.kScales;
+      std::vector<float> &deq = isV ? c.vDeq : c.kDeq;
+      if (!isLive) {
+        std::fill_n(bytes.begin() + r * hd, hd, uint8_t{0x7F});
+        std::fill_n(deq.begin() + r * hd, hd, NAN);
+        scales[r] = NAN;
+        continue;
+      }
+      if (isV && exactCodes) {
+        const float scale = std::ldexp(1.0f, rng.uniformInt(-4, 4));
+        scales[r] = scale;
+        for (int d = 0; d < hd; ++d) {
+          const uint8_t b = finiteCodes[nextCode++ % finiteCodes.size()];
+          bytes[r * hd + d] = b;
+          deq[r * hd + d] = e4m3ToFloat(b) * scale;
+        }
+        continue;
+      }
+      const float magnitude = rng.uniform(0.05f, 4.0f);
+      std::vector<float> x(hd);
+      for (float &v : x)
+        v = rng.uniform(-magnitude, magnitude);
+      const float scale = kvRowScale(x);
+      scales[r] = scale;
+      for (int d = 0; d < hd; ++d) {
+        const uint8_t b = floatToE4M3(x[d] / scale);
+        bytes[r * hd + d] = b;
+        deq[r * hd + d] = e4m3ToFloat(b) * scale;
+      }
+    }
+  }
+  return c;
+}
+
+std::string shapeLabel(const HeadShape &h, int blockSize) {
+  return sol::cat(h.qHeads, "/", h.kvHeads, "x", h.headDim, " BS=", blockSize);
+}
+
+void runFp8PrefillCase(Checker &c, const HeadShape &h, int blockSize,
+                       const Fp8Case &fc) {
+  const PrefillAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim, blockSize,
+                                  true};
+  const PagedBatch batch =
+      makePagedBatch(c.rng, fc.seqs, fc.padding, blockSize);
+  const int hd = h.headDim;
+  const int rowElems = (h.qHeads + 2 * h.kvHeads) * hd;
+  std::vector<Bf16> qkv = randomBf16(
+      c.rng, static_cast<std::size_t>(batch.tokens) * rowElems, -1, 1);
+  for (int t = 0; t < batch.tokens; ++t) // larger q: a peakier softmax
+    for (int i = 0; i < h.qHeads * hd; ++i) {
+      Bf16 &v = qkv[static_cast<std::size_t>(t) * rowElems + i];
+      v = floatToBf16(bf16ToFloat(v) * 3.0f);
+    }
+  const Fp8Cache cache =
+      makeFp8Cache(c.rng, batch, h.kvHeads, hd, fc.exactCodes);
+  long long scorePairs = 0;
+  for (int t = 0; t < batch.tokens; ++t) {
+    if (batch.tokenSeq[t] < 0)
+      continue;
+    const int pos = batch.positions[t];
+    const int lo = fc.window > 0 ? std::max(0, pos - fc.window + 1) : 0;
+    scorePairs += pos + 1 - lo;
+  }
+  const std::vector<PrefillTile> tiles = cuda::planPrefillTiles(
+      batch.tokenSeq, batch.positions, PrefillAttentionSpec::kRows);
+  std::vector<int> tileInts;
+  for (const PrefillTile &t : tiles) {
+    tileInts.push_back(t.firstToken);
+    tileInts.push_back(t.rows);
+  }
+
+  const DeviceBuffer dK = c.upload(cache.kBytes), dV = c.upload(cache.vBytes);
+  const DeviceBuffer dKs = c.upload(cache.kScales),
+                     dVs = c.upload(cache.vScales);
+  const DeviceBuffer dTables = c.upload(batch.blockTables);
+  const DeviceBuffer dQkv = c.upload(qkv);
+  const DeviceBuffer dPos = c.upload(batch.positions);
+  const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
+  const DeviceBuffer dTiles = c.upload(tileInts);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  AttentionProblem p{h.qHeads,
+                     h.kvHeads,
+                     hd,
+                     blockSize,
+                     batch.tokens,
+                     batch.maxBlocks,
+                     qkv,
+                     {},
+                     {},
+                     batch.positions,
+                     batch.tokenSeq,
+                     batch.blockTables,
+                     scale,
+                     fc.window,
+                     cache.kDeq,
+                     cache.vDeq};
+  const std::vector<double> ref = referenceAttention(p);
+
+  const cuda::Kernel &kernel = c.kernels.kernel(spec.instance());
+  kernel.setMaxDynamicSharedMemory(static_cast<int>(spec.sharedBytes()));
+  const std::size_t outBytes =
+      static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2;
+  DeviceBuffer dOut = c.poisoned(outBytes);
+  const int numTiles = static_cast<int>(tiles.size());
+  std::function<void(int)> launch = [&](int) {
+    kernel.launch(spec.dims(numTiles), c.stream, dOut.as<Bf16>(),
+                  dQkv.as<const Bf16>(), dK.as<const unsigned char>(),
+                  dV.as<const unsigned char>(), dKs.as<const float>(),
+                  dVs.as<const float>(), dPos.as<const int>(),
+                  dSeq.as<const int>(), dTables.as<const int>(),
+                  batch.maxBlocks, scale, fc.window, dTiles.as<const int>());
+  };
+  launch(0);
+  const std::vector<Bf16> out = c.download<Bf16>(dOut);
+  CheckRecord r = makeRecord(c, "prefill_attention_fp8",
+                             sol::cat(shapeLabel(h, blockSize), " ", fc.label,
+                                      " T=", batch.tokens, " tiles=", numTiles),
+                             spec.instance());
+  judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
+  if (fc.exactCodes) {
+    // Window 1: each token's output is its own V row, e4m3 x scale, which
+    // bf16 holds exactly (4 significant bits times a power of two).
+    std::size_t mismatches = 0, compared = 0;
+    for (int t = 0; t < batch.tokens; ++t) {
+      const int seq = batch.tokenSeq[t];
+      if (seq < 0)
+        continue;
+      const long long slot = batch.slot(seq, batch.positions[t]);
+      for (int head = 0; head < h.qHeads; ++head) {
+        const int g = head / (h.qHeads / h.kvHeads);
+        const std::size_t row = static_cast<std::size_t>(slot) * h.kvHeads + g;
+        for (int d = 0; d < hd; ++d) {
+          const float want = cache.vDeq[row * hd + d];
+          const Bf16 got =
+              out[(static_cast<std::size_t>(t) * h.qHeads + head) * hd + d];
+          mismatches += bf16ToFloat(got) != want; // -0 == +0
+          ++compared;
+        }
+      }
+    }
+    if (mismatches) {
+      r.passed = false;
+      r.note += sol::cat(mismatches, " of ", compared,
+                         " outputs are not exactly e4m3 x scale; ");
+    }
+  }
+  r.bytes = 2.0 * batch.tokens * h.qHeads * hd * 2;
+  r.flops = 4.0 * static_cast<double>(scorePairs) * h.qHeads * hd;
+  c.finish(std::move(r), fc.timed ? &launch : nullptr);
+
+  if (!fc.timed)
+    return;
+  // The same values in a bf16 cache on prefill_attention: what fp8 costs or
+  // saves against it.
+  const PrefillAttentionSpec bf16Spec{h.qHeads, h.kvHeads, hd, blockSize};
+  std::vector<Bf16> kCache(cache.kDeq.size()), vCache(cache.vDeq.size());
+  for (std::size_t i = 0; i < kCache.size(); ++i) {
+    kCache[i] =
+        std::isnan(cache.kDeq[i]) ? kPoisonBf16 : floatToBf16(cache.kDeq[i]);
+    vCache[i] =
+        std::isnan(cache.vDeq[i]) ? kPoisonBf16 : floatToBf16(cache.vDeq[i]);
+  }
+  const DeviceBuffer dK16 = c.upload(kCache), dV16 = c.upload(vCache);
+  const cuda::Kernel &bf16Kernel = c.kernels.kernel(bf16Spec.instance());
+  bf16Kernel.setMaxDynamicSharedMemory(
+      static_cast<int>(bf16Spec.sharedBytes()));
+  DeviceBuffer dBf16Out = c.poisoned(outBytes);
+  std::function<void(int)> bf16Launch = [&](int) {
+    bf16Kernel.launch(
+        bf16Spec.dims(numTiles), c.stream, dBf16Out.as<Bf16>(),
+        dQkv.as<const Bf16>(), dK16.as<const Bf16>(), dV16.as<const Bf16>(),
+        dPos.as<const int>(), dSeq.as<const int>(), dTables.as<const int>(),
+        batch.maxBlocks, scale, fc.window, dTiles.as<const int>());
+  };
+  bf16Launch(0);
+  const std::vector<Bf16> bf16Out = c.download<Bf16>(dBf16Out);
+  CheckRecord br =
+      makeRecord(c, "prefill_attention_fp8",
+                 sol::cat(shapeLabel(h, blockSize), " ", fc.label,
+                          " prefill_attention, bf16 cache (baseline)"),
+                 bf16Spec.instance());
+  // The reference is float32 K/V; the bf16 cache rounds them once more.
+  judge(br, relativeL2(toFloat(bf16Out), ref), 1e-2, countPoison(bf16Out));
+  br.bytes = 2.0 * batch.tokens * h.qHeads * hd * 2;
+  br.flops = 4.0 * static_cast<double>(scorePairs) * h.qHeads * hd;
+  c.finish(std::move(br), &bf16Launch);
+
+  // paged_attention_fp8 (one token per block, no split), what fp8 plans
+  // ran for prompt chunks before this kernel.
+  const PagedAttentionSpec paged{h.qHeads, h.kvHeads, hd, blockSize, true};
+  const cuda::Kernel &pagedKernel = c.kernels.kernel(paged.instance());
+  DeviceBuffer dPagedOut = c.poisoned(outBytes);
+  std::function<void(int)> pagedLaunch = [&](int) {
+    pagedKernel.launch(
+        paged.dims(batch.tokens, 1), c.stream, dPagedOut.as<Bf16>(),
+        dQkv.as<const Bf16>(), dK.as<unsigned char>(), dV.as<unsigned char>(),
+        dKs.as<float>(), dVs.as<float>(), dPos.as<const int>(),
+        dSeq.as<const int>(), dTables.as<const int>(), batch.maxBlocks, scale,
+        fc.window, batch.tokens, static_cast<float *>(nullptr),
+        static_cast<unsigned *>(nullptr), static_cast<const float *>(nullptr),
+        1.0f);
+  };
+  pagedLaunch(0);
+  const std::vector<Bf16> pagedOut = c.download<Bf16>(dPagedOut);
+  CheckRecord pr = makeRecord(c, "prefill_attention_fp8",
+                              sol::cat(shapeLabel(h, blockSize), " ", fc.label,
+                                       " paged_attention_fp8 (baseline)"),
+                              paged.instance());
+  judge(pr, relativeL2(toFloat(pagedOut), ref), 1e-2, countPoison(pagedOut));
+  pr.flops = 4.0 * static_cast<double>(scorePairs) * h.qHeads * hd;
+  c.finish(std::move(pr), &pagedLaunch);
+}
+
+void checkPrefillAttentionFp8(Checker &c) {
+  for (const HeadShape &h : kShapes) {
+    const bool first = &h == &kShapes[0];
+    for (int blockSize : kBlockSizes) {
+      std::vector<Fp8Case> cases = {
+          {"mixed",
+           {{1, 1}, {37, 37}, {300, 300}, {500, 100}, {130, 70}, {2000, 1}},
+           2,
+           0,
+           false},
+          {"chunks after prefixes",
+           {{64, 64}, {200, 65}, {1100, 128}, {77, 13}},
+           1,
+           0,
+           false},
+          {"exact codes, window=1", {{260, 260}, {90, 3}}, 1, 1, false, true},
+      };
+      if (first || h.headDim == 128) {
+        cases.push_back(
+            {"window=64", {{300, 300}, {1000, 1}, {64, 2}}, 1, 64, false});
+        cases.push_back({"window=100", {{700, 400}, {45, 45}}, 0, 100, false});
+      }
+      if (h.timed && blockSize == 16 && !c.options.quick)
+        cases.push_back({"prompt 2048", {{2048, 2048}}, 0, 0, true});
+      for (const Fp8Case &fc : cases)
+        runFp8PrefillCase(c, h, blockSize, fc);
+    }
+  }
+}
+
+} // namespace
+
+std::vector<CheckFamily> prefillAttentionFp8Checks() {
+  return {{"prefill_attention_fp8",
+           [](KernelLibrary &k) {
+             for (const HeadShape &h : kShapes)
+               for (int blockSize : kBlockSizes) {
+                 k.require(PrefillAttentionSpec{h.qHeads, h.kvHeads, h.headDim,
+                                                blockSize, true}
+                               .instance());
+                 if (h.timed && blockSize == 16) {
+                   k.require(PrefillAttentionSpec{h.qHeads, h.kvHeads,
+                                                  h.headDim, blockSize}
+                                 .instance());
+                   k.require(PagedAttentionSpec{h.qHeads, h.kvHeads, h.headDim,
+                                                blockSize, true}
+                                 .instance());
+                 }
+               }
+           },
+           checkPrefillAttentionFp8}};
+}
+
+} // namespace sol::check
