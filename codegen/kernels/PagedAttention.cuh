@@ -27,11 +27,13 @@
 // `arrivals` may be null. Padding tokens (token_seq[t] < 0) get zeros.
 //
 // FusedRope: the step's own K/V are not in the cache yet, and q and k are
-// not rotated: each block rotates its group's q rows in registers, and the
-// block of the last split (the only one whose range holds pos) rotates the
-// token's k row and appends k and v to the cache (quantised to fp8 in
-// paged_attention_fp8) before walking its range: the work of rope_kv_write
-// (Rope.cuh's arithmetic, the same bits), without its launch. Only valid
+// not rotated: each block computes the token's rope angles once (Rope.cuh's
+// ropeTable), rotates its group's q rows in registers, and the one block
+// whose split range holds pos (not always the last: trailing splits of a
+// short context are empty) rotates the token's k row and appends k and v to
+// the cache (quantised to fp8 in paged_attention_fp8) before walking its
+// range: the work of rope_kv_write (Rope.cuh's arithmetic, the same bits),
+// without its launch. Only valid
 // when every sequence has one token in the step (decode): a prompt chunk's
 // tokens would read each other's K/V, which other blocks write.
 //
@@ -55,6 +57,9 @@ namespace sol {
 namespace kernels {
 
 constexpr int kPagedAttentionThreads = 128;
+// The most splits a launch may have (PagedAttentionSpec::kMaxSplits): the
+// in-kernel merge weighs up to this many per head in shared memory.
+constexpr int kMaxAttentionSplits = 64;
 
 template <int Hq, int Hkv, int HD, int BS> struct PagedAttentionShape {
   static_assert(Hq % Hkv == 0, "paged_attention: Hq must be a multiple of Hkv");
@@ -88,6 +93,10 @@ template <int Hq, int Hkv, int HD, int BS> struct PagedAttentionFp8Shape {
 };
 
 namespace attention_detail {
+
+template <int Hq, int HD, int G, int kWarps>
+__device__ __forceinline__ void mergeSplits(bf16 *out, const float *partials,
+                                            int t, int g, int splits, int T);
 
 // Merges the running softmax states of a block's position groups (lanes
 // with equal `sub` hold head-dim values [sub * E, sub * E + E) of each of the
@@ -186,23 +195,67 @@ mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
   if (!lastArrival)
     return;
   __threadfence(); // the other blocks' partials after their arrivals
+  mergeSplits<Hq, HD, G, kWarps>(out, partials, t, g, splits, T);
+}
+
+// The merge of `splits` (<= kMaxAttentionSplits) partial results of token t
+// and kv head g into out, by one block: each warp first weighs the splits of
+// its heads (one split per lane, the global max and sum by shuffles), then
+// every thread sums its outputs' partials with independent loads in flight.
+template <int Hq, int HD, int G, int kWarps>
+__device__ __forceinline__ void mergeSplits(bf16 *out, const float *partials,
+                                            int t, int g, int splits, int T) {
+  constexpr int kPerLane = kMaxAttentionSplits / 32;
+  __shared__ float weight[kMaxAttentionSplits][G];
+  __shared__ float total[G];
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
   const float *ml = partials + static_cast<long long>(T) * splits * Hq * HD;
-  for (int idx = threadIdx.x; idx < G * HD; idx += blockDim.x) {
-    const int head = g * G + idx / HD;
-    const int d = idx % HD;
-    const long long first = static_cast<long long>(t) * splits * Hq + head;
+  const long long first = static_cast<long long>(t) * splits * Hq + g * G;
+  for (int gi = warp; gi < G; gi += kWarps) {
+    float m[kPerLane], l[kPerLane];
     float mAll = negativeInfinity();
-    for (int s = 0; s < splits; ++s)
-      mAll = fmaxf(mAll, __ldcg(ml + 2 * (first + s * Hq)));
-    float lAll = 0.0f;
-    float aAll = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      const long long slot = first + s * Hq;
-      const float c = softmaxRescale(__ldcg(ml + 2 * slot), mAll);
-      lAll += __ldcg(ml + 2 * slot + 1) * c;
-      aAll += __ldcg(partials + slot * HD + d) * c;
+#pragma unroll
+    for (int r = 0; r < kPerLane; ++r) {
+      const int s = lane + 32 * r;
+      const long long slot = first + static_cast<long long>(s) * Hq + gi;
+      m[r] = s < splits ? __ldcg(ml + 2 * slot) : negativeInfinity();
+      l[r] = s < splits ? __ldcg(ml + 2 * slot + 1) : 0.0f;
+      mAll = fmaxf(mAll, m[r]);
     }
-    out[static_cast<long long>(t) * Hq * HD + head * HD + d] =
+    mAll = groupMax<32>(mAll);
+    float lAll = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kPerLane; ++r) {
+      const int s = lane + 32 * r;
+      const float c = softmaxRescale(m[r], mAll);
+      if (s < splits)
+        weight[s][gi] = c;
+      lAll += l[r] * c;
+    }
+    lAll = groupSum<32>(lAll);
+    if (lane == 0)
+      total[gi] = lAll;
+  }
+  __syncthreads();
+  constexpr int kInFlight = 8;
+  for (int idx = threadIdx.x; idx < G * HD; idx += blockDim.x) {
+    const int gi = idx / HD;
+    const int d = idx % HD;
+    const float *p = partials + (first + gi) * HD + d;
+    const long long stride = static_cast<long long>(Hq) * HD;
+    float acc[kInFlight] = {};
+    for (int s0 = 0; s0 < splits; s0 += kInFlight)
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u)
+        if (s0 + u < splits)
+          acc[u] += __ldcg(p + (s0 + u) * stride) * weight[s0 + u][gi];
+    float aAll = 0.0f;
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u)
+      aAll += acc[u];
+    const float lAll = total[gi];
+    out[static_cast<long long>(t) * Hq * HD + (g * G + gi) * HD + d] =
         __float2bfloat16_rn(lAll > 0.0f ? aAll / lAll : 0.0f);
   }
 }
@@ -226,13 +279,13 @@ __device__ __forceinline__ void loadBf16(const bf16 *p, float (&f)[E]) {
 template <int Hq, int Hkv, int HD>
 __device__ __forceinline__ void
 appendKvBf16(const bf16 *row, bf16 *k_cache, bf16 *v_cache, long long offset,
-             int g, const float *inv_freq, float pos, float attention_scaling) {
+             int g, const float *cosT, const float *sinT) {
   constexpr int kLpp = HD / 8;
   const int lane = threadIdx.x % 32;
   const int sub = lane % kLpp;
   float k[8];
   unpack8(load16(row + (Hq + g) * HD + sub * 8), k);
-  rope_detail::rotateLane<HD, 8>(k, sub, inv_freq, pos, attention_scaling);
+  rope_detail::rotateLane<HD, 8>(k, sub, cosT, sinT);
   if (lane < kLpp) {
     store16(k_cache + offset + sub * 8, pack8(k));
     store16(v_cache + offset + sub * 8,
@@ -246,7 +299,7 @@ template <int Hq, int Hkv, int HD, int E>
 __device__ __forceinline__ void
 appendKvFp8(const bf16 *row, unsigned char *k_cache, unsigned char *v_cache,
             float *k_scales, float *v_scales, long long cacheRow, int g,
-            const float *inv_freq, float pos, float attention_scaling) {
+            const float *cosT, const float *sinT) {
   constexpr int kLpp = HD / E;
   const int lane = threadIdx.x % 32;
   const int sub = lane % kLpp;
@@ -255,7 +308,7 @@ appendKvFp8(const bf16 *row, unsigned char *k_cache, unsigned char *v_cache,
     float x[E];
     loadBf16<E>(row + (Hq + isV * Hkv + g) * HD + sub * E, x);
     if (!isV)
-      rope_detail::rotateLane<HD, E>(x, sub, inv_freq, pos, attention_scaling);
+      rope_detail::rotateLane<HD, E>(x, sub, cosT, sinT);
     float amax = 0.0f;
 #pragma unroll
     for (int j = 0; j < E; ++j)
@@ -349,17 +402,25 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   const int *table =
       block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
 
-  // seq (so pos) and split are uniform over the block.
+  // The token's rope angles, once per block (per element they cost more
+  // than the launch fusion saves); the block whose split range holds pos
+  // appends the token's k and v. seq, pos and the range are uniform over
+  // the block.
+  __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
   if constexpr (FusedRope) {
-    if (seq >= 0 && split == splits - 1) {
-      if (warp == 0) {
-        const long long block = table[pos / BS];
-        appendKvBf16<Hq, Hkv, HD>(tokenRow, k_cache, v_cache,
-                                  ((block * BS + pos % BS) * Hkv + g) * HD, g,
-                                  inv_freq, static_cast<float>(pos),
-                                  attention_scaling);
+    if (seq >= 0) {
+      rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
+                                 attention_scaling);
+      __syncthreads();
+      if (begin <= pos && pos < end) {
+        if (warp == 0) {
+          const long long block = table[pos / BS];
+          appendKvBf16<Hq, Hkv, HD>(tokenRow, k_cache, v_cache,
+                                    ((block * BS + pos % BS) * Hkv + g) * HD, g,
+                                    cosT, sinT);
+        }
+        __syncthreads(); // the block reads the appended row below
       }
-      __syncthreads(); // the block reads the appended row below
     }
   }
 
@@ -371,8 +432,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     unpack8(load16(qRow + gi * HD), q[gi]);
     if constexpr (FusedRope)
       if (seq >= 0)
-        rope_detail::rotateLane<HD, 8>(
-            q[gi], sub, inv_freq, static_cast<float>(pos), attention_scaling);
+        rope_detail::rotateLane<HD, 8>(q[gi], sub, cosT, sinT);
 #pragma unroll
     for (int j = 0; j < 8; ++j)
       q[gi][j] *= qScale;
@@ -499,17 +559,25 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   const int *table =
       block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
 
-  // seq (so pos) and split are uniform over the block.
+  // The token's rope angles, once per block (per element they cost more
+  // than the launch fusion saves); the block whose split range holds pos
+  // appends the token's k and v. seq, pos and the range are uniform over
+  // the block.
+  __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
   if constexpr (FusedRope) {
-    if (seq >= 0 && split == splits - 1) {
-      if (warp == 0) {
-        const long long block = table[pos / BS];
-        appendKvFp8<Hq, Hkv, HD, E>(tokenRow, k_cache, v_cache, k_scales,
-                                    v_scales, (block * BS + pos % BS) * Hkv + g,
-                                    g, inv_freq, static_cast<float>(pos),
-                                    attention_scaling);
+    if (seq >= 0) {
+      rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
+                                 attention_scaling);
+      __syncthreads();
+      if (begin <= pos && pos < end) {
+        if (warp == 0) {
+          const long long block = table[pos / BS];
+          appendKvFp8<Hq, Hkv, HD, E>(
+              tokenRow, k_cache, v_cache, k_scales, v_scales,
+              (block * BS + pos % BS) * Hkv + g, g, cosT, sinT);
+        }
+        __syncthreads(); // the block reads the appended row below
       }
-      __syncthreads(); // the block reads the appended row below
     }
   }
 
@@ -521,8 +589,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     loadBf16<E>(qRow + gi * HD, q[gi]);
     if constexpr (FusedRope)
       if (seq >= 0)
-        rope_detail::rotateLane<HD, E>(
-            q[gi], sub, inv_freq, static_cast<float>(pos), attention_scaling);
+        rope_detail::rotateLane<HD, E>(q[gi], sub, cosT, sinT);
 #pragma unroll
     for (int j = 0; j < E; ++j)
       q[gi][j] *= qScale;

@@ -60,15 +60,27 @@ rotateChunk(bf16 *row, int head, int c, const float *inv_freq, float pos,
   store16(p + kHalf, r2);
 }
 
+// A token's rope table: cosT[i], sinT[i] = ropeAngle(pos, inv_freq[i]) for
+// i < HD / 2, filled by the block's first HD / 2 threads (the caller
+// synchronises before reading it). Every head of the token shares it.
+template <int HD>
+__device__ __forceinline__ void ropeTable(float *cosT, float *sinT,
+                                          const float *inv_freq, float pos,
+                                          float attention_scaling) {
+  static_assert(HD / 2 <= 128, "ropeTable: one thread per frequency");
+  if (threadIdx.x < HD / 2)
+    ropeAngle(pos, inv_freq[threadIdx.x], attention_scaling, cosT[threadIdx.x],
+              sinT[threadIdx.x]);
+}
+
 // Rotates one head spread over HD / E lanes of aligned lane groups: the lane
 // with `sub` = its index in the group holds dims [sub * E, sub * E + E) in
 // x (bf16-exact values) and gets them rotated and rounded to bf16, the same
-// bits as rotateChunk. The partner dims +-HD/2 sit HD / (2E) lanes away.
-// Every lane of the warp must call it.
+// bits as rotateChunk, with the angles of ropeTable. The partner dims
+// +-HD/2 sit HD / (2E) lanes away. Every lane of the warp must call it.
 template <int HD, int E>
-__device__ __forceinline__ void rotateLane(float (&x)[E], int sub,
-                                           const float *inv_freq, float pos,
-                                           float attention_scaling) {
+__device__ __forceinline__ void
+rotateLane(float (&x)[E], int sub, const float *cosT, const float *sinT) {
   constexpr int kLanes = HD / E;
   static_assert(HD % (2 * E) == 0 && kLanes <= 32,
                 "rotateLane: each half of a head must span whole lanes");
@@ -79,9 +91,8 @@ __device__ __forceinline__ void rotateLane(float (&x)[E], int sub,
     partner[j] = __shfl_xor_sync(0xffffffffu, x[j], kLanes / 2);
 #pragma unroll
   for (int j = 0; j < E; ++j) {
-    float co, s;
-    ropeAngle(pos, inv_freq[(sub * E + j) % (HD / 2)], attention_scaling, co,
-              s);
+    const int i = (sub * E + j) % (HD / 2);
+    const float co = cosT[i], s = sinT[i];
     // First half: x1 * cos - x2 * sin; second half: x2 * cos + x1 * sin.
     const float o = secondHalf
                         ? roundToBf16(x[j] * co) + roundToBf16(partner[j] * s)

@@ -349,6 +349,9 @@ bool PagedAttentionSpec::fusedRopeSupported() const {
 }
 LaunchDims PagedAttentionSpec::dims(int tokens, int splits) const {
   requirePositive(splits, "splits", "paged_attention");
+  if (splits > kMaxSplits)
+    fail("paged_attention: ", splits, " splits, more than the ", kMaxSplits,
+         " its in-kernel merge handles");
   LaunchDims dims;
   dims.grid.x = static_cast<unsigned>(std::max(tokens, 1) * kvHeads);
   dims.grid.y = static_cast<unsigned>(splits);

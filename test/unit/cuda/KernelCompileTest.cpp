@@ -106,6 +106,8 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
                cuda::ArgmaxSpec{1000}.dims(1).block.x, ");\n",
                "static_assert(kPagedAttentionThreads == ",
                cuda::PagedAttentionSpec{32, 8, 64}.dims(1, 1).block.x, ");\n",
+               "static_assert(kMaxAttentionSplits == ",
+               cuda::PagedAttentionSpec::kMaxSplits, ");\n",
                "static_assert(kRopeThreads == ",
                cuda::RopeKvWriteSpec{32, 8, 64}.dims(1).block.x, ");\n",
                "static_assert(kDefaultKvBlockSize == ",

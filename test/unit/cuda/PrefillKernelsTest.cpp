@@ -194,7 +194,10 @@ TEST(PrefillAttentionSpec, PlansWithLongStepsCompileIt) {
   EXPECT_TRUE(has(kernels, fp8));
   EXPECT_FALSE(has(kernels, bf16));
   EXPECT_TRUE(
-      has(kernels, "sol::kernels::paged_attention_fp8<32, 8, 128, 32>"));
+      has(kernels, "sol::kernels::paged_attention_fp8<32, 8, 128, 32, false>"));
+  // Decode steps' variant with the rope and KV append fused in.
+  EXPECT_TRUE(
+      has(kernels, "sol::kernels::paged_attention_fp8<32, 8, 128, 32, true>"));
   const PrefillAttentionSpec spec = cuda::prefillAttentionSpec(op);
   EXPECT_TRUE(spec.kvFp8);
   EXPECT_EQ(spec.blockSize, 32);
