@@ -88,6 +88,13 @@ __device__ __forceinline__ void store16(void *p, const uint4 &v) {
   *reinterpret_cast<uint4 *>(p) = v;
 }
 
+// The launch's dynamic shared memory (LaunchDims::sharedBytes), 16-byte
+// aligned.
+__device__ __forceinline__ unsigned char *dynamicSharedMemory() {
+  extern __shared__ __align__(16) unsigned char solDynamicShared[];
+  return solDynamicShared;
+}
+
 // Read-only load that bypasses L1: weights are read once per launch, so they
 // should not evict the activations that every warp re-reads from L1.
 __device__ __forceinline__ uint4 loadStreaming16(const void *p) {

@@ -165,14 +165,28 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
       }
     d.blockSize = blockSize_;
     d.kvDtype = kvDtype_;
-    for (const KernelInstance &k :
-         enumerateKernels(d, maxTokens_, static_cast<int>(maxModelLen_)))
-      if (!kernels_.count(k.nameExpression))
-        fail(planFile.path().string(), ": the plan lacks kernel ",
-             k.nameExpression, " needed by op ", str(op->name()),
-             "; compile the model again with this version's solc");
     ops_.push_back(std::move(d));
   }
+  // linear_skinny for 2..16 rows when every instance is in the plan (plans
+  // from before it lack them) and SOL_DISABLE_SKINNY is not set.
+  const int maxContext = static_cast<int>(maxModelLen_);
+  linears_ = FewRowLinears::Skinny;
+  if (const char *v = std::getenv("SOL_DISABLE_SKINNY"))
+    if (!std::string(v).empty() && std::string(v) != "0")
+      linears_ = FewRowLinears::Legacy;
+  for (const OpDesc &d : ops_)
+    for (const KernelInstance &k :
+         enumerateKernels(d, maxTokens_, maxContext, linears_))
+      if (!kernels_.count(k.nameExpression))
+        linears_ = FewRowLinears::Legacy;
+  for (std::size_t i = 0; i < ops_.size(); ++i)
+    for (const KernelInstance &k :
+         enumerateKernels(ops_[i], maxTokens_, maxContext, linears_))
+      if (!kernels_.count(k.nameExpression))
+        fail(planFile.path().string(), ": the plan lacks kernel ",
+             k.nameExpression, " needed by op ",
+             str(plan.ops()->Get(static_cast<unsigned>(i))->name()),
+             "; compile the model again with this version's solc");
 
   // Weights, uploaded once.
   std::size_t total = 0;
@@ -280,20 +294,23 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
       continue;
     const auto layer = static_cast<std::size_t>(d.ints[0]);
     attentionRope_[i] = layer < ropeOfLayer.size() ? ropeOfLayer[layer] : -1;
-    const std::vector<KernelLaunch> fused = selectKernels(d, 1, 0, true);
+    const std::vector<KernelLaunch> fused = selectKernels(d, 1, 0, FewRowLinears::Skinny, true);
     fusedRope_ = fusedRope_ && attentionRope_[i] >= 0 &&
                  kernels_.count(fused.at(0).instance.nameExpression);
   }
   // Split-K partial sums; zero between uses (the finalize kernels reset it).
   std::size_t splitFloats = 0;
   for (const OpDesc &d : ops_)
-    splitFloats = std::max(splitFloats, splitKWorkspaceFloats(d, maxTokens_));
+    splitFloats =
+        std::max(splitFloats, splitKWorkspaceFloats(d, maxTokens_, linears_));
   splitKWorkspace_ =
       DeviceBuffer(std::max<std::size_t>(alignUp(splitFloats * 4), kAlign));
   splitKWorkspace_.fillBytes(0, stream_);
-  // cuBLASLt for the GEMMs of more than 8 rows (batched decode and
-  // prompts), with its workspace and room for a fused gate/up GEMM's
-  // output ahead of its SwiGLU.
+  // cuBLASLt for the GEMMs of more rows than linear_skinny (or our GEMV)
+  // takes (batched decode and prompts), with its workspace and room for a
+  // fused gate/up GEMM's output ahead of its SwiGLU.
+  cublasMinRows_ =
+      linears_ == FewRowLinears::Skinny ? SkinnySpec::kMaxRows + 1 : 2;
   if (const char *v = std::getenv("SOL_CUBLASLT_MIN_ROWS"))
     cublasMinRows_ = std::max(2, std::atoi(v));
   if (maxTokens_ >= cublasMinRows_) {
@@ -645,13 +662,18 @@ void CudaExecutor::launchOps(const StepShape &shape) {
   launchOps(shape, 0, ops_.size());
 }
 
-void CudaExecutor::launchGemm(const std::vector<KernelLaunch> &launches,
-                              std::size_t at, CUdeviceptr y, CUdeviceptr x,
-                              CUdeviceptr w, CUdeviceptr bias, int rows, int n,
-                              int k) {
+void CudaExecutor::launchLinear(const std::vector<KernelLaunch> &launches,
+                                std::size_t at, CUdeviceptr y, CUdeviceptr x,
+                                CUdeviceptr w, CUdeviceptr bias, int rows,
+                                int n, int k) {
   const KernelLaunch &g = launches.at(at);
   const Kernel &gemm = kernel(g.instance);
   raiseSharedLimit(gemm, g);
+  if (isSinglePassLinear(g.instance)) {
+    const CUdeviceptr noNorm = 0;
+    gemm.launch(g.dims, stream_, y, x, w, bias, rows, n, noNorm, 0.0f);
+    return;
+  }
   if (launches.size() == at + 1) {
     gemm.launch(g.dims, stream_, y, x, w, bias, rows, n, k);
     return;
@@ -675,9 +697,10 @@ bool CudaExecutor::cublasUsable(const OpDesc &d, int rows) const {
        gemmScratch_.size() < static_cast<std::size_t>(rows) *
                                  static_cast<std::size_t>(w.at(0)) * 2))
     return false;
-  // A NormLinear of up to 8 rows also needs the norm kernel on its own.
+  // A NormLinear whose norm is the prologue of linear_gemv or linear_skinny
+  // also needs the norm kernel on its own.
   return !(
-      norm && rows <= GemvSpec::kMaxRows &&
+      norm &&
       !kernels_.count(
           RmsNormSpec{static_cast<int>(w.at(1))}.instance().nameExpression));
 }
@@ -739,7 +762,7 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     const fb::Op *op = plan.ops()->Get(static_cast<unsigned>(i));
     const int rows = opRows(d, shape.tokens, shape.outputs);
     std::vector<KernelLaunch> launches =
-        selectKernels(d, rows, maxContext, shape.fusedRope);
+        selectKernels(d, rows, maxContext, linears_, shape.fusedRope);
     if (launches.empty())
       continue;
     for (KernelLaunch &launch : launches)
@@ -780,12 +803,8 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       CUdeviceptr bias = op->weights()->size() > 1 ? w(1) : null;
       int n = static_cast<int>(d.weightShapes[0][0]);
       int kdim = static_cast<int>(d.weightShapes[0][1]);
-      if (cublasLinear(d, rows, y, x, wt, bias, n, kdim))
-        break;
-      if (rows <= GemvSpec::kMaxRows)
-        k.launch(l.dims, stream_, y, x, wt, bias, rows, n, null, 0.0f);
-      else
-        launchGemm(launches, 0, y, x, wt, bias, rows, n, kdim);
+      if (!cublasLinear(d, rows, y, x, wt, bias, n, kdim))
+        launchLinear(launches, 0, y, x, wt, bias, rows, n, kdim);
       break;
     }
     case fb::OpKind::NormLinear: {
@@ -795,14 +814,17 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       CUdeviceptr bias = op->weights()->size() > 2 ? w(2) : null;
       int n = static_cast<int>(d.weightShapes[1][0]);
       int kdim = static_cast<int>(d.weightShapes[1][1]);
+      // Few rows: one launch of linear_gemv or linear_skinny, the norm in
+      // its prologue.
+      const bool fusedNorm = isSinglePassLinear(l.instance);
       const bool viaCublas = cublasUsable(d, rows);
-      if (rows <= GemvSpec::kMaxRows && !viaCublas) {
+      if (fusedNorm && !viaCublas) {
         k.launch(l.dims, stream_, y, x, wt, bias, rows, n, normW, f0);
         break;
       }
-      // Normalise into the scratch buffer, then the GEMM. Few rows have no
-      // norm launch of their own in `launches` (their GEMV fuses it).
-      if (rows <= GemvSpec::kMaxRows) {
+      // Normalise into the scratch buffer, then the GEMM. A fused launch has
+      // no norm launch of its own in `launches`.
+      if (fusedNorm) {
         const RmsNormSpec norm{kdim};
         kernel(norm.instance())
             .launch(dependent(norm.dims(rows)), stream_, normed, x, null, normW,
@@ -812,7 +834,7 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                  1);
       }
       if (!cublasLinear(d, rows, y, normed, wt, bias, n, kdim))
-        launchGemm(launches, 1, y, normed, wt, bias, rows, n, kdim);
+        launchLinear(launches, 1, y, normed, wt, bias, rows, n, kdim);
       break;
     }
     case fb::OpKind::RopeKvWrite: {

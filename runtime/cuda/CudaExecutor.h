@@ -70,11 +70,13 @@ private:
   void profileOps(const StepShape &shape);
   void printProfile() const;
   const Kernel &kernel(const KernelInstance &instance);
-  /// The GEMM launches[at] (y = x . w^T + bias, rows x n x k), and its
-  /// split-K finalize when launches[at + 1] is one.
-  void launchGemm(const std::vector<KernelLaunch> &launches, std::size_t at,
-                  CUdeviceptr y, CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias,
-                  int rows, int n, int k);
+  /// The linear launches[at] (y = x . w^T + bias, rows x n x k): a
+  /// one-pass kernel (linear_gemv, linear_skinny) without its norm
+  /// prologue, or the GEMM and its split-K finalize when launches[at + 1]
+  /// is one.
+  void launchLinear(const std::vector<KernelLaunch> &launches, std::size_t at,
+                    CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
+                    CUdeviceptr bias, int rows, int n, int k);
   /// Allows the launch's dynamic shared memory above 48 KB (once per kernel).
   void raiseSharedLimit(const Kernel &k, const KernelLaunch &l);
   CUdeviceptr buffer(int index) const;
@@ -168,13 +170,18 @@ private:
   /// cuBLASLt (null when not installed), its workspace, and the gate/up
   /// output of fused SwiGLU linears that it runs.
   std::unique_ptr<CublasLt> cublas_;
-  /// Linears of at least this many rows run on cuBLASLt, single rows on our
-  /// GEMV. Measured on the H200 (Llama-3.2-1B shape, same runs): 64
-  /// sequences decode at 40,341 tok/s with cuBLASLt from 9 rows against
-  /// 30,144 with our split-K GEMMs; 8 sequences at 5,175 against 3,143 with
-  /// our 8-row GEMV, 4 at 2,881 against 2,054. SOL_CUBLASLT_MIN_ROWS=N (>= 2)
-  /// moves the boundary.
+  /// Linears of at least this many rows run on cuBLASLt: 17 where the plan
+  /// has linear_skinny for 2..16 rows, else 2 (single rows on our GEMV).
+  /// Measured on the H200 (Llama-3.2-1B shape, same runs): 64 sequences
+  /// decode at 40,341 tok/s with cuBLASLt from 9 rows against 30,144 with
+  /// our split-K GEMMs; 8 sequences at 5,175 against 3,143 with our 8-row
+  /// GEMV, 4 at 2,881 against 2,054. SOL_CUBLASLT_MIN_ROWS=N (>= 2) moves
+  /// the boundary.
   int cublasMinRows_ = 2;
+  /// linear_skinny for Linear and NormLinear ops of 2..16 rows, unless the
+  /// plan predates it or SOL_DISABLE_SKINNY=1 (then linear_gemv and
+  /// cuBLASLt or the GEMM, as before).
+  FewRowLinears linears_ = FewRowLinears::Skinny;
   DeviceBuffer cublasWorkspace_;
   DeviceBuffer gemmScratch_;
 

@@ -4,6 +4,7 @@
 #include "runtime/support/Error.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace sol::cuda {
 
@@ -45,29 +46,69 @@ LinearEpilogue linearEpilogue(const OpDesc &op) {
 
 namespace {
 
-/// The linear part of a Linear or NormLinear op (whose weights start with
-/// the norm's): a GEMV for few rows, with the norm in its prologue when
+struct LinearShape {
+  int n = 0, k = 0;
+  bool bias = false;
+};
+
+/// W's shape and whether there is a bias (a NormLinear op's weights start
+/// with the norm's).
+LinearShape linearShape(const OpDesc &op) {
+  const size_t first = op.kind == fb::OpKind::NormLinear ? 1 : 0;
+  return {toInt(op.weightShapes.at(first).at(0)),
+          toInt(op.weightShapes.at(first).at(1)),
+          op.weightShapes.size() > first + 1};
+}
+
+/// linear_skinny for `rows` rows, if `linears` picks it for them and its
+/// shared memory fits.
+std::optional<SkinnySpec> skinnyFor(const OpDesc &op, int rows,
+                                    bool normPrologue, FewRowLinears linears) {
+  if (linears != FewRowLinears::Skinny || rows < 2 ||
+      rows > SkinnySpec::kMaxRows)
+    return std::nullopt;
+  const LinearShape s = linearShape(op);
+  const SkinnySpec spec = SkinnySpec::choose(
+      s.n, s.k, rows, linearOutput(op), s.bias, linearEpilogue(op),
+      normPrologue, kPlannedMultiprocessors);
+  if (!spec.fits())
+    return std::nullopt;
+  return spec;
+}
+
+/// The linear part of a Linear or NormLinear op: linear_skinny (2..16
+/// rows) or linear_gemv (up to 8 rows) with the norm in its prologue when
 /// `normPrologue`, else the tensor-core GEMM, followed by its split-K
 /// finalize when it splits K.
 std::vector<KernelLaunch> linearLaunches(const OpDesc &op, int rows,
-                                         bool normPrologue) {
-  const size_t first = op.kind == fb::OpKind::NormLinear ? 1 : 0;
-  const int n = toInt(op.weightShapes.at(first).at(0));
-  const int k = toInt(op.weightShapes.at(first).at(1));
-  const bool bias = op.weightShapes.size() > first + 1;
+                                         bool normPrologue,
+                                         FewRowLinears linears) {
+  const LinearShape s = linearShape(op);
   const LinearEpilogue epilogue = linearEpilogue(op);
+  if (std::optional<SkinnySpec> skinny =
+          skinnyFor(op, rows, normPrologue, linears))
+    return {{skinny->instance(), skinny->dims(s.n)}};
   if (rows <= GemvSpec::kMaxRows) {
     GemvSpec spec =
-        GemvSpec::choose(n, k, rows, linearOutput(op), bias, epilogue,
+        GemvSpec::choose(s.n, s.k, rows, linearOutput(op), s.bias, epilogue,
                          normPrologue, kPlannedMultiprocessors);
-    return {{spec.instance(), spec.dims(n)}};
+    return {{spec.instance(), spec.dims(s.n)}};
   }
-  GemmSpec spec = GemmSpec::choose(gemmRowBucket(rows), n, linearOutput(op),
-                                   bias, epilogue, kPlannedMultiprocessors, k);
-  std::vector<KernelLaunch> launches = {{spec.instance(), spec.dims(rows, n)}};
+  GemmSpec spec =
+      GemmSpec::choose(gemmRowBucket(rows), s.n, linearOutput(op), s.bias,
+                       epilogue, kPlannedMultiprocessors, s.k);
+  std::vector<KernelLaunch> launches = {
+      {spec.instance(), spec.dims(rows, s.n)}};
   if (spec.splitK > 1)
-    launches.push_back({spec.finalizeInstance(), spec.finalizeDims(rows, n)});
+    launches.push_back({spec.finalizeInstance(), spec.finalizeDims(rows, s.n)});
   return launches;
+}
+
+/// The rows up to which a Linear op is one launch of linear_gemv or
+/// linear_skinny.
+int singlePassRows(FewRowLinears linears) {
+  return linears == FewRowLinears::Skinny ? SkinnySpec::kMaxRows
+                                          : GemvSpec::kMaxRows;
 }
 
 bool kvFp8(const OpDesc &op) {
@@ -103,7 +144,8 @@ int gemmRowBucket(int rows) {
 }
 
 std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
-                                        int maxContext, bool fusedRope) {
+                                        int maxContext, FewRowLinears linears,
+                                        bool fusedRope) {
   if (rows <= 0)
     return {};
   switch (op.kind) {
@@ -121,14 +163,15 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
     return {{spec.instance(), spec.dims(rows * toInt(op.ints.at(1)))}};
   }
   case fb::OpKind::Linear:
-    return linearLaunches(op, rows, false);
+    return linearLaunches(op, rows, false, linears);
   case fb::OpKind::NormLinear: {
-    if (rows <= GemvSpec::kMaxRows)
-      return linearLaunches(op, rows, true);
-    // Many rows: normalise once into the scratch buffer, then the GEMM.
+    if (rows <= GemvSpec::kMaxRows || skinnyFor(op, rows, true, linears))
+      return linearLaunches(op, rows, true, linears);
+    // Many rows (or too large a K for linear_skinny's prologue): normalise
+    // once into the scratch buffer, then the GEMM (or linear_skinny).
     RmsNormSpec norm{toInt(op.bufferWidths.at(1))};
     std::vector<KernelLaunch> launches = {{norm.instance(), norm.dims(rows)}};
-    for (KernelLaunch &l : linearLaunches(op, rows, false))
+    for (KernelLaunch &l : linearLaunches(op, rows, false, linears))
       launches.push_back(std::move(l));
     return launches;
   }
@@ -161,16 +204,15 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   fail("no CUDA kernel for op kind ", static_cast<int>(op.kind));
 }
 
-std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens) {
+std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens,
+                                  FewRowLinears linears) {
   if (op.kind != fb::OpKind::Linear && op.kind != fb::OpKind::NormLinear)
     return 0;
-  const size_t first = op.kind == fb::OpKind::NormLinear ? 1 : 0;
-  const std::size_t n =
-      static_cast<std::size_t>(op.weightShapes.at(first).at(0));
+  const std::size_t n = static_cast<std::size_t>(linearShape(op).n);
   std::size_t floats = 0;
   for (int rows = GemvSpec::kMaxRows + 1; rows <= maxTokens;
        rows = gemmRowBucket(rows) + 1)
-    for (const KernelLaunch &l : selectKernels(op, rows, 0))
+    for (const KernelLaunch &l : selectKernels(op, rows, 0, linears))
       if (l.dims.grid.z > 1) // the split GEMM: an M x N workspace
         floats =
             std::max(floats, static_cast<std::size_t>(gemmRowBucket(rows)) * n);
@@ -178,7 +220,8 @@ std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens) {
 }
 
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
-                                             int maxContext) {
+                                             int maxContext,
+                                             FewRowLinears linears) {
   std::vector<KernelInstance> out;
   auto add = [&](const std::vector<KernelLaunch> &launches) {
     for (const KernelLaunch &l : launches)
@@ -186,23 +229,17 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
         out.push_back(l.instance);
   };
   if (op.kind == fb::OpKind::Linear || op.kind == fb::OpKind::NormLinear) {
-    for (int rows = 1; rows <= std::min(maxTokens, GemvSpec::kMaxRows); ++rows)
-      add(selectKernels(op, rows, 0));
+    const int single = singlePassRows(linears);
+    for (int rows = 1; rows <= std::min(maxTokens, single); ++rows)
+      add(selectKernels(op, rows, 0, linears));
     for (int rows = 16; rows / 2 < maxTokens; rows *= 2)
-      if (rows > GemvSpec::kMaxRows)
-        add(selectKernels(op, rows, 0));
+      if (rows > single)
+        add(selectKernels(op, rows, 0, linears));
     // Steps of more than 8 rows may run the GEMM on cuBLASLt, then SwiGLU
     // on its own.
     if (maxTokens > GemvSpec::kMaxRows &&
         linearEpilogue(op) == LinearEpilogue::Swiglu)
-      add({{SwigluPairsSpec{
-                static_cast<int>(
-                    op.weightShapes
-                        .at(op.kind == fb::OpKind::NormLinear ? 1 : 0)
-                        .at(0) /
-                    2)}
-                .instance(),
-            {}}});
+      add({{SwigluPairsSpec{linearShape(op).n / 2}.instance(), {}}});
     return out;
   }
   if (op.kind == fb::OpKind::Attention) {
@@ -219,8 +256,24 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
       out.push_back(prefill.instance());
     return out;
   }
-  add(selectKernels(op, 1, 0));
+  add(selectKernels(op, 1, 0, linears));
   return out;
+}
+
+std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
+                                             int maxContext) {
+  std::vector<KernelInstance> out =
+      enumerateKernels(op, maxTokens, maxContext, FewRowLinears::Skinny);
+  for (KernelInstance &k :
+       enumerateKernels(op, maxTokens, maxContext, FewRowLinears::Legacy))
+    if (std::find(out.begin(), out.end(), k) == out.end())
+      out.push_back(std::move(k));
+  return out;
+}
+
+bool isSinglePassLinear(const KernelInstance &instance) {
+  return instance.header == "LinearGemv.cuh" ||
+         instance.header == "LinearSkinny.cuh";
 }
 
 KernelLaunch selectArgmax(int rows, int vocab) {

@@ -22,6 +22,17 @@ namespace sol::cuda {
 /// The SM count kernel choices are made for (H100 / H200).
 inline constexpr int kPlannedMultiprocessors = 132;
 
+/// Which kernels run Linear and NormLinear ops of 2..16 rows.
+enum class FewRowLinears {
+  /// linear_skinny (LinearSkinny.cuh), with the norm in its prologue.
+  Skinny,
+  /// The kernels from before it: linear_gemv up to 8 rows, the tensor-core
+  /// GEMM above (and cuBLASLt, which the executor prefers from 2 rows).
+  /// Plans compiled before linear_skinny hold only these; the executor
+  /// also falls back to them with SOL_DISABLE_SKINNY=1, for A/B runs.
+  Legacy,
+};
+
 /// What selection needs to know about one op, from a plan or a schedule.
 struct OpDesc {
   fb::OpKind kind = fb::OpKind::Add;
@@ -51,20 +62,38 @@ int gemmRowBucket(int rows);
 /// Floats of zeroed fp32 workspace the split-K GEMMs of a Linear or
 /// NormLinear op need for steps of up to `maxTokens` rows (0 if it never
 /// splits).
-std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens);
+std::size_t
+splitKWorkspaceFloats(const OpDesc &op, int maxTokens,
+                      FewRowLinears linears = FewRowLinears::Skinny);
 
 /// The launches of `op` for `rows` rows (see opRows) in a step whose longest
 /// context is `maxContext` positions (attention only). Empty for rows == 0.
-/// `fusedRope` (steps with one token per sequence, when the plan has the
-/// fused attention): RopeKvWrite has no launch and Attention runs the
-/// paged_attention variant that does its work.
-std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
-                                        int maxContext, bool fusedRope = false);
+/// A Linear or NormLinear op of few rows is one launch of linear_gemv or
+/// linear_skinny (isSinglePassLinear); a NormLinear op otherwise starts with
+/// rms_norm into its scratch buffer. `fusedRope` (steps with one token per
+/// sequence, when the plan has the fused attention): RopeKvWrite has no
+/// launch and Attention runs the paged_attention variant that does its work.
+std::vector<KernelLaunch>
+selectKernels(const OpDesc &op, int rows, int maxContext,
+              FewRowLinears linears = FewRowLinears::Skinny,
+              bool fusedRope = false);
 
-/// Every instance `op` may need in steps of up to `maxTokens` tokens and
-/// contexts of up to `maxContext` positions, without duplicates.
+/// Every instance `op` may need with `linears` in steps of up to
+/// `maxTokens` tokens and contexts of up to `maxContext` positions, without
+/// duplicates.
+std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
+                                             int maxContext,
+                                             FewRowLinears linears);
+
+/// The instances of both FewRowLinears choices: what solc compiles into a
+/// plan, so that the executor can run either.
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
                                              int maxContext);
+
+/// Whether `instance` is a one-pass kernel of few rows (linear_gemv,
+/// linear_skinny), launched as (y, x, w, bias, rows, N, norm_w, eps), rather
+/// than a GEMM (y, x, w, bias, M, N, K) or another kernel.
+bool isSinglePassLinear(const KernelInstance &instance);
 
 /// Steps of more tokens run eagerly (not as CUDA graphs), and only they may
 /// use prefill_attention (its grid depends on the step's prompt runs).

@@ -228,6 +228,87 @@ GemvSpec GemvSpec::choose(int outFeatures, int inFeatures, int rows,
   return spec;
 }
 
+KernelInstance SkinnySpec::instance() const {
+  requirePositive(inFeatures, "in features (K)", "linear_skinny");
+  requireMultiple(inFeatures, 8, "in features (K)", "linear_skinny");
+  if (maxRows != 8 && maxRows != 16)
+    fail("linear_skinny: maxRows must be 8 or 16, got ", maxRows);
+  if (tiles != 1 && tiles != 2)
+    fail("linear_skinny: tiles must be 1 or 2, got ", tiles);
+  if (warpsK != 1 && warpsK != 2 && warpsK != 4 && warpsK != 8)
+    fail("linear_skinny: warpsK must be 1, 2, 4 or 8, got ", warpsK);
+  checkEpilogue(output, epilogue, "linear_skinny");
+  if (!fits())
+    fail("linear_skinny: ", sharedBytes(), " bytes of shared memory for ",
+         maxRows, " rows of ", inFeatures, " features",
+         normPrologue ? " with the norm prologue" : "", ", more than the ",
+         kMaxSharedBytes / 1024, " KB a block may have");
+  return {"LinearSkinny.cuh",
+          cat(kNamespace, "linear_skinny<", inFeatures, ", ", maxRows, ", ",
+              tiles, ", ", warpsK, ", ", outputType(output), ", ",
+              bias ? "true" : "false", ", ", static_cast<int>(epilogue), ", ",
+              normPrologue ? "true" : "false", ">")};
+}
+
+// SkinnyShape::kSharedBytes of LinearSkinny.cuh.
+int SkinnySpec::sharedBytes() const {
+  const int xBytes = normPrologue ? maxRows * (inFeatures + 32) * 2 : 0;
+  const int reduceBytes = warpsK * maxRows * (featuresPerBlock() + 4) * 4;
+  const int normBytes = normPrologue ? maxRows * 8 * 4 : 0;
+  return xBytes + reduceBytes + normBytes;
+}
+
+LaunchDims SkinnySpec::dims(int outFeatures) const {
+  requirePositive(outFeatures, "out features (N)", "linear_skinny");
+  if (epilogue == LinearEpilogue::Swiglu)
+    requireMultiple(outFeatures, 2, "out features (N) of a swiglu epilogue",
+                    "linear_skinny");
+  LaunchDims dims;
+  dims.block.x = kThreads;
+  dims.grid.x = ceilDiv(outFeatures, featuresPerBlock());
+  dims.sharedBytes = static_cast<unsigned>(sharedBytes());
+  return dims;
+}
+
+SkinnySpec SkinnySpec::choose(int outFeatures, int inFeatures, int rows,
+                              LinearOutput output, bool bias,
+                              LinearEpilogue epilogue, bool normPrologue,
+                              int multiprocessors) {
+  if (rows < 1 || rows > kMaxRows)
+    fail("linear_skinny handles 1..", kMaxRows, " rows, got ", rows,
+         "; use the tensor-core GEMM (GemmSpec) for more");
+  requirePositive(outFeatures, "out features (N)", "linear_skinny");
+  requirePositive(inFeatures, "in features (K)", "linear_skinny");
+  SkinnySpec spec;
+  spec.inFeatures = inFeatures;
+  spec.output = output;
+  spec.bias = bias;
+  spec.epilogue = epilogue;
+  spec.normPrologue = normPrologue;
+  spec.maxRows = rows <= 8 ? 8 : 16;
+  // K split over all 8 warps of a block, as linear_gemv does best, unless a
+  // warp would get fewer than two k steps of 32.
+  const int steps = (inFeatures + 31) / 32;
+  spec.warpsK = 8;
+  while (spec.warpsK > 1 && steps < 2 * spec.warpsK)
+    spec.warpsK /= 2;
+  // Every block reads (and under the norm prologue normalises) all of x,
+  // so wider blocks cost less L2 traffic per weight byte: two tiles per
+  // warp, then two warps along N, as long as there are still two blocks
+  // per SM (the narrow projections, N = 2,048..6,144, stay at one tile per
+  // block: 128..384 blocks).
+  const long long wanted = 2LL * multiprocessors;
+  auto blocks = [&](int features) {
+    return (static_cast<long long>(outFeatures) + features - 1) / features;
+  };
+  if (blocks(32 * (8 / spec.warpsK)) >= wanted)
+    spec.tiles = 2;
+  if (spec.tiles == 2 && spec.warpsK == 8 && steps >= 32 &&
+      blocks(64) >= wanted)
+    spec.warpsK = 4;
+  return spec;
+}
+
 KernelInstance GemmSpec::instance() const {
   if (tileM % (warpsM * 16) != 0 || tileN % (warpsN * 16) != 0)
     fail("linear_gemm: tile ", tileM, "x", tileN, " does not split into ",

@@ -137,6 +137,48 @@ struct GemvSpec {
                          bool normPrologue = false, int multiprocessors = 132);
 };
 
+/// linear_skinny<K, MaxRows, Tiles, WarpsK, Out, HasBias, Epilogue,
+/// NormPrologue>(y, x, w, bias, rows, N, norm_w, eps): linear layers of 2..16
+/// rows on tensor cores (LinearSkinny.cuh: mma.sync with W as the 16-row A
+/// operand and x^T as B), every weight read once; linear_gemv's arguments,
+/// fused norm prologue and epilogues.
+struct SkinnySpec {
+  static constexpr int kMaxRows = 16;
+  static constexpr int kThreads = 256;
+  /// The most shared memory a block may have (sm_90), which bounds K under
+  /// the norm prologue (about 6,500 at 16 rows).
+  static constexpr int kMaxSharedBytes = 227 * 1024;
+  int inFeatures = 0; // K
+  /// 8 (one n8 mma per tile and k step) or 16 (two).
+  int maxRows = 8;
+  /// 16-row tiles of W per warp: 1 or 2.
+  int tiles = 1;
+  /// Warps of a block along K (the rest, 8 / warpsK, along N).
+  int warpsK = 8;
+  LinearOutput output = LinearOutput::Bf16;
+  bool bias = false;
+  LinearEpilogue epilogue = LinearEpilogue::None;
+  bool normPrologue = false;
+
+  KernelInstance instance() const;
+  LaunchDims dims(int outFeatures) const;
+  /// Output features (rows of W) a block covers.
+  int featuresPerBlock() const { return 16 * tiles * (8 / warpsK); }
+  /// Dynamic shared memory (all the kernel uses): the normalised x rows
+  /// under the norm prologue, the warps' partial sums.
+  int sharedBytes() const;
+  /// Whether the block's shared memory fits (it may not for a large K
+  /// under the norm prologue).
+  bool fits() const { return sharedBytes() <= kMaxSharedBytes; }
+  /// A configuration for `rows` (1..16) rows of x on a GPU of
+  /// `multiprocessors` SMs.
+  static SkinnySpec choose(int outFeatures, int inFeatures, int rows,
+                           LinearOutput output, bool bias,
+                           LinearEpilogue epilogue = LinearEpilogue::None,
+                           bool normPrologue = false,
+                           int multiprocessors = 132);
+};
+
 /// linear_gemm<BM, BN, WarpsM, WarpsN, Stages, Out, HasBias, Epilogue,
 /// SplitK>(y, x, w, bias, M, N, K): tensor-core linear layers (prefill,
 /// batched decode). With splitK > 1 the GEMM adds fp32 partial sums into a

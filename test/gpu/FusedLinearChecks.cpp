@@ -13,8 +13,9 @@
 //    and epilogue).
 //  * norm_linear: a NormLinear op's launches exactly as the CUDA executor
 //    makes them (selectKernels, CudaExecutor's NormLinear case): the fused
-//    GEMV for up to 8 rows, else rms_norm into scratch and then the GEMM
-//    (split-K or not).
+//    GEMV for one row, linear_skinny with the norm in its prologue for 2 to
+//    16, else rms_norm into scratch and then the GEMM (split-K or not); and
+//    the legacy rule (the fused GEMV up to 8 rows) where it differs.
 //
 // Outputs are poisoned, plus one poisoned guard row past the last output
 // row that no launch may touch. Residual outputs cannot be poisoned (they
@@ -24,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Checks.h"
+#include "LinearProblems.h"
 #include "ReferenceKernels.h"
 
 #include "runtime/cuda/KernelSelection.h"
@@ -41,240 +43,7 @@ using cuda::KernelInstance;
 using cuda::LaunchDims;
 using cuda::LinearEpilogue;
 using cuda::LinearOutput;
-
-constexpr float kEps = 1e-5f;
-
-int outputBytes(LinearOutput output) {
-  return output == LinearOutput::Fp32 ? 4 : 2;
-}
-
-int outputColumns(LinearEpilogue epilogue, int n) {
-  return epilogue == LinearEpilogue::Swiglu ? n / 2 : n;
-}
-
-const char *epilogueTag(LinearEpilogue epilogue) {
-  switch (epilogue) {
-  case LinearEpilogue::None:
-    return "";
-  case LinearEpilogue::Residual:
-    return " +res";
-  case LinearEpilogue::Swiglu:
-    return " +swiglu";
-  }
-  return " +?";
-}
-
-/// Weight ranges that keep each epilogue's inputs in an interesting range:
-/// residual and product of comparable size, swiglu gates around silu's bend.
-float weightScale(LinearEpilogue epilogue) {
-  switch (epilogue) {
-  case LinearEpilogue::None:
-    return 1.0f;
-  case LinearEpilogue::Residual:
-    return 0.1f;
-  case LinearEpilogue::Swiglu:
-    return 0.05f;
-  }
-  return 1.0f;
-}
-
-std::vector<int> firstRows(int rows) {
-  std::vector<int> ids(rows);
-  for (int r = 0; r < rows; ++r)
-    ids[r] = r;
-  return ids;
-}
-
-/// Rows `rowIds` of a row-major [*, cols] matrix.
-std::vector<Bf16> gatherRows(std::span<const Bf16> m, int cols,
-                             std::span<const int> rowIds) {
-  std::vector<Bf16> out;
-  out.reserve(rowIds.size() * cols);
-  for (int row : rowIds) {
-    const auto begin = m.begin() + static_cast<std::ptrdiff_t>(row) * cols;
-    out.insert(out.end(), begin, begin + cols);
-  }
-  return out;
-}
-
-/// One linear problem on the host: x [rows, k], W [n, k], optional bias,
-/// norm weight (the NormLinear prologue) and residual [rows, n]. Launches
-/// may use only the first rows of it.
-struct HostLinear {
-  int n = 0, k = 0;
-  LinearEpilogue epilogue = LinearEpilogue::None;
-  bool norm = false;
-  std::vector<Bf16> x, w, bias, normW, residual;
-
-  /// epilogue(norm?(x) . W^T + b) for rows `rowIds`: [rowIds, out columns].
-  std::vector<double> expected(std::span<const int> rowIds) const {
-    const int count = static_cast<int>(rowIds.size());
-    std::vector<Bf16> xs = gatherRows(x, k, rowIds);
-    if (norm)
-      xs = referenceNormRows(xs, normW, count, k, kEps);
-    const std::vector<double> y = referenceLinear(xs, w, bias, count, n, k);
-    switch (epilogue) {
-    case LinearEpilogue::None:
-      return y;
-    case LinearEpilogue::Residual:
-      return referenceResidualEpilogue(gatherRows(residual, n, rowIds), y);
-    case LinearEpilogue::Swiglu:
-      return referenceSwigluEpilogue(y, count, n);
-    }
-    return {};
-  }
-};
-
-/// A random row of x whose normalised values x * rsqrt(mean(x^2) + eps) all
-/// lie clearly off bf16 rounding midpoints: the kernels compute the rsqrt in
-/// fp32 (relative error below 1e-6), and one element rounded the other way
-/// moves an fp32 output by about 1e-4 relative, the fp32 tolerance. Rows
-/// with an element within 4e-6 (relative) of a midpoint are drawn again.
-std::vector<Bf16> unambiguousNormRow(Rng &rng, int k, float lo, float hi) {
-  for (;;) {
-    std::vector<Bf16> row = randomBf16(rng, k, lo, hi);
-    double sumSquares = 0.0;
-    for (Bf16 v : row)
-      sumSquares += static_cast<double>(bf16ToFloat(v)) * bf16ToFloat(v);
-    const double inv = 1.0 / std::sqrt(sumSquares / k + kEps);
-    bool clear = true;
-    for (Bf16 v : row) {
-      int exponent = 0;
-      const double mantissa =
-          std::frexp(std::fabs(bf16ToFloat(v) * inv), &exponent);
-      // bf16 keeps 8 significant bits: the value in units of its last place
-      // lies in [128, 256), and rounding is ambiguous near a half unit.
-      const double units = mantissa * 256.0;
-      const double fraction = units - std::floor(units);
-      if (std::fabs(fraction - 0.5) < 4e-6 * units) {
-        clear = false;
-        break;
-      }
-    }
-    if (clear)
-      return row;
-  }
-}
-
-HostLinear makeProblem(Rng &rng, int rows, int n, int k, bool bias,
-                       LinearEpilogue epilogue, bool norm) {
-  HostLinear p;
-  p.n = n;
-  p.k = k;
-  p.epilogue = epilogue;
-  p.norm = norm;
-  const float scale = weightScale(epilogue);
-  p.w = randomBf16(rng, static_cast<std::size_t>(n) * k, -scale, scale);
-  if (norm) {
-    for (int t = 0; t < rows; ++t) {
-      const std::vector<Bf16> row = unambiguousNormRow(rng, k, -3.0f, 3.0f);
-      p.x.insert(p.x.end(), row.begin(), row.end());
-    }
-  } else {
-    p.x = randomBf16(rng, static_cast<std::size_t>(rows) * k, -1, 1);
-  }
-  if (bias)
-    p.bias = randomBf16(rng, n, -1, 1);
-  if (norm)
-    p.normW = randomBf16(rng, k, 0.5f, 1.5f);
-  if (epilogue == LinearEpilogue::Residual)
-    p.residual = randomBf16(rng, static_cast<std::size_t>(rows) * n, -2, 2);
-  return p;
-}
-
-/// The output buffer [rows + 1, cols]: the residual (or poison) in the first
-/// `rows` rows, a poisoned guard row after them.
-DeviceBuffer outputBuffer(Checker &c, const HostLinear &p, int rows,
-                          LinearOutput output, int cols) {
-  const std::size_t elems = static_cast<std::size_t>(rows + 1) * cols;
-  if (p.epilogue != LinearEpilogue::Residual)
-    return c.poisoned(elems * outputBytes(output));
-  std::vector<Bf16> init(p.residual.begin(),
-                         p.residual.begin() +
-                             static_cast<std::ptrdiff_t>(rows) * cols);
-  init.resize(elems, kPoisonBf16);
-  return c.upload(init);
-}
-
-/// Checks the output rows `rowIds` of a launch over `rows` rows against
-/// `ref`, and that the guard row after them is untouched.
-void judgeOutput(Checker &c, CheckRecord &r, const DeviceBuffer &dOut,
-                 const HostLinear &p, int rows, LinearOutput output, int cols,
-                 std::span<const int> rowIds, std::span<const double> ref) {
-  std::vector<float> got;
-  got.reserve(rowIds.size() * cols);
-  std::size_t unwritten = 0, guardWritten = 0;
-  const std::size_t guard = static_cast<std::size_t>(rows) * cols;
-  if (output == LinearOutput::Fp32) {
-    const std::vector<float> out = c.download<float>(dOut);
-    for (int row : rowIds) {
-      const std::span<const float> values(
-          out.data() + static_cast<std::size_t>(row) * cols, cols);
-      got.insert(got.end(), values.begin(), values.end());
-      unwritten += countPoison(values);
-    }
-    guardWritten =
-        cols - countPoison(std::span<const float>(
-                   out.data() + guard, static_cast<std::size_t>(cols)));
-  } else {
-    const std::vector<Bf16> out = c.download<Bf16>(dOut);
-    for (std::size_t j = 0; j < rowIds.size(); ++j) {
-      const std::size_t base = static_cast<std::size_t>(rowIds[j]) * cols;
-      for (int col = 0; col < cols; ++col) {
-        const Bf16 v = out[base + col];
-        got.push_back(bf16ToFloat(v));
-        if (v == kPoisonBf16) {
-          ++unwritten;
-        } else if (p.epilogue == LinearEpilogue::Residual &&
-                   v == p.residual[base + col]) {
-          const double old = bf16ToFloat(p.residual[base + col]);
-          if (std::fabs(ref[j * cols + col] - old) > 0.05 * std::fabs(old))
-            ++unwritten;
-        }
-      }
-    }
-    guardWritten =
-        cols - countPoison(std::span<const Bf16>(
-                   out.data() + guard, static_cast<std::size_t>(cols)));
-  }
-  judge(r, relativeL2(got, ref), output == LinearOutput::Fp32 ? 1e-4 : 1e-2,
-        unwritten);
-  if (guardWritten) {
-    r.passed = false;
-    r.note += sol::cat(guardWritten, " elements written past the last row; ");
-  }
-}
-
-/// W and copies of it, so that timed launches stream W from HBM, not L2.
-class RotatedWeights {
-public:
-  RotatedWeights(Checker &c, const std::vector<Bf16> &w, bool rotate) {
-    const std::size_t bytes = w.size() * 2;
-    const int count = rotate && c.options.timing
-                          ? rotationCopies(bytes, c.context.l2CacheBytes())
-                          : 1;
-    copies_.push_back(c.upload(w));
-    for (int i = 1; i < count; ++i) {
-      copies_.emplace_back(bytes);
-      copies_.back().copyFromDevice(copies_.front(), bytes, c.stream);
-    }
-    c.stream.synchronize();
-  }
-  const Bf16 *operator[](int rotation) const {
-    return copies_[static_cast<std::size_t>(rotation) % copies_.size()]
-        .as<const Bf16>();
-  }
-
-private:
-  std::vector<DeviceBuffer> copies_;
-};
-
-/// Raises the kernel's dynamic shared memory limit when the launch needs
-/// more than the default 48 KB (as CudaExecutor::raiseSharedLimit does).
-void allowSharedMemory(const cuda::Kernel &kernel, const LaunchDims &dims) {
-  if (dims.sharedBytes > 48 * 1024)
-    kernel.setMaxDynamicSharedMemory(static_cast<int>(dims.sharedBytes));
-}
+using cuda::SkinnySpec;
 
 /// The fp32 partial sums of a split-K GEMM: zero before the first launch,
 /// and the finalize kernel leaves them zero again.
@@ -310,21 +79,6 @@ void launchGemm(Checker &c, const cuda::Kernel &gemm, const LaunchDims &dims,
   gemm.launch(dims, c.stream, partial, x, w, static_cast<const Bf16 *>(nullptr),
               rows, n, k);
   finalize->launch(finalizeDims, c.stream, y, partial, bias, rows, n);
-}
-
-/// The minimum bytes a GEMV (or a few-row GEMM) moves: W once, x, bias and
-/// norm weight once, the output (read too for the residual epilogue).
-double gemvBytes(const HostLinear &p, int rows, LinearOutput output) {
-  const int cols = outputColumns(p.epilogue, p.n);
-  double bytes = 2.0 * p.n * p.k + 2.0 * rows * p.k +
-                 static_cast<double>(rows) * cols * outputBytes(output);
-  if (!p.bias.empty())
-    bytes += 2.0 * p.n;
-  if (p.norm)
-    bytes += 2.0 * p.k;
-  if (p.epilogue == LinearEpilogue::Residual)
-    bytes += 2.0 * rows * p.n;
-  return bytes;
 }
 
 // ---------------------------------------------------------------------------
@@ -559,12 +313,17 @@ struct NormLinearCase {
   std::vector<int> rows;
 };
 
-// Rows 5: the fused GEMV; 9 and more: rms_norm into scratch, then the GEMM
-// (for the row bucket gemmRowBucket picks, launched on the actual rows; at
-// 9 to 100 rows of these shapes it splits K, fp32 logits included).
+// With linear_skinny, 2..16 rows are one launch with the norm in its
+// prologue (rows 5, 9, 12, 16), unless K is too large for its shared memory
+// (K = 8192 at 12 rows: rms_norm, then linear_skinny); more rows run
+// rms_norm into scratch, then the GEMM (for the row bucket gemmRowBucket
+// picks, launched on the actual rows; at 17 to 100 rows of these shapes it
+// splits K, fp32 logits included). The legacy rule (plans from before
+// linear_skinny, SOL_DISABLE_SKINNY=1) runs the fused GEMV up to 8 rows and
+// rms_norm + GEMM from 9; rows where it differs are checked both ways.
 const NormLinearCase kNormLinearCases[] = {
     {"qkv", 3072, 2048, LinearOutput::Bf16, false, LinearEpilogue::None,
-     rowsOf(5, 9, 100)},
+     rowsOf(5, 9, 16, 100)},
     {"qkv+bias", 3072, 2048, LinearOutput::Bf16, true, LinearEpilogue::None,
      rowsOf(33)},
     {"gate_up", 16384, 2048, LinearOutput::Bf16, false, LinearEpilogue::Swiglu,
@@ -573,6 +332,8 @@ const NormLinearCase kNormLinearCases[] = {
      rowsOf(40)},
     {"logits", 4096, 2048, LinearOutput::Fp32, false, LinearEpilogue::None,
      rowsOf(12)},
+    {"wide", 1024, 8192, LinearOutput::Bf16, false, LinearEpilogue::None,
+     rowsOf(8, 12)},
 };
 
 /// The plan op the lowering emits for a norm feeding this linear
@@ -591,8 +352,59 @@ cuda::OpDesc normLinearOp(const NormLinearCase &nl) {
   return op;
 }
 
-void checkNormLinearCase(Checker &c, const NormLinearCase &nl) {
+/// The launches of both FewRowLinears rules for `rows`; the legacy ones
+/// only where they differ.
+std::vector<std::pair<cuda::FewRowLinears, std::vector<cuda::KernelLaunch>>>
+normLinearVariants(const NormLinearCase &nl, int rows) {
   const cuda::OpDesc op = normLinearOp(nl);
+  std::vector<std::pair<cuda::FewRowLinears, std::vector<cuda::KernelLaunch>>>
+      out = {{cuda::FewRowLinears::Skinny,
+              cuda::selectKernels(op, rows, 0, cuda::FewRowLinears::Skinny)}};
+  std::vector<cuda::KernelLaunch> legacy =
+      cuda::selectKernels(op, rows, 0, cuda::FewRowLinears::Legacy);
+  auto same = [](const std::vector<cuda::KernelLaunch> &a,
+                 const std::vector<cuda::KernelLaunch> &b) {
+    return std::equal(
+        a.begin(), a.end(), b.begin(), b.end(),
+        [](const cuda::KernelLaunch &x, const cuda::KernelLaunch &y) {
+          return x.instance == y.instance;
+        });
+  };
+  if (!same(out[0].second, legacy))
+    out.push_back({cuda::FewRowLinears::Legacy, std::move(legacy)});
+  return out;
+}
+
+/// How a NormLinear's launches run, for the check's name.
+std::string describeNormLinear(const NormLinearCase &nl, int rows,
+                               const std::vector<cuda::KernelLaunch> &l,
+                               cuda::FewRowLinears linears) {
+  const bool fused = cuda::isSinglePassLinear(l[0].instance);
+  const cuda::KernelInstance &linear = l[fused ? 0 : 1].instance;
+  std::string how = fused ? " " : " norm+";
+  if (linear.header == "LinearSkinny.cuh") {
+    const SkinnySpec spec =
+        SkinnySpec::choose(nl.n, nl.k, rows, nl.output, nl.bias, nl.epilogue,
+                           fused, cuda::kPlannedMultiprocessors);
+    how += sol::cat("skinny T", spec.tiles, " WK", spec.warpsK);
+  } else if (linear.header == "LinearGemv.cuh") {
+    const GemvSpec spec =
+        GemvSpec::choose(nl.n, nl.k, rows, nl.output, nl.bias, nl.epilogue,
+                         true, cuda::kPlannedMultiprocessors);
+    how += sol::cat("gemv R", spec.rowsPerWarp, " WK", spec.warpsK);
+  } else {
+    const GemmSpec spec =
+        GemmSpec::choose(cuda::gemmRowBucket(rows), nl.n, nl.output, nl.bias,
+                         nl.epilogue, cuda::kPlannedMultiprocessors, nl.k);
+    how += sol::cat("gemm ", spec.tileM, "x", spec.tileN,
+                    l.size() == 3 ? sol::cat(" splitK ", spec.splitK) : "");
+  }
+  if (linears == cuda::FewRowLinears::Legacy)
+    how += " (legacy)";
+  return how;
+}
+
+void checkNormLinearCase(Checker &c, const NormLinearCase &nl) {
   const int cols = outputColumns(nl.epilogue, nl.n);
   for (int rows : nl.rows) {
     if (c.options.quick && rows > 100)
@@ -601,7 +413,6 @@ void checkNormLinearCase(Checker &c, const NormLinearCase &nl) {
         makeProblem(c.rng, rows, nl.n, nl.k, nl.bias, nl.epilogue, true);
     const std::vector<int> rowIds = firstRows(rows);
     const std::vector<double> ref = p.expected(rowIds);
-    const bool gemv = rows <= GemvSpec::kMaxRows;
     // Decode-sized steps stream W: rotated, and reported in GB/s.
     const bool streaming = rows <= 128;
     const RotatedWeights weights(c, p.w, streaming);
@@ -609,78 +420,75 @@ void checkNormLinearCase(Checker &c, const NormLinearCase &nl) {
     const DeviceBuffer dBias =
         c.upload(nl.bias ? p.bias : std::vector<Bf16>{0});
     const Bf16 *biasArg = nl.bias ? dBias.as<const Bf16>() : nullptr;
-    DeviceBuffer dNormed =
-        c.poisoned(static_cast<std::size_t>(rows) * nl.k * 2);
-    DeviceBuffer dOut = outputBuffer(c, p, rows, nl.output, cols);
 
-    // [GEMV] or [rms_norm, GEMM] or [rms_norm, split GEMM, finalize].
-    const std::vector<cuda::KernelLaunch> launches =
-        cuda::selectKernels(op, rows, 0);
-    const bool split = launches.size() == 3;
-    if (gemv ? launches.size() != 1
-             : launches.size() != 2 && launches.size() != 3)
-      fail("norm_linear: selectKernels gave ", launches.size(),
-           " launches for ", rows, " rows");
-    const cuda::KernelLaunch &first = launches[0];
-    const cuda::KernelLaunch &linear = launches[gemv ? 0 : 1];
-    const cuda::Kernel &firstKernel = c.kernels.kernel(first.instance);
-    const cuda::Kernel &linearKernel = c.kernels.kernel(linear.instance);
-    const cuda::Kernel *finalize =
-        split ? &c.kernels.kernel(launches[2].instance) : nullptr;
-    const LaunchDims finalizeDims = split ? launches[2].dims : LaunchDims{};
-    allowSharedMemory(firstKernel, first.dims);
-    allowSharedMemory(linearKernel, linear.dims);
-    DeviceBuffer dPartial = splitKWorkspace(c, split ? rows : 1, nl.n);
+    for (const auto &[linears, launches] : normLinearVariants(nl, rows)) {
+      DeviceBuffer dNormed =
+          c.poisoned(static_cast<std::size_t>(rows) * nl.k * 2);
+      DeviceBuffer dOut = outputBuffer(c, p, rows, nl.output, cols);
+      // [GEMV or linear_skinny, the norm fused], [rms_norm, GEMM or
+      // linear_skinny] or [rms_norm, split GEMM, finalize].
+      const bool fused = cuda::isSinglePassLinear(launches[0].instance);
+      const bool split = launches.size() == 3;
+      if (fused ? launches.size() != 1
+                : launches.size() != 2 && launches.size() != 3)
+        fail("norm_linear: selectKernels gave ", launches.size(),
+             " launches for ", rows, " rows");
+      const cuda::KernelLaunch &first = launches[0];
+      const cuda::KernelLaunch &linear = launches[fused ? 0 : 1];
+      const bool singlePass = cuda::isSinglePassLinear(linear.instance);
+      const cuda::Kernel &firstKernel = c.kernels.kernel(first.instance);
+      const cuda::Kernel &linearKernel = c.kernels.kernel(linear.instance);
+      const cuda::Kernel *finalize =
+          split ? &c.kernels.kernel(launches[2].instance) : nullptr;
+      const LaunchDims finalizeDims = split ? launches[2].dims : LaunchDims{};
+      allowSharedMemory(firstKernel, first.dims);
+      allowSharedMemory(linearKernel, linear.dims);
+      DeviceBuffer dPartial = splitKWorkspace(c, split ? rows : 1, nl.n);
 
-    // CudaExecutor::launchOps, case NormLinear.
-    auto launchLinear = [&](auto *y, int rotation) {
-      if (gemv) {
-        linearKernel.launch(linear.dims, c.stream, y, dX.as<const Bf16>(),
-                            weights[rotation], biasArg, rows, nl.n,
-                            dNorm.as<const Bf16>(), kEps);
-        return;
-      }
-      firstKernel.launch(first.dims, c.stream, dNormed.as<Bf16>(),
-                         dX.as<const Bf16>(), static_cast<Bf16 *>(nullptr),
-                         dNorm.as<const Bf16>(), kEps, rows, nl.k, nl.k, 1);
-      launchGemm(c, linearKernel, linear.dims, finalize, finalizeDims,
-                 dPartial.as<float>(), y, dNormed.as<const Bf16>(),
-                 weights[rotation], biasArg, rows, nl.n, nl.k);
-    };
-    std::function<void(int)> launch = [&](int rotation) {
-      if (nl.output == LinearOutput::Fp32)
-        launchLinear(dOut.as<float>(), rotation);
-      else
-        launchLinear(dOut.as<Bf16>(), rotation);
-    };
-    launch(0);
+      // CudaExecutor::launchOps, case NormLinear.
+      auto launchLinear = [&](auto *y, int rotation) {
+        if (fused) {
+          linearKernel.launch(linear.dims, c.stream, y, dX.as<const Bf16>(),
+                              weights[rotation], biasArg, rows, nl.n,
+                              dNorm.as<const Bf16>(), kEps);
+          return;
+        }
+        firstKernel.launch(first.dims, c.stream, dNormed.as<Bf16>(),
+                           dX.as<const Bf16>(), static_cast<Bf16 *>(nullptr),
+                           dNorm.as<const Bf16>(), kEps, rows, nl.k, nl.k, 1);
+        if (singlePass)
+          linearKernel.launch(linear.dims, c.stream, y,
+                              dNormed.as<const Bf16>(), weights[rotation],
+                              biasArg, rows, nl.n,
+                              static_cast<const Bf16 *>(nullptr), 0.0f);
+        else
+          launchGemm(c, linearKernel, linear.dims, finalize, finalizeDims,
+                     dPartial.as<float>(), y, dNormed.as<const Bf16>(),
+                     weights[rotation], biasArg, rows, nl.n, nl.k);
+      };
+      std::function<void(int)> launch = [&](int rotation) {
+        if (nl.output == LinearOutput::Fp32)
+          launchLinear(dOut.as<float>(), rotation);
+        else
+          launchLinear(dOut.as<Bf16>(), rotation);
+      };
+      launch(0);
 
-    std::string how;
-    if (gemv) {
-      const GemvSpec spec =
-          GemvSpec::choose(nl.n, nl.k, rows, nl.output, nl.bias, nl.epilogue,
-                           true, cuda::kPlannedMultiprocessors);
-      how = sol::cat(" gemv R", spec.rowsPerWarp, " WK", spec.warpsK);
-    } else {
-      const GemmSpec spec =
-          GemmSpec::choose(cuda::gemmRowBucket(rows), nl.n, nl.output, nl.bias,
-                           nl.epilogue, cuda::kPlannedMultiprocessors, nl.k);
-      how = sol::cat(" norm+gemm ", spec.tileM, "x", spec.tileN,
-                     split ? sol::cat(" splitK ", spec.splitK) : "");
+      CheckRecord r =
+          makeRecord(c, "norm_linear",
+                     sol::cat(nl.name, " ", nl.n, "x", nl.k, " T=", rows,
+                              epilogueTag(nl.epilogue),
+                              nl.output == LinearOutput::Fp32 ? " fp32" : "",
+                              describeNormLinear(nl, rows, launches, linears)),
+                     linear.instance);
+      judgeOutput(c, r, dOut, p, rows, nl.output, cols, rowIds, ref);
+      if (split)
+        judgeWorkspace(c, r, dPartial);
+      if (streaming)
+        r.bytes = gemvBytes(p, rows, nl.output);
+      r.flops = 2.0 * rows * nl.n * static_cast<double>(nl.k);
+      c.finish(std::move(r), &launch);
     }
-    CheckRecord r = makeRecord(
-        c, "norm_linear",
-        sol::cat(nl.name, " ", nl.n, "x", nl.k, " T=", rows,
-                 epilogueTag(nl.epilogue),
-                 nl.output == LinearOutput::Fp32 ? " fp32" : "", how),
-        linear.instance);
-    judgeOutput(c, r, dOut, p, rows, nl.output, cols, rowIds, ref);
-    if (split)
-      judgeWorkspace(c, r, dPartial);
-    if (streaming)
-      r.bytes = gemvBytes(p, rows, nl.output);
-    r.flops = 2.0 * rows * nl.n * static_cast<double>(nl.k);
-    c.finish(std::move(r), &launch);
   }
 }
 
@@ -714,9 +522,9 @@ std::vector<CheckFamily> fusedLinearChecks() {
        [](KernelLibrary &k) {
          for (const NormLinearCase &nl : kNormLinearCases)
            for (int rows : nl.rows)
-             for (const cuda::KernelLaunch &l :
-                  cuda::selectKernels(normLinearOp(nl), rows, 0))
-               k.require(l.instance);
+             for (const auto &variant : normLinearVariants(nl, rows))
+               for (const cuda::KernelLaunch &l : variant.second)
+                 k.require(l.instance);
        },
        checkNormLinear},
   };

@@ -80,10 +80,11 @@ Arguments parse(int argc, char **argv) {
 
 std::vector<CheckFamily> allFamilies() {
   std::vector<CheckFamily> all;
-  for (auto group : {runtimeChecks(), elementwiseChecks(), normChecks(),
-                     attentionChecks(), kvFp8Checks(), fusedRopeChecks(),
-                     prefillAttentionChecks(), prefillAttentionFp8Checks(),
-                     linearChecks(), fusedLinearChecks(), samplingChecks()})
+  for (auto group :
+       {runtimeChecks(), elementwiseChecks(), normChecks(), attentionChecks(),
+        kvFp8Checks(), fusedRopeChecks(), prefillAttentionChecks(),
+        prefillAttentionFp8Checks(), linearChecks(), fusedLinearChecks(),
+        skinnyChecks(), samplingChecks()})
     for (auto &family : group)
       all.push_back(std::move(family));
   return all;

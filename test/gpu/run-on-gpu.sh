@@ -21,7 +21,7 @@ for family in $("$BIN" --list); do
     --dump-cubins "$WORK/cubins" > "$WORK/$family.log" 2>&1
   rc=$?
   grep -E '^  [a-z_]+ |aborted|sol-kernel-check:' "$WORK/$family.log" |
-    grep -v '^  gemv_sweep' | sed -E 's/ +/ /g; s/\(tol [^)]*\)//'
+    grep -vE '^  (gemv|skinny)_sweep' | sed -E 's/ +/ /g; s/\(tol [^)]*\)//'
   echo "[$family] exit $rc"
   [ $rc -eq 0 ] || status=1
 done
@@ -47,10 +47,14 @@ if command -v compute-sanitizer > /dev/null; then
     "$BIN" --quick --only attention,rms_norm,argmax,gemm \
     > "$WORK/racecheck.log" 2>&1
   echo "racecheck exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|CHECKS' "$WORK/racecheck.log" | tr '\n' ' ')"
-  # The GEMV's norm prologue stages the normalised rows in shared memory.
+  # The GEMV's norm prologue stages the normalised rows in shared memory;
+  # linear_skinny also reduces its warps' partial sums there.
   timeout 120 compute-sanitizer --tool racecheck --report-api-errors no \
     "$BIN" --quick --only gemv_fused > "$WORK/racecheck-gemv.log" 2>&1
   echo "racecheck gemv_fused exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|CHECKS' "$WORK/racecheck-gemv.log" | tr '\n' ' ')"
+  timeout 180 compute-sanitizer --tool racecheck --report-api-errors no \
+    "$BIN" --quick --only skinny > "$WORK/racecheck-skinny.log" 2>&1
+  echo "racecheck skinny exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|CHECKS' "$WORK/racecheck-skinny.log" | tr '\n' ' ')"
 fi
 tar -czf "$OUT_DIR/results.tar.gz" -C "$WORK" .
 exit $status

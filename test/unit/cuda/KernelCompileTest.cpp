@@ -25,6 +25,7 @@ using cuda::GemvSpec;
 using cuda::LinearEpilogue;
 using cuda::LinearOutput;
 using cuda::RmsNormSpec;
+using cuda::SkinnySpec;
 
 TEST(KernelCompile, EveryModelInstanceCompilesForSm90) {
   std::string reason;
@@ -79,6 +80,7 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
                      "#include \"LinearGemv.cuh\"\n#include \"Argmax.cuh\"\n"
                      "#include \"PagedAttention.cuh\"\n"
                      "#include \"RopeKvWrite.cuh\"\n"
+                     "#include \"LinearSkinny.cuh\"\n"
                      "using namespace sol::kernels;\n";
   for (int dim :
        {64, 128, 256, 896, 1024, 1536, 2048, 3584, 4096, 5120, 8192, 16384}) {
@@ -112,6 +114,26 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
                cuda::RopeKvWriteSpec{32, 8, 64}.dims(1).block.x, ");\n",
                "static_assert(kDefaultKvBlockSize == ",
                cuda::PagedAttentionSpec{}.blockSize, ");\n");
+  // linear_skinny's dynamic shared memory and block.
+  for (const SkinnySpec &spec :
+       {SkinnySpec{2048, 16, 2, 4, LinearOutput::Fp32, false,
+                   LinearEpilogue::None, true},
+        SkinnySpec{8192, 8, 1, 8, LinearOutput::Bf16, false,
+                   LinearEpilogue::Residual, false},
+        SkinnySpec{896, 16, 1, 2, LinearOutput::Bf16, true,
+                   LinearEpilogue::Swiglu, true},
+        SkinnySpec{72, 8, 2, 1, LinearOutput::Bf16, false, LinearEpilogue::None,
+                   false}})
+    code += sol::cat("static_assert(SkinnyShape<", spec.inFeatures, ", ",
+                     spec.maxRows, ", ", spec.tiles, ", ", spec.warpsK, ", ",
+                     spec.normPrologue ? "true" : "false",
+                     ">::kSharedBytes == ", spec.sharedBytes(), ");\n",
+                     "static_assert(SkinnyShape<", spec.inFeatures, ", ",
+                     spec.maxRows, ", ", spec.tiles, ", ", spec.warpsK, ", ",
+                     spec.normPrologue ? "true" : "false",
+                     ">::kFeatures == ", spec.featuresPerBlock(), ");\n");
+  code += sol::cat("static_assert(kSkinnyThreads == ",
+                   SkinnySpec{2048}.dims(8).block.x, ");\n");
   // The epilogue values the specs put into linear_gemv / linear_gemm names.
   code += sol::cat(
       "static_assert(kEpilogueNone == ", static_cast<int>(LinearEpilogue::None),
@@ -206,6 +228,37 @@ TEST(KernelCompile, FusedLinearVariantsCompile) {
             add(split.finalizeInstance());
         }
   }
+  // linear_skinny: every epilogue, bias, both prologues, fp32 logits, 8
+  // and 16 rows, on the same shapes.
+  for (const Shape &s :
+       {Shape{2048, 8192, 3072, false}, Shape{1536, 8960, 2048, true}})
+    for (int rows : {3, 13}) {
+      for (bool norm : {false, true}) {
+        add(SkinnySpec::choose(s.qkv, s.hidden, rows, LinearOutput::Bf16,
+                               s.qkvBias, LinearEpilogue::None, norm)
+                .instance());
+        add(SkinnySpec::choose(s.hidden, s.hidden, rows, LinearOutput::Bf16,
+                               false, LinearEpilogue::Residual, norm)
+                .instance());
+        add(SkinnySpec::choose(2 * s.intermediate, s.hidden, rows,
+                               LinearOutput::Bf16, false,
+                               LinearEpilogue::Swiglu, norm)
+                .instance());
+      }
+      add(SkinnySpec::choose(s.hidden, s.intermediate, rows, LinearOutput::Bf16,
+                             false, LinearEpilogue::Residual)
+              .instance());
+      add(SkinnySpec::choose(151936, s.hidden, rows, LinearOutput::Fp32, false,
+                             LinearEpilogue::None, true)
+              .instance());
+    }
+  // Odd K and N with bias: partial k steps, one warp along K.
+  add(SkinnySpec::choose(1000, 896, 5, LinearOutput::Bf16, true,
+                         LinearEpilogue::Swiglu, true)
+          .instance());
+  add(SkinnySpec::choose(264, 72, 9, LinearOutput::Bf16, true,
+                         LinearEpilogue::Residual, false)
+          .instance());
   // The 64 KB prologue (K = 4096, 8 rows) and an odd K / row count.
   add(GemvSpec::choose(6144, 4096, 8, LinearOutput::Bf16, false,
                        LinearEpilogue::None, true)
@@ -236,9 +289,10 @@ TEST(KernelCompile, FusedLinearVariantsCompile) {
 }
 
 // The kernels' own static_asserts reject what the specs reject: a swiglu
-// GEMV whose warps hold an odd number of W rows (a gate without its up) and
-// an fp32 GEMM (or split-K finalize) with an epilogue, a split-K GEMM with
-// one. The even / bf16 twins compile.
+// GEMV whose warps hold an odd number of W rows (a gate without its up), an
+// fp32 GEMM (or split-K finalize) with an epilogue, a split-K GEMM with one,
+// and linear_skinny shapes it has no code for. The even / bf16 twins
+// compile.
 TEST(KernelCompile, FusedLinearKernelsRejectInvalidVariants) {
   std::string reason;
   nvrtc::NvrtcOptions options;
@@ -286,6 +340,16 @@ TEST(KernelCompile, FusedLinearKernelsRejectInvalidVariants) {
   expectRejected("LinearGemm.cuh",
                  "sol::kernels::linear_splitk_finalize<float, false, 2>",
                  "fp32 output: no epilogue");
+  expectRejected(
+      "LinearSkinny.cuh",
+      "sol::kernels::linear_skinny<2048, 4, 1, 8, __nv_bfloat16, false, 0, "
+      "false>",
+      "MaxRows must be 8 or 16");
+  expectRejected(
+      "LinearSkinny.cuh",
+      "sol::kernels::linear_skinny<2048, 16, 4, 8, __nv_bfloat16, false, 0, "
+      "false>",
+      "Tiles (16-row tiles per warp) must be 1 or 2");
   EXPECT_NO_THROW(compileOne(
       "LinearGemv.cuh",
       "sol::kernels::linear_gemv<2048, 1, 2, 8, __nv_bfloat16, false, 2, "

@@ -355,6 +355,133 @@ TEST(KernelSpecs, FusedLinearErrors) {
                        .instance()));
 }
 
+TEST(KernelSpecs, SkinnyNameAndGeometry) {
+  const SkinnySpec spec{
+      2048, 16, 2, 4, LinearOutput::Fp32, false, LinearEpilogue::None, true};
+  EXPECT_EQ(spec.instance().nameExpression,
+            "sol::kernels::linear_skinny<2048, 16, 2, 4, float, false, 0, "
+            "true>");
+  EXPECT_EQ(spec.instance().header, "LinearSkinny.cuh");
+  // A block covers 16 * tiles * (8 / warpsK) rows of W.
+  EXPECT_EQ(spec.featuresPerBlock(), 64);
+  const LaunchDims dims = spec.dims(128256);
+  EXPECT_EQ(dims.block.x, 256u);
+  EXPECT_EQ(dims.grid.x, 2004u);
+  // All of its shared memory is dynamic: x rows of K + 32 bf16 under the
+  // norm prologue, the warps' partial sums [warpsK][maxRows][features + 4]
+  // in fp32, and the norm's per-warp sums of squares.
+  EXPECT_EQ(
+      dims.sharedBytes,
+      static_cast<unsigned>(16 * 2080 * 2 + 4 * 16 * 68 * 4 + 16 * 8 * 4));
+  const SkinnySpec plain{
+      8192, 8, 1, 8, LinearOutput::Bf16, false, LinearEpilogue::Residual,
+      false};
+  EXPECT_EQ(plain.instance().nameExpression,
+            "sol::kernels::linear_skinny<8192, 8, 1, 8, __nv_bfloat16, false, "
+            "1, false>");
+  EXPECT_EQ(plain.dims(2048).grid.x, 128u);
+  EXPECT_EQ(plain.dims(2048).sharedBytes, 8u * 8 * 20 * 4);
+  EXPECT_EQ(plain.dims(2047).grid.x, 128u);
+  EXPECT_EQ(plain.dims(2049).grid.x, 129u);
+}
+
+TEST(KernelSpecs, SkinnyChoice) {
+  const auto choose = [](int n, int k, int rows,
+                         LinearOutput output = LinearOutput::Bf16,
+                         LinearEpilogue epilogue = LinearEpilogue::None,
+                         bool norm = false) {
+    return SkinnySpec::choose(n, k, rows, output, false, epilogue, norm, 132);
+  };
+  // One n8 mma per tile and k step up to 8 rows, two above.
+  for (int rows = 1; rows <= 8; ++rows)
+    EXPECT_EQ(choose(3072, 2048, rows).maxRows, 8) << rows;
+  for (int rows = 9; rows <= 16; ++rows)
+    EXPECT_EQ(choose(3072, 2048, rows).maxRows, 16) << rows;
+  // Narrow projections: one 16-row tile per block, K over all 8 warps.
+  for (auto [n, k] :
+       {std::pair{3072, 2048}, std::pair{2048, 2048}, std::pair{2048, 8192},
+        std::pair{6144, 4096}, std::pair{4096, 14336}}) {
+    const SkinnySpec s = choose(n, k, 8);
+    EXPECT_EQ(s.tiles, 1) << n << "x" << k;
+    EXPECT_EQ(s.warpsK, 8) << n << "x" << k;
+    EXPECT_EQ(s.featuresPerBlock(), 16);
+  }
+  // gate/up of Llama-3.2-1B: two tiles a warp (512 blocks of 32 rows).
+  const SkinnySpec gateUp =
+      choose(16384, 2048, 16, LinearOutput::Bf16, LinearEpilogue::Swiglu, true);
+  EXPECT_EQ(gateUp.tiles, 2);
+  EXPECT_EQ(gateUp.warpsK, 8);
+  EXPECT_EQ(gateUp.dims(16384).grid.x, 512u);
+  EXPECT_EQ(gateUp.epilogue, LinearEpilogue::Swiglu);
+  EXPECT_TRUE(gateUp.normPrologue);
+  // Very wide outputs: 64 rows a block (two warps along N).
+  for (auto [n, k] : {std::pair{128256, 2048}, std::pair{28672, 4096},
+                      std::pair{128256, 4096}}) {
+    const SkinnySpec s = choose(n, k, 4, LinearOutput::Bf16);
+    EXPECT_EQ(s.tiles, 2) << n << "x" << k;
+    EXPECT_EQ(s.warpsK, 4) << n << "x" << k;
+    EXPECT_GE(s.dims(n).grid.x, 264u);
+  }
+  // Every choice fills the H200 at least once and gives each warp at least
+  // two k steps of 32.
+  for (int n : {2048, 3072, 4096, 6144, 16384, 28672, 128256})
+    for (int k : {896, 2048, 4096, 8192, 14336})
+      for (int rows : {2, 8, 9, 16}) {
+        const SkinnySpec s = choose(n, k, rows);
+        EXPECT_GE(s.dims(n).grid.x, 128u) << n << "x" << k;
+        EXPECT_GE((k + 31) / 32 / s.warpsK, 2) << n << "x" << k;
+      }
+  // Short K: fewer warps along K (K = 72: three k steps, one warp).
+  EXPECT_EQ(choose(264, 72, 5).warpsK, 1);
+  EXPECT_EQ(choose(264, 72, 5).featuresPerBlock(), 128);
+  EXPECT_EQ(choose(4864, 896, 5).warpsK, 8);
+  EXPECT_THROW(choose(2048, 2048, 0), sol::Error);
+  EXPECT_THROW(choose(2048, 2048, 17), sol::Error);
+}
+
+TEST(KernelSpecs, SkinnyErrors) {
+  const SkinnySpec ok{
+      2048, 8, 1, 8, LinearOutput::Bf16, false, LinearEpilogue::None, false};
+  EXPECT_NO_THROW(ok.instance());
+  SkinnySpec bad = ok;
+  bad.maxRows = 4;
+  EXPECT_THROW(bad.instance(), sol::Error);
+  bad = ok;
+  bad.tiles = 4;
+  EXPECT_THROW(bad.instance(), sol::Error);
+  bad = ok;
+  bad.warpsK = 3;
+  EXPECT_THROW(bad.instance(), sol::Error);
+  bad = ok;
+  bad.inFeatures = 2044;
+  EXPECT_THROW(bad.instance(), sol::Error);
+  for (LinearEpilogue e : {LinearEpilogue::Residual, LinearEpilogue::Swiglu}) {
+    bad = ok;
+    bad.output = LinearOutput::Fp32;
+    bad.epilogue = e;
+    EXPECT_THROW(bad.instance(), sol::Error);
+  }
+  // SwiGLU pairs need an even N.
+  SkinnySpec swiglu = ok;
+  swiglu.epilogue = LinearEpilogue::Swiglu;
+  EXPECT_NO_THROW(swiglu.dims(1000));
+  EXPECT_THROW(swiglu.dims(999), sol::Error);
+  EXPECT_THROW(ok.dims(0), sol::Error);
+  // The norm prologue keeps 16 rows of K in shared memory: K = 4096 fits
+  // (about 150 KB), K = 8192 does not.
+  const SkinnySpec wide = SkinnySpec::choose(8192, 4096, 16, LinearOutput::Bf16,
+                                             false, LinearEpilogue::None, true);
+  EXPECT_TRUE(wide.fits());
+  EXPECT_GT(wide.sharedBytes(), 48 * 1024);
+  const SkinnySpec huge = SkinnySpec::choose(8192, 8192, 16, LinearOutput::Bf16,
+                                             false, LinearEpilogue::None, true);
+  EXPECT_FALSE(huge.fits());
+  EXPECT_THROW(huge.instance(), sol::Error);
+  EXPECT_TRUE(SkinnySpec::choose(8192, 8192, 8, LinearOutput::Bf16, false,
+                                 LinearEpilogue::None, true)
+                  .fits());
+}
+
 TEST(KernelSpecs, GemmGeometry) {
   const GemmSpec big = GemmSpec::choose(4096, 4096, LinearOutput::Bf16, false);
   EXPECT_EQ(big.tileM, 128);

@@ -54,14 +54,23 @@ std::vector<cuda::KernelInstance> modelKernelInstances() {
     };
     for (const Linear &l : linears) {
       // Unfused (plain Linear ops, e.g. a norm with several users), then
-      // fused; for more than 8 rows a NormLinear runs rms_norm and the GEMM.
-      // 16 rows: batched decode.
+      // fused; for more than 16 rows (8 without linear_skinny) a NormLinear
+      // runs rms_norm and the GEMM. 16 rows: batched decode.
       for (int rows : {1, 2, 4, 8}) {
         add(GemvSpec::choose(l.n, l.k, rows, l.output, l.bias).instance());
         add(GemvSpec::choose(l.n, l.k, rows, l.output, l.bias, l.epilogue,
                              l.norm)
                 .instance());
       }
+      // 2..16 rows: linear_skinny, fused as the plan runs it (its 8- and
+      // 16-row instances cover every count), and unfused.
+      for (int rows : {2, 16}) {
+        const SkinnySpec fused = SkinnySpec::choose(l.n, l.k, rows, l.output,
+                                                    l.bias, l.epilogue, l.norm);
+        if (fused.fits())
+          add(fused.instance());
+      }
+      add(SkinnySpec::choose(l.n, l.k, 16, l.output, l.bias).instance());
       for (int rows : {16, 64, 4096}) {
         add(GemmSpec::choose(rows, l.n, l.output, l.bias).instance());
         // As selectKernels chooses (K known): few rows may split K, and

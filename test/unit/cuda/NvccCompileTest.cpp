@@ -33,6 +33,7 @@ TEST(NvccCompile, EveryKernelTemplateCompiles) {
 #include "GatherRows.cuh"
 #include "LinearGemm.cuh"
 #include "LinearGemv.cuh"
+#include "LinearSkinny.cuh"
 #include "PagedAttention.cuh"
 #include "PrefillAttention.cuh"
 #include "RmsNorm.cuh"
@@ -54,6 +55,11 @@ void *const kInstances[] = {
     (void *)&linear_gemv<2048, 1, 4, 8, float, false, 0, true>,
     (void *)&linear_gemv<8192, 8, 2, 8, __nv_bfloat16, false, 1, false>,
     (void *)&linear_gemv<2048, 4, 2, 8, __nv_bfloat16, true, 2, true>,
+    (void *)&linear_skinny<2048, 8, 1, 8, __nv_bfloat16, false, 0, true>,
+    (void *)&linear_skinny<2048, 16, 2, 8, __nv_bfloat16, true, 2, true>,
+    (void *)&linear_skinny<8192, 16, 1, 8, __nv_bfloat16, false, 1, false>,
+    (void *)&linear_skinny<2048, 16, 2, 4, float, false, 0, true>,
+    (void *)&linear_skinny<72, 16, 1, 1, float, true, 0, false>,
     (void *)&paged_attention<32, 8, 64, 16, false>,
     (void *)&paged_attention<32, 8, 64, 32, true>,
     (void *)&paged_attention<28, 4, 128, 16, true>,

@@ -1,14 +1,15 @@
-//===- CudaEmulation.h - The CUDA subset Sampling.cuh uses, on the CPU ----===//
+//===- CudaEmulation.h - A CUDA subset for kernels run on the CPU ---------===//
 //
-// Lets the sampling kernel be compiled as host C++ and run on a CPU: each
-// CUDA thread of a block is a std::thread, __syncthreads is a barrier over
-// the block, warp shuffles and ballots exchange values through per-warp
-// slots between two barriers over the warp, shared-memory atomics are
-// __atomic builtins and __shared__ variables are function statics (blocks
-// run one after another). The _rn intrinsics are plain float operations:
-// compile with -ffp-contract=off. A model of the kernel's logic, not of its
-// performance or of the GPU's memory model; slow (a barrier wakes 1024
-// threads), so tests keep rows short.
+// Lets kernels (Sampling.cuh, LinearSkinny.cuh) be compiled as host C++ and
+// run on a CPU: each CUDA thread of a block is a std::thread,
+// __syncthreads is a barrier over the block, warp shuffles and ballots
+// exchange values through per-warp slots between two barriers over the
+// warp, shared-memory atomics are __atomic builtins, __shared__ variables
+// are function statics and dynamic shared memory is one caller-provided
+// buffer (blocks run one after another). The _rn intrinsics are plain float
+// operations: compile with -ffp-contract=off. A model of the kernel's
+// logic, not of its performance or of the GPU's memory model; slow (a
+// barrier wakes 1024 threads), so tests keep rows short.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -27,7 +28,7 @@
 #define __host__
 #define __global__
 #define __forceinline__ inline
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __shared__ static
 
 struct EmulatedDim3 {
@@ -42,6 +43,12 @@ struct float4 {
 struct int2 {
   int x, y;
 };
+struct uint4 {
+  unsigned x, y, z, w;
+};
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
+  return {x, y, z, w};
+}
 
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
@@ -74,6 +81,8 @@ namespace cuda_emulation {
 inline std::barrier<> *blockBarrier;
 inline std::barrier<> *warpBarriers[32];
 inline unsigned long long slots[32][32];
+/// The launch's dynamic shared memory (the caller sizes and sets it).
+inline unsigned char *dynamicShared = nullptr;
 
 /// Every lane publishes v; returns lane `src`'s value (or v when !use).
 template <typename T> T exchange(T v, int src, bool use) {

@@ -1,0 +1,550 @@
+//===- SkinnyChecks.cpp - linear_skinny: 2..16 rows on tensor cores -------===//
+//
+//  * skinny: linear_skinny (LinearSkinny.cuh) as SkinnySpec::choose
+//    configures it, against float64 references that round where the kernel
+//    does (LinearProblems.h): every row count from 2 to 16 on Llama-3.2-1B's
+//    layers as the fused plan runs them (norm prologue on qkv, gate_up and
+//    the LM head, residual epilogue on o and down, swiglu on gate_up, fp32
+//    logits), Llama-3.1-8B's layers at a few row counts, and edge shapes: N
+//    not a multiple of 16, K not a multiple of 32 (a partial k step), K = 8,
+//    bias, the residual epilogue behind the norm prologue. Outputs start as
+//    NaN poison with a poisoned guard row after the last row: every element
+//    must be written, none past `rows`. Rows 2, 4, 8 and 16 are also timed
+//    (weights rotated through copies larger than L2).
+//  * skinny_speed: the plain projection (no norm, no epilogue) of each real
+//    shape at 1, 2, 4, 8 and 16 rows through linear_skinny, linear_gemv (up
+//    to 8 rows) and cuBLASLt (bf16 outputs, where the library loads), timed
+//    side by side in GB/s; each output is compared with linear_skinny's.
+//    One run says which kernel each row count should use. Timing only
+//    (nothing runs under --quick or --no-timing).
+//  * skinny_sweep: tiles per warp and warps along K around the chosen
+//    configuration at 8 and 16 rows, for tuning SkinnySpec::choose (timing
+//    only, like skinny_speed).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Checks.h"
+#include "LinearProblems.h"
+
+#include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/KernelSelection.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace sol::check {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::GemvSpec;
+using cuda::KernelInstance;
+using cuda::LaunchDims;
+using cuda::LinearEpilogue;
+using cuda::LinearOutput;
+using cuda::SkinnySpec;
+
+std::vector<int> rowRange(int first, int last) {
+  std::vector<int> rows;
+  for (int r = first; r <= last; ++r)
+    rows.push_back(r);
+  return rows;
+}
+
+bool timedRows(int rows) {
+  return rows == 2 || rows == 4 || rows == 8 || rows == 16;
+}
+
+/// Launches a one-pass linear kernel (linear_skinny or linear_gemv: the
+/// same arguments) on y of the output's type.
+void launchSinglePass(Checker &c, const cuda::Kernel &kernel,
+                      const LaunchDims &dims, LinearOutput output,
+                      DeviceBuffer &y, const Bf16 *x, const Bf16 *w,
+                      const Bf16 *bias, int rows, int n, const Bf16 *normW,
+                      float eps) {
+  if (output == LinearOutput::Fp32)
+    kernel.launch(dims, c.stream, y.as<float>(), x, w, bias, rows, n, normW,
+                  eps);
+  else
+    kernel.launch(dims, c.stream, y.as<Bf16>(), x, w, bias, rows, n, normW,
+                  eps);
+}
+
+std::string skinnyTag(const SkinnySpec &spec) {
+  return sol::cat("T", spec.tiles, " WK", spec.warpsK);
+}
+
+// ---------------------------------------------------------------------------
+// skinny
+
+struct SkinnyCase {
+  const char *name;
+  int n, k;
+  LinearOutput output;
+  bool bias;
+  LinearEpilogue epilogue;
+  bool norm;
+  std::vector<int> rows;
+};
+
+const SkinnyCase kSkinnyCases[] = {
+    // Llama-3.2-1B as the fused plan runs it, every row count.
+    {"qkv", 3072, 2048, LinearOutput::Bf16, false, LinearEpilogue::None, true,
+     rowRange(2, 16)},
+    {"o", 2048, 2048, LinearOutput::Bf16, false, LinearEpilogue::Residual,
+     false, rowRange(2, 16)},
+    {"gate_up", 16384, 2048, LinearOutput::Bf16, false, LinearEpilogue::Swiglu,
+     true, rowRange(2, 16)},
+    {"down", 2048, 8192, LinearOutput::Bf16, false, LinearEpilogue::Residual,
+     false, rowRange(2, 16)},
+    {"lm_head",
+     128256,
+     2048,
+     LinearOutput::Fp32,
+     false,
+     LinearEpilogue::None,
+     true,
+     {2, 7, 8, 9, 16}},
+    // Unfused (a plain Linear op) and a Qwen-style biased QKV.
+    {"qkv plain",
+     3072,
+     2048,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::None,
+     false,
+     {4, 12}},
+    {"qkv+bias",
+     3072,
+     2048,
+     LinearOutput::Bf16,
+     true,
+     LinearEpilogue::None,
+     true,
+     {3, 9}},
+    // Llama-3.1-8B: 16 normalised rows of K = 4096 take 132 KB of shared
+    // memory.
+    {"qkv 8B",
+     6144,
+     4096,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::None,
+     true,
+     {2, 8, 9, 16}},
+    {"o 8B",
+     4096,
+     4096,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::Residual,
+     false,
+     {5, 16}},
+    {"gate_up 8B",
+     28672,
+     4096,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::Swiglu,
+     true,
+     {4, 13}},
+    {"down 8B",
+     4096,
+     14336,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::Residual,
+     false,
+     {8, 16}},
+    {"lm_head 8B",
+     128256,
+     4096,
+     LinearOutput::Fp32,
+     false,
+     LinearEpilogue::None,
+     true,
+     {3, 11}},
+    // Edges: a partial tile and a partial k step (K = 72: nine 16-byte
+    // vectors, one warp along K), a single vector of K, the Qwen2.5-0.5B
+    // swiglu (K = 896, N = 1000), bias with the residual add, and the
+    // residual epilogue behind the norm prologue.
+    {"edge",
+     40,
+     72,
+     LinearOutput::Fp32,
+     true,
+     LinearEpilogue::None,
+     false,
+     {2, 3, 8, 9, 16}},
+    {"edge k8",
+     24,
+     8,
+     LinearOutput::Fp32,
+     false,
+     LinearEpilogue::None,
+     false,
+     {2, 16}},
+    {"swiglu+bias",
+     1000,
+     896,
+     LinearOutput::Bf16,
+     true,
+     LinearEpilogue::Swiglu,
+     true,
+     {2, 5, 9, 16}},
+    {"res+bias",
+     264,
+     1024,
+     LinearOutput::Bf16,
+     true,
+     LinearEpilogue::Residual,
+     false,
+     {3, 12}},
+    {"res+norm",
+     2048,
+     2048,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::Residual,
+     true,
+     {3, 16}},
+};
+
+SkinnySpec skinnySpecFor(const SkinnyCase &s, int rows) {
+  return SkinnySpec::choose(s.n, s.k, rows, s.output, s.bias, s.epilogue,
+                            s.norm, cuda::kPlannedMultiprocessors);
+}
+
+void checkSkinnyCase(Checker &c, const SkinnyCase &s) {
+  // One problem for the most rows; fewer rows use its first rows, and the
+  // reference of those is the first rows of its reference.
+  const int maxRows = *std::max_element(s.rows.begin(), s.rows.end());
+  const HostLinear p =
+      makeProblem(c.rng, maxRows, s.n, s.k, s.bias, s.epilogue, s.norm);
+  const std::vector<double> ref = p.expected(firstRows(maxRows));
+  const RotatedWeights weights(c, p.w, true);
+  const DeviceBuffer dX = c.upload(p.x);
+  const DeviceBuffer dBias = c.upload(s.bias ? p.bias : std::vector<Bf16>{0});
+  const DeviceBuffer dNorm = c.upload(s.norm ? p.normW : std::vector<Bf16>{0});
+  const Bf16 *biasArg = s.bias ? dBias.as<const Bf16>() : nullptr;
+  const Bf16 *normArg = s.norm ? dNorm.as<const Bf16>() : nullptr;
+  const float eps = s.norm ? kEps : 0.0f;
+  const int cols = outputColumns(s.epilogue, s.n);
+
+  for (int rows : s.rows) {
+    // --quick (also the sanitizer runs): the first, 9 and the last rows.
+    if (c.options.quick && rows != s.rows.front() && rows != 9 &&
+        rows != s.rows.back())
+      continue;
+    const SkinnySpec spec = skinnySpecFor(s, rows);
+    const KernelInstance instance = spec.instance();
+    const LaunchDims dims = spec.dims(s.n);
+    const cuda::Kernel &kernel = c.kernels.kernel(instance);
+    allowSharedMemory(kernel, dims);
+    DeviceBuffer dOut = outputBuffer(c, p, rows, s.output, cols);
+    std::function<void(int)> launch = [&](int rotation) {
+      launchSinglePass(c, kernel, dims, s.output, dOut, dX.as<const Bf16>(),
+                       weights[rotation], biasArg, rows, s.n, normArg, eps);
+    };
+    launch(0);
+    CheckRecord r =
+        makeRecord(c, "skinny",
+                   sol::cat(s.name, " ", s.n, "x", s.k, " T=", rows,
+                            s.norm ? " +norm" : "", epilogueTag(s.epilogue),
+                            s.bias ? " +bias" : "",
+                            s.output == LinearOutput::Fp32 ? " fp32" : "", " ",
+                            skinnyTag(spec)),
+                   instance);
+    const std::vector<int> rowIds = firstRows(rows);
+    judgeOutput(c, r, dOut, p, rows, s.output, cols, rowIds,
+                std::span<const double>(ref).first(
+                    static_cast<std::size_t>(rows) * cols));
+    r.bytes = gemvBytes(p, rows, s.output);
+    r.flops = 2.0 * rows * s.n * static_cast<double>(s.k);
+    // Timing adds into the residual again at every launch: it stays finite.
+    c.finish(std::move(r), timedRows(rows) ? &launch : nullptr);
+  }
+}
+
+bool largeWeights(int n, int k) {
+  return static_cast<long long>(n) * k > 30'000'000;
+}
+
+void checkSkinny(Checker &c) {
+  for (const SkinnyCase &s : kSkinnyCases) {
+    // --quick (also the sanitizer runs) leaves out the largest weights.
+    if (c.options.quick && largeWeights(s.n, s.k))
+      continue;
+    checkSkinnyCase(c, s);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// skinny_speed and skinny_sweep
+
+struct SpeedShape {
+  const char *name;
+  int n, k;
+  LinearOutput output;
+};
+
+const SpeedShape kSpeedShapes[] = {
+    {"qkv", 3072, 2048, LinearOutput::Bf16},
+    {"o", 2048, 2048, LinearOutput::Bf16},
+    {"gate_up", 16384, 2048, LinearOutput::Bf16},
+    {"down", 2048, 8192, LinearOutput::Bf16},
+    {"lm_head", 128256, 2048, LinearOutput::Fp32},
+    {"qkv 8B", 6144, 4096, LinearOutput::Bf16},
+    {"o 8B", 4096, 4096, LinearOutput::Bf16},
+    {"gate_up 8B", 28672, 4096, LinearOutput::Bf16},
+    {"down 8B", 4096, 14336, LinearOutput::Bf16},
+    {"lm_head 8B", 128256, 4096, LinearOutput::Fp32},
+};
+
+constexpr int kSpeedRows[] = {1, 2, 4, 8, 16};
+
+SkinnySpec chosenSkinny(const SpeedShape &s, int rows) {
+  return SkinnySpec::choose(s.n, s.k, rows, s.output, false,
+                            LinearEpilogue::None, false,
+                            cuda::kPlannedMultiprocessors);
+}
+
+/// The configurations the sweep times at `rows`: one or two tiles a warp,
+/// K over 8, 4 or 2 warps, and the chosen one.
+std::vector<SkinnySpec> sweepSpecs(const SpeedShape &s, int rows) {
+  const SkinnySpec chosen = chosenSkinny(s, rows);
+  std::vector<SkinnySpec> specs = {chosen};
+  for (int tiles : {1, 2})
+    for (int warpsK : {8, 4, 2}) {
+      SkinnySpec spec = chosen;
+      spec.tiles = tiles;
+      spec.warpsK = warpsK;
+      if ((spec.tiles != chosen.tiles || spec.warpsK != chosen.warpsK) &&
+          (s.k + 31) / 32 >= 2 * warpsK)
+        specs.push_back(spec);
+    }
+  return specs;
+}
+
+/// One plain linear problem of a speed shape: W (rotated), 16 rows of x, an
+/// output for each kernel, and linear_skinny's output to compare with.
+class SpeedProblem {
+public:
+  SpeedProblem(Checker &c, const SpeedShape &s)
+      : shape_(s),
+        weights_(c,
+                 randomBf16(c.rng, static_cast<std::size_t>(s.n) * s.k, -1, 1),
+                 true),
+        x_(c.upload(
+            randomBf16(c.rng, static_cast<std::size_t>(16) * s.k, -1, 1))) {
+    host_.n = s.n;
+    host_.k = s.k;
+  }
+
+  const Bf16 *w(int rotation) const { return weights_[rotation]; }
+  const Bf16 *x() const { return x_.as<const Bf16>(); }
+  /// The same, as the device addresses cuBLASLt takes.
+  CUdeviceptr wAddress(int rotation) const {
+    return reinterpret_cast<CUdeviceptr>(w(rotation));
+  }
+  CUdeviceptr xAddress() const { return x_.address(); }
+  DeviceBuffer output(Checker &c, int rows) const {
+    return c.poisoned(static_cast<std::size_t>(rows) * shape_.n *
+                      outputBytes(shape_.output));
+  }
+  std::vector<float> read(Checker &c, const DeviceBuffer &y,
+                          std::size_t &unwritten) const {
+    if (shape_.output == LinearOutput::Fp32) {
+      std::vector<float> out = c.download<float>(y);
+      unwritten = countPoison(out);
+      return out;
+    }
+    const std::vector<Bf16> out = c.download<Bf16>(y);
+    unwritten = countPoison(out);
+    return toFloat(out);
+  }
+  double bytes(int rows) const { return gemvBytes(host_, rows, shape_.output); }
+
+private:
+  SpeedShape shape_;
+  RotatedWeights weights_;
+  DeviceBuffer x_;
+  HostLinear host_; // shapes only, for gemvBytes
+};
+
+/// Judges `out` against linear_skinny's output `base` (both of `rows`
+/// rows), at the tolerance of the output type.
+void judgeAgainst(CheckRecord &r, std::span<const float> out,
+                  std::span<const float> base, LinearOutput output,
+                  std::size_t unwritten) {
+  const std::vector<double> ref(base.begin(), base.end());
+  judge(r, relativeL2(out, ref), output == LinearOutput::Fp32 ? 1e-4 : 1e-2,
+        unwritten);
+  r.note += "vs linear_skinny; ";
+}
+
+/// `cublas` is null where the library does not load; it runs bf16 outputs
+/// only.
+void checkSpeedShape(Checker &c, const SpeedShape &s, cuda::CublasLt *cublas) {
+  const SpeedProblem p(c, s);
+  cuda::CublasLt *lib = s.output == LinearOutput::Bf16 ? cublas : nullptr;
+  DeviceBuffer workspace(lib ? cuda::CublasLt::kWorkspaceBytes : 256);
+  const Bf16 *noBias = nullptr;
+  const Bf16 *noNorm = nullptr;
+  for (int rows : kSpeedRows) {
+    const std::string shape = sol::cat(s.name, " ", s.n, "x", s.k, " T=", rows);
+    // linear_skinny, the reference for the others.
+    const SkinnySpec skinny = chosenSkinny(s, rows);
+    const cuda::Kernel &sk = c.kernels.kernel(skinny.instance());
+    const LaunchDims skDims = skinny.dims(s.n);
+    allowSharedMemory(sk, skDims);
+    DeviceBuffer ySkinny = p.output(c, rows);
+    std::function<void(int)> launchSkinny = [&](int rotation) {
+      launchSinglePass(c, sk, skDims, s.output, ySkinny, p.x(), p.w(rotation),
+                       noBias, rows, s.n, noNorm, 0.0f);
+    };
+    launchSkinny(0);
+    std::size_t unwritten = 0;
+    const std::vector<float> base = p.read(c, ySkinny, unwritten);
+    {
+      CheckRecord r = makeRecord(c, "skinny_speed",
+                                 sol::cat(shape, " skinny ", skinnyTag(skinny)),
+                                 skinny.instance());
+      r.passed = unwritten == 0;
+      if (unwritten)
+        r.note += sol::cat(unwritten, " output elements never written; ");
+      r.bytes = p.bytes(rows);
+      c.finish(std::move(r), &launchSkinny);
+    }
+    // linear_gemv.
+    if (rows <= GemvSpec::kMaxRows) {
+      const GemvSpec gemv = GemvSpec::choose(s.n, s.k, rows, s.output, false);
+      const cuda::Kernel &gk = c.kernels.kernel(gemv.instance());
+      const LaunchDims gDims = gemv.dims(s.n);
+      DeviceBuffer y = p.output(c, rows);
+      std::function<void(int)> launch = [&](int rotation) {
+        launchSinglePass(c, gk, gDims, s.output, y, p.x(), p.w(rotation),
+                         noBias, rows, s.n, noNorm, 0.0f);
+      };
+      launch(0);
+      CheckRecord r = makeRecord(
+          c, "skinny_speed",
+          sol::cat(shape, " gemv R", gemv.rowsPerWarp, " WK", gemv.warpsK),
+          gemv.instance());
+      judgeAgainst(r, p.read(c, y, unwritten), base, s.output, unwritten);
+      r.bytes = p.bytes(rows);
+      c.finish(std::move(r), &launch);
+    }
+    // cuBLASLt (bf16 only), as the executor calls it.
+    if (lib != nullptr) {
+      DeviceBuffer y = p.output(c, rows);
+      std::function<void(int)> launch = [&](int rotation) {
+        lib->linear(c.stream.handle(), y.address(), p.xAddress(),
+                    p.wAddress(rotation), 0, rows, s.n, s.k, false,
+                    workspace.address(), workspace.size());
+      };
+      launch(0);
+      CheckRecord r;
+      r.family = "skinny_speed";
+      r.name = sol::cat(shape, " cublasLt");
+      r.kernel = "cublasLt";
+      judgeAgainst(r, p.read(c, y, unwritten), base, s.output, unwritten);
+      r.bytes = p.bytes(rows);
+      c.finish(std::move(r), &launch);
+    }
+  }
+}
+
+/// The timing families have nothing to say without timing (--quick,
+/// --no-timing).
+bool timingOff(Checker &c, const char *family) {
+  if (c.options.timing)
+    return false;
+  std::printf("  %s: timing is off, nothing to do\n", family);
+  return true;
+}
+
+void checkSkinnySpeed(Checker &c) {
+  if (timingOff(c, "skinny_speed"))
+    return;
+  std::string why;
+  const std::unique_ptr<cuda::CublasLt> cublas = cuda::CublasLt::load(why);
+  if (!cublas)
+    std::printf("  (cuBLASLt not timed: %s)\n", why.c_str());
+  for (const SpeedShape &s : kSpeedShapes)
+    checkSpeedShape(c, s, cublas.get());
+}
+
+void checkSkinnySweep(Checker &c) {
+  if (timingOff(c, "skinny_sweep"))
+    return;
+  for (const SpeedShape &s : kSpeedShapes) {
+    const SpeedProblem p(c, s);
+    for (int rows : {8, 16}) {
+      std::vector<float> base;
+      for (const SkinnySpec &spec : sweepSpecs(s, rows)) {
+        const bool chosen = spec.instance() == chosenSkinny(s, rows).instance();
+        const cuda::Kernel &kernel = c.kernels.kernel(spec.instance());
+        const LaunchDims dims = spec.dims(s.n);
+        allowSharedMemory(kernel, dims);
+        DeviceBuffer y = p.output(c, rows);
+        std::function<void(int)> launch = [&](int rotation) {
+          launchSinglePass(c, kernel, dims, s.output, y, p.x(), p.w(rotation),
+                           static_cast<const Bf16 *>(nullptr), rows, s.n,
+                           static_cast<const Bf16 *>(nullptr), 0.0f);
+        };
+        launch(0);
+        std::size_t unwritten = 0;
+        const std::vector<float> out = p.read(c, y, unwritten);
+        CheckRecord r =
+            makeRecord(c, "skinny_sweep",
+                       sol::cat(s.name, " ", s.n, "x", s.k, " T=", rows, " ",
+                                skinnyTag(spec), " (", spec.dims(s.n).grid.x,
+                                " blocks)", chosen ? " *" : ""),
+                       spec.instance());
+        if (chosen) { // first in the list
+          base = out;
+          r.passed = unwritten == 0;
+        } else {
+          judgeAgainst(r, out, base, s.output, unwritten);
+        }
+        r.bytes = p.bytes(rows);
+        c.finish(std::move(r), &launch);
+      }
+    }
+  }
+}
+
+} // namespace
+
+std::vector<CheckFamily> skinnyChecks() {
+  return {
+      {"skinny",
+       [](KernelLibrary &k) {
+         for (const SkinnyCase &s : kSkinnyCases)
+           for (int rows : s.rows)
+             k.require(skinnySpecFor(s, rows).instance());
+       },
+       checkSkinny},
+      {"skinny_speed",
+       [](KernelLibrary &k) {
+         for (const SpeedShape &s : kSpeedShapes)
+           for (int rows : kSpeedRows) {
+             k.require(chosenSkinny(s, rows).instance());
+             if (rows <= GemvSpec::kMaxRows)
+               k.require(GemvSpec::choose(s.n, s.k, rows, s.output, false)
+                             .instance());
+           }
+       },
+       checkSkinnySpeed},
+      {"skinny_sweep",
+       [](KernelLibrary &k) {
+         for (const SpeedShape &s : kSpeedShapes)
+           for (int rows : {8, 16})
+             for (const SkinnySpec &spec : sweepSpecs(s, rows))
+               k.require(spec.instance());
+       },
+       checkSkinnySweep},
+  };
+}
+
+} // namespace sol::check

@@ -1,0 +1,149 @@
+//===- KernelSelectionTest.cpp - Which kernels run a plan's linears -------===//
+//
+// The row rule of Linear and NormLinear ops (runtime/cuda/KernelSelection.h):
+// linear_gemv for one row, linear_skinny for 2..16, the GEMM above; and the
+// legacy rule (linear_gemv up to 8 rows) that plans compiled before
+// linear_skinny and SOL_DISABLE_SKINNY=1 use. solc compiles the instances of
+// both into a plan.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/KernelSelection.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace sol::test {
+namespace {
+
+using namespace cuda;
+
+/// Llama-3.2-1B's layers as the fused plan has them.
+OpDesc linearOp(int n, int k, LinearEpilogue epilogue,
+                fb::DType out = fb::DType::BF16) {
+  OpDesc op;
+  op.kind = fb::OpKind::Linear;
+  op.ints = {static_cast<int64_t>(epilogue)};
+  op.bufferWidths = {epilogue == LinearEpilogue::Swiglu ? n / 2 : n, k};
+  op.outDtype = out;
+  op.weightShapes = {{n, k}};
+  return op;
+}
+
+OpDesc normLinearOp(int n, int k, LinearEpilogue epilogue,
+                    fb::DType out = fb::DType::BF16) {
+  OpDesc op = linearOp(n, k, epilogue, out);
+  op.kind = fb::OpKind::NormLinear;
+  op.bufferWidths.push_back(k); // the normed scratch buffer
+  op.weightShapes.insert(op.weightShapes.begin(), {k});
+  return op;
+}
+
+std::vector<std::string> headers(const std::vector<KernelLaunch> &launches) {
+  std::vector<std::string> out;
+  for (const KernelLaunch &l : launches)
+    out.push_back(l.instance.header);
+  return out;
+}
+
+using Headers = std::vector<std::string>;
+
+TEST(KernelSelection, SkinnyRunsTwoToSixteenRows) {
+  const OpDesc down = linearOp(2048, 8192, LinearEpilogue::Residual);
+  EXPECT_EQ(headers(selectKernels(down, 1, 0)), Headers{"LinearGemv.cuh"});
+  for (int rows = 2; rows <= 16; ++rows) {
+    const std::vector<KernelLaunch> l = selectKernels(down, rows, 0);
+    ASSERT_EQ(headers(l), Headers{"LinearSkinny.cuh"}) << rows;
+    EXPECT_TRUE(isSinglePassLinear(l[0].instance));
+    const SkinnySpec spec =
+        SkinnySpec::choose(2048, 8192, rows, LinearOutput::Bf16, false,
+                           LinearEpilogue::Residual, false);
+    EXPECT_EQ(l[0].instance, spec.instance());
+    EXPECT_EQ(l[0].dims.grid.x, spec.dims(2048).grid.x);
+  }
+  EXPECT_EQ(headers(selectKernels(down, 17, 0))[0], "LinearGemm.cuh");
+
+  // A NormLinear keeps its norm in linear_skinny's prologue: one launch.
+  const OpDesc gateUp = normLinearOp(16384, 2048, LinearEpilogue::Swiglu);
+  for (int rows : {2, 5, 8, 9, 13, 16}) {
+    const std::vector<KernelLaunch> l = selectKernels(gateUp, rows, 0);
+    ASSERT_EQ(headers(l), Headers{"LinearSkinny.cuh"}) << rows;
+    EXPECT_NE(l[0].instance.nameExpression.find(", 2, true>"),
+              std::string::npos)
+        << l[0].instance.nameExpression;
+  }
+  EXPECT_EQ(headers(selectKernels(gateUp, 17, 0))[0], "RmsNorm.cuh");
+  // fp32 logits too.
+  const OpDesc head =
+      normLinearOp(128256, 2048, LinearEpilogue::None, fb::DType::F32);
+  EXPECT_NE(selectKernels(head, 4, 0)[0].instance.nameExpression.find(
+                "linear_skinny<2048, 8, 2, 4, float, false, 0, true>"),
+            std::string::npos);
+}
+
+TEST(KernelSelection, LegacyRuleIsTheOldOne) {
+  const OpDesc down = linearOp(2048, 8192, LinearEpilogue::Residual);
+  for (int rows = 1; rows <= 8; ++rows)
+    EXPECT_EQ(headers(selectKernels(down, rows, 0, FewRowLinears::Legacy)),
+              Headers{"LinearGemv.cuh"});
+  for (int rows : {9, 16})
+    EXPECT_EQ(headers(selectKernels(down, rows, 0, FewRowLinears::Legacy))[0],
+              "LinearGemm.cuh");
+  const OpDesc qkv = normLinearOp(3072, 2048, LinearEpilogue::None);
+  EXPECT_EQ(headers(selectKernels(qkv, 12, 0, FewRowLinears::Legacy))[0],
+            "RmsNorm.cuh");
+}
+
+TEST(KernelSelection, WideNormFallsBackToANormLaunch) {
+  // K = 8192 at 16 rows does not fit linear_skinny's prologue: rms_norm
+  // into scratch, then linear_skinny without it. 8 rows still fit.
+  const OpDesc wide = normLinearOp(10240, 8192, LinearEpilogue::None);
+  const std::vector<KernelLaunch> l = selectKernels(wide, 12, 0);
+  ASSERT_EQ(headers(l), (Headers{"RmsNorm.cuh", "LinearSkinny.cuh"}));
+  EXPECT_NE(l[1].instance.nameExpression.find(", false>"), std::string::npos);
+  EXPECT_EQ(headers(selectKernels(wide, 8, 0)), Headers{"LinearSkinny.cuh"});
+}
+
+TEST(KernelSelection, PlansHoldBothRules) {
+  const OpDesc gateUp = normLinearOp(16384, 2048, LinearEpilogue::Swiglu);
+  auto has = [](const std::vector<KernelInstance> &v, const std::string &h,
+                int count) {
+    return std::count_if(v.begin(), v.end(), [&](const KernelInstance &k) {
+             return k.header == h;
+           }) == count;
+  };
+  // Skinny: gemv for one row, linear_skinny for 8 and 16 rows, the GEMM
+  // (and rms_norm, swiglu_pairs for cuBLASLt) from 17 on.
+  const std::vector<KernelInstance> skinny =
+      enumerateKernels(gateUp, 64, 4096, FewRowLinears::Skinny);
+  EXPECT_TRUE(has(skinny, "LinearGemv.cuh", 1));
+  EXPECT_TRUE(has(skinny, "LinearSkinny.cuh", 2));
+  // Legacy: gemv for 1, 2, 4 and 8 rows.
+  const std::vector<KernelInstance> legacy =
+      enumerateKernels(gateUp, 64, 4096, FewRowLinears::Legacy);
+  EXPECT_TRUE(has(legacy, "LinearGemv.cuh", 4));
+  EXPECT_TRUE(has(legacy, "LinearSkinny.cuh", 0));
+  // A plan: both.
+  const std::vector<KernelInstance> plan = enumerateKernels(gateUp, 64, 4096);
+  for (const std::vector<KernelInstance> *v : {&skinny, &legacy})
+    for (const KernelInstance &k : *v)
+      EXPECT_NE(std::find(plan.begin(), plan.end(), k), plan.end())
+          << k.nameExpression;
+  EXPECT_TRUE(has(plan, "LinearSkinny.cuh", 2));
+  EXPECT_TRUE(has(plan, "LinearGemv.cuh", 4));
+  // Steps of at most 4 tokens need only the 8-row instance.
+  EXPECT_TRUE(has(enumerateKernels(gateUp, 4, 4096, FewRowLinears::Skinny),
+                  "LinearSkinny.cuh", 1));
+}
+
+TEST(KernelSelection, SplitKWorkspaceFollowsTheRule) {
+  // Batched decode of 9..16 rows split K in the legacy GEMM; linear_skinny
+  // needs no workspace.
+  const OpDesc down = linearOp(2048, 8192, LinearEpilogue::Residual);
+  EXPECT_EQ(splitKWorkspaceFloats(down, 16, FewRowLinears::Skinny), 0u);
+  EXPECT_EQ(splitKWorkspaceFloats(down, 16, FewRowLinears::Legacy), 16u * 2048);
+}
+
+} // namespace
+} // namespace sol::test
