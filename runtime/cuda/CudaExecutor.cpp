@@ -167,7 +167,7 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     d.kvDtype = kvDtype_;
     ops_.push_back(std::move(d));
   }
-  // linear_skinny for 2..16 rows when every instance is in the plan (plans
+  // linear_skinny for 2..8 rows when every instance is in the plan (plans
   // from before it lack them) and SOL_DISABLE_SKINNY is not set.
   const int maxContext = static_cast<int>(maxModelLen_);
   linears_ = FewRowLinears::Skinny;
@@ -294,7 +294,8 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
       continue;
     const auto layer = static_cast<std::size_t>(d.ints[0]);
     attentionRope_[i] = layer < ropeOfLayer.size() ? ropeOfLayer[layer] : -1;
-    const std::vector<KernelLaunch> fused = selectKernels(d, 1, 0, FewRowLinears::Skinny, true);
+    const std::vector<KernelLaunch> fused =
+        selectKernels(d, 1, 0, FewRowLinears::Skinny, true);
     fusedRope_ = fusedRope_ && attentionRope_[i] >= 0 &&
                  kernels_.count(fused.at(0).instance.nameExpression);
   }
@@ -310,7 +311,7 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   // takes (batched decode and prompts), with its workspace and room for a
   // fused gate/up GEMM's output ahead of its SwiGLU.
   cublasMinRows_ =
-      linears_ == FewRowLinears::Skinny ? SkinnySpec::kMaxRows + 1 : 2;
+      linears_ == FewRowLinears::Skinny ? SkinnySpec::kSelectedMaxRows + 1 : 2;
   if (const char *v = std::getenv("SOL_CUBLASLT_MIN_ROWS"))
     cublasMinRows_ = std::max(2, std::atoi(v));
   if (maxTokens_ >= cublasMinRows_) {

@@ -171,14 +171,14 @@ private:
   /// output of fused SwiGLU linears that it runs.
   std::unique_ptr<CublasLt> cublas_;
   /// Linears of at least this many rows run on cuBLASLt: 17 where the plan
-  /// has linear_skinny for 2..16 rows, else 2 (single rows on our GEMV).
+  /// has linear_skinny for 2..8 rows, else 2 (single rows on our GEMV).
   /// Measured on the H200 (Llama-3.2-1B shape, same runs): 64 sequences
   /// decode at 40,341 tok/s with cuBLASLt from 9 rows against 30,144 with
   /// our split-K GEMMs; 8 sequences at 5,175 against 3,143 with our 8-row
   /// GEMV, 4 at 2,881 against 2,054. SOL_CUBLASLT_MIN_ROWS=N (>= 2) moves
   /// the boundary.
   int cublasMinRows_ = 2;
-  /// linear_skinny for Linear and NormLinear ops of 2..16 rows, unless the
+  /// linear_skinny for Linear and NormLinear ops of 2..8 rows, unless the
   /// plan predates it or SOL_DISABLE_SKINNY=1 (then linear_gemv and
   /// cuBLASLt or the GEMM, as before).
   FewRowLinears linears_ = FewRowLinears::Skinny;

@@ -65,7 +65,7 @@ LinearShape linearShape(const OpDesc &op) {
 std::optional<SkinnySpec> skinnyFor(const OpDesc &op, int rows,
                                     bool normPrologue, FewRowLinears linears) {
   if (linears != FewRowLinears::Skinny || rows < 2 ||
-      rows > SkinnySpec::kMaxRows)
+      rows > SkinnySpec::kSelectedMaxRows)
     return std::nullopt;
   const LinearShape s = linearShape(op);
   const SkinnySpec spec = SkinnySpec::choose(
@@ -76,7 +76,7 @@ std::optional<SkinnySpec> skinnyFor(const OpDesc &op, int rows,
   return spec;
 }
 
-/// The linear part of a Linear or NormLinear op: linear_skinny (2..16
+/// The linear part of a Linear or NormLinear op: linear_skinny (2..8
 /// rows) or linear_gemv (up to 8 rows) with the norm in its prologue when
 /// `normPrologue`, else the tensor-core GEMM, followed by its split-K
 /// finalize when it splits K.
@@ -107,7 +107,7 @@ std::vector<KernelLaunch> linearLaunches(const OpDesc &op, int rows,
 /// The rows up to which a Linear op is one launch of linear_gemv or
 /// linear_skinny.
 int singlePassRows(FewRowLinears linears) {
-  return linears == FewRowLinears::Skinny ? SkinnySpec::kMaxRows
+  return linears == FewRowLinears::Skinny ? SkinnySpec::kSelectedMaxRows
                                           : GemvSpec::kMaxRows;
 }
 
@@ -165,10 +165,20 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   case fb::OpKind::Linear:
     return linearLaunches(op, rows, false, linears);
   case fb::OpKind::NormLinear: {
-    if (rows <= GemvSpec::kMaxRows || skinnyFor(op, rows, true, linears))
+    // The norm in the prologue of linear_skinny or linear_gemv when it
+    // fits their shared memory (a few rows of K features).
+    if (skinnyFor(op, rows, true, linears))
       return linearLaunches(op, rows, true, linears);
-    // Many rows (or too large a K for linear_skinny's prologue): normalise
-    // once into the scratch buffer, then the GEMM (or linear_skinny).
+    if (rows <= GemvSpec::kMaxRows && !skinnyFor(op, rows, false, linears)) {
+      const LinearShape s = linearShape(op);
+      const GemvSpec gemv =
+          GemvSpec::choose(s.n, s.k, rows, linearOutput(op), s.bias,
+                           linearEpilogue(op), true, kPlannedMultiprocessors);
+      if (gemv.dims(s.n).sharedBytes <= SkinnySpec::kMaxSharedBytes)
+        return linearLaunches(op, rows, true, linears);
+    }
+    // Many rows (or too large a K for a prologue): normalise once into the
+    // scratch buffer, then the GEMM (or linear_skinny, linear_gemv).
     RmsNormSpec norm{toInt(op.bufferWidths.at(1))};
     std::vector<KernelLaunch> launches = {{norm.instance(), norm.dims(rows)}};
     for (KernelLaunch &l : linearLaunches(op, rows, false, linears))

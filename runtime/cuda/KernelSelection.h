@@ -22,7 +22,7 @@ namespace sol::cuda {
 /// The SM count kernel choices are made for (H100 / H200).
 inline constexpr int kPlannedMultiprocessors = 132;
 
-/// Which kernels run Linear and NormLinear ops of 2..16 rows.
+/// Which kernels run Linear and NormLinear ops of 2..8 rows.
 enum class FewRowLinears {
   /// linear_skinny (LinearSkinny.cuh), with the norm in its prologue.
   Skinny,

@@ -143,7 +143,13 @@ struct GemvSpec {
 /// operand and x^T as B), every weight read once; linear_gemv's arguments,
 /// fused norm prologue and epilogues.
 struct SkinnySpec {
+  /// Rows the kernel handles.
   static constexpr int kMaxRows = 16;
+  /// Rows plans run it for: 2..8. Measured on the H200 (Llama-3.2-1B
+  /// shape, solrun --bench, same run): decode TPOT of 8 sequences 1.183 ms
+  /// against 1.515 with cuBLASLt, but 16 sequences 1.657 ms against 1.352,
+  /// so steps of 9 or more rows stay on cuBLASLt.
+  static constexpr int kSelectedMaxRows = 8;
   static constexpr int kThreads = 256;
   /// The most shared memory a block may have (sm_90), which bounds K under
   /// the norm prologue (about 6,500 at 16 rows).

@@ -49,10 +49,10 @@ std::vector<std::string> headers(const std::vector<KernelLaunch> &launches) {
 
 using Headers = std::vector<std::string>;
 
-TEST(KernelSelection, SkinnyRunsTwoToSixteenRows) {
+TEST(KernelSelection, SkinnyRunsTwoToEightRows) {
   const OpDesc down = linearOp(2048, 8192, LinearEpilogue::Residual);
   EXPECT_EQ(headers(selectKernels(down, 1, 0)), Headers{"LinearGemv.cuh"});
-  for (int rows = 2; rows <= 16; ++rows) {
+  for (int rows = 2; rows <= SkinnySpec::kSelectedMaxRows; ++rows) {
     const std::vector<KernelLaunch> l = selectKernels(down, rows, 0);
     ASSERT_EQ(headers(l), Headers{"LinearSkinny.cuh"}) << rows;
     EXPECT_TRUE(isSinglePassLinear(l[0].instance));
@@ -62,18 +62,20 @@ TEST(KernelSelection, SkinnyRunsTwoToSixteenRows) {
     EXPECT_EQ(l[0].instance, spec.instance());
     EXPECT_EQ(l[0].dims.grid.x, spec.dims(2048).grid.x);
   }
-  EXPECT_EQ(headers(selectKernels(down, 17, 0))[0], "LinearGemm.cuh");
+  // 9 rows and more: the GEMM (cuBLASLt in the executor).
+  for (int rows : {9, 16, 17})
+    EXPECT_EQ(headers(selectKernels(down, rows, 0))[0], "LinearGemm.cuh");
 
   // A NormLinear keeps its norm in linear_skinny's prologue: one launch.
   const OpDesc gateUp = normLinearOp(16384, 2048, LinearEpilogue::Swiglu);
-  for (int rows : {2, 5, 8, 9, 13, 16}) {
+  for (int rows : {2, 5, 8}) {
     const std::vector<KernelLaunch> l = selectKernels(gateUp, rows, 0);
     ASSERT_EQ(headers(l), Headers{"LinearSkinny.cuh"}) << rows;
     EXPECT_NE(l[0].instance.nameExpression.find(", 2, true>"),
               std::string::npos)
         << l[0].instance.nameExpression;
   }
-  EXPECT_EQ(headers(selectKernels(gateUp, 17, 0))[0], "RmsNorm.cuh");
+  EXPECT_EQ(headers(selectKernels(gateUp, 9, 0))[0], "RmsNorm.cuh");
   // fp32 logits too.
   const OpDesc head =
       normLinearOp(128256, 2048, LinearEpilogue::None, fb::DType::F32);
@@ -96,13 +98,15 @@ TEST(KernelSelection, LegacyRuleIsTheOldOne) {
 }
 
 TEST(KernelSelection, WideNormFallsBackToANormLaunch) {
-  // K = 8192 at 16 rows does not fit linear_skinny's prologue: rms_norm
-  // into scratch, then linear_skinny without it. 8 rows still fit.
-  const OpDesc wide = normLinearOp(10240, 8192, LinearEpilogue::None);
-  const std::vector<KernelLaunch> l = selectKernels(wide, 12, 0);
+  // K = 16384 at 8 rows does not fit linear_skinny's prologue (256 KB of
+  // normalised rows): rms_norm into scratch, then linear_skinny without
+  // it. K = 8192 still fits.
+  const OpDesc wide = normLinearOp(4096, 16384, LinearEpilogue::None);
+  const std::vector<KernelLaunch> l = selectKernels(wide, 8, 0);
   ASSERT_EQ(headers(l), (Headers{"RmsNorm.cuh", "LinearSkinny.cuh"}));
   EXPECT_NE(l[1].instance.nameExpression.find(", false>"), std::string::npos);
-  EXPECT_EQ(headers(selectKernels(wide, 8, 0)), Headers{"LinearSkinny.cuh"});
+  const OpDesc fits = normLinearOp(10240, 8192, LinearEpilogue::None);
+  EXPECT_EQ(headers(selectKernels(fits, 8, 0)), Headers{"LinearSkinny.cuh"});
 }
 
 TEST(KernelSelection, PlansHoldBothRules) {
@@ -113,12 +117,12 @@ TEST(KernelSelection, PlansHoldBothRules) {
              return k.header == h;
            }) == count;
   };
-  // Skinny: gemv for one row, linear_skinny for 8 and 16 rows, the GEMM
-  // (and rms_norm, swiglu_pairs for cuBLASLt) from 17 on.
+  // Skinny: gemv for one row, linear_skinny's 8-row instance for 2..8,
+  // the GEMM (and rms_norm, swiglu_pairs for cuBLASLt) from 9 on.
   const std::vector<KernelInstance> skinny =
       enumerateKernels(gateUp, 64, 4096, FewRowLinears::Skinny);
   EXPECT_TRUE(has(skinny, "LinearGemv.cuh", 1));
-  EXPECT_TRUE(has(skinny, "LinearSkinny.cuh", 2));
+  EXPECT_TRUE(has(skinny, "LinearSkinny.cuh", 1));
   // Legacy: gemv for 1, 2, 4 and 8 rows.
   const std::vector<KernelInstance> legacy =
       enumerateKernels(gateUp, 64, 4096, FewRowLinears::Legacy);
@@ -130,7 +134,7 @@ TEST(KernelSelection, PlansHoldBothRules) {
     for (const KernelInstance &k : *v)
       EXPECT_NE(std::find(plan.begin(), plan.end(), k), plan.end())
           << k.nameExpression;
-  EXPECT_TRUE(has(plan, "LinearSkinny.cuh", 2));
+  EXPECT_TRUE(has(plan, "LinearSkinny.cuh", 1));
   EXPECT_TRUE(has(plan, "LinearGemv.cuh", 4));
   // Steps of at most 4 tokens need only the 8-row instance.
   EXPECT_TRUE(has(enumerateKernels(gateUp, 4, 4096, FewRowLinears::Skinny),
@@ -138,11 +142,12 @@ TEST(KernelSelection, PlansHoldBothRules) {
 }
 
 TEST(KernelSelection, SplitKWorkspaceFollowsTheRule) {
-  // Batched decode of 9..16 rows split K in the legacy GEMM; linear_skinny
-  // needs no workspace.
+  // Batched decode of 9..16 rows splits K in the GEMM under both rules
+  // (linear_skinny stops at 8 rows).
   const OpDesc down = linearOp(2048, 8192, LinearEpilogue::Residual);
-  EXPECT_EQ(splitKWorkspaceFloats(down, 16, FewRowLinears::Skinny), 0u);
+  EXPECT_EQ(splitKWorkspaceFloats(down, 16, FewRowLinears::Skinny), 16u * 2048);
   EXPECT_EQ(splitKWorkspaceFloats(down, 16, FewRowLinears::Legacy), 16u * 2048);
+  EXPECT_EQ(splitKWorkspaceFloats(down, 8, FewRowLinears::Skinny), 0u);
 }
 
 } // namespace
