@@ -294,11 +294,11 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
       continue;
     const auto layer = static_cast<std::size_t>(d.ints[0]);
     attentionRope_[i] = layer < ropeOfLayer.size() ? ropeOfLayer[layer] : -1;
-    const std::vector<KernelLaunch> fused =
-        selectKernels(d, 1, 0, FewRowLinears::Skinny, true);
-    fusedRope_ = fusedRope_ && attentionRope_[i] >= 0 &&
-                 kernels_.count(fused.at(0).instance.nameExpression);
+    // Every attention must have its rope table and the fused variant (head
+    // dims too small for its lane layout have none).
+    fusedRope_ = fusedRope_ && attentionRope_[i] >= 0 && attentionFusesRope(d);
   }
+  sequenceSeen_.assign(static_cast<std::size_t>(maxSeqsCap_), 0);
   // Split-K partial sums; zero between uses (the finalize kernels reset it).
   std::size_t splitFloats = 0;
   for (const OpDesc &d : ops_)
@@ -941,14 +941,17 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
 }
 
 bool CudaExecutor::oneTokenPerSequence(const StepBatch &batch) {
-  // Sequence slots are < numSeqs; padding tokens have token_seq < 0.
-  std::vector<bool> seen(static_cast<std::size_t>(batch.numSeqs), false);
+  // Sequence slots are < numSeqs (validate checked it); padding tokens have
+  // token_seq < 0. sequenceSeen_ is sized once, so a step allocates nothing.
+  if (sequenceSeen_.size() < static_cast<std::size_t>(batch.numSeqs))
+    sequenceSeen_.resize(static_cast<std::size_t>(batch.numSeqs));
+  std::fill_n(sequenceSeen_.begin(), batch.numSeqs, 0);
   for (int32_t seq : batch.tokenSeq) {
     if (seq < 0)
       continue;
-    if (seq >= batch.numSeqs || seen[static_cast<std::size_t>(seq)])
+    if (seq >= batch.numSeqs || sequenceSeen_[static_cast<std::size_t>(seq)])
       return false;
-    seen[static_cast<std::size_t>(seq)] = true;
+    sequenceSeen_[static_cast<std::size_t>(seq)] = 1;
   }
   return true;
 }

@@ -148,7 +148,8 @@ private:
   /// with SOL_DISABLE_FUSED_ROPE=1, for measuring what it gains).
   bool fusedRope_ = false;
   /// Whether the step's real tokens all belong to different sequences.
-  static bool oneTokenPerSequence(const StepBatch &batch);
+  bool oneTokenPerSequence(const StepBatch &batch);
+  std::vector<uint8_t> sequenceSeen_; // its scratch, one flag per sequence
   DeviceBuffer argmaxOut_;
   PinnedBuffer argmaxHost_;
   DeviceBuffer argmaxWorkspace_; // split argmax partials and counters

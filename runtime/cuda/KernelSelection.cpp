@@ -126,6 +126,12 @@ PagedAttentionSpec attentionSpec(const OpDesc &op) {
 
 } // namespace
 
+bool attentionFusesRope(const OpDesc &op) {
+  PagedAttentionSpec spec = attentionSpec(op);
+  spec.fusedRope = true;
+  return spec.fusedRopeSupported();
+}
+
 PrefillAttentionSpec prefillAttentionSpec(const OpDesc &op) {
   // ints: layer, heads, kv_heads, head_dim[, ...]
   return {toInt(op.ints.at(1)), toInt(op.ints.at(2)), toInt(op.ints.at(3)),
@@ -256,9 +262,10 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     PagedAttentionSpec spec = attentionSpec(op);
     out.push_back(spec.instance());
     // Decode steps: the variant with rope_kv_write's work in its prologue.
-    spec.fusedRope = true;
-    if (spec.fusedRopeSupported())
+    if (attentionFusesRope(op)) {
+      spec.fusedRope = true;
       out.push_back(spec.instance());
+    }
     // Steps with a prompt chunk of a full tile run the tensor-core kernel
     // (prefill_attention_fp8 over an fp8 cache).
     const PrefillAttentionSpec prefill = prefillAttentionSpec(op);

@@ -106,6 +106,11 @@ LinearEpilogue linearEpilogue(const OpDesc &op);
 /// The tensor-core prefill attention of an Attention op (PrefillAttention.h).
 PrefillAttentionSpec prefillAttentionSpec(const OpDesc &op);
 
+/// Whether paged_attention has a fused-rope variant for this Attention op's
+/// shape (PagedAttentionSpec::fusedRopeSupported); selectKernels(...,
+/// fusedRope = true) may only be asked for ops where it does.
+bool attentionFusesRope(const OpDesc &op);
+
 /// The argmax launch over `rows` rows of `vocab` float32 logits.
 KernelLaunch selectArgmax(int rows, int vocab);
 

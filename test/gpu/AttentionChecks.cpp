@@ -25,13 +25,6 @@ const HeadShape kHeadShapes[] = {
     {32, 8, 128}, // Llama-3.1-8B
 };
 
-std::vector<float> llamaInvFreq(int headDim, double theta) {
-  std::vector<float> f(headDim / 2);
-  for (int i = 0; i < headDim / 2; ++i)
-    f[i] = static_cast<float>(1.0 / std::pow(theta, 2.0 * i / headDim));
-  return f;
-}
-
 void checkRope(Checker &c, const HeadShape &h, float scaling) {
   const RopeKvWriteSpec spec{h.qHeads, h.kvHeads, h.headDim};
   const KernelInstance instance = spec.instance();

@@ -14,6 +14,7 @@
 
 #include "Checks.h"
 #include "PagedBatch.h"
+#include "ReferenceKernels.h"
 #include "runtime/reference/Fp8E4M3.h"
 
 #include <cmath>
@@ -44,13 +45,6 @@ struct FusedCase {
   std::vector<int> splits; // 0 = chooseSplits
   bool timed;
 };
-
-std::vector<float> invFreqOf(int headDim) {
-  std::vector<float> f(headDim / 2);
-  for (int i = 0; i < headDim / 2; ++i)
-    f[i] = static_cast<float>(1.0 / std::pow(500000.0, 2.0 * i / headDim));
-  return f;
-}
 
 template <typename T>
 std::size_t mismatches(const std::vector<T> &a, const std::vector<T> &b) {
@@ -98,7 +92,7 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
     if (batch.tokenSeq[t] >= 0)
       maxContext = std::max(maxContext, batch.positions[t] + 1);
 
-  const DeviceBuffer dFreq = c.upload(invFreqOf(hd));
+  const DeviceBuffer dFreq = c.upload(llamaInvFreq(hd));
   const DeviceBuffer dPos = c.upload(batch.positions);
   const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
   const DeviceBuffer dTables = c.upload(batch.blockTables);

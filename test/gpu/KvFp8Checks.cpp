@@ -42,13 +42,6 @@ const KvShape kShapes[] = {
 };
 const int kBlockSizes[] = {16, 32};
 
-std::vector<float> invFreqOf(int headDim) {
-  std::vector<float> f(headDim / 2);
-  for (int i = 0; i < headDim / 2; ++i)
-    f[i] = static_cast<float>(1.0 / std::pow(500000.0, 2.0 * i / headDim));
-  return f;
-}
-
 uint32_t bitsOf(float f) {
   uint32_t b;
   std::memcpy(&b, &f, 4);
@@ -67,7 +60,7 @@ void checkRopeFp8(Checker &c, const KvShape &h, int blockSize) {
   // One all-zero v row: its scale must be 1 and its bytes 0.
   for (int d = 0; d < hd; ++d)
     qkv[(h.qHeads + h.kvHeads) * hd + d] = floatToBf16(0.0f);
-  const std::vector<float> invFreq = invFreqOf(hd);
+  const std::vector<float> invFreq = llamaInvFreq(hd);
   const std::size_t rows =
       static_cast<std::size_t>(batch.numBlocks) * blockSize * h.kvHeads;
   DeviceBuffer dQkv = c.upload(qkv);

@@ -146,6 +146,14 @@ int referenceArgmax(std::span<const float> row) {
   return best;
 }
 
+std::vector<float> llamaInvFreq(int headDim, double theta) {
+  std::vector<float> f(static_cast<std::size_t>(headDim / 2));
+  for (int i = 0; i < headDim / 2; ++i)
+    f[static_cast<std::size_t>(i)] =
+        static_cast<float>(1.0 / std::pow(theta, 2.0 * i / headDim));
+  return f;
+}
+
 std::vector<float> referenceRope(std::span<const float> head, int position,
                                  std::span<const float> invFreq,
                                  float attentionScaling) {

@@ -53,6 +53,10 @@ std::vector<double> referenceSwiglu(std::span<const Bf16> gateUp, int tokens,
 /// torch.argmax: first index of the maximum, NaN counts as the maximum.
 int referenceArgmax(std::span<const float> row);
 
+/// Llama's inverse rotary frequencies theta^(-2i / headDim), i < headDim / 2
+/// (Llama 3's theta is 500,000).
+std::vector<float> llamaInvFreq(int headDim, double theta = 500000.0);
+
 /// Hugging Face rotate-half RoPE of one head vector in bf16.
 std::vector<float> referenceRope(std::span<const float> head, int position,
                                  std::span<const float> invFreq,

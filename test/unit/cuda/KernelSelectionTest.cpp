@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/KernelSelection.h"
+#include "runtime/support/Error.h"
 
 #include <gtest/gtest.h>
 
@@ -148,6 +149,37 @@ TEST(KernelSelection, SplitKWorkspaceFollowsTheRule) {
   EXPECT_EQ(splitKWorkspaceFloats(down, 16, FewRowLinears::Skinny), 16u * 2048);
   EXPECT_EQ(splitKWorkspaceFloats(down, 16, FewRowLinears::Legacy), 16u * 2048);
   EXPECT_EQ(splitKWorkspaceFloats(down, 8, FewRowLinears::Skinny), 0u);
+}
+
+TEST(KernelSelection, FusedRopeOnlyWhereTheShapeHasIt) {
+  OpDesc attention;
+  attention.kind = fb::OpKind::Attention;
+  attention.ints = {0, 32, 8, 64, 0}; // layer, heads, kv heads, head dim
+  attention.blockSize = 16;
+  OpDesc rope = attention;
+  rope.kind = fb::OpKind::RopeKvWrite;
+  rope.ints = {0, 32, 8, 64, 0}; // layer, heads, kv heads, head dim, rope
+  ASSERT_TRUE(attentionFusesRope(attention));
+  EXPECT_TRUE(selectKernels(rope, 1, 0, FewRowLinears::Skinny, true).empty());
+  EXPECT_NE(selectKernels(attention, 1, 0, FewRowLinears::Skinny, true)
+                .at(0)
+                .instance.nameExpression.find(", true>"),
+            std::string::npos);
+  auto fusedIn = [](const std::vector<KernelInstance> &v) {
+    return std::any_of(v.begin(), v.end(), [](const KernelInstance &k) {
+      return k.nameExpression.find(", true>") != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(fusedIn(enumerateKernels(attention, 1, 4096)));
+  // An fp8 cache with head dim 16 and groups of 4 holds a head in one lane
+  // of 16 values: no fused variant. Plans leave it out, and the executor
+  // must not ask for it (it would throw).
+  attention.ints[3] = 16;
+  attention.kvDtype = fb::DType::F8E4M3;
+  EXPECT_FALSE(attentionFusesRope(attention));
+  EXPECT_FALSE(fusedIn(enumerateKernels(attention, 1, 4096)));
+  EXPECT_THROW(selectKernels(attention, 1, 0, FewRowLinears::Skinny, true),
+               sol::Error);
 }
 
 } // namespace
