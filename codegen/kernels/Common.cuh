@@ -105,6 +105,12 @@ __device__ __forceinline__ uint4 loadStreaming16(const void *p) {
   return v;
 }
 
+// Asks L2 for the line holding p, without waiting or holding a register:
+// for data a kernel will read after griddepcontrol.wait.
+__device__ __forceinline__ void prefetchL2(const void *p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 // Read-only, L1-cached load for data many warps share (activations).
 __device__ __forceinline__ uint4 loadShared16(const void *p) {
   return __ldg(reinterpret_cast<const uint4 *>(p));
@@ -134,8 +140,10 @@ __device__ __forceinline__ float warpSum(float v) { return groupSum<32>(v); }
 //  * calls allowDependentLaunch() first, letting its successor's blocks be
 //    scheduled as soon as all of its own blocks are running, and
 //  * calls waitForPredecessor() before it reads anything an earlier kernel
-//    wrote or writes anything an earlier kernel reads. Only work on constant
-//    data (weights) may come before it.
+//    wrote or writes anything an earlier kernel reads. Only work on data no
+//    kernel of the step writes may come before it: weights, the step's
+//    inputs (copied before its first kernel), and in a decode step the KV
+//    cache rows of earlier positions.
 // Both are no-ops for launches without the attribute and before sm_90.
 __device__ __forceinline__ void allowDependentLaunch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -387,7 +387,10 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
                     unsigned *arrivals, const float *inv_freq,
                     float attention_scaling) {
   allowDependentLaunch();
-  waitForPredecessor();
+  // Unfused: rope_kv_write, the predecessor, wrote this step's K/V rows
+  // (a prompt chunk's tokens read each other's), so wait at once.
+  if constexpr (!FusedRope)
+    waitForPredecessor();
   using namespace attention_detail;
   using Shape = PagedAttentionShape<Hq, Hkv, HD, BS>;
   constexpr int G = Shape::kGroup;
@@ -424,12 +427,29 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   // The token's rope angles, once per block (per element they cost more
   // than the launch fusion saves); the block whose split range holds pos
   // appends the token's k and v. seq, pos and the range are uniform over
-  // the block.
+  // the block. In a decode step no kernel before this one writes the step
+  // inputs, the rope frequencies or the cache rows of earlier positions:
+  // the angles, and L2 prefetches of the first step's K/V rows, come
+  // before waiting for the QKV projection (prefetches hold no registers,
+  // so the kernel keeps its occupancy).
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
   if constexpr (FusedRope) {
     if (seq >= 0) {
       rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
                                  attention_scaling);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int p = begin + u * Shape::kPosPerStep + posGroup;
+        if (p < end && p < pos) {
+          const long long row = (table[p / BS] * static_cast<long long>(BS) +
+                                 p % BS) * Hkv + g;
+          prefetchL2(k_cache + row * HD + sub * 8);
+          prefetchL2(v_cache + row * HD + sub * 8);
+        }
+      }
+    }
+    waitForPredecessor();
+    if (seq >= 0) {
       __syncthreads();
       if (begin <= pos && pos < end) {
         if (warp == 0) {
@@ -543,7 +563,10 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
                         float *partials, unsigned *arrivals,
                         const float *inv_freq, float attention_scaling) {
   allowDependentLaunch();
-  waitForPredecessor();
+  // Unfused: rope_kv_write, the predecessor, wrote this step's K/V rows
+  // (a prompt chunk's tokens read each other's), so wait at once.
+  if constexpr (!FusedRope)
+    waitForPredecessor();
   using namespace attention_detail;
   using Shape = PagedAttentionFp8Shape<Hq, Hkv, HD, BS>;
   constexpr int G = Shape::kGroup;
@@ -581,12 +604,29 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   // The token's rope angles, once per block (per element they cost more
   // than the launch fusion saves); the block whose split range holds pos
   // appends the token's k and v. seq, pos and the range are uniform over
-  // the block.
+  // the block. In a decode step no kernel before this one writes the step
+  // inputs, the rope frequencies or the cache rows of earlier positions:
+  // the angles, and L2 prefetches of the first step's K/V rows, come
+  // before waiting for the QKV projection (prefetches hold no registers,
+  // so the kernel keeps its occupancy).
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
   if constexpr (FusedRope) {
     if (seq >= 0) {
       rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
                                  attention_scaling);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int p = begin + u * Shape::kPosPerStep + posGroup;
+        if (p < end && p < pos) {
+          const long long row = (table[p / BS] * static_cast<long long>(BS) +
+                                 p % BS) * Hkv + g;
+          prefetchL2(k_cache + row * HD + sub * E);
+          prefetchL2(v_cache + row * HD + sub * E);
+        }
+      }
+    }
+    waitForPredecessor();
+    if (seq >= 0) {
       __syncthreads();
       if (begin <= pos && pos < end) {
         if (warp == 0) {

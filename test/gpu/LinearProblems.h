@@ -1,7 +1,7 @@
 //===- LinearProblems.h - Host problems for linear checks -------*- C++ -*-===//
 //
 // What the linear kernel checks share (FusedLinearChecks.cpp,
-// SkinnyChecks.cpp): a random linear problem with its norm weight, bias and
+// SkinnyChecks.cpp, LinearChecks.cpp): a random linear problem with its norm weight, bias and
 // residual and its float64 reference with the kernels' bf16 roundings
 // (ReferenceKernels.h), poisoned output buffers with a guard row, the judge
 // that reads them back, and weights rotated through copies larger than L2
@@ -103,6 +103,14 @@ private:
 /// more than the default 48 KB (as CudaExecutor::raiseSharedLimit does).
 void allowSharedMemory(const cuda::Kernel &kernel,
                        const cuda::LaunchDims &dims);
+
+/// Launches a one-pass linear kernel (linear_skinny or linear_gemv: the
+/// same arguments) on y of the output's type.
+void launchSinglePass(Checker &c, const cuda::Kernel &kernel,
+                      const cuda::LaunchDims &dims, cuda::LinearOutput output,
+                      cuda::DeviceBuffer &y, const Bf16 *x, const Bf16 *w,
+                      const Bf16 *bias, int rows, int n, const Bf16 *normW,
+                      float eps);
 
 /// The minimum bytes a GEMV (or a few-row GEMM) moves: W once, x, bias and
 /// norm weight once, the output (read too for the residual epilogue).

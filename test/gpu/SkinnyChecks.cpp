@@ -54,21 +54,6 @@ bool timedRows(int rows) {
   return rows == 2 || rows == 4 || rows == 8 || rows == 16;
 }
 
-/// Launches a one-pass linear kernel (linear_skinny or linear_gemv: the
-/// same arguments) on y of the output's type.
-void launchSinglePass(Checker &c, const cuda::Kernel &kernel,
-                      const LaunchDims &dims, LinearOutput output,
-                      DeviceBuffer &y, const Bf16 *x, const Bf16 *w,
-                      const Bf16 *bias, int rows, int n, const Bf16 *normW,
-                      float eps) {
-  if (output == LinearOutput::Fp32)
-    kernel.launch(dims, c.stream, y.as<float>(), x, w, bias, rows, n, normW,
-                  eps);
-  else
-    kernel.launch(dims, c.stream, y.as<Bf16>(), x, w, bias, rows, n, normW,
-                  eps);
-}
-
 std::string skinnyTag(const SkinnySpec &spec) {
   return sol::cat("T", spec.tiles, " WK", spec.warpsK);
 }
