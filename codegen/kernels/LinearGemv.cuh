@@ -25,18 +25,10 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "Common.cuh"
+#include "LinearPrologue.cuh"
 
 namespace sol {
 namespace kernels {
-
-constexpr int kGemvThreads = 256;
-constexpr int kGemvWarps = kGemvThreads / 32;
-
-__device__ __forceinline__ void storeOutput(float *p, float v) { *p = v; }
-__device__ __forceinline__ void storeOutput(bf16 *p, float v) {
-  *p = __float2bfloat16_rn(v);
-}
 
 __host__ __device__ constexpr int log2OfPowerOfTwo(int v) {
   int l = 0;
@@ -76,65 +68,6 @@ __device__ __forceinline__ float warpReduceScatter(float (&vals)[V], int lane) {
   for (int offset = 16 >> kSteps; offset > 0; offset /= 2)
     total += __shfl_xor_sync(0xffffffffu, total, offset);
   return total;
-}
-
-// The norm prologue: xs[t] = bf16(norm_w * bf16(x[t] * rsqrt(mean(x[t]^2) +
-// eps))) for t < rows, the RmsNorm kernel's arithmetic, into shared memory.
-// Every block recomputes it: x is a few KB in L2, and the separate norm
-// launch it replaces costs more.
-template <int K, int MaxRows>
-__device__ __forceinline__ void gemvNormPrologue(bf16 *xs, const bf16 *x,
-                                                 const bf16 *norm_w, float eps,
-                                                 int rows) {
-  constexpr int kVecs = K / 8;
-  constexpr int kPer = ceilDiv(kVecs, kGemvThreads);
-  __shared__ float partial[MaxRows][kGemvWarps];
-  float ss[MaxRows];
-#pragma unroll
-  for (int t = 0; t < MaxRows; ++t) {
-    ss[t] = 0.0f;
-    if (t < rows) {
-#pragma unroll
-      for (int i = 0; i < kPer; ++i) {
-        const int v = threadIdx.x + i * kGemvThreads;
-        if (v < kVecs) {
-          float f[8];
-          unpack8(load16(x + static_cast<long long>(t) * K + v * 8), f);
-#pragma unroll
-          for (int j = 0; j < 8; ++j)
-            ss[t] += f[j] * f[j];
-        }
-      }
-    }
-    ss[t] = warpSum(ss[t]);
-    if (threadIdx.x % 32 == 0)
-      partial[t][threadIdx.x / 32] = ss[t];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int t = 0; t < MaxRows; ++t) {
-    if (t < rows) {
-      float total = 0.0f;
-#pragma unroll
-      for (int w = 0; w < kGemvWarps; ++w)
-        total += partial[t][w];
-      const float inv = rsqrtf(total / static_cast<float>(K) + eps);
-#pragma unroll
-      for (int i = 0; i < kPer; ++i) {
-        const int v = threadIdx.x + i * kGemvThreads;
-        if (v < kVecs) {
-          float f[8], wf[8], o[8];
-          unpack8(load16(x + static_cast<long long>(t) * K + v * 8), f);
-          unpack8(load16(norm_w + v * 8), wf);
-#pragma unroll
-          for (int j = 0; j < 8; ++j)
-            o[j] = wf[j] * roundToBf16(f[j] * inv);
-          store16(xs + t * K + v * 8, pack8(o));
-        }
-      }
-    }
-  }
-  __syncthreads();
 }
 
 // y = epilogue(x . W^T + b) for `rows` rows; with NormPrologue, x is first
@@ -179,6 +112,7 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
   for (int r = 0; r < R; ++r)
     // Rows past N read row N-1 (valid memory); their sums are never stored.
     wRow[r] = w + static_cast<long long>(min(n0 + r, N - 1)) * K;
+  NormWeights<NormPrologue ? K : 8> normW;
 
   float acc[R][MaxRows];
 #pragma unroll
@@ -201,9 +135,13 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
     // The first weight loads are in flight before x, which the previous
     // kernel writes, is needed: they overlap that kernel's tail.
     if (it == 0) {
+      // The norm weight too, behind the weights (loaded first, it cost the
+      // 1B gate/up projection 1 us).
+      if constexpr (NormPrologue)
+        normW.load(norm_w);
       waitForPredecessor();
       if constexpr (NormPrologue)
-        gemvNormPrologue<K, MaxRows>(xs, x, norm_w, eps, rows);
+        gemvNormPrologue<K, MaxRows>(xs, x, normW, eps, rows);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {

@@ -68,7 +68,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "LinearGemv.cuh"
+#include "LinearPrologue.cuh"
 #include "TensorCore.cuh"
 
 namespace sol {
@@ -120,9 +120,11 @@ struct SkinnyShape {
 template <int K, int MaxRows, int Stride>
 __device__ __forceinline__ void
 skinnyNormPrologue(bf16 *xs, float (*partial)[kSkinnyWarps], const bf16 *x,
-                   const bf16 *norm_w, float eps, int rows) {
+                   const NormWeights<K> &norm_w, float eps, int rows) {
+  static_assert(kSkinnyThreads == kGemvThreads,
+                "linear_skinny: NormWeights assumes linear_gemv's block");
   constexpr int kVecs = K / 8;
-  constexpr int kPer = ceilDiv(kVecs, kSkinnyThreads);
+  constexpr int kPer = NormWeights<K>::kPer;
   const int warp = threadIdx.x / 32;
 #pragma unroll
   for (int t = 0; t < MaxRows; ++t)
@@ -171,7 +173,7 @@ skinnyNormPrologue(bf16 *xs, float (*partial)[kSkinnyWarps], const bf16 *x,
         if (v < kVecs) {
           float f[8], wf[8], o[8];
           unpack8(load16(xs + t * Stride + v * 8), f);
-          unpack8(load16(norm_w + v * 8), wf);
+          unpack8(norm_w.v[i], wf);
 #pragma unroll
           for (int j = 0; j < 8; ++j)
             o[j] = wf[j] * roundToBf16(f[j] * inv);
@@ -277,8 +279,11 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
       for (int c = 0; c < 4; ++c)
         acc[t][j][c] = 0.0f;
 
-        // The ring's first Depth steps of weights go out before x exists: they
-        // overlap the previous kernel's tail.
+  // The ring's first Depth steps of weights (and the norm weight) go out
+  // before x exists: they overlap the previous kernel's tail.
+  NormWeights<NormPrologue ? K : 8> normW;
+  if constexpr (NormPrologue)
+    normW.load(norm_w);
 #pragma unroll
   for (int d = 0; d < kDepth; ++d) {
     const bool ok = inK(d);
@@ -290,7 +295,7 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
   }
   waitForPredecessor();
   if constexpr (NormPrologue) {
-    skinnyNormPrologue<K, MaxRows, Shape::kXStride>(xs, normPartial, x, norm_w,
+    skinnyNormPrologue<K, MaxRows, Shape::kXStride>(xs, normPartial, x, normW,
                                                     eps, count);
   } else {
 #pragma unroll

@@ -170,8 +170,13 @@ KernelInstance GemvSpec::instance() const {
     fail("linear_gemv: maxRows must be 1, 2, 4 or 8, got ", maxRows);
   if (warpsK != 1 && warpsK != 2 && warpsK != 4 && warpsK != 8)
     fail("linear_gemv: warpsK must be 1, 2, 4 or 8, got ", warpsK);
-  if (rowsPerWarp != 1 && rowsPerWarp != 2 && rowsPerWarp != 4)
-    fail("linear_gemv: rowsPerWarp must be 1, 2 or 4, got ", rowsPerWarp);
+  if (rowsPerWarp != 1 && rowsPerWarp != 2 && rowsPerWarp != 4 &&
+      rowsPerWarp != 8 && rowsPerWarp != 16)
+    fail("linear_gemv: rowsPerWarp must be 1, 2, 4, 8 or 16, got ",
+         rowsPerWarp);
+  if (rowsPerWarp * maxRows > 32)
+    fail("linear_gemv: rowsPerWarp * maxRows must be at most 32, got ",
+         rowsPerWarp, " * ", maxRows);
   checkEpilogue(output, epilogue, "linear_gemv");
   // The norm prologue keeps maxRows rows of x in shared memory.
   if (normPrologue && maxRows * inFeatures * 2 > 227 * 1024)
@@ -218,6 +223,21 @@ GemvSpec GemvSpec::choose(int outFeatures, int inFeatures, int rows,
   // rows per warp, K split 4 ways unless that leaves more than 4 chunks per
   // lane (K = 8192), then 8 ways.
   const int vectors = inFeatures / 8;
+  if (spec.maxRows == 1) {
+    // One row (batch-1 decode), measured on an H200 with the plan's fused
+    // norm and epilogues (sol-kernel-check --only gemv_sweep, rotated
+    // weights): K <= 3,072 runs 2 weight rows per warp with K over 4 warps
+    // (1B gate/up 17.1 us against 20.4 with 4 rows over 8 warps, QKV 4.9
+    // against 5.1, LM head 118 against 121); longer K 8 rows per warp,
+    // K over 8 warps at 8,192 (1B down 10.0 against 11.6) and 4 warps
+    // otherwise (8B down, K = 14,336: 29.0 against 31.0; 8B QKV and o,
+    // K = 4,096: 13.8 and 10.0 against 14.2 and 10.1).
+    spec.rowsPerWarp = inFeatures <= 3072 ? 2 : 8;
+    spec.warpsK = inFeatures == 8192 ? 8 : 4;
+    while (spec.warpsK > 1 && vectors / spec.warpsK < 32)
+      spec.warpsK /= 2;
+    return spec;
+  }
   spec.rowsPerWarp = spec.maxRows <= 2 ? 4 : 2;
   const int preferredSplit =
       spec.maxRows <= 4 || vectors / (4 * 32) > 4 ? 8 : 4;
@@ -450,12 +470,18 @@ int PagedAttentionSpec::chooseSplits(int tokens, int maxContext,
   const long long blocks = static_cast<long long>(tokens) * kvHeads;
   if (maxContext < 64 || blocks >= 2LL * multiprocessors)
     return 1;
-  // Enough blocks for about four per multiprocessor, each split still
-  // covering at least 32 positions (two steps of a block's 16). Batch-1
-  // decode has only Hkv blocks otherwise: 8 blocks walking 200 positions
-  // took 7 us of a 940 us token on the Llama-3.2-1B shape.
+  // Enough blocks for about four per multiprocessor, but no more splits
+  // than about sqrt(context / 4): each split adds to the merge what it
+  // saves of the walk. Batch-1 decode has only Hkv blocks otherwise: 8
+  // blocks walking 200 positions took 7 us of a 940 us token on the
+  // Llama-3.2-1B shape. Measured there (sol-kernel-check --only
+  // fused_rope, H200): 256 positions 7.8 us at 8 splits (7.9 at 4, 8.0
+  // at 16, 9.1 at 1); 1,024 positions 8.4 us at 16 splits (9.1 at 8, 9.4
+  // at 32).
   const long long wanted = (4LL * multiprocessors + blocks - 1) / blocks;
-  const long long byLength = (maxContext + 31) / 32;
+  long long byLength = 1;
+  while (byLength * byLength * 4 < maxContext)
+    ++byLength;
   return static_cast<int>(
       std::clamp<long long>(std::min(wanted, byLength), 1, kMaxSplits));
 }

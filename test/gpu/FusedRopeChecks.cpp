@@ -218,7 +218,11 @@ void checkFusedRope(Checker &c) {
              false},
         };
         if (first && !c.options.quick) {
-          cases.push_back({"decode T=1 ctx=256", {{256, 1}}, 0, {0}, true});
+          // Batch-1 decode at the chosen split count (0) and around it.
+          cases.push_back(
+              {"decode T=1 ctx=256", {{256, 1}}, 0, {1, 2, 4, 0, 16}, true});
+          cases.push_back(
+              {"decode T=1 ctx=1024", {{1024, 1}}, 0, {4, 8, 16, 0}, true});
           cases.push_back({"decode T=64 ctx=512",
                            std::vector<SequenceSpec>(64, {512, 1}),
                            0,

@@ -20,6 +20,11 @@
 //  * skinny_sweep: tiles per warp and warps along K around the chosen
 //    configuration at 8 and 16 rows, for tuning SkinnySpec::choose (timing
 //    only, like skinny_speed).
+//  * gemv_sweep: linear_gemv's weight rows per warp (2..16) and warps along
+//    K around GemvSpec::choose's configuration for the one-row linears of a
+//    decode step as the fused plan runs them (norm prologue, residual and
+//    SwiGLU epilogues), Llama-3.2-1B and Llama-3.1-8B shapes, each checked
+//    against the float64 reference and timed (timing only).
 //
 //===----------------------------------------------------------------------===//
 
@@ -499,6 +504,94 @@ void checkSkinnySweep(Checker &c) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// gemv_sweep
+
+/// The one-row linears of a decode step as the fused plan runs them.
+const SkinnyCase kGemvSweepCases[] = {
+    {"qkv", 3072, 2048, LinearOutput::Bf16, false, LinearEpilogue::None, true,
+     {1}},
+    {"o", 2048, 2048, LinearOutput::Bf16, false, LinearEpilogue::Residual,
+     false, {1}},
+    {"gate_up", 16384, 2048, LinearOutput::Bf16, false, LinearEpilogue::Swiglu,
+     true, {1}},
+    {"down", 2048, 8192, LinearOutput::Bf16, false, LinearEpilogue::Residual,
+     false, {1}},
+    {"lm_head", 128256, 2048, LinearOutput::Fp32, false, LinearEpilogue::None,
+     true, {1}},
+    {"qkv 8B", 6144, 4096, LinearOutput::Bf16, false, LinearEpilogue::None,
+     true, {1}},
+    {"o 8B", 4096, 4096, LinearOutput::Bf16, false, LinearEpilogue::Residual,
+     false, {1}},
+    {"gate_up 8B", 28672, 4096, LinearOutput::Bf16, false,
+     LinearEpilogue::Swiglu, true, {1}},
+    {"down 8B", 4096, 14336, LinearOutput::Bf16, false,
+     LinearEpilogue::Residual, false, {1}},
+};
+
+GemvSpec chosenGemv(const SkinnyCase &s) {
+  return GemvSpec::choose(s.n, s.k, 1, s.output, s.bias, s.epilogue, s.norm,
+                          cuda::kPlannedMultiprocessors);
+}
+
+/// linear_gemv's configurations around the chosen one for one row: weight
+/// rows per warp and warps along K, the chosen first.
+std::vector<GemvSpec> gemvSweepSpecs(const SkinnyCase &s) {
+  const GemvSpec chosen = chosenGemv(s);
+  std::vector<GemvSpec> specs = {chosen};
+  for (int rowsPerWarp : {2, 4, 8, 16})
+    for (int warpsK : {2, 4, 8}) {
+      GemvSpec spec = chosen;
+      spec.rowsPerWarp = rowsPerWarp;
+      spec.warpsK = warpsK;
+      if ((rowsPerWarp != chosen.rowsPerWarp || warpsK != chosen.warpsK) &&
+          s.k / 8 / warpsK >= 32)
+        specs.push_back(spec);
+    }
+  return specs;
+}
+
+void checkGemvSweep(Checker &c) {
+  if (timingOff(c, "gemv_sweep"))
+    return;
+  for (const SkinnyCase &s : kGemvSweepCases) {
+    const HostLinear p =
+        makeProblem(c.rng, 1, s.n, s.k, s.bias, s.epilogue, s.norm);
+    const std::vector<double> ref = p.expected(firstRows(1));
+    const RotatedWeights weights(c, p.w, true);
+    const DeviceBuffer dX = c.upload(p.x);
+    const DeviceBuffer dNorm =
+        c.upload(s.norm ? p.normW : std::vector<Bf16>{0});
+    const Bf16 *normArg = s.norm ? dNorm.as<const Bf16>() : nullptr;
+    const int cols = outputColumns(s.epilogue, s.n);
+    for (const GemvSpec &spec : gemvSweepSpecs(s)) {
+      const bool chosen = spec.instance() == chosenGemv(s).instance();
+      const cuda::Kernel &kernel = c.kernels.kernel(spec.instance());
+      const LaunchDims dims = spec.dims(s.n);
+      allowSharedMemory(kernel, dims);
+      DeviceBuffer dOut = outputBuffer(c, p, 1, s.output, cols);
+      std::function<void(int)> launch = [&](int rotation) {
+        launchSinglePass(c, kernel, dims, s.output, dOut, dX.as<const Bf16>(),
+                         weights[rotation], nullptr, 1, s.n, normArg,
+                         s.norm ? kEps : 0.0f);
+      };
+      launch(0);
+      CheckRecord r = makeRecord(
+          c, "gemv_sweep",
+          sol::cat(s.name, " ", s.n, "x", s.k, s.norm ? " +norm" : "",
+                   epilogueTag(s.epilogue), " R", spec.rowsPerWarp, " WK",
+                   spec.warpsK, " (", dims.grid.x, " blocks)",
+                   chosen ? " *" : ""),
+          spec.instance());
+      judgeOutput(c, r, dOut, p, 1, s.output, cols, firstRows(1), ref);
+      r.bytes = gemvBytes(p, 1, s.output);
+      // Timing adds into the residual again at every launch: it stays
+      // finite.
+      c.finish(std::move(r), &launch);
+    }
+  }
+}
+
 } // namespace
 
 std::vector<CheckFamily> skinnyChecks() {
@@ -529,6 +622,13 @@ std::vector<CheckFamily> skinnyChecks() {
                k.require(spec.instance());
        },
        checkSkinnySweep},
+      {"gemv_sweep",
+       [](KernelLibrary &k) {
+         for (const SkinnyCase &s : kGemvSweepCases)
+           for (const GemvSpec &spec : gemvSweepSpecs(s))
+             k.require(spec.instance());
+       },
+       checkGemvSweep},
   };
 }
 

@@ -126,12 +126,23 @@ TEST(KernelSpecs, GemvChoice) {
             4);
   EXPECT_EQ(GemvSpec::choose(2048, 2048, 8, LinearOutput::Bf16, false).maxRows,
             8);
-  // One or two rows: 4 rows per warp, K split over all 8 warps.
-  EXPECT_EQ(one.rowsPerWarp, 4);
-  EXPECT_EQ(one.warpsK, 8);
+  // One row (the measured rule): K <= 3,072 2 rows per warp, K over 4
+  // warps; longer K 8 rows per warp, K over 8 warps at 8,192, else 4.
+  EXPECT_EQ(one.rowsPerWarp, 2);
+  EXPECT_EQ(one.warpsK, 4);
   const GemvSpec narrow =
       GemvSpec::choose(2048, 8192, 1, LinearOutput::Bf16, false);
+  EXPECT_EQ(narrow.rowsPerWarp, 8);
   EXPECT_EQ(narrow.warpsK, 8);
+  const GemvSpec down8b =
+      GemvSpec::choose(4096, 14336, 1, LinearOutput::Bf16, false);
+  EXPECT_EQ(down8b.rowsPerWarp, 8);
+  EXPECT_EQ(down8b.warpsK, 4);
+  // Two rows keep the earlier rule.
+  const GemvSpec two =
+      GemvSpec::choose(2048, 2048, 2, LinearOutput::Bf16, false);
+  EXPECT_EQ(two.rowsPerWarp, 4);
+  EXPECT_EQ(two.warpsK, 8);
   EXPECT_GE(static_cast<long long>(narrow.dims(2048).grid.x), 132);
   // Eight rows: 2 rows per warp, 4-way split, 8-way for long K.
   const GemvSpec eight =
@@ -512,7 +523,10 @@ TEST(KernelSpecs, GemmGeometry) {
 TEST(KernelSpecs, AttentionSplitsAndWorkspace) {
   const PagedAttentionSpec spec{32, 8, 128};
   EXPECT_EQ(spec.chooseSplits(1, 48), 1);     // short context
-  EXPECT_EQ(spec.chooseSplits(1, 100), 4);    // 32 positions per split
+  EXPECT_EQ(spec.chooseSplits(1, 100), 5);    // about sqrt(context / 4)
+  EXPECT_EQ(spec.chooseSplits(1, 256), 8);
+  EXPECT_EQ(spec.chooseSplits(1, 1024), 16);
+  EXPECT_EQ(spec.chooseSplits(4, 1024), 16);  // 4 x 8 x 16 = 4 blocks an SM
   EXPECT_EQ(spec.chooseSplits(256, 8192), 1); // enough blocks already
   const int splits = spec.chooseSplits(1, 4096);
   EXPECT_GT(splits, 1);

@@ -1,0 +1,101 @@
+//===- LinearPrologue.cuh - What the few-row linear kernels share ---------===//
+//
+// linear_gemv and linear_skinny run 256-thread blocks, store bf16 or fp32
+// outputs, and may fuse a decoder layer's RMS norm into their prologue:
+// every block normalises the few rows of x into shared memory.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "Common.cuh"
+
+namespace sol {
+namespace kernels {
+
+constexpr int kGemvThreads = 256;
+constexpr int kGemvWarps = kGemvThreads / 32;
+
+__device__ __forceinline__ void storeOutput(float *p, float v) { *p = v; }
+__device__ __forceinline__ void storeOutput(bf16 *p, float v) {
+  *p = __float2bfloat16_rn(v);
+}
+
+// The norm weight's 16-byte vectors a thread of a 256-thread block uses in
+// a norm prologue over K features (linear_gemv's and linear_skinny's).
+template <int K> struct NormWeights {
+  static constexpr int kPer = ceilDiv(K / 8, kGemvThreads);
+  uint4 v[kPer];
+
+  // A weight: loaded before waiting for the kernel that produces x, so the
+  // prologue does not wait for it after the sums of squares.
+  __device__ __forceinline__ void load(const bf16 *norm_w) {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int vec = threadIdx.x + i * kGemvThreads;
+      v[i] = vec < K / 8 ? loadShared16(norm_w + vec * 8)
+                         : make_uint4(0, 0, 0, 0);
+    }
+  }
+};
+
+// The norm prologue: xs[t] = bf16(norm_w * bf16(x[t] * rsqrt(mean(x[t]^2) +
+// eps))) for t < rows, the RmsNorm kernel's arithmetic, into shared memory.
+// Every block recomputes it: x is a few KB in L2, and the separate norm
+// launch it replaces costs more.
+template <int K, int MaxRows>
+__device__ __forceinline__ void gemvNormPrologue(bf16 *xs, const bf16 *x,
+                                                 const NormWeights<K> &norm_w,
+                                                 float eps, int rows) {
+  constexpr int kVecs = K / 8;
+  constexpr int kPer = NormWeights<K>::kPer;
+  __shared__ float partial[MaxRows][kGemvWarps];
+  float ss[MaxRows];
+#pragma unroll
+  for (int t = 0; t < MaxRows; ++t) {
+    ss[t] = 0.0f;
+    if (t < rows) {
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const int v = threadIdx.x + i * kGemvThreads;
+        if (v < kVecs) {
+          float f[8];
+          unpack8(load16(x + static_cast<long long>(t) * K + v * 8), f);
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            ss[t] += f[j] * f[j];
+        }
+      }
+    }
+    ss[t] = warpSum(ss[t]);
+    if (threadIdx.x % 32 == 0)
+      partial[t][threadIdx.x / 32] = ss[t];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int t = 0; t < MaxRows; ++t) {
+    if (t < rows) {
+      float total = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kGemvWarps; ++w)
+        total += partial[t][w];
+      const float inv = rsqrtf(total / static_cast<float>(K) + eps);
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const int v = threadIdx.x + i * kGemvThreads;
+        if (v < kVecs) {
+          float f[8], wf[8], o[8];
+          unpack8(load16(x + static_cast<long long>(t) * K + v * 8), f);
+          unpack8(norm_w.v[i], wf);
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            o[j] = wf[j] * roundToBf16(f[j] * inv);
+          store16(xs + t * K + v * 8, pack8(o));
+        }
+      }
+    }
+  }
+  __syncthreads();
+}
+
+} // namespace kernels
+} // namespace sol
