@@ -279,17 +279,34 @@ __device__ __forceinline__ void mergeSplits(bf16 *out, const float *partials,
   }
 }
 
+// E (a multiple of 8) bf16 values as 16-byte chunks: loaded early, unpacked
+// when needed.
+template <int E> struct RawBf16 {
+  uint4 chunk[E / 8];
+
+  __device__ __forceinline__ void load(const bf16 *p) {
+#pragma unroll
+    for (int c = 0; c < E / 8; ++c)
+      chunk[c] = load16(p + c * 8);
+  }
+  __device__ __forceinline__ void unpack(float (&f)[E]) const {
+#pragma unroll
+    for (int c = 0; c < E / 8; ++c) {
+      float part[8];
+      unpack8(chunk[c], part);
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        f[c * 8 + j] = part[j];
+    }
+  }
+};
+
 // Loads E (a multiple of 8) bf16 values from p as floats.
 template <int E>
 __device__ __forceinline__ void loadBf16(const bf16 *p, float (&f)[E]) {
-#pragma unroll
-  for (int c = 0; c < E / 8; ++c) {
-    float part[8];
-    unpack8(load16(p + c * 8), part);
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      f[c * 8 + j] = part[j];
-  }
+  RawBf16<E> raw;
+  raw.load(p);
+  raw.unpack(f);
 }
 
 // FusedRope's cache append for a bf16 cache, run by one warp: the HD / 8
@@ -432,7 +449,18 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   // the angles, and L2 prefetches of the first step's K/V rows, come
   // before waiting for the QKV projection (prefetches hold no registers,
   // so the kernel keeps its occupancy).
+  // q's chunks go out as soon as the QKV projection is done, beside the
+  // rope table's barrier and the append rather than after them.
+  const bf16 *qRow = tokenRow + g * G * HD + sub * 8;
+  RawBf16<8> qRaw[G];
+  auto loadQ = [&] {
+#pragma unroll
+    for (int gi = 0; gi < G; ++gi)
+      qRaw[gi].load(qRow + gi * HD);
+  };
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
+  if constexpr (!FusedRope)
+    loadQ();
   if constexpr (FusedRope) {
     if (seq >= 0) {
       rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
@@ -449,6 +477,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       }
     }
     waitForPredecessor();
+    loadQ();
     if (seq >= 0) {
       __syncthreads();
       if (begin <= pos && pos < end) {
@@ -464,11 +493,10 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   }
 
   float q[G][8];
-  const bf16 *qRow = tokenRow + g * G * HD + sub * 8;
   const float qScale = scale * kLog2e; // scores in the log2 domain
 #pragma unroll
   for (int gi = 0; gi < G; ++gi) {
-    unpack8(load16(qRow + gi * HD), q[gi]);
+    qRaw[gi].unpack(q[gi]);
     if constexpr (FusedRope)
       if (seq >= 0)
         rope_detail::rotateLane<HD, 8>(q[gi], sub, cosT, sinT);
@@ -609,7 +637,18 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   // the angles, and L2 prefetches of the first step's K/V rows, come
   // before waiting for the QKV projection (prefetches hold no registers,
   // so the kernel keeps its occupancy).
+  // q's chunks go out as soon as the QKV projection is done, beside the
+  // rope table's barrier and the append rather than after them.
+  const bf16 *qRow = tokenRow + g * G * HD + sub * E;
+  RawBf16<E> qRaw[G];
+  auto loadQ = [&] {
+#pragma unroll
+    for (int gi = 0; gi < G; ++gi)
+      qRaw[gi].load(qRow + gi * HD);
+  };
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
+  if constexpr (!FusedRope)
+    loadQ();
   if constexpr (FusedRope) {
     if (seq >= 0) {
       rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
@@ -626,6 +665,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       }
     }
     waitForPredecessor();
+    loadQ();
     if (seq >= 0) {
       __syncthreads();
       if (begin <= pos && pos < end) {
@@ -641,11 +681,10 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   }
 
   float q[G][E];
-  const bf16 *qRow = tokenRow + g * G * HD + sub * E;
   const float qScale = scale * kLog2e; // scores in the log2 domain
 #pragma unroll
   for (int gi = 0; gi < G; ++gi) {
-    loadBf16<E>(qRow + gi * HD, q[gi]);
+    qRaw[gi].unpack(q[gi]);
     if constexpr (FusedRope)
       if (seq >= 0)
         rope_detail::rotateLane<HD, E>(q[gi], sub, cosT, sinT);

@@ -23,7 +23,8 @@
 //  * gemv_sweep: linear_gemv's weight rows per warp (2..16) and warps along
 //    K around GemvSpec::choose's configuration for the one-row linears of a
 //    decode step as the fused plan runs them (norm prologue, residual and
-//    SwiGLU epilogues), Llama-3.2-1B and Llama-3.1-8B shapes, each checked
+//    SwiGLU epilogues), and linear_skinny's tiles and warps along K for 8
+//    rows of the same, Llama-3.2-1B and Llama-3.1-8B shapes, each checked
 //    against the float64 reference and timed (timing only).
 //
 //===----------------------------------------------------------------------===//
@@ -551,44 +552,77 @@ std::vector<GemvSpec> gemvSweepSpecs(const SkinnyCase &s) {
   return specs;
 }
 
+/// linear_skinny's configurations for `rows` rows of a sweep case under the
+/// plan's norm and epilogue: one or two tiles a warp, K over 8, 4, 2 or 1
+/// warps, the chosen one first.
+std::vector<SkinnySpec> skinnyNormSweepSpecs(const SkinnyCase &s, int rows) {
+  const SkinnySpec chosen = skinnySpecFor(s, rows);
+  std::vector<SkinnySpec> specs = {chosen};
+  for (int tiles : {1, 2})
+    for (int warpsK : {8, 4, 2, 1}) {
+      SkinnySpec spec = chosen;
+      spec.tiles = tiles;
+      spec.warpsK = warpsK;
+      if ((spec.tiles != chosen.tiles || spec.warpsK != chosen.warpsK) &&
+          (s.k + 31) / 32 >= 2 * warpsK && spec.fits())
+        specs.push_back(spec);
+    }
+  return specs;
+}
+
+constexpr int kSweepSkinnyRows = 8;
+
 void checkGemvSweep(Checker &c) {
   if (timingOff(c, "gemv_sweep"))
     return;
   for (const SkinnyCase &s : kGemvSweepCases) {
+    const int rows = kSweepSkinnyRows;
     const HostLinear p =
-        makeProblem(c.rng, 1, s.n, s.k, s.bias, s.epilogue, s.norm);
-    const std::vector<double> ref = p.expected(firstRows(1));
+        makeProblem(c.rng, rows, s.n, s.k, s.bias, s.epilogue, s.norm);
+    const std::vector<double> ref = p.expected(firstRows(rows));
     const RotatedWeights weights(c, p.w, true);
     const DeviceBuffer dX = c.upload(p.x);
     const DeviceBuffer dNorm =
         c.upload(s.norm ? p.normW : std::vector<Bf16>{0});
     const Bf16 *normArg = s.norm ? dNorm.as<const Bf16>() : nullptr;
     const int cols = outputColumns(s.epilogue, s.n);
-    for (const GemvSpec &spec : gemvSweepSpecs(s)) {
-      const bool chosen = spec.instance() == chosenGemv(s).instance();
-      const cuda::Kernel &kernel = c.kernels.kernel(spec.instance());
-      const LaunchDims dims = spec.dims(s.n);
+    // One launch of `kernel` over `launchRows` rows, judged and timed.
+    auto run = [&](const KernelInstance &instance, const LaunchDims &dims,
+                   int launchRows, const std::string &name) {
+      const cuda::Kernel &kernel = c.kernels.kernel(instance);
       allowSharedMemory(kernel, dims);
-      DeviceBuffer dOut = outputBuffer(c, p, 1, s.output, cols);
+      DeviceBuffer dOut = outputBuffer(c, p, launchRows, s.output, cols);
       std::function<void(int)> launch = [&](int rotation) {
         launchSinglePass(c, kernel, dims, s.output, dOut, dX.as<const Bf16>(),
-                         weights[rotation], nullptr, 1, s.n, normArg,
+                         weights[rotation], nullptr, launchRows, s.n, normArg,
                          s.norm ? kEps : 0.0f);
       };
       launch(0);
       CheckRecord r = makeRecord(
           c, "gemv_sweep",
-          sol::cat(s.name, " ", s.n, "x", s.k, s.norm ? " +norm" : "",
-                   epilogueTag(s.epilogue), " R", spec.rowsPerWarp, " WK",
-                   spec.warpsK, " (", dims.grid.x, " blocks)",
-                   chosen ? " *" : ""),
-          spec.instance());
-      judgeOutput(c, r, dOut, p, 1, s.output, cols, firstRows(1), ref);
-      r.bytes = gemvBytes(p, 1, s.output);
+          sol::cat(s.name, " ", s.n, "x", s.k, " T=", launchRows,
+                   s.norm ? " +norm" : "", epilogueTag(s.epilogue), " ", name,
+                   " (", dims.grid.x, " blocks)"),
+          instance);
+      judgeOutput(c, r, dOut, p, launchRows, s.output, cols,
+                  firstRows(launchRows),
+                  std::span<const double>(ref).first(
+                      static_cast<std::size_t>(launchRows) * cols));
+      r.bytes = gemvBytes(p, launchRows, s.output);
       // Timing adds into the residual again at every launch: it stays
       // finite.
       c.finish(std::move(r), &launch);
-    }
+    };
+    for (const GemvSpec &spec : gemvSweepSpecs(s))
+      run(spec.instance(), spec.dims(s.n), 1,
+          sol::cat("gemv R", spec.rowsPerWarp, " WK", spec.warpsK,
+                   spec.instance() == chosenGemv(s).instance() ? " *" : ""));
+    for (const SkinnySpec &spec : skinnyNormSweepSpecs(s, rows))
+      run(spec.instance(), spec.dims(s.n), rows,
+          sol::cat("skinny ", skinnyTag(spec),
+                   spec.instance() == skinnySpecFor(s, rows).instance()
+                       ? " *"
+                       : ""));
   }
 }
 
@@ -624,9 +658,13 @@ std::vector<CheckFamily> skinnyChecks() {
        checkSkinnySweep},
       {"gemv_sweep",
        [](KernelLibrary &k) {
-         for (const SkinnyCase &s : kGemvSweepCases)
+         for (const SkinnyCase &s : kGemvSweepCases) {
            for (const GemvSpec &spec : gemvSweepSpecs(s))
              k.require(spec.instance());
+           for (const SkinnySpec &spec :
+                skinnyNormSweepSpecs(s, kSweepSkinnyRows))
+             k.require(spec.instance());
+         }
        },
        checkGemvSweep},
   };
