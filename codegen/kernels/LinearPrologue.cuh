@@ -32,8 +32,8 @@ template <int K> struct NormWeights {
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
       const int vec = threadIdx.x + i * kGemvThreads;
-      v[i] = vec < K / 8 ? loadShared16(norm_w + vec * 8)
-                         : make_uint4(0, 0, 0, 0);
+      v[i] =
+          vec < K / 8 ? loadShared16(norm_w + vec * 8) : make_uint4(0, 0, 0, 0);
     }
   }
 };

@@ -469,8 +469,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       for (int u = 0; u < U; ++u) {
         const int p = begin + u * Shape::kPosPerStep + posGroup;
         if (p < end && p < pos) {
-          const long long row = (table[p / BS] * static_cast<long long>(BS) +
-                                 p % BS) * Hkv + g;
+          const long long row =
+              (table[p / BS] * static_cast<long long>(BS) + p % BS) * Hkv + g;
           prefetchL2(k_cache + row * HD + sub * 8);
           prefetchL2(v_cache + row * HD + sub * 8);
         }
@@ -657,8 +657,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       for (int u = 0; u < U; ++u) {
         const int p = begin + u * Shape::kPosPerStep + posGroup;
         if (p < end && p < pos) {
-          const long long row = (table[p / BS] * static_cast<long long>(BS) +
-                                 p % BS) * Hkv + g;
+          const long long row =
+              (table[p / BS] * static_cast<long long>(BS) + p % BS) * Hkv + g;
           prefetchL2(k_cache + row * HD + sub * E);
           prefetchL2(v_cache + row * HD + sub * E);
         }

@@ -1,10 +1,10 @@
 //===- LinearProblems.h - Host problems for linear checks -------*- C++ -*-===//
 //
 // What the linear kernel checks share (FusedLinearChecks.cpp,
-// SkinnyChecks.cpp, LinearChecks.cpp): a random linear problem with its norm weight, bias and
-// residual and its float64 reference with the kernels' bf16 roundings
-// (ReferenceKernels.h), poisoned output buffers with a guard row, the judge
-// that reads them back, and weights rotated through copies larger than L2
+// SkinnyChecks.cpp, LinearChecks.cpp): a random linear problem with its norm
+// weight, bias and residual and its float64 reference with the kernels' bf16
+// roundings (ReferenceKernels.h), poisoned output buffers with a guard row, the
+// judge that reads them back, and weights rotated through copies larger than L2
 // for timing.
 //
 //===----------------------------------------------------------------------===//

@@ -522,8 +522,8 @@ TEST(KernelSpecs, GemmGeometry) {
 
 TEST(KernelSpecs, AttentionSplitsAndWorkspace) {
   const PagedAttentionSpec spec{32, 8, 128};
-  EXPECT_EQ(spec.chooseSplits(1, 48), 1);     // short context
-  EXPECT_EQ(spec.chooseSplits(1, 100), 5);    // about sqrt(context / 4)
+  EXPECT_EQ(spec.chooseSplits(1, 48), 1);  // short context
+  EXPECT_EQ(spec.chooseSplits(1, 100), 5); // about sqrt(context / 4)
   EXPECT_EQ(spec.chooseSplits(1, 256), 8);
   EXPECT_EQ(spec.chooseSplits(1, 1024), 16);
   EXPECT_EQ(spec.chooseSplits(4, 1024), 16);  // 4 x 8 x 16 = 4 blocks an SM
