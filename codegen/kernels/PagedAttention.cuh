@@ -309,6 +309,26 @@ __device__ __forceinline__ void loadBf16(const bf16 *p, float (&f)[E]) {
   raw.unpack(f);
 }
 
+// FusedRope's work before griddepcontrol.wait: L2 prefetches of this lane's
+// chunks (E elements of T) of the K and V rows the walk's first step reads,
+// positions below pos only (pos is appended after the wait). Prefetches
+// hold no registers, so the kernel keeps its occupancy.
+template <int Hkv, int HD, int BS, int E, int kPosPerStep, int U, typename T>
+__device__ __forceinline__ void
+prefetchFirstStep(const T *k_cache, const T *v_cache, const int *table,
+                  int begin, int end, int pos, int posGroup, int g, int sub) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int p = begin + u * kPosPerStep + posGroup;
+    if (p < end && p < pos) {
+      const long long row =
+          (table[p / BS] * static_cast<long long>(BS) + p % BS) * Hkv + g;
+      prefetchL2(k_cache + row * HD + sub * E);
+      prefetchL2(v_cache + row * HD + sub * E);
+    }
+  }
+}
+
 // FusedRope's cache append for a bf16 cache, run by one warp: the HD / 8
 // lanes of its first position group rotate token row `row`'s k head g and
 // store it and the v head at `offset` (elements) of the caches.
@@ -441,16 +461,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   const int *table =
       block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
 
-  // The token's rope angles, once per block (per element they cost more
-  // than the launch fusion saves); the block whose split range holds pos
-  // appends the token's k and v. seq, pos and the range are uniform over
-  // the block. In a decode step no kernel before this one writes the step
-  // inputs, the rope frequencies or the cache rows of earlier positions:
-  // the angles, and L2 prefetches of the first step's K/V rows, come
-  // before waiting for the QKV projection (prefetches hold no registers,
-  // so the kernel keeps its occupancy).
-  // q's chunks go out as soon as the QKV projection is done, beside the
-  // rope table's barrier and the append rather than after them.
+  // q's chunks, loaded as soon as the QKV projection is done (beside the
+  // rope table's barrier and the append, not after them).
   const bf16 *qRow = tokenRow + g * G * HD + sub * 8;
   RawBf16<8> qRaw[G];
   auto loadQ = [&] {
@@ -458,23 +470,21 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     for (int gi = 0; gi < G; ++gi)
       qRaw[gi].load(qRow + gi * HD);
   };
+
+  // The token's rope angles, once per block (per element they cost more
+  // than the launch fusion saves); the block whose split range holds pos
+  // appends the token's k and v. seq, pos and the range are uniform over
+  // the block. In a decode step no kernel before this one writes the step
+  // inputs, the rope frequencies or the cache rows of earlier positions:
+  // the angles and the first step's prefetches come before waiting for the
+  // QKV projection.
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
-  if constexpr (!FusedRope)
-    loadQ();
   if constexpr (FusedRope) {
     if (seq >= 0) {
       rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
                                  attention_scaling);
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int p = begin + u * Shape::kPosPerStep + posGroup;
-        if (p < end && p < pos) {
-          const long long row =
-              (table[p / BS] * static_cast<long long>(BS) + p % BS) * Hkv + g;
-          prefetchL2(k_cache + row * HD + sub * 8);
-          prefetchL2(v_cache + row * HD + sub * 8);
-        }
-      }
+      prefetchFirstStep<Hkv, HD, BS, 8, Shape::kPosPerStep, U>(
+          k_cache, v_cache, table, begin, end, pos, posGroup, g, sub);
     }
     waitForPredecessor();
     loadQ();
@@ -490,6 +500,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
         __syncthreads(); // the block reads the appended row below
       }
     }
+  } else {
+    loadQ();
   }
 
   float q[G][8];
@@ -629,16 +641,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   const int *table =
       block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
 
-  // The token's rope angles, once per block (per element they cost more
-  // than the launch fusion saves); the block whose split range holds pos
-  // appends the token's k and v. seq, pos and the range are uniform over
-  // the block. In a decode step no kernel before this one writes the step
-  // inputs, the rope frequencies or the cache rows of earlier positions:
-  // the angles, and L2 prefetches of the first step's K/V rows, come
-  // before waiting for the QKV projection (prefetches hold no registers,
-  // so the kernel keeps its occupancy).
-  // q's chunks go out as soon as the QKV projection is done, beside the
-  // rope table's barrier and the append rather than after them.
+  // q's chunks, loaded as soon as the QKV projection is done (beside the
+  // rope table's barrier and the append, not after them).
   const bf16 *qRow = tokenRow + g * G * HD + sub * E;
   RawBf16<E> qRaw[G];
   auto loadQ = [&] {
@@ -646,23 +650,21 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     for (int gi = 0; gi < G; ++gi)
       qRaw[gi].load(qRow + gi * HD);
   };
+
+  // The token's rope angles, once per block (per element they cost more
+  // than the launch fusion saves); the block whose split range holds pos
+  // appends the token's k and v. seq, pos and the range are uniform over
+  // the block. In a decode step no kernel before this one writes the step
+  // inputs, the rope frequencies or the cache rows of earlier positions:
+  // the angles and the first step's prefetches come before waiting for the
+  // QKV projection.
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
-  if constexpr (!FusedRope)
-    loadQ();
   if constexpr (FusedRope) {
     if (seq >= 0) {
       rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
                                  attention_scaling);
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int p = begin + u * Shape::kPosPerStep + posGroup;
-        if (p < end && p < pos) {
-          const long long row =
-              (table[p / BS] * static_cast<long long>(BS) + p % BS) * Hkv + g;
-          prefetchL2(k_cache + row * HD + sub * E);
-          prefetchL2(v_cache + row * HD + sub * E);
-        }
-      }
+      prefetchFirstStep<Hkv, HD, BS, E, Shape::kPosPerStep, U>(
+          k_cache, v_cache, table, begin, end, pos, posGroup, g, sub);
     }
     waitForPredecessor();
     loadQ();
@@ -678,6 +680,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
         __syncthreads(); // the block reads the appended row below
       }
     }
+  } else {
+    loadQ();
   }
 
   float q[G][E];

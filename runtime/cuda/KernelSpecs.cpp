@@ -217,9 +217,10 @@ GemvSpec GemvSpec::choose(int outFeatures, int inFeatures, int rows,
   spec.epilogue = epilogue;
   spec.normPrologue = normPrologue;
   spec.maxRows = nextPowerOfTwo(rows);
-  // Measured on an H200 (test/gpu/NOTES.md): for 1-2 rows, 4 weight rows per
+  // Measured on an H200 (test/gpu/NOTES.md): for 2 rows, 4 weight rows per
   // warp and K split over all 8 warps of a block stream best (short per-warp
-  // chains, many blocks). With 8 rows the FMA work per weight byte grows: 2
+  // chains, many blocks); one row has its own rule below, from a sweep
+  // under the plan's fusions. With 8 rows the FMA work per weight byte grows: 2
   // rows per warp, K split 4 ways unless that leaves more than 4 chunks per
   // lane (K = 8192), then 8 ways.
   const int vectors = inFeatures / 8;
