@@ -156,6 +156,60 @@ __device__ __forceinline__ void waitForPredecessor() {
 #endif
 }
 
+// Thread-block clusters (sm_90). A launch without a cluster dimension makes
+// every block a cluster of one. clusterSync is a barrier over every thread
+// of the cluster that orders each block's shared-memory writes before the
+// other blocks' reads of them (loadClusterShared: distributed shared
+// memory); a block must not exit while another may still read its shared
+// memory, so a reading phase ends with clusterSync too.
+__device__ __forceinline__ unsigned clusterBlocks() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return n;
+#else
+  return 1;
+#endif
+}
+__device__ __forceinline__ unsigned clusterRank() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+#else
+  return 0;
+#endif
+}
+__device__ __forceinline__ void clusterSync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+               "barrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+#else
+  __syncthreads();
+#endif
+}
+// *p in the shared memory of the cluster's block `rank` (p: this block's
+// address of the same variable).
+__device__ __forceinline__ float loadClusterShared(const float *p,
+                                                   unsigned rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote)
+               : "r"(local), "r"(rank));
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];"
+               : "=f"(v)
+               : "r"(remote)
+               : "memory");
+  return v;
+#else
+  return *p;
+#endif
+}
+
 // What a linear layer does with y = x . W^T (+ b), rounded to bf16 (the
 // values of Plan.fbs's Linear `ints[0]`):
 //  * kEpilogueNone: out = y;
@@ -168,6 +222,21 @@ __device__ __forceinline__ void waitForPredecessor() {
 constexpr int kEpilogueNone = 0;
 constexpr int kEpilogueResidual = 1;
 constexpr int kEpilogueSwiglu = 2;
+// Not a plan epilogue: the LM head of a greedy one-row step also keeps the
+// row's argmax as an argmaxKey in a zeroed 64-bit word (linear_gemv's `bias`
+// argument), so that no argmax launch follows it.
+constexpr int kEpilogueArgmax = 3;
+
+// A 64-bit key whose unsigned order is Argmax.cuh's: larger values first,
+// NaN above everything, ties to the lower index; -0 and +0 are equal. The
+// index is 0xffffffff - key's low word.
+__device__ __forceinline__ unsigned long long argmaxKey(float v, int index) {
+  unsigned bits = v == 0.0f ? 0u : __float_as_uint(v);
+  bits = v != v ? 0xffffffffu
+                : (bits & 0x80000000u ? ~bits : bits | 0x80000000u);
+  return (static_cast<unsigned long long>(bits) << 32) |
+         (0xffffffffu - static_cast<unsigned>(index));
+}
 
 __device__ __forceinline__ float asFloat(float v) { return v; }
 __device__ __forceinline__ float asFloat(bf16 v) { return __bfloat162float(v); }

@@ -12,6 +12,9 @@
 // of x from L1. Partial sums are reduced across lanes with shuffles and across
 // the K-slices of a block through shared memory, so no second pass is needed.
 //
+// Epilogue kEpilogueArgmax (one row, fp32 logits, no bias): `bias` points to
+// a zeroed 64-bit word that ends up holding the row's argmaxKey (Common.cuh).
+//
 // Under programmatic dependent launch the first batch of weight loads is
 // issued before waiting for the kernel that produces x. Decoder layers fuse
 // their RMS norm into the prologue and their residual add or SwiGLU into the
@@ -211,6 +214,24 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
       const float g = roundToBf16(total + b);
       storeOutput(y + static_cast<long long>(t) * (N / 2) + n / 2,
                   roundToBf16(silu(g)) * roundToBf16(up));
+    }
+  } else if constexpr (Epilogue == kEpilogueArgmax) {
+    static_assert(MaxRows == 1 && !HasBias,
+                  "linear_gemv: the argmax epilogue is for one row, no bias");
+    // The logits as usual, then the warp's best key; most warps only read
+    // the row's running maximum, few raise it.
+    const bool valid = owner && n < N && t < rows;
+    if (valid)
+      storeOutput(y + n, total);
+    unsigned long long key = valid ? argmaxKey(total, n) : 0ull;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2)
+      key = max(key, __shfl_xor_sync(0xffffffffu, key, offset));
+    if (lane == 0) {
+      auto *best =
+          reinterpret_cast<unsigned long long *>(const_cast<bf16 *>(bias));
+      if (key > *reinterpret_cast<volatile unsigned long long *>(best))
+        atomicMax(best, key);
     }
   } else if (owner && n < N && t < rows) {
     OutT *out = y + static_cast<long long>(t) * N + n;

@@ -24,7 +24,14 @@
 // zeroes its counter again, so no combine launch is needed (the launch and
 // drain of one cost about 5 us per layer of batch-1 decode on an H200).
 // With splits == 1 the kernel writes `out` itself and `partials` and
-// `arrivals` may be null. Padding tokens (token_seq[t] < 0) get zeros.
+// `arrivals` may be null. Launched in clusters of all the splits of a
+// (token, kv head) (cluster dimension (1, splits, 1), splits <= 8), the
+// blocks merge through distributed shared memory instead: each keeps its
+// split's state in shared memory, and after a cluster barrier each writes
+// 1/splits of the outputs from all of them (mergeCluster); `partials` and
+// `arrivals` are then unused. That drops the partials' round trip through
+// L2, the fence and the atomic from the end of every decode attention.
+// Padding tokens (token_seq[t] < 0) get zeros.
 //
 // FusedRope: the step's own K/V are not in the cache yet, and q and k are
 // not rotated: each block computes the token's rope angles once (Rope.cuh's
@@ -60,6 +67,9 @@ constexpr int kPagedAttentionThreads = 128;
 // The most splits a launch may have (PagedAttentionSpec::kMaxSplits): the
 // in-kernel merge weighs up to this many per head in shared memory.
 constexpr int kMaxAttentionSplits = 64;
+// The most splits that merge through a thread-block cluster
+// (PagedAttentionSpec::kMaxClusterSplits; 8 is the portable cluster size).
+constexpr int kMaxClusterSplits = 8;
 
 template <int Hq, int Hkv, int HD, int BS> struct PagedAttentionShape {
   static_assert(Hq % Hkv == 0, "paged_attention: Hq must be a multiple of Hkv");
@@ -97,6 +107,10 @@ namespace attention_detail {
 template <int Hq, int HD, int G, int kWarps>
 __device__ __forceinline__ void mergeSplits(bf16 *out, const float *partials,
                                             int t, int g, int splits, int T);
+template <int Hq, int HD, int G>
+__device__ __forceinline__ void
+mergeCluster(bf16 *out, const float *mergedM, const float *mergedL,
+             const float *mergedAcc, int t, int g, int splits);
 
 // Merges the running softmax states of a block's position groups (lanes
 // with equal `sub` hold head-dim values [sub * E, sub * E + E) of each of the
@@ -148,6 +162,11 @@ mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
   }
   __syncthreads();
 
+  // A cluster of all the splits merges through distributed shared memory
+  // instead of global partials, a fence and an arrival atomic.
+  const bool clusterMerge =
+      splits > 1 && clusterBlocks() == static_cast<unsigned>(splits);
+  __shared__ float mergedM[G], mergedL[G], mergedAcc[G * HD];
   for (int idx = threadIdx.x; idx < G * HD; idx += blockDim.x) {
     const int gi = idx / HD;
     const int d = idx % HD;
@@ -167,6 +186,12 @@ mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
     if (splits == 1) {
       out[static_cast<long long>(t) * Hq * HD + head * HD + d] =
           __float2bfloat16_rn(lAll > 0.0f ? aAll / lAll : 0.0f);
+    } else if (clusterMerge) {
+      mergedAcc[idx] = aAll;
+      if (d == 0) {
+        mergedM[gi] = mAll;
+        mergedL[gi] = lAll;
+      }
     } else {
       const long long slot =
           (static_cast<long long>(t) * splits + split) * Hq + head;
@@ -180,6 +205,10 @@ mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
   }
   if (splits == 1)
     return;
+  if (clusterMerge) {
+    mergeCluster<Hq, HD, G>(out, mergedM, mergedL, mergedAcc, t, g, splits);
+    return;
+  }
 
   // The last split block of (t, g) to arrive merges every split's partials.
   __shared__ bool lastArrival;
@@ -196,6 +225,49 @@ mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
     return;
   __threadfence(); // the other blocks' partials after their arrivals
   mergeSplits<Hq, HD, G, kWarps>(out, partials, t, g, splits, T);
+}
+
+// The merge of a cluster of `splits` (<= kMaxClusterSplits) blocks, one per
+// split of token t and kv head g, each holding its split's state (m, l and
+// the unnormalised outputs of the G heads) in shared memory: block r of the
+// cluster reads every block's state for its 1/splits of the G * HD outputs
+// and writes them. The clusterSync before the reads publishes the states;
+// the one after keeps every block's shared memory alive until all reads
+// are done.
+template <int Hq, int HD, int G>
+__device__ __forceinline__ void
+mergeCluster(bf16 *out, const float *mergedM, const float *mergedL,
+             const float *mergedAcc, int t, int g, int splits) {
+  clusterSync();
+  const int per = ceilDiv(G * HD, splits);
+  const int first = static_cast<int>(clusterRank()) * per;
+  const int last = min(first + per, G * HD);
+  for (int idx = first + threadIdx.x; idx < last; idx += blockDim.x) {
+    const int gi = idx / HD;
+    float m[kMaxClusterSplits], l[kMaxClusterSplits], a[kMaxClusterSplits];
+    float mAll = negativeInfinity();
+#pragma unroll
+    for (int s = 0; s < kMaxClusterSplits; ++s) {
+      m[s] = negativeInfinity();
+      l[s] = a[s] = 0.0f;
+      if (s < splits) {
+        m[s] = loadClusterShared(mergedM + gi, s);
+        l[s] = loadClusterShared(mergedL + gi, s);
+        a[s] = loadClusterShared(mergedAcc + idx, s);
+      }
+      mAll = fmaxf(mAll, m[s]);
+    }
+    float lAll = 0.0f, aAll = 0.0f;
+#pragma unroll
+    for (int s = 0; s < kMaxClusterSplits; ++s) {
+      const float c = softmaxRescale(m[s], mAll);
+      lAll += l[s] * c;
+      aAll += a[s] * c;
+    }
+    out[static_cast<long long>(t) * Hq * HD + (g * G + gi) * HD + idx % HD] =
+        __float2bfloat16_rn(lAll > 0.0f ? aAll / lAll : 0.0f);
+  }
+  clusterSync();
 }
 
 // The merge of `splits` (<= kMaxAttentionSplits) partial results of token t

@@ -231,6 +231,10 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     inputOffsets_[i] = off;
     off += alignUp(sizeof(int32_t) * static_cast<std::size_t>(maxTokens_));
   }
+  // The fused argmax's key, zero in the staging buffer: every step's input
+  // copy resets it.
+  argmaxKeyOffset_ = off;
+  off += kAlign;
   inputOffsets_[4] = off;
   off += sizeof(int32_t) * static_cast<std::size_t>(maxSeqsCap_) *
          static_cast<std::size_t>(maxBlocksPerSeqCap_);
@@ -240,7 +244,10 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   inputs_ = DeviceBuffer(off);
   staging_ = PinnedBuffer(off);
   argmaxOut_ = DeviceBuffer(alignUp(sizeof(int32_t) * maxTokens_));
-  argmaxHost_ = PinnedBuffer(sizeof(int32_t) * maxTokens_);
+  argmaxHost_ = PinnedBuffer(
+      std::max(sizeof(int32_t) * maxTokens_, sizeof(unsigned long long)));
+  std::memset(static_cast<std::byte *>(staging_.data()) + argmaxKeyOffset_, 0,
+              sizeof(unsigned long long));
   const std::size_t samplingBytes =
       samplingResults(maxTokens_, kMaxTopLogprobs).bytes;
   samplingOut_ = DeviceBuffer(alignUp(samplingBytes));
@@ -284,6 +291,10 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   }
   attentionArrivals_ = DeviceBuffer(alignUp(arrivals * sizeof(unsigned)));
   attentionArrivals_.fillBytes(0, stream_);
+  clusterMerge_ = context_.computeCapabilityMajor() >= 9;
+  if (const char *v = std::getenv("SOL_DISABLE_CLUSTER_MERGE"))
+    clusterMerge_ =
+        clusterMerge_ && (std::string(v).empty() || std::string(v) == "0");
   fusedRope_ = true;
   if (const char *v = std::getenv("SOL_DISABLE_FUSED_ROPE"))
     fusedRope_ = std::string(v).empty() || std::string(v) == "0";
@@ -299,6 +310,15 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     fusedRope_ = fusedRope_ && attentionRope_[i] >= 0 && attentionFusesRope(d);
   }
   sequenceSeen_.assign(static_cast<std::size_t>(maxSeqsCap_), 0);
+  findSkippableGather();
+  // The LM head with the argmax in its epilogue, when the plan has it.
+  if (!ops_.empty())
+    if (std::optional<KernelLaunch> head = selectArgmaxLmHead(ops_.back());
+        head && kernels_.count(head->instance.nameExpression))
+      argmaxHead_ = std::move(head);
+  if (const char *v = std::getenv("SOL_DISABLE_FUSED_ARGMAX"))
+    if (!(std::string(v).empty() || std::string(v) == "0"))
+      argmaxHead_.reset();
   // Split-K partial sums; zero between uses (the finalize kernels reset it).
   std::size_t splitFloats = 0;
   for (const OpDesc &d : ops_)
@@ -420,6 +440,19 @@ void CudaExecutor::warmUpCublas() {
 CudaExecutor::~CudaExecutor() {
   if (profiledSteps_ > 0)
     printProfile();
+  if (!stepTimes_.empty())
+    printStepProfile();
+}
+
+void CudaExecutor::printStepProfile() const {
+  std::fprintf(stderr,
+               "\nper-step time by step size (--profile-steps; GPU: from the "
+               "input copy to the output copy):\n%8s %7s %10s %10s %10s\n",
+               "tokens", "steps", "GPU us", "step us", "host us");
+  for (const auto &[tokens, t] : stepTimes_)
+    std::fprintf(stderr, "%8d %7d %10.1f %10.1f %10.1f\n", tokens, t.count,
+                 1000.0 * t.gpuMs / t.count, 1000.0 * t.wallMs / t.count,
+                 1000.0 * t.hostGapMs / t.count);
 }
 
 void CudaExecutor::profileOps(const StepShape &shape) {
@@ -758,12 +791,20 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     first = false;
     return dims;
   };
+  if (begin == 0)
+    gatherAlias_ = {-1, -1};
   for (size_t i = begin; i < end; ++i) {
     const OpDesc &d = ops_[i];
     const fb::Op *op = plan.ops()->Get(static_cast<unsigned>(i));
     const int rows = opRows(d, shape.tokens, shape.outputs);
-    std::vector<KernelLaunch> launches =
-        selectKernels(d, rows, maxContext, linears_, shape.fusedRope);
+    if (shape.identityRows && static_cast<int>(i) == skippableGather_) {
+      // The rows it would gather are already in place: later ops read its
+      // input instead of its output.
+      gatherAlias_ = {op->buffers()->Get(0), op->buffers()->Get(1)};
+      continue;
+    }
+    std::vector<KernelLaunch> launches = selectKernels(
+        d, rows, maxContext, linears_, shape.fusedRope, clusterMerge_);
     if (launches.empty())
       continue;
     for (KernelLaunch &launch : launches)
@@ -771,7 +812,10 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     const KernelLaunch &l = launches[0];
     const Kernel &k = kernel(l.instance);
     raiseSharedLimit(k, l);
-    auto buf = [&](unsigned j) { return buffer(op->buffers()->Get(j)); };
+    auto buf = [&](unsigned j) {
+      const int id = op->buffers()->Get(j);
+      return buffer(id == gatherAlias_.first ? gatherAlias_.second : id);
+    };
     auto w = [&](unsigned j) { return weight(op->weights()->Get(j)); };
     const float f0 =
         op->floats() && op->floats()->size() ? op->floats()->Get(0) : 0.0f;
@@ -804,6 +848,10 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       CUdeviceptr bias = op->weights()->size() > 1 ? w(1) : null;
       int n = static_cast<int>(d.weightShapes[0][0]);
       int kdim = static_cast<int>(d.weightShapes[0][1]);
+      if (shape.fusedArgmax && i + 1 == ops_.size()) {
+        launchArgmaxHead(y, x, wt, null, 0.0f, n);
+        break;
+      }
       if (!cublasLinear(d, rows, y, x, wt, bias, n, kdim))
         launchLinear(launches, 0, y, x, wt, bias, rows, n, kdim);
       break;
@@ -815,6 +863,10 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       CUdeviceptr bias = op->weights()->size() > 2 ? w(2) : null;
       int n = static_cast<int>(d.weightShapes[1][0]);
       int kdim = static_cast<int>(d.weightShapes[1][1]);
+      if (shape.fusedArgmax && i + 1 == ops_.size()) {
+        launchArgmaxHead(y, x, wt, normW, f0, n);
+        break;
+      }
       // Few rows: one launch of linear_gemv or linear_skinny, the norm in
       // its prologue.
       const bool fusedNorm = isSinglePassLinear(l.instance);
@@ -924,7 +976,8 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
   }
   if (shape.sampling && end == ops_.size())
     launchSampling(shape, dependent(selectSampling(shape.outputs).dims));
-  if (shape.argmax && !shape.sampling && end == ops_.size()) {
+  if (shape.argmax && !shape.sampling && !shape.fusedArgmax &&
+      end == ops_.size()) {
     const int vocab = static_cast<int>(vocab_);
     const ArgmaxSpec spec{vocab};
     KernelLaunch a = selectArgmax(shape.outputs, vocab);
@@ -938,6 +991,51 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
         .launch(dependent(a.dims), stream_, out, logits, shape.outputs, vocab,
                 ws, partialIndex, arrivals);
   }
+}
+
+void CudaExecutor::launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
+                                    CUdeviceptr normW, float eps, int n) {
+  LaunchDims dims = argmaxHead_->dims;
+  dims.dependent = dependentLaunch_;
+  const Kernel &k = kernel(argmaxHead_->instance);
+  raiseSharedLimit(k, *argmaxHead_);
+  CUdeviceptr key = inputs_.address() + argmaxKeyOffset_;
+  const int rows = 1;
+  k.launch(dims, stream_, y, x, w, key, rows, n, normW, eps);
+}
+
+void CudaExecutor::findSkippableGather() {
+  // The plan's GatherRows (the rows that get logits) may be skipped in steps
+  // whose logit rows are the first rows in order (decode), when no later op
+  // touches the arena slot of its input: the planner may reuse a slot after
+  // its buffer's last reader, and the gather is that reader.
+  const fb::Plan &plan = plan_.plan();
+  auto slot = [&](int id) {
+    return id < 4 ? -1 - id : plan.buffers()->Get(id)->arena_slot();
+  };
+  skippableGather_ = -1;
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    if (ops_[i].kind != fb::OpKind::GatherRows)
+      continue;
+    const fb::Op *gather = plan.ops()->Get(static_cast<unsigned>(i));
+    const int in = gather->buffers()->Get(1), out = gather->buffers()->Get(0);
+    if (in < 4 || skippableGather_ >= 0)
+      return; // two gathers, or one of a step input: keep them
+    bool clear = true;
+    for (std::size_t j = i + 1; j < ops_.size(); ++j)
+      for (int id : *plan.ops()->Get(static_cast<unsigned>(j))->buffers())
+        clear = clear && (id == out || slot(id) != slot(in));
+    if (!clear)
+      return;
+    skippableGather_ = static_cast<int>(i);
+  }
+}
+
+bool CudaExecutor::identityLogitRows(const StepBatch &batch) {
+  for (std::size_t r = 0; r < batch.logitRows.size(); ++r)
+    if (batch.logitRows[r] != static_cast<int32_t>(r))
+      return false;
+  return true;
 }
 
 bool CudaExecutor::oneTokenPerSequence(const StepBatch &batch) {
@@ -957,8 +1055,14 @@ bool CudaExecutor::oneTokenPerSequence(const StepBatch &batch) {
 }
 
 void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point entered = Clock::now();
   validate(in, out);
   context_.makeCurrent();
+  if (options_.profileSteps && !stepStart_) {
+    stepStart_ = std::make_unique<Event>();
+    stepEnd_ = std::make_unique<Event>();
+  }
   // Graph-sized steps run padded to their bucket, so that few shapes (and
   // graphs) occur; the outputs hold the real rows only.
   const bool pad =
@@ -976,11 +1080,16 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
   shape.sampling = sampling::stepNeedsSampling(b, out);
   shape.logprobs = !out.logprobs.empty();
   shape.numTop = b.numTopLogprobs;
-  // Long prompt chunks: the tensor-core attention (never in a graph).
+  // Long prompt chunks: the tensor-core attention (never in a graph; for
+  // an 8-token chunk after 1,024 cached positions it took 25.6 us a layer
+  // against paged_attention's 15.0: 32 blocks for 512).
   if (shape.tokens > kMaxGraphTokens)
     shape.prefillTiles = stagePrefillTiles(b);
   shape.fusedRope =
       fusedRope_ && shape.prefillTiles == 0 && oneTokenPerSequence(b);
+  shape.identityRows = skippableGather_ >= 0 && identityLogitRows(b);
+  shape.fusedArgmax =
+      argmaxHead_ && shape.argmax && !shape.sampling && shape.outputs == 1;
 
   // Stage the inputs in their device layout and send them in one copy.
   auto *host = static_cast<std::byte *>(staging_.data());
@@ -992,6 +1101,8 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
   put(2, b.tokenSeq);
   put(3, b.logitRows);
   put(4, b.blockTables);
+  if (options_.profileSteps)
+    stepStart_->record(stream_);
   inputs_.copyFromHost(host,
                        shape.sampling
                            ? stageSampling(b, host)
@@ -1025,6 +1136,11 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
   const SamplingResults results = samplingResults(shape.outputs, shape.numTop);
   if (shape.sampling)
     samplingOut_.copyToHost(samplingHost_.data(), results.bytes, stream_);
+  else if (shape.fusedArgmax)
+    checkCuda(driverApi().memcpyDtoHAsync(
+                  argmaxHost_.data(), inputs_.address() + argmaxKeyOffset_,
+                  sizeof(unsigned long long), stream_.handle()),
+              "cuMemcpyDtoHAsync(argmax key)");
   else if (!out.argmax.empty())
     argmaxOut_.copyToHost(argmaxHost_.data(), out.argmax.size_bytes(), stream_);
   if (!out.logits.empty()) {
@@ -1036,7 +1152,22 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
                                           stream_.handle()),
               "cuMemcpyDtoHAsync(logits)");
   }
+  if (options_.profileSteps)
+    stepEnd_->record(stream_);
   stream_.synchronize();
+  if (options_.profileSteps) {
+    const Clock::time_point done = Clock::now();
+    StepTimes &t = stepTimes_[static_cast<int>(in.tokens.size())];
+    ++t.count;
+    t.gpuMs += Event::elapsedMs(*stepStart_, *stepEnd_);
+    t.wallMs +=
+        std::chrono::duration<double, std::milli>(done - entered).count();
+    if (lastStepEnd_ != Clock::time_point{})
+      t.hostGapMs +=
+          std::chrono::duration<double, std::milli>(entered - lastStepEnd_)
+              .count();
+    lastStepEnd_ = done;
+  }
   if (shape.sampling) {
     const auto *res = static_cast<const std::byte *>(samplingHost_.data());
     if (!out.argmax.empty())
@@ -1050,6 +1181,12 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
       std::memcpy(out.topLogprobs.data(), res + results.topLogprobs,
                   out.topLogprobs.size_bytes());
     }
+  } else if (shape.fusedArgmax) {
+    // The key's low word is 0xffffffff - index (argmaxKey, Common.cuh).
+    unsigned long long key = 0;
+    std::memcpy(&key, argmaxHost_.data(), sizeof(key));
+    out.argmax[0] = static_cast<int32_t>(
+        0xffffffffu - static_cast<uint32_t>(key & 0xffffffffu));
   } else if (!out.argmax.empty()) {
     std::memcpy(out.argmax.data(), argmaxHost_.data(), out.argmax.size_bytes());
   }

@@ -15,6 +15,7 @@
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaContext.h"
 #include "runtime/cuda/DeviceBuffer.h"
+#include "runtime/cuda/Event.h"
 #include "runtime/cuda/Graph.h"
 #include "runtime/cuda/KernelSelection.h"
 #include "runtime/cuda/Module.h"
@@ -23,8 +24,10 @@
 #include "runtime/cuda/Stream.h"
 #include "runtime/executor/ExecutorFactory.h"
 
+#include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -54,14 +57,20 @@ private:
     int prefillTiles = 0;
     /// Every sequence has one token: attention does rope_kv_write's work.
     bool fusedRope = false;
-    std::tuple<int, int, int, int, bool, bool, bool, int, int, bool>
+    /// The logit rows are rows 0..outputs-1 in order: the plan's
+    /// GatherRows is skipped (findSkippableGather).
+    bool identityRows = false;
+    /// A greedy one-row step: the LM head keeps the argmax (argmaxHead_),
+    /// no argmax launch. Follows from outputs, argmax and sampling.
+    bool fusedArgmax = false;
+    std::tuple<int, int, int, int, bool, bool, bool, int, int, bool, bool>
     key() const {
-      return {tokens,   outputs,  maxBlocks, numSeqs,      argmax,
-              sampling, logprobs, numTop,    prefillTiles, fusedRope};
+      return {tokens,   outputs, maxBlocks,    numSeqs,   argmax,      sampling,
+              logprobs, numTop,  prefillTiles, fusedRope, identityRows};
     }
   };
   using ShapeKey =
-      std::tuple<int, int, int, int, bool, bool, bool, int, int, bool>;
+      std::tuple<int, int, int, int, bool, bool, bool, int, int, bool, bool>;
   void validate(const StepBatch &batch, const StepOutput &out) const;
   void launchOps(const StepShape &shape);
   /// Launches ops [begin, end), then the argmax when `end` is the last op.
@@ -69,6 +78,7 @@ private:
   /// Runs `shape` eagerly with timing events between ops (--profile-ops).
   void profileOps(const StepShape &shape);
   void printProfile() const;
+  void printStepProfile() const;
   const Kernel &kernel(const KernelInstance &instance);
   /// The linear launches[at] (y = x . w^T + bias, rows x n x k): a
   /// one-pass kernel (linear_gemv, linear_skinny) without its norm
@@ -147,8 +157,25 @@ private:
   /// attention op has its rope and the fused instance is in the plan (off
   /// with SOL_DISABLE_FUSED_ROPE=1, for measuring what it gains).
   bool fusedRope_ = false;
+  /// Attention splits merge through thread-block clusters (sm_90; off with
+  /// SOL_DISABLE_CLUSTER_MERGE=1, for measuring what it gains).
+  bool clusterMerge_ = false;
   /// Whether the step's real tokens all belong to different sequences.
   bool oneTokenPerSequence(const StepBatch &batch);
+  /// Sets skippableGather_: the op index of a GatherRows that steps with
+  /// identity logit rows may skip, or -1.
+  void findSkippableGather();
+  static bool identityLogitRows(const StepBatch &batch);
+  int skippableGather_ = -1;
+  /// The LM head's one-row launch with the argmax in its epilogue (plans
+  /// from before it lack the instance; off with SOL_DISABLE_FUSED_ARGMAX=1),
+  /// and where in inputs_ its key lives.
+  std::optional<KernelLaunch> argmaxHead_;
+  std::size_t argmaxKeyOffset_ = 0;
+  void launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
+                        CUdeviceptr normW, float eps, int n);
+  /// While a step skips the gather: {its output buffer, its input buffer}.
+  std::pair<int, int> gatherAlias_{-1, -1};
   std::vector<uint8_t> sequenceSeen_; // its scratch, one flag per sequence
   DeviceBuffer argmaxOut_;
   PinnedBuffer argmaxHost_;
@@ -189,6 +216,17 @@ private:
   // --profile-ops: per op, the summed GPU time of the profiled steps.
   std::vector<double> opMs_;
   int profiledSteps_ = 0;
+
+  // --profile-steps: per real token count, the steps' summed GPU time (from
+  // the input copy to the output copy), step() wall time, and host time
+  // since the previous step() returned.
+  struct StepTimes {
+    int count = 0;
+    double gpuMs = 0, wallMs = 0, hostGapMs = 0;
+  };
+  std::map<int, StepTimes> stepTimes_;
+  std::unique_ptr<Event> stepStart_, stepEnd_;
+  std::chrono::steady_clock::time_point lastStepEnd_{};
 
   // Per-request sampling: results (ids | logprobs | top ids | top
   // logprobs, packed for the step's R and numTop) and the original logits

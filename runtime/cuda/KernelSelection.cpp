@@ -151,7 +151,7 @@ int gemmRowBucket(int rows) {
 
 std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
                                         int maxContext, FewRowLinears linears,
-                                        bool fusedRope) {
+                                        bool fusedRope, bool clusterMerge) {
   if (rows <= 0)
     return {};
   switch (op.kind) {
@@ -201,8 +201,10 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   case fb::OpKind::Attention: {
     PagedAttentionSpec spec = attentionSpec(op);
     spec.fusedRope = fusedRope;
+    spec.clusterMerge = clusterMerge;
     int splits = spec.chooseSplits(rows, maxContext, kPlannedMultiprocessors);
-    return {{spec.instance(), spec.dims(rows, splits)}};
+    return {
+        {spec.instance(), spec.dims(rows, splits, kPlannedMultiprocessors)}};
   }
   case fb::OpKind::Swiglu: {
     SwigluSpec spec{toInt(op.bufferWidths.at(0))};
@@ -256,6 +258,9 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     if (maxTokens > GemvSpec::kMaxRows &&
         linearEpilogue(op) == LinearEpilogue::Swiglu)
       add({{SwigluPairsSpec{linearShape(op).n / 2}.instance(), {}}});
+    // Greedy one-row steps: the LM head with the argmax in its epilogue.
+    if (std::optional<KernelLaunch> head = selectArgmaxLmHead(op))
+      add({*head});
     return out;
   }
   if (op.kind == fb::OpKind::Attention) {
@@ -291,6 +296,20 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
 bool isSinglePassLinear(const KernelInstance &instance) {
   return instance.header == "LinearGemv.cuh" ||
          instance.header == "LinearSkinny.cuh";
+}
+
+std::optional<KernelLaunch> selectArgmaxLmHead(const OpDesc &op) {
+  if (op.kind != fb::OpKind::Linear && op.kind != fb::OpKind::NormLinear)
+    return std::nullopt;
+  const LinearShape s = linearShape(op);
+  if (linearOutput(op) != LinearOutput::Fp32 || s.bias ||
+      linearEpilogue(op) != LinearEpilogue::None)
+    return std::nullopt;
+  GemvSpec spec = GemvSpec::choose(
+      s.n, s.k, 1, LinearOutput::Fp32, false, LinearEpilogue::None,
+      op.kind == fb::OpKind::NormLinear, kPlannedMultiprocessors);
+  spec.argmax = true;
+  return KernelLaunch{spec.instance(), spec.dims(s.n)};
 }
 
 KernelLaunch selectArgmax(int rows, int vocab) {

@@ -15,6 +15,7 @@
 #include "runtime/plan/Plan_generated.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace sol::cuda {
@@ -73,10 +74,12 @@ splitKWorkspaceFloats(const OpDesc &op, int maxTokens,
 /// rms_norm into its scratch buffer. `fusedRope` (steps with one token per
 /// sequence, when the plan has the fused attention): RopeKvWrite has no
 /// launch and Attention runs the paged_attention variant that does its work.
+/// `clusterMerge` (sm_90): Attention's splits merge through a thread-block
+/// cluster where PagedAttentionSpec allows it.
 std::vector<KernelLaunch>
 selectKernels(const OpDesc &op, int rows, int maxContext,
               FewRowLinears linears = FewRowLinears::Skinny,
-              bool fusedRope = false);
+              bool fusedRope = false, bool clusterMerge = false);
 
 /// Every instance `op` may need with `linears` in steps of up to
 /// `maxTokens` tokens and contexts of up to `maxContext` positions, without
@@ -113,6 +116,12 @@ bool attentionFusesRope(const OpDesc &op);
 
 /// The argmax launch over `rows` rows of `vocab` float32 logits.
 KernelLaunch selectArgmax(int rows, int vocab);
+
+/// For a Linear or NormLinear op with fp32 output (the LM head), no bias and
+/// no epilogue: its one-row linear_gemv that also leaves the row's argmax key
+/// in a zeroed 64-bit word passed as the bias (GemvSpec::argmax), so that a
+/// greedy one-row step needs no argmax launch. nullopt for other ops.
+std::optional<KernelLaunch> selectArgmaxLmHead(const OpDesc &op);
 
 /// The sampling launch over `rows` logits rows (Sampling.cuh). Every plan
 /// holds its instance, like the argmax's (codegen/plan/CompileKernels.cpp).

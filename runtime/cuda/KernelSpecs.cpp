@@ -185,10 +185,16 @@ KernelInstance GemvSpec::instance() const {
          " features, more than the 227 KB a block may have");
   if (epilogue == LinearEpilogue::Swiglu && rowsPerWarp % 2 != 0)
     fail("linear_gemv: the swiglu epilogue needs an even rowsPerWarp");
+  if (argmax && (maxRows != 1 || output != LinearOutput::Fp32 || bias ||
+                 epilogue != LinearEpilogue::None))
+    fail("linear_gemv: the argmax epilogue needs one row of fp32 logits, no "
+         "bias and no other epilogue");
+  constexpr int kArgmaxEpilogue = 3; // kEpilogueArgmax (Common.cuh)
   return {"LinearGemv.cuh",
           cat(kNamespace, "linear_gemv<", inFeatures, ", ", maxRows, ", ",
               rowsPerWarp, ", ", warpsK, ", ", outputType(output), ", ",
-              bias ? "true" : "false", ", ", static_cast<int>(epilogue), ", ",
+              bias ? "true" : "false", ", ",
+              argmax ? kArgmaxEpilogue : static_cast<int>(epilogue), ", ",
               normPrologue ? "true" : "false", ">")};
 }
 
@@ -291,6 +297,44 @@ LaunchDims SkinnySpec::dims(int outFeatures) const {
   return dims;
 }
 
+namespace {
+
+// Up to 8 rows: the (tiles, warpsK) with the most blocks that still run in
+// one wave of two blocks per SM (ties: more warps along K), then two tiles
+// a warp when its K slice is at most 8 k steps (unless that leaves fewer
+// blocks than half the SMs); false (spec untouched) when
+// no configuration fits one wave. From the 8-row sweep of linear_skinny
+// under the plans' norm and epilogues (sol-kernel-check --only gemv_sweep,
+// H200, bench/results/2026-11-30-h200-s5/q-early-skinny-sweep): a second
+// partial wave costs more than narrower blocks (Llama-3.1-8B QKV 25.5 us
+// at 384 blocks against 20.4 at 192, gate/up 74.5 at 448 against 69.9 at
+// 224), and a warp of 8 k steps keeps too few loads in flight with one
+// tile (Llama-3.2-1B o 5.4 us against 4.7 with two).
+bool chooseOneWave(SkinnySpec &spec, int outFeatures, int steps,
+                   long long wave) {
+  int bestTiles = 0, bestWarpsK = 0;
+  long long bestBlocks = 0;
+  for (int warpsK = spec.warpsK; warpsK >= 1; warpsK /= 2)
+    for (int tiles : {1, 2}) {
+      const long long features = 16LL * tiles * (8 / warpsK);
+      const long long blocks = (outFeatures + features - 1) / features;
+      if (blocks <= wave && blocks > bestBlocks) {
+        bestBlocks = blocks;
+        bestTiles = tiles;
+        bestWarpsK = warpsK;
+      }
+    }
+  if (bestBlocks == 0)
+    return false;
+  spec.tiles = bestTiles;
+  spec.warpsK = bestWarpsK;
+  if (spec.tiles == 1 && steps / spec.warpsK <= 8 && 4 * bestBlocks >= wave)
+    spec.tiles = 2;
+  return true;
+}
+
+} // namespace
+
 SkinnySpec SkinnySpec::choose(int outFeatures, int inFeatures, int rows,
                               LinearOutput output, bool bias,
                               LinearEpilogue epilogue, bool normPrologue,
@@ -322,6 +366,8 @@ SkinnySpec SkinnySpec::choose(int outFeatures, int inFeatures, int rows,
   auto blocks = [&](int features) {
     return (static_cast<long long>(outFeatures) + features - 1) / features;
   };
+  if (spec.maxRows == 8 && chooseOneWave(spec, outFeatures, steps, wanted))
+    return spec;
   if (blocks(32 * (8 / spec.warpsK)) >= wanted)
     spec.tiles = 2;
   if (spec.tiles == 2 && spec.warpsK == 8 && steps >= 32 &&
@@ -449,7 +495,15 @@ bool PagedAttentionSpec::fusedRopeSupported() const {
   const int perLane = fp8 && kvHeads > 0 && qHeads / kvHeads <= 4 ? 16 : 8;
   return headDim >= 2 * perLane && headDim % (2 * perLane) == 0;
 }
-LaunchDims PagedAttentionSpec::dims(int tokens, int splits) const {
+bool PagedAttentionSpec::mergesInCluster(int tokens, int splits,
+                                         int multiprocessors) const {
+  return clusterMerge && splits > 1 && splits <= kMaxClusterSplits &&
+         static_cast<long long>(std::max(tokens, 1)) * kvHeads * splits <=
+             multiprocessors;
+}
+
+LaunchDims PagedAttentionSpec::dims(int tokens, int splits,
+                                    int multiprocessors) const {
   requirePositive(splits, "splits", "paged_attention");
   if (splits > kMaxSplits)
     fail("paged_attention: ", splits, " splits, more than the ", kMaxSplits,
@@ -458,6 +512,8 @@ LaunchDims PagedAttentionSpec::dims(int tokens, int splits) const {
   dims.grid.x = static_cast<unsigned>(std::max(tokens, 1) * kvHeads);
   dims.grid.y = static_cast<unsigned>(splits);
   dims.block.x = 128;
+  if (mergesInCluster(tokens, splits, multiprocessors))
+    dims.clusterY = static_cast<unsigned>(splits);
   return dims;
 }
 std::size_t PagedAttentionSpec::workspaceFloats(int tokens, int splits) const {
@@ -471,20 +527,27 @@ int PagedAttentionSpec::chooseSplits(int tokens, int maxContext,
   const long long blocks = static_cast<long long>(tokens) * kvHeads;
   if (maxContext < 64 || blocks >= 2LL * multiprocessors)
     return 1;
-  // Enough blocks for about four per multiprocessor, but no more splits
-  // than about sqrt(context / 4): each split adds to the merge what it
-  // saves of the walk. Batch-1 decode has only Hkv blocks otherwise: 8
-  // blocks walking 200 positions took 7 us of a 940 us token on the
-  // Llama-3.2-1B shape. Measured there (sol-kernel-check --only
-  // fused_rope, H200): 256 positions 7.8 us at 8 splits (7.9 at 4, 8.0
-  // at 16, 9.1 at 1); 1,024 positions 8.4 us at 16 splits (9.1 at 8, 9.4
-  // at 32).
-  const long long wanted = (4LL * multiprocessors + blocks - 1) / blocks;
+  // At most about four blocks per multiprocessor (one wave: an 8-token
+  // step of 8 kv heads took 17.8 us at 9 splits, 576 blocks for 528
+  // places), and no more splits than about sqrt(context / 4): each split
+  // adds to the merge what it saves of the walk. Batch-1 decode has only
+  // Hkv blocks otherwise: 8 blocks walking 200 positions took 7 us of a
+  // 940 us token on the Llama-3.2-1B shape. Measured there (sol-kernel-check
+  // --only fused_rope, H200, global merge): 256 positions 7.8 us at 8 splits
+  // (7.9 at 4, 8.0 at 16, 9.1 at 1); 1,024 positions 8.4 us at 16 splits
+  // (9.1 at 8, 9.4 at 32).
+  const long long wanted = std::max(1LL, 4LL * multiprocessors / blocks);
   long long byLength = 1;
   while (byLength * byLength * 4 < maxContext)
     ++byLength;
-  return static_cast<int>(
-      std::clamp<long long>(std::min(wanted, byLength), 1, kMaxSplits));
+  long long splits = std::min(wanted, byLength);
+  // A cluster merge is cheap enough that up to 1,024 positions stay at its
+  // 8 splits rather than a global merge of more (1 token, 1,024 positions:
+  // 7.8 us against 8.5 at 16 splits).
+  if (splits > kMaxClusterSplits && byLength <= 16 &&
+      mergesInCluster(tokens, kMaxClusterSplits, multiprocessors))
+    splits = kMaxClusterSplits;
+  return static_cast<int>(std::clamp<long long>(splits, 1, kMaxSplits));
 }
 
 } // namespace sol::cuda

@@ -17,6 +17,9 @@ struct LaunchDims {
   /// waitForPredecessor() (codegen/kernels/Common.cuh) before touching data
   /// that earlier kernels write or read.
   bool dependent = false;
+  /// Blocks per thread-block cluster along y (sm_90; 1: no clusters). The
+  /// grid's y must be a multiple of it.
+  unsigned clusterY = 1;
 };
 
 } // namespace sol::cuda

@@ -6,6 +6,7 @@
 #include "runtime/cuda/Stream.h"
 #include "runtime/support/Error.h"
 
+#include <array>
 #include <utility>
 #include <vector>
 
@@ -34,10 +35,24 @@ void Kernel::launchWithParams(const LaunchDims &dims, const Stream &stream,
     fail("launch of ", name_, " with an empty grid (", g.x, ",", g.y, ",", g.z,
          ") or block (", b.x, ",", b.y, ",", b.z, ")");
   CUresult result;
-  if (dims.dependent) {
-    CUlaunchAttribute attribute{};
-    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attribute.value.programmaticStreamSerializationAllowed = 1;
+  if (dims.dependent || dims.clusterY > 1) {
+    std::array<CUlaunchAttribute, 2> attributes{};
+    unsigned count = 0;
+    if (dims.dependent) {
+      CUlaunchAttribute &a = attributes[count++];
+      a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      a.value.programmaticStreamSerializationAllowed = 1;
+    }
+    if (dims.clusterY > 1) {
+      if (g.y % dims.clusterY != 0)
+        fail("launch of ", name_, ": grid y ", g.y,
+             " is not a multiple of the cluster's ", dims.clusterY);
+      CUlaunchAttribute &a = attributes[count++];
+      a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      a.value.clusterDim.x = 1;
+      a.value.clusterDim.y = dims.clusterY;
+      a.value.clusterDim.z = 1;
+    }
     CUlaunchConfig config{};
     config.gridDimX = g.x;
     config.gridDimY = g.y;
@@ -47,8 +62,8 @@ void Kernel::launchWithParams(const LaunchDims &dims, const Stream &stream,
     config.blockDimZ = b.z;
     config.sharedMemBytes = dims.sharedBytes;
     config.hStream = stream.handle();
-    config.attrs = &attribute;
-    config.numAttrs = 1;
+    config.attrs = attributes.data();
+    config.numAttrs = count;
     result = driverApi().launchKernelEx(&config, function_, params, nullptr);
   } else {
     result = driverApi().launchKernel(function_, g.x, g.y, g.z, b.x, b.y, b.z,

@@ -20,6 +20,10 @@ struct ExecutorOptions {
   /// Time every op of decode-sized steps with CUDA events (no graphs) and
   /// print a per-op table to stderr when the executor goes (CUDA only).
   bool profileOps = false;
+  /// Time every step (GPU time between its first and last command, the
+  /// wall time of the step call, the host time between steps) and print a
+  /// table by step size to stderr when the executor goes (CUDA only).
+  bool profileSteps = false;
   /// Sequences the (CPU) KV cache is sized for.
   int32_t maxSeqs = 1;
 };

@@ -193,57 +193,65 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
   }
 
   const cuda::Kernel &attention = c.kernels.kernel(instance);
-  for (int requested : ac.splits) {
-    const int splits =
-        requested > 0 ? requested : spec.chooseSplits(batch.tokens, maxContext);
-    DeviceBuffer dOut =
-        c.poisoned(static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2);
-    DeviceBuffer dPartials(
-        splits > 1 ? spec.workspaceFloats(batch.tokens, splits) * 4 : 4);
-    float *partials = splits > 1 ? dPartials.as<float>() : nullptr;
-    DeviceBuffer dArrivals(spec.arrivalCount(batch.tokens) * 4);
-    dArrivals.fillBytes(0, c.stream);
-    std::function<void(int)> launch = [&](int rotation) {
-      const int copy = rotation % copies;
-      attention.launch(
-          spec.dims(batch.tokens, splits), c.stream, dOut.as<Bf16>(),
-          dQkv.as<const Bf16>(), dK[copy].as<Bf16>(), dV[copy].as<Bf16>(),
-          dPos.as<const int>(), dSeq.as<const int>(),
-          dTables[0].as<const int>(), batch.maxBlocks, scale, ac.window,
-          batch.tokens, partials, dArrivals.as<unsigned>(),
-          static_cast<const float *>(nullptr), 1.0f);
-    };
-    launch(0);
-    const std::vector<Bf16> out = c.download<Bf16>(dOut);
-    // A second launch must reproduce the first bit for bit (the arrival
-    // counters of split merging are back at zero).
-    bool repeatable = true;
-    if (splits > 1) {
-      dOut.fillBytes(0xff, c.stream);
+  for (int requested : ac.splits)
+    for (bool cluster : {false, true}) {
+      const int splits = requested > 0
+                             ? requested
+                             : spec.chooseSplits(batch.tokens, maxContext);
+      // The cluster merge (sm_90) where the split count allows it.
+      if (cluster && !clusterMergeRuns(c, splits))
+        continue;
+      PagedAttentionSpec launchSpec = spec;
+      launchSpec.clusterMerge = cluster;
+      DeviceBuffer dOut = c.poisoned(static_cast<std::size_t>(batch.tokens) *
+                                     h.qHeads * hd * 2);
+      DeviceBuffer dPartials(
+          splits > 1 ? spec.workspaceFloats(batch.tokens, splits) * 4 : 4);
+      float *partials = splits > 1 ? dPartials.as<float>() : nullptr;
+      DeviceBuffer dArrivals(spec.arrivalCount(batch.tokens) * 4);
+      dArrivals.fillBytes(0, c.stream);
+      std::function<void(int)> launch = [&](int rotation) {
+        const int copy = rotation % copies;
+        attention.launch(
+            launchSpec.dims(batch.tokens, splits, kClusterCheckSMs), c.stream,
+            dOut.as<Bf16>(), dQkv.as<const Bf16>(), dK[copy].as<Bf16>(),
+            dV[copy].as<Bf16>(), dPos.as<const int>(), dSeq.as<const int>(),
+            dTables[0].as<const int>(), batch.maxBlocks, scale, ac.window,
+            batch.tokens, partials, dArrivals.as<unsigned>(),
+            static_cast<const float *>(nullptr), 1.0f);
+      };
       launch(0);
-      repeatable = c.download<Bf16>(dOut) == out;
+      const std::vector<Bf16> out = c.download<Bf16>(dOut);
+      // A second launch must reproduce the first bit for bit (the arrival
+      // counters of split merging are back at zero).
+      bool repeatable = true;
+      if (splits > 1) {
+        dOut.fillBytes(0xff, c.stream);
+        launch(0);
+        repeatable = c.download<Bf16>(dOut) == out;
+      }
+      CheckRecord r =
+          makeRecord(c, "attention",
+                     sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " ", ac.label,
+                              " BS=", ac.blockSize, " splits=", splits,
+                              cluster ? " cluster" : ""),
+                     instance);
+      if (ac.checked) {
+        judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
+      } else {
+        r.unwritten = countPoison(out);
+        r.passed = r.unwritten == 0;
+      }
+      if (!repeatable) {
+        r.passed = false;
+        r.note += "a second launch gave a different result; ";
+      }
+      // K and V of every attended position once per kv head, q in, out.
+      r.bytes = 2.0 * static_cast<double>(kvPositions) * slotElems * 2 +
+                2.0 * batch.tokens * h.qHeads * hd * 2;
+      r.flops = 4.0 * static_cast<double>(scorePairs) * h.qHeads * hd;
+      c.finish(std::move(r), ac.timed ? &launch : nullptr);
     }
-    CheckRecord r =
-        makeRecord(c, "attention",
-                   sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " ", ac.label,
-                            " BS=", ac.blockSize, " splits=", splits),
-                   instance);
-    if (ac.checked) {
-      judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
-    } else {
-      r.unwritten = countPoison(out);
-      r.passed = r.unwritten == 0;
-    }
-    if (!repeatable) {
-      r.passed = false;
-      r.note += "a second launch gave a different result; ";
-    }
-    // K and V of every attended position once per kv head, q in, out.
-    r.bytes = 2.0 * static_cast<double>(kvPositions) * slotElems * 2 +
-              2.0 * batch.tokens * h.qHeads * hd * 2;
-    r.flops = 4.0 * static_cast<double>(scorePairs) * h.qHeads * hd;
-    c.finish(std::move(r), ac.timed ? &launch : nullptr);
-  }
 }
 
 std::vector<SequenceSpec> decodeBatch(int sequences, int context) {
@@ -331,6 +339,16 @@ void checkAttention(Checker &c) {
                          true});
         cases.push_back(
             {"prefill T=2048", {{2048, 2048}}, 0, 0, {1}, true, true});
+        // A cached-prefix prompt step (8 own tokens after 1,024 cached), in
+        // blocks of 32 as the Llama-3.2-1B plan has them.
+        cases.push_back({"prompt T=8 ctx=1032",
+                         {{1032, 8}},
+                         0,
+                         0,
+                         {4, 8, 9, 16, 0},
+                         true,
+                         true,
+                         32});
       }
     }
     for (const AttentionCase &ac : cases)

@@ -4,6 +4,7 @@
 
 #include "runtime/cuda/Event.h"
 #include "runtime/cuda/Graph.h"
+#include "runtime/cuda/KernelSpecs.h"
 #include "runtime/support/Error.h"
 
 #include <nlohmann/json.hpp>
@@ -260,6 +261,11 @@ int rotationCopies(std::size_t bytes, int l2Bytes, int maxCopies) {
     return 1;
   const double wanted = 4.0 * std::max(l2Bytes, 1) / static_cast<double>(bytes);
   return std::clamp(static_cast<int>(std::ceil(wanted)), 1, maxCopies);
+}
+
+bool clusterMergeRuns(const Checker &c, int splits) {
+  return c.context.computeCapabilityMajor() >= 9 && splits > 1 &&
+         splits <= cuda::PagedAttentionSpec::kMaxClusterSplits;
 }
 
 } // namespace sol::check

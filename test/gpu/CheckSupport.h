@@ -127,4 +127,12 @@ struct Checker {
 /// Copies of a buffer so that `copies * bytes` exceeds the L2 several times.
 int rotationCopies(std::size_t bytes, int l2Bytes, int maxCopies = 64);
 
+/// Whether paged_attention may merge `splits` splits through a thread-block
+/// cluster on this GPU (sm_90 and 2..PagedAttentionSpec::kMaxClusterSplits).
+bool clusterMergeRuns(const Checker &c, int splits);
+/// The multiprocessor count checks pass to PagedAttentionSpec::dims: large,
+/// so that a spec with clusterMerge merges in clusters at any grid size
+/// (plans only do it for small grids) and every case covers that path.
+inline constexpr int kClusterCheckSMs = 1 << 30;
+
 } // namespace sol::check

@@ -497,6 +497,114 @@ void checkNormLinear(Checker &c) {
     checkNormLinearCase(c, nl);
 }
 
+// ---------------------------------------------------------------------------
+// gemv_argmax
+
+struct ArgmaxHeadCase {
+  const char *name;
+  int n, k;
+  bool norm;
+  /// Rows of W made equal so that they tie for the maximum (empty: random
+  /// logits); the lowest, 77, must win.
+  std::vector<int> tieRows;
+};
+
+// Llama's and Qwen2.5-1.5B's LM heads behind the final norm, one without
+// the norm, and exact ties at the maximum (the lowest index must win).
+const ArgmaxHeadCase kArgmaxHeadCases[] = {
+    {"lm_head", 128256, 2048, true, {}},
+    {"lm_head qwen", 151936, 1536, true, {}},
+    {"lm_head", 32000, 2048, false, {}},
+    {"lm_head ties", 32000, 2048, true, {31000, 77, 20000, 78}},
+};
+
+GemvSpec argmaxHeadSpec(const ArgmaxHeadCase &a, bool argmax) {
+  GemvSpec spec = GemvSpec::choose(a.n, a.k, 1, LinearOutput::Fp32, false,
+                                   LinearEpilogue::None, a.norm);
+  spec.argmax = argmax;
+  return spec;
+}
+
+// The LM head of greedy one-row steps (GemvSpec::argmax): its logits must
+// be the plain kernel's, bit for bit, and its key must name their first
+// maximum (Argmax.cuh's rule), in every launch (the key starts at zero).
+void checkArgmaxHead(Checker &c) {
+  for (const ArgmaxHeadCase &a : kArgmaxHeadCases) {
+    HostLinear p =
+        makeProblem(c.rng, 1, a.n, a.k, false, LinearEpilogue::None, a.norm);
+    if (!a.tieRows.empty()) {
+      // The row of the largest |logit|, times +-2 (its logit's sign), in
+      // every tied row: they top the logits together.
+      const std::vector<double> ref = p.expected(firstRows(1));
+      int top = 0;
+      for (int i = 1; i < a.n; ++i)
+        if (std::fabs(ref[i]) > std::fabs(ref[top]))
+          top = i;
+      const float scale = ref[top] < 0 ? -2.0f : 2.0f;
+      std::vector<Bf16> scaled(p.w.begin() + std::ptrdiff_t(top) * a.k,
+                               p.w.begin() + std::ptrdiff_t(top + 1) * a.k);
+      for (Bf16 &v : scaled)
+        v = floatToBf16(bf16ToFloat(v) * scale);
+      for (int row : a.tieRows)
+        std::copy(scaled.begin(), scaled.end(),
+                  p.w.begin() + std::ptrdiff_t(row) * a.k);
+    }
+    const RotatedWeights weights(c, p.w, true);
+    const DeviceBuffer dX = c.upload(p.x);
+    const DeviceBuffer dNorm =
+        c.upload(a.norm ? p.normW : std::vector<Bf16>{0});
+    const Bf16 *normArg = a.norm ? dNorm.as<const Bf16>() : nullptr;
+    const float eps = a.norm ? kEps : 0.0f;
+    DeviceBuffer plainOut(static_cast<std::size_t>(a.n) * 4),
+        headOut(static_cast<std::size_t>(a.n) * 4);
+    DeviceBuffer dKey(8);
+    const GemvSpec plain = argmaxHeadSpec(a, false),
+                   head = argmaxHeadSpec(a, true);
+    const cuda::Kernel &plainKernel = c.kernels.kernel(plain.instance());
+    const cuda::Kernel &headKernel = c.kernels.kernel(head.instance());
+    const LaunchDims dims = head.dims(a.n);
+    allowSharedMemory(plainKernel, dims);
+    allowSharedMemory(headKernel, dims);
+    const Bf16 *noBias = nullptr;
+    plainKernel.launch(dims, c.stream, plainOut.as<float>(),
+                       dX.as<const Bf16>(), weights[0], noBias, 1, a.n, normArg,
+                       eps);
+    std::function<void(int)> launch = [&](int rotation) {
+      dKey.fillBytes(0, c.stream);
+      headKernel.launch(dims, c.stream, headOut.as<float>(),
+                        dX.as<const Bf16>(), weights[rotation],
+                        dKey.as<const Bf16>(), 1, a.n, normArg, eps);
+    };
+    launch(0);
+    const std::vector<float> logits = c.download<float>(plainOut);
+    const bool sameLogits = c.download<float>(headOut) == logits;
+    const std::vector<unsigned long long> key =
+        c.download<unsigned long long>(dKey);
+    const int index = static_cast<int>(0xffffffffu - (key[0] & 0xffffffffu));
+    int expected = 0;
+    for (int i = 1; i < a.n; ++i)
+      if (logits[i] > logits[expected])
+        expected = i;
+    CheckRecord r =
+        makeRecord(c, "gemv_argmax",
+                   sol::cat(a.name, " ", a.n, "x", a.k, a.norm ? " +norm" : "",
+                            " R", head.rowsPerWarp, " WK", head.warpsK),
+                   head.instance());
+    r.checked = true;
+    r.passed = sameLogits && index == expected &&
+               (a.tieRows.empty() || expected == 77);
+    if (!sameLogits)
+      r.note += "logits differ from the plain LM head; ";
+    if (index != expected)
+      r.note += sol::cat("argmax ", index, ", expected ", expected, "; ");
+    if (!a.tieRows.empty() && expected != 77)
+      r.note +=
+          sol::cat("the tied rows are not the maximum (", expected, "); ");
+    r.bytes = gemvBytes(p, 1, LinearOutput::Fp32);
+    c.finish(std::move(r), &launch);
+  }
+}
+
 } // namespace
 
 std::vector<CheckFamily> fusedLinearChecks() {
@@ -527,6 +635,13 @@ std::vector<CheckFamily> fusedLinearChecks() {
                  k.require(l.instance);
        },
        checkNormLinear},
+      {"gemv_argmax",
+       [](KernelLibrary &k) {
+         for (const ArgmaxHeadCase &a : kArgmaxHeadCases)
+           for (bool argmax : {false, true})
+             k.require(argmaxHeadSpec(a, argmax).instance());
+       },
+       checkArgmaxHead},
   };
 }
 

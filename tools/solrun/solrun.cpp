@@ -455,6 +455,10 @@ int main(int argc, char **argv) {
   app.add_flag("--profile-ops", opts.executor.profileOps,
                "time every op of decode steps with CUDA events and print a "
                "per-op table to stderr at exit (slower; CUDA only)");
+  app.add_flag("--profile-steps", opts.executor.profileSteps,
+               "time every step (GPU time, step wall time, host time between "
+               "steps) and print a table by step size to stderr at exit "
+               "(CUDA only)");
 
   // The offline benchmark (as `vllm bench throughput`, random dataset).
   sol::BenchOptions &b = opts.benchOptions;

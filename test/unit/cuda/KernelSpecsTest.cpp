@@ -408,16 +408,38 @@ TEST(KernelSpecs, SkinnyChoice) {
     EXPECT_EQ(choose(3072, 2048, rows).maxRows, 8) << rows;
   for (int rows = 9; rows <= 16; ++rows)
     EXPECT_EQ(choose(3072, 2048, rows).maxRows, 16) << rows;
-  // Narrow projections: one 16-row tile per block, K over all 8 warps.
+  // Up to 8 rows: the most blocks that fit one wave of two per SM (264),
+  // and two tiles a warp when its K slice is 8 k steps or fewer.
+  struct Expected {
+    int n, k, tiles, warpsK;
+    unsigned blocks;
+  };
+  for (const Expected &e : {Expected{3072, 2048, 2, 8, 96}, // Llama-3.2-1B QKV
+                            Expected{2048, 2048, 2, 8, 64}, // o
+                            Expected{16384, 2048, 2, 4, 256}, // gate/up
+                            Expected{2048, 8192, 1, 8, 128},  // down
+                            Expected{6144, 4096, 2, 8, 192}, // Llama-3.1-8B QKV
+                            Expected{4096, 4096, 1, 8, 256}, // o
+                            Expected{28672, 4096, 2, 2, 224},  // gate/up
+                            Expected{4096, 14336, 1, 8, 256}}) // down
+  {
+    const SkinnySpec s = choose(e.n, e.k, 8);
+    EXPECT_EQ(s.tiles, e.tiles) << e.n << "x" << e.k;
+    EXPECT_EQ(s.warpsK, e.warpsK) << e.n << "x" << e.k;
+    EXPECT_EQ(s.dims(e.n).grid.x, e.blocks) << e.n << "x" << e.k;
+  }
+  // 16 rows: one 16-row tile per block for narrow projections, K over all
+  // 8 warps.
   for (auto [n, k] :
        {std::pair{3072, 2048}, std::pair{2048, 2048}, std::pair{2048, 8192},
         std::pair{6144, 4096}, std::pair{4096, 14336}}) {
-    const SkinnySpec s = choose(n, k, 8);
+    const SkinnySpec s = choose(n, k, 16);
     EXPECT_EQ(s.tiles, 1) << n << "x" << k;
     EXPECT_EQ(s.warpsK, 8) << n << "x" << k;
     EXPECT_EQ(s.featuresPerBlock(), 16);
   }
-  // gate/up of Llama-3.2-1B: two tiles a warp (512 blocks of 32 rows).
+  // gate/up of Llama-3.2-1B at 16 rows: two tiles a warp (512 blocks of 32
+  // rows).
   const SkinnySpec gateUp =
       choose(16384, 2048, 16, LinearOutput::Bf16, LinearEpilogue::Swiglu, true);
   EXPECT_EQ(gateUp.tiles, 2);
@@ -425,21 +447,26 @@ TEST(KernelSpecs, SkinnyChoice) {
   EXPECT_EQ(gateUp.dims(16384).grid.x, 512u);
   EXPECT_EQ(gateUp.epilogue, LinearEpilogue::Swiglu);
   EXPECT_TRUE(gateUp.normPrologue);
-  // Very wide outputs: 64 rows a block (two warps along N).
-  for (auto [n, k] : {std::pair{128256, 2048}, std::pair{28672, 4096},
-                      std::pair{128256, 4096}}) {
-    const SkinnySpec s = choose(n, k, 4, LinearOutput::Bf16);
-    EXPECT_EQ(s.tiles, 2) << n << "x" << k;
-    EXPECT_EQ(s.warpsK, 4) << n << "x" << k;
-    EXPECT_GE(s.dims(n).grid.x, 264u);
-  }
-  // Every choice fills the H200 at least once and gives each warp at least
-  // two k steps of 32.
+  // Outputs too wide for one wave: 64 rows a block (two warps along N).
+  for (auto [n, k] : {std::pair{128256, 2048}, std::pair{128256, 4096}})
+    for (int rows : {4, 16}) {
+      const SkinnySpec s = choose(n, k, rows, LinearOutput::Bf16);
+      EXPECT_EQ(s.tiles, 2) << n << "x" << k;
+      EXPECT_EQ(s.warpsK, 4) << n << "x" << k;
+      EXPECT_GE(s.dims(n).grid.x, 264u);
+    }
+  // Every choice gives each warp at least two k steps of 32; up to 8 rows
+  // it runs in one wave whenever some configuration can, and above that it
+  // fills the H200 at least once.
   for (int n : {2048, 3072, 4096, 6144, 16384, 28672, 128256})
     for (int k : {896, 2048, 4096, 8192, 14336})
       for (int rows : {2, 8, 9, 16}) {
         const SkinnySpec s = choose(n, k, rows);
-        EXPECT_GE(s.dims(n).grid.x, 128u) << n << "x" << k;
+        const unsigned blocks = s.dims(n).grid.x;
+        if (rows > 8)
+          EXPECT_GE(blocks, 128u) << n << "x" << k;
+        else if (n <= 264 * 128)
+          EXPECT_LE(blocks, 264u) << n << "x" << k;
         EXPECT_GE((k + 31) / 32 / s.warpsK, 2) << n << "x" << k;
       }
   // Short K: fewer warps along K (K = 72: three k steps, one warp).
@@ -534,6 +561,28 @@ TEST(KernelSpecs, AttentionSplitsAndWorkspace) {
   EXPECT_EQ(spec.dims(3, 5).grid.x, 24u);
   EXPECT_EQ(spec.dims(3, 5).grid.y, 5u);
   EXPECT_EQ(spec.chooseSplits(1, 1 << 20), PagedAttentionSpec::kMaxSplits);
+  // At most one wave of four blocks per SM: 8 tokens of 8 kv heads get 8
+  // splits (512 blocks), not 9 (576 for 528 places).
+  EXPECT_EQ(spec.chooseSplits(8, 2048), 8);
+  EXPECT_EQ(spec.dims(3, 5).clusterY, 1u); // global merge by default
+  // The cluster merge: at most 8 splits up to 1,024 positions, the global
+  // merge's count beyond; dims() sets the cluster for 2..8 splits.
+  PagedAttentionSpec cluster = spec;
+  cluster.clusterMerge = true;
+  EXPECT_EQ(cluster.chooseSplits(1, 256), 8);
+  EXPECT_EQ(cluster.chooseSplits(1, 512), 8); // 12 with the global merge
+  EXPECT_EQ(spec.chooseSplits(1, 512), 12);
+  EXPECT_EQ(cluster.chooseSplits(1, 1024), 8);
+  EXPECT_EQ(cluster.chooseSplits(1, 4096), spec.chooseSplits(1, 4096));
+  EXPECT_EQ(cluster.dims(3, 5).clusterY, 5u);
+  EXPECT_EQ(cluster.dims(3, 1).clusterY, 1u);
+  EXPECT_EQ(cluster.dims(3, 12).clusterY, 1u);
+  // Only grids of at most one block per SM merge in clusters.
+  EXPECT_EQ(cluster.dims(2, 8).clusterY, 8u);  // 128 blocks
+  EXPECT_EQ(cluster.dims(3, 8).clusterY, 1u);  // 192
+  EXPECT_EQ(cluster.chooseSplits(8, 2048), 8); // global, one wave
+  EXPECT_EQ(cluster.dims(8, 8).clusterY, 1u);
+  EXPECT_EQ(cluster.chooseSplits(4, 1024), 16); // 32 blocks x 8 > 132
   EXPECT_EQ(spec.arrivalCount(3), 24u); // one counter per (token, kv head)
   // Partial outputs [T, splits, Hq, HD] then (max, sum) [T, splits, Hq, 2].
   EXPECT_EQ(spec.workspaceFloats(2, 4), 2u * 4 * 32 * 130);
