@@ -232,8 +232,8 @@ constexpr int kEpilogueArgmax = 3;
 // index is 0xffffffff - key's low word.
 __device__ __forceinline__ unsigned long long argmaxKey(float v, int index) {
   unsigned bits = v == 0.0f ? 0u : __float_as_uint(v);
-  bits = v != v ? 0xffffffffu
-                : (bits & 0x80000000u ? ~bits : bits | 0x80000000u);
+  bits =
+      v != v ? 0xffffffffu : (bits & 0x80000000u ? ~bits : bits | 0x80000000u);
   return (static_cast<unsigned long long>(bits) << 32) |
          (0xffffffffu - static_cast<unsigned>(index));
 }

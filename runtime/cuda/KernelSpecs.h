@@ -242,9 +242,9 @@ struct RopeKvWriteSpec {
 /// paged_attention_fp8<...>(out, qkv, k_cache, v_cache, k_scales, v_scales,
 /// positions, ...). Splits > 1 merge in the kernel: through a thread-block
 /// cluster of the splits when mergesInCluster, else in the last block of
-/// each token and kv head to arrive, counting arrivals in `arrivals`. `fusedRope`: the
-/// variant that does rope_kv_write's work in its prologue, for steps whose
-/// sequences each have one token.
+/// each token and kv head to arrive, counting arrivals in `arrivals`.
+/// `fusedRope`: the variant that does rope_kv_write's work in its prologue, for
+/// steps whose sequences each have one token.
 struct PagedAttentionSpec {
   int qHeads = 0;
   int kvHeads = 0;
