@@ -311,6 +311,10 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   }
   sequenceSeen_.assign(static_cast<std::size_t>(maxSeqsCap_), 0);
   findSkippableGather();
+  if (options_.profileSteps) {
+    stepStart_ = std::make_unique<Event>();
+    stepEnd_ = std::make_unique<Event>();
+  }
   // The LM head with the argmax in its epilogue, when the plan has it.
   if (!ops_.empty())
     if (std::optional<KernelLaunch> head = selectArgmaxLmHead(ops_.back());
@@ -1019,8 +1023,10 @@ void CudaExecutor::findSkippableGather() {
       continue;
     const fb::Op *gather = plan.ops()->Get(static_cast<unsigned>(i));
     const int in = gather->buffers()->Get(1), out = gather->buffers()->Get(0);
-    if (in < 4 || skippableGather_ >= 0)
-      return; // two gathers, or one of a step input: keep them
+    if (in < 4 || skippableGather_ >= 0) {
+      skippableGather_ = -1; // two gathers, or one of a step input: keep them
+      return;
+    }
     bool clear = true;
     for (std::size_t j = i + 1; j < ops_.size(); ++j)
       for (int id : *plan.ops()->Get(static_cast<unsigned>(j))->buffers())
@@ -1059,10 +1065,6 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
   const Clock::time_point entered = Clock::now();
   validate(in, out);
   context_.makeCurrent();
-  if (options_.profileSteps && !stepStart_) {
-    stepStart_ = std::make_unique<Event>();
-    stepEnd_ = std::make_unique<Event>();
-  }
   // Graph-sized steps run padded to their bucket, so that few shapes (and
   // graphs) occur; the outputs hold the real rows only.
   const bool pad =

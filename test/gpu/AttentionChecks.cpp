@@ -193,65 +193,59 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
   }
 
   const cuda::Kernel &attention = c.kernels.kernel(instance);
-  for (int requested : ac.splits)
-    for (bool cluster : {false, true}) {
-      const int splits = requested > 0
-                             ? requested
-                             : spec.chooseSplits(batch.tokens, maxContext);
-      // The cluster merge (sm_90) where the split count allows it.
-      if (cluster && !clusterMergeRuns(c, splits))
-        continue;
-      PagedAttentionSpec launchSpec = spec;
-      launchSpec.clusterMerge = cluster;
-      DeviceBuffer dOut = c.poisoned(static_cast<std::size_t>(batch.tokens) *
-                                     h.qHeads * hd * 2);
-      DeviceBuffer dPartials(
-          splits > 1 ? spec.workspaceFloats(batch.tokens, splits) * 4 : 4);
-      float *partials = splits > 1 ? dPartials.as<float>() : nullptr;
-      DeviceBuffer dArrivals(spec.arrivalCount(batch.tokens) * 4);
-      dArrivals.fillBytes(0, c.stream);
-      std::function<void(int)> launch = [&](int rotation) {
-        const int copy = rotation % copies;
-        attention.launch(
-            launchSpec.dims(batch.tokens, splits, kClusterCheckSMs), c.stream,
-            dOut.as<Bf16>(), dQkv.as<const Bf16>(), dK[copy].as<Bf16>(),
-            dV[copy].as<Bf16>(), dPos.as<const int>(), dSeq.as<const int>(),
-            dTables[0].as<const int>(), batch.maxBlocks, scale, ac.window,
-            batch.tokens, partials, dArrivals.as<unsigned>(),
-            static_cast<const float *>(nullptr), 1.0f);
-      };
+  for (const SplitRun &run :
+       splitRuns(c, spec, batch.tokens, maxContext, ac.splits)) {
+    const int splits = run.splits;
+    const bool cluster = run.cluster;
+    PagedAttentionSpec launchSpec = spec;
+    launchSpec.clusterMerge = cluster;
+    DeviceBuffer dOut =
+        c.poisoned(static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2);
+    const SplitWorkspace work = splitWorkspace(c, spec, batch.tokens, splits);
+    float *partials = work.partials();
+    unsigned *arrivals = work.arrivals();
+    std::function<void(int)> launch = [&](int rotation) {
+      const int copy = rotation % copies;
+      attention.launch(launchSpec.dims(batch.tokens, splits, kClusterCheckSMs),
+                       c.stream, dOut.as<Bf16>(), dQkv.as<const Bf16>(),
+                       dK[copy].as<Bf16>(), dV[copy].as<Bf16>(),
+                       dPos.as<const int>(), dSeq.as<const int>(),
+                       dTables[0].as<const int>(), batch.maxBlocks, scale,
+                       ac.window, batch.tokens, partials, arrivals,
+                       static_cast<const float *>(nullptr), 1.0f);
+    };
+    launch(0);
+    const std::vector<Bf16> out = c.download<Bf16>(dOut);
+    // A second launch must reproduce the first bit for bit (the arrival
+    // counters of split merging are back at zero).
+    bool repeatable = true;
+    if (splits > 1) {
+      dOut.fillBytes(0xff, c.stream);
       launch(0);
-      const std::vector<Bf16> out = c.download<Bf16>(dOut);
-      // A second launch must reproduce the first bit for bit (the arrival
-      // counters of split merging are back at zero).
-      bool repeatable = true;
-      if (splits > 1) {
-        dOut.fillBytes(0xff, c.stream);
-        launch(0);
-        repeatable = c.download<Bf16>(dOut) == out;
-      }
-      CheckRecord r =
-          makeRecord(c, "attention",
-                     sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " ", ac.label,
-                              " BS=", ac.blockSize, " splits=", splits,
-                              cluster ? " cluster" : ""),
-                     instance);
-      if (ac.checked) {
-        judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
-      } else {
-        r.unwritten = countPoison(out);
-        r.passed = r.unwritten == 0;
-      }
-      if (!repeatable) {
-        r.passed = false;
-        r.note += "a second launch gave a different result; ";
-      }
-      // K and V of every attended position once per kv head, q in, out.
-      r.bytes = 2.0 * static_cast<double>(kvPositions) * slotElems * 2 +
-                2.0 * batch.tokens * h.qHeads * hd * 2;
-      r.flops = 4.0 * static_cast<double>(scorePairs) * h.qHeads * hd;
-      c.finish(std::move(r), ac.timed ? &launch : nullptr);
+      repeatable = c.download<Bf16>(dOut) == out;
     }
+    CheckRecord r =
+        makeRecord(c, "attention",
+                   sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " ", ac.label,
+                            " BS=", ac.blockSize, " splits=", splits,
+                            cluster ? " cluster" : ""),
+                   instance);
+    if (ac.checked) {
+      judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
+    } else {
+      r.unwritten = countPoison(out);
+      r.passed = r.unwritten == 0;
+    }
+    if (!repeatable) {
+      r.passed = false;
+      r.note += "a second launch gave a different result; ";
+    }
+    // K and V of every attended position once per kv head, q in, out.
+    r.bytes = 2.0 * static_cast<double>(kvPositions) * slotElems * 2 +
+              2.0 * batch.tokens * h.qHeads * hd * 2;
+    r.flops = 4.0 * static_cast<double>(scorePairs) * h.qHeads * hd;
+    c.finish(std::move(r), ac.timed ? &launch : nullptr);
+  }
 }
 
 std::vector<SequenceSpec> decodeBatch(int sequences, int context) {

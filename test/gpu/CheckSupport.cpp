@@ -268,4 +268,28 @@ bool clusterMergeRuns(const Checker &c, int splits) {
          splits <= cuda::PagedAttentionSpec::kMaxClusterSplits;
 }
 
+std::vector<SplitRun> splitRuns(const Checker &c,
+                                const cuda::PagedAttentionSpec &spec,
+                                int tokens, int maxContext,
+                                std::span<const int> requested) {
+  std::vector<SplitRun> runs;
+  for (int r : requested) {
+    const int splits = r > 0 ? r : spec.chooseSplits(tokens, maxContext);
+    runs.push_back({splits, false});
+    if (clusterMergeRuns(c, splits))
+      runs.push_back({splits, true});
+  }
+  return runs;
+}
+
+SplitWorkspace splitWorkspace(Checker &c, const cuda::PagedAttentionSpec &spec,
+                              int tokens, int splits) {
+  SplitWorkspace w{
+      cuda::DeviceBuffer(splits > 1 ? spec.workspaceFloats(tokens, splits) * 4
+                                    : 4),
+      cuda::DeviceBuffer(spec.arrivalCount(tokens) * 4), splits > 1};
+  w.arrivalsBuffer.fillBytes(0, c.stream);
+  return w;
+}
+
 } // namespace sol::check

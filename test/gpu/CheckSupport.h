@@ -5,6 +5,7 @@
 #include "KernelLibrary.h"
 #include "runtime/cuda/CudaContext.h"
 #include "runtime/cuda/DeviceBuffer.h"
+#include "runtime/cuda/KernelSpecs.h"
 #include "runtime/cuda/Stream.h"
 
 #include <cstdint>
@@ -130,6 +131,32 @@ int rotationCopies(std::size_t bytes, int l2Bytes, int maxCopies = 64);
 /// Whether paged_attention may merge `splits` splits through a thread-block
 /// cluster on this GPU (sm_90 and 2..PagedAttentionSpec::kMaxClusterSplits).
 bool clusterMergeRuns(const Checker &c, int splits);
+
+/// One launch of an attention check: its split count and merge.
+struct SplitRun {
+  int splits;
+  bool cluster;
+};
+
+/// The runs of the requested split counts (0: spec.chooseSplits), each with
+/// the global merge and then, where clusterMergeRuns, the cluster merge.
+std::vector<SplitRun> splitRuns(const Checker &c,
+                                const cuda::PagedAttentionSpec &spec,
+                                int tokens, int maxContext,
+                                std::span<const int> requested);
+
+/// A launch's split-merge workspace: the partials (null for one split) and
+/// zeroed arrival counters, which the kernel leaves zeroed.
+struct SplitWorkspace {
+  cuda::DeviceBuffer partialsBuffer, arrivalsBuffer;
+  bool split = false;
+  float *partials() const {
+    return split ? partialsBuffer.as<float>() : nullptr;
+  }
+  unsigned *arrivals() const { return arrivalsBuffer.as<unsigned>(); }
+};
+SplitWorkspace splitWorkspace(Checker &c, const cuda::PagedAttentionSpec &spec,
+                              int tokens, int splits);
 /// The multiprocessor count checks pass to PagedAttentionSpec::dims: large,
 /// so that a spec with clusterMerge merges in clusters at any grid size
 /// (plans only do it for small grids) and every case covers that path.

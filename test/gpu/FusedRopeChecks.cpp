@@ -115,92 +115,85 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
         c.poisoned(static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2)};
   };
 
-  for (int requested : fc.splits)
-    for (bool cluster : {false, true}) {
-      const int splits = requested > 0
-                             ? requested
-                             : unfused.chooseSplits(batch.tokens, maxContext);
-      // Both sides merge through a cluster (sm_90) where the count allows it.
-      if (cluster && !clusterMergeRuns(c, splits))
-        continue;
-      PagedAttentionSpec plainSpec = unfused, fusedSpec = fused;
-      plainSpec.clusterMerge = fusedSpec.clusterMerge = cluster;
-      DeviceBuffer dPartials(
-          splits > 1 ? unfused.workspaceFloats(batch.tokens, splits) * 4 : 4);
-      float *partials = splits > 1 ? dPartials.as<float>() : nullptr;
-      DeviceBuffer dArrivals(unfused.arrivalCount(batch.tokens) * 4);
-      dArrivals.fillBytes(0, c.stream);
-      Side a = makeSide(), b = makeSide();
-      auto attend = [&](const cuda::Kernel &k, const PagedAttentionSpec &spec,
-                        Side &s, const float *invFreq) {
-        if (fp8)
-          k.launch(spec.dims(batch.tokens, splits, kClusterCheckSMs), c.stream,
-                   s.out.as<Bf16>(), s.qkv.as<const Bf16>(),
-                   s.k.as<unsigned char>(), s.v.as<unsigned char>(),
-                   s.ks.as<float>(), s.vs.as<float>(), dPos.as<const int>(),
-                   dSeq.as<const int>(), dTables.as<const int>(),
-                   batch.maxBlocks, scale, 0, batch.tokens, partials,
-                   dArrivals.as<unsigned>(), invFreq, scaling);
-        else
-          k.launch(spec.dims(batch.tokens, splits, kClusterCheckSMs), c.stream,
-                   s.out.as<Bf16>(), s.qkv.as<const Bf16>(), s.k.as<Bf16>(),
-                   s.v.as<Bf16>(), dPos.as<const int>(), dSeq.as<const int>(),
-                   dTables.as<const int>(), batch.maxBlocks, scale, 0,
-                   batch.tokens, partials, dArrivals.as<unsigned>(), invFreq,
-                   scaling);
-      };
-      std::function<void(int)> unfusedLaunch = [&](int) {
-        if (fp8)
-          ropeKernel.launch(
-              rope.dims(batch.tokens), c.stream, a.qkv.as<Bf16>(),
-              a.k.as<unsigned char>(), a.v.as<unsigned char>(),
-              a.ks.as<float>(), a.vs.as<float>(), dFreq.as<const float>(),
-              scaling, dPos.as<const int>(), dSeq.as<const int>(),
-              dTables.as<const int>(), batch.maxBlocks, batch.tokens);
-        else
-          ropeKernel.launch(
-              rope.dims(batch.tokens), c.stream, a.qkv.as<Bf16>(),
-              a.k.as<Bf16>(), a.v.as<Bf16>(), dFreq.as<const float>(), scaling,
-              dPos.as<const int>(), dSeq.as<const int>(),
-              dTables.as<const int>(), batch.maxBlocks, batch.tokens);
-        attend(plainKernel, plainSpec, a, nullptr);
-      };
-      std::function<void(int)> fusedLaunch = [&](int) {
-        attend(fusedKernel, fusedSpec, b, dFreq.as<const float>());
-      };
-      unfusedLaunch(0);
-      fusedLaunch(0);
-      const std::vector<Bf16> outA = c.download<Bf16>(a.out),
-                              outB = c.download<Bf16>(b.out);
-      std::size_t differ = mismatches(outA, outB);
-      differ += mismatches(c.download<uint8_t>(a.k), c.download<uint8_t>(b.k));
-      differ += mismatches(c.download<uint8_t>(a.v), c.download<uint8_t>(b.v));
-      if (fp8) {
-        differ += mismatches(c.download<float>(a.ks), c.download<float>(b.ks));
-        differ += mismatches(c.download<float>(a.vs), c.download<float>(b.vs));
-      }
-      // The unfused kernel still sees q, k rotated once: the fused one must
-      // leave qkv as it found it.
-      differ += mismatches(c.download<Bf16>(b.qkv), qkv);
-      const std::string name =
-          sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, fp8 ? " fp8" : " bf16",
-                   " BS=", blockSize, " ", fc.label, " splits=", splits,
-                   cluster ? " cluster" : "");
-      CheckRecord r = makeRecord(c, "fused_rope", name, fused.instance());
-      r.checked = true;
-      r.unwritten = countPoison(outB);
-      r.passed = differ == 0 && r.unwritten == 0;
-      if (differ)
-        r.note += sol::cat(differ, " values differ from rope_kv_write + "
-                                   "paged_attention; ");
-      c.finish(std::move(r), fc.timed ? &fusedLaunch : nullptr);
-      if (fc.timed) {
-        CheckRecord base =
-            makeRecord(c, "fused_rope", name + " rope_kv_write + unfused",
-                       unfused.instance());
-        c.finish(std::move(base), &unfusedLaunch);
-      }
+  for (const SplitRun &run :
+       splitRuns(c, unfused, batch.tokens, maxContext, fc.splits)) {
+    const int splits = run.splits;
+    const bool cluster = run.cluster;
+    PagedAttentionSpec plainSpec = unfused, fusedSpec = fused;
+    plainSpec.clusterMerge = fusedSpec.clusterMerge = cluster;
+    const SplitWorkspace work =
+        splitWorkspace(c, unfused, batch.tokens, splits);
+    float *partials = work.partials();
+    unsigned *arrivals = work.arrivals();
+    Side a = makeSide(), b = makeSide();
+    auto attend = [&](const cuda::Kernel &k, const PagedAttentionSpec &spec,
+                      Side &s, const float *invFreq) {
+      if (fp8)
+        k.launch(spec.dims(batch.tokens, splits, kClusterCheckSMs), c.stream,
+                 s.out.as<Bf16>(), s.qkv.as<const Bf16>(),
+                 s.k.as<unsigned char>(), s.v.as<unsigned char>(),
+                 s.ks.as<float>(), s.vs.as<float>(), dPos.as<const int>(),
+                 dSeq.as<const int>(), dTables.as<const int>(), batch.maxBlocks,
+                 scale, 0, batch.tokens, partials, arrivals, invFreq, scaling);
+      else
+        k.launch(spec.dims(batch.tokens, splits, kClusterCheckSMs), c.stream,
+                 s.out.as<Bf16>(), s.qkv.as<const Bf16>(), s.k.as<Bf16>(),
+                 s.v.as<Bf16>(), dPos.as<const int>(), dSeq.as<const int>(),
+                 dTables.as<const int>(), batch.maxBlocks, scale, 0,
+                 batch.tokens, partials, arrivals, invFreq, scaling);
+    };
+    std::function<void(int)> unfusedLaunch = [&](int) {
+      if (fp8)
+        ropeKernel.launch(
+            rope.dims(batch.tokens), c.stream, a.qkv.as<Bf16>(),
+            a.k.as<unsigned char>(), a.v.as<unsigned char>(), a.ks.as<float>(),
+            a.vs.as<float>(), dFreq.as<const float>(), scaling,
+            dPos.as<const int>(), dSeq.as<const int>(), dTables.as<const int>(),
+            batch.maxBlocks, batch.tokens);
+      else
+        ropeKernel.launch(
+            rope.dims(batch.tokens), c.stream, a.qkv.as<Bf16>(), a.k.as<Bf16>(),
+            a.v.as<Bf16>(), dFreq.as<const float>(), scaling,
+            dPos.as<const int>(), dSeq.as<const int>(), dTables.as<const int>(),
+            batch.maxBlocks, batch.tokens);
+      attend(plainKernel, plainSpec, a, nullptr);
+    };
+    std::function<void(int)> fusedLaunch = [&](int) {
+      attend(fusedKernel, fusedSpec, b, dFreq.as<const float>());
+    };
+    unfusedLaunch(0);
+    fusedLaunch(0);
+    const std::vector<Bf16> outA = c.download<Bf16>(a.out),
+                            outB = c.download<Bf16>(b.out);
+    std::size_t differ = mismatches(outA, outB);
+    differ += mismatches(c.download<uint8_t>(a.k), c.download<uint8_t>(b.k));
+    differ += mismatches(c.download<uint8_t>(a.v), c.download<uint8_t>(b.v));
+    if (fp8) {
+      differ += mismatches(c.download<float>(a.ks), c.download<float>(b.ks));
+      differ += mismatches(c.download<float>(a.vs), c.download<float>(b.vs));
     }
+    // The unfused kernel still sees q, k rotated once: the fused one must
+    // leave qkv as it found it.
+    differ += mismatches(c.download<Bf16>(b.qkv), qkv);
+    const std::string name =
+        sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, fp8 ? " fp8" : " bf16",
+                 " BS=", blockSize, " ", fc.label, " splits=", splits,
+                 cluster ? " cluster" : "");
+    CheckRecord r = makeRecord(c, "fused_rope", name, fused.instance());
+    r.checked = true;
+    r.unwritten = countPoison(outB);
+    r.passed = differ == 0 && r.unwritten == 0;
+    if (differ)
+      r.note += sol::cat(differ, " values differ from rope_kv_write + "
+                                 "paged_attention; ");
+    c.finish(std::move(r), fc.timed ? &fusedLaunch : nullptr);
+    if (fc.timed) {
+      CheckRecord base =
+          makeRecord(c, "fused_rope", name + " rope_kv_write + unfused",
+                     unfused.instance());
+      c.finish(std::move(base), &unfusedLaunch);
+    }
+  }
 }
 
 void checkFusedRope(Checker &c) {

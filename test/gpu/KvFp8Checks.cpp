@@ -220,55 +220,49 @@ void runFp8Attention(Checker &c, const KvShape &h, int blockSize,
   const std::vector<double> ref = referenceAttention(p);
 
   const cuda::Kernel &attention = c.kernels.kernel(instance);
-  for (int requested : fc.splits)
-    for (bool cluster : {false, true}) {
-      const int splits = requested > 0
-                             ? requested
-                             : spec.chooseSplits(batch.tokens, maxContext);
-      if (cluster && !clusterMergeRuns(c, splits))
-        continue;
-      PagedAttentionSpec launchSpec = spec;
-      launchSpec.clusterMerge = cluster;
-      DeviceBuffer dOut = c.poisoned(static_cast<std::size_t>(batch.tokens) *
-                                     h.qHeads * hd * 2);
-      DeviceBuffer dPartials(
-          splits > 1 ? spec.workspaceFloats(batch.tokens, splits) * 4 : 4);
-      float *partials = splits > 1 ? dPartials.as<float>() : nullptr;
-      DeviceBuffer dArrivals(spec.arrivalCount(batch.tokens) * 4);
-      dArrivals.fillBytes(0, c.stream);
-      std::function<void(int)> launch = [&](int) {
-        attention.launch(
-            launchSpec.dims(batch.tokens, splits, kClusterCheckSMs), c.stream,
-            dOut.as<Bf16>(), dQkv.as<const Bf16>(), dK.as<unsigned char>(),
-            dV.as<unsigned char>(), dKs.as<float>(), dVs.as<float>(),
-            dPos.as<const int>(), dSeq.as<const int>(), dTables.as<const int>(),
-            batch.maxBlocks, scale, 0, batch.tokens, partials,
-            dArrivals.as<unsigned>(), static_cast<const float *>(nullptr),
-            1.0f);
-      };
+  for (const SplitRun &run :
+       splitRuns(c, spec, batch.tokens, maxContext, fc.splits)) {
+    const int splits = run.splits;
+    const bool cluster = run.cluster;
+    PagedAttentionSpec launchSpec = spec;
+    launchSpec.clusterMerge = cluster;
+    DeviceBuffer dOut =
+        c.poisoned(static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2);
+    const SplitWorkspace work = splitWorkspace(c, spec, batch.tokens, splits);
+    float *partials = work.partials();
+    unsigned *arrivals = work.arrivals();
+    std::function<void(int)> launch = [&](int) {
+      attention.launch(launchSpec.dims(batch.tokens, splits, kClusterCheckSMs),
+                       c.stream, dOut.as<Bf16>(), dQkv.as<const Bf16>(),
+                       dK.as<unsigned char>(), dV.as<unsigned char>(),
+                       dKs.as<float>(), dVs.as<float>(), dPos.as<const int>(),
+                       dSeq.as<const int>(), dTables.as<const int>(),
+                       batch.maxBlocks, scale, 0, batch.tokens, partials,
+                       arrivals, static_cast<const float *>(nullptr), 1.0f);
+    };
+    launch(0);
+    const std::vector<Bf16> out = c.download<Bf16>(dOut);
+    // A second launch must give the same bits (arrival counters reset).
+    bool repeatable = true;
+    if (splits > 1) {
+      dOut.fillBytes(0xff, c.stream);
       launch(0);
-      const std::vector<Bf16> out = c.download<Bf16>(dOut);
-      // A second launch must give the same bits (arrival counters reset).
-      bool repeatable = true;
-      if (splits > 1) {
-        dOut.fillBytes(0xff, c.stream);
-        launch(0);
-        repeatable = c.download<Bf16>(dOut) == out;
-      }
-      CheckRecord r = makeRecord(
-          c, "attention_fp8",
-          sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " BS=", blockSize, " ",
-                   fc.label, " splits=", splits, cluster ? " cluster" : ""),
-          instance);
-      // The reference reads the same dequantized values, so only the bf16
-      // output and fp32 summation order differ: the bf16 cases' bound.
-      judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
-      if (!repeatable) {
-        r.passed = false;
-        r.note += "a second launch gave a different result; ";
-      }
-      c.finish(std::move(r), nullptr);
+      repeatable = c.download<Bf16>(dOut) == out;
     }
+    CheckRecord r = makeRecord(
+        c, "attention_fp8",
+        sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " BS=", blockSize, " ",
+                 fc.label, " splits=", splits, cluster ? " cluster" : ""),
+        instance);
+    // The reference reads the same dequantized values, so only the bf16
+    // output and fp32 summation order differ: the bf16 cases' bound.
+    judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
+    if (!repeatable) {
+      r.passed = false;
+      r.note += "a second launch gave a different result; ";
+    }
+    c.finish(std::move(r), nullptr);
+  }
 }
 
 void checkKvFp8(Checker &c) {

@@ -182,5 +182,42 @@ TEST(KernelSelection, FusedRopeOnlyWhereTheShapeHasIt) {
                sol::Error);
 }
 
+TEST(KernelSelection, ArgmaxLmHeadIsTheOneRowGemvWithTheArgmaxEpilogue) {
+  // The LM head (fp32 logits behind the final norm): the one-row GEMV's
+  // configuration with epilogue 3 (kEpilogueArgmax), and plans hold it.
+  const OpDesc head =
+      normLinearOp(128256, 2048, LinearEpilogue::None, fb::DType::F32);
+  const std::optional<KernelLaunch> fused = selectArgmaxLmHead(head);
+  ASSERT_TRUE(fused.has_value());
+  const KernelLaunch plain = selectKernels(head, 1, 0).at(0);
+  EXPECT_EQ(fused->instance.nameExpression,
+            "sol::kernels::linear_gemv<2048, 1, 2, 4, float, false, 3, true>");
+  EXPECT_EQ(plain.instance.nameExpression,
+            "sol::kernels::linear_gemv<2048, 1, 2, 4, float, false, 0, true>");
+  EXPECT_EQ(fused->dims.grid.x, plain.dims.grid.x);
+  const std::vector<KernelInstance> plan = enumerateKernels(head, 64, 4096);
+  EXPECT_NE(std::find(plan.begin(), plan.end(), fused->instance), plan.end());
+  // Without the norm too; not for bf16 outputs, biases or other epilogues.
+  EXPECT_TRUE(selectArgmaxLmHead(
+                  linearOp(32000, 2048, LinearEpilogue::None, fb::DType::F32))
+                  .has_value());
+  EXPECT_FALSE(
+      selectArgmaxLmHead(normLinearOp(3072, 2048, LinearEpilogue::None))
+          .has_value());
+  OpDesc biased = head;
+  biased.weightShapes.push_back({128256});
+  EXPECT_FALSE(selectArgmaxLmHead(biased).has_value());
+  EXPECT_FALSE(
+      selectArgmaxLmHead(normLinearOp(2048, 2048, LinearEpilogue::Residual))
+          .has_value());
+  // GemvSpec refuses the epilogue beyond one row of fp32 logits.
+  GemvSpec spec = GemvSpec::choose(32000, 2048, 2, LinearOutput::Fp32, false);
+  spec.argmax = true;
+  EXPECT_THROW(spec.instance(), sol::Error);
+  spec = GemvSpec::choose(32000, 2048, 1, LinearOutput::Bf16, false);
+  spec.argmax = true;
+  EXPECT_THROW(spec.instance(), sol::Error);
+}
+
 } // namespace
 } // namespace sol::test
