@@ -106,7 +106,7 @@ def sol_logits(args, plan, ids, vocab, device, work):
     if out.exists():
         out.unlink()
     cmd = [args.solrun, str(plan), "--prompt-ids", ",".join(map(str, ids)), "--max-tokens", "0",
-           "--logits-out", str(out), "--device", device]
+           "--logits-out", str(out), "--device", device] + args.solrun_arg
     _, elapsed = run_tool(cmd, f"solrun --device {device}", args.timeout)
     if not out.is_file():
         raise CompareError(f"solrun --device {device} exited 0 but wrote no {out}")
@@ -352,6 +352,9 @@ def main():
     ap.add_argument("--min-argmax", type=float, default=0.99)
     ap.add_argument("--solc-arg", action="append", default=[],
                     help="extra argument for solc (repeatable), e.g. --solc-arg=-O3")
+    ap.add_argument("--solrun-arg", action="append", default=[],
+                    help="extra argument for solrun (repeatable), e.g. "
+                         "--solrun-arg=--max-num-batched-tokens=8 (the prompt in 8-token steps)")
     ap.add_argument("--work-dir", help="where plans and logits go (default: a temporary folder)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds allowed per solc/solrun call")
     ap.add_argument("--json-out", help="also write the JSON report here")

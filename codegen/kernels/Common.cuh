@@ -259,5 +259,36 @@ __device__ __forceinline__ float softmaxRescale(float m, float mNew) {
   return m == negativeInfinity() ? 0.0f : exp2f(m - mNew);
 }
 
+// The merge of the running softmax states of the first `splits` (<= Max)
+// blocks of a thread-block cluster, each holding its state at the same
+// shared-memory addresses: max m (log2 domain), sum l and one unnormalised
+// output acc. Returns the normalised output (0 when nothing was seen).
+template <int Max>
+__device__ __forceinline__ float
+mergeClusterStates(const float *m, const float *l, const float *acc,
+                   int splits) {
+  float ms[Max], ls[Max], as[Max];
+  float mAll = negativeInfinity();
+#pragma unroll
+  for (int s = 0; s < Max; ++s) {
+    ms[s] = negativeInfinity();
+    ls[s] = as[s] = 0.0f;
+    if (s < splits) {
+      ms[s] = loadClusterShared(m, s);
+      ls[s] = loadClusterShared(l, s);
+      as[s] = loadClusterShared(acc, s);
+    }
+    mAll = fmaxf(mAll, ms[s]);
+  }
+  float lAll = 0.0f, aAll = 0.0f;
+#pragma unroll
+  for (int s = 0; s < Max; ++s) {
+    const float c = softmaxRescale(ms[s], mAll);
+    lAll += ls[s] * c;
+    aAll += as[s] * c;
+  }
+  return lAll > 0.0f ? aAll / lAll : 0.0f;
+}
+
 } // namespace kernels
 } // namespace sol

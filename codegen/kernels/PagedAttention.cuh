@@ -244,28 +244,9 @@ mergeCluster(bf16 *out, const float *mergedM, const float *mergedL,
   const int last = min(first + per, G * HD);
   for (int idx = first + threadIdx.x; idx < last; idx += blockDim.x) {
     const int gi = idx / HD;
-    float m[kMaxClusterSplits], l[kMaxClusterSplits], a[kMaxClusterSplits];
-    float mAll = negativeInfinity();
-#pragma unroll
-    for (int s = 0; s < kMaxClusterSplits; ++s) {
-      m[s] = negativeInfinity();
-      l[s] = a[s] = 0.0f;
-      if (s < splits) {
-        m[s] = loadClusterShared(mergedM + gi, s);
-        l[s] = loadClusterShared(mergedL + gi, s);
-        a[s] = loadClusterShared(mergedAcc + idx, s);
-      }
-      mAll = fmaxf(mAll, m[s]);
-    }
-    float lAll = 0.0f, aAll = 0.0f;
-#pragma unroll
-    for (int s = 0; s < kMaxClusterSplits; ++s) {
-      const float c = softmaxRescale(m[s], mAll);
-      lAll += l[s] * c;
-      aAll += a[s] * c;
-    }
     out[static_cast<long long>(t) * Hq * HD + (g * G + gi) * HD + idx % HD] =
-        __float2bfloat16_rn(lAll > 0.0f ? aAll / lAll : 0.0f);
+        __float2bfloat16_rn(mergeClusterStates<kMaxClusterSplits>(
+            mergedM + gi, mergedL + gi, mergedAcc + idx, splits));
   }
   clusterSync();
 }

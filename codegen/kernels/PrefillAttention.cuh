@@ -23,8 +23,9 @@
 // out is [T, Hq * HD]. A tile whose sequence index is negative (padding)
 // gets zeros. Every token of the step must be in exactly one tile.
 //
-// Two kernels share one main loop (prefill_detail::attend), which takes the
-// way K/V tiles reach shared memory as a policy:
+// Two kernels share one main loop (prefill_detail::attendTiles, also the
+// loop of ChunkAttention.cuh's kernels, whose rows pack a kv head's query
+// heads), which takes the way K/V tiles reach shared memory as a policy:
 //  * prefill_attention, bf16 cache (PrefillBf16Kv): cp.async straight into
 //    the bf16 ring.
 //  * prefill_attention_fp8, fp8 (E4M3) cache with a float32 scale per
@@ -243,13 +244,54 @@ template <int Hkv, int HD, int BS> struct PrefillFp8Kv {
   }
 };
 
-// The kernels' body; `shared` is the dynamic shared memory (Q, the ring of
-// K/V stages, then whatever Kv keeps), Kv one of the policies above.
-template <int Hq, int Hkv, int HD, int BS, typename Kv>
+// PrefillFp8Kv with its staging tile and scales after the bf16 layout
+// (PrefillAttentionShape::kSharedBytes) of the dynamic shared memory.
+template <int Hkv, int HD, int BS>
+__device__ __forceinline__ PrefillFp8Kv<Hkv, HD, BS>
+fp8Kv(unsigned char *shared, const unsigned char *k_cache,
+      const unsigned char *v_cache, const float *k_scales,
+      const float *v_scales) {
+  using Shape = PrefillAttentionShape<HD>;
+  unsigned char *staging = shared + Shape::kSharedBytes;
+  return {k_cache,  v_cache,
+          k_scales, v_scales,
+          staging,  reinterpret_cast<float *>(staging + Shape::kStagingBytes)};
+}
+
+// The running state of a block's attention: this lane's share of the
+// unnormalised outputs of its two query rows (rowA = warp * 16 + lane / 4
+// in o[j][0..1], rowB = rowA + 8 in o[j][2..3], columns j * 8 + (lane % 4)
+// * 2 + {0, 1}), their running maxima (log2 domain; -inf: no key seen) and
+// this lane's share of their sums (the 4 lanes of a row add up to it).
+template <int HD> struct AttendState {
+  float o[HD / 8][4];
+  float mA, mB, lA, lB;
+};
+
+// The rows of a block: G consecutive query heads (from headBase) of each of
+// `tokens` consecutive tokens from t0, row r = (token r / G, head r % G).
+// prefill_attention has G = 1 (one head, many tokens); chunk_attention
+// (ChunkAttention.cuh) packs the G query heads of one kv head.
+struct AttendRows {
+  int t0;
+  int tokens;
+  int headBase;
+};
+
+// The main loop the kernels share: Q of `rows` (copied into shared memory;
+// `shared` is the dynamic shared memory: Q, the ring of K/V stages, then
+// whatever Kv keeps, Kv one of the policies above) against the K/V tiles
+// [tileFirst, tileEnd) of kv head g (tile i: positions kvBegin + 64 i ...,
+// positions from kvEnd on read as zeros), flash-attention style, leaving
+// the unnormalised state in `st`. With earlyFetch the first K/V tile is
+// requested before waitForPredecessor (its positions must be older than the
+// step); Q always after.
+template <int Hq, int Hkv, int HD, int BS, int G, typename Kv>
 __device__ __forceinline__ void
-attend(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
-       const int *positions, const int *token_seq, const int *block_tables,
-       int max_blocks, float scale, int sliding_window, const int2 *tiles) {
+attendTiles(unsigned char *shared, const Kv &kv, const bf16 *qkv,
+            const int *positions, const int *table, AttendRows rows, int g,
+            float scale, int sliding_window, int kvBegin, int kvEnd,
+            int tileFirst, int tileEnd, bool earlyFetch, AttendState<HD> &st) {
   using Shape = PrefillAttentionShape<HD>;
   constexpr int kRowElems = (Hq + 2 * Hkv) * HD;
   constexpr int kChunks = Shape::kChunks;
@@ -258,43 +300,10 @@ attend(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
   constexpr int kDimTiles = HD / 8;           // n-tiles of O
   bf16 *sQ = reinterpret_cast<bf16 *>(shared);
   bf16 *sKV = sQ + Shape::kTileElems; // stage s: K at 2s, V at 2s + 1
-
-  const int2 tile = tiles[blockIdx.x];
-  const int t0 = tile.x;
-  const int rows = tile.y;
-  const int head = blockIdx.y;
-  const int g = head / (Hq / Hkv);
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const int seq = token_seq[t0];
-  const long long outRow = static_cast<long long>(Hq) * HD;
+  const int qRows = rows.tokens * G;
 
-  if (seq < 0) { // padding: zeros
-    for (int i = threadIdx.x; i < rows * HD; i += kPrefillThreads)
-      out[(t0 + i / HD) * outRow + head * HD + i % HD] =
-          __float2bfloat16_rn(0.0f);
-    return;
-  }
-  const int firstPos = positions[t0];
-  const int lastPos = positions[t0 + rows - 1];
-  const int lo = sliding_window > 0 ? max(0, firstPos - sliding_window + 1) : 0;
-  const int kvBegin = lo / kPrefillKeys * kPrefillKeys;
-  const int kvEnd = lastPos + 1;
-  const int kvTiles = ceilDiv(kvEnd - kvBegin, kPrefillKeys);
-  const int *table = block_tables + static_cast<long long>(seq) * max_blocks;
-
-  // Q tile: rows t0 .. t0 + rows - 1 of this head; missing rows are zeros.
-#pragma unroll
-  for (int i = 0; i < kPrefillRows * kChunks / kPrefillThreads; ++i) {
-    const int idx = threadIdx.x + i * kPrefillThreads;
-    const int r = idx / kChunks;
-    const int c = idx % kChunks;
-    const bool ok = r < rows;
-    const bf16 *src = ok ? qkv + static_cast<long long>(t0 + r) * kRowElems +
-                               head * HD + c * 8
-                         : qkv;
-    copyAsync16(sharedAddress(sQ + swizzle<HD>(r, c)), src, ok);
-  }
   auto loadKv = [&](int stage, int kvTile) {
     kv.fetch(sKV, stage, kvTile, kvBegin, kvEnd, table, g);
   };
@@ -302,21 +311,44 @@ attend(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
     bf16 *sK = sKV + 2 * stage * Shape::kTileElems;
     kv.land(sK, sK + Shape::kTileElems);
   };
-  loadKv(0, 0);
+  const bool any = tileFirst < tileEnd;
+  if (earlyFetch && any) {
+    loadKv(0, tileFirst);
+    copyAsyncCommit();
+  }
+  waitForPredecessor();
+  // Q tile: row r is head headBase + r % G of token t0 + r / G; missing
+  // rows are zeros.
+#pragma unroll
+  for (int i = 0; i < kPrefillRows * kChunks / kPrefillThreads; ++i) {
+    const int idx = threadIdx.x + i * kPrefillThreads;
+    const int r = idx / kChunks;
+    const int c = idx % kChunks;
+    const bool ok = r < qRows;
+    const bf16 *src =
+        ok ? qkv + static_cast<long long>(rows.t0 + r / G) * kRowElems +
+                 (rows.headBase + r % G) * HD + c * 8
+           : qkv;
+    copyAsync16(sharedAddress(sQ + swizzle<HD>(r, c)), src, ok);
+  }
+  if (!earlyFetch && any)
+    loadKv(0, tileFirst);
   copyAsyncCommit();
 
   // This thread's two query rows (lane / 4 and lane / 4 + 8 of the warp's
   // 16) and their positions; rows past the tile see no key.
   const int rowA = warp * 16 + lane / 4;
   const int rowB = rowA + 8;
-  const int posA = rowA < rows ? positions[t0 + rowA] : -1;
-  const int posB = rowB < rows ? positions[t0 + rowB] : -1;
+  const int posA = rowA < qRows ? positions[rows.t0 + rowA / G] : -1;
+  const int posB = rowB < qRows ? positions[rows.t0 + rowB / G] : -1;
   const int loA = sliding_window > 0 ? posA - sliding_window + 1 : 0;
   const int loB = sliding_window > 0 ? posB - sliding_window + 1 : 0;
   const float qScale = scale * kLog2e; // scores in the log2 domain
+  // Warps whose 16 rows are all past the tile only help with the copies.
+  const bool warpHasRows = warp * 16 < qRows;
 
   unsigned q[kSlices][4];
-  float o[kDimTiles][4];
+  float(&o)[kDimTiles][4] = st.o;
 #pragma unroll
   for (int j = 0; j < kDimTiles; ++j)
 #pragma unroll
@@ -324,167 +356,232 @@ attend(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
       o[j][e] = 0.0f;
   float mA = negativeInfinity(), mB = negativeInfinity();
   float lA = 0.0f, lB = 0.0f; // this lane's share of the row sums
-  landKv(0);
+  if (any)
+    landKv(0);
 
-  for (int kt = 0; kt < kvTiles; ++kt) {
+  for (int kt = tileFirst; kt < tileEnd; ++kt) {
+    const int stage = (kt - tileFirst) % 2;
     // Prefetch the next K/V tile into the other stage (last read in
     // iteration kt - 1, which ended with a barrier).
-    if (kt + 1 < kvTiles)
-      loadKv((kt + 1) % 2, kt + 1);
+    if (kt + 1 < tileEnd)
+      loadKv(stage ^ 1, kt + 1);
     copyAsyncCommit();
     copyAsyncWait<1>(); // Q and tile kt have landed
     __syncthreads();
-    if (kt == 0) {
+    const bf16 *sK = sKV + 2 * stage * Shape::kTileElems;
+    const bf16 *sV = sK + Shape::kTileElems;
+    const int p0 = kvBegin + kt * kPrefillKeys;
+    if (kt == tileFirst) {
 #pragma unroll
       for (int s = 0; s < kSlices; ++s)
         loadMatrixX4(q[s], sharedAddress(sQ + swizzle<HD>(warp * 16 + lane % 16,
                                                           s * 2 + lane / 16)));
     }
-    const bf16 *sK = sKV + 2 * (kt % 2) * Shape::kTileElems;
-    const bf16 *sV = sK + Shape::kTileElems;
-    const int p0 = kvBegin + kt * kPrefillKeys;
 
-    // S = Q K^T for the warp's 16 rows and the tile's 64 keys.
-    float s[kKeyTiles][4];
+    if (warpHasRows) {
+      // S = Q K^T for the warp's 16 rows and the tile's 64 keys.
+      float s[kKeyTiles][4];
 #pragma unroll
-    for (int j = 0; j < kKeyTiles; ++j)
+      for (int j = 0; j < kKeyTiles; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e)
-        s[j][e] = 0.0f;
+        for (int e = 0; e < 4; ++e)
+          s[j][e] = 0.0f;
 #pragma unroll
-    for (int ks = 0; ks < kSlices; ++ks) {
+      for (int ks = 0; ks < kSlices; ++ks) {
 #pragma unroll
-      for (int jp = 0; jp < kKeyTiles / 2; ++jp) {
-        unsigned b[4];
-        loadMatrixX4(
-            b,
-            sharedAddress(sK + swizzle<HD>(jp * 16 + lane % 8 + (lane / 16) * 8,
+        for (int jp = 0; jp < kKeyTiles / 2; ++jp) {
+          unsigned b[4];
+          loadMatrixX4(
+              b, sharedAddress(sK +
+                               swizzle<HD>(jp * 16 + lane % 8 + (lane / 16) * 8,
                                            ks * 2 + (lane / 8) % 2)));
-        mmaBf16(s[2 * jp], q[ks], b[0], b[1]);
-        mmaBf16(s[2 * jp + 1], q[ks], b[2], b[3]);
+          mmaBf16(s[2 * jp], q[ks], b[0], b[1]);
+          mmaBf16(s[2 * jp + 1], q[ks], b[2], b[3]);
+        }
       }
-    }
 
-    // fp8: the score factor of this lane's key columns (j * 8 + (lane % 4)
-    // * 2 + {0, 1}): qScale times the key's K scale.
-    float2 keyFactor[kKeyTiles];
-    if constexpr (Kv::kScaled) {
+      // fp8: the score factor of this lane's key columns (j * 8 + (lane %
+      // 4) * 2 + {0, 1}): qScale times the key's K scale.
+      float2 keyFactor[kKeyTiles];
+      if constexpr (Kv::kScaled) {
+#pragma unroll
+        for (int j = 0; j < kKeyTiles; ++j) {
+          const float2 ks = kv.keyScales(stage, j * 8 + (lane % 4) * 2);
+          keyFactor[j] = make_float2(qScale * ks.x, qScale * ks.y);
+        }
+      }
+
+      // Mask, scale, and the running max of each row (4 lanes share a
+      // row).
+      float maxA = negativeInfinity(), maxB = negativeInfinity();
+#pragma unroll
+      for (int j = 0; j < kKeyTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = p0 + j * 8 + (lane % 4) * 2 + (e & 1);
+          const bool rowIsA = e < 2;
+          const int pos = rowIsA ? posA : posB;
+          const int low = rowIsA ? loA : loB;
+          const bool visible = key <= pos && key >= low;
+          float factor = qScale;
+          if constexpr (Kv::kScaled)
+            factor = (e & 1) ? keyFactor[j].y : keyFactor[j].x;
+          const float v = visible ? s[j][e] * factor : negativeInfinity();
+          s[j][e] = v;
+          if (rowIsA)
+            maxA = fmaxf(maxA, v);
+          else
+            maxB = fmaxf(maxB, v);
+        }
+      maxA = fmaxf(maxA, __shfl_xor_sync(0xffffffffu, maxA, 1));
+      maxA = fmaxf(maxA, __shfl_xor_sync(0xffffffffu, maxA, 2));
+      maxB = fmaxf(maxB, __shfl_xor_sync(0xffffffffu, maxB, 1));
+      maxB = fmaxf(maxB, __shfl_xor_sync(0xffffffffu, maxB, 2));
+      const float newA = fmaxf(mA, maxA);
+      const float newB = fmaxf(mB, maxB);
+      const float corrA = softmaxRescale(mA, newA);
+      const float corrB = softmaxRescale(mB, newB);
+      mA = newA;
+      mB = newB;
+      lA *= corrA;
+      lB *= corrB;
+#pragma unroll
+      for (int j = 0; j < kDimTiles; ++j) {
+        o[j][0] *= corrA;
+        o[j][1] *= corrA;
+        o[j][2] *= corrB;
+        o[j][3] *= corrB;
+      }
+      // P = exp2(S - m); a row that has seen no key yet (m = -inf) gets 0.
+      const float subA = newA == negativeInfinity() ? 0.0f : newA;
+      const float subB = newB == negativeInfinity() ? 0.0f : newB;
 #pragma unroll
       for (int j = 0; j < kKeyTiles; ++j) {
-        const float2 ks = kv.keyScales(kt % 2, j * 8 + (lane % 4) * 2);
-        keyFactor[j] = make_float2(qScale * ks.x, qScale * ks.y);
+        s[j][0] = exp2f(s[j][0] - subA);
+        s[j][1] = exp2f(s[j][1] - subA);
+        s[j][2] = exp2f(s[j][2] - subB);
+        s[j][3] = exp2f(s[j][3] - subB);
+        lA += s[j][0] + s[j][1];
+        lB += s[j][2] + s[j][3];
       }
-    }
 
-    // Mask, scale, and the running max of each row (4 lanes share a row).
-    float maxA = negativeInfinity(), maxB = negativeInfinity();
+      // O += P V: P's accumulator layout is the A-fragment layout of the
+      // next mma (keys 16 ks .. 16 ks + 15 are S tiles 2 ks and 2 ks + 1).
 #pragma unroll
-    for (int j = 0; j < kKeyTiles; ++j)
+      for (int ks = 0; ks < kPrefillKeys / 16; ++ks) {
+        unsigned a[4];
+        if constexpr (Kv::kScaled) {
+          // fp8: the weights times the keys' V scales (the sums above keep
+          // the unscaled p).
+          const int key = ks * 16 + (lane % 4) * 2;
+          const float2 v0 = kv.valueScales(stage, key);
+          const float2 v1 = kv.valueScales(stage, key + 8);
+          a[0] = packBf16Pair(s[2 * ks][0] * v0.x, s[2 * ks][1] * v0.y);
+          a[1] = packBf16Pair(s[2 * ks][2] * v0.x, s[2 * ks][3] * v0.y);
+          a[2] = packBf16Pair(s[2 * ks + 1][0] * v1.x, s[2 * ks + 1][1] * v1.y);
+          a[3] = packBf16Pair(s[2 * ks + 1][2] * v1.x, s[2 * ks + 1][3] * v1.y);
+        } else {
+          a[0] = packBf16Pair(s[2 * ks][0], s[2 * ks][1]);
+          a[1] = packBf16Pair(s[2 * ks][2], s[2 * ks][3]);
+          a[2] = packBf16Pair(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+          a[3] = packBf16Pair(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+        }
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = p0 + j * 8 + (lane % 4) * 2 + (e & 1);
-        const bool rowIsA = e < 2;
-        const int pos = rowIsA ? posA : posB;
-        const int low = rowIsA ? loA : loB;
-        const bool visible = key <= pos && key >= low;
-        float factor = qScale;
-        if constexpr (Kv::kScaled)
-          factor = (e & 1) ? keyFactor[j].y : keyFactor[j].x;
-        const float v = visible ? s[j][e] * factor : negativeInfinity();
-        s[j][e] = v;
-        if (rowIsA)
-          maxA = fmaxf(maxA, v);
-        else
-          maxB = fmaxf(maxB, v);
-      }
-    maxA = fmaxf(maxA, __shfl_xor_sync(0xffffffffu, maxA, 1));
-    maxA = fmaxf(maxA, __shfl_xor_sync(0xffffffffu, maxA, 2));
-    maxB = fmaxf(maxB, __shfl_xor_sync(0xffffffffu, maxB, 1));
-    maxB = fmaxf(maxB, __shfl_xor_sync(0xffffffffu, maxB, 2));
-    const float newA = fmaxf(mA, maxA);
-    const float newB = fmaxf(mB, maxB);
-    const float corrA = softmaxRescale(mA, newA);
-    const float corrB = softmaxRescale(mB, newB);
-    mA = newA;
-    mB = newB;
-    lA *= corrA;
-    lB *= corrB;
-#pragma unroll
-    for (int j = 0; j < kDimTiles; ++j) {
-      o[j][0] *= corrA;
-      o[j][1] *= corrA;
-      o[j][2] *= corrB;
-      o[j][3] *= corrB;
-    }
-    // P = exp2(S - m); a row that has seen no key yet (m = -inf) gets 0.
-    const float subA = newA == negativeInfinity() ? 0.0f : newA;
-    const float subB = newB == negativeInfinity() ? 0.0f : newB;
-#pragma unroll
-    for (int j = 0; j < kKeyTiles; ++j) {
-      s[j][0] = exp2f(s[j][0] - subA);
-      s[j][1] = exp2f(s[j][1] - subA);
-      s[j][2] = exp2f(s[j][2] - subB);
-      s[j][3] = exp2f(s[j][3] - subB);
-      lA += s[j][0] + s[j][1];
-      lB += s[j][2] + s[j][3];
-    }
-
-    // O += P V: P's accumulator layout is the A-fragment layout of the
-    // next mma (keys 16 ks .. 16 ks + 15 are S tiles 2 ks and 2 ks + 1).
-#pragma unroll
-    for (int ks = 0; ks < kPrefillKeys / 16; ++ks) {
-      unsigned a[4];
-      if constexpr (Kv::kScaled) {
-        // fp8: the weights times the keys' V scales (the sums above keep
-        // the unscaled p).
-        const int key = ks * 16 + (lane % 4) * 2;
-        const float2 v0 = kv.valueScales(kt % 2, key);
-        const float2 v1 = kv.valueScales(kt % 2, key + 8);
-        a[0] = packBf16Pair(s[2 * ks][0] * v0.x, s[2 * ks][1] * v0.y);
-        a[1] = packBf16Pair(s[2 * ks][2] * v0.x, s[2 * ks][3] * v0.y);
-        a[2] = packBf16Pair(s[2 * ks + 1][0] * v1.x, s[2 * ks + 1][1] * v1.y);
-        a[3] = packBf16Pair(s[2 * ks + 1][2] * v1.x, s[2 * ks + 1][3] * v1.y);
-      } else {
-        a[0] = packBf16Pair(s[2 * ks][0], s[2 * ks][1]);
-        a[1] = packBf16Pair(s[2 * ks][2], s[2 * ks][3]);
-        a[2] = packBf16Pair(s[2 * ks + 1][0], s[2 * ks + 1][1]);
-        a[3] = packBf16Pair(s[2 * ks + 1][2], s[2 * ks + 1][3]);
-      }
-#pragma unroll
-      for (int dp = 0; dp < kDimTiles / 2; ++dp) {
-        unsigned b[4];
-        loadMatrixX4Trans(
-            b, sharedAddress(
-                   sV + swizzle<HD>(ks * 16 + lane % 8 + ((lane / 8) % 2) * 8,
-                                    dp * 2 + lane / 16)));
-        mmaBf16(o[2 * dp], a, b[0], b[1]);
-        mmaBf16(o[2 * dp + 1], a, b[2], b[3]);
+        for (int dp = 0; dp < kDimTiles / 2; ++dp) {
+          unsigned b[4];
+          loadMatrixX4Trans(
+              b, sharedAddress(
+                     sV + swizzle<HD>(ks * 16 + lane % 8 + ((lane / 8) % 2) * 8,
+                                      dp * 2 + lane / 16)));
+          mmaBf16(o[2 * dp], a, b[0], b[1]);
+          mmaBf16(o[2 * dp + 1], a, b[2], b[3]);
+        }
       }
     }
     // fp8: widen tile kt + 1 (copied during this compute) into the other
     // stage, which iteration kt - 1 read before its closing barrier.
-    if (kt + 1 < kvTiles)
-      landKv((kt + 1) % 2);
+    if (kt + 1 < tileEnd)
+      landKv(stage ^ 1);
     __syncthreads(); // the stage is refilled in the next iteration
   }
   copyAsyncWait<0>();
+  st.mA = mA;
+  st.mB = mB;
+  st.lA = lA;
+  st.lB = lB;
+}
 
+// Normalises a block's finished state and writes its rows to out
+// [T, Hq * HD].
+template <int Hq, int HD, int G>
+__device__ __forceinline__ void writeNormalized(AttendState<HD> &st, bf16 *out,
+                                                AttendRows rows) {
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int qRows = rows.tokens * G;
+  const int rowA = warp * 16 + lane / 4;
+  const int rowB = rowA + 8;
+  float lA = st.lA, lB = st.lB;
   lA += __shfl_xor_sync(0xffffffffu, lA, 1);
   lA += __shfl_xor_sync(0xffffffffu, lA, 2);
   lB += __shfl_xor_sync(0xffffffffu, lB, 1);
   lB += __shfl_xor_sync(0xffffffffu, lB, 2);
   const float invA = lA > 0.0f ? 1.0f / lA : 0.0f;
   const float invB = lB > 0.0f ? 1.0f / lB : 0.0f;
+  const long long outRow = static_cast<long long>(Hq) * HD;
+  bf16 *outA = out + (rows.t0 + rowA / G) * outRow +
+               (rows.headBase + rowA % G) * HD + (lane % 4) * 2;
+  bf16 *outB = out + (rows.t0 + rowB / G) * outRow +
+               (rows.headBase + rowB % G) * HD + (lane % 4) * 2;
 #pragma unroll
-  for (int j = 0; j < kDimTiles; ++j) {
-    const int col = head * HD + j * 8 + (lane % 4) * 2;
-    if (rowA < rows)
-      *reinterpret_cast<unsigned *>(out + (t0 + rowA) * outRow + col) =
-          packBf16Pair(o[j][0] * invA, o[j][1] * invA);
-    if (rowB < rows)
-      *reinterpret_cast<unsigned *>(out + (t0 + rowB) * outRow + col) =
-          packBf16Pair(o[j][2] * invB, o[j][3] * invB);
+  for (int j = 0; j < HD / 8; ++j) {
+    if (rowA < qRows)
+      *reinterpret_cast<unsigned *>(outA + j * 8) =
+          packBf16Pair(st.o[j][0] * invA, st.o[j][1] * invA);
+    if (rowB < qRows)
+      *reinterpret_cast<unsigned *>(outB + j * 8) =
+          packBf16Pair(st.o[j][2] * invB, st.o[j][3] * invB);
   }
+}
+
+// Zeros for the rows of a padding tile.
+template <int Hq, int HD, int G>
+__device__ __forceinline__ void writeZeros(bf16 *out, AttendRows rows) {
+  const long long outRow = static_cast<long long>(Hq) * HD;
+  for (int i = threadIdx.x; i < rows.tokens * G * HD; i += kPrefillThreads) {
+    const int r = i / HD;
+    out[(rows.t0 + r / G) * outRow + (rows.headBase + r % G) * HD + i % HD] =
+        __float2bfloat16_rn(0.0f);
+  }
+}
+
+// prefill_attention's body: block (tile, q head) walks every K/V tile of
+// the tile's sequence up to its last position.
+template <int Hq, int Hkv, int HD, int BS, typename Kv>
+__device__ __forceinline__ void
+attend(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
+       const int *positions, const int *token_seq, const int *block_tables,
+       int max_blocks, float scale, int sliding_window, const int2 *tiles) {
+  const int2 tile = tiles[blockIdx.x];
+  const AttendRows rows{tile.x, tile.y, static_cast<int>(blockIdx.y)};
+  const int g = rows.headBase / (Hq / Hkv);
+  const int seq = token_seq[rows.t0];
+  if (seq < 0) { // padding: zeros
+    writeZeros<Hq, HD, 1>(out, rows);
+    return;
+  }
+  const int firstPos = positions[rows.t0];
+  const int lastPos = positions[rows.t0 + rows.tokens - 1];
+  const int lo = sliding_window > 0 ? max(0, firstPos - sliding_window + 1) : 0;
+  const int kvBegin = lo / kPrefillKeys * kPrefillKeys;
+  const int kvEnd = lastPos + 1;
+  const int kvTiles = ceilDiv(kvEnd - kvBegin, kPrefillKeys);
+  const int *table = block_tables + static_cast<long long>(seq) * max_blocks;
+  AttendState<HD> st;
+  attendTiles<Hq, Hkv, HD, BS, 1>(shared, kv, qkv, positions, table, rows, g,
+                                  scale, sliding_window, kvBegin, kvEnd, 0,
+                                  kvTiles, false, st);
+  writeNormalized<Hq, HD, 1>(st, out, rows);
 }
 
 } // namespace prefill_detail
@@ -519,13 +616,9 @@ __global__ void __launch_bounds__(kPrefillThreads)
   static_assert(Hq % Hkv == 0, "prefill_attention_fp8: Hq must be k * Hkv");
   allowDependentLaunch();
   waitForPredecessor();
-  using Shape = PrefillAttentionShape<HD>;
   extern __shared__ __align__(128) unsigned char prefillShared[];
-  unsigned char *staging = prefillShared + Shape::kSharedBytes;
-  const prefill_detail::PrefillFp8Kv<Hkv, HD, BS> kv{
-      k_cache,  v_cache,
-      k_scales, v_scales,
-      staging,  reinterpret_cast<float *>(staging + Shape::kStagingBytes)};
+  const auto kv = prefill_detail::fp8Kv<Hkv, HD, BS>(
+      prefillShared, k_cache, v_cache, k_scales, v_scales);
   prefill_detail::attend<Hq, Hkv, HD, BS>(
       prefillShared, kv, out, qkv, positions, token_seq, block_tables,
       max_blocks, scale, sliding_window, tiles);

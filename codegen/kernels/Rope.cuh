@@ -36,26 +36,35 @@ __device__ __forceinline__ void ropeAngle(float pos, float invFreq,
   s = roundToBf16(s * attentionScaling);
 }
 
-// Rotates chunk c (8 pairs) of head `head` of `row` in place; r1, r2 get the
-// rotated first- and second-half values.
-template <int HD>
+// Rotates 8 pairs in place with their angles' cos and sin (ropeAngle's):
+// a holds dims c * 8 .. c * 8 + 7 of a head (first half), b the dims HD / 2
+// later (second half).
 __device__ __forceinline__ void
-rotateChunk(bf16 *row, int head, int c, const float *inv_freq, float pos,
-            float attention_scaling, uint4 &r1, uint4 &r2) {
-  constexpr int kHalf = HD / 2;
-  bf16 *p = row + head * HD + c * 8;
+rotatePairsWith(uint4 &a, uint4 &b, const float *co, const float *s) {
   float x1[8], x2[8], o1[8], o2[8];
-  unpack8(load16(p), x1);
-  unpack8(load16(p + kHalf), x2);
+  unpack8(a, x1);
+  unpack8(b, x2);
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
-    float co, s;
-    ropeAngle(pos, inv_freq[c * 8 + j], attention_scaling, co, s);
-    o1[j] = roundToBf16(x1[j] * co) + roundToBf16(-x2[j] * s);
-    o2[j] = roundToBf16(x2[j] * co) + roundToBf16(x1[j] * s);
+    o1[j] = roundToBf16(x1[j] * co[j]) + roundToBf16(-x2[j] * s[j]);
+    o2[j] = roundToBf16(x2[j] * co[j]) + roundToBf16(x1[j] * s[j]);
   }
-  r1 = pack8(o1);
-  r2 = pack8(o2);
+  a = pack8(o1);
+  b = pack8(o2);
+}
+
+// Rotates chunk c (8 pairs) of head `head` of `row` in place with the
+// token's rope table (ropeTable); r1, r2 get the rotated first- and
+// second-half values.
+template <int HD>
+__device__ __forceinline__ void
+rotateChunkWith(bf16 *row, int head, int c, const float *cosT,
+                const float *sinT, uint4 &r1, uint4 &r2) {
+  constexpr int kHalf = HD / 2;
+  bf16 *p = row + head * HD + c * 8;
+  r1 = load16(p);
+  r2 = load16(p + kHalf);
+  rotatePairsWith(r1, r2, cosT + c * 8, sinT + c * 8);
   store16(p, r1);
   store16(p + kHalf, r2);
 }
@@ -76,7 +85,7 @@ __device__ __forceinline__ void ropeTable(float *cosT, float *sinT,
 // Rotates one head spread over HD / E lanes of aligned lane groups: the lane
 // with `sub` = its index in the group holds dims [sub * E, sub * E + E) in
 // x (bf16-exact values) and gets them rotated and rounded to bf16, the same
-// bits as rotateChunk, with the angles of ropeTable. The partner dims
+// bits as rotateChunkWith, with the angles of ropeTable. The partner dims
 // +-HD/2 sit HD / (2E) lanes away. Every lane of the warp must call it.
 template <int HD, int E>
 __device__ __forceinline__ void

@@ -16,6 +16,10 @@
 // k_scales / v_scales [num_blocks, BS, Hkv] at the row's (block, slot,
 // head), and the row is stored as e4m3(x / scale).
 //
+// Each block computes its token's angles once (Rope.cuh's ropeTable) before
+// waiting for the QKV projection, not 8 per rotated chunk: 32 distinct
+// angles of a head dim of 64 cost 8 * 160 sincosf a token that way.
+//
 // Decode-only steps (one token per sequence) skip this kernel when the plan
 // has paged_attention with the rope fused into its prologue.
 //
@@ -38,7 +42,6 @@ __global__ void __launch_bounds__(kRopeThreads)
                   const int *positions, const int *token_seq,
                   const int *block_tables, int max_blocks, int T) {
   allowDependentLaunch();
-  waitForPredecessor();
   static_assert(HD % 16 == 0, "rope_kv_write: head_dim must be 16k");
   static_assert(Hq % Hkv == 0, "rope_kv_write: Hq must be a multiple of Hkv");
   constexpr int kHalf = HD / 2;
@@ -48,17 +51,28 @@ __global__ void __launch_bounds__(kRopeThreads)
   constexpr int kRowElems = (Hq + 2 * Hkv) * HD;
 
   const int t = blockIdx.x;
-  if (t >= T)
+  if (t >= T) {
+    waitForPredecessor();
     return;
+  }
   const int seq = token_seq[t];
-  if (seq < 0)
+  if (seq < 0) {
+    waitForPredecessor();
     return;
+  }
   const int pos = positions[t];
   const long long block =
       block_tables[static_cast<long long>(seq) * max_blocks + pos / BS];
   const long long slotBase = (block * BS + pos % BS) * Hkv;
   bf16 *row = qkv + static_cast<long long>(t) * kRowElems;
-  const float angleScale = static_cast<float>(pos);
+  // The token's angles once (every head shares them), while the QKV
+  // projection finishes: positions and inv_freq are step inputs and plan
+  // constants.
+  __shared__ float cosT[kHalf], sinT[kHalf];
+  rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
+                             attention_scaling);
+  __syncthreads();
+  waitForPredecessor();
 
   for (int item = threadIdx.x; item < kRotateItems + kCopyItems;
        item += blockDim.x) {
@@ -66,8 +80,7 @@ __global__ void __launch_bounds__(kRopeThreads)
       const int head = item / kChunksPerHalf;
       const int c = item % kChunksPerHalf;
       uint4 r1, r2;
-      rope_detail::rotateChunk<HD>(row, head, c, inv_freq, angleScale,
-                                   attention_scaling, r1, r2);
+      rope_detail::rotateChunkWith<HD>(row, head, c, cosT, sinT, r1, r2);
       if (head >= Hq) {
         bf16 *k = k_cache + (slotBase + (head - Hq)) * HD + c * 8;
         store16(k, r1);
@@ -91,7 +104,6 @@ __global__ void __launch_bounds__(kRopeThreads)
                       const int *token_seq, const int *block_tables,
                       int max_blocks, int T) {
   allowDependentLaunch();
-  waitForPredecessor();
   static_assert(HD % 16 == 0 && HD / 8 <= 32,
                 "rope_kv_write_fp8: head_dim must be 16k, at most 256");
   static_assert(Hq % Hkv == 0,
@@ -103,18 +115,27 @@ __global__ void __launch_bounds__(kRopeThreads)
   constexpr int kWarps = kRopeThreads / 32;
 
   const int t = blockIdx.x;
-  if (t >= T)
+  if (t >= T) {
+    waitForPredecessor();
     return;
+  }
   const int seq = token_seq[t];
-  if (seq < 0)
+  if (seq < 0) {
+    waitForPredecessor();
     return;
+  }
   const int pos = positions[t];
   bf16 *row = qkv + static_cast<long long>(t) * kRowElems;
+  // The token's angles once, before waiting (as in rope_kv_write).
+  __shared__ float cosT[HD / 2], sinT[HD / 2];
+  rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
+                             attention_scaling);
+  __syncthreads();
+  waitForPredecessor();
   for (int item = threadIdx.x; item < kRotateItems; item += blockDim.x) {
     uint4 r1, r2;
-    rope_detail::rotateChunk<HD>(
-        row, item / kChunksPerHalf, item % kChunksPerHalf, inv_freq,
-        static_cast<float>(pos), attention_scaling, r1, r2);
+    rope_detail::rotateChunkWith<HD>(row, item / kChunksPerHalf,
+                                     item % kChunksPerHalf, cosT, sinT, r1, r2);
   }
   __syncthreads(); // the rotated k rows are read back by other warps
 

@@ -235,6 +235,9 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   // copy resets it.
   argmaxKeyOffset_ = off;
   off += kAlign;
+  // chunk_attention's tiles (int2 each, at most one per graph-sized token).
+  chunkTilesOffset_ = off;
+  off += alignUp(sizeof(PrefillTile) * kMaxGraphTokens);
   inputOffsets_[4] = off;
   off += sizeof(int32_t) * static_cast<std::size_t>(maxSeqsCap_) *
          static_cast<std::size_t>(maxBlocksPerSeqCap_);
@@ -367,6 +370,26 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   if (anyPrefillAttention())
     prefillTiles_ = DeviceBuffer(sizeof(PrefillTile) * maxTokens_),
     prefillTilesHost_ = PinnedBuffer(sizeof(PrefillTile) * maxTokens_);
+  // chunk_attention: one spec for every attention op, its kernel in the plan.
+  for (const OpDesc &d : ops_) {
+    if (d.kind != fb::OpKind::Attention)
+      continue;
+    const ChunkAttentionSpec spec = chunkAttentionSpec(d);
+    const bool usable = spec.supported() && spec.kvFp8 == kvFp8() &&
+                        kernels_.count(spec.instance().nameExpression);
+    const bool same =
+        !chunkAttention_ || (chunkAttention_->qHeads == spec.qHeads &&
+                             chunkAttention_->kvHeads == spec.kvHeads &&
+                             chunkAttention_->headDim == spec.headDim);
+    if (!usable || !same) {
+      chunkAttention_.reset();
+      break;
+    }
+    chunkAttention_ = spec;
+  }
+  if (const char *v = std::getenv("SOL_DISABLE_CHUNK_ATTENTION"))
+    if (!(std::string(v).empty() || std::string(v) == "0"))
+      chunkAttention_.reset();
 
   // The paged KV cache takes what --gpu-memory-utilization leaves.
   stream_.synchronize();
@@ -696,6 +719,23 @@ int CudaExecutor::stagePrefillTiles(const StepBatch &b) {
   return static_cast<int>(tiles.size());
 }
 
+void CudaExecutor::stageChunkTiles(const StepBatch &b, std::byte *host,
+                                   StepShape &shape) {
+  if (!chunkAttention_ || shape.fusedRope || shape.prefillTiles > 0 ||
+      shape.tokens > kMaxGraphTokens)
+    return;
+  const std::vector<PrefillTile> tiles =
+      planChunkTiles(b.tokenSeq, b.positions, chunkAttention_->tokensPerTile());
+  const int n = static_cast<int>(tiles.size());
+  if (!chunkAttention_->fits(n, kPlannedMultiprocessors))
+    return;
+  std::memcpy(host + chunkTilesOffset_, tiles.data(),
+              tiles.size() * sizeof(PrefillTile));
+  shape.chunkTiles = n;
+  shape.chunkSplits =
+      chunkAttention_->chooseSplits(n, kPlannedMultiprocessors, clusterMerge_);
+}
+
 void CudaExecutor::launchOps(const StepShape &shape) {
   launchOps(shape, 0, ops_.size());
 }
@@ -937,6 +977,23 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                   blockTables, shape.maxBlocks, f0, window, tiles);
         break;
       }
+      if (shape.chunkTiles > 0) {
+        const KernelLaunch c{chunkAttention_->instance(),
+                             dependent(chunkAttention_->dims(
+                                 shape.chunkTiles, shape.chunkSplits))};
+        const Kernel &ck = kernel(c.instance);
+        raiseSharedLimit(ck, c);
+        CUdeviceptr tiles = inputs_.address() + chunkTilesOffset_;
+        if (kvFp8()) {
+          CUdeviceptr ks = vc + kvArrayBytes_, vs = ks + kvScaleBytes_;
+          ck.launch(c.dims, stream_, out, qkv, kc, vc, ks, vs, positions,
+                    tokenSeq, blockTables, shape.maxBlocks, f0, window, tiles);
+          break;
+        }
+        ck.launch(c.dims, stream_, out, qkv, kc, vc, positions, tokenSeq,
+                  blockTables, shape.maxBlocks, f0, window, tiles);
+        break;
+      }
       const bool split = l.dims.grid.y > 1;
       CUdeviceptr partials = split ? attentionWorkspace_.address() : null;
       CUdeviceptr arrivals = split ? attentionArrivals_.address() : null;
@@ -1089,12 +1146,13 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
     shape.prefillTiles = stagePrefillTiles(b);
   shape.fusedRope =
       fusedRope_ && shape.prefillTiles == 0 && oneTokenPerSequence(b);
+  auto *host = static_cast<std::byte *>(staging_.data());
+  stageChunkTiles(b, host, shape);
   shape.identityRows = skippableGather_ >= 0 && identityLogitRows(b);
   shape.fusedArgmax =
       argmaxHead_ && shape.argmax && !shape.sampling && shape.outputs == 1;
 
   // Stage the inputs in their device layout and send them in one copy.
-  auto *host = static_cast<std::byte *>(staging_.data());
   auto put = [&](int i, std::span<const int32_t> v) {
     std::memcpy(host + inputOffsets_[i], v.data(), v.size_bytes());
   };

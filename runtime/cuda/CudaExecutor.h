@@ -55,6 +55,9 @@ private:
     /// Tiles of prefill_attention (PrefillAttention.h) staged for this step;
     /// 0: attention runs paged_attention.
     int prefillTiles = 0;
+    /// Tiles and splits of chunk_attention (ChunkAttention.h) staged for
+    /// this step; 0 tiles: no chunk_attention.
+    int chunkTiles = 0, chunkSplits = 0;
     /// Every sequence has one token: attention does rope_kv_write's work.
     bool fusedRope = false;
     /// The logit rows are rows 0..outputs-1 in order: the plan's
@@ -63,14 +66,16 @@ private:
     /// A greedy one-row step: the LM head keeps the argmax (argmaxHead_),
     /// no argmax launch. Follows from outputs, argmax and sampling.
     bool fusedArgmax = false;
-    std::tuple<int, int, int, int, bool, bool, bool, int, int, bool, bool>
+    std::tuple<int, int, int, int, bool, bool, bool, int, int, int, int, bool,
+               bool>
     key() const {
-      return {tokens,   outputs, maxBlocks,    numSeqs,   argmax,      sampling,
-              logprobs, numTop,  prefillTiles, fusedRope, identityRows};
+      return {tokens,      outputs,   maxBlocks,   numSeqs,      argmax,
+              sampling,    logprobs,  numTop,      prefillTiles, chunkTiles,
+              chunkSplits, fusedRope, identityRows};
     }
   };
-  using ShapeKey =
-      std::tuple<int, int, int, int, bool, bool, bool, int, int, bool, bool>;
+  using ShapeKey = std::tuple<int, int, int, int, bool, bool, bool, int, int,
+                              int, int, bool, bool>;
   void validate(const StepBatch &batch, const StepOutput &out) const;
   void launchOps(const StepShape &shape);
   /// Launches ops [begin, end), then the argmax when `end` is the last op.
@@ -185,6 +190,16 @@ private:
   /// their host staging; empty when no attention op can use the kernel.
   DeviceBuffer prefillTiles_;
   PinnedBuffer prefillTilesHost_;
+  /// chunk_attention for graph-sized steps with a prompt chunk, when every
+  /// attention op has one shape and the plan has its kernel (off with
+  /// SOL_DISABLE_CHUNK_ATTENTION=1: paged_attention). Its tiles travel in
+  /// the step inputs at chunkTilesOffset_ (room for kMaxGraphedTokens).
+  std::optional<ChunkAttentionSpec> chunkAttention_;
+  std::size_t chunkTilesOffset_ = 0;
+  /// Stages a graph-sized step's chunk tiles in the input staging buffer
+  /// and sets shape.chunkTiles and chunkSplits when the step takes
+  /// chunk_attention.
+  void stageChunkTiles(const StepBatch &b, std::byte *host, StepShape &shape);
   /// Programmatic dependent launch between a step's kernels (off with
   /// SOL_DISABLE_PDL=1, for measuring what it gains).
   bool dependentLaunch_ = true;

@@ -138,6 +138,12 @@ PrefillAttentionSpec prefillAttentionSpec(const OpDesc &op) {
           op.blockSize, kvFp8(op)};
 }
 
+ChunkAttentionSpec chunkAttentionSpec(const OpDesc &op) {
+  // ints: layer, heads, kv_heads, head_dim[, ...]
+  return {toInt(op.ints.at(1)), toInt(op.ints.at(2)), toInt(op.ints.at(3)),
+          op.blockSize, kvFp8(op)};
+}
+
 int opRows(const OpDesc &op, int tokens, int outputs) {
   return op.outRows == fb::Rows::Outputs ? outputs : tokens;
 }
@@ -276,6 +282,11 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     const PrefillAttentionSpec prefill = prefillAttentionSpec(op);
     if (maxTokens >= PrefillAttentionSpec::kRows && prefill.supported())
       out.push_back(prefill.instance());
+    // Graph-sized steps with a short prompt chunk: the tensor-core kernel
+    // with split K/V ranges (chunk_attention_fp8 over an fp8 cache).
+    const ChunkAttentionSpec chunk = chunkAttentionSpec(op);
+    if (maxTokens >= 2 && chunk.supported())
+      out.push_back(chunk.instance());
     return out;
   }
   add(selectKernels(op, 1, 0, linears));

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/cuda/ChunkAttention.h"
 #include "runtime/cuda/KernelSpecs.h"
 #include "runtime/cuda/PrefillAttention.h"
 #include "runtime/plan/Plan_generated.h"
@@ -108,6 +109,10 @@ LinearEpilogue linearEpilogue(const OpDesc &op);
 
 /// The tensor-core prefill attention of an Attention op (PrefillAttention.h).
 PrefillAttentionSpec prefillAttentionSpec(const OpDesc &op);
+
+/// The tensor-core attention of short prompt chunks of an Attention op
+/// (ChunkAttention.h).
+ChunkAttentionSpec chunkAttentionSpec(const OpDesc &op);
 
 /// Whether paged_attention has a fused-rope variant for this Attention op's
 /// shape (PagedAttentionSpec::fusedRopeSupported); selectKernels(...,

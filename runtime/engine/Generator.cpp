@@ -7,18 +7,22 @@ namespace sol {
 
 namespace {
 
-EngineConfig singleSequence(int64_t vocabSize, int64_t maxModelLen) {
+EngineConfig singleSequence(int64_t vocabSize, int64_t maxModelLen,
+                            int32_t maxNumBatchedTokens) {
   EngineConfig c;
   c.vocabSize = vocabSize;
   c.maxModelLen = maxModelLen;
   c.maxNumSeqs = 1;
+  c.maxNumBatchedTokens = maxNumBatchedTokens;
   return c;
 }
 
 } // namespace
 
-Generator::Generator(Executor &executor, int64_t vocabSize, int64_t maxModelLen)
-    : engine_(executor, singleSequence(vocabSize, maxModelLen)) {}
+Generator::Generator(Executor &executor, int64_t vocabSize, int64_t maxModelLen,
+                     int32_t maxNumBatchedTokens)
+    : engine_(executor,
+              singleSequence(vocabSize, maxModelLen, maxNumBatchedTokens)) {}
 
 GenerationResult Generator::generate(const GenerationRequest &request) {
   if (request.maxTokens < 0)

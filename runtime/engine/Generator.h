@@ -37,8 +37,10 @@ struct GenerationResult {
 
 class Generator {
 public:
-  /// `maxModelLen` bounds prompt + generated tokens.
-  Generator(Executor &executor, int64_t vocabSize, int64_t maxModelLen);
+  /// `maxModelLen` bounds prompt + generated tokens; a prompt runs in steps
+  /// of at most `maxNumBatchedTokens` tokens (0: the engine's default).
+  Generator(Executor &executor, int64_t vocabSize, int64_t maxModelLen,
+            int32_t maxNumBatchedTokens = 0);
 
   /// Greedy generation. Throws sol::Error naming the problem for an empty
   /// prompt, ids outside the vocabulary, or a prompt + max tokens longer

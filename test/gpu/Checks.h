@@ -27,6 +27,7 @@ std::vector<CheckFamily> kvFp8Checks();
 std::vector<CheckFamily> fusedRopeChecks();
 std::vector<CheckFamily> prefillAttentionChecks();
 std::vector<CheckFamily> prefillAttentionFp8Checks();
+std::vector<CheckFamily> chunkAttentionChecks();
 std::vector<CheckFamily> runtimeChecks();
 std::vector<CheckFamily> samplingChecks();
 

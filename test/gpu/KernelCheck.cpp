@@ -83,8 +83,8 @@ std::vector<CheckFamily> allFamilies() {
   for (auto group :
        {runtimeChecks(), elementwiseChecks(), normChecks(), attentionChecks(),
         kvFp8Checks(), fusedRopeChecks(), prefillAttentionChecks(),
-        prefillAttentionFp8Checks(), linearChecks(), fusedLinearChecks(),
-        skinnyChecks(), samplingChecks()})
+        prefillAttentionFp8Checks(), chunkAttentionChecks(), linearChecks(),
+        fusedLinearChecks(), skinnyChecks(), samplingChecks()})
     for (auto &family : group)
       all.push_back(std::move(family));
   return all;

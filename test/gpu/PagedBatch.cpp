@@ -2,7 +2,10 @@
 
 #include "PagedBatch.h"
 
+#include "runtime/reference/Fp8E4M3.h"
+
 #include <algorithm>
+#include <cmath>
 
 namespace sol::check {
 
@@ -58,6 +61,95 @@ PagedBatch makePagedBatch(Rng &rng, const std::vector<SequenceSpec> &seqs,
   }
   b.tokens = static_cast<int>(b.positions.size());
   return b;
+}
+
+std::vector<Bf16> attentionQkv(Rng &rng, const PagedBatch &batch, int qHeads,
+                               int kvHeads, int hd) {
+  const int rowElems = (qHeads + 2 * kvHeads) * hd;
+  std::vector<Bf16> qkv =
+      randomBf16(rng, static_cast<std::size_t>(batch.tokens) * rowElems, -1, 1);
+  for (int t = 0; t < batch.tokens; ++t)
+    for (int i = 0; i < qHeads * hd; ++i) {
+      Bf16 &v = qkv[static_cast<std::size_t>(t) * rowElems + i];
+      v = floatToBf16(bf16ToFloat(v) * 3.0f);
+    }
+  return qkv;
+}
+
+Bf16Cache makeBf16Cache(Rng &rng, const PagedBatch &batch, int kvHeads,
+                        int hd) {
+  const std::size_t slotElems = static_cast<std::size_t>(kvHeads) * hd;
+  const std::size_t cacheElems =
+      static_cast<std::size_t>(batch.numBlocks) * batch.blockSize * slotElems;
+  Bf16Cache c{randomBf16(rng, cacheElems, -1, 1),
+              randomBf16(rng, cacheElems, -1, 1)};
+  const std::vector<bool> live = batch.liveSlots();
+  for (std::size_t s = 0; s < live.size(); ++s)
+    if (!live[s])
+      for (std::size_t i = 0; i < slotElems; ++i) {
+        c.k[s * slotElems + i] = kPoisonBf16;
+        c.v[s * slotElems + i] = kPoisonBf16;
+      }
+  return c;
+}
+
+using reference::e4m3ToFloat;
+using reference::floatToE4M3;
+using reference::kvRowScale;
+
+Fp8Cache makeFp8Cache(Rng &rng, const PagedBatch &batch, int kvHeads, int hd,
+                      bool exactCodes) {
+  const std::size_t rows =
+      static_cast<std::size_t>(batch.numBlocks) * batch.blockSize * kvHeads;
+  Fp8Cache c;
+  c.kBytes.resize(rows * hd);
+  c.vBytes.resize(rows * hd);
+  c.kScales.resize(rows);
+  c.vScales.resize(rows);
+  c.kDeq.resize(rows * hd);
+  c.vDeq.resize(rows * hd);
+  std::vector<uint8_t> finiteCodes;
+  for (int b = 0; b < 256; ++b)
+    if (b != 0x7F && b != 0xFF)
+      finiteCodes.push_back(static_cast<uint8_t>(b));
+  std::size_t nextCode = 0;
+  const std::vector<bool> live = batch.liveSlots();
+  for (std::size_t r = 0; r < rows; ++r) {
+    const bool isLive = live[r / kvHeads];
+    for (int isV = 0; isV < 2; ++isV) {
+      std::vector<uint8_t> &bytes = isV ? c.vBytes : c.kBytes;
+      std::vector<float> &scales = isV ? c.vScales : c.kScales;
+      std::vector<float> &deq = isV ? c.vDeq : c.kDeq;
+      if (!isLive) {
+        std::fill_n(bytes.begin() + r * hd, hd, uint8_t{0x7F});
+        std::fill_n(deq.begin() + r * hd, hd, NAN);
+        scales[r] = NAN;
+        continue;
+      }
+      if (isV && exactCodes) {
+        const float scale = std::ldexp(1.0f, rng.uniformInt(-4, 4));
+        scales[r] = scale;
+        for (int d = 0; d < hd; ++d) {
+          const uint8_t b = finiteCodes[nextCode++ % finiteCodes.size()];
+          bytes[r * hd + d] = b;
+          deq[r * hd + d] = e4m3ToFloat(b) * scale;
+        }
+        continue;
+      }
+      const float magnitude = rng.uniform(0.05f, 4.0f);
+      std::vector<float> x(hd);
+      for (float &v : x)
+        v = rng.uniform(-magnitude, magnitude);
+      const float scale = kvRowScale(x);
+      scales[r] = scale;
+      for (int d = 0; d < hd; ++d) {
+        const uint8_t b = floatToE4M3(x[d] / scale);
+        bytes[r * hd + d] = b;
+        deq[r * hd + d] = e4m3ToFloat(b) * scale;
+      }
+    }
+  }
+  return c;
 }
 
 } // namespace sol::check

@@ -47,26 +47,10 @@ void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
   const PagedAttentionSpec paged{h.qHeads, h.kvHeads, h.headDim};
   const PagedBatch batch = makePagedBatch(c.rng, pc.seqs, pc.padding);
   const int hd = h.headDim;
-  const int rowElems = (h.qHeads + 2 * h.kvHeads) * hd;
-  std::vector<Bf16> qkv = randomBf16(
-      c.rng, static_cast<std::size_t>(batch.tokens) * rowElems, -1, 1);
-  for (int t = 0; t < batch.tokens; ++t) // larger q: a peakier softmax
-    for (int i = 0; i < h.qHeads * hd; ++i) {
-      Bf16 &v = qkv[static_cast<std::size_t>(t) * rowElems + i];
-      v = floatToBf16(bf16ToFloat(v) * 3.0f);
-    }
-  const std::size_t slotElems = static_cast<std::size_t>(h.kvHeads) * hd;
-  const std::size_t cacheElems =
-      static_cast<std::size_t>(batch.numBlocks) * 16 * slotElems;
-  std::vector<Bf16> kCache = randomBf16(c.rng, cacheElems, -1, 1);
-  std::vector<Bf16> vCache = randomBf16(c.rng, cacheElems, -1, 1);
-  const std::vector<bool> live = batch.liveSlots();
-  for (std::size_t s = 0; s < live.size(); ++s)
-    if (!live[s])
-      for (std::size_t i = 0; i < slotElems; ++i) {
-        kCache[s * slotElems + i] = kPoisonBf16;
-        vCache[s * slotElems + i] = kPoisonBf16;
-      }
+  const std::vector<Bf16> qkv =
+      attentionQkv(c.rng, batch, h.qHeads, h.kvHeads, hd);
+  const Bf16Cache cache = makeBf16Cache(c.rng, batch, h.kvHeads, hd);
+  const std::vector<Bf16> &kCache = cache.k, &vCache = cache.v;
   long long scorePairs = 0;
   int maxContext = 0;
   for (int t = 0; t < batch.tokens; ++t) {

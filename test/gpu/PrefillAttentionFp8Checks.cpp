@@ -26,8 +26,6 @@
 #include "runtime/cuda/KernelSpecs.h"
 #include "runtime/cuda/PrefillAttention.h"
 
-#include "runtime/reference/Fp8E4M3.h"
-
 #include <cmath>
 
 namespace sol::check {
@@ -37,9 +35,6 @@ using cuda::DeviceBuffer;
 using cuda::PagedAttentionSpec;
 using cuda::PrefillAttentionSpec;
 using cuda::PrefillTile;
-using reference::e4m3ToFloat;
-using reference::floatToE4M3;
-using reference::kvRowScale;
 
 struct HeadShape {
   int qHeads, kvHeads, headDim;
@@ -67,72 +62,6 @@ struct Fp8Case {
   bool exactCodes = false;
 };
 
-/// An fp8 cache as rope_kv_write_fp8 leaves it, and what it stands for.
-struct Fp8Cache {
-  std::vector<uint8_t> kBytes, vBytes;
-  std::vector<float> kScales, vScales;
-  std::vector<float> kDeq, vDeq; // e4m3 x scale (float32); NaN rows dead
-};
-
-/// Random rows of varied magnitude quantized by the host rule; rows no
-/// sequence attends to are NaN (byte 0x7F, scale NaN), so that reading one
-/// poisons the output. With exactCodes, V rows hold the finite codes in
-/// turn and power-of-two scales.
-Fp8Cache makeFp8Cache(Rng &rng, const PagedBatch &batch, int kvHeads, int hd,
-                      bool exactCodes) {
-  const std::size_t rows =
-      static_cast<std::size_t>(batch.numBlocks) * batch.blockSize * kvHeads;
-  Fp8Cache c;
-  c.kBytes.resize(rows * hd);
-  c.vBytes.resize(rows * hd);
-  c.kScales.resize(rows);
-  c.vScales.resize(rows);
-  c.kDeq.resize(rows * hd);
-  c.vDeq.resize(rows * hd);
-  std::vector<uint8_t> finiteCodes;
-  for (int b = 0; b < 256; ++b)
-    if (b != 0x7F && b != 0xFF)
-      finiteCodes.push_back(static_cast<uint8_t>(b));
-  std::size_t nextCode = 0;
-  const std::vector<bool> live = batch.liveSlots();
-  for (std::size_t r = 0; r < rows; ++r) {
-    const bool isLive = live[r / kvHeads];
-    for (int isV = 0; isV < 2; ++isV) {
-      std::vector<uint8_t> &bytes = isV ? c.vBytes : c.kBytes;
-      std::vector<float> &scales = isV ? c.vScales : c.kScales;
-      std::vector<float> &deq = isV ? c.vDeq : c.kDeq;
-      if (!isLive) {
-        std::fill_n(bytes.begin() + r * hd, hd, uint8_t{0x7F});
-        std::fill_n(deq.begin() + r * hd, hd, NAN);
-        scales[r] = NAN;
-        continue;
-      }
-      if (isV && exactCodes) {
-        const float scale = std::ldexp(1.0f, rng.uniformInt(-4, 4));
-        scales[r] = scale;
-        for (int d = 0; d < hd; ++d) {
-          const uint8_t b = finiteCodes[nextCode++ % finiteCodes.size()];
-          bytes[r * hd + d] = b;
-          deq[r * hd + d] = e4m3ToFloat(b) * scale;
-        }
-        continue;
-      }
-      const float magnitude = rng.uniform(0.05f, 4.0f);
-      std::vector<float> x(hd);
-      for (float &v : x)
-        v = rng.uniform(-magnitude, magnitude);
-      const float scale = kvRowScale(x);
-      scales[r] = scale;
-      for (int d = 0; d < hd; ++d) {
-        const uint8_t b = floatToE4M3(x[d] / scale);
-        bytes[r * hd + d] = b;
-        deq[r * hd + d] = e4m3ToFloat(b) * scale;
-      }
-    }
-  }
-  return c;
-}
-
 std::string shapeLabel(const HeadShape &h, int blockSize) {
   return sol::cat(h.qHeads, "/", h.kvHeads, "x", h.headDim, " BS=", blockSize);
 }
@@ -144,14 +73,8 @@ void runFp8PrefillCase(Checker &c, const HeadShape &h, int blockSize,
   const PagedBatch batch =
       makePagedBatch(c.rng, fc.seqs, fc.padding, blockSize);
   const int hd = h.headDim;
-  const int rowElems = (h.qHeads + 2 * h.kvHeads) * hd;
-  std::vector<Bf16> qkv = randomBf16(
-      c.rng, static_cast<std::size_t>(batch.tokens) * rowElems, -1, 1);
-  for (int t = 0; t < batch.tokens; ++t) // larger q: a peakier softmax
-    for (int i = 0; i < h.qHeads * hd; ++i) {
-      Bf16 &v = qkv[static_cast<std::size_t>(t) * rowElems + i];
-      v = floatToBf16(bf16ToFloat(v) * 3.0f);
-    }
+  const std::vector<Bf16> qkv =
+      attentionQkv(c.rng, batch, h.qHeads, h.kvHeads, hd);
   const Fp8Cache cache =
       makeFp8Cache(c.rng, batch, h.kvHeads, hd, fc.exactCodes);
   long long scorePairs = 0;

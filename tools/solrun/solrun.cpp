@@ -209,10 +209,13 @@ void prepareServe(Options &opts) {
 
 /// Checks the --bench flags and fills opts.benchOptions.
 void prepareBench(Options &opts) {
-  if (!opts.bench && !opts.serve && !opts.engineFlagsGiven.empty())
-    sol::fail(opts.engineFlagsGiven.front(),
-              " goes with --bench (the offline benchmark) or --serve (the "
-              "server)");
+  // A single prompt may run in smaller steps (--max-num-batched-tokens);
+  // the other engine flags only mean something with many requests.
+  if (!opts.bench && !opts.serve)
+    for (const std::string &flag : opts.engineFlagsGiven)
+      if (flag != "--max-num-batched-tokens")
+        sol::fail(flag, " goes with --bench (the offline benchmark) or --serve "
+                        "(the server)");
   if (!opts.bench) {
     if (!opts.benchFlagsGiven.empty())
       sol::fail(opts.benchFlagsGiven.front(),
@@ -306,7 +309,8 @@ int run(Options &opts) {
   int64_t maxModelLen = opts.executor.maxModelLen > 0
                             ? opts.executor.maxModelLen
                             : p.model()->max_position_embeddings();
-  sol::Generator generator(*executor, p.model()->vocab_size(), maxModelLen);
+  sol::Generator generator(*executor, p.model()->vocab_size(), maxModelLen,
+                           opts.benchOptions.maxNumBatchedTokens);
 
   if (!opts.logitsOut.empty()) {
     std::vector<float> logits = generator.promptLogits(prompt);
@@ -495,8 +499,9 @@ int main(int argc, char **argv) {
                      "most (default min(256, max-num-batched-tokens))")
           ->check(CLI::Range(1, INT32_MAX)),
       app.add_option("--max-num-batched-tokens", b.maxNumBatchedTokens,
-                     "with --bench or --serve: tokens per step at most "
-                     "(default: the plan's limit)")
+                     "tokens per step at most (default: the plan's limit); "
+                     "with a single prompt, its prefill runs in steps of this "
+                     "many tokens")
           ->check(CLI::Range(1, INT32_MAX)),
       app.add_flag("--enable-prefix-caching", b.enablePrefixCaching,
                    "with --bench or --serve: reuse the KV cache of shared "

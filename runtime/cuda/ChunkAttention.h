@@ -1,0 +1,60 @@
+//===- ChunkAttention.h - Tensor-core attention of short chunks -*- C++ -*-===//
+//
+// The host half of codegen/kernels/ChunkAttention.cuh: its instance name,
+// launch geometry, split count, tiles, and when a step uses it. Graph-sized
+// steps in which some sequence has more than one token (a short prompt
+// chunk, a prompt's last chunk) and whose tiles times kv heads fit one wave
+// of blocks take it; decode steps keep paged_attention with the rope fused,
+// long prompt chunks prefill_attention. No CUDA header needed.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/cuda/PrefillAttention.h"
+
+namespace sol::cuda {
+
+/// chunk_attention<Hq, Hkv, HD, BS>(out, qkv, k_cache, v_cache, positions,
+/// token_seq, block_tables, max_blocks, scale, sliding_window, tiles); with
+/// kvFp8, chunk_attention_fp8 (k_scales and v_scales after v_cache), as
+/// prefill_attention's.
+struct ChunkAttentionSpec {
+  int qHeads = 0;
+  int kvHeads = 0;
+  int headDim = 0;
+  int blockSize = 16;
+  bool kvFp8 = false;
+
+  /// Rows of a tile (the kernel's kPrefillRows) and the most splits of a
+  /// tile (kMaxChunkSplits: one thread-block cluster).
+  static constexpr int kRows = PrefillAttentionSpec::kRows;
+  static constexpr int kMaxSplits = 8;
+
+  /// prefill_attention's shapes (head dims 64 and 128, GQA), at most kRows
+  /// query heads per kv head.
+  bool supported() const;
+  /// Tokens of one sequence per tile: the query heads of a kv head times
+  /// the tokens fill at most kRows rows.
+  int tokensPerTile() const;
+  KernelInstance instance() const;
+  /// prefill_attention's (the kernels share its main loop and layout).
+  unsigned sharedBytes() const;
+  /// Splits per tile: as many as keep tiles * kv heads * splits within one
+  /// block per multiprocessor, at most kMaxSplits; 1 without clusters.
+  int chooseSplits(int tiles, int multiprocessors, bool clusters) const;
+  /// Grid (tiles * kv heads, splits), a cluster of the splits.
+  LaunchDims dims(int tiles, int splits) const;
+  /// Whether a step of `tiles` tiles should use it: every (tile, kv head)
+  /// has a multiprocessor to itself. More tiles (batched decode with a
+  /// chunk) stay with paged_attention, which splits finer.
+  bool fits(int tiles, int multiprocessors) const;
+};
+
+/// A step's tiles for chunk_attention: planPrefillTiles with at most
+/// `tokensPerTile` tokens a tile, with runs of consecutive padding tokens
+/// joined into tiles of up to `tokensPerTile` (their rows get zeros).
+std::vector<PrefillTile> planChunkTiles(std::span<const int32_t> tokenSeq,
+                                        std::span<const int32_t> positions,
+                                        int tokensPerTile);
+
+} // namespace sol::cuda
