@@ -58,8 +58,16 @@ LaunchDims ChunkAttentionSpec::dims(int tiles, int splits) const {
   return d;
 }
 
-bool ChunkAttentionSpec::fits(int tiles, int multiprocessors) const {
-  return tiles > 0 && tiles * kvHeads <= multiprocessors;
+bool ChunkAttentionSpec::fits(int tiles, int splits, int maxContext,
+                              int pagedSplits, int multiprocessors) const {
+  if (tiles <= 0 || tiles * kvHeads > multiprocessors || splits < 1 ||
+      pagedSplits < 1)
+    return false;
+  const int keyTiles = (std::max(maxContext, 1) + kRows - 1) / kRows;
+  const int chunkWalk = (keyTiles + splits - 1) / splits;
+  const int pagedPositions = (maxContext + pagedSplits - 1) / pagedSplits;
+  const int pagedWalk = (pagedPositions + kRows - 1) / kRows;
+  return chunkWalk <= pagedWalk;
 }
 
 std::vector<PrefillTile> planChunkTiles(std::span<const int32_t> tokenSeq,

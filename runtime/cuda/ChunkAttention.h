@@ -44,10 +44,16 @@ struct ChunkAttentionSpec {
   int chooseSplits(int tiles, int multiprocessors, bool clusters) const;
   /// Grid (tiles * kv heads, splits), a cluster of the splits.
   LaunchDims dims(int tiles, int splits) const;
-  /// Whether a step of `tiles` tiles should use it: every (tile, kv head)
-  /// has a multiprocessor to itself. More tiles (batched decode with a
-  /// chunk) stay with paged_attention, which splits finer.
-  bool fits(int tiles, int multiprocessors) const;
+  /// Whether a step of `tiles` tiles at `splits` splits, whose longest
+  /// context is `maxContext` positions, should use it rather than
+  /// paged_attention at `pagedSplits`: every (tile, kv head) has a
+  /// multiprocessor to itself, and no block walks more 64-key tiles than
+  /// paged_attention's blocks walk 64 positions (both walks are latency
+  /// bound; this kernel reads the K/V once for all of a tile's tokens).
+  /// Batched decode with a chunk at long contexts, where this kernel would
+  /// get one split, stays with paged_attention.
+  bool fits(int tiles, int splits, int maxContext, int pagedSplits,
+            int multiprocessors) const;
 };
 
 /// A step's tiles for chunk_attention: planPrefillTiles with at most

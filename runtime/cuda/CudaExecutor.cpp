@@ -371,9 +371,12 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     prefillTiles_ = DeviceBuffer(sizeof(PrefillTile) * maxTokens_),
     prefillTilesHost_ = PinnedBuffer(sizeof(PrefillTile) * maxTokens_);
   // chunk_attention: one spec for every attention op, its kernel in the plan.
-  for (const OpDesc &d : ops_) {
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    const OpDesc &d = ops_[i];
     if (d.kind != fb::OpKind::Attention)
       continue;
+    if (!chunkAttention_)
+      chunkAttentionOp_ = i;
     const ChunkAttentionSpec spec = chunkAttentionSpec(d);
     const bool usable = spec.supported() && spec.kvFp8 == kvFp8() &&
                         kernels_.count(spec.instance().nameExpression);
@@ -727,13 +730,26 @@ void CudaExecutor::stageChunkTiles(const StepBatch &b, std::byte *host,
   const std::vector<PrefillTile> tiles =
       planChunkTiles(b.tokenSeq, b.positions, chunkAttention_->tokensPerTile());
   const int n = static_cast<int>(tiles.size());
-  if (!chunkAttention_->fits(n, kPlannedMultiprocessors))
+  const int splits =
+      chunkAttention_->chooseSplits(n, kPlannedMultiprocessors, clusterMerge_);
+  int maxContext = 0;
+  for (std::size_t i = 0; i < b.tokenSeq.size(); ++i)
+    if (b.tokenSeq[i] >= 0)
+      maxContext = std::max(maxContext, b.positions[i] + 1);
+  // The split count paged_attention would run this step at.
+  const int pagedSplits =
+      static_cast<int>(selectKernels(ops_.at(chunkAttentionOp_), shape.tokens,
+                                     shape.maxBlocks * blockSize_, linears_,
+                                     false, clusterMerge_)
+                           .at(0)
+                           .dims.grid.y);
+  if (!chunkAttention_->fits(n, splits, maxContext, pagedSplits,
+                             kPlannedMultiprocessors))
     return;
   std::memcpy(host + chunkTilesOffset_, tiles.data(),
               tiles.size() * sizeof(PrefillTile));
   shape.chunkTiles = n;
-  shape.chunkSplits =
-      chunkAttention_->chooseSplits(n, kPlannedMultiprocessors, clusterMerge_);
+  shape.chunkSplits = splits;
 }
 
 void CudaExecutor::launchOps(const StepShape &shape) {

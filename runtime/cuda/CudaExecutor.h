@@ -196,6 +196,7 @@ private:
   /// the step inputs at chunkTilesOffset_ (room for kMaxGraphedTokens).
   std::optional<ChunkAttentionSpec> chunkAttention_;
   std::size_t chunkTilesOffset_ = 0;
+  std::size_t chunkAttentionOp_ = 0; // the first Attention op
   /// Stages a graph-sized step's chunk tiles in the input staging buffer
   /// and sets shape.chunkTiles and chunkSplits when the step takes
   /// chunk_attention.

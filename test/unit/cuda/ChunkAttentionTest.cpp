@@ -70,9 +70,16 @@ TEST(ChunkAttentionSpec, SplitsKeepOneBlockPerMultiprocessor) {
     const int s = spec.chooseSplits(tiles, 132, true);
     EXPECT_TRUE(s == 1 || tiles * 8 * s <= 132) << tiles;
   }
-  EXPECT_TRUE(spec.fits(16, 132));
-  EXPECT_FALSE(spec.fits(17, 132)); // 136 blocks: paged_attention
-  EXPECT_FALSE(spec.fits(0, 132));
+  // One tile, 1,032 positions: 17 key tiles at 8 splits walk 3 a block,
+  // as paged_attention's 8 splits walk 129 positions (3 steps of 64).
+  EXPECT_TRUE(spec.fits(1, 8, 1032, 8, 132));
+  EXPECT_TRUE(spec.fits(16, 1, 64, 1, 132));
+  EXPECT_FALSE(spec.fits(17, 1, 64, 1, 132)); // 136 blocks
+  EXPECT_FALSE(spec.fits(0, 8, 64, 1, 132));
+  // 16 tiles (decodes beside a chunk) at 4,096 positions: one split walks
+  // 64 key tiles where paged_attention's 2 splits walk 32 steps.
+  EXPECT_FALSE(spec.fits(16, 1, 4096, 2, 132));
+  EXPECT_TRUE(spec.fits(16, 1, 128, 1, 132));
 }
 
 TEST(ChunkTiles, ChunksDecodesAndPadding) {
