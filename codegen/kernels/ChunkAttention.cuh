@@ -62,11 +62,7 @@ mergeClusterRows(unsigned char *shared, prefill_detail::AttendState<HD> &st,
   const int qRows = rows.tokens * G;
   const int rowA = warp * 16 + lane / 4;
   const int rowB = rowA + 8;
-  float lA = st.lA, lB = st.lB;
-  lA += __shfl_xor_sync(0xffffffffu, lA, 1);
-  lA += __shfl_xor_sync(0xffffffffu, lA, 2);
-  lB += __shfl_xor_sync(0xffffffffu, lB, 1);
-  lB += __shfl_xor_sync(0xffffffffu, lB, 2);
+  const float2 l = st.rowSums();
   // attendTiles ended with a barrier after the ring's last read.
 #pragma unroll
   for (int j = 0; j < HD / 8; ++j) {
@@ -79,8 +75,8 @@ mergeClusterRows(unsigned char *shared, prefill_detail::AttendState<HD> &st,
   if (lane % 4 == 0) {
     sM[rowA] = st.mA;
     sM[rowB] = st.mB;
-    sL[rowA] = lA;
-    sL[rowB] = lB;
+    sL[rowA] = l.x;
+    sL[rowB] = l.y;
   }
   clusterSync();
   const int per = ceilDiv(qRows * HD, splits);

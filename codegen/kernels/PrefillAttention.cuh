@@ -266,6 +266,16 @@ fp8Kv(unsigned char *shared, const unsigned char *k_cache,
 template <int HD> struct AttendState {
   float o[HD / 8][4];
   float mA, mB, lA, lB;
+
+  // The full sums of the lane's two rows (over the 4 lanes of a row).
+  __device__ __forceinline__ float2 rowSums() const {
+    float a = lA, b = lB;
+    a += __shfl_xor_sync(0xffffffffu, a, 1);
+    a += __shfl_xor_sync(0xffffffffu, a, 2);
+    b += __shfl_xor_sync(0xffffffffu, b, 1);
+    b += __shfl_xor_sync(0xffffffffu, b, 2);
+    return make_float2(a, b);
+  }
 };
 
 // The rows of a block: G consecutive query heads (from headBase) of each of
@@ -521,13 +531,9 @@ __device__ __forceinline__ void writeNormalized(AttendState<HD> &st, bf16 *out,
   const int qRows = rows.tokens * G;
   const int rowA = warp * 16 + lane / 4;
   const int rowB = rowA + 8;
-  float lA = st.lA, lB = st.lB;
-  lA += __shfl_xor_sync(0xffffffffu, lA, 1);
-  lA += __shfl_xor_sync(0xffffffffu, lA, 2);
-  lB += __shfl_xor_sync(0xffffffffu, lB, 1);
-  lB += __shfl_xor_sync(0xffffffffu, lB, 2);
-  const float invA = lA > 0.0f ? 1.0f / lA : 0.0f;
-  const float invB = lB > 0.0f ? 1.0f / lB : 0.0f;
+  const float2 l = st.rowSums();
+  const float invA = l.x > 0.0f ? 1.0f / l.x : 0.0f;
+  const float invB = l.y > 0.0f ? 1.0f / l.y : 0.0f;
   const long long outRow = static_cast<long long>(Hq) * HD;
   bf16 *outA = out + (rows.t0 + rowA / G) * outRow +
                (rows.headBase + rowA % G) * HD + (lane % 4) * 2;
