@@ -738,11 +738,8 @@ void CudaExecutor::stageChunkTiles(const StepBatch &b, std::byte *host,
       maxContext = std::max(maxContext, b.positions[i] + 1);
   // The split count paged_attention would run this step at.
   const int pagedSplits =
-      static_cast<int>(selectKernels(ops_.at(chunkAttentionOp_), shape.tokens,
-                                     shape.maxBlocks * blockSize_, linears_,
-                                     false, clusterMerge_)
-                           .at(0)
-                           .dims.grid.y);
+      attentionSplits(ops_.at(chunkAttentionOp_), shape.tokens,
+                      shape.maxBlocks * blockSize_, clusterMerge_);
   if (!chunkAttention_->fits(n, splits, maxContext, pagedSplits,
                              kPlannedMultiprocessors))
     return;

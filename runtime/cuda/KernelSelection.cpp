@@ -144,6 +144,13 @@ ChunkAttentionSpec chunkAttentionSpec(const OpDesc &op) {
           op.blockSize, kvFp8(op)};
 }
 
+int attentionSplits(const OpDesc &op, int tokens, int maxContext,
+                    bool clusterMerge) {
+  PagedAttentionSpec spec = attentionSpec(op);
+  spec.clusterMerge = clusterMerge;
+  return spec.chooseSplits(tokens, maxContext, kPlannedMultiprocessors);
+}
+
 int opRows(const OpDesc &op, int tokens, int outputs) {
   return op.outRows == fb::Rows::Outputs ? outputs : tokens;
 }
@@ -208,7 +215,7 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
     PagedAttentionSpec spec = attentionSpec(op);
     spec.fusedRope = fusedRope;
     spec.clusterMerge = clusterMerge;
-    int splits = spec.chooseSplits(rows, maxContext, kPlannedMultiprocessors);
+    const int splits = attentionSplits(op, rows, maxContext, clusterMerge);
     return {
         {spec.instance(), spec.dims(rows, splits, kPlannedMultiprocessors)}};
   }

@@ -114,6 +114,12 @@ PrefillAttentionSpec prefillAttentionSpec(const OpDesc &op);
 /// (ChunkAttention.h).
 ChunkAttentionSpec chunkAttentionSpec(const OpDesc &op);
 
+/// The split count of paged_attention for an Attention op over `tokens`
+/// tokens and contexts of up to `maxContext` positions (the grid's y of its
+/// selectKernels launch), without building the launch.
+int attentionSplits(const OpDesc &op, int tokens, int maxContext,
+                    bool clusterMerge);
+
 /// Whether paged_attention has a fused-rope variant for this Attention op's
 /// shape (PagedAttentionSpec::fusedRopeSupported); selectKernels(...,
 /// fusedRope = true) may only be asked for ops where it does.

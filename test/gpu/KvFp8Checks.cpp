@@ -149,52 +149,17 @@ void runFp8Attention(Checker &c, const KvShape &h, int blockSize,
   const PagedBatch batch =
       makePagedBatch(c.rng, fc.seqs, fc.padding, blockSize);
   const int hd = h.headDim;
-  const int rowElems = (h.qHeads + 2 * h.kvHeads) * hd;
-  std::vector<Bf16> qkv = randomBf16(
-      c.rng, static_cast<std::size_t>(batch.tokens) * rowElems, -1, 1);
-  for (int t = 0; t < batch.tokens; ++t) // larger q: a peakier softmax
-    for (int i = 0; i < h.qHeads * hd; ++i) {
-      Bf16 &v = qkv[static_cast<std::size_t>(t) * rowElems + i];
-      v = floatToBf16(bf16ToFloat(v) * 3.0f);
-    }
+  const std::vector<Bf16> qkv =
+      attentionQkv(c.rng, batch, h.qHeads, h.kvHeads, hd);
   // The cache: random rows of varied magnitude, quantized by the host rule;
   // rows no sequence attends to are NaN (byte 0x7F, scale NaN).
-  const std::size_t rows =
-      static_cast<std::size_t>(batch.numBlocks) * blockSize * h.kvHeads;
-  std::vector<uint8_t> kBytes(rows * hd), vBytes(rows * hd);
-  std::vector<float> kScales(rows), vScales(rows);
-  std::vector<float> kDeq(rows * hd), vDeq(rows * hd);
-  const std::vector<bool> live = batch.liveSlots();
-  for (std::size_t rIdx = 0; rIdx < rows; ++rIdx) {
-    const bool isLive = live[rIdx / h.kvHeads];
-    for (int isV = 0; isV < 2; ++isV) {
-      std::vector<uint8_t> &bytes = isV ? vBytes : kBytes;
-      std::vector<float> &scales = isV ? vScales : kScales;
-      std::vector<float> &deq = isV ? vDeq : kDeq;
-      if (!isLive) {
-        std::fill_n(bytes.begin() + rIdx * hd, hd, uint8_t{0x7F});
-        scales[rIdx] = NAN;
-        continue;
-      }
-      const float magnitude = c.rng.uniform(0.05f, 4.0f);
-      std::vector<float> x(hd);
-      for (float &v : x)
-        v = c.rng.uniform(-magnitude, magnitude);
-      const float scale = kvRowScale(x);
-      scales[rIdx] = scale;
-      for (int d = 0; d < hd; ++d) {
-        const uint8_t b = floatToE4M3(x[d] / scale);
-        bytes[rIdx * hd + d] = b;
-        deq[rIdx * hd + d] = e4m3ToFloat(b) * scale;
-      }
-    }
-  }
+  const Fp8Cache cache = makeFp8Cache(c.rng, batch, h.kvHeads, hd, false);
   int maxContext = 0;
   for (int t = 0; t < batch.tokens; ++t)
     if (batch.tokenSeq[t] >= 0)
       maxContext = std::max(maxContext, batch.positions[t] + 1);
-  DeviceBuffer dK = c.upload(kBytes), dV = c.upload(vBytes);
-  DeviceBuffer dKs = c.upload(kScales), dVs = c.upload(vScales);
+  DeviceBuffer dK = c.upload(cache.kBytes), dV = c.upload(cache.vBytes);
+  DeviceBuffer dKs = c.upload(cache.kScales), dVs = c.upload(cache.vScales);
   const DeviceBuffer dTables = c.upload(batch.blockTables);
   const DeviceBuffer dQkv = c.upload(qkv);
   const DeviceBuffer dPos = c.upload(batch.positions);
@@ -215,8 +180,8 @@ void runFp8Attention(Checker &c, const KvShape &h, int blockSize,
                      batch.blockTables,
                      scale,
                      0,
-                     kDeq,
-                     vDeq};
+                     cache.kDeq,
+                     cache.vDeq};
   const std::vector<double> ref = referenceAttention(p);
 
   const cuda::Kernel &attention = c.kernels.kernel(instance);

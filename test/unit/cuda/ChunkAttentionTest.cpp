@@ -82,6 +82,28 @@ TEST(ChunkAttentionSpec, SplitsKeepOneBlockPerMultiprocessor) {
   EXPECT_TRUE(spec.fits(16, 1, 128, 1, 132));
 }
 
+// The executor weighs chunk_attention against paged_attention's split
+// count (attentionSplits, the split count selectKernels launches with):
+// the cluster merge caps 1 token at 600 positions to 8 splits (13
+// without), 16 tokens of 8 kv heads get 4 (one wave), the cached-prefix
+// step 8.
+TEST(ChunkAttentionSpec, PagedSplitsFollowTheClusterMerge) {
+  cuda::OpDesc op;
+  op.kind = fb::OpKind::Attention;
+  op.ints = {0, 32, 8, 64, 0}; // layer, heads, kv heads, head dim, window
+  op.blockSize = 32;
+  EXPECT_EQ(cuda::attentionSplits(op, 1, 600, true), 8);
+  EXPECT_EQ(cuda::attentionSplits(op, 1, 600, false), 13);
+  EXPECT_EQ(cuda::attentionSplits(op, 16, 4096, true), 4);
+  EXPECT_EQ(cuda::attentionSplits(op, 8, 1056, true), 8);
+  EXPECT_EQ(cuda::attentionSplits(op, 40, 4096, true), 1); // 320 blocks
+  EXPECT_EQ(
+      cuda::selectKernels(op, 1, 600, cuda::FewRowLinears::Skinny, false, true)
+          .at(0)
+          .dims.grid.y,
+      8u);
+}
+
 TEST(ChunkTiles, ChunksDecodesAndPadding) {
   // Sequence 0: 8 tokens after a prefix; 1: a decode; 2: a 20-token chunk
   // (two tiles of 10 at 16 tokens a tile); then 5 padding tokens.
