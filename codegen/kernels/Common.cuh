@@ -111,9 +111,46 @@ __device__ __forceinline__ void prefetchL2(const void *p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
-// Read-only, L1-cached load for data many warps share (activations).
+// Asks the copy engine to bring [p, p + bytes) into L2, without waiting or
+// holding a register (cp.async.bulk.prefetch, sm_90), in 4 KB pieces spread
+// over the block's threads: a linear kernel's whole weight slice requested
+// before griddepcontrol.wait streams in while its predecessor (attention,
+// say) leaves DRAM idle, however few loads its registers keep in flight.
+// p must be 16-byte aligned and bytes a multiple of 16.
+__device__ __forceinline__ void prefetchBulkL2(const void *p, long long bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr long long kPiece = 4096;
+  const char *base = static_cast<const char *>(p);
+  for (long long off = threadIdx.x * kPiece; off < bytes;
+       off += blockDim.x * kPiece) {
+    const unsigned size = static_cast<unsigned>(min(kPiece, bytes - off));
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + off),
+                 "r"(size)
+                 : "memory");
+  }
+#endif
+}
+
+// Read-only, L1-cached load (ld.global.nc) for data many warps share that
+// nothing writes while the step runs: weights, norm weights, the embedding
+// table.
 __device__ __forceinline__ uint4 loadShared16(const void *p) {
   return __ldg(reinterpret_cast<const uint4 *>(p));
+}
+
+// L1-cached load of an activation the previous kernel wrote, after
+// waitForPredecessor(). Not ld.global.nc: that promises data no one writes
+// while the kernel runs, and under programmatic dependent launch the
+// predecessor does; the assembler moved such loads of linear_skinny's x
+// above griddepcontrol.wait (wrong logits for the Llama-3.2-1B shape in
+// 8-token steps once its prologue went). A plain load in asm volatile stays
+// behind the wait.
+__device__ __forceinline__ uint4 loadActivation16(const void *p) {
+  uint4 v;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
 }
 
 // Sum over aligned groups of `Width` lanes (Width a power of two <= 32); every
@@ -140,10 +177,12 @@ __device__ __forceinline__ float warpSum(float v) { return groupSum<32>(v); }
 //  * calls allowDependentLaunch() first, letting its successor's blocks be
 //    scheduled as soon as all of its own blocks are running, and
 //  * calls waitForPredecessor() before it reads anything an earlier kernel
-//    wrote or writes anything an earlier kernel reads. Only work on data no
-//    kernel of the step writes may come before it: weights, the step's
-//    inputs (copied before its first kernel), and in a decode step the KV
-//    cache rows of earlier positions.
+//    wrote or writes anything an earlier kernel reads, and reads such data
+//    with loads that stay behind the wait (plain loads, loadActivation16,
+//    cp.async; not ld.global.nc, which the assembler may move above it). Only
+//    work on data no kernel of the step writes may come before it: weights, the
+//    step's inputs (copied before its first kernel), and in a decode step the
+//    KV cache rows of earlier positions.
 // Both are no-ops for launches without the attribute and before sm_90.
 __device__ __forceinline__ void allowDependentLaunch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

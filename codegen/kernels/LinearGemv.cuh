@@ -16,10 +16,11 @@
 // a zeroed 64-bit word that ends up holding the row's argmaxKey (Common.cuh).
 //
 // Under programmatic dependent launch the first batch of weight loads is
-// issued before waiting for the kernel that produces x. Decoder layers fuse
-// their RMS norm into the prologue and their residual add or SwiGLU into the
-// epilogue (kEpilogue* in Common.cuh), so a layer is four GEMV launches plus
-// attention.
+// issued before waiting for the kernel that produces x; with L2Prefetch the
+// block also asks L2 for all of its weight rows then (prefetchBulkL2). Decoder
+// layers fuse their RMS norm into the prologue and their residual add or SwiGLU
+// into the epilogue (kEpilogue* in Common.cuh), so a layer is four GEMV
+// launches plus attention.
 //
 // Launch: 256 threads, ceil(N / ((8 / WarpsK) * RowsPerWarp)) blocks, and
 // MaxRows * K * 2 bytes of dynamic shared memory with the norm prologue.
@@ -78,7 +79,8 @@ __device__ __forceinline__ float warpReduceScatter(float (&vals)[V], int lane) {
 // MaxRows * K bf16. Epilogue is one of kEpilogue* (Common.cuh); residual and
 // swiglu need bf16 y, and swiglu an even RowsPerWarp, and y is [rows, N/2].
 template <int K, int MaxRows, int RowsPerWarp, int WarpsK, typename OutT,
-          bool HasBias, int Epilogue, bool NormPrologue>
+          bool HasBias, int Epilogue, bool NormPrologue,
+          bool L2Prefetch = false>
 __global__ void __launch_bounds__(kGemvThreads, 2)
     linear_gemv(OutT *y, const bf16 *x, const bf16 *w, const bf16 *bias,
                 int rows, int N, const bf16 *norm_w, float eps) {
@@ -142,6 +144,12 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
       // 1B gate/up projection 1 us).
       if constexpr (NormPrologue)
         normW.load(norm_w);
+      if constexpr (L2Prefetch) {
+        const int first = blockIdx.x * kWarpsN * R;
+        prefetchBulkL2(w + static_cast<long long>(first) * K,
+                       static_cast<long long>(min(kWarpsN * R, N - first)) * K *
+                           2);
+      }
       waitForPredecessor();
       if constexpr (NormPrologue)
         gemvNormPrologue<K, MaxRows>(xs, x, normW, eps, rows);
@@ -161,8 +169,9 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
             if constexpr (NormPrologue)
               unpack8(load16(xs + t * K + v * 8), xf);
             else
-              unpack8(loadShared16(x + static_cast<long long>(t) * K + v * 8),
-                      xf);
+              unpack8(
+                  loadActivation16(x + static_cast<long long>(t) * K + v * 8),
+                  xf);
 #pragma unroll
             for (int r = 0; r < R; ++r)
 #pragma unroll

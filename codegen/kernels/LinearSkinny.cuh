@@ -44,7 +44,9 @@
 // flight in a ring of registers (the slot just consumed is refilled at
 // once), Depth chosen so that weights and prefetched x stay within about 80
 // registers. Under programmatic dependent launch the first Depth steps of
-// weight loads are issued before waiting for the kernel that produces x.
+// weight loads are issued before waiting for the kernel that produces x;
+// with L2Prefetch the block also asks L2 for all of its weight rows then
+// (prefetchBulkL2), so a block streams more than its registers hold.
 //
 // A block is 8 warps: (8 / WarpsK) along N times WarpsK along K; a warp owns
 // Tiles 16-row tiles of W and a 1/WarpsK slice of K, so a block covers
@@ -59,7 +61,11 @@
 // rsqrt(mean(x^2) + eps))) in shared memory, gemvNormPrologue's arithmetic
 // (same threads, same order), but x is read from global memory once
 // (cp.async) instead of twice; rows are padded by 64 bytes so that the
-// fragment reads from shared memory are free of bank conflicts.
+// fragment reads from shared memory are free of bank conflicts. Plans run
+// rms_norm first instead (every block normalising all rows cost more than
+// the extra launch; docs/gpu.md), keeping the prologue for
+// SOL_SKINNY_NORM_PROLOGUE=1. Without it, x (the previous kernel's output)
+// is read with loadActivation16, behind griddepcontrol.wait.
 //
 // Launch: 256 threads, ceil(N / (16 * Tiles * (8 / WarpsK))) blocks, and
 // SkinnyShape::kSharedBytes of dynamic shared memory (all of the kernel's
@@ -201,7 +207,8 @@ __device__ __forceinline__ void skinnyMma(float (&d)[4], const uint4 &lo,
 // kEpilogue* (Common.cuh); residual and swiglu need bf16 y, and swiglu makes
 // y [rows, N / 2]. The arguments are linear_gemv's.
 template <int K, int MaxRows, int Tiles, int WarpsK, typename OutT,
-          bool HasBias, int Epilogue, bool NormPrologue>
+          bool HasBias, int Epilogue, bool NormPrologue,
+          bool L2Prefetch = false>
 __global__ void __launch_bounds__(kSkinnyThreads, 2)
     linear_skinny(OutT *y, const bf16 *x, const bf16 *w, const bf16 *bias,
                   int rows, int N, const bf16 *norm_w, float eps) {
@@ -293,6 +300,10 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
       for (int h = 0; h < 2; ++h)
         wv[d][t][h] = ok ? loadStreaming16(wRow[t][h] + d * 32) : zero;
   }
+  if constexpr (L2Prefetch)
+    prefetchBulkL2(w + static_cast<long long>(nBlock) * K,
+                   static_cast<long long>(min(Shape::kFeatures, N - nBlock)) *
+                       K * 2);
   waitForPredecessor();
   if constexpr (NormPrologue) {
     skinnyNormPrologue<K, MaxRows, Shape::kXStride>(xs, normPartial, x, normW,
@@ -303,7 +314,7 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
       const bool ok = inK(d);
 #pragma unroll
       for (int j = 0; j < kGroups; ++j)
-        xv[d][j] = ok && xValid[j] ? loadShared16(xRow[j] + d * 32) : zero;
+        xv[d][j] = ok && xValid[j] ? loadActivation16(xRow[j] + d * 32) : zero;
     }
   }
 
@@ -338,8 +349,8 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
           if constexpr (!NormPrologue) {
 #pragma unroll
             for (int j = 0; j < kGroups; ++j)
-              xv[d][j] =
-                  ok && xValid[j] ? loadShared16(xRow[j] + next * 32) : zero;
+              xv[d][j] = ok && xValid[j] ? loadActivation16(xRow[j] + next * 32)
+                                         : zero;
           }
         }
       }

@@ -22,6 +22,7 @@ compileKernels(const Schedule &schedule, const KernelCompileOptions &options) {
     if (std::find(instances.begin(), instances.end(), k) == instances.end())
       instances.push_back(k);
   };
+  std::vector<cuda::OpDesc> descs;
   for (const ScheduleOp &op : schedule.ops) {
     cuda::OpDesc d;
     d.kind = op.kind;
@@ -34,10 +35,19 @@ compileKernels(const Schedule &schedule, const KernelCompileOptions &options) {
       d.weightShapes.push_back(schedule.weights[w].shape);
     d.blockSize = options.kvCache.blockSize;
     d.kvDtype = options.kvCache.dtype;
+    descs.push_back(std::move(d));
+  }
+  cuda::markAttentionReaders(
+      descs,
+      [&](std::size_t i) {
+        const std::vector<int32_t> &b = schedule.ops[i].buffers;
+        return b.size() > 1 ? b[1] : -1;
+      },
+      [&](std::size_t i) { return schedule.ops[i].buffers.at(0); });
+  for (const cuda::OpDesc &d : descs)
     for (const cuda::KernelInstance &k : cuda::enumerateKernels(
              d, options.maxTokensPerStep, options.maxContext))
       add(k);
-  }
   add(cuda::ArgmaxSpec{}.instance());
   add(cuda::SamplingSpec{}.instance()); // per-request sampling, logprobs
 

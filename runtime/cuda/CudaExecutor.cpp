@@ -167,18 +167,45 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     d.kvDtype = kvDtype_;
     ops_.push_back(std::move(d));
   }
-  // linear_skinny for 2..8 rows when every instance is in the plan (plans
-  // from before it lack them) and SOL_DISABLE_SKINNY is not set.
+  markAttentionReaders(
+      ops_,
+      [&](std::size_t i) {
+        const auto *b = plan.ops()->Get(static_cast<unsigned>(i))->buffers();
+        return b->size() > 1 ? b->Get(1) : -1;
+      },
+      [&](std::size_t i) {
+        return plan.ops()->Get(static_cast<unsigned>(i))->buffers()->Get(0);
+      });
+  // The first FewRowLinears choice whose every instance is in the plan
+  // (plans from before a choice lack its kernels): linear_skinny behind
+  // rms_norm, unless SOL_SKINNY_NORM_PROLOGUE=1 asks for the norm in its
+  // prologue or SOL_DISABLE_SKINNY=1 for the kernels before it.
   const int maxContext = static_cast<int>(maxModelLen_);
-  linears_ = FewRowLinears::Skinny;
-  if (const char *v = std::getenv("SOL_DISABLE_SKINNY"))
-    if (!std::string(v).empty() && std::string(v) != "0")
-      linears_ = FewRowLinears::Legacy;
-  for (const OpDesc &d : ops_)
-    for (const KernelInstance &k :
-         enumerateKernels(d, maxTokens_, maxContext, linears_))
-      if (!kernels_.count(k.nameExpression))
-        linears_ = FewRowLinears::Legacy;
+  auto flag = [](const char *name) {
+    const char *v = std::getenv(name);
+    return v != nullptr && !std::string(v).empty() && std::string(v) != "0";
+  };
+  std::vector<FewRowLinears> choices = {FewRowLinears::Skinny,
+                                        FewRowLinears::SkinnyNormPrologue,
+                                        FewRowLinears::Legacy};
+  if (flag("SOL_SKINNY_NORM_PROLOGUE"))
+    choices.erase(choices.begin());
+  if (flag("SOL_DISABLE_SKINNY"))
+    choices = {FewRowLinears::Legacy};
+  auto planHolds = [&](FewRowLinears linears) {
+    for (const OpDesc &d : ops_)
+      for (const KernelInstance &k :
+           enumerateKernels(d, maxTokens_, maxContext, linears))
+        if (!kernels_.count(k.nameExpression))
+          return false;
+    return true;
+  };
+  linears_ = choices.back();
+  for (FewRowLinears linears : choices)
+    if (planHolds(linears)) {
+      linears_ = linears;
+      break;
+    }
   for (std::size_t i = 0; i < ops_.size(); ++i)
     for (const KernelInstance &k :
          enumerateKernels(ops_[i], maxTokens_, maxContext, linears_))
@@ -338,7 +365,7 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   // takes (batched decode and prompts), with its workspace and room for a
   // fused gate/up GEMM's output ahead of its SwiGLU.
   cublasMinRows_ =
-      linears_ == FewRowLinears::Skinny ? SkinnySpec::kSelectedMaxRows + 1 : 2;
+      linears_ != FewRowLinears::Legacy ? SkinnySpec::kSelectedMaxRows + 1 : 2;
   if (const char *v = std::getenv("SOL_CUBLASLT_MIN_ROWS"))
     cublasMinRows_ = std::max(2, std::atoi(v));
   if (maxTokens_ >= cublasMinRows_) {

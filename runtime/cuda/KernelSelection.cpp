@@ -64,15 +64,16 @@ LinearShape linearShape(const OpDesc &op) {
 /// shared memory fits.
 std::optional<SkinnySpec> skinnyFor(const OpDesc &op, int rows,
                                     bool normPrologue, FewRowLinears linears) {
-  if (linears != FewRowLinears::Skinny || rows < 2 ||
+  if (linears == FewRowLinears::Legacy || rows < 2 ||
       rows > SkinnySpec::kSelectedMaxRows)
     return std::nullopt;
   const LinearShape s = linearShape(op);
-  const SkinnySpec spec = SkinnySpec::choose(
-      s.n, s.k, rows, linearOutput(op), s.bias, linearEpilogue(op),
-      normPrologue, kPlannedMultiprocessors);
+  SkinnySpec spec = SkinnySpec::choose(s.n, s.k, rows, linearOutput(op), s.bias,
+                                       linearEpilogue(op), normPrologue,
+                                       kPlannedMultiprocessors);
   if (!spec.fits())
     return std::nullopt;
+  spec.l2Prefetch = prefetchesWeights(op, true, linears);
   return spec;
 }
 
@@ -92,6 +93,7 @@ std::vector<KernelLaunch> linearLaunches(const OpDesc &op, int rows,
     GemvSpec spec =
         GemvSpec::choose(s.n, s.k, rows, linearOutput(op), s.bias, epilogue,
                          normPrologue, kPlannedMultiprocessors);
+    spec.l2Prefetch = prefetchesWeights(op, false, linears);
     return {{spec.instance(), spec.dims(s.n)}};
   }
   GemmSpec spec =
@@ -107,7 +109,7 @@ std::vector<KernelLaunch> linearLaunches(const OpDesc &op, int rows,
 /// The rows up to which a Linear op is one launch of linear_gemv or
 /// linear_skinny.
 int singlePassRows(FewRowLinears linears) {
-  return linears == FewRowLinears::Skinny ? SkinnySpec::kSelectedMaxRows
+  return linears != FewRowLinears::Legacy ? SkinnySpec::kSelectedMaxRows
                                           : GemvSpec::kMaxRows;
 }
 
@@ -184,9 +186,11 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   case fb::OpKind::Linear:
     return linearLaunches(op, rows, false, linears);
   case fb::OpKind::NormLinear: {
-    // The norm in the prologue of linear_skinny or linear_gemv when it
-    // fits their shared memory (a few rows of K features).
-    if (skinnyFor(op, rows, true, linears))
+    // The norm in the prologue of linear_gemv (one row, or the legacy
+    // kernels) when it fits its shared memory (a few rows of K features);
+    // linear_skinny's only under SkinnyNormPrologue.
+    if (linears == FewRowLinears::SkinnyNormPrologue &&
+        skinnyFor(op, rows, true, linears))
       return linearLaunches(op, rows, true, linears);
     if (rows <= GemvSpec::kMaxRows && !skinnyFor(op, rows, false, linears)) {
       const LinearShape s = linearShape(op);
@@ -302,13 +306,32 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
 
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
                                              int maxContext) {
-  std::vector<KernelInstance> out =
-      enumerateKernels(op, maxTokens, maxContext, FewRowLinears::Skinny);
-  for (KernelInstance &k :
-       enumerateKernels(op, maxTokens, maxContext, FewRowLinears::Legacy))
-    if (std::find(out.begin(), out.end(), k) == out.end())
-      out.push_back(std::move(k));
+  std::vector<KernelInstance> out;
+  for (FewRowLinears linears :
+       {FewRowLinears::Skinny, FewRowLinears::SkinnyNormPrologue,
+        FewRowLinears::Legacy})
+    for (KernelInstance &k :
+         enumerateKernels(op, maxTokens, maxContext, linears))
+      if (std::find(out.begin(), out.end(), k) == out.end())
+        out.push_back(std::move(k));
   return out;
+}
+
+bool prefetchesWeights(const OpDesc &op, bool skinny, FewRowLinears linears) {
+  if (op.kind != fb::OpKind::Linear && op.kind != fb::OpKind::NormLinear)
+    return false;
+  const LinearShape s = linearShape(op);
+  if (2LL * s.n * s.k > kL2PrefetchMaxBytes)
+    return false;
+  // Measured on the H200 (Llama-3.2-1B shape, docs/gpu.md): the o
+  // projection after attention gains (batch-1 decode 1,301 -> 1,311 tok/s),
+  // linear_skinny after rms_norm gains; a projection after another
+  // bandwidth-bound kernel loses (the QKV projection's linear_gemv after
+  // the down projection: 1,292 -> 1,272 tok/s with both).
+  if (op.readsAttention)
+    return true;
+  return skinny && op.kind == fb::OpKind::NormLinear &&
+         linears == FewRowLinears::Skinny;
 }
 
 bool isSinglePassLinear(const KernelInstance &instance) {

@@ -26,12 +26,21 @@ inline constexpr int kPlannedMultiprocessors = 132;
 
 /// Which kernels run Linear and NormLinear ops of 2..8 rows.
 enum class FewRowLinears {
-  /// linear_skinny (LinearSkinny.cuh), with the norm in its prologue.
+  /// linear_skinny; a NormLinear op normalises with rms_norm into its
+  /// scratch buffer first. Measured on the H200 (Llama-3.2-1B shape, with
+  /// the L2 prefetch below, against the prologue without it): the 8-token
+  /// step after a cached prefix 1.01-1.03 ms against 1.07-1.08, decode TPOT
+  /// of 8 sequences 1.011 ms against 1.136 (docs/gpu.md).
   Skinny,
-  /// The kernels from before it: linear_gemv up to 8 rows, the tensor-core
-  /// GEMM above (and cuBLASLt, which the executor prefers from 2 rows).
-  /// Plans compiled before linear_skinny hold only these; the executor
-  /// also falls back to them with SOL_DISABLE_SKINNY=1, for A/B runs.
+  /// linear_skinny with the norm in its prologue, every block normalising
+  /// all rows (the arrangement before; SOL_SKINNY_NORM_PROLOGUE=1, for A/B
+  /// runs).
+  SkinnyNormPrologue,
+  /// The kernels from before linear_skinny: linear_gemv up to 8 rows, the
+  /// tensor-core GEMM above (and cuBLASLt, which the executor prefers from
+  /// 2 rows). Plans compiled before linear_skinny hold only these; the
+  /// executor also falls back to them with SOL_DISABLE_SKINNY=1, for A/B
+  /// runs.
   Legacy,
 };
 
@@ -45,7 +54,24 @@ struct OpDesc {
   std::vector<std::vector<int64_t>> weightShapes; // of the op's weights
   int blockSize = 16;                             // KV-cache block size
   fb::DType kvDtype = fb::DType::BF16;            // BF16 or F8E4M3
+  /// A Linear op whose input is an Attention op's output (the o projection):
+  /// its kernel starts while attention leaves DRAM idle.
+  bool readsAttention = false;
 };
+
+/// Sets OpDesc::readsAttention over a plan's or schedule's ops in order;
+/// `input(i)` is op i's input buffer (its second), `output(i)` its first.
+template <typename Input, typename Output>
+void markAttentionReaders(std::vector<OpDesc> &ops, Input input,
+                          Output output) {
+  int attentionOut = -1;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind == fb::OpKind::Attention)
+      attentionOut = output(i);
+    ops[i].readsAttention = ops[i].kind == fb::OpKind::Linear &&
+                            attentionOut >= 0 && input(i) == attentionOut;
+  }
+}
 
 /// One launch of an op in a step.
 struct KernelLaunch {
@@ -89,10 +115,23 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
                                              int maxContext,
                                              FewRowLinears linears);
 
-/// The instances of both FewRowLinears choices: what solc compiles into a
+/// The instances of every FewRowLinears choice: what solc compiles into a
 /// plan, so that the executor can run either.
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
                                              int maxContext);
+
+/// Weight matrices of at most this many bytes are asked into L2 before
+/// their kernel waits for its predecessor (the L2Prefetch variants of
+/// linear_gemv and linear_skinny) when that predecessor leaves DRAM idle:
+/// attention before the o projection, rms_norm before linear_skinny. A
+/// quarter of the planned GPU's 50 MB L2 (H100 / H200); it takes in the
+/// Llama-3.2-1B shape's QKV and o projections, not its 34 MB down
+/// projection.
+inline constexpr std::int64_t kL2PrefetchMaxBytes = 24LL << 20;
+
+/// Whether the linear of a Linear or NormLinear op runs the L2Prefetch
+/// variant of linear_skinny (`skinny`) or linear_gemv, under `linears`.
+bool prefetchesWeights(const OpDesc &op, bool skinny, FewRowLinears linears);
 
 /// Whether `instance` is a one-pass kernel of few rows (linear_gemv,
 /// linear_skinny), launched as (y, x, w, bias, rows, N, norm_w, eps), rather

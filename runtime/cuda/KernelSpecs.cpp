@@ -195,7 +195,8 @@ KernelInstance GemvSpec::instance() const {
               rowsPerWarp, ", ", warpsK, ", ", outputType(output), ", ",
               bias ? "true" : "false", ", ",
               argmax ? kArgmaxEpilogue : static_cast<int>(epilogue), ", ",
-              normPrologue ? "true" : "false", ">")};
+              normPrologue ? "true" : "false", l2Prefetch ? ", true" : "",
+              ">")};
 }
 
 LaunchDims GemvSpec::dims(int outFeatures) const {
@@ -274,7 +275,8 @@ KernelInstance SkinnySpec::instance() const {
           cat(kNamespace, "linear_skinny<", inFeatures, ", ", maxRows, ", ",
               tiles, ", ", warpsK, ", ", outputType(output), ", ",
               bias ? "true" : "false", ", ", static_cast<int>(epilogue), ", ",
-              normPrologue ? "true" : "false", ">")};
+              normPrologue ? "true" : "false", l2Prefetch ? ", true" : "",
+              ">")};
 }
 
 // SkinnyShape::kSharedBytes of LinearSkinny.cuh.

@@ -113,8 +113,9 @@ struct RmsNormSpec {
 };
 
 /// linear_gemv<K, MaxRows, RowsPerWarp, WarpsK, Out, HasBias, Epilogue,
-/// NormPrologue>(y, x, w, bias, rows, N, norm_w, eps): decode-size linear
-/// layers (rows <= 8), optionally with the RMS norm of x fused in front.
+/// NormPrologue[, L2Prefetch]>(y, x, w, bias, rows, N, norm_w, eps):
+/// decode-size linear layers (rows <= 8), optionally with the RMS norm of x
+/// fused in front.
 struct GemvSpec {
   static constexpr int kMaxRows = 8;
   int inFeatures = 0; // K
@@ -129,6 +130,9 @@ struct GemvSpec {
   /// key in the 64-bit word `bias` points to (LinearGemv.cuh); one row, no
   /// bias, no epilogue.
   bool argmax = false;
+  /// Each block asks L2 for all of its weight rows before waiting for its
+  /// predecessor (prefetchBulkL2 in Common.cuh); see l2PrefetchWeights().
+  bool l2Prefetch = false;
 
   KernelInstance instance() const;
   LaunchDims dims(int outFeatures) const;
@@ -142,7 +146,8 @@ struct GemvSpec {
 };
 
 /// linear_skinny<K, MaxRows, Tiles, WarpsK, Out, HasBias, Epilogue,
-/// NormPrologue>(y, x, w, bias, rows, N, norm_w, eps): linear layers of 2..16
+/// NormPrologue[, L2Prefetch]>(y, x, w, bias, rows, N, norm_w, eps): linear
+/// layers of 2..16
 /// rows on tensor cores (LinearSkinny.cuh: mma.sync with W as the 16-row A
 /// operand and x^T as B), every weight read once; linear_gemv's arguments,
 /// fused norm prologue and epilogues.
@@ -169,6 +174,8 @@ struct SkinnySpec {
   bool bias = false;
   LinearEpilogue epilogue = LinearEpilogue::None;
   bool normPrologue = false;
+  /// As GemvSpec::l2Prefetch.
+  bool l2Prefetch = false;
 
   KernelInstance instance() const;
   LaunchDims dims(int outFeatures) const;

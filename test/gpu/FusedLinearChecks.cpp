@@ -352,16 +352,11 @@ cuda::OpDesc normLinearOp(const NormLinearCase &nl) {
   return op;
 }
 
-/// The launches of both FewRowLinears rules for `rows`; the legacy ones
-/// only where they differ.
+/// The launches of every FewRowLinears rule for `rows`, each only where it
+/// differs from the rules before it.
 std::vector<std::pair<cuda::FewRowLinears, std::vector<cuda::KernelLaunch>>>
 normLinearVariants(const NormLinearCase &nl, int rows) {
   const cuda::OpDesc op = normLinearOp(nl);
-  std::vector<std::pair<cuda::FewRowLinears, std::vector<cuda::KernelLaunch>>>
-      out = {{cuda::FewRowLinears::Skinny,
-              cuda::selectKernels(op, rows, 0, cuda::FewRowLinears::Skinny)}};
-  std::vector<cuda::KernelLaunch> legacy =
-      cuda::selectKernels(op, rows, 0, cuda::FewRowLinears::Legacy);
   auto same = [](const std::vector<cuda::KernelLaunch> &a,
                  const std::vector<cuda::KernelLaunch> &b) {
     return std::equal(
@@ -370,8 +365,17 @@ normLinearVariants(const NormLinearCase &nl, int rows) {
           return x.instance == y.instance;
         });
   };
-  if (!same(out[0].second, legacy))
-    out.push_back({cuda::FewRowLinears::Legacy, std::move(legacy)});
+  std::vector<std::pair<cuda::FewRowLinears, std::vector<cuda::KernelLaunch>>>
+      out;
+  for (cuda::FewRowLinears linears :
+       {cuda::FewRowLinears::Skinny, cuda::FewRowLinears::SkinnyNormPrologue,
+        cuda::FewRowLinears::Legacy}) {
+    std::vector<cuda::KernelLaunch> l =
+        cuda::selectKernels(op, rows, 0, linears);
+    if (std::none_of(out.begin(), out.end(),
+                     [&](const auto &v) { return same(v.second, l); }))
+      out.push_back({linears, std::move(l)});
+  }
   return out;
 }
 
@@ -386,7 +390,9 @@ std::string describeNormLinear(const NormLinearCase &nl, int rows,
     const SkinnySpec spec =
         SkinnySpec::choose(nl.n, nl.k, rows, nl.output, nl.bias, nl.epilogue,
                            fused, cuda::kPlannedMultiprocessors);
-    how += sol::cat("skinny T", spec.tiles, " WK", spec.warpsK);
+    how += sol::cat(
+        "skinny T", spec.tiles, " WK", spec.warpsK,
+        cuda::prefetchesWeights(normLinearOp(nl), true, linears) ? " +L2" : "");
   } else if (linear.header == "LinearGemv.cuh") {
     const GemvSpec spec =
         GemvSpec::choose(nl.n, nl.k, rows, nl.output, nl.bias, nl.epilogue,
@@ -401,6 +407,8 @@ std::string describeNormLinear(const NormLinearCase &nl, int rows,
   }
   if (linears == cuda::FewRowLinears::Legacy)
     how += " (legacy)";
+  if (linears == cuda::FewRowLinears::SkinnyNormPrologue)
+    how += " (prologue)";
   return how;
 }
 

@@ -25,7 +25,9 @@
 //    decode step as the fused plan runs them (norm prologue, residual and
 //    SwiGLU epilogues), and linear_skinny's tiles and warps along K for 8
 //    rows of the same, Llama-3.2-1B and Llama-3.1-8B shapes, each checked
-//    against the float64 reference and timed (timing only).
+//    against the float64 reference and timed (timing only); the chosen
+//    configurations also with their L2Prefetch flag flipped (rows "+L2"
+//    prefetch).
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,7 +64,15 @@ bool timedRows(int rows) {
 }
 
 std::string skinnyTag(const SkinnySpec &spec) {
-  return sol::cat("T", spec.tiles, " WK", spec.warpsK);
+  return sol::cat("T", spec.tiles, " WK", spec.warpsK,
+                  spec.l2Prefetch ? " +L2" : "");
+}
+
+/// Whether a linear of this shape may run with L2Prefetch in a plan (its
+/// size; KernelSelection also asks what runs before it): the checks take
+/// that variant, gemv_sweep times it against the other.
+bool plannedPrefetch(int n, int k) {
+  return 2LL * n * k <= cuda::kL2PrefetchMaxBytes;
 }
 
 // ---------------------------------------------------------------------------
@@ -202,8 +212,11 @@ const SkinnyCase kSkinnyCases[] = {
 };
 
 SkinnySpec skinnySpecFor(const SkinnyCase &s, int rows) {
-  return SkinnySpec::choose(s.n, s.k, rows, s.output, s.bias, s.epilogue,
-                            s.norm, cuda::kPlannedMultiprocessors);
+  SkinnySpec spec =
+      SkinnySpec::choose(s.n, s.k, rows, s.output, s.bias, s.epilogue, s.norm,
+                         cuda::kPlannedMultiprocessors);
+  spec.l2Prefetch = plannedPrefetch(s.n, s.k);
+  return spec;
 }
 
 void checkSkinnyCase(Checker &c, const SkinnyCase &s) {
@@ -524,8 +537,23 @@ std::vector<const SkinnyCase *> gemvSweepCases() {
 }
 
 GemvSpec chosenGemv(const SkinnyCase &s) {
-  return GemvSpec::choose(s.n, s.k, 1, s.output, s.bias, s.epilogue, s.norm,
-                          cuda::kPlannedMultiprocessors);
+  GemvSpec spec = GemvSpec::choose(s.n, s.k, 1, s.output, s.bias, s.epilogue,
+                                   s.norm, cuda::kPlannedMultiprocessors);
+  spec.l2Prefetch = plannedPrefetch(s.n, s.k);
+  return spec;
+}
+
+/// The chosen configurations with L2Prefetch the other way round, timed
+/// beside them.
+GemvSpec flippedGemv(const SkinnyCase &s) {
+  GemvSpec spec = chosenGemv(s);
+  spec.l2Prefetch = !spec.l2Prefetch;
+  return spec;
+}
+SkinnySpec flippedSkinny(const SkinnyCase &s, int rows) {
+  SkinnySpec spec = skinnySpecFor(s, rows);
+  spec.l2Prefetch = !spec.l2Prefetch;
+  return spec;
 }
 
 /// linear_gemv's configurations around the chosen one for one row: weight
@@ -607,11 +635,16 @@ void checkGemvSweep(Checker &c) {
       // finite.
       c.finish(std::move(r), &launch);
     };
-    for (const GemvSpec &spec : gemvSweepSpecs(s))
+    std::vector<GemvSpec> gemvs = gemvSweepSpecs(s);
+    gemvs.push_back(flippedGemv(s));
+    for (const GemvSpec &spec : gemvs)
       run(spec.instance(), spec.dims(s.n), 1,
           sol::cat("gemv R", spec.rowsPerWarp, " WK", spec.warpsK,
+                   spec.l2Prefetch ? " +L2" : "",
                    spec.instance() == chosenGemv(s).instance() ? " *" : ""));
-    for (const SkinnySpec &spec : skinnyNormSweepSpecs(s, rows))
+    std::vector<SkinnySpec> skinnies = skinnyNormSweepSpecs(s, rows);
+    skinnies.push_back(flippedSkinny(s, rows));
+    for (const SkinnySpec &spec : skinnies)
       run(spec.instance(), spec.dims(s.n), rows,
           sol::cat("skinny ", skinnyTag(spec),
                    spec.instance() == skinnySpecFor(s, rows).instance() ? " *"
@@ -657,6 +690,8 @@ std::vector<CheckFamily> skinnyChecks() {
            for (const SkinnySpec &spec :
                 skinnyNormSweepSpecs(*s, kSweepSkinnyRows))
              k.require(spec.instance());
+           k.require(flippedGemv(*s).instance());
+           k.require(flippedSkinny(*s, kSweepSkinnyRows).instance());
          }
        },
        checkGemvSweep},

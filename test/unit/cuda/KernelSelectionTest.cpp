@@ -3,8 +3,9 @@
 // The row rule of Linear and NormLinear ops (runtime/cuda/KernelSelection.h):
 // linear_gemv for one row, linear_skinny for 2..16, the GEMM above; and the
 // legacy rule (linear_gemv up to 8 rows) that plans compiled before
-// linear_skinny and SOL_DISABLE_SKINNY=1 use. solc compiles the instances of
-// both into a plan.
+// linear_skinny and SOL_DISABLE_SKINNY=1 use, and linear_skinny with the norm
+// in its prologue (SOL_SKINNY_NORM_PROLOGUE=1). solc compiles the instances
+// of all three into a plan. Which linears prefetch their weights into L2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,22 +68,74 @@ TEST(KernelSelection, SkinnyRunsTwoToEightRows) {
   for (int rows : {9, 16, 17})
     EXPECT_EQ(headers(selectKernels(down, rows, 0))[0], "LinearGemm.cuh");
 
-  // A NormLinear keeps its norm in linear_skinny's prologue: one launch.
+  // A NormLinear normalises with rms_norm first, then linear_skinny
+  // without the prologue (the 64 MB gate/up weight is not prefetched).
   const OpDesc gateUp = normLinearOp(16384, 2048, LinearEpilogue::Swiglu);
   for (int rows : {2, 5, 8}) {
     const std::vector<KernelLaunch> l = selectKernels(gateUp, rows, 0);
-    ASSERT_EQ(headers(l), Headers{"LinearSkinny.cuh"}) << rows;
-    EXPECT_NE(l[0].instance.nameExpression.find(", 2, true>"),
-              std::string::npos)
-        << l[0].instance.nameExpression;
+    ASSERT_EQ(headers(l), (Headers{"RmsNorm.cuh", "LinearSkinny.cuh"})) << rows;
+    EXPECT_TRUE(l[1].instance.nameExpression.ends_with(", 2, false>"))
+        << l[1].instance.nameExpression;
+    // SkinnyNormPrologue: one launch, the norm in the prologue.
+    const std::vector<KernelLaunch> p =
+        selectKernels(gateUp, rows, 0, FewRowLinears::SkinnyNormPrologue);
+    ASSERT_EQ(headers(p), Headers{"LinearSkinny.cuh"}) << rows;
+    EXPECT_TRUE(p[0].instance.nameExpression.ends_with(", 2, true>"))
+        << p[0].instance.nameExpression;
   }
   EXPECT_EQ(headers(selectKernels(gateUp, 9, 0))[0], "RmsNorm.cuh");
   // fp32 logits too.
   const OpDesc head =
       normLinearOp(128256, 2048, LinearEpilogue::None, fb::DType::F32);
-  EXPECT_NE(selectKernels(head, 4, 0)[0].instance.nameExpression.find(
-                "linear_skinny<2048, 8, 2, 4, float, false, 0, true>"),
-            std::string::npos);
+  EXPECT_EQ(selectKernels(head, 4, 0)[1].instance.nameExpression,
+            "sol::kernels::linear_skinny<2048, 8, 2, 4, float, false, 0, "
+            "false>");
+  EXPECT_EQ(selectKernels(head, 4, 0, FewRowLinears::SkinnyNormPrologue)[0]
+                .instance.nameExpression,
+            "sol::kernels::linear_skinny<2048, 8, 2, 4, float, false, 0, "
+            "true>");
+}
+
+TEST(KernelSelection, SmallWeightsBehindIdleKernelsPrefetch) {
+  // Llama-3.2-1B: QKV 12.6 MB behind rms_norm in linear_skinny: prefetched;
+  // as one-row linear_gemv, behind the down projection: not.
+  const OpDesc qkv = normLinearOp(3072, 2048, LinearEpilogue::None);
+  const std::vector<KernelLaunch> q8 = selectKernels(qkv, 8, 0);
+  ASSERT_EQ(headers(q8), (Headers{"RmsNorm.cuh", "LinearSkinny.cuh"}));
+  EXPECT_TRUE(q8[1].instance.nameExpression.ends_with(", false, true>"))
+      << q8[1].instance.nameExpression;
+  EXPECT_TRUE(selectKernels(qkv, 1, 0)[0].instance.nameExpression.ends_with(
+      ", 0, true>"));
+  EXPECT_TRUE(selectKernels(qkv, 8, 0, FewRowLinears::SkinnyNormPrologue)[0]
+                  .instance.nameExpression.ends_with(", 0, true>"));
+  EXPECT_TRUE(prefetchesWeights(qkv, true, FewRowLinears::Skinny));
+  EXPECT_FALSE(prefetchesWeights(qkv, false, FewRowLinears::Skinny));
+  EXPECT_FALSE(prefetchesWeights(qkv, true, FewRowLinears::SkinnyNormPrologue));
+
+  // The o projection after attention, in both kernels; the same op fed by
+  // another kernel, and the 34 MB down projection, not.
+  std::vector<OpDesc> ops(4);
+  ops[0].kind = fb::OpKind::Attention;
+  ops[1] = linearOp(2048, 2048, LinearEpilogue::Residual);
+  ops[2] = linearOp(2048, 2048, LinearEpilogue::Residual);
+  ops[3] = linearOp(2048, 8192, LinearEpilogue::Residual);
+  const std::vector<int> in = {-1, 7, 9, 7}, out = {7, 8, 9, 10};
+  markAttentionReaders(
+      ops, [&](std::size_t i) { return in[i]; },
+      [&](std::size_t i) { return out[i]; });
+  EXPECT_TRUE(ops[1].readsAttention);
+  EXPECT_FALSE(ops[2].readsAttention);
+  EXPECT_TRUE(ops[3].readsAttention);
+  const OpDesc &o = ops[1];
+  EXPECT_TRUE(selectKernels(o, 1, 0)[0].instance.nameExpression.ends_with(
+      ", false, true>"));
+  EXPECT_TRUE(selectKernels(o, 4, 0)[0].instance.nameExpression.ends_with(
+      ", false, true>"));
+  EXPECT_TRUE(selectKernels(ops[2], 1, 0)[0].instance.nameExpression.ends_with(
+      ", 1, false>"));
+  EXPECT_FALSE(prefetchesWeights(ops[3], false, FewRowLinears::Skinny));
+  EXPECT_TRUE(selectKernels(ops[3], 1, 0)[0].instance.nameExpression.ends_with(
+      ", 1, false>"));
 }
 
 TEST(KernelSelection, LegacyRuleIsTheOldOne) {
@@ -102,15 +155,17 @@ TEST(KernelSelection, WideNormFallsBackToANormLaunch) {
   // K = 16384 at 8 rows does not fit linear_skinny's prologue (256 KB of
   // normalised rows): rms_norm into scratch, then linear_skinny without
   // it. K = 8192 still fits.
+  const FewRowLinears prologue = FewRowLinears::SkinnyNormPrologue;
   const OpDesc wide = normLinearOp(4096, 16384, LinearEpilogue::None);
-  const std::vector<KernelLaunch> l = selectKernels(wide, 8, 0);
+  const std::vector<KernelLaunch> l = selectKernels(wide, 8, 0, prologue);
   ASSERT_EQ(headers(l), (Headers{"RmsNorm.cuh", "LinearSkinny.cuh"}));
   EXPECT_NE(l[1].instance.nameExpression.find(", false>"), std::string::npos);
   const OpDesc fits = normLinearOp(10240, 8192, LinearEpilogue::None);
-  EXPECT_EQ(headers(selectKernels(fits, 8, 0)), Headers{"LinearSkinny.cuh"});
+  EXPECT_EQ(headers(selectKernels(fits, 8, 0, prologue)),
+            Headers{"LinearSkinny.cuh"});
 }
 
-TEST(KernelSelection, PlansHoldBothRules) {
+TEST(KernelSelection, PlansHoldEveryRule) {
   const OpDesc gateUp = normLinearOp(16384, 2048, LinearEpilogue::Swiglu);
   auto has = [](const std::vector<KernelInstance> &v, const std::string &h,
                 int count) {
@@ -118,24 +173,29 @@ TEST(KernelSelection, PlansHoldBothRules) {
              return k.header == h;
            }) == count;
   };
-  // Skinny: gemv for one row, linear_skinny's 8-row instance for 2..8,
-  // the GEMM (and rms_norm, swiglu_pairs for cuBLASLt) from 9 on.
+  // Skinny: gemv for one row, linear_skinny's 8-row instance (behind
+  // rms_norm) for 2..8, the GEMM (and swiglu_pairs for cuBLASLt) from 9 on.
   const std::vector<KernelInstance> skinny =
       enumerateKernels(gateUp, 64, 4096, FewRowLinears::Skinny);
   EXPECT_TRUE(has(skinny, "LinearGemv.cuh", 1));
   EXPECT_TRUE(has(skinny, "LinearSkinny.cuh", 1));
+  EXPECT_TRUE(has(skinny, "RmsNorm.cuh", 1));
+  // SkinnyNormPrologue: the 8-row instance with the prologue.
+  const std::vector<KernelInstance> prologue =
+      enumerateKernels(gateUp, 64, 4096, FewRowLinears::SkinnyNormPrologue);
+  EXPECT_TRUE(has(prologue, "LinearSkinny.cuh", 1));
   // Legacy: gemv for 1, 2, 4 and 8 rows.
   const std::vector<KernelInstance> legacy =
       enumerateKernels(gateUp, 64, 4096, FewRowLinears::Legacy);
   EXPECT_TRUE(has(legacy, "LinearGemv.cuh", 4));
   EXPECT_TRUE(has(legacy, "LinearSkinny.cuh", 0));
-  // A plan: both.
+  // A plan: all three.
   const std::vector<KernelInstance> plan = enumerateKernels(gateUp, 64, 4096);
-  for (const std::vector<KernelInstance> *v : {&skinny, &legacy})
+  for (const std::vector<KernelInstance> *v : {&skinny, &prologue, &legacy})
     for (const KernelInstance &k : *v)
       EXPECT_NE(std::find(plan.begin(), plan.end(), k), plan.end())
           << k.nameExpression;
-  EXPECT_TRUE(has(plan, "LinearSkinny.cuh", 1));
+  EXPECT_TRUE(has(plan, "LinearSkinny.cuh", 2));
   EXPECT_TRUE(has(plan, "LinearGemv.cuh", 4));
   // Steps of at most 4 tokens need only the 8-row instance.
   EXPECT_TRUE(has(enumerateKernels(gateUp, 4, 4096, FewRowLinears::Skinny),

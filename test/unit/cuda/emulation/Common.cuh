@@ -77,6 +77,9 @@ inline unsigned char *dynamicSharedMemory() {
 }
 inline uint4 loadStreaming16(const void *p) { return load16(p); }
 inline uint4 loadShared16(const void *p) { return load16(p); }
+inline uint4 loadActivation16(const void *p) { return load16(p); }
+// An L2 prefetch changes no value; the emulation has no L2.
+inline void prefetchBulkL2(const void *, long long) {}
 
 template <int Width> inline float groupSum(float v) {
   for (int offset = Width / 2; offset > 0; offset /= 2)
