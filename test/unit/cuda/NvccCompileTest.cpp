@@ -2,7 +2,8 @@
 //
 // The .cuh files must compile under nvcc as well as NVRTC (different
 // front-end defaults, host pass). One instantiation of every template is
-// compiled to an sm_90 cubin.
+// compiled to an sm_90 cubin; the few-row linears' PTX is checked for how
+// they read x.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,14 +17,25 @@
 namespace sol::test {
 namespace {
 
-TEST(NvccCompile, EveryKernelTemplateCompiles) {
+/// nvcc from configure time, or empty when there is none.
+std::string nvccPath() {
   const std::string nvcc = SOL_NVCC_PATH;
   if (nvcc.empty() || nvcc.find("NOTFOUND") != std::string::npos ||
       !std::filesystem::exists(nvcc))
-    GTEST_SKIP() << "nvcc not found at configure time";
+    return {};
+  return nvcc;
+}
+
+std::filesystem::path kernelDir() {
   const char *root = std::getenv("SOL_SOURCE_DIR");
-  const auto kernels =
-      std::filesystem::path(root ? root : ".") / "codegen" / "kernels";
+  return std::filesystem::path(root ? root : ".") / "codegen" / "kernels";
+}
+
+TEST(NvccCompile, EveryKernelTemplateCompiles) {
+  const std::string nvcc = nvccPath();
+  if (nvcc.empty())
+    GTEST_SKIP() << "nvcc not found at configure time";
+  const auto kernels = kernelDir();
 
   TempDir dir("sol-nvcc");
   const auto source = dir.path() / "instances.cu";
@@ -91,6 +103,51 @@ void *const kInstances[] = {
                            std::istreambuf_iterator<char>());
   EXPECT_EQ(status, 0) << command << "\n" << output;
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "instances.cubin"));
+}
+
+// linear_gemv and linear_skinny without the norm prologue read x, which the
+// previous kernel writes while they run (programmatic dependent launch).
+// ld.global.nc promises read-only data, and ptxas moved such an x load above
+// griddepcontrol.wait (wrong logits on the H200): their only ld.global.nc
+// may be the weights' L1::no_allocate loads.
+TEST(NvccCompile, FewRowLinearsReadXWithoutNonCoherentLoads) {
+  const std::string nvcc = nvccPath();
+  if (nvcc.empty())
+    GTEST_SKIP() << "nvcc not found at configure time";
+  TempDir dir("sol-nvcc-ptx");
+  const auto source = dir.path() / "x.cu";
+  std::ofstream(source) << R"(
+#include "LinearGemv.cuh"
+#include "LinearSkinny.cuh"
+using namespace sol::kernels;
+void *const kInstances[] = {
+    (void *)&linear_gemv<2048, 1, 2, 4, __nv_bfloat16, false, 1, false, true>,
+    (void *)&linear_gemv<8192, 8, 2, 8, __nv_bfloat16, false, 1, false>,
+    (void *)&linear_skinny<2048, 8, 2, 8, __nv_bfloat16, false, 0, false, true>,
+    (void *)&linear_skinny<8192, 8, 1, 8, __nv_bfloat16, false, 1, false>,
+};
+)";
+  const auto ptx = dir.path() / "x.ptx";
+  const std::string command = "'" + nvcc + "' -std=c++17 -arch=sm_90 -ptx -I'" +
+                              kernelDir().string() + "' -o '" + ptx.string() +
+                              "' '" + source.string() + "' > '" +
+                              (dir.path() / "nvcc.log").string() + "' 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::ifstream in(ptx);
+  int entries = 0, xLoads = 0, nonCoherent = 0;
+  for (std::string line; std::getline(in, line);) {
+    entries += line.find(".entry") != std::string::npos;
+    if (line.find("ld.global.v4") != std::string::npos)
+      ++xLoads;
+    if (line.find("ld.global.nc") != std::string::npos &&
+        line.find("L1::no_allocate") == std::string::npos) {
+      ++nonCoherent;
+      ADD_FAILURE() << "non-coherent load that is not a weight's: " << line;
+    }
+  }
+  EXPECT_EQ(entries, 4);
+  EXPECT_GT(xLoads, 0); // x comes through loadActivation16's ld.global
+  EXPECT_EQ(nonCoherent, 0);
 }
 
 } // namespace
