@@ -28,6 +28,13 @@ std::size_t alignUp(std::size_t n) {
 
 std::string str(const flatbuffers::String *s) { return s ? s->str() : ""; }
 
+/// Whether an A/B switch such as SOL_DISABLE_PDL is on: set, not empty, not
+/// "0".
+bool envFlag(const char *name) {
+  const char *v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
+}
+
 // Per-request sampling. The kernel reads sol::SamplingRow as it is.
 static_assert(sizeof(SamplingRow) == SamplingSpec::kParamsBytes &&
                   offsetof(SamplingRow, topK) == 4 &&
@@ -181,16 +188,12 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   // rms_norm, unless SOL_SKINNY_NORM_PROLOGUE=1 asks for the norm in its
   // prologue or SOL_DISABLE_SKINNY=1 for the kernels before it.
   const int maxContext = static_cast<int>(maxModelLen_);
-  auto flag = [](const char *name) {
-    const char *v = std::getenv(name);
-    return v != nullptr && !std::string(v).empty() && std::string(v) != "0";
-  };
   std::vector<FewRowLinears> choices = {FewRowLinears::Skinny,
                                         FewRowLinears::SkinnyNormPrologue,
                                         FewRowLinears::Legacy};
-  if (flag("SOL_SKINNY_NORM_PROLOGUE"))
+  if (envFlag("SOL_SKINNY_NORM_PROLOGUE"))
     choices.erase(choices.begin());
-  if (flag("SOL_DISABLE_SKINNY"))
+  if (envFlag("SOL_DISABLE_SKINNY"))
     choices = {FewRowLinears::Legacy};
   auto planHolds = [&](FewRowLinears linears) {
     for (const OpDesc &d : ops_)
@@ -286,8 +289,7 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   argmaxWorkspace_ = DeviceBuffer(
       alignUp(ArgmaxSpec{static_cast<int>(vocab_)}.workspaceBytes(maxTokens_)));
   argmaxWorkspace_.fillBytes(0, stream_); // the arrival counters
-  if (const char *v = std::getenv("SOL_DISABLE_PDL"))
-    dependentLaunch_ = std::string(v).empty() || std::string(v) == "0";
+  dependentLaunch_ = !envFlag("SOL_DISABLE_PDL");
 
   // Split-attention workspace for the largest need of any step.
   for (const OpDesc &d : ops_)
@@ -322,12 +324,8 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   attentionArrivals_ = DeviceBuffer(alignUp(arrivals * sizeof(unsigned)));
   attentionArrivals_.fillBytes(0, stream_);
   clusterMerge_ = context_.computeCapabilityMajor() >= 9;
-  if (const char *v = std::getenv("SOL_DISABLE_CLUSTER_MERGE"))
-    clusterMerge_ =
-        clusterMerge_ && (std::string(v).empty() || std::string(v) == "0");
-  fusedRope_ = true;
-  if (const char *v = std::getenv("SOL_DISABLE_FUSED_ROPE"))
-    fusedRope_ = std::string(v).empty() || std::string(v) == "0";
+  clusterMerge_ = clusterMerge_ && !envFlag("SOL_DISABLE_CLUSTER_MERGE");
+  fusedRope_ = !envFlag("SOL_DISABLE_FUSED_ROPE");
   attentionRope_.assign(ops_.size(), -1);
   for (std::size_t i = 0; i < ops_.size(); ++i) {
     const OpDesc &d = ops_[i];
@@ -350,9 +348,8 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     if (std::optional<KernelLaunch> head = selectArgmaxLmHead(ops_.back());
         head && kernels_.count(head->instance.nameExpression))
       argmaxHead_ = std::move(head);
-  if (const char *v = std::getenv("SOL_DISABLE_FUSED_ARGMAX"))
-    if (!(std::string(v).empty() || std::string(v) == "0"))
-      argmaxHead_.reset();
+  if (envFlag("SOL_DISABLE_FUSED_ARGMAX"))
+    argmaxHead_.reset();
   // Split-K partial sums; zero between uses (the finalize kernels reset it).
   std::size_t splitFloats = 0;
   for (const OpDesc &d : ops_)
@@ -390,10 +387,8 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     // Without cuBLASLt (`why` says why) prefill runs LinearGemm.cuh.
   }
   // Tiles of the tensor-core prefill attention, when the plan has it.
-  if (const char *v = std::getenv("SOL_EXACT_GRAPH_SHAPES"))
-    graphBuckets_ = std::string(v).empty() || std::string(v) == "0";
-  if (const char *v = std::getenv("SOL_DISABLE_PREFILL_ATTENTION"))
-    prefillAttention_ = std::string(v).empty() || std::string(v) == "0";
+  graphBuckets_ = !envFlag("SOL_EXACT_GRAPH_SHAPES");
+  prefillAttention_ = !envFlag("SOL_DISABLE_PREFILL_ATTENTION");
   if (anyPrefillAttention())
     prefillTiles_ = DeviceBuffer(sizeof(PrefillTile) * maxTokens_),
     prefillTilesHost_ = PinnedBuffer(sizeof(PrefillTile) * maxTokens_);
@@ -417,9 +412,8 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     }
     chunkAttention_ = spec;
   }
-  if (const char *v = std::getenv("SOL_DISABLE_CHUNK_ATTENTION"))
-    if (!(std::string(v).empty() || std::string(v) == "0"))
-      chunkAttention_.reset();
+  if (envFlag("SOL_DISABLE_CHUNK_ATTENTION"))
+    chunkAttention_.reset();
 
   // The paged KV cache takes what --gpu-memory-utilization leaves.
   stream_.synchronize();
