@@ -37,12 +37,15 @@
 // not rotated: each block computes the token's rope angles once (Rope.cuh's
 // ropeTable), rotates its group's q rows in registers, and the one block
 // whose split range holds pos (not always the last: trailing splits of a
-// short context are empty) rotates the token's k row and appends k and v to
-// the cache (quantised to fp8 in paged_attention_fp8) before walking its
-// range: the work of rope_kv_write (Rope.cuh's arithmetic, the same bits),
-// without its launch. Only valid
-// when every sequence has one token in the step (decode): a prompt chunk's
-// tokens would read each other's K/V, which other blocks write.
+// short context are empty) rotates the token's k row, walks k and v from
+// registers and appends them to the cache (quantised to fp8 in
+// paged_attention_fp8): the work of rope_kv_write (Rope.cuh's arithmetic,
+// the same bits), without its launch. The cache rows of earlier positions
+// are loaded before waiting for the QKV projection (no kernel of a decode
+// step writes them), so after the wait a block loads only q, k and v of its
+// token before the scores. Only valid when every sequence has one token in
+// the step (decode): a prompt chunk's tokens would read each other's K/V,
+// which other blocks write.
 //
 // paged_attention_fp8 reads an fp8 (E4M3) cache with a float32 scale per
 // (block, slot, kv head) for K and V ([num_blocks, BS, Hkv], written by
@@ -362,17 +365,17 @@ __device__ __forceinline__ void loadBf16(const bf16 *p, float (&f)[E]) {
   raw.unpack(f);
 }
 
-// FusedRope's work before griddepcontrol.wait: L2 prefetches of this lane's
-// chunks (E elements of T) of the K and V rows the walk's first step reads,
-// positions below pos only (pos is appended after the wait). Prefetches
-// hold no registers, so the kernel keeps its occupancy.
+// FusedRope's work before griddepcontrol.wait beside the first step's
+// loads: L2 prefetches of this lane's chunks (E elements of T) of the K and
+// V rows of the walk's step at `base` (the second), positions below pos only
+// (pos is appended after the wait). Prefetches hold no registers.
 template <int Hkv, int HD, int BS, int E, int kPosPerStep, int U, typename T>
 __device__ __forceinline__ void
-prefetchFirstStep(const T *k_cache, const T *v_cache, const int *table,
-                  int begin, int end, int pos, int posGroup, int g, int sub) {
+prefetchStep(const T *k_cache, const T *v_cache, const int *table, int base,
+             int end, int pos, int posGroup, int g, int sub) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    const int p = begin + u * kPosPerStep + posGroup;
+    const int p = base + u * kPosPerStep + posGroup;
     if (p < end && p < pos) {
       const long long row =
           (table[p / BS] * static_cast<long long>(BS) + p % BS) * Hkv + g;
@@ -380,6 +383,37 @@ prefetchFirstStep(const T *k_cache, const T *v_cache, const int *table,
       prefetchL2(v_cache + row * HD + sub * E);
     }
   }
+}
+
+// FusedRope's quantisation of the token's k or v for an fp8 cache: the
+// lane's E values as loadFp8<E> returns them (16 bytes, or 8 in x and y)
+// and the row's scale (all HD / E lanes of a position hold the row; every
+// lane of the warp must call it). The bits rope_kv_write_fp8 stores.
+template <int E, int kLpp>
+__device__ __forceinline__ uint4 quantizeFp8(const float (&x)[E],
+                                             float &scale) {
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < E; ++j)
+    amax = fmaxf(amax, fabsf(x[j]));
+  scale = rope_detail::fp8RowScale(groupMax<kLpp>(amax));
+  uint4 raw = make_uint4(rope_detail::fp8Word(x, scale),
+                         rope_detail::fp8Word(x + 4, scale), 0, 0);
+  if constexpr (E == 16) {
+    raw.z = rope_detail::fp8Word(x + 8, scale);
+    raw.w = rope_detail::fp8Word(x + 12, scale);
+  }
+  return raw;
+}
+
+// Stores what quantizeFp8 returned (E bytes) at dst.
+template <int E>
+__device__ __forceinline__ void storeFp8Raw(unsigned char *dst,
+                                            const uint4 &raw) {
+  if constexpr (E == 16)
+    store16(dst, raw);
+  else
+    *reinterpret_cast<uint2 *>(dst) = make_uint2(raw.x, raw.y);
 }
 
 // FusedRope's cache append for a bf16 cache, run by one warp: the HD / 8
@@ -418,14 +452,10 @@ appendKvFp8(const bf16 *row, unsigned char *k_cache, unsigned char *v_cache,
     loadBf16<E>(row + (Hq + isV * Hkv + g) * HD + sub * E, x);
     if (!isV)
       rope_detail::rotateLane<HD, E>(x, sub, cosT, sinT);
-    float amax = 0.0f;
-#pragma unroll
-    for (int j = 0; j < E; ++j)
-      amax = fmaxf(amax, fabsf(x[j]));
-    const float scale = rope_detail::fp8RowScale(groupMax<kLpp>(amax));
+    float scale;
+    const uint4 raw = quantizeFp8<E, kLpp>(x, scale);
     if (lane < kLpp)
-      rope_detail::storeFp8<E>(
-          (isV ? v_cache : k_cache) + cacheRow * HD + sub * E, x, scale);
+      storeFp8Raw<E>((isV ? v_cache : k_cache) + cacheRow * HD + sub * E, raw);
     if (lane == 0)
       (isV ? v_scales : k_scales)[cacheRow] = scale;
   }
@@ -468,7 +498,8 @@ template <int E> __device__ __forceinline__ uint4 loadFp8(const void *p) {
 
 } // namespace attention_detail
 
-template <int Hq, int Hkv, int HD, int BS, bool FusedRope>
+template <int Hq, int Hkv, int HD, int BS, bool FusedRope,
+          bool PreloadWalk = false>
 __global__ void __launch_bounds__(kPagedAttentionThreads)
     paged_attention(bf16 *out, const bf16 *qkv, bf16 *k_cache, bf16 *v_cache,
                     const int *positions, const int *token_seq,
@@ -479,6 +510,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   allowDependentLaunch();
   // Unfused: rope_kv_write, the predecessor, wrote this step's K/V rows
   // (a prompt chunk's tokens read each other's), so wait at once.
+  static_assert(FusedRope || !PreloadWalk,
+                "paged_attention: PreloadWalk needs FusedRope");
   if constexpr (!FusedRope)
     waitForPredecessor();
   using namespace attention_detail;
@@ -514,8 +547,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   const int *table =
       block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
 
-  // q's chunks, loaded as soon as the QKV projection is done (beside the
-  // rope table's barrier and the append, not after them).
+  // q's chunks, loaded as soon as the QKV projection is done.
   const bf16 *qRow = tokenRow + g * G * HD + sub * 8;
   RawBf16<8> qRaw[G];
   auto loadQ = [&] {
@@ -524,19 +556,96 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       qRaw[gi].load(qRow + gi * HD);
   };
 
-  // The token's rope angles, once per block (per element they cost more
-  // than the launch fusion saves); the block whose split range holds pos
-  // appends the token's k and v. seq, pos and the range are uniform over
-  // the block. In a decode step no kernel before this one writes the step
-  // inputs, the rope frequencies or the cache rows of earlier positions:
-  // the angles and the first step's prefetches come before waiting for the
-  // QKV projection.
+  // One step of the walk: U positions per position group.
+  uint4 kRaw[U], vRaw[U];
+  bool ok[U];
+  auto loadStep = [&](int base) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int p = base + u * Shape::kPosPerStep + posGroup;
+      ok[u] = p < end;
+      if (ok[u]) {
+        const long long block = table[p / BS];
+        const long long offset =
+            ((block * BS + p % BS) * Hkv + g) * HD + sub * 8;
+        kRaw[u] = load16(k_cache + offset);
+        vRaw[u] = load16(v_cache + offset);
+      } else {
+        kRaw[u] = make_uint4(0, 0, 0, 0);
+        vRaw[u] = make_uint4(0, 0, 0, 0);
+      }
+    }
+  };
+
+  // FusedRope: the token's rope angles, once per block (per element they
+  // cost more than the launch fusion saves); the block whose split range
+  // holds pos (not always the last: trailing splits of a short context are
+  // empty) rotates the token's k and appends k and v to the cache. seq, pos
+  // and the range are uniform over the block. In a decode step no kernel
+  // before this one writes the step inputs, the rope frequencies or the
+  // cache rows of earlier positions: the angles and the first step's L2
+  // prefetches come before waiting for the QKV projection.
+  //
+  // PreloadWalk (small grids: PagedAttentionSpec::preloadsWalk): the first
+  // step's cache rows are loaded into registers before the wait, so after
+  // it only the token's q, k and v are loaded before the scores; the lanes
+  // that walk pos take its k and v from registers in the first step, and
+  // store them to the cache, from which the same threads read them back in
+  // a later step. The registers held across the wait (150 instead of 128
+  // for Llama-3.2-1B's heads) cost full grids their fourth block per
+  // multiprocessor: 64-sequence decode 3.7% slower, batch-1 decode 0.4%
+  // faster (fp8 cache: 1.2%). The first step in shared memory instead
+  // (cp.async, no registers) made batch-1 decode 1.5% slower: 16 KB more
+  // of shared memory per block keeps attention blocks off multiprocessors
+  // that the QKV projection still occupies (the same 16 KB unused in the
+  // plain kernel cost as much). Ninth session, docs/gpu.md.
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
-  if constexpr (FusedRope) {
+  if constexpr (FusedRope && PreloadWalk) {
+    if (seq >= 0)
+      rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
+                                 attention_scaling);
+    loadStep(begin);
+    if (begin + Shape::kPosPerStep * U < end)
+      prefetchStep<Hkv, HD, BS, 8, Shape::kPosPerStep, U>(
+          k_cache, v_cache, table, begin + Shape::kPosPerStep * U, end, pos,
+          posGroup, g, sub);
+    const bool writesPos = begin <= pos && pos < end &&
+                           (pos - begin) % Shape::kPosPerStep == posGroup;
+    long long newOffset = 0;
+    if (writesPos)
+      newOffset =
+          ((table[pos / BS] * static_cast<long long>(BS) + pos % BS) * Hkv +
+           g) *
+              HD +
+          sub * 8;
+    __syncthreads(); // the rope table
+    waitForPredecessor();
+    loadQ();
+    const bool ownsPos = seq >= 0 && begin <= pos && pos < end;
+    if (ownsPos) {
+      uint4 kNew = load16(tokenRow + (Hq + g) * HD + sub * 8);
+      const uint4 vNew = load16(tokenRow + (Hq + Hkv + g) * HD + sub * 8);
+      float k[8];
+      unpack8(kNew, k);
+      rope_detail::rotateLane<HD, 8>(k, sub, cosT, sinT);
+      kNew = pack8(k); // exact: rotateLane rounds to bf16
+      if (writesPos) {
+        store16(k_cache + newOffset, kNew);
+        store16(v_cache + newOffset, vNew);
+        const int first = (pos - begin) / Shape::kPosPerStep;
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (u == first) {
+            kRaw[u] = kNew;
+            vRaw[u] = vNew;
+          }
+      }
+    }
+  } else if constexpr (FusedRope) {
     if (seq >= 0) {
       rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
                                  attention_scaling);
-      prefetchFirstStep<Hkv, HD, BS, 8, Shape::kPosPerStep, U>(
+      prefetchStep<Hkv, HD, BS, 8, Shape::kPosPerStep, U>(
           k_cache, v_cache, table, begin, end, pos, posGroup, g, sub);
     }
     waitForPredecessor();
@@ -583,23 +692,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   // begin/end are uniform over the block, so every lane runs every iteration
   // and the shuffles below always see the full warp.
   for (int base = begin; base < end; base += Shape::kPosPerStep * U) {
-    uint4 kRaw[U], vRaw[U];
-    bool ok[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int p = base + u * Shape::kPosPerStep + posGroup;
-      ok[u] = p < end;
-      if (ok[u]) {
-        const long long block = table[p / BS];
-        const long long offset =
-            ((block * BS + p % BS) * Hkv + g) * HD + sub * 8;
-        kRaw[u] = load16(k_cache + offset);
-        vRaw[u] = load16(v_cache + offset);
-      } else {
-        kRaw[u] = make_uint4(0, 0, 0, 0);
-        vRaw[u] = make_uint4(0, 0, 0, 0);
-      }
-    }
+    if (!(FusedRope && PreloadWalk) || base != begin) // preloaded
+      loadStep(base);
     float s[U][G];
     float vf[U][8];
 #pragma unroll
@@ -646,7 +740,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
                                             t, g, split, splits, T);
 }
 
-template <int Hq, int Hkv, int HD, int BS, bool FusedRope>
+template <int Hq, int Hkv, int HD, int BS, bool FusedRope,
+          bool PreloadWalk = false>
 __global__ void __launch_bounds__(kPagedAttentionThreads)
     paged_attention_fp8(bf16 *out, const bf16 *qkv, unsigned char *k_cache,
                         unsigned char *v_cache, float *k_scales,
@@ -658,6 +753,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   allowDependentLaunch();
   // Unfused: rope_kv_write, the predecessor, wrote this step's K/V rows
   // (a prompt chunk's tokens read each other's), so wait at once.
+  static_assert(FusedRope || !PreloadWalk,
+                "paged_attention: PreloadWalk needs FusedRope");
   if constexpr (!FusedRope)
     waitForPredecessor();
   using namespace attention_detail;
@@ -694,8 +791,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   const int *table =
       block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
 
-  // q's chunks, loaded as soon as the QKV projection is done (beside the
-  // rope table's barrier and the append, not after them).
+  // q's chunks, loaded as soon as the QKV projection is done.
   const bf16 *qRow = tokenRow + g * G * HD + sub * E;
   RawBf16<E> qRaw[G];
   auto loadQ = [&] {
@@ -704,19 +800,88 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       qRaw[gi].load(qRow + gi * HD);
   };
 
-  // The token's rope angles, once per block (per element they cost more
-  // than the launch fusion saves); the block whose split range holds pos
-  // appends the token's k and v. seq, pos and the range are uniform over
-  // the block. In a decode step no kernel before this one writes the step
-  // inputs, the rope frequencies or the cache rows of earlier positions:
-  // the angles and the first step's prefetches come before waiting for the
-  // QKV projection.
+  // One step of the walk, as in paged_attention.
+  uint4 kRaw[U], vRaw[U];
+  float kScale[U], vScale[U];
+  bool ok[U];
+  auto loadStep = [&](int base) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int p = base + u * Shape::kPosPerStep + posGroup;
+      ok[u] = p < end;
+      if (ok[u]) {
+        const long long block = table[p / BS];
+        const long long row = (block * BS + p % BS) * Hkv + g;
+        kRaw[u] = loadFp8<E>(k_cache + row * HD + sub * E);
+        vRaw[u] = loadFp8<E>(v_cache + row * HD + sub * E);
+        kScale[u] = k_scales[row];
+        vScale[u] = v_scales[row];
+      } else {
+        kRaw[u] = make_uint4(0, 0, 0, 0);
+        vRaw[u] = make_uint4(0, 0, 0, 0);
+        kScale[u] = 0.0f;
+        vScale[u] = 0.0f;
+      }
+    }
+  };
+
+  // FusedRope and PreloadWalk as in paged_attention; the block that holds
+  // pos quantises the token's rotated k and its v (Rope.cuh's arithmetic,
+  // the bits rope_kv_write_fp8 stores).
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
-  if constexpr (FusedRope) {
+  if constexpr (FusedRope && PreloadWalk) {
+    if (seq >= 0)
+      rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
+                                 attention_scaling);
+    loadStep(begin);
+    if (begin + Shape::kPosPerStep * U < end)
+      prefetchStep<Hkv, HD, BS, E, Shape::kPosPerStep, U>(
+          k_cache, v_cache, table, begin + Shape::kPosPerStep * U, end, pos,
+          posGroup, g, sub);
+    const bool writesPos = begin <= pos && pos < end &&
+                           (pos - begin) % Shape::kPosPerStep == posGroup;
+    long long newRow = 0;
+    if (writesPos)
+      newRow =
+          (table[pos / BS] * static_cast<long long>(BS) + pos % BS) * Hkv + g;
+    __syncthreads(); // the rope table
+    waitForPredecessor();
+    loadQ();
+    const bool ownsPos = seq >= 0 && begin <= pos && pos < end;
+    if (ownsPos) {
+      RawBf16<E> kIn, vIn;
+      kIn.load(tokenRow + (Hq + g) * HD + sub * E);
+      vIn.load(tokenRow + (Hq + Hkv + g) * HD + sub * E);
+      float k[E], v[E];
+      kIn.unpack(k);
+      vIn.unpack(v);
+      rope_detail::rotateLane<HD, E>(k, sub, cosT, sinT);
+      float kNewScale, vNewScale;
+      const uint4 kNew = quantizeFp8<E, kLpp>(k, kNewScale);
+      const uint4 vNew = quantizeFp8<E, kLpp>(v, vNewScale);
+      if (writesPos) {
+        storeFp8Raw<E>(k_cache + newRow * HD + sub * E, kNew);
+        storeFp8Raw<E>(v_cache + newRow * HD + sub * E, vNew);
+        if (sub == 0) {
+          k_scales[newRow] = kNewScale;
+          v_scales[newRow] = vNewScale;
+        }
+        const int first = (pos - begin) / Shape::kPosPerStep;
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (u == first) {
+            kRaw[u] = kNew;
+            vRaw[u] = vNew;
+            kScale[u] = kNewScale;
+            vScale[u] = vNewScale;
+          }
+      }
+    }
+  } else if constexpr (FusedRope) {
     if (seq >= 0) {
       rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
                                  attention_scaling);
-      prefetchFirstStep<Hkv, HD, BS, E, Shape::kPosPerStep, U>(
+      prefetchStep<Hkv, HD, BS, E, Shape::kPosPerStep, U>(
           k_cache, v_cache, table, begin, end, pos, posGroup, g, sub);
     }
     waitForPredecessor();
@@ -763,27 +928,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   // begin/end are uniform over the block, so every lane runs every iteration
   // and the shuffles below always see the full warp.
   for (int base = begin; base < end; base += Shape::kPosPerStep * U) {
-    uint4 kRaw[U], vRaw[U];
-    float kScale[U], vScale[U];
-    bool ok[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int p = base + u * Shape::kPosPerStep + posGroup;
-      ok[u] = p < end;
-      if (ok[u]) {
-        const long long block = table[p / BS];
-        const long long row = (block * BS + p % BS) * Hkv + g;
-        kRaw[u] = loadFp8<E>(k_cache + row * HD + sub * E);
-        vRaw[u] = loadFp8<E>(v_cache + row * HD + sub * E);
-        kScale[u] = k_scales[row];
-        vScale[u] = v_scales[row];
-      } else {
-        kRaw[u] = make_uint4(0, 0, 0, 0);
-        vRaw[u] = make_uint4(0, 0, 0, 0);
-        kScale[u] = 0.0f;
-        vScale[u] = 0.0f;
-      }
-    }
+    if (!(FusedRope && PreloadWalk) || base != begin) // preloaded
+      loadStep(base);
     float s[U][G];
 #pragma unroll
     for (int u = 0; u < U; ++u) {

@@ -220,6 +220,7 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
     spec.fusedRope = fusedRope;
     spec.clusterMerge = clusterMerge;
     const int splits = attentionSplits(op, rows, maxContext, clusterMerge);
+    spec.preloadWalk = spec.preloadsWalk(rows, splits, kPlannedMultiprocessors);
     return {
         {spec.instance(), spec.dims(rows, splits, kPlannedMultiprocessors)}};
   }
@@ -284,8 +285,11 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     PagedAttentionSpec spec = attentionSpec(op);
     out.push_back(spec.instance());
     // Decode steps: the variant with rope_kv_write's work in its prologue.
+    // Small grids of them preload their walk.
     if (attentionFusesRope(op)) {
       spec.fusedRope = true;
+      out.push_back(spec.instance());
+      spec.preloadWalk = true;
       out.push_back(spec.instance());
     }
     // Steps with a prompt chunk of a full tile run the tensor-core kernel

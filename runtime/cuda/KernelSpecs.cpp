@@ -486,10 +486,12 @@ KernelInstance PagedAttentionSpec::instance() const {
   if (fusedRope && !fusedRopeSupported())
     fail("paged_attention: no fused-rope variant for head_dim ", headDim,
          fp8 ? " with an fp8 cache" : "");
+  if (preloadWalk && !fusedRope)
+    fail("paged_attention: the walk preload needs the fused rope");
   return {"PagedAttention.cuh",
           cat(kNamespace, fp8 ? "paged_attention_fp8<" : "paged_attention<",
               qHeads, ", ", kvHeads, ", ", headDim, ", ", blockSize, ", ",
-              fusedRope ? "true" : "false", ">")};
+              fusedRope ? "true" : "false", preloadWalk ? ", true" : "", ">")};
 }
 bool PagedAttentionSpec::fusedRopeSupported() const {
   // Lanes hold 8 values (bf16), or 16 (fp8 with groups of at most 4, as
@@ -500,6 +502,13 @@ bool PagedAttentionSpec::fusedRopeSupported() const {
 bool PagedAttentionSpec::mergesInCluster(int tokens, int splits,
                                          int multiprocessors) const {
   return clusterMerge && splits > 1 && splits <= kMaxClusterSplits &&
+         static_cast<long long>(std::max(tokens, 1)) * kvHeads * splits <=
+             multiprocessors;
+}
+
+bool PagedAttentionSpec::preloadsWalk(int tokens, int splits,
+                                      int multiprocessors) const {
+  return fusedRope &&
          static_cast<long long>(std::max(tokens, 1)) * kvHeads * splits <=
              multiprocessors;
 }

@@ -3,7 +3,8 @@
 // Decode steps skip rope_kv_write and run paged_attention<..., true>, which
 // rotates q and k and appends k and v (fp8 with their scales) itself. Both
 // paths must give the same bits: on the same unrotated qkv and caches, the
-// fused kernel's output and caches are compared exactly with those of
+// fused kernel's output and caches (and those of its PreloadWalk variant,
+// which small grids run) are compared exactly with those of
 // rope_kv_write(_fp8) followed by the unfused kernel, at several split
 // counts (the in-kernel split merge included), for bf16 and fp8 caches,
 // block sizes 16 and 32, GQA groups 4, 7 and 8, head dims 64 and 128, and
@@ -60,6 +61,8 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
                                    blockSize, fp8,       false};
   PagedAttentionSpec fused = unfused;
   fused.fusedRope = true;
+  PagedAttentionSpec preload = fused; // small grids' variant
+  preload.preloadWalk = true;
   const RopeKvWriteSpec rope{h.qHeads, h.kvHeads, h.headDim, blockSize, fp8};
   const PagedBatch batch =
       makePagedBatch(c.rng, fc.seqs, fc.padding, blockSize);
@@ -101,6 +104,7 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
   const cuda::Kernel &ropeKernel = c.kernels.kernel(rope.instance());
   const cuda::Kernel &plainKernel = c.kernels.kernel(unfused.instance());
   const cuda::Kernel &fusedKernel = c.kernels.kernel(fused.instance());
+  const cuda::Kernel &preloadKernel = c.kernels.kernel(preload.instance());
 
   struct Side {
     DeviceBuffer qkv, k, v, ks, vs, out;
@@ -119,13 +123,15 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
        splitRuns(c, unfused, batch.tokens, maxContext, fc.splits)) {
     const int splits = run.splits;
     const bool cluster = run.cluster;
-    PagedAttentionSpec plainSpec = unfused, fusedSpec = fused;
-    plainSpec.clusterMerge = fusedSpec.clusterMerge = cluster;
+    PagedAttentionSpec plainSpec = unfused, fusedSpec = fused,
+                       preloadSpec = preload;
+    plainSpec.clusterMerge = fusedSpec.clusterMerge = preloadSpec.clusterMerge =
+        cluster;
     const SplitWorkspace work =
         splitWorkspace(c, unfused, batch.tokens, splits);
     float *partials = work.partials();
     unsigned *arrivals = work.arrivals();
-    Side a = makeSide(), b = makeSide();
+    Side a = makeSide(), b = makeSide(), p = makeSide();
     auto attend = [&](const cuda::Kernel &k, const PagedAttentionSpec &spec,
                       Side &s, const float *invFreq) {
       if (fp8)
@@ -161,32 +167,45 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
     std::function<void(int)> fusedLaunch = [&](int) {
       attend(fusedKernel, fusedSpec, b, dFreq.as<const float>());
     };
+    std::function<void(int)> preloadLaunch = [&](int) {
+      attend(preloadKernel, preloadSpec, p, dFreq.as<const float>());
+    };
     unfusedLaunch(0);
     fusedLaunch(0);
-    const std::vector<Bf16> outA = c.download<Bf16>(a.out),
-                            outB = c.download<Bf16>(b.out);
-    std::size_t differ = mismatches(outA, outB);
-    differ += mismatches(c.download<uint8_t>(a.k), c.download<uint8_t>(b.k));
-    differ += mismatches(c.download<uint8_t>(a.v), c.download<uint8_t>(b.v));
-    if (fp8) {
-      differ += mismatches(c.download<float>(a.ks), c.download<float>(b.ks));
-      differ += mismatches(c.download<float>(a.vs), c.download<float>(b.vs));
-    }
-    // The unfused kernel still sees q, k rotated once: the fused one must
-    // leave qkv as it found it.
-    differ += mismatches(c.download<Bf16>(b.qkv), qkv);
+    preloadLaunch(0);
+    const std::vector<Bf16> outA = c.download<Bf16>(a.out);
+    const std::vector<uint8_t> kA = c.download<uint8_t>(a.k),
+                               vA = c.download<uint8_t>(a.v);
     const std::string name =
         sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, fp8 ? " fp8" : " bf16",
                  " BS=", blockSize, " ", fc.label, " splits=", splits,
                  cluster ? " cluster" : "");
-    CheckRecord r = makeRecord(c, "fused_rope", name, fused.instance());
-    r.checked = true;
-    r.unwritten = countPoison(outB);
-    r.passed = differ == 0 && r.unwritten == 0;
-    if (differ)
-      r.note += sol::cat(differ, " values differ from rope_kv_write + "
-                                 "paged_attention; ");
-    c.finish(std::move(r), fc.timed ? &fusedLaunch : nullptr);
+    // Both fused variants against rope_kv_write + the unfused kernel, bit
+    // for bit: output, caches (and fp8 scales).
+    auto check = [&](Side &s, const PagedAttentionSpec &spec,
+                     const std::string &label, std::function<void(int)> *run) {
+      const std::vector<Bf16> out = c.download<Bf16>(s.out);
+      std::size_t differ = mismatches(outA, out);
+      differ += mismatches(kA, c.download<uint8_t>(s.k));
+      differ += mismatches(vA, c.download<uint8_t>(s.v));
+      if (fp8) {
+        differ += mismatches(c.download<float>(a.ks), c.download<float>(s.ks));
+        differ += mismatches(c.download<float>(a.vs), c.download<float>(s.vs));
+      }
+      // The unfused kernel still sees q, k rotated once: a fused one must
+      // leave qkv as it found it.
+      differ += mismatches(c.download<Bf16>(s.qkv), qkv);
+      CheckRecord r = makeRecord(c, "fused_rope", label, spec.instance());
+      r.checked = true;
+      r.unwritten = countPoison(out);
+      r.passed = differ == 0 && r.unwritten == 0;
+      if (differ)
+        r.note += sol::cat(differ, " values differ from rope_kv_write + "
+                                   "paged_attention; ");
+      c.finish(std::move(r), fc.timed ? run : nullptr);
+    };
+    check(b, fused, name, &fusedLaunch);
+    check(p, preload, name + " preload", &preloadLaunch);
     if (fc.timed) {
       CheckRecord base =
           makeRecord(c, "fused_rope", name + " rope_kv_write + unfused",
@@ -245,10 +264,13 @@ std::vector<CheckFamily> fusedRopeChecks() {
                    k.require(RopeKvWriteSpec{h.qHeads, h.kvHeads, h.headDim,
                                              blockSize, fp8}
                                  .instance());
-                   for (bool fused : {false, true})
-                     k.require(PagedAttentionSpec{
-                         h.qHeads, h.kvHeads, h.headDim, blockSize, fp8, fused}
-                                   .instance());
+                   PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim,
+                                           blockSize, fp8};
+                   k.require(spec.instance());
+                   spec.fusedRope = true;
+                   k.require(spec.instance());
+                   spec.preloadWalk = true;
+                   k.require(spec.instance());
                  }
            },
            checkFusedRope}};

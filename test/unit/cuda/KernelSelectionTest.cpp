@@ -242,6 +242,46 @@ TEST(KernelSelection, FusedRopeOnlyWhereTheShapeHasIt) {
                sol::Error);
 }
 
+TEST(KernelSelection, SmallFusedGridsPreloadTheirWalk) {
+  // Batch-1 decode (8 kv heads x 8 splits = 64 blocks) runs the fused
+  // kernel that preloads its walk; 64 sequences (512 blocks) and steps
+  // without the fused rope do not. Plans hold every variant.
+  OpDesc attention;
+  attention.kind = fb::OpKind::Attention;
+  attention.ints = {0, 32, 8, 64, 0}; // layer, heads, kv heads, head dim
+  attention.blockSize = 16;
+  auto name = [&](int rows, bool fused) {
+    return selectKernels(attention, rows, 256, FewRowLinears::Skinny, fused,
+                         true)
+        .at(0)
+        .instance.nameExpression;
+  };
+  const std::string preload =
+      "sol::kernels::paged_attention<32, 8, 64, 16, true, true>";
+  const std::string fused =
+      "sol::kernels::paged_attention<32, 8, 64, 16, true>";
+  EXPECT_EQ(name(1, true), preload);
+  EXPECT_EQ(name(64, true), fused);
+  EXPECT_EQ(name(1, false),
+            "sol::kernels::paged_attention<32, 8, 64, 16, false>");
+  const std::vector<KernelInstance> plan =
+      enumerateKernels(attention, 64, 4096);
+  for (const std::string &n : {preload, fused})
+    EXPECT_TRUE(std::any_of(
+        plan.begin(), plan.end(),
+        [&](const KernelInstance &k) { return k.nameExpression == n; }))
+        << n;
+  PagedAttentionSpec spec{32, 8, 64, 16};
+  spec.fusedRope = true;
+  EXPECT_TRUE(spec.preloadsWalk(16, 1, 132)); // 8 x 16 = 128 blocks
+  EXPECT_TRUE(spec.preloadsWalk(1, 8, 132));
+  EXPECT_FALSE(spec.preloadsWalk(17, 1, 132));
+  spec.fusedRope = false;
+  EXPECT_FALSE(spec.preloadsWalk(1, 1, 132));
+  spec.preloadWalk = true; // without the fused rope: no such kernel
+  EXPECT_THROW(spec.instance(), sol::Error);
+}
+
 TEST(KernelSelection, ArgmaxLmHeadIsTheOneRowGemvWithTheArgmaxEpilogue) {
   // The LM head (fp32 logits behind the final norm): the one-row GEMV's
   // configuration with epilogue 3 (kEpilogueArgmax), and plans hold it.
