@@ -37,15 +37,16 @@
 // not rotated: each block computes the token's rope angles once (Rope.cuh's
 // ropeTable), rotates its group's q rows in registers, and the one block
 // whose split range holds pos (not always the last: trailing splits of a
-// short context are empty) rotates the token's k row, walks k and v from
-// registers and appends them to the cache (quantised to fp8 in
-// paged_attention_fp8): the work of rope_kv_write (Rope.cuh's arithmetic,
-// the same bits), without its launch. The cache rows of earlier positions
-// are loaded before waiting for the QKV projection (no kernel of a decode
-// step writes them), so after the wait a block loads only q, k and v of its
-// token before the scores. Only valid when every sequence has one token in
-// the step (decode): a prompt chunk's tokens would read each other's K/V,
-// which other blocks write.
+// short context are empty) rotates the token's k row and appends k and v to
+// the cache (quantised to fp8 in paged_attention_fp8) before walking its
+// range: the work of rope_kv_write (Rope.cuh's arithmetic, the same bits),
+// without its launch. With PreloadWalk as well (small grids), the first
+// step's cache rows of earlier positions are loaded before waiting for the
+// QKV projection (no kernel of a decode step writes them), and the token's
+// k and v are walked from registers: after the wait a block loads only q,
+// k and v of its token before the scores. Only valid when every sequence
+// has one token in the step (decode): a prompt chunk's tokens would read
+// each other's K/V, which other blocks write.
 //
 // paged_attention_fp8 reads an fp8 (E4M3) cache with a float32 scale per
 // (block, slot, kv head) for K and V ([num_blocks, BS, Hkv], written by
@@ -365,10 +366,11 @@ __device__ __forceinline__ void loadBf16(const bf16 *p, float (&f)[E]) {
   raw.unpack(f);
 }
 
-// FusedRope's work before griddepcontrol.wait beside the first step's
-// loads: L2 prefetches of this lane's chunks (E elements of T) of the K and
-// V rows of the walk's step at `base` (the second), positions below pos only
-// (pos is appended after the wait). Prefetches hold no registers.
+// FusedRope's work before griddepcontrol.wait: L2 prefetches of this lane's
+// chunks (E elements of T) of the K and V rows of the walk's step at `base`
+// (the first; with PreloadWalk, which loads the first, the second),
+// positions below pos only (pos is appended after the wait). Prefetches
+// hold no registers.
 template <int Hkv, int HD, int BS, int E, int kPosPerStep, int U, typename T>
 __device__ __forceinline__ void
 prefetchStep(const T *k_cache, const T *v_cache, const int *table, int base,
