@@ -277,6 +277,11 @@ __device__ __forceinline__ unsigned long long argmaxKey(float v, int index) {
          (0xffffffffu - static_cast<unsigned>(index));
 }
 
+// The index an argmaxKey holds.
+__device__ __forceinline__ int argmaxKeyIndex(unsigned long long key) {
+  return static_cast<int>(0xffffffffu - static_cast<unsigned>(key));
+}
+
 __device__ __forceinline__ float asFloat(float v) { return v; }
 __device__ __forceinline__ float asFloat(bf16 v) { return __bfloat162float(v); }
 

@@ -4,6 +4,16 @@
 // grid is ceil(T * D / 8 / 256) blocks of 256 threads. Token ids are
 // validated on the host (the tokenizer and the engine own the vocabulary).
 //
+// Chained steps (async scheduling) are queued before the previous step's
+// ids reach the host: a negative id -1 - r names row r of the previous
+// step's result, read here on the device. That result is either an id array
+// (`previousIds`: the argmax or sampling output) or the one-row fused
+// LM-head argmax's key (`previousKey`, argmaxKey in Common.cuh). With
+// `clearKey` the kernel also clears that key, in place, for the step's own
+// LM head (the input copy that clears it otherwise skips it in one-token
+// chained steps); the launch is then one block, so that the clear follows
+// every read. Longer steps read a copy of the key and clear nothing.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -16,7 +26,9 @@ constexpr int kEmbeddingThreads = 256;
 
 template <int D>
 __global__ void __launch_bounds__(kEmbeddingThreads)
-    embedding(bf16 *out, const bf16 *table, const int *ids, int T) {
+    embedding(bf16 *out, const bf16 *table, const int *ids, int T,
+              const int *previousIds, unsigned long long *previousKey,
+              int clearKey) {
   allowDependentLaunch();
   waitForPredecessor();
   static_assert(D % 8 == 0, "embedding: D must be a multiple of 8");
@@ -27,9 +39,17 @@ __global__ void __launch_bounds__(kEmbeddingThreads)
        i < total; i += static_cast<long long>(gridDim.x) * blockDim.x) {
     const int t = static_cast<int>(i / kVecsPerRow);
     const int c = static_cast<int>(i % kVecsPerRow);
-    const long long row = ids[t];
+    long long row = ids[t];
+    if (row < 0)
+      row = previousKey != nullptr ? argmaxKeyIndex(*previousKey)
+                                   : previousIds[-1 - row];
     store16(out + static_cast<long long>(t) * D + c * 8,
             loadShared16(table + row * D + c * 8));
+  }
+  if (clearKey) {
+    __syncthreads();
+    if (threadIdx.x == 0)
+      *previousKey = 0ull;
   }
 }
 

@@ -255,16 +255,15 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   }
   arena_ = DeviceBuffer(std::max<std::size_t>(arenaBytes, kAlign));
 
-  // Step inputs.
-  std::size_t off = 0;
+  // Step inputs. The fused argmax's key comes first, zero in the staging
+  // buffers: every step's input copy clears it, except in a step chained to
+  // the key, which copies from kAlign on (its embedding reads, then clears).
+  argmaxKeyOffset_ = 0;
+  std::size_t off = kAlign;
   for (int i = 0; i < 4; ++i) {
     inputOffsets_[i] = off;
     off += alignUp(sizeof(int32_t) * static_cast<std::size_t>(maxTokens_));
   }
-  // The fused argmax's key, zero in the staging buffer: every step's input
-  // copy resets it.
-  argmaxKeyOffset_ = off;
-  off += kAlign;
   // chunk_attention's tiles (int2 each, at most one per graph-sized token).
   chunkTilesOffset_ = off;
   off += alignUp(sizeof(PrefillTile) * kMaxGraphTokens);
@@ -275,16 +274,20 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   off = samplingInputs(off, maxTokens_).entries +
         kMaxPenaltyEntries * SamplingSpec::kPenaltyEntryBytes;
   inputs_ = DeviceBuffer(off);
-  staging_ = PinnedBuffer(off);
   argmaxOut_ = DeviceBuffer(alignUp(sizeof(int32_t) * maxTokens_));
-  argmaxHost_ = PinnedBuffer(
-      std::max(sizeof(int32_t) * maxTokens_, sizeof(unsigned long long)));
-  std::memset(static_cast<std::byte *>(staging_.data()) + argmaxKeyOffset_, 0,
-              sizeof(unsigned long long));
+  chainKey_ = DeviceBuffer(kAlign);
   const std::size_t samplingBytes =
       samplingResults(maxTokens_, kMaxTopLogprobs).bytes;
   samplingOut_ = DeviceBuffer(alignUp(samplingBytes));
-  samplingHost_ = PinnedBuffer(samplingBytes);
+  for (HostSlot &slot : slots_) {
+    slot.staging = PinnedBuffer(off);
+    std::memset(static_cast<std::byte *>(slot.staging.data()) +
+                    argmaxKeyOffset_,
+                0, sizeof(unsigned long long));
+    slot.argmax = PinnedBuffer(
+        std::max(sizeof(int32_t) * maxTokens_, sizeof(unsigned long long)));
+    slot.sampling = PinnedBuffer(samplingBytes);
+  }
   penaltySaved_ = DeviceBuffer(sizeof(float) * kMaxPenaltyEntries);
   argmaxWorkspace_ = DeviceBuffer(
       alignUp(ArgmaxSpec{static_cast<int>(vocab_)}.workspaceBytes(maxTokens_)));
@@ -339,6 +342,13 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   }
   sequenceSeen_.assign(static_cast<std::size_t>(maxSeqsCap_), 0);
   findSkippableGather();
+  // Chained ids are resolved by the embedding kernel: only Embedding ops may
+  // read the token ids (step input 0).
+  chainable_ = !ops_.empty();
+  for (std::size_t i = 0; i < ops_.size(); ++i)
+    for (int id : *plan.ops()->Get(static_cast<unsigned>(i))->buffers())
+      chainable_ =
+          chainable_ && (id != 0 || ops_[i].kind == fb::OpKind::Embedding);
   if (options_.profileSteps) {
     stepStart_ = std::make_unique<Event>();
     stepEnd_ = std::make_unique<Event>();
@@ -389,9 +399,11 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   // Tiles of the tensor-core prefill attention, when the plan has it.
   graphBuckets_ = !envFlag("SOL_EXACT_GRAPH_SHAPES");
   prefillAttention_ = !envFlag("SOL_DISABLE_PREFILL_ATTENTION");
-  if (anyPrefillAttention())
-    prefillTiles_ = DeviceBuffer(sizeof(PrefillTile) * maxTokens_),
-    prefillTilesHost_ = PinnedBuffer(sizeof(PrefillTile) * maxTokens_);
+  if (anyPrefillAttention()) {
+    prefillTiles_ = DeviceBuffer(sizeof(PrefillTile) * maxTokens_);
+    for (HostSlot &slot : slots_)
+      slot.prefillTiles = PinnedBuffer(sizeof(PrefillTile) * maxTokens_);
+  }
   // chunk_attention: one spec for every attention op, its kernel in the plan.
   for (std::size_t i = 0; i < ops_.size(); ++i) {
     const OpDesc &d = ops_[i];
@@ -489,6 +501,13 @@ void CudaExecutor::warmUpCublas() {
 }
 
 CudaExecutor::~CudaExecutor() {
+  if (!pending_.empty()) {
+    // Queued copies still target the pinned buffers about to be freed.
+    try {
+      stream_.synchronize();
+    } catch (...) {
+    }
+  }
   if (profiledSteps_ > 0)
     printProfile();
   if (!stepTimes_.empty())
@@ -730,16 +749,15 @@ bool CudaExecutor::anyPrefillAttention() const {
   });
 }
 
-int CudaExecutor::stagePrefillTiles(const StepBatch &b) {
+int CudaExecutor::stagePrefillTiles(const StepBatch &b, PinnedBuffer &host) {
   if (prefillTiles_.size() == 0 || !prefillAttention_ ||
       !usePrefillAttention(b.tokenSeq, b.positions))
     return 0;
   const std::vector<PrefillTile> tiles =
       planPrefillTiles(b.tokenSeq, b.positions, PrefillAttentionSpec::kRows);
-  std::memcpy(prefillTilesHost_.data(), tiles.data(),
-              tiles.size() * sizeof(PrefillTile));
-  prefillTiles_.copyFromHost(prefillTilesHost_.data(),
-                             tiles.size() * sizeof(PrefillTile), stream_);
+  std::memcpy(host.data(), tiles.data(), tiles.size() * sizeof(PrefillTile));
+  prefillTiles_.copyFromHost(host.data(), tiles.size() * sizeof(PrefillTile),
+                             stream_);
   return static_cast<int>(tiles.size());
 }
 
@@ -900,7 +918,31 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     switch (d.kind) {
     case fb::OpKind::Embedding: {
       CUdeviceptr out = buf(0), ids = buf(1), table = w(0);
-      k.launch(l.dims, stream_, out, table, ids, rows);
+      CUdeviceptr previousIds = null, previousKey = null;
+      int clearKey = 0;
+      LaunchDims dims = l.dims;
+      switch (shape.chain) {
+      case ChainSource::None:
+        break;
+      case ChainSource::Ids:
+        previousIds = argmaxOut_.address();
+        break;
+      case ChainSource::Sampled:
+        previousIds = samplingOut_.address(); // the ids come first
+        break;
+      case ChainSource::Key:
+        previousKey = inputs_.address() + argmaxKeyOffset_;
+        clearKey = 1;
+        dims.grid = EmbeddingSpec{static_cast<int>(d.bufferWidths[0])}
+                        .keyChainedDims()
+                        .grid;
+        break;
+      case ChainSource::KeyCopy:
+        previousKey = chainKey_.address();
+        break;
+      }
+      k.launch(dims, stream_, out, table, ids, rows, previousIds, previousKey,
+               clearKey);
       break;
     }
     case fb::OpKind::RmsNorm: {
@@ -1151,10 +1193,45 @@ bool CudaExecutor::oneTokenPerSequence(const StepBatch &batch) {
   return true;
 }
 
+bool CudaExecutor::chainsSteps() const {
+  // Profiling times one step at a time.
+  return chainable_ && !options_.profileSteps && !options_.profileOps;
+}
+
+bool CudaExecutor::anyChained(const StepBatch &b) {
+  return std::any_of(b.chainedRows.begin(), b.chainedRows.end(),
+                     [](int32_t r) { return r >= 0; });
+}
+
+void CudaExecutor::validateChain(const StepBatch &b) const {
+  if (!b.chainedRows.empty() && b.chainedRows.size() != b.tokens.size())
+    fail("the step has ", b.tokens.size(), " tokens but ", b.chainedRows.size(),
+         " chained rows");
+  if (!anyChained(b))
+    return;
+  if (!chainsSteps())
+    fail("this CUDA executor cannot chain steps (plan or profiling)");
+  if (lastResults_ == ChainSource::None)
+    fail("a step takes ids of the previous step, which chose none");
+  for (std::size_t t = 0; t < b.chainedRows.size(); ++t)
+    if (b.chainedRows[t] < -1 || b.chainedRows[t] >= lastRows_)
+      fail("token ", t, " takes the id of row ", b.chainedRows[t],
+           " of the previous step, which chose ", lastRows_);
+}
+
 void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
+  submitStep(in, out);
+  while (!pending_.empty())
+    finishStep();
+}
+
+void CudaExecutor::submitStep(const StepBatch &in, const StepOutput &out) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point entered = Clock::now();
+  if (pending_.size() >= 2)
+    fail("internal error: a third step queued on the CUDA executor");
   validate(in, out);
+  validateChain(in);
   context_.makeCurrent();
   // Graph-sized steps run padded to their bucket, so that few shapes (and
   // graphs) occur; the outputs hold the real rows only.
@@ -1173,18 +1250,23 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
   shape.sampling = sampling::stepNeedsSampling(b, out);
   shape.logprobs = !out.logprobs.empty();
   shape.numTop = b.numTopLogprobs;
+  HostSlot &slot = slots_[nextSlot_];
   // Long prompt chunks: the tensor-core attention (never in a graph; for
   // an 8-token chunk after 1,024 cached positions it took 25.6 us a layer
   // against paged_attention's 15.0: 32 blocks for 512).
   if (shape.tokens > kMaxGraphTokens)
-    shape.prefillTiles = stagePrefillTiles(b);
+    shape.prefillTiles = stagePrefillTiles(b, slot.prefillTiles);
   shape.fusedRope =
       fusedRope_ && shape.prefillTiles == 0 && oneTokenPerSequence(b);
-  auto *host = static_cast<std::byte *>(staging_.data());
+  auto *host = static_cast<std::byte *>(slot.staging.data());
   stageChunkTiles(b, host, shape);
   shape.identityRows = skippableGather_ >= 0 && identityLogitRows(b);
   shape.fusedArgmax =
       argmaxHead_ && shape.argmax && !shape.sampling && shape.outputs == 1;
+  if (anyChained(in))
+    shape.chain = lastResults_ == ChainSource::Key && in.tokens.size() > 1
+                      ? ChainSource::KeyCopy
+                      : lastResults_;
 
   // Stage the inputs in their device layout and send them in one copy.
   auto put = [&](int i, std::span<const int32_t> v) {
@@ -1195,13 +1277,25 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
   put(2, b.tokenSeq);
   put(3, b.logitRows);
   put(4, b.blockTables);
+  // Chained tokens as -1 - row: the embedding reads the previous step's id.
+  auto *tokens = reinterpret_cast<int32_t *>(host + inputOffsets_[0]);
+  for (std::size_t t = 0; t < in.chainedRows.size(); ++t)
+    if (in.chainedRows[t] >= 0)
+      tokens[t] = -1 - in.chainedRows[t];
   if (options_.profileSteps)
     stepStart_->record(stream_);
-  inputs_.copyFromHost(host,
-                       shape.sampling
-                           ? stageSampling(b, host)
-                           : inputOffsets_[4] + b.blockTables.size_bytes(),
-                       stream_);
+  const std::size_t end = shape.sampling
+                              ? stageSampling(b, host)
+                              : inputOffsets_[4] + b.blockTables.size_bytes();
+  // A one-token step chained to the key leaves it for its embedding to read
+  // and clear; a longer one reads a copy and lets the input copy clear it.
+  if (shape.chain == ChainSource::KeyCopy)
+    checkCuda(driverApi().memcpyDtoDAsync(
+                  chainKey_.address(), inputs_.address() + argmaxKeyOffset_,
+                  sizeof(unsigned long long), stream_.handle()),
+              "cuMemcpyDtoDAsync(argmax key)");
+  const std::size_t begin = shape.chain == ChainSource::Key ? kAlign : 0;
+  inputs_.copyFromHost(host + begin, end - begin, stream_, begin);
 
   const bool graphable =
       !options_.disableCudaGraphs && shape.tokens <= kMaxGraphTokens;
@@ -1227,16 +1321,17 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
   }
 
   const fb::Plan &plan = plan_.plan();
-  const SamplingResults results = samplingResults(shape.outputs, shape.numTop);
   if (shape.sampling)
-    samplingOut_.copyToHost(samplingHost_.data(), results.bytes, stream_);
+    samplingOut_.copyToHost(slot.sampling.data(),
+                            samplingResults(shape.outputs, shape.numTop).bytes,
+                            stream_);
   else if (shape.fusedArgmax)
     checkCuda(driverApi().memcpyDtoHAsync(
-                  argmaxHost_.data(), inputs_.address() + argmaxKeyOffset_,
+                  slot.argmax.data(), inputs_.address() + argmaxKeyOffset_,
                   sizeof(unsigned long long), stream_.handle()),
               "cuMemcpyDtoHAsync(argmax key)");
   else if (!out.argmax.empty())
-    argmaxOut_.copyToHost(argmaxHost_.data(), out.argmax.size_bytes(), stream_);
+    argmaxOut_.copyToHost(slot.argmax.data(), out.argmax.size_bytes(), stream_);
   if (!out.logits.empty()) {
     int logitsBuffer =
         plan.ops()->Get(plan.ops()->size() - 1)->buffers()->Get(0);
@@ -1248,22 +1343,41 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
   }
   if (options_.profileSteps)
     stepEnd_->record(stream_);
-  stream_.synchronize();
+  slot.done.record(stream_);
+  pending_.push_back(
+      {nextSlot_, out, shape, static_cast<int>(in.tokens.size()), entered});
+  nextSlot_ = 1 - nextSlot_;
+  lastResults_ = shape.results();
+  lastRows_ = static_cast<int>(in.logitRows.size());
+}
+
+void CudaExecutor::finishStep() {
+  using Clock = std::chrono::steady_clock;
+  if (pending_.empty())
+    return;
+  const Pending p = pending_.front();
+  pending_.pop_front(); // retired even when the wait fails
+  HostSlot &slot = slots_[p.slot];
+  slot.done.synchronize();
+  const StepOutput &out = p.out;
+  const StepShape &shape = p.shape;
   if (options_.profileSteps) {
     const Clock::time_point done = Clock::now();
-    StepTimes &t = stepTimes_[static_cast<int>(in.tokens.size())];
+    StepTimes &t = stepTimes_[p.realTokens];
     ++t.count;
     t.gpuMs += Event::elapsedMs(*stepStart_, *stepEnd_);
     t.wallMs +=
-        std::chrono::duration<double, std::milli>(done - entered).count();
+        std::chrono::duration<double, std::milli>(done - p.entered).count();
     if (lastStepEnd_ != Clock::time_point{})
       t.hostGapMs +=
-          std::chrono::duration<double, std::milli>(entered - lastStepEnd_)
+          std::chrono::duration<double, std::milli>(p.entered - lastStepEnd_)
               .count();
     lastStepEnd_ = done;
   }
   if (shape.sampling) {
-    const auto *res = static_cast<const std::byte *>(samplingHost_.data());
+    const SamplingResults results =
+        samplingResults(shape.outputs, shape.numTop);
+    const auto *res = static_cast<const std::byte *>(slot.sampling.data());
     if (!out.argmax.empty())
       std::memcpy(out.argmax.data(), res, out.argmax.size_bytes());
     if (!out.logprobs.empty())
@@ -1278,11 +1392,11 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
   } else if (shape.fusedArgmax) {
     // The key's low word is 0xffffffff - index (argmaxKey, Common.cuh).
     unsigned long long key = 0;
-    std::memcpy(&key, argmaxHost_.data(), sizeof(key));
+    std::memcpy(&key, slot.argmax.data(), sizeof(key));
     out.argmax[0] = static_cast<int32_t>(
         0xffffffffu - static_cast<uint32_t>(key & 0xffffffffu));
   } else if (!out.argmax.empty()) {
-    std::memcpy(out.argmax.data(), argmaxHost_.data(), out.argmax.size_bytes());
+    std::memcpy(out.argmax.data(), slot.argmax.data(), out.argmax.size_bytes());
   }
 }
 

@@ -9,6 +9,11 @@
 // one graph launch. No host synchronisation happens between the input copy and
 // the results.
 //
+// Steps may be queued two deep (submitStep, finishStep): each queued step
+// has its own pinned staging and result buffers and an event after its
+// result copy, and a chained step's tokens are the previous step's ids,
+// read on the device by the embedding kernel (StepBatch::chainedRows).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -25,6 +30,7 @@
 #include "runtime/executor/ExecutorFactory.h"
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,8 +49,18 @@ public:
   int32_t blockSize() const override { return blockSize_; }
   int32_t maxTokensPerStep() const override { return maxTokens_; }
   void step(const StepBatch &batch, const StepOutput &out) override;
+  bool chainsSteps() const override;
+  void submitStep(const StepBatch &batch, const StepOutput &out) override;
+  void finishStep() override;
 
 private:
+  /// Where a step's chosen ids stay on the device, for a chained successor
+  /// to read: nowhere (no ids asked for), argmaxOut_, samplingOut_ (its ids
+  /// come first), or the fused argmax's key in inputs_. A successor of more
+  /// than one token reads a copy of the key (KeyCopy, chainKey_), made
+  /// before its input copy clears the key; a one-token successor reads it
+  /// in place and clears it (Key).
+  enum class ChainSource : uint8_t { None, Ids, Sampled, Key, KeyCopy };
   struct StepShape {
     int tokens, outputs, maxBlocks, numSeqs;
     bool argmax;
@@ -66,16 +82,46 @@ private:
     /// A greedy one-row step: the LM head keeps the argmax (argmaxHead_),
     /// no argmax launch. Follows from outputs, argmax and sampling.
     bool fusedArgmax = false;
+    /// Where the embedding reads chained tokens from (the previous step's
+    /// ids); None when the step has none.
+    ChainSource chain = ChainSource::None;
     std::tuple<int, int, int, int, bool, bool, bool, int, int, int, int, bool,
-               bool>
+               bool, ChainSource>
     key() const {
-      return {tokens,      outputs,   maxBlocks,   numSeqs,      argmax,
-              sampling,    logprobs,  numTop,      prefillTiles, chunkTiles,
-              chunkSplits, fusedRope, identityRows};
+      return {tokens,      outputs,   maxBlocks,    numSeqs,      argmax,
+              sampling,    logprobs,  numTop,       prefillTiles, chunkTiles,
+              chunkSplits, fusedRope, identityRows, chain};
+    }
+    /// Where this step leaves its chosen ids.
+    ChainSource results() const {
+      return !argmax       ? ChainSource::None
+             : sampling    ? ChainSource::Sampled
+             : fusedArgmax ? ChainSource::Key
+                           : ChainSource::Ids;
     }
   };
   using ShapeKey = std::tuple<int, int, int, int, bool, bool, bool, int, int,
-                              int, int, bool, bool>;
+                              int, int, bool, bool, ChainSource>;
+  /// Pinned host memory of one queued step; two, used in turn.
+  struct HostSlot {
+    PinnedBuffer staging; // inputs_'s layout
+    PinnedBuffer argmax;  // ids, or the fused argmax's key
+    PinnedBuffer sampling;
+    PinnedBuffer prefillTiles;
+    Event done{/*timing=*/false}; // recorded after the result copies
+  };
+  /// A submitted step that finishStep() has not retired.
+  struct Pending {
+    int slot = 0;
+    StepOutput out;
+    StepShape shape;
+    int realTokens = 0;
+    std::chrono::steady_clock::time_point entered;
+  };
+  /// Checks chainedRows against the previous submitted step.
+  void validateChain(const StepBatch &batch) const;
+  /// Whether a token of the step is a chained row (r >= 0).
+  static bool anyChained(const StepBatch &batch);
   void validate(const StepBatch &batch, const StepOutput &out) const;
   void launchOps(const StepShape &shape);
   /// Launches ops [begin, end), then the argmax when `end` is the last op.
@@ -100,9 +146,10 @@ private:
   /// buffer after its block tables; returns the end of the bytes to copy.
   std::size_t stageSampling(const StepBatch &batch, std::byte *host) const;
   void launchSampling(const StepShape &shape, const LaunchDims &dims);
-  /// Plans and uploads prefill_attention tiles when the step holds a long
-  /// prompt chunk and the plan has the kernels; returns the tile count.
-  int stagePrefillTiles(const StepBatch &batch);
+  /// Plans and uploads prefill_attention tiles (through `host`) when the
+  /// step holds a long prompt chunk and the plan has the kernels; returns
+  /// the tile count.
+  int stagePrefillTiles(const StepBatch &batch, PinnedBuffer &host);
   /// Whether Attention op `d` can run prefill_attention (or, with an fp8
   /// KV cache, prefill_attention_fp8) in this plan (a supported shape, the
   /// instance compiled into the plan).
@@ -137,9 +184,17 @@ private:
   std::vector<std::size_t> ropeOffsets_;
   DeviceBuffer arena_;
   std::vector<std::size_t> slotOffsets_;
-  DeviceBuffer
-      inputs_; // tokens | positions | token_seq | logit_rows | block tables
-  PinnedBuffer staging_; // the same layout on the host
+  DeviceBuffer inputs_; // argmax key | tokens | positions | token_seq |
+                        // logit_rows | chunk tiles | block tables | sampling
+  HostSlot slots_[2];
+  int nextSlot_ = 0;
+  std::deque<Pending> pending_;
+  /// What the last submitted step left for a chained successor, and its R.
+  ChainSource lastResults_ = ChainSource::None;
+  int lastRows_ = 0;
+  /// The plan reads token ids only in Embedding ops, whose kernel resolves
+  /// chained ids (else steps run one at a time).
+  bool chainable_ = false;
   std::size_t inputOffsets_[5] = {};
   // Per layer: K, V [blocks][block_size][kv_heads][head_dim] (bf16 or
   // fp8), then for fp8 the K and V scales [blocks][block_size][kv_heads].
@@ -174,7 +229,8 @@ private:
   int skippableGather_ = -1;
   /// The LM head's one-row launch with the argmax in its epilogue (plans
   /// from before it lack the instance; off with SOL_DISABLE_FUSED_ARGMAX=1),
-  /// and where in inputs_ its key lives.
+  /// and where in inputs_ its key lives: first, so that a step chained to
+  /// it can copy its inputs without clearing the key (the embedding does).
   std::optional<KernelLaunch> argmaxHead_;
   std::size_t argmaxKeyOffset_ = 0;
   void launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
@@ -183,13 +239,12 @@ private:
   std::pair<int, int> gatherAlias_{-1, -1};
   std::vector<uint8_t> sequenceSeen_; // its scratch, one flag per sequence
   DeviceBuffer argmaxOut_;
-  PinnedBuffer argmaxHost_;
+  DeviceBuffer chainKey_;        // ChainSource::KeyCopy
   DeviceBuffer argmaxWorkspace_; // split argmax partials and counters
   DeviceBuffer splitKWorkspace_; // fp32 partial sums of split-K GEMMs
   /// prefill_attention tiles (int2 per tile, at most one per token) and
   /// their host staging; empty when no attention op can use the kernel.
   DeviceBuffer prefillTiles_;
-  PinnedBuffer prefillTilesHost_;
   /// chunk_attention for graph-sized steps with a prompt chunk, when every
   /// attention op has one shape and the plan has its kernel (off with
   /// SOL_DISABLE_CHUNK_ATTENTION=1: paged_attention). Its tiles travel in
@@ -248,7 +303,6 @@ private:
   // logprobs, packed for the step's R and numTop) and the original logits
   // of penalised tokens while the kernel works on the row in place.
   DeviceBuffer samplingOut_;
-  PinnedBuffer samplingHost_;
   DeviceBuffer penaltySaved_;
 
   std::map<ShapeKey, GraphExec> graphs_;

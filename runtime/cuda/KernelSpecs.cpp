@@ -80,6 +80,11 @@ KernelInstance EmbeddingSpec::instance() const {
 LaunchDims EmbeddingSpec::dims(int tokens) const {
   return vectorDims(static_cast<long long>(tokens) * (hidden / 8));
 }
+LaunchDims EmbeddingSpec::keyChainedDims() const {
+  LaunchDims d = dims(1);
+  d.grid.x = 1;
+  return d;
+}
 
 KernelInstance GatherRowsSpec::instance() const {
   requireMultiple(hidden, 8, "hidden size", "gather_rows");

@@ -37,11 +37,16 @@ enum class LinearOutput { Bf16, Fp32 };
 /// codegen/kernels/Common.cuh and the values of Plan.fbs's Linear ints[0].
 enum class LinearEpilogue { None = 0, Residual = 1, Swiglu = 2 };
 
-/// embedding<D>(out, table, ids, T).
+/// embedding<D>(out, table, ids, T, previousIds, previousKey, clearKey):
+/// negative ids name rows of the previous step's result (Embedding.cuh).
 struct EmbeddingSpec {
   int hidden = 0;
   KernelInstance instance() const;
   LaunchDims dims(int tokens) const;
+  /// The launch of a one-token step that reads the previous step's fused
+  /// argmax key and clears it: one block, so that the clear follows the
+  /// reads.
+  LaunchDims keyChainedDims() const;
 };
 
 /// gather_rows<D>(out, in, rows, n).

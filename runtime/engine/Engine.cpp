@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 namespace sol {
 
@@ -92,7 +93,15 @@ Engine::Engine(Executor &executor, EngineConfig config)
   counters_.kvBlocksTotal = blocks_.numBlocks();
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // The executor may still write a queued step's results into outputs_.
+  for (; queued_ > 0; --queued_) {
+    try {
+      executor_.finishStep();
+    } catch (...) {
+    }
+  }
+}
 
 void Engine::checkPrompt(std::span<const int32_t> ids,
                          int64_t newTokens) const {
@@ -163,38 +172,60 @@ bool Engine::abort(int64_t id) {
   o.finished = true;
   o.finishReason = FinishReason::Abort;
   o.newText = seq.stop.takeText(/*finished=*/true);
-  pendingAborts_.push_back(std::move(o));
+  pending_.push_back(std::move(o));
   sequences_.erase(it);
   return true;
 }
 
 bool Engine::hasUnfinished() const {
-  return !sequences_.empty() || !pendingAborts_.empty();
+  return !sequences_.empty() || !pending_.empty();
+}
+
+Sequence *Engine::find(int64_t id) const {
+  auto it = sequences_.find(id);
+  return it == sequences_.end() ? nullptr : it->second.get();
 }
 
 std::vector<RequestOutput> Engine::step() {
-  // Aborts are reported once the step succeeded (an executor error leaves
-  // them for the next call).
-  auto takeAborts = [&] {
-    std::vector<RequestOutput> outputs = std::move(pendingAborts_);
-    pendingAborts_.clear();
-    return outputs;
-  };
-  const Schedule schedule = scheduler_.schedule();
-  if (schedule.empty()) {
-    // Submission guarantees every request fits the whole cache alone.
-    if (!scheduler_.running().empty() || !scheduler_.waiting().empty())
-      fail("internal error: the scheduler found nothing to run for ",
-           scheduler_.running().size(), " running and ",
-           scheduler_.waiting().size(), " waiting requests");
-    return takeAborts();
+  if (!inFlight_) {
+    const Schedule schedule = scheduler_.schedule();
+    if (schedule.empty()) {
+      // Submission guarantees every request fits the whole cache alone.
+      if (!scheduler_.running().empty() || !scheduler_.waiting().empty())
+        fail("internal error: the scheduler found nothing to run for ",
+             scheduler_.running().size(), " running and ",
+             scheduler_.waiting().size(), " waiting requests");
+      return std::exchange(pending_, {});
+    }
+    planned_.clear();
+    for (const ScheduledChunk &c : schedule.chunks)
+      planned_.push_back({c.seq, c.numTokens, c.sample, -1});
+    inFlight_ = launch(planned_); // throws before queueing anything
   }
+  // Outputs of earlier retirements and aborts come first; a failed step
+  // leaves them for the next call.
+  std::vector<RequestOutput> outputs = pending_;
+  std::optional<LaunchedStep> next;
+  try {
+    if (canScheduleAhead(*inFlight_))
+      next = launchAhead(*inFlight_);
+    collect(*inFlight_, outputs);
+  } catch (...) {
+    LaunchedStep *steps[] = {&*inFlight_, next ? &*next : nullptr};
+    recoverFromExecutorError(steps);
+    throw;
+  }
+  pending_.clear();
+  inFlight_ = std::move(next);
+  return outputs;
+}
 
-  // The batch: every chunk's tokens, in schedule order.
+Engine::LaunchedStep Engine::launch(std::span<const PlannedChunk> chunks) {
   tokens_.clear();
   positions_.clear();
   tokenSeq_.clear();
   logitRows_.clear();
+  chainedRows_.clear();
   sampling_.clear();
   penaltyOffsets_.clear();
   penaltyIds_.clear();
@@ -203,19 +234,23 @@ std::vector<RequestOutput> Engine::step() {
   biasOffsets_.clear();
   biasIds_.clear();
   biasValues_.clear();
+  auto numOutput = [](const PlannedChunk &c) {
+    return c.seq->numOutput() + (c.chainedRow >= 0 ? 1 : 0);
+  };
   int32_t maxBlocks = 0;
   bool plainGreedy = true, anyPenalties = false, anyLogprobs = false,
-       anyBias = false;
+       anyBias = false, anyChained = false;
   int32_t numTop = 0;
-  for (const ScheduledChunk &c : schedule.chunks) {
+  for (const PlannedChunk &c : chunks) {
     maxBlocks =
         std::max(maxBlocks, static_cast<int32_t>(c.seq->blocks.blocks.size()));
+    anyChained |= c.chainedRow >= 0;
     if (!c.sample)
       continue;
     const Request &r = c.seq->request;
     plainGreedy &= r.sampling.greedy() && !r.sampling.hasPenalties();
     anyPenalties |= r.sampling.hasPenalties();
-    anyBias |= !r.logitBias.empty() || c.seq->numOutput() < r.minTokens;
+    anyBias |= !r.logitBias.empty() || numOutput(c) < r.minTokens;
     if (r.logprobs) {
       anyLogprobs = true;
       numTop = std::max(numTop, *r.logprobs);
@@ -229,20 +264,29 @@ std::vector<RequestOutput> Engine::step() {
     width *= 2;
   maxBlocks = std::max(maxBlocks,
                        std::min(width, blocks_.blocksFor(config_.maxModelLen)));
-  const int32_t numSeqs = static_cast<int32_t>(schedule.chunks.size());
+  const int32_t numSeqs = static_cast<int32_t>(chunks.size());
   blockTables_.assign(static_cast<size_t>(numSeqs) * size_t(maxBlocks), 0);
   if (anyPenalties)
     penaltyOffsets_.push_back(0);
   if (anyBias)
     biasOffsets_.push_back(0);
+  LaunchedStep launched;
   for (int32_t i = 0; i < numSeqs; ++i) {
-    const ScheduledChunk &c = schedule.chunks[static_cast<size_t>(i)];
+    const PlannedChunk &c = chunks[static_cast<size_t>(i)];
     const Sequence &seq = *c.seq;
+    launched.chunks.push_back({seq.id, c.numTokens, c.sample});
     for (int32_t k = 0; k < c.numTokens; ++k) {
       const int32_t pos = seq.numComputed + k;
-      tokens_.push_back(seq.tokens[static_cast<size_t>(pos)]);
+      // A pending token is not on the host yet: the executor feeds it.
+      const bool pending = pos == seq.numTokens();
+      if (pending && c.chainedRow < 0)
+        fail("internal error: sequence ", seq.id, " runs position ", pos,
+             " without its token");
+      tokens_.push_back(pending ? 0 : seq.tokens[static_cast<size_t>(pos)]);
       positions_.push_back(pos);
       tokenSeq_.push_back(i);
+      if (anyChained)
+        chainedRows_.push_back(pending ? c.chainedRow : -1);
     }
     std::copy(seq.blocks.blocks.begin(), seq.blocks.blocks.end(),
               blockTables_.begin() + int64_t(i) * maxBlocks);
@@ -260,7 +304,7 @@ std::vector<RequestOutput> Engine::step() {
       row.presencePenalty = p.presencePenalty;
       row.frequencyPenalty = p.frequencyPenalty;
       row.seed = seq.seed;
-      row.counter = seq.numOutput();
+      row.counter = numOutput(c);
       sampling_.push_back(row);
     }
     if (anyPenalties) {
@@ -276,15 +320,18 @@ std::vector<RequestOutput> Engine::step() {
       penaltyOffsets_.push_back(static_cast<int32_t>(penaltyIds_.size()));
     }
     if (anyBias) {
-      appendBias(seq);
+      appendBias(seq, numOutput(c));
       biasOffsets_.push_back(static_cast<int32_t>(biasIds_.size()));
     }
   }
   const size_t R = logitRows_.size();
-  chosen_.assign(R, -1);
-  logprobs_.assign(anyLogprobs ? R : 0, 0.0f);
-  topIds_.assign(anyLogprobs ? R * size_t(numTop) : 0, 0);
-  topLogprobs_.assign(topIds_.size(), 0.0f);
+  launched.slot = nextSlot_;
+  launched.numTop = anyLogprobs ? numTop : 0;
+  OutputSlot &o = outputs_[launched.slot];
+  o.chosen.assign(R, -1);
+  o.logprobs.assign(anyLogprobs ? R : 0, 0.0f);
+  o.topIds.assign(anyLogprobs ? R * size_t(numTop) : 0, 0);
+  o.topLogprobs.assign(o.topIds.size(), 0.0f);
 
   StepBatch batch;
   batch.tokens = tokens_;
@@ -298,36 +345,117 @@ std::vector<RequestOutput> Engine::step() {
   batch.penalties = {penaltyOffsets_, penaltyIds_, penaltyCounts_,
                      penaltyInPrompt_};
   batch.logitBias = {biasOffsets_, biasIds_, biasValues_};
-  batch.numTopLogprobs = anyLogprobs ? numTop : 0;
+  batch.numTopLogprobs = launched.numTop;
+  batch.chainedRows = chainedRows_;
   StepOutput out;
-  out.argmax = chosen_;
-  out.logprobs = logprobs_;
-  out.topIds = topIds_;
-  out.topLogprobs = topLogprobs_;
-  executor_.step(batch, out);
-
-  std::vector<RequestOutput> outputs = takeAborts();
-  scheduler_.commit(schedule);
-  const auto now = Sequence::Clock::now();
+  out.argmax = o.chosen;
+  out.logprobs = o.logprobs;
+  out.topIds = o.topIds;
+  out.topLogprobs = o.topLogprobs;
+  executor_.submitStep(batch, out);
+  ++queued_;
+  nextSlot_ = 1 - nextSlot_;
   ++counters_.numSteps;
   counters_.computedTokens += static_cast<int64_t>(tokens_.size());
+  if (anyChained)
+    ++counters_.chainedSteps;
+  return launched;
+}
+
+bool Engine::canScheduleAhead(const LaunchedStep &step) const {
+  if (!config_.asyncScheduling || !executor_.chainsSteps())
+    return false;
+  for (const LaunchedStep::Chunk &c : step.chunks) {
+    // Behind a step with prompt work (milliseconds of GPU time, against the
+    // tens of microseconds of host work it would hide), requests that arrive
+    // meanwhile are better admitted by the step built after it: queued
+    // ahead, that step would make them wait for one more such step.
+    if (c.numTokens > 1)
+      return false;
+    // Penalty lists count the last token, which the host has not seen.
+    if (const Sequence *seq = find(c.seq); seq && c.sample && seq->penalties)
+      return false;
+  }
+  return true;
+}
+
+std::optional<Engine::LaunchedStep> Engine::launchAhead(LaunchedStep &step) {
+  commit(step);
+  // The sequences whose next token `step` draws: pending for the scheduler,
+  // fed from their rows. One that draws its last token (max_tokens) is done.
+  pendingRows_.clear();
+  int32_t row = 0;
+  for (const LaunchedStep::Chunk &c : step.chunks) {
+    if (!c.sample)
+      continue;
+    const int32_t r = row++;
+    Sequence *seq = find(c.seq);
+    if (!seq || seq->numOutput() + 1 >= seq->request.maxTokens)
+      continue;
+    seq->pendingToken = true;
+    pendingRows_.emplace_back(seq, r);
+  }
+  struct ClearPending {
+    std::vector<std::pair<Sequence *, int32_t>> &rows;
+    ~ClearPending() {
+      for (auto &[seq, r] : rows)
+        seq->pendingToken = false;
+    }
+  } clear{pendingRows_};
+  const Schedule schedule = scheduler_.schedule();
+  if (schedule.empty())
+    return std::nullopt;
+  planned_.clear();
+  for (const ScheduledChunk &c : schedule.chunks) {
+    int32_t chained = -1;
+    if (c.seq->pendingToken &&
+        c.seq->numComputed + c.numTokens > c.seq->numTokens())
+      for (const auto &[seq, r] : pendingRows_)
+        if (seq == c.seq)
+          chained = r;
+    planned_.push_back({c.seq, c.numTokens, c.sample, chained});
+  }
+  return launch(planned_);
+}
+
+void Engine::commit(LaunchedStep &step) {
+  if (step.committed)
+    return;
+  Schedule live;
+  for (const LaunchedStep::Chunk &c : step.chunks)
+    if (Sequence *seq = find(c.seq))
+      live.chunks.push_back({seq, c.numTokens, c.sample});
+  scheduler_.commit(live);
+  step.committed = true;
   counters_.peakKvBlocksUsed =
       std::max(counters_.peakKvBlocksUsed, blocks_.numReferenced());
   int64_t kvTokens = 0;
   for (const Sequence *seq : scheduler_.running())
     kvTokens += seq->numComputed;
   counters_.peakKvTokens = std::max(counters_.peakKvTokens, kvTokens);
+}
 
-  size_t r = 0;
-  for (const ScheduledChunk &c : schedule.chunks) {
+void Engine::collect(LaunchedStep &step, std::vector<RequestOutput> &outputs) {
+  --queued_; // retired even when it fails
+  executor_.finishStep();
+  commit(step);
+  const OutputSlot &res = outputs_[step.slot];
+  const auto now = Sequence::Clock::now();
+  size_t row = 0;
+  for (const LaunchedStep::Chunk &c : step.chunks) {
     if (!c.sample)
       continue;
-    Sequence &seq = *c.seq;
-    const size_t row = r++;
-    const int32_t id = chosen_[row];
+    const size_t r = row++;
+    Sequence *found = find(c.seq);
+    if (!found) {
+      ++counters_.discardedTokens; // stopped or aborted while queued
+      continue;
+    }
+    Sequence &seq = *found;
+    const int32_t id = res.chosen[r];
     if (id < 0 || id >= config_.vocabSize)
       fail("the ", executor_.name(), " executor returned token id ", id,
-           " for logits row ", row, ", outside the vocabulary [0, ",
+           " for logits row ", r, ", outside the vocabulary [0, ",
            config_.vocabSize, ")");
     seq.appendOutput(id);
     ++counters_.generatedTokens;
@@ -339,11 +467,11 @@ std::vector<RequestOutput> Engine::step() {
     RequestOutput o = outputOf(seq);
     o.newTokenIds.push_back(id);
     if (seq.request.logprobs) {
-      o.logprobs.push_back(logprobs_[row]);
+      o.logprobs.push_back(res.logprobs[r]);
       std::vector<TopLogprob> top;
       for (int32_t k = 0; k < *seq.request.logprobs; ++k) {
-        const size_t at = row * size_t(numTop) + size_t(k);
-        top.push_back({topIds_[at], topLogprobs_[at]});
+        const size_t at = r * size_t(step.numTop) + size_t(k);
+        top.push_back({res.topIds[at], res.topLogprobs[at]});
       }
       o.topLogprobs.push_back(std::move(top));
     }
@@ -360,17 +488,39 @@ std::vector<RequestOutput> Engine::step() {
     if (finished)
       sequences_.erase(seq.id); // `seq` is gone from here on
   }
-  return outputs;
 }
 
-void Engine::appendBias(const Sequence &seq) {
+void Engine::recoverFromExecutorError(std::span<LaunchedStep *const> steps) {
+  for (; queued_ > 0; --queued_) {
+    try {
+      executor_.finishStep();
+    } catch (...) {
+      // Already failing: the first error is the one reported.
+    }
+  }
+  // A committed step's sequences count tokens as cached whose results never
+  // arrived: they recompute from the start, keeping every token they have.
+  for (LaunchedStep *step : steps) {
+    if (!step || !step->committed)
+      continue;
+    for (const LaunchedStep::Chunk &c : step->chunks)
+      if (Sequence *seq = find(c.seq);
+          seq && seq->status == SequenceStatus::Running) {
+        scheduler_.remove(*seq);
+        scheduler_.add(*seq);
+      }
+  }
+  inFlight_.reset();
+}
+
+void Engine::appendBias(const Sequence &seq, int32_t numOutput) {
   const Request &r = seq.request;
   const size_t begin = biasIds_.size();
   for (const auto &[id, bias] : r.logitBias) {
     biasIds_.push_back(id);
     biasValues_.push_back(bias);
   }
-  if (seq.numOutput() >= r.minTokens)
+  if (numOutput >= r.minTokens)
     return;
   // Below min_tokens nothing may stop the request (vLLM): its EOS and stop
   // ids are banned, overriding any bias the request gives them.
@@ -408,6 +558,17 @@ EngineStats Engine::stats() const {
 
 std::vector<float> Engine::promptLogits(std::span<const int32_t> prompt) {
   checkPrompt(prompt, 0);
+  if (inFlight_) {
+    // Retire the queued step first; the next step() reports its outputs.
+    try {
+      collect(*inFlight_, pending_);
+    } catch (...) {
+      LaunchedStep *steps[] = {&*inFlight_};
+      recoverFromExecutorError(steps);
+      throw;
+    }
+    inFlight_.reset();
+  }
   std::vector<int32_t> table;
   const int32_t need = blocks_.blocksFor(static_cast<int64_t>(prompt.size()));
   if (!blocks_.allocate(need, table))

@@ -8,6 +8,16 @@
 // ban EOS and stop ids below min_tokens), runs it, appends the
 // drawn tokens, applies the stop conditions and reports what changed.
 //
+// Async scheduling: on executors that chain steps (Executor::chainsSteps),
+// the next step is scheduled and queued before the current one's tokens
+// reach the host: each sequence drawing a token counts it as pending, and
+// the device feeds it into the next step (StepBatch::chainedRows). The host
+// then appends tokens, checks stops and builds the following batch while
+// the device runs. A sequence that stops meanwhile has its queued token
+// discarded; its K/V write lands in a block it no longer uses, which the
+// device overwrites, in order, before any later step reads it
+// (docs/engine.md).
+//
 // Single-threaded: submit(), abort() and step() are called from one thread
 // (a server wraps the engine in its own loop).
 //
@@ -48,6 +58,9 @@ struct EngineConfig {
   const Tokenizer *tokenizer = nullptr;
   /// Seeds the seeds of requests that bring none; absent: random.
   std::optional<uint64_t> seed;
+  /// Queue the next decode step while the current one runs, where the
+  /// executor can (solrun --async-scheduling on|off; docs/engine.md).
+  bool asyncScheduling = true;
 };
 
 struct EngineStats {
@@ -68,6 +81,10 @@ struct EngineStats {
   int64_t generatedTokens = 0;
   int64_t computedTokens = 0; // run through the executor (with recompute)
   int64_t numSteps = 0;
+  /// Steps queued before the previous step's tokens were on the host, and
+  /// their tokens discarded because the sequence had stopped.
+  int64_t chainedSteps = 0;
+  int64_t discardedTokens = 0;
 };
 
 class Engine {
@@ -95,6 +112,10 @@ public:
 
   /// Runs one step; returns one output per request that got a token or
   /// finished (aborted ones included). Empty when there is nothing to do.
+  /// With async scheduling the next step may be queued on the executor when
+  /// this returns; it is retired by the next step(), promptLogits() or the
+  /// destructor. An executor error sends the sequences of the queued steps
+  /// back to the waiting queue (they recompute) and is rethrown.
   std::vector<RequestOutput> step();
   /// Whether any request is waiting, running or has an unreported abort.
   bool hasUnfinished() const;
@@ -107,29 +128,89 @@ public:
   std::vector<float> promptLogits(std::span<const int32_t> promptIds);
 
 private:
-  /// Appends the logit-bias entries of `seq`'s next token: the request's
-  /// logitBias, and -inf for its EOS and stop ids while it is below
-  /// min_tokens.
-  void appendBias(const Sequence &seq);
+  /// One sequence's part of a step being built: `numTokens` tokens from
+  /// position seq->numComputed; `chainedRow` >= 0 for a decode token that is
+  /// the id chosen for that row of the step queued just before (not yet on
+  /// the host, so the sequence has one output more than seq->numOutput()).
+  struct PlannedChunk {
+    Sequence *seq = nullptr;
+    int32_t numTokens = 0;
+    bool sample = false;
+    int32_t chainedRow = -1;
+  };
+  /// A step handed to the executor and not yet retired. Sequences are named
+  /// by id: one may finish or be aborted while its step is queued.
+  struct LaunchedStep {
+    struct Chunk {
+      int64_t seq;
+      int32_t numTokens;
+      bool sample;
+    };
+    std::vector<Chunk> chunks;
+    /// The scheduler has counted its tokens as computed (done early when a
+    /// chained step was built on top of it).
+    bool committed = false;
+    int slot = 0; // which of outputs_ receives its results
+    int32_t numTop = 0;
+  };
+  /// Where a step's results land; two, so that a queued step's never
+  /// overwrite those of the step being read.
+  struct OutputSlot {
+    std::vector<int32_t> chosen, topIds;
+    std::vector<float> logprobs, topLogprobs;
+  };
+
+  /// Builds the batch of `chunks` and submits it to the executor.
+  LaunchedStep launch(std::span<const PlannedChunk> chunks);
+  /// Whether the next step can be scheduled before `step`'s results are on
+  /// the host: the executor chains steps, `step` is all one-token chunks
+  /// (decodes; after prompt work, arrivals are admitted sooner by the step
+  /// built after it) and no sequence that samples in it has penalties
+  /// (their lists need its last token).
+  bool canScheduleAhead(const LaunchedStep &step) const;
+  /// Commits `step`, then schedules and queues the next step as the
+  /// scheduler would after it, each sequence that samples in `step` (below
+  /// max_tokens) counting its token as pending: its decode token is fed
+  /// from its row of `step`. Nothing when there is nothing to run.
+  std::optional<LaunchedStep> launchAhead(LaunchedStep &step);
+  /// Retires `step` on the executor, commits it and appends the outputs of
+  /// its sequences that still run.
+  void collect(LaunchedStep &step, std::vector<RequestOutput> &outputs);
+  void commit(LaunchedStep &step);
+  /// After an executor error: retire whatever is queued, send the sequences
+  /// of committed steps back to the waiting queue, forget the steps.
+  void recoverFromExecutorError(std::span<LaunchedStep *const> steps);
+  Sequence *find(int64_t id) const;
+  /// Appends the logit-bias entries of `seq`'s token number numOutput + 1:
+  /// the request's logitBias, and -inf for its EOS and stop ids while it is
+  /// below min_tokens.
+  void appendBias(const Sequence &seq, int32_t numOutput);
 
   Executor &executor_;
   EngineConfig config_;
   BlockManager blocks_;
   Scheduler scheduler_;
   std::map<int64_t, std::unique_ptr<Sequence>> sequences_;
-  std::vector<RequestOutput> pendingAborts_;
+  /// Outputs for the next step() to report: aborts, and those of a step
+  /// retired outside step().
+  std::vector<RequestOutput> pending_;
+  std::optional<LaunchedStep> inFlight_;
+  int queued_ = 0; // steps submitted and not retired
+  int nextSlot_ = 0;
+  OutputSlot outputs_[2];
   int64_t nextId_ = 0;
   std::mt19937_64 seedRng_;
   EngineStats counters_; // the cumulative fields
 
   // Step scratch, kept to avoid reallocating every step.
+  std::vector<PlannedChunk> planned_;
+  std::vector<std::pair<Sequence *, int32_t>> pendingRows_;
   std::vector<int32_t> tokens_, positions_, tokenSeq_, logitRows_, blockTables_,
-      chosen_, penaltyOffsets_, penaltyIds_, penaltyCounts_, topIds_;
+      chainedRows_, penaltyOffsets_, penaltyIds_, penaltyCounts_;
   std::vector<int32_t> biasOffsets_, biasIds_;
   std::vector<float> biasValues_;
   std::vector<uint8_t> penaltyInPrompt_;
   std::vector<SamplingRow> sampling_;
-  std::vector<float> logprobs_, topLogprobs_;
 };
 
 } // namespace sol

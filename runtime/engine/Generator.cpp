@@ -8,8 +8,9 @@ namespace sol {
 namespace {
 
 EngineConfig singleSequence(int64_t vocabSize, int64_t maxModelLen,
-                            int32_t maxNumBatchedTokens) {
+                            int32_t maxNumBatchedTokens, bool asyncScheduling) {
   EngineConfig c;
+  c.asyncScheduling = asyncScheduling;
   c.vocabSize = vocabSize;
   c.maxModelLen = maxModelLen;
   c.maxNumSeqs = 1;
@@ -20,9 +21,9 @@ EngineConfig singleSequence(int64_t vocabSize, int64_t maxModelLen,
 } // namespace
 
 Generator::Generator(Executor &executor, int64_t vocabSize, int64_t maxModelLen,
-                     int32_t maxNumBatchedTokens)
-    : engine_(executor,
-              singleSequence(vocabSize, maxModelLen, maxNumBatchedTokens)) {}
+                     int32_t maxNumBatchedTokens, bool asyncScheduling)
+    : engine_(executor, singleSequence(vocabSize, maxModelLen,
+                                       maxNumBatchedTokens, asyncScheduling)) {}
 
 GenerationResult Generator::generate(const GenerationRequest &request) {
   if (request.maxTokens < 0)

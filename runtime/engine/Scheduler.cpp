@@ -37,7 +37,7 @@ void Scheduler::remove(Sequence &seq) {
 
 void Scheduler::push(Schedule &out, Sequence &seq, int32_t n, int32_t &budget) {
   seq.scheduledTokens = n;
-  out.chunks.push_back({&seq, n, seq.numComputed + n == seq.numTokens()});
+  out.chunks.push_back({&seq, n, n == seq.numUncomputed()});
   out.numTokens += n;
   budget -= n;
 }
@@ -79,11 +79,12 @@ void Scheduler::admit(Schedule &out, int32_t &budget) {
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int32_t>(running_.size()) < config_.maxNumSeqs) {
     Sequence &seq = *waiting_.front();
-    // Reuse cached full blocks, but compute at least the last token.
-    const PrefixMatch match =
-        blocks_.findPrefix(seq.tokens, (seq.numTokens() - 1) / bs);
+    // Reuse cached full blocks, but compute at least the last token (a
+    // pending one included: numComputed is 0 here).
+    const int32_t total = seq.numUncomputed();
+    const PrefixMatch match = blocks_.findPrefix(seq.tokens, (total - 1) / bs);
     const int32_t cached = static_cast<int32_t>(match.blocks.size()) * bs;
-    const int32_t n = std::min(seq.numTokens() - cached, budget);
+    const int32_t n = std::min(total - cached, budget);
     const int32_t fresh = blocks_.blocksFor(int64_t(cached) + n) -
                           static_cast<int32_t>(match.blocks.size());
     if (blocks_.blocksToTake(match, fresh) > blocks_.numAvailable())

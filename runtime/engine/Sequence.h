@@ -65,6 +65,11 @@ struct Sequence {
   int32_t numPreemptions = 0;
   /// Tokens this sequence runs in the step being built (scheduler scratch).
   int32_t scheduledTokens = 0;
+  /// Set by the engine while it schedules a step ahead (async scheduling):
+  /// the queued step draws this sequence's next token, whose id the host
+  /// does not have yet, so it counts as a token to compute at position
+  /// numTokens().
+  bool pendingToken = false;
   Clock::time_point arrivalTime, firstTokenTime, lastTokenTime;
   StopChecker stop;
   /// Present when the request has penalties.
@@ -73,7 +78,9 @@ struct Sequence {
   int32_t numTokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t numOutput() const { return numTokens() - promptLen; }
   /// Tokens still to compute before the next token can be drawn.
-  int32_t numUncomputed() const { return numTokens() - numComputed; }
+  int32_t numUncomputed() const {
+    return numTokens() + (pendingToken ? 1 : 0) - numComputed;
+  }
   std::span<const int32_t> outputIds() const {
     return std::span<const int32_t>(tokens).subspan(
         static_cast<size_t>(promptLen));

@@ -80,6 +80,13 @@ struct StepBatch {
   LogitBias logitBias = {};
   /// Top logprobs to return per row (0..kMaxTopLogprobs), same for all rows.
   int32_t numTopLogprobs = 0;
+  /// Empty, or T entries: -1 where tokens[t] is the token's id, r >= 0
+  /// where the id is the one chosen for logits row r by the step submitted
+  /// just before this one (tokens[t] is then ignored). The caller need not
+  /// have that id yet: the executor feeds it on the device, so a decode step
+  /// can be queued while the previous one still runs (Executor::submitStep).
+  /// Only for executors whose chainsSteps() is true.
+  std::span<const int32_t> chainedRows = {};
 };
 
 /// Where a step's results go (host memory owned by the caller).
@@ -115,6 +122,22 @@ public:
   /// input (ids or block ids out of range, T too large) before touching any
   /// state.
   virtual void step(const StepBatch &batch, const StepOutput &out) = 0;
+
+  /// Whether submitStep() returns before the step has run, and steps accept
+  /// StepBatch::chainedRows. The engine then queues step N+1 while step N
+  /// runs, and the host's work between steps (results, stop checks, the
+  /// next batch) overlaps the device's.
+  virtual bool chainsSteps() const { return false; }
+  /// Queues a step. Its outputs are written by the finishStep() that
+  /// retires it; `out` (and nothing else) must stay valid until then. At
+  /// most two steps are queued at once. Throws sol::Error on invalid input
+  /// before queueing anything. The default runs the step now.
+  virtual void submitStep(const StepBatch &batch, const StepOutput &out) {
+    step(batch, out);
+  }
+  /// Waits for the oldest queued step and writes its outputs; a no-op when
+  /// none is queued. A step that fails is retired all the same.
+  virtual void finishStep() {}
 };
 
 /// "KV cache: 9,000 blocks of 16 tokens = 144,000 tokens (cuda)", the line

@@ -221,8 +221,32 @@ void ReferenceExecutor::validateKvPlacement(const StepBatch &batch) const {
   }
 }
 
-void ReferenceExecutor::step(const StepBatch &batch, const StepOutput &out) {
+std::span<const int32_t>
+ReferenceExecutor::resolveTokens(const StepBatch &batch) {
+  if (batch.chainedRows.empty())
+    return batch.tokens;
+  if (batch.chainedRows.size() != batch.tokens.size())
+    fail("the step has ", batch.tokens.size(), " tokens but ",
+         batch.chainedRows.size(), " chained rows");
+  resolved_.assign(batch.tokens.begin(), batch.tokens.end());
+  for (size_t t = 0; t < resolved_.size(); ++t) {
+    const int32_t r = batch.chainedRows[t];
+    if (r < -1 || r >= static_cast<int32_t>(lastChosen_.size()))
+      fail("token ", t, " takes the id of row ", r,
+           " of the previous step, which chose ", lastChosen_.size(), " ids");
+    if (r >= 0)
+      resolved_[t] = lastChosen_[static_cast<size_t>(r)];
+  }
+  return resolved_;
+}
+
+void ReferenceExecutor::step(const StepBatch &in, const StepOutput &out) {
+  StepBatch batch = in;
+  batch.tokens = resolveTokens(in);
+  batch.chainedRows = {};
   validate(batch, out);
+  // A failed step chose nothing a later step could take.
+  lastChosen_.clear();
   runOps(batch);
 
   const int64_t R = static_cast<int64_t>(batch.logitRows.size());
@@ -237,11 +261,12 @@ void ReferenceExecutor::step(const StepBatch &batch, const StepOutput &out) {
     sampling::CpuSampler sampler;
     sampler.sampleStep({logits.data(), static_cast<size_t>(R * vocab)}, vocab,
                        batch, out);
-    return;
+  } else {
+    for (int64_t r = 0; r < static_cast<int64_t>(out.argmax.size()); ++r)
+      out.argmax[static_cast<size_t>(r)] =
+          argmaxIndex({logits.data() + r * vocab, static_cast<size_t>(vocab)});
   }
-  for (int64_t r = 0; r < static_cast<int64_t>(out.argmax.size()); ++r)
-    out.argmax[static_cast<size_t>(r)] =
-        argmaxIndex({logits.data() + r * vocab, static_cast<size_t>(vocab)});
+  lastChosen_.assign(out.argmax.begin(), out.argmax.end());
 }
 
 void ReferenceExecutor::linearWithEpilogue(

@@ -77,6 +77,9 @@ public:
   int32_t blockSize() const override { return blockSize_; }
   int32_t maxTokensPerStep() const override { return maxTokensPerStep_; }
   void step(const StepBatch &batch, const StepOutput &out) override;
+  /// Steps run at once (submitStep is step), but accept chained rows, so
+  /// the engine's async scheduling runs here as on the GPU.
+  bool chainsSteps() const override { return true; }
 
   /// Columns of a logits row (the width of the logits buffer).
   int64_t vocabSize() const;
@@ -87,6 +90,8 @@ public:
 
 private:
   void validate(const StepBatch &batch, const StepOutput &out) const;
+  /// batch.tokens with chained rows replaced by the previous step's ids.
+  std::span<const int32_t> resolveTokens(const StepBatch &batch);
   void validateKvPlacement(const StepBatch &batch) const;
   void runOps(const StepBatch &batch);
   /// out = y, out += y (residual) or swiglu of y's (gate, up) pairs, for
@@ -96,6 +101,9 @@ private:
                           std::span<const float> bias, int64_t rows,
                           int64_t width, int64_t inWidth);
 
+  /// Ids the last step chose (what chained rows refer to), and the
+  /// resolved tokens of the current step.
+  std::vector<int32_t> lastChosen_, resolved_;
   std::unique_ptr<reference::ReferencePlan> plan_;
   std::unique_ptr<reference::ReferenceWeights> weights_;
   std::unique_ptr<reference::PagedKvCache> cache_;

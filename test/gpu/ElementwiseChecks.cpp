@@ -23,32 +23,92 @@ void checkEmbedding(Checker &c) {
   const std::vector<Bf16> table =
       randomBf16(c.rng, static_cast<std::size_t>(kVocab) * kHidden, -1, 1);
   const DeviceBuffer dTable = c.upload(table);
-  for (int tokens : {1, 333, 4096}) {
-    std::vector<int> ids(tokens);
+  const cuda::Kernel &kernel = c.kernels.kernel(instance);
+  // Plain ids, then chained ones: every third token names a row of the
+  // previous step's ids (-1 - row), or one token names the previous step's
+  // fused argmax key: read in place and cleared (one-token steps), or read
+  // from a copy that stays.
+  enum class Chain { None, Ids, Key, KeyCopy };
+  struct Case {
+    int tokens;
+    Chain chain;
+  };
+  for (const Case &cs :
+       {Case{1, Chain::None}, Case{333, Chain::None}, Case{4096, Chain::None},
+        Case{333, Chain::Ids}, Case{1, Chain::Ids}, Case{1, Chain::Key},
+        Case{333, Chain::KeyCopy}}) {
+    const int tokens = cs.tokens;
+    std::vector<int> ids(tokens), resolved(tokens);
     for (int &id : ids)
       id = c.rng.uniformInt(0, kVocab - 1);
     ids.front() = kVocab - 1;
     ids.back() = 0;
+    const int previousRows = 64;
+    std::vector<int> previous(previousRows);
+    for (int &id : previous)
+      id = c.rng.uniformInt(0, kVocab - 1);
+    resolved = ids;
+    if (cs.chain == Chain::Ids)
+      for (int t = 0; t < tokens; t += 3) {
+        const int row = c.rng.uniformInt(0, previousRows - 1);
+        ids[t] = -1 - row;
+        resolved[t] = previous[row];
+      }
+    // A key as the LM head leaves it: value bits high, 0xffffffff - index
+    // low.
+    const int keyIndex = c.rng.uniformInt(0, kVocab - 1);
+    std::vector<unsigned long long> key = {
+        (0xc0ffee00ull << 32) | (0xffffffffull - unsigned(keyIndex))};
+    if (cs.chain == Chain::Key || cs.chain == Chain::KeyCopy) {
+      const int t = cs.chain == Chain::Key ? 0 : tokens / 2;
+      ids[t] = -1;
+      resolved[t] = keyIndex;
+    }
     const DeviceBuffer dIds = c.upload(ids);
+    const DeviceBuffer dPrevious = c.upload(previous);
+    DeviceBuffer dKey = c.upload(key);
     DeviceBuffer dOut =
         c.poisoned(static_cast<std::size_t>(tokens) * kHidden * 2);
-    const cuda::Kernel &kernel = c.kernels.kernel(instance);
+    const cuda::LaunchDims dims =
+        cs.chain == Chain::Key ? spec.keyChainedDims() : spec.dims(tokens);
+    const bool keyed = cs.chain == Chain::Key || cs.chain == Chain::KeyCopy;
+    const int clearKey = cs.chain == Chain::Key ? 1 : 0;
     std::function<void(int)> launch = [&](int) {
-      kernel.launch(spec.dims(tokens), c.stream, dOut.as<Bf16>(),
-                    dTable.as<const Bf16>(), dIds.as<const int>(), tokens);
+      kernel.launch(dims, c.stream, dOut.as<Bf16>(), dTable.as<const Bf16>(),
+                    dIds.as<const int>(), tokens,
+                    cs.chain == Chain::Ids ? dPrevious.as<const int>()
+                                           : nullptr,
+                    keyed ? dKey.as<unsigned long long>() : nullptr, clearKey);
     };
     launch(0);
     const std::vector<Bf16> out = c.download<Bf16>(dOut);
     std::vector<double> ref(out.size());
     for (int t = 0; t < tokens; ++t)
       for (int d = 0; d < kHidden; ++d)
-        ref[static_cast<std::size_t>(t) * kHidden + d] =
-            bf16ToFloat(table[static_cast<std::size_t>(ids[t]) * kHidden + d]);
-    CheckRecord r =
-        makeRecord(c, "embedding", sol::cat("D=2048 T=", tokens), instance);
+        ref[static_cast<std::size_t>(t) * kHidden + d] = bf16ToFloat(
+            table[static_cast<std::size_t>(resolved[t]) * kHidden + d]);
+    const char *chain = cs.chain == Chain::None  ? ""
+                        : cs.chain == Chain::Ids ? " chained ids"
+                        : cs.chain == Chain::Key ? " chained key"
+                                                 : " chained key copy";
+    CheckRecord r = makeRecord(c, "embedding",
+                               sol::cat("D=2048 T=", tokens, chain), instance);
     judge(r, relativeL2(toFloat(out), ref), 0.0, countPoison(out));
+    if (keyed) {
+      // In place, the kernel clears the key for the step's own LM head; a
+      // copy stays as it was.
+      const unsigned long long after =
+          c.download<unsigned long long>(dKey).at(0);
+      const unsigned long long want = clearKey ? 0ull : key[0];
+      if (after != want) {
+        r.passed = false;
+        r.note +=
+            sol::cat("key ", after, " after the launch, expected ", want, "; ");
+      }
+    }
     r.bytes = 2.0 * tokens * kHidden * 2;
-    c.finish(std::move(r), &launch);
+    // Timing reruns would read a cleared key: the key case runs once.
+    c.finish(std::move(r), cs.chain == Chain::Key ? nullptr : &launch);
   }
 }
 

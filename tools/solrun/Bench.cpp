@@ -59,6 +59,7 @@ int runBench(const PlanFile &file, const std::string &device,
   config.maxNumSeqs = opts.maxNumSeqs;
   config.maxNumBatchedTokens = opts.maxNumBatchedTokens;
   config.enablePrefixCaching = opts.enablePrefixCaching;
+  config.asyncScheduling = opts.asyncScheduling;
   config.seed = opts.seed;
   Engine engine(*executor, config);
 

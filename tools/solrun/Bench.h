@@ -27,6 +27,8 @@ struct BenchOptions {
   int32_t maxNumSeqs = 0;          // 0: the engine's default
   int32_t maxNumBatchedTokens = 0; // 0: the plan's tokens per step
   bool enablePrefixCaching = false;
+  /// EngineConfig::asyncScheduling (solrun --async-scheduling on|off).
+  bool asyncScheduling = true;
   /// Requests in flight at most; the next is submitted when one finishes
   /// (vLLM bench's --max-concurrency). 0: all are submitted at the start.
   int32_t maxConcurrency = 0;

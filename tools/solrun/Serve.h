@@ -26,6 +26,9 @@ struct ServeOptions {
   int32_t maxNumSeqs = 0;          // 0: the engine's default
   int32_t maxNumBatchedTokens = 0; // 0: the plan's tokens per step
   bool enablePrefixCaching = false;
+  /// EngineConfig::asyncScheduling; off by default for a server: under
+  /// load it delays the first token of arriving requests (docs/engine.md).
+  bool asyncScheduling = false;
   /// Empty: no authentication.
   std::string apiKey;
   int64_t maxRequestBytes = 8 << 20;

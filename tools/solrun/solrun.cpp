@@ -57,6 +57,9 @@ struct Options {
   std::vector<std::string> engineFlagsGiven;
   bool serve = false;
   sol::ServeOptions serveOptions;
+  /// --async-scheduling on|off; empty: the mode's default (on for a prompt
+  /// and --bench, off for --serve).
+  std::string asyncScheduling;
   /// Flags that only --serve uses, and flags of the other modes, as given.
   std::vector<std::string> serveFlagsGiven;
   std::vector<std::string> nonServeFlagsGiven;
@@ -202,6 +205,8 @@ void prepareServe(Options &opts) {
   s.maxNumSeqs = opts.benchOptions.maxNumSeqs;
   s.maxNumBatchedTokens = opts.benchOptions.maxNumBatchedTokens;
   s.enablePrefixCaching = opts.benchOptions.enablePrefixCaching;
+  if (!opts.asyncScheduling.empty())
+    s.asyncScheduling = opts.asyncScheduling == "on";
   if (s.apiKey.empty())
     if (const char *key = std::getenv("SOL_API_KEY"))
       s.apiKey = key;
@@ -251,6 +256,8 @@ void prepareBench(Options &opts) {
 }
 
 int run(Options &opts) {
+  if (!opts.asyncScheduling.empty())
+    opts.benchOptions.asyncScheduling = opts.asyncScheduling == "on";
   prepareBench(opts);
   sol::PlanFile file = sol::PlanFile::open(opts.plan);
   if (opts.info) {
@@ -310,7 +317,8 @@ int run(Options &opts) {
                             ? opts.executor.maxModelLen
                             : p.model()->max_position_embeddings();
   sol::Generator generator(*executor, p.model()->vocab_size(), maxModelLen,
-                           opts.benchOptions.maxNumBatchedTokens);
+                           opts.benchOptions.maxNumBatchedTokens,
+                           opts.benchOptions.asyncScheduling);
 
   if (!opts.logitsOut.empty()) {
     std::vector<float> logits = generator.promptLogits(prompt);
@@ -506,6 +514,13 @@ int main(int argc, char **argv) {
       app.add_flag("--enable-prefix-caching", b.enablePrefixCaching,
                    "with --bench or --serve: reuse the KV cache of shared "
                    "prompt prefixes")};
+  app.add_option("--async-scheduling", opts.asyncScheduling,
+                 "on: queue the next decode step while one runs on the GPU "
+                 "(more tokens/s, lower TPOT; requests arriving under load "
+                 "wait longer for their first token); off: build each step "
+                 "once the previous one's tokens are back. Default on for a "
+                 "prompt and --bench, off for --serve (docs/engine.md)")
+      ->check(CLI::IsMember({"on", "off"}));
 
   // The OpenAI-compatible server (flags named as in `vllm serve`).
   sol::ServeOptions &sv = opts.serveOptions;

@@ -11,6 +11,18 @@ namespace {
 
 using namespace cuda;
 
+TEST(KernelSpecs, EmbeddingClearingTheKeyRunsAsOneBlock) {
+  // 8B's hidden size: a one-token step spans two blocks of 256 threads,
+  // but a launch that clears the previous step's argmax key after reading
+  // it must be one block (Embedding.cuh).
+  const EmbeddingSpec spec{4096};
+  EXPECT_EQ(spec.dims(1).grid.x, 2u);
+  const LaunchDims chained = spec.keyChainedDims();
+  EXPECT_EQ(chained.grid.x, 1u);
+  EXPECT_EQ(chained.block.x, spec.dims(1).block.x);
+  EXPECT_EQ(spec.dims(333).grid.x, 666u);
+}
+
 TEST(KernelSpecs, NameExpressions) {
   EXPECT_EQ(RmsNormSpec{2048}.instance().nameExpression,
             "sol::kernels::rms_norm<2048>");

@@ -23,18 +23,7 @@ namespace {
 constexpr int32_t kVocab = 50;
 
 EngineConfig configOf(int64_t maxModelLen = 256) {
-  EngineConfig c;
-  c.vocabSize = kVocab;
-  c.maxModelLen = maxModelLen;
-  c.seed = 1234;
-  return c;
-}
-
-Request greedy(std::vector<int32_t> prompt, int32_t maxTokens) {
-  Request r;
-  r.promptIds = std::move(prompt);
-  r.maxTokens = maxTokens;
-  return r;
+  return fakeConfig(kVocab, maxModelLen);
 }
 
 /// Many random requests, all submitted at once, against each run alone.

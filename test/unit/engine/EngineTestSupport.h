@@ -24,6 +24,24 @@ template <typename Body> std::string engineErrorOf(Body &&body) {
   return "";
 }
 
+/// The engine configuration of the fake-executor tests: a vocabulary of
+/// `vocab` ids, a fixed seed.
+inline EngineConfig fakeConfig(int64_t vocab, int64_t maxModelLen = 256) {
+  EngineConfig c;
+  c.vocabSize = vocab;
+  c.maxModelLen = maxModelLen;
+  c.seed = 1234;
+  return c;
+}
+
+/// A greedy request.
+inline Request greedy(std::vector<int32_t> prompt, int32_t maxTokens) {
+  Request r;
+  r.promptIds = std::move(prompt);
+  r.maxTokens = maxTokens;
+  return r;
+}
+
 /// What a request produced: all ids and the finish reason.
 struct Finished {
   std::vector<int32_t> ids;
@@ -37,6 +55,19 @@ struct Finished {
   }
 };
 
+/// Adds one step output to what its request produced so far.
+inline void accumulate(std::map<int64_t, Finished> &out,
+                       const RequestOutput &o) {
+  Finished &f = out[o.id];
+  f.ids.insert(f.ids.end(), o.newTokenIds.begin(), o.newTokenIds.end());
+  f.logprobs.insert(f.logprobs.end(), o.logprobs.begin(), o.logprobs.end());
+  f.topLogprobs.insert(f.topLogprobs.end(), o.topLogprobs.begin(),
+                       o.topLogprobs.end());
+  f.text += o.newText;
+  if (o.finished)
+    f.reason = o.finishReason;
+}
+
 /// Steps `engine` until every request finished; returns them by id. Fails
 /// the test (throws) when the engine stalls.
 inline std::map<int64_t, Finished> runToEnd(Engine &engine,
@@ -45,17 +76,40 @@ inline std::map<int64_t, Finished> runToEnd(Engine &engine,
   for (int64_t steps = 0; engine.hasUnfinished(); ++steps) {
     if (steps >= maxSteps)
       fail("the engine did not finish in ", maxSteps, " steps");
-    for (const RequestOutput &o : engine.step()) {
-      Finished &f = out[o.id];
-      f.ids.insert(f.ids.end(), o.newTokenIds.begin(), o.newTokenIds.end());
-      f.logprobs.insert(f.logprobs.end(), o.logprobs.begin(), o.logprobs.end());
-      f.topLogprobs.insert(f.topLogprobs.end(), o.topLogprobs.begin(),
-                           o.topLogprobs.end());
-      f.text += o.newText;
-      if (o.finished)
-        f.reason = o.finishReason;
-    }
+    for (const RequestOutput &o : engine.step())
+      accumulate(out, o);
   }
+  return out;
+}
+
+/// Submits `requests` keeping at most `inFlight` unfinished (a server's
+/// steady load: few waiting, so async scheduling chains most steps) and
+/// steps until all finished. Returns the outputs by request index.
+inline std::vector<Finished>
+runRolling(Engine &engine, const std::vector<Request> &requests, int inFlight) {
+  std::map<int64_t, Finished> byId;
+  std::map<int64_t, size_t> index;
+  size_t next = 0;
+  int unfinished = 0;
+  auto topUp = [&] {
+    for (; next < requests.size() && unfinished < inFlight; ++next) {
+      index[engine.submit(requests[next])] = next;
+      ++unfinished;
+    }
+  };
+  topUp();
+  for (int64_t steps = 0; engine.hasUnfinished(); ++steps) {
+    if (steps >= 1000000)
+      fail("the engine did not finish in 1000000 steps");
+    for (const RequestOutput &o : engine.step()) {
+      accumulate(byId, o);
+      unfinished -= o.finished;
+    }
+    topUp();
+  }
+  std::vector<Finished> out(requests.size());
+  for (auto &[id, f] : byId)
+    out.at(index.at(id)) = std::move(f);
   return out;
 }
 

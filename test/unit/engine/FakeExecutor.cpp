@@ -28,6 +28,71 @@ int32_t FakeExecutor::hashModel(std::span<const int32_t> context,
 }
 
 void FakeExecutor::step(const StepBatch &b, const StepOutput &out) {
+  if (!b.chainedRows.empty())
+    fail("fake: chained rows in step(); they need submitStep()");
+  if (!queue_.empty())
+    fail("fake: step() while ", queue_.size(), " steps are queued");
+  run(b, out, b.tokens);
+  lastChosen_.assign(out.argmax.begin(), out.argmax.end());
+}
+
+void FakeExecutor::submitStep(const StepBatch &b, const StepOutput &out) {
+  if (!chains) {
+    step(b, out);
+    return;
+  }
+  if (queue_.size() >= 2)
+    fail("fake: a third step queued");
+  std::vector<int32_t> tokens(b.tokens.begin(), b.tokens.end());
+  if (!b.chainedRows.empty()) {
+    if (b.chainedRows.size() != tokens.size())
+      fail("fake: ", b.chainedRows.size(), " chained rows for ", tokens.size(),
+           " tokens");
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      const int32_t r = b.chainedRows[t];
+      if (r < -1 || r >= static_cast<int32_t>(lastChosen_.size()))
+        fail("fake: token ", t, " chains row ", r, " of a step with ",
+             lastChosen_.size(), " rows");
+      if (r >= 0)
+        tokens[t] = lastChosen_[size_t(r)];
+    }
+  }
+  Queued q;
+  q.out = out;
+  q.number = ++submitted_;
+  q.argmax.resize(out.argmax.size());
+  q.logprobs.resize(out.logprobs.size());
+  q.topIds.resize(out.topIds.size());
+  q.topLogprobs.resize(out.topLogprobs.size());
+  StepOutput into;
+  into.argmax = q.argmax;
+  into.logprobs = q.logprobs;
+  into.topIds = q.topIds;
+  into.topLogprobs = q.topLogprobs;
+  run(b, into, tokens);
+  if (record)
+    batches.back().chainedRows.assign(b.chainedRows.begin(),
+                                      b.chainedRows.end());
+  lastChosen_ = q.argmax;
+  queue_.push_back(std::move(q));
+}
+
+void FakeExecutor::finishStep() {
+  if (queue_.empty())
+    return;
+  Queued q = std::move(queue_.front());
+  queue_.erase(queue_.begin());
+  if (q.number == failAtSubmit)
+    fail("fake: the device failed in step ", q.number);
+  std::copy(q.argmax.begin(), q.argmax.end(), q.out.argmax.begin());
+  std::copy(q.logprobs.begin(), q.logprobs.end(), q.out.logprobs.begin());
+  std::copy(q.topIds.begin(), q.topIds.end(), q.out.topIds.begin());
+  std::copy(q.topLogprobs.begin(), q.topLogprobs.end(),
+            q.out.topLogprobs.begin());
+}
+
+void FakeExecutor::run(const StepBatch &b, const StepOutput &out,
+                       std::span<const int32_t> tokens) {
   const size_t T = b.tokens.size(), R = b.logitRows.size();
   if (T == 0 || T > size_t(maxTokens_))
     fail("fake: step of ", T, " tokens (max ", maxTokens_, ")");
@@ -57,12 +122,12 @@ void FakeExecutor::step(const StepBatch &b, const StepOutput &out) {
   for (size_t t = 0; t < T; ++t) {
     if (b.tokenSeq[t] < 0 || b.tokenSeq[t] >= b.numSeqs)
       fail("fake: token ", t, " of sequence ", b.tokenSeq[t]);
-    if (b.tokens[t] < 0 || b.tokens[t] >= vocab_)
-      fail("fake: token id ", b.tokens[t], " outside the vocabulary");
+    if (tokens[t] < 0 || tokens[t] >= vocab_)
+      fail("fake: token id ", tokens[t], " outside the vocabulary");
   }
   if (record) {
     RecordedBatch r;
-    r.tokens.assign(b.tokens.begin(), b.tokens.end());
+    r.tokens.assign(tokens.begin(), tokens.end());
     r.positions.assign(b.positions.begin(), b.positions.end());
     r.tokenSeq.assign(b.tokenSeq.begin(), b.tokenSeq.end());
     r.logitRows.assign(b.logitRows.begin(), b.logitRows.end());
@@ -89,7 +154,7 @@ void FakeExecutor::step(const StepBatch &b, const StepOutput &out) {
   // "Attention": K/V first, then every row reads its context back.
   for (size_t t = 0; t < T; ++t) {
     const size_t s = slot(b.tokenSeq[t], b.positions[t]);
-    kvToken_[s] = b.tokens[t];
+    kvToken_[s] = tokens[t];
     kvPos_[s] = b.positions[t];
   }
   std::vector<int32_t> context;

@@ -9,6 +9,12 @@
 // context and so the tokens; reading a slot that holds another position is
 // an error. Every batch is recorded (deep copies) for structural checks.
 //
+// With `chains` set it behaves as an asynchronous executor: submitStep()
+// runs the step at once (as a device would, in order) but writes the
+// outputs only when finishStep() retires it, and chained tokens take the
+// previous submitted step's ids. An engine that reads results too early,
+// feeds the wrong row or queues too much gets wrong tokens or an error.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -24,6 +30,7 @@ namespace sol::test {
 /// A deep copy of a StepBatch.
 struct RecordedBatch {
   std::vector<int32_t> tokens, positions, tokenSeq, logitRows, blockTables;
+  std::vector<int32_t> chainedRows; // as submitted; `tokens` resolved
   int32_t numSeqs = 0, maxBlocksPerSeq = 0;
   std::vector<SamplingRow> sampling;
   std::vector<int32_t> penaltyOffsets, penaltyIds, penaltyCounts;
@@ -50,6 +57,9 @@ public:
   int32_t blockSize() const override { return blockSize_; }
   int32_t maxTokensPerStep() const override { return maxTokens_; }
   void step(const StepBatch &batch, const StepOutput &out) override;
+  bool chainsSteps() const override { return chains; }
+  void submitStep(const StepBatch &batch, const StepOutput &out) override;
+  void finishStep() override;
 
   /// Replaces the model (default: hashModel).
   Model model;
@@ -57,6 +67,14 @@ public:
   /// row becomes the next id that is not. Other biases are ignored.
   bool honorBans = false;
   bool record = true;
+  /// Queue steps and accept chained rows (see above).
+  bool chains = false;
+  /// Steps submitted and not retired (at most 2).
+  int queued() const { return static_cast<int>(queue_.size()); }
+  /// With `chains`: the finishStep() that retires the step submitted as
+  /// number failAtSubmit (1-based) throws instead of writing its outputs, as
+  /// a device error would; 0: never.
+  int64_t failAtSubmit = 0;
   std::vector<RecordedBatch> batches;
   int64_t numSteps = 0;
 
@@ -64,6 +82,19 @@ public:
   static float logprobOf(int32_t id) { return -0.125f * float(id % 8); }
 
 private:
+  /// Runs the step; results go to `result` (out's shape) rather than `out`.
+  void run(const StepBatch &batch, const StepOutput &out,
+           std::span<const int32_t> tokens);
+  struct Queued {
+    StepOutput out;
+    int64_t number = 0;
+    std::vector<int32_t> argmax, topIds;
+    std::vector<float> logprobs, topLogprobs;
+  };
+  std::vector<Queued> queue_;
+  int64_t submitted_ = 0;
+  /// The ids chosen by the last submitted step (chained rows read them).
+  std::vector<int32_t> lastChosen_;
   int32_t numBlocks_, blockSize_, maxTokens_, vocab_;
   /// Per slot: the token and position written there (-1: never).
   std::vector<int32_t> kvToken_, kvPos_;

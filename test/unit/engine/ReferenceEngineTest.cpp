@@ -150,6 +150,14 @@ struct Scenario {
   int32_t maxNumBatchedTokens = 48;
   /// Random sampling parameters (seeded), penalties and logprobs.
   bool sampled = false;
+  /// With `sampled`, a third of the requests have penalties (which keep
+  /// async scheduling from chaining: they need the last token on the host).
+  bool penalties = true;
+  /// 0: every request submitted at the start. Else requests are submitted
+  /// as others finish, this many unfinished at a time, and async scheduling
+  /// (which needs an empty waiting queue) chains most steps.
+  int rolling = 0;
+  bool asyncScheduling = true;
 };
 
 void runScenario(const Scenario &sc) {
@@ -179,7 +187,7 @@ void runScenario(const Scenario &sc) {
       p.topK = uniform(rng, 0, 8);
       p.topP = rng() % 2 ? 1.0f : 0.9f;
       p.minP = rng() % 2 ? 0.0f : 0.05f;
-      if (rng() % 3 == 0) {
+      if (rng() % 3 == 0 && sc.penalties) {
         p.repetitionPenalty = 1.2f;
         p.presencePenalty = 0.5f;
         p.frequencyPenalty = 0.25f;
@@ -201,12 +209,20 @@ void runScenario(const Scenario &sc) {
   c.enablePrefixCaching = sc.prefixCaching;
   c.eosTokenIds = kEos;
   c.seed = 1;
+  c.asyncScheduling = sc.asyncScheduling;
   Engine engine(ex, c);
-  std::vector<int64_t> ids;
-  for (const Request &r : requests)
-    ids.push_back(engine.submit(r));
   const auto t0 = std::chrono::steady_clock::now();
-  const auto results = runToEnd(engine);
+  std::vector<Finished> results;
+  if (sc.rolling > 0) {
+    results = runRolling(engine, requests, sc.rolling);
+  } else {
+    std::vector<int64_t> ids;
+    for (const Request &r : requests)
+      ids.push_back(engine.submit(r));
+    const auto byId = runToEnd(engine);
+    for (int64_t id : ids)
+      results.push_back(byId.at(id));
+  }
   const double engineS =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
@@ -215,7 +231,7 @@ void runScenario(const Scenario &sc) {
   int stopped = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const Finished want = alone.run(requests[i]);
-    const Finished &got = results.at(ids[i]);
+    const Finished &got = results.at(i);
     ASSERT_EQ(got.ids, want.ids) << "request " << i;
     ASSERT_EQ(got.reason, want.reason) << "request " << i;
     ASSERT_EQ(got.logprobs, want.logprobs) << "request " << i;
@@ -231,7 +247,7 @@ void runScenario(const Scenario &sc) {
   if (sc.sampled) {
     // The executor really drew and reported (not greedy zeros).
     int withLogprobs = 0;
-    for (const auto &[id, f] : results)
+    for (const Finished &f : results)
       withLogprobs += std::any_of(f.logprobs.begin(), f.logprobs.end(),
                                   [](float v) { return v < 0.0f; });
     std::cout << "  " << withLogprobs << " requests with logprobs\n";
@@ -243,8 +259,15 @@ void runScenario(const Scenario &sc) {
             << " preemptions, " << stopped << " stopped on EOS, prefix hits "
             << s.prefixCacheHits << "/" << s.prefixCacheQueries
             << " tokens, peak " << s.peakKvBlocksUsed << "/" << s.kvBlocksTotal
-            << " blocks\n";
+            << " blocks, " << s.chainedSteps << " chained steps, "
+            << s.discardedTokens << " tokens discarded\n";
   EXPECT_GT(s.numPreemptions, 0) << "the cache should force preemptions";
+  if (sc.rolling > 0 && sc.asyncScheduling) {
+    EXPECT_GT(s.chainedSteps, s.numSteps / 2);
+  }
+  if (!sc.asyncScheduling) {
+    EXPECT_EQ(s.chainedSteps, 0);
+  }
   EXPECT_EQ(s.numRunning, 0);
   EXPECT_EQ(s.numWaiting, 0);
   EXPECT_EQ(s.kvBlocksUsed, 0);
@@ -283,6 +306,21 @@ TEST(ReferenceEngine, SampledRequestsMatchRunningAlone) {
   // penalties' token counts or the logprobs.
   Scenario sc{true, true, 16, 300};
   sc.sampled = true;
+  runScenario(sc);
+}
+
+TEST(ReferenceEngine, AsyncSchedulingUnderSteadyLoadMatchesRunningAlone) {
+  // Few requests wait, so most steps are queued before the previous step's
+  // tokens are read; sequences stop (EOS, length) with a step queued, are
+  // preempted between chains, and share cached prefixes.
+  Scenario sc{true, true, 17, 300};
+  sc.rolling = 6;
+  runScenario(sc);
+  sc.sampled = true;
+  sc.penalties = false;
+  sc.seed = 18;
+  runScenario(sc);
+  sc.asyncScheduling = false;
   runScenario(sc);
 }
 
