@@ -1210,7 +1210,9 @@ void CudaExecutor::validateChain(const StepBatch &b) const {
   if (!anyChained(b))
     return;
   if (!chainsSteps())
-    fail("this CUDA executor cannot chain steps (plan or profiling)");
+    fail("this CUDA executor cannot chain steps: the plan reads token ids "
+         "outside its embedding, or --profile-steps/--profile-ops is on; "
+         "run with --async-scheduling=off");
   if (lastResults_ == ChainSource::None)
     fail("a step takes ids of the previous step, which chose none");
   for (std::size_t t = 0; t < b.chainedRows.size(); ++t)

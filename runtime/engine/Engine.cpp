@@ -383,7 +383,7 @@ std::optional<Engine::LaunchedStep> Engine::launchAhead(LaunchedStep &step) {
   commit(step);
   // The sequences whose next token `step` draws: pending for the scheduler,
   // fed from their rows. One that draws its last token (max_tokens) is done.
-  pendingRows_.clear();
+  pendingSeqs_.clear();
   int32_t row = 0;
   for (const LaunchedStep::Chunk &c : step.chunks) {
     if (!c.sample)
@@ -392,29 +392,22 @@ std::optional<Engine::LaunchedStep> Engine::launchAhead(LaunchedStep &step) {
     Sequence *seq = find(c.seq);
     if (!seq || seq->numOutput() + 1 >= seq->request.maxTokens)
       continue;
-    seq->pendingToken = true;
-    pendingRows_.emplace_back(seq, r);
+    seq->pendingRow = r;
+    pendingSeqs_.push_back(seq);
   }
   struct ClearPending {
-    std::vector<std::pair<Sequence *, int32_t>> &rows;
+    std::vector<Sequence *> &seqs;
     ~ClearPending() {
-      for (auto &[seq, r] : rows)
-        seq->pendingToken = false;
+      for (Sequence *seq : seqs)
+        seq->pendingRow = -1;
     }
-  } clear{pendingRows_};
+  } clear{pendingSeqs_};
   const Schedule schedule = scheduler_.schedule();
   if (schedule.empty())
     return std::nullopt;
   planned_.clear();
-  for (const ScheduledChunk &c : schedule.chunks) {
-    int32_t chained = -1;
-    if (c.seq->pendingToken &&
-        c.seq->numComputed + c.numTokens > c.seq->numTokens())
-      for (const auto &[seq, r] : pendingRows_)
-        if (seq == c.seq)
-          chained = r;
-    planned_.push_back({c.seq, c.numTokens, c.sample, chained});
-  }
+  for (const ScheduledChunk &c : schedule.chunks)
+    planned_.push_back({c.seq, c.numTokens, c.sample, c.seq->pendingRow});
   return launch(planned_);
 }
 

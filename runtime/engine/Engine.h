@@ -204,7 +204,7 @@ private:
 
   // Step scratch, kept to avoid reallocating every step.
   std::vector<PlannedChunk> planned_;
-  std::vector<std::pair<Sequence *, int32_t>> pendingRows_;
+  std::vector<Sequence *> pendingSeqs_; // launchAhead's, to clear
   std::vector<int32_t> tokens_, positions_, tokenSeq_, logitRows_, blockTables_,
       chainedRows_, penaltyOffsets_, penaltyIds_, penaltyCounts_;
   std::vector<int32_t> biasOffsets_, biasIds_;

@@ -66,10 +66,10 @@ struct Sequence {
   /// Tokens this sequence runs in the step being built (scheduler scratch).
   int32_t scheduledTokens = 0;
   /// Set by the engine while it schedules a step ahead (async scheduling):
-  /// the queued step draws this sequence's next token, whose id the host
-  /// does not have yet, so it counts as a token to compute at position
-  /// numTokens().
-  bool pendingToken = false;
+  /// the logits row of the queued step that draws this sequence's next
+  /// token, whose id the host does not have yet, so it counts as a token to
+  /// compute at position numTokens(); -1 otherwise.
+  int32_t pendingRow = -1;
   Clock::time_point arrivalTime, firstTokenTime, lastTokenTime;
   StopChecker stop;
   /// Present when the request has penalties.
@@ -79,7 +79,7 @@ struct Sequence {
   int32_t numOutput() const { return numTokens() - promptLen; }
   /// Tokens still to compute before the next token can be drawn.
   int32_t numUncomputed() const {
-    return numTokens() + (pendingToken ? 1 : 0) - numComputed;
+    return numTokens() + (pendingRow >= 0 ? 1 : 0) - numComputed;
   }
   std::span<const int32_t> outputIds() const {
     return std::span<const int32_t>(tokens).subspan(
