@@ -466,6 +466,7 @@ def run(args):
 
     rows = {}
     greedy = {}
+    b_obj = None
     with tempfile.TemporaryDirectory(prefix="sol-quality-") as tmp:
         a_obj, a_logits = solrun_logits(args, args.plan, ids, targets.size, tmp, "plan")
         result["solrun_plan"] = a_obj
@@ -515,7 +516,8 @@ def run(args):
             if prompts:
                 rows["sol"].update(greedy_agreement(greedy["float32"], greedy["plan"], args.max_new))
                 rows["hf_bf16"].update(greedy_agreement(greedy["float32"], greedy["bfloat16"], args.max_new))
-                if goldens:
+                # eval.json's goldens are this checkpoint's only when it lies in the --hf folder.
+                if goldens and Path(args.prompts).resolve().parent == Path(args.hf).resolve():
                     same = [g["ids"][:args.max_new] == r for g, r in zip(goldens, greedy["float32"])]
                     result["reference_matches_goldens"] = all(same)
                     if not all(same):

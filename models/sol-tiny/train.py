@@ -777,9 +777,11 @@ def evaluate(out, tok, heldout_text, args, result):
                 break
             agree += same
             if not same:
-                first = next(i for i, (a, b) in enumerate(zip(got, g["ids"])) if a != b)
+                first = next((i for i, (a, b) in enumerate(zip(got, g["ids"])) if a != b),
+                             min(len(got), len(g["ids"])))
+                margin = margins_of[g["prompt"]][min(first, len(g["ids"]) - 1)]
                 log(f"note: generate() with its KV cache differs from the cache-free loop for {g['prompt']!r} "
-                    f"from step {first} (top-2 margin there {margins_of[g['prompt']][first]:.4f}); "
+                    f"from step {first} of {len(got)} (top-2 margin there {margin:.4f}); "
                     f"the goldens keep the cache-free loop")
         else:
             log(f"goldens: generate() with KV cache agrees on {agree}/{len(goldens)} prompts "

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# What the GPU machine runs for sol-tiny, from the repository root (models/sol-tiny/data
+# carried over: train.txt, val.txt). Every stage prints its progress; logs go to $OUT too.
+#
+#   OUT=/path/that/comes/back models/sol-tiny/run-on-gpu.sh tiny      # train sol-tiny (< 8 min)
+#   OUT=... models/sol-tiny/run-on-gpu.sh 1b        # Llama-3.2-1B shape on the same data (~6 min)
+#   OUT=... models/sol-tiny/run-on-gpu.sh quality   # solc + bench/quality.py on what was trained
+#
+# The checkpoints stay in $WORK (default /tmp/sol-tiny-work) for solc and quality.py; $OUT
+# gets sol-tiny's files with model.safetensors in <= 15 MiB parts (join-parts.sh joins them),
+# and the 1B run's eval.json and log only.
+set -euo pipefail
+export PYTHONUNBUFFERED=1
+OUT="${OUT:?set OUT to the folder to bring back}"
+WORK="${WORK:-/tmp/sol-tiny-work}"
+SOLC="${SOLC:-build/bin/solc}"
+SOLRUN="${SOLRUN:-build/bin/solrun}"
+mkdir -p "$OUT" "$WORK"
+DATA=(--data models/sol-tiny/data --heldout models/sol-tiny/heldout.txt)
+
+case "${1:-tiny}" in
+  tiny)
+    python3 models/sol-tiny/test_train.py
+    python3 bench/test_perplexity_windows.py
+    python3 models/sol-tiny/train.py "${DATA[@]}" --out "$WORK/sol-tiny" --preset sol-tiny --sweep \
+        --split-output "$OUT/sol-tiny" 2>&1 | tee "$OUT/sol-tiny.log"
+    ;;
+  1b)
+    python3 models/sol-tiny/train.py "${DATA[@]}" --out "$WORK/llama-1b" --preset llama-3.2-1b \
+        --tokenizer "$WORK/sol-tiny" --skip-goldens 2>&1 | tee "$OUT/llama-1b.log"
+    mkdir -p "$OUT/llama-1b"
+    cp "$WORK/llama-1b/eval.json" "$WORK/llama-1b/train_log.jsonl" "$WORK/llama-1b/config.json" "$OUT/llama-1b/"
+    ;;
+  quality)
+    python3 bench/quality.py --self-test
+    for m in sol-tiny llama-1b; do
+      [[ -f "$WORK/$m/config.json" ]] || { echo "run-on-gpu: no $WORK/$m, skipping"; continue; }
+      "$SOLC" "$WORK/$m" -o "$WORK/$m.plan" 2>&1 | tee "$OUT/solc-$m.log"
+      # The 1B run has no goldens; it shares sol-tiny's tokenizer, so sol-tiny's prompts fit.
+      python3 bench/quality.py --solrun "$SOLRUN" --plan "$WORK/$m.plan" --hf "$WORK/$m" \
+          --text models/sol-tiny/heldout.txt --prompts "$WORK/sol-tiny/eval.json" \
+          --json "$OUT/quality-$m.json" --gate 2>&1 | tee "$OUT/quality-$m.log" || echo "run-on-gpu: quality $m: exit $?"
+    done
+    ;;
+  *)
+    echo "usage: OUT=DIR $0 tiny|1b|quality" >&2
+    exit 2
+    ;;
+esac
