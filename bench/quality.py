@@ -309,13 +309,17 @@ def solrun_greedy(args, plan, prompt_ids, label):
 # ---------------------------------------------------------------------------
 
 def disable_tf32(torch):
+    """Full float32 matmuls for the reference (torch >= 2.9 API, else the old flags; never both)."""
     if hasattr(torch.backends, "fp32_precision"):
-        torch.backends.fp32_precision = "ieee"
-        torch.backends.cuda.matmul.fp32_precision = "ieee"
-        torch.backends.cudnn.fp32_precision = "ieee"
-    else:
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        try:
+            torch.backends.fp32_precision = "ieee"
+            torch.backends.cuda.matmul.fp32_precision = "ieee"
+            torch.backends.cudnn.fp32_precision = "ieee"
+            return
+        except (AttributeError, RuntimeError, ValueError) as e:
+            log(f"note: the fp32_precision settings failed ({e}); using allow_tf32")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
 
 
 def load_hf(path, dtype_name, device):

@@ -2,7 +2,8 @@
 # What the GPU machine runs for sol-tiny, from the repository root (models/sol-tiny/data
 # carried over: train.txt, val.txt). Every stage prints its progress; logs go to $OUT too.
 #
-#   OUT=/path/that/comes/back models/sol-tiny/run-on-gpu.sh tiny      # train sol-tiny (< 8 min)
+#   OUT=/path/that/comes/back models/sol-tiny/run-on-gpu.sh smoke     # every stage, tiny budget (~2 min)
+#   OUT=... models/sol-tiny/run-on-gpu.sh tiny      # train sol-tiny (< 8 min)
 #   OUT=... models/sol-tiny/run-on-gpu.sh 1b        # Llama-3.2-1B shape on the same data (~6 min)
 #   OUT=... models/sol-tiny/run-on-gpu.sh quality   # solc + bench/quality.py on what was trained
 #
@@ -19,6 +20,12 @@ mkdir -p "$OUT" "$WORK"
 DATA=(--data models/sol-tiny/data --heldout models/sol-tiny/heldout.txt)
 
 case "${1:-tiny}" in
+  smoke)
+    # The whole pipeline (tokenizer, 4-shape sweep, training, save, evaluation, goldens) on a
+    # 90-second budget and at most one epoch per run, to catch a broken stage before the real run.
+    python3 models/sol-tiny/train.py "${DATA[@]}" --out "$WORK/smoke" --preset sol-tiny --sweep \
+        --minutes 1.5 --epochs 1 --split-output "$OUT/smoke" 2>&1 | tee "$OUT/smoke.log"
+    ;;
   tiny)
     python3 models/sol-tiny/test_train.py
     python3 bench/test_perplexity_windows.py
@@ -43,7 +50,7 @@ case "${1:-tiny}" in
     done
     ;;
   *)
-    echo "usage: OUT=DIR $0 tiny|1b|quality" >&2
+    echo "usage: OUT=DIR $0 smoke|tiny|1b|quality" >&2
     exit 2
     ;;
 esac

@@ -268,18 +268,21 @@ def seed_everything(seed):
 
 def disable_tf32():
     """Full float32 matmuls and convolutions: the float32 references must not be TF32."""
+    state = None
     if hasattr(torch.backends, "fp32_precision"):  # torch >= 2.9; do not mix with the old flags
-        torch.backends.fp32_precision = "ieee"
-        torch.backends.cuda.matmul.fp32_precision = "ieee"
-        torch.backends.cudnn.fp32_precision = "ieee"
-        state = (f"fp32_precision={torch.backends.fp32_precision}, "
-                 f"cuda.matmul={torch.backends.cuda.matmul.fp32_precision}, "
-                 f"cudnn={torch.backends.cudnn.fp32_precision}")
-    else:
+        try:
+            torch.backends.fp32_precision = "ieee"
+            torch.backends.cuda.matmul.fp32_precision = "ieee"
+            torch.backends.cudnn.fp32_precision = "ieee"
+            state = (f"fp32_precision={torch.backends.fp32_precision}, "
+                     f"cuda.matmul={torch.backends.cuda.matmul.fp32_precision}, "
+                     f"cudnn={torch.backends.cudnn.fp32_precision}")
+        except (AttributeError, RuntimeError, ValueError) as e:
+            log(f"note: the fp32_precision settings failed ({e}); using allow_tf32")
+    if state is None:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-        state = (f"cuda.matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32}, "
-                 f"cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}")
+        state = "cuda.matmul.allow_tf32=False, cudnn.allow_tf32=False"
     log(f"TF32 off: {state}")
 
 
@@ -510,8 +513,10 @@ def train_one(label, shape, args, preset, data, budget_s, log_file):
             break
         epoch, index = divmod(step, spe)
         if epoch not in epoch_cache:
-            epoch_cache = {epoch: epoch_batches(L, SEQ_LEN, args.batch, args.seed, epoch)}
-        offsets = torch.tensor(epoch_cache[epoch][index], device=device)
+            # One host-to-device copy per epoch: a copy per step would wait for the GPU each time.
+            epoch_cache = {epoch: torch.tensor(epoch_batches(L, SEQ_LEN, args.batch, args.seed, epoch),
+                                               dtype=torch.long, device=device)}
+        offsets = epoch_cache[epoch][index]
         x = stream[offsets[:, None] + arange[None, :]]
         lr = lr_at(step, warmup, planned, args.lr)
         for g in opt.param_groups:
