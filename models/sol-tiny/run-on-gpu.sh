@@ -48,8 +48,12 @@ case "${1:-tiny}" in
       [[ -f "$WORK/$m/config.json" ]] || { echo "run-on-gpu: no $WORK/$m, skipping"; continue; }
       "$SOLC" "$WORK/$m" -o "$WORK/$m.plan" 2>&1 | tee "$OUT/solc-$m.log"
       # The 1B run has no goldens; it shares sol-tiny's tokenizer, so sol-tiny's prompts fit.
+      PROMPTS=()
+      for e in "$WORK/sol-tiny/eval.json" models/sol-tiny/eval.json; do
+        [[ -f "$e" ]] && { PROMPTS=(--prompts "$e"); break; }
+      done
       python3 bench/quality.py --solrun "$SOLRUN" --plan "$WORK/$m.plan" --hf "$WORK/$m" \
-          --text models/sol-tiny/heldout.txt --prompts "$WORK/sol-tiny/eval.json" \
+          --text models/sol-tiny/heldout.txt "${PROMPTS[@]}" \
           --json "$OUT/quality-$m.json" --gate 2>&1 | tee "$OUT/quality-$m.log" || echo "run-on-gpu: quality $m: exit $?"
     done
     ;;
