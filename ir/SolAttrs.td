@@ -55,11 +55,10 @@ def Sol_RopeAttr : Sol_Attr<"Rope", "rope"> {
 }
 
 def Sol_LinearEpilogue : I32EnumAttr<"LinearEpilogue",
-    "elementwise work fused after a linear layer", [
+    "elementwise work fused after a linear layer (values as in Plan.fbs)", [
       I32EnumAttrCase<"None", 0, "none">,
-      I32EnumAttrCase<"Silu", 1, "silu">,
-      I32EnumAttrCase<"Gelu", 2, "gelu">,
-      I32EnumAttrCase<"SwiGLU", 3, "swiglu">
+      I32EnumAttrCase<"Residual", 1, "residual">,
+      I32EnumAttrCase<"Swiglu", 2, "swiglu">
     ]> {
   let cppNamespace = "::sol";
   let genSpecializedAttr = 0;
@@ -67,16 +66,34 @@ def Sol_LinearEpilogue : I32EnumAttr<"LinearEpilogue",
 def Sol_LinearEpilogueAttr
     : EnumAttr<Sol_Dialect, Sol_LinearEpilogue, "epilogue">;
 
-def Sol_GeluApproximation : I32EnumAttr<"GeluApproximation",
-    "the GELU formula", [
-      I32EnumAttrCase<"None", 0, "none">,
-      I32EnumAttrCase<"Tanh", 1, "tanh">
-    ]> {
-  let cppNamespace = "::sol";
-  let genSpecializedAttr = 0;
+def Sol_ModelAttr : Sol_Attr<"Model", "model"> {
+  let summary = "What a compiled model is, recorded by its importer";
+  let description = [{
+    The module attribute `sol.model`: the architecture's name as its source
+    format spells it, and the figures the plan and the runtime report and
+    size things by. Code generation reads the model from here, never from
+    the source format.
+
+    Example: `#sol.model<architecture = "LlamaForCausalLM", vocab_size =
+    2048, hidden_size = 128, num_layers = 2, max_position_embeddings = 256>`
+  }];
+  let parameters = (ins
+    StringRefParameter<>:$architecture,
+    "int64_t":$vocab_size,
+    "int64_t":$hidden_size,
+    "int64_t":$num_layers,
+    "int64_t":$max_position_embeddings
+  );
+  let assemblyFormat = [{
+    `<` struct($architecture, $vocab_size, $hidden_size, $num_layers,
+               $max_position_embeddings) `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The name of the module attribute that holds it.
+    static constexpr ::llvm::StringLiteral kAttrName = "sol.model";
+  }];
 }
-def Sol_GeluApproximationAttr
-    : EnumAttr<Sol_Dialect, Sol_GeluApproximation, "gelu_approximation">;
 
 def Sol_KvCacheDType : I32EnumAttr<"KvCacheDType",
     "KV-cache dtype (bf16 or fp8)", [

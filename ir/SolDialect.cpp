@@ -30,6 +30,7 @@ template <> struct FieldParser<llvm::APFloat> {
 
 #include "ir/SolDialect.cpp.inc"
 #include "ir/SolEnums.cpp.inc"
+#include "ir/SolInterfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "ir/SolAttrs.cpp.inc"
@@ -202,9 +203,30 @@ LogicalResult KvCacheLayoutAttr::verify(
   return success();
 }
 
+LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                StringRef architecture, int64_t vocabSize,
+                                int64_t hiddenSize, int64_t numLayers,
+                                int64_t maxPositionEmbeddings) {
+  if (architecture.empty())
+    return emitError() << "sol.model needs an architecture name";
+  if (vocabSize <= 0 || hiddenSize <= 0 || numLayers <= 0 ||
+      maxPositionEmbeddings <= 0)
+    return emitError() << "sol.model needs positive vocab_size, hidden_size, "
+                       << "num_layers and max_position_embeddings, got "
+                       << vocabSize << ", " << hiddenSize << ", " << numLayers
+                       << ", " << maxPositionEmbeddings;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
-// Ops
+// Weights
 //===----------------------------------------------------------------------===//
+
+bool sol::isWeight(Value v) {
+  Operation *def = v.getDefiningOp();
+  return def &&
+         (isa<WeightOp>(def) || def->hasTrait<sol::WeightTransform>());
+}
 
 LogicalResult WeightOp::verify() {
   auto type = getResult().getType();
@@ -214,6 +236,85 @@ LogicalResult WeightOp::verify() {
                          << shapeString(type);
   return success();
 }
+
+LogicalResult ConcatWeightsOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  auto first = tensorType(getInputs().front());
+  if (first.getRank() < 1)
+    return emitOpError() << "inputs must have at least one dimension";
+  int64_t rows = 0;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    auto type = tensorType(input);
+    if (type.getElementType() != first.getElementType() ||
+        type.getShape().drop_front() != first.getShape().drop_front())
+      return emitOpError() << "input #" << i << " has shape "
+                           << shapeString(type) << " of "
+                           << type.getElementType()
+                           << ", but stacking needs the element type and "
+                           << "trailing dimensions of input #0 "
+                           << shapeString(first) << " of "
+                           << first.getElementType();
+    rows += type.getDimSize(0);
+  }
+  SmallVector<int64_t> shape(first.getShape());
+  shape[0] = rows;
+  auto result = getResult().getType();
+  if (result.getShape() != ArrayRef<int64_t>(shape) ||
+      result.getElementType() != first.getElementType())
+    return emitOpError() << "result must have shape [" << rows
+                         << ", ...] of the inputs' element type, but has "
+                         << shapeString(result) << " of "
+                         << result.getElementType();
+  return success();
+}
+
+LogicalResult InterleaveRowsOp::verify() {
+  auto in = getFirst().getType();
+  if (in.getRank() < 1)
+    return emitOpError() << "inputs must have at least one dimension";
+  SmallVector<int64_t> shape(in.getShape());
+  shape[0] *= 2;
+  auto result = getResult().getType();
+  if (result.getShape() != ArrayRef<int64_t>(shape) ||
+      result.getElementType() != in.getElementType())
+    return emitOpError() << "result must have twice the rows of the inputs ("
+                         << shape[0] << "), but has shape "
+                         << shapeString(result);
+  return success();
+}
+
+LogicalResult ConvertWeightOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getShape() != out.getShape())
+    return emitOpError() << "result shape " << shapeString(out)
+                         << " must equal the input's " << shapeString(in);
+  auto isFloat = [](Type t) { return t.isBF16() || t.isF16() || t.isF32(); };
+  if (!isFloat(in.getElementType()) || !isFloat(out.getElementType()))
+    return emitOpError() << "converts between f32, f16 and bf16, not "
+                         << in.getElementType() << " to "
+                         << out.getElementType();
+  return success();
+}
+
+LogicalResult TransposeWeightOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getRank() != 2)
+    return emitOpError() << "transposes 2-D weights, but the input has shape "
+                         << shapeString(in);
+  if (out.getRank() != 2 || out.getDimSize(0) != in.getDimSize(1) ||
+      out.getDimSize(1) != in.getDimSize(0) ||
+      out.getElementType() != in.getElementType())
+    return emitOpError() << "result must have shape [" << in.getDimSize(1)
+                         << ", " << in.getDimSize(0)
+                         << "] of the input's element type, but has "
+                         << shapeString(out);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
 
 LogicalResult EmbeddingOp::verify() {
   if (failed(checkTokenCount(*this, getIds(), "operand #0 (ids)")))
@@ -234,35 +335,72 @@ LogicalResult EmbeddingOp::verify() {
   return success();
 }
 
-LogicalResult LinearOp::verify() {
-  if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)))
+namespace {
+
+/// The checks sol.linear and sol.norm_linear share: input, weight, bias,
+/// epilogue, residual and the result's shape and element type.
+LogicalResult verifyLinear(Operation *op, Value inputValue, Value weightValue,
+                           Value bias, Value residual, LinearEpilogue epilogue,
+                           RankedTensorType result) {
+  if (failed(checkActivation(op, inputValue, "operand #0 (input)", 2)))
     return failure();
-  auto input = getInput().getType();
-  auto weight = getWeight().getType();
+  auto input = tensorType(inputValue);
+  auto weight = tensorType(weightValue);
   if (weight.getRank() != 2)
-    return emitOpError() << "operand #1 (weight) must be 2-D [out, in], but "
-                         << "has shape " << shapeString(weight);
+    return op->emitOpError() << "weight must be 2-D [out, in], but has shape "
+                             << shapeString(weight);
   int64_t k = input.getDimSize(1), n = weight.getDimSize(0);
   if (weight.getDimSize(1) != k)
-    return emitOpError() << "operand #1 (weight) has " << weight.getDimSize(1)
-                         << " input features but operand #0 (input) has " << k
-                         << " (weight shape " << shapeString(weight)
-                         << ", input shape " << shapeString(input) << ")";
-  if (getBias() &&
-      failed(checkWeightShape(*this, getBias(), "operand #2 (bias)", {n})))
+    return op->emitOpError()
+           << "weight has " << weight.getDimSize(1)
+           << " input features but operand #0 (input) has " << k
+           << " (weight shape " << shapeString(weight) << ", input shape "
+           << shapeString(input) << ")";
+  if (bias && failed(checkWeightShape(op, bias, "bias", {n})))
     return failure();
   int64_t outN = n;
-  if (getEpilogue() == LinearEpilogue::SwiGLU) {
+  if (epilogue == LinearEpilogue::Swiglu) {
     if (n % 2 != 0)
-      return emitOpError() << "the swiglu epilogue needs an even number of "
-                           << "output features, weight has " << n;
+      return op->emitOpError() << "the swiglu epilogue needs an even number "
+                               << "of output features, weight has " << n;
     outN = n / 2;
   }
-  auto result = getResult().getType();
   if (result.getRank() != 2 || result.getDimSize(1) != outN)
-    return emitOpError() << "result must have shape [?, " << outN
-                         << "], but has shape " << shapeString(result);
-  return checkSameElementType(*this, getInput(), "operand #0 (input)", result);
+    return op->emitOpError() << "result must have shape [?, " << outN
+                             << "], but has shape " << shapeString(result);
+  if (bool(residual) != (epilogue == LinearEpilogue::Residual))
+    return op->emitOpError()
+           << "the residual operand goes with the residual epilogue, and "
+           << "only with it";
+  if (residual && tensorType(residual) != result)
+    return op->emitOpError() << "residual must have the result type "
+                             << result << ", but has " << residual.getType();
+  Type in = input.getElementType(), out = result.getElementType();
+  if (out != in && !(out.isF32() && epilogue == LinearEpilogue::None))
+    return op->emitOpError()
+           << "result element type " << out
+           << " must be the input's (" << in
+           << "), or f32 without an epilogue (logits)";
+  return success();
+}
+
+} // namespace
+
+LogicalResult LinearOp::verify() {
+  return verifyLinear(*this, getInput(), getWeight(), getBias(), getResidual(),
+                      getEpilogue(), getResult().getType());
+}
+
+LogicalResult NormLinearOp::verify() {
+  if (failed(verifyLinear(*this, getInput(), getWeight(), getBias(),
+                          getResidual(), getEpilogue(), getResult().getType())))
+    return failure();
+  int64_t k = getInput().getType().getDimSize(1);
+  if (failed(checkWeightShape(*this, getNormWeight(), "norm_weight", {k})))
+    return failure();
+  if (getEpsilon().convertToFloat() <= 0.0f)
+    return emitOpError() << "epsilon must be positive";
+  return success();
 }
 
 LogicalResult RmsNormOp::verify() {
@@ -282,20 +420,38 @@ LogicalResult RmsNormOp::verify() {
   return success();
 }
 
-LogicalResult LayerNormOp::verify() {
+LogicalResult AddRmsNormOp::verify() {
   if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)))
     return failure();
-  int64_t n = getInput().getType().getDimSize(1);
-  if (failed(checkWeightShape(*this, getWeight(), "operand #1 (weight)", {n})))
-    return failure();
-  if (getBias() &&
-      failed(checkWeightShape(*this, getBias(), "operand #2 (bias)", {n})))
+  auto type = getInput().getType();
+  if (getResidual().getType() != type || getNormed().getType() != type ||
+      getSum().getType() != type)
+    return emitOpError() << "input, residual and both results must have one "
+                         << "type, " << type;
+  if (failed(checkWeightShape(*this, getWeight(), "operand #2 (weight)",
+                              {type.getDimSize(1)})))
     return failure();
   if (getEpsilon().convertToFloat() <= 0.0f)
     return emitOpError() << "epsilon must be positive";
-  if (getResult().getType() != getInput().getType())
-    return emitOpError() << "result type must equal the input type "
-                         << getInput().getType();
+  return success();
+}
+
+LogicalResult HeadRmsNormOp::verify() {
+  if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)))
+    return failure();
+  auto weight = getWeight().getType();
+  if (weight.getRank() != 1)
+    return emitOpError() << "operand #1 (weight) must be 1-D (one head), but "
+                         << "has shape " << shapeString(weight);
+  int64_t n = getInput().getType().getDimSize(1);
+  int64_t column = getColumn(), heads = getNumHeads();
+  if (column < 0 || heads <= 0 ||
+      column + heads * weight.getDimSize(0) > n)
+    return emitOpError() << "columns [" << column << ", "
+                         << column + heads * weight.getDimSize(0)
+                         << ") must lie within the input's " << n;
+  if (getEpsilon().convertToFloat() <= 0.0f)
+    return emitOpError() << "epsilon must be positive";
   return success();
 }
 
@@ -319,20 +475,54 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
+namespace {
+
+/// Heads, kv heads, head dim, layer and window of the attention ops.
+LogicalResult verifyAttentionShape(Operation *op, int64_t heads,
+                                   int64_t kvHeads, int64_t headDim,
+                                   int64_t layer,
+                                   std::optional<uint64_t> window) {
+  if (heads <= 0 || kvHeads <= 0 || headDim <= 0)
+    return op->emitOpError() << "num_heads, num_kv_heads and head_dim must be "
+                             << "positive";
+  if (heads % kvHeads != 0)
+    return op->emitOpError() << "num_heads (" << heads
+                             << ") must be a multiple of num_kv_heads ("
+                             << kvHeads << ")";
+  if (layer < 0)
+    return op->emitOpError() << "layer must be non-negative";
+  if (window && static_cast<int64_t>(*window) <= 0)
+    return op->emitOpError() << "sliding_window must be positive when set";
+  return success();
+}
+
+/// A packed [q heads | k heads | v heads] operand and the step inputs.
+LogicalResult verifyPackedQkv(Operation *op, Value qkv, Value positions,
+                              Value tokenSeq, int64_t heads, int64_t kvHeads,
+                              int64_t headDim) {
+  if (failed(checkActivation(op, qkv, "operand #0 (qkv)", 2)))
+    return failure();
+  int64_t n = tensorType(qkv).getDimSize(1);
+  if (n != (heads + 2 * kvHeads) * headDim)
+    return op->emitOpError()
+           << "operand #0 (qkv) has " << n << " features per token, expected "
+           << "(num_heads + 2 × num_kv_heads) × head_dim = "
+           << (heads + 2 * kvHeads) * headDim;
+  if (failed(checkTokenCount(op, positions, "operand #1 (positions)")) ||
+      failed(checkTokenCount(op, tokenSeq, "operand #2 (token_seq)")))
+    return failure();
+  return success();
+}
+
+} // namespace
+
 LogicalResult AttentionOp::verify() {
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(),
           headDim = getHeadDim();
-  if (heads <= 0 || kvHeads <= 0 || headDim <= 0)
-    return emitOpError() << "num_heads, num_kv_heads and head_dim must be "
-                         << "positive";
-  if (heads % kvHeads != 0)
-    return emitOpError() << "num_heads (" << heads
-                         << ") must be a multiple of num_kv_heads (" << kvHeads
-                         << ")";
-  if (static_cast<int64_t>(getLayer()) < 0)
-    return emitOpError() << "layer must be non-negative";
-  if (auto window = getSlidingWindow(); window && *window <= 0)
-    return emitOpError() << "sliding_window must be positive when set";
+  if (failed(verifyAttentionShape(*this, heads, kvHeads, headDim,
+                                  static_cast<int64_t>(getLayer()),
+                                  getSlidingWindow())))
+    return failure();
   struct Operand {
     Value value;
     const char *name;
@@ -355,6 +545,37 @@ LogicalResult AttentionOp::verify() {
   if (getResult().getType() != getQuery().getType())
     return emitOpError() << "result type must equal the query type "
                          << getQuery().getType();
+  return success();
+}
+
+LogicalResult RopeKvWriteOp::verify() {
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(),
+          headDim = getHeadDim();
+  if (failed(verifyAttentionShape(*this, heads, kvHeads, headDim,
+                                  static_cast<int64_t>(getLayer()),
+                                  std::nullopt)))
+    return failure();
+  if (headDim % 2 != 0)
+    return emitOpError() << "rope needs an even head_dim, got " << headDim;
+  return verifyPackedQkv(*this, getQkv(), getPositions(), getTokenSeq(), heads,
+                         kvHeads, headDim);
+}
+
+LogicalResult KvAttentionOp::verify() {
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(),
+          headDim = getHeadDim();
+  if (failed(verifyAttentionShape(*this, heads, kvHeads, headDim,
+                                  static_cast<int64_t>(getLayer()),
+                                  getSlidingWindow())) ||
+      failed(verifyPackedQkv(*this, getQkv(), getPositions(), getTokenSeq(),
+                             heads, kvHeads, headDim)))
+    return failure();
+  auto result = getResult().getType();
+  if (result.getRank() != 2 || result.getDimSize(1) != heads * headDim ||
+      result.getElementType() != getQkv().getType().getElementType())
+    return emitOpError() << "result must have shape [?, " << heads * headDim
+                         << "] of the qkv's element type, but has "
+                         << shapeString(result);
   return success();
 }
 
@@ -404,6 +625,41 @@ LogicalResult SplitOp::verify() {
   return success();
 }
 
+LogicalResult ConcatColumnsOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  int64_t total = 0;
+  Type element;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    if (failed(checkActivation(*this, input, "an input", 2)))
+      return failure();
+    auto type = tensorType(input);
+    if (!element)
+      element = type.getElementType();
+    else if (type.getElementType() != element)
+      return emitOpError() << "input #" << i << " has element type "
+                           << type.getElementType() << ", input #0 " << element;
+    total += type.getDimSize(1);
+  }
+  auto result = getResult().getType();
+  if (result.getRank() != 2 || result.getDimSize(1) != total ||
+      result.getElementType() != element)
+    return emitOpError() << "result must have shape [?, " << total
+                         << "] of the inputs' element type, but has "
+                         << shapeString(result);
+  return success();
+}
+
+LogicalResult GatherRowsOp::verify() {
+  if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)) ||
+      failed(checkTokenCount(*this, getRows(), "operand #1 (rows)")))
+    return failure();
+  if (getResult().getType() != getInput().getType())
+    return emitOpError() << "result type must equal the input type "
+                         << getInput().getType();
+  return success();
+}
+
 LogicalResult LogitsOp::verify() {
   if (failed(checkActivation(*this, getHidden(), "operand #0 (hidden)", 2)))
     return failure();
@@ -425,29 +681,35 @@ LogicalResult LogitsOp::verify() {
   return success();
 }
 
-LogicalResult FusedOp::verifyRegions() {
-  Block &body = getBody().front();
-  if (body.getNumArguments() != getInputs().size())
-    return emitOpError() << "region has " << body.getNumArguments()
-                         << " arguments but the op has " << getInputs().size()
-                         << " inputs";
-  for (auto [i, pair] :
-       llvm::enumerate(llvm::zip(body.getArgumentTypes(), getInputs()))) {
-    auto [argType, input] = pair;
-    if (argType != input.getType())
-      return emitOpError() << "region argument #" << i << " has type "
-                           << argType << " but input #" << i << " has type "
-                           << input.getType();
+//===----------------------------------------------------------------------===//
+// Storage rules of kernel-level ops
+//===----------------------------------------------------------------------===//
+
+Value sol::storageRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    Value next;
+    if (auto split = dyn_cast<SplitOp>(def))
+      next = split.getInput();
+    else if (auto norm = dyn_cast<HeadRmsNormOp>(def))
+      next = norm.getInput();
+    else if (auto rope = dyn_cast<RopeKvWriteOp>(def))
+      next = rope.getQkv();
+    else if (auto addNorm = dyn_cast<AddRmsNormOp>(def))
+      next = v == addNorm.getSum() ? addNorm.getResidual() : Value();
+    else if (auto linear = dyn_cast<LinearOp>(def))
+      next = linear.getResidual();
+    else if (auto linear = dyn_cast<NormLinearOp>(def))
+      next = linear.getResidual();
+    if (!next)
+      break;
+    v = next;
   }
-  for (Operation &op : body.without_terminator()) {
-    if (!op.hasTrait<OpTrait::Elementwise>() ||
-        !isa<SolDialect>(op.getDialect()))
-      return emitOpError() << "may hold only elementwise sol ops, but holds '"
-                           << op.getName() << "'";
-  }
-  auto yield = cast<YieldOp>(body.getTerminator());
-  if (yield.getValues().getTypes() != getResultTypes())
-    return emitOpError() << "sol.yield produces " << yield.getValues().size()
-                         << " values whose types must equal the results' types";
-  return success();
+  return v;
+}
+
+bool sol::unusedAfter(Value v, Operation *op) {
+  return llvm::all_of(v.getUsers(), [&](Operation *user) {
+    return user == op ||
+           (user->getBlock() == op->getBlock() && user->isBeforeInBlock(op));
+  });
 }

@@ -11,15 +11,51 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
-#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "ir/SolDialect.h.inc"
 #include "ir/SolEnums.h.inc"
 
+namespace sol {
+/// Marks the weight transforms (sol.concat_weights, ...): every operand is a
+/// weight, i.e. produced by sol.weight or another transform.
+template <typename ConcreteType>
+class WeightTransform
+    : public mlir::OpTrait::TraitBase<ConcreteType, WeightTransform> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op);
+};
+/// True when `v` is a weight: the result of sol.weight or a weight transform.
+bool isWeight(mlir::Value v);
+/// The value whose storage `v` shares under code generation's rules: split
+/// results are views of their input, and the in-place results (a
+/// sol.head_rms_norm, a sol.rope_kv_write, the sum of sol.add_rms_norm, a
+/// linear with the residual epilogue) live in their operand's buffer. Other
+/// values are their own root.
+mlir::Value storageRoot(mlir::Value v);
+/// True when no user of `v` comes after `op` (users are `op` itself or
+/// earlier ops of its block): `v`'s buffer may take `op`'s result.
+bool unusedAfter(mlir::Value v, mlir::Operation *op);
+} // namespace sol
+
+#include "ir/SolInterfaces.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "ir/SolAttrs.h.inc"
 
 #define GET_OP_CLASSES
 #include "ir/SolOps.h.inc"
+
+namespace sol {
+template <typename ConcreteType>
+mlir::LogicalResult WeightTransform<ConcreteType>::verifyTrait(
+    mlir::Operation *op) {
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    if (!isWeight(operand))
+      return op->emitOpError()
+             << "operand #" << i
+             << " must be a weight (sol.weight or a weight transform)";
+  return mlir::success();
+}
+} // namespace sol

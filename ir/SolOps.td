@@ -1,13 +1,27 @@
 //===- SolOps.td - Operations of the sol dialect -----------*- tablegen -*-===//
+//
+// Three groups of ops:
+//  * weights: `sol.weight` names a tensor of the weight store; the weight
+//    transforms (concat, interleave, convert, transpose) derive new weights
+//    from others and are materialised by sol-materialize-weights;
+//  * tensor-level layers, as importers produce them (`sol.linear`,
+//    `sol.rms_norm`, `sol.rope`, `sol.attention`, `sol.logits`...);
+//  * kernel-level ops, as the fusion passes and sol-lower-to-kernels produce
+//    them: each is one op of the plan (one kernel family), so code
+//    generation translates them one to one.
+// Several ops are both (`sol.embedding`, `sol.add`, `sol.rms_norm` and
+// `sol.linear` without fusions).
+//
+//===----------------------------------------------------------------------===//
 #ifndef SOL_OPS_TD
 #define SOL_OPS_TD
 
 include "ir/SolDialect.td"
 include "ir/SolAttrs.td"
+include "ir/SolInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
-include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Weights
@@ -23,24 +37,79 @@ def Sol_WeightOp : Sol_Op<"weight", [Pure]> {
     ```mlir
     %w = sol.weight @"model.layers.0.self_attn.q_proj.weight" : tensor<2048x2048xbf16>
     ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
 
-    A weight a pass produced by concatenating others along dimension 0 (for
-    example the fused Q/K/V projection) names its sources with `concat`; the
-    plan writer materialises it:
+/// A weight derived from other weights; sol-materialize-weights computes it
+/// into the weight store and replaces it by a sol.weight.
+class Sol_WeightTransformOp<string mnemonic, list<Trait> traits = []>
+    : Sol_Op<mnemonic, !listconcat(traits, [Pure, Sol_WeightTransform])>;
+
+def Sol_ConcatWeightsOp : Sol_WeightTransformOp<"concat_weights"> {
+  let summary = "weights stacked along their first dimension";
+  let description = [{
+    The rows of `inputs`, in order: the fused weight of projections that
+    read the same input (Q, K and V). All inputs have the same element type
+    and the same dimensions after the first.
 
     ```mlir
-    %w = sol.weight @"layers.0.qkv" concat [@q, @k, @v] : tensor<3072x2048xbf16>
+    %qkv = sol.concat_weights %q, %k, %v : (tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>) -> tensor<128x64xbf16>
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$name,
-                       OptionalAttr<FlatSymbolRefArrayAttr>:$concat);
+  let arguments = (ins Variadic<Sol_WeightTensor>:$inputs);
   let results = (outs Sol_WeightTensor:$result);
-  let assemblyFormat = "$name (`concat` $concat^)? attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $inputs attr-dict `:` `(` type($inputs) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sol_InterleaveRowsOp : Sol_WeightTransformOp<"interleave_rows",
+    [SameTypeOperands]> {
+  let summary = "two weights' rows taken in turn";
+  let description = [{
+    Row `2i` of the result is row `i` of `first`, row `2i + 1` row `i` of
+    `second` (for 1-D weights, elements): the gate/up layout of a linear
+    with the `swiglu` epilogue, which pairs each gate row with its up row.
+  }];
+  let arguments = (ins Sol_WeightTensor:$first, Sol_WeightTensor:$second);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = [{
+    $first `,` $second attr-dict `:` type($first) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sol_ConvertWeightOp : Sol_WeightTransformOp<"convert_weight"> {
+  let summary = "a weight converted to another element type";
+  let description = [{
+    Elementwise conversion between `f32`, `f16` and `bf16` (round to nearest
+    even), e.g. an f32 checkpoint's weights to the bf16 the kernels read.
+  }];
+  let arguments = (ins Sol_WeightTensor:$input);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Sol_TransposeWeightOp : Sol_WeightTransformOp<"transpose_weight"> {
+  let summary = "a 2-D weight transposed";
+  let description = [{
+    `[K, N]` to `[N, K]`: an ONNX MatMul's `[in, out]` weight in the
+    `[out, in]` layout of `sol.linear`.
+  }];
+  let arguments = (ins Sol_WeightTensor:$input);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
-// Layers
+// Layers (tensor level; several are kernel-level too)
 //===----------------------------------------------------------------------===//
 
 def Sol_EmbeddingOp : Sol_Op<"embedding", [Pure]> {
@@ -57,23 +126,43 @@ def Sol_EmbeddingOp : Sol_Op<"embedding", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Sol_LinearOp : Sol_Op<"linear", [Pure]> {
+def Sol_LinearOp : Sol_Op<"linear", [Pure,
+                                      AttrSizedOperandSegments]> {
   let summary = "x · Wᵀ + b, with an optional fused epilogue";
   let description = [{
     `input` is `tensor<?xK>`, `weight` is `tensor<NxK>` (the Hugging Face
-    `out × in` layout), `bias` (optional) is `tensor<N>`. The result is
-    `tensor<?xN>`, or `tensor<?x(N/2)>` with the `swiglu` epilogue, which
-    treats the first half of the columns as the gate and the second as up.
+    `out × in` layout), `bias` (optional) is `tensor<N>`. The result has the
+    input's element type, or `f32` (logits), and by `epilogue`:
+
+    * `none`: `y = x · Wᵀ + b`, `tensor<?xN>`;
+    * `residual`: `residual + y` (rounded to the activation type once for
+      `y` and once for the sum), `tensor<?xN>`; the `residual` operand is
+      required. Code generation adds in place, into the residual's buffer;
+    * `swiglu`: W's rows (and the bias) are interleaved gate/up pairs (row
+      `2i` gate row `i`, row `2i + 1` up row `i`), and the result is
+      `silu(g_i) · u_i`, `tensor<?x(N/2)>`.
+
+    Importers produce the plain form; sol-fuse-projections and
+    sol-fuse-residual-add produce the epilogues.
   }];
   let arguments = (ins Sol_FloatTensor:$input, Sol_WeightTensor:$weight,
                        Optional<Sol_WeightTensor>:$bias,
+                       Optional<Sol_FloatTensor>:$residual,
                        DefaultValuedAttr<Sol_LinearEpilogueAttr,
                                          "::sol::LinearEpilogue::None">:$epilogue);
   let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? attr-dict `:` `(` type($input) `,`
-    type($weight) (`,` type($bias)^)? `)` `->` type($result)
+    $input `,` $weight (`,` $bias^)? (`residual` $residual^)? attr-dict `:` `(`
+    type($input) `,` type($weight) (`,` type($bias)^)?
+    (`residual` type($residual)^)? `)` `->` type($result)
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
+                   "::mlir::Value":$weight, "::mlir::Value":$bias), [{
+      build($_builder, $_state, result, input, weight, bias,
+            /*residual=*/::mlir::Value(), ::sol::LinearEpilogue::None);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
@@ -94,24 +183,14 @@ def Sol_RmsNormOp : Sol_Op<"rms_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Sol_LayerNormOp : Sol_Op<"layer_norm", [Pure]> {
-  let summary = "layer normalisation with weight and optional bias";
-  let arguments = (ins Sol_FloatTensor:$input, Sol_WeightTensor:$weight,
-                       Optional<Sol_WeightTensor>:$bias, F32Attr:$epsilon);
-  let results = (outs Sol_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? attr-dict `:` `(` type($input) `,`
-    type($weight) (`,` type($bias)^)? `)` `->` type($result)
-  }];
-  let hasVerifier = 1;
-}
-
 def Sol_RopeOp : Sol_Op<"rope", [Pure]> {
   let summary = "rotary position embedding (rotate-half convention)";
   let description = [{
     `input` is `tensor<?x(H·D)>`: `num_heads` heads of `head_dim` each.
     Each head is rotated by the angle `position · inv_freq[i]`, where the
     inverse frequencies follow from `rope` (base and long-context scaling).
+    sol-lower-to-kernels folds it into the KV-cache append
+    (`sol.rope_kv_write`) of the attention that reads it.
   }];
   let arguments = (ins Sol_FloatTensor:$input, Sol_IndexTensor:$positions,
                        Sol_RopeAttr:$rope, I64Attr:$num_heads,
@@ -124,7 +203,7 @@ def Sol_RopeOp : Sol_Op<"rope", [Pure]> {
 }
 
 def Sol_AttentionOp : Sol_Op<"attention",
-    [MemoryEffects<[MemRead, MemWrite]>]> {
+    [MemoryEffects<[MemRead, MemWrite]>, Sol_KvCacheUser]> {
   let summary = "grouped-query attention over the KV cache of one layer";
   let description = [{
     Appends `key` and `value` (`tensor<?x(Hkv·D)>`) at `positions` of the
@@ -133,6 +212,8 @@ def Sol_AttentionOp : Sol_Op<"attention",
     tokens of its own sequence: causally up to its own position, and within
     the last `sliding_window` positions when that is set. The result has the
     query's type. Because it reads and writes the cache, it is not pure.
+    sol-lower-to-kernels turns it into `sol.rope_kv_write` and
+    `sol.kv_attention`.
   }];
   let arguments = (ins Sol_FloatTensor:$query, Sol_FloatTensor:$key,
                        Sol_FloatTensor:$value, Sol_IndexTensor:$positions,
@@ -150,38 +231,8 @@ def Sol_AttentionOp : Sol_Op<"attention",
   let hasVerifier = 1;
 }
 
-//===----------------------------------------------------------------------===//
-// Elementwise
-//===----------------------------------------------------------------------===//
-
-class Sol_ElementwiseOp<string mnemonic, list<Trait> traits = []>
-    : Sol_Op<mnemonic, !listconcat(traits, [Pure, Elementwise,
-                                            SameOperandsAndResultType])>;
-
-def Sol_SiluOp : Sol_ElementwiseOp<"silu"> {
-  let summary = "x · sigmoid(x)";
-  let arguments = (ins Sol_FloatTensor:$input);
-  let results = (outs Sol_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
-}
-
-def Sol_GeluOp : Sol_ElementwiseOp<"gelu"> {
-  let summary = "Gaussian error linear unit (exact or tanh approximation)";
-  let arguments = (ins Sol_FloatTensor:$input,
-                       DefaultValuedAttr<Sol_GeluApproximationAttr,
-                         "::sol::GeluApproximation::None">:$approximation);
-  let results = (outs Sol_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
-}
-
-def Sol_MulOp : Sol_ElementwiseOp<"mul", [Commutative]> {
-  let summary = "elementwise product";
-  let arguments = (ins Sol_FloatTensor:$lhs, Sol_FloatTensor:$rhs);
-  let results = (outs Sol_FloatTensor:$result);
-  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
-}
-
-def Sol_AddOp : Sol_ElementwiseOp<"add", [Commutative]> {
+def Sol_AddOp : Sol_Op<"add", [Pure, Elementwise, SameOperandsAndResultType,
+                                Commutative]> {
   let summary = "elementwise sum (residual connections)";
   let arguments = (ins Sol_FloatTensor:$lhs, Sol_FloatTensor:$rhs);
   let results = (outs Sol_FloatTensor:$result);
@@ -191,10 +242,9 @@ def Sol_AddOp : Sol_ElementwiseOp<"add", [Commutative]> {
 def Sol_SwigluOp : Sol_Op<"swiglu", [Pure]> {
   let summary = "silu(gate) · up";
   let description = [{
-    Two forms: `sol.swiglu %gate, %up` with both `tensor<?xI>`, or
-    `sol.swiglu %gate_up` with one `tensor<?x(2·I)>` whose first half of
-    columns is the gate (the form left by `sol-fuse`). The result is
-    `tensor<?xI>`.
+    Two forms: `sol.swiglu %gate, %up` with both `tensor<?xI>` (tensor
+    level), or `sol.swiglu %gate_up` with one `tensor<?x(2·I)>` whose first
+    half of columns is the gate (kernel level). The result is `tensor<?xI>`.
   }];
   let arguments = (ins Sol_FloatTensor:$gate, Optional<Sol_FloatTensor>:$up);
   let results = (outs Sol_FloatTensor:$result);
@@ -209,17 +259,14 @@ def Sol_SplitOp : Sol_Op<"split", [Pure]> {
   let description = [{
     `input` is `tensor<?xN>`; result `i` is `tensor<?xS_i>` holding the next
     `S_i` columns, where the `S_i` sum to `N`. Fused projections are split
-    back into their parts this way (Q, K and V from one GEMM).
+    back into their parts this way (Q, K and V from one GEMM). Code
+    generation makes views, not copies.
   }];
   let arguments = (ins Sol_FloatTensor:$input);
   let results = (outs Variadic<Sol_FloatTensor>:$results);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
   let hasVerifier = 1;
 }
-
-//===----------------------------------------------------------------------===//
-// Output
-//===----------------------------------------------------------------------===//
 
 def Sol_LogitsOp : Sol_Op<"logits", [Pure]> {
   let summary = "final RMS norm and LM head on selected token rows";
@@ -242,43 +289,142 @@ def Sol_LogitsOp : Sol_Op<"logits", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
-// Fusion
+// Kernel level
 //===----------------------------------------------------------------------===//
 
-def Sol_FusedOp : Sol_Op<"fused", [
-    Pure, SingleBlockImplicitTerminator<"::sol::YieldOp">,
-    IsolatedFromAbove]> {
-  let summary = "a region of elementwise ops emitted as one kernel";
+def Sol_NormLinearOp : Sol_Op<"norm_linear", [Pure,
+                                               AttrSizedOperandSegments]> {
+  let summary = "an RMS norm in the prologue of a linear";
   let description = [{
-    The block's arguments stand for `inputs`, in order and with their types;
-    the region may hold only elementwise `sol` ops and ends with `sol.yield`
-    of values whose types are the results' types. All tensors in the region
-    have the same shape.
-
-    ```mlir
-    %r = sol.fused ins(%g, %u : tensor<?x64xbf16>, tensor<?x64xbf16>) -> tensor<?x64xbf16> {
-    ^bb0(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>):
-      %s = sol.silu %a : tensor<?x64xbf16>
-      %m = sol.mul %s, %b : tensor<?x64xbf16>
-      sol.yield %m : tensor<?x64xbf16>
-    }
-    ```
+    `sol.linear(sol.rms_norm(input, norm_weight, epsilon), weight, bias)`
+    with the epilogue (and `residual`) of `sol.linear`. The norm covers the
+    whole row (`norm_weight` is `tensor<K>`). Few-row GEMVs recompute the
+    norm in each block instead of a launch of its own; made by
+    sol-fuse-norm-linear and sol-fuse-logits.
   }];
-  let arguments = (ins Variadic<Sol_FloatTensor>:$inputs);
-  let results = (outs Variadic<Sol_FloatTensor>:$results);
-  let regions = (region SizedRegion<1>:$body);
+  let arguments = (ins Sol_FloatTensor:$input, Sol_WeightTensor:$norm_weight,
+                       F32Attr:$epsilon, Sol_WeightTensor:$weight,
+                       Optional<Sol_WeightTensor>:$bias,
+                       Optional<Sol_FloatTensor>:$residual,
+                       DefaultValuedAttr<Sol_LinearEpilogueAttr,
+                                         "::sol::LinearEpilogue::None">:$epilogue);
+  let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
-    `ins` `(` $inputs `:` type($inputs) `)` (`->` type($results)^)? attr-dict-with-keyword $body
+    $input `,` $norm_weight `,` $weight (`,` $bias^)? (`residual` $residual^)?
+    attr-dict `:` `(` type($input) `,` type($norm_weight) `,` type($weight)
+    (`,` type($bias)^)? (`residual` type($residual)^)? `)` `->` type($result)
   }];
-  let hasRegionVerifier = 1;
+  let hasVerifier = 1;
 }
 
-def Sol_YieldOp : Sol_Op<"yield", [Pure, Terminator, ReturnLike,
-                                   HasParent<"::sol::FusedOp">]> {
-  let summary = "the values a sol.fused region produces";
-  let arguments = (ins Variadic<Sol_FloatTensor>:$values);
-  let builders = [OpBuilder<(ins), [{ /* nothing to yield */ }]>];
-  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+def Sol_AddRmsNormOp : Sol_Op<"add_rms_norm", [Pure]> {
+  let summary = "a residual add and the RMS norm of the sum";
+  let description = [{
+    `sum = residual + input` (rounded to the activation type) and
+    `normed = rms_norm(sum, weight, epsilon)`, in one kernel; code
+    generation writes `sum` in place, into the residual's buffer. Made by
+    sol-fuse-add-norm and sol-fuse-logits.
+  }];
+  let arguments = (ins Sol_FloatTensor:$input, Sol_FloatTensor:$residual,
+                       Sol_WeightTensor:$weight, F32Attr:$epsilon);
+  let results = (outs Sol_FloatTensor:$normed, Sol_FloatTensor:$sum);
+  let assemblyFormat = [{
+    $input `,` $residual `,` $weight attr-dict `:` `(` type($input) `,`
+    type($residual) `,` type($weight) `)` `->` `(` type($normed) `,`
+    type($sum) `)`
+  }];
+  let hasVerifier = 1;
+}
+
+def Sol_HeadRmsNormOp : Sol_Op<"head_rms_norm", [Pure,
+                                                  AllTypesMatch<["input", "result"]>]> {
+  let summary = "per-head RMS norm of a column range, in place";
+  let description = [{
+    The columns `[column, column + num_heads · D)` of `input`
+    (`tensor<?xN>`, `D` the size of `weight`) are normalised per head of
+    `D`; the other columns pass through. Qwen3's q/k norms on the fused QKV
+    projection; code generation works in place.
+  }];
+  let arguments = (ins Sol_FloatTensor:$input, Sol_WeightTensor:$weight,
+                       I64Attr:$column, I64Attr:$num_heads, F32Attr:$epsilon);
+  let results = (outs Sol_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` `(` type($input) `,` type($weight) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sol_RopeKvWriteOp : Sol_Op<"rope_kv_write", [
+    MemoryEffects<[MemWrite]>, Sol_KvCacheUser,
+    AllTypesMatch<["qkv", "result"]>]> {
+  let summary = "rotates q and k of a packed QKV tensor and appends K and V";
+  let description = [{
+    `qkv` is `tensor<?x((H + 2·Hkv)·D)>`, per token the query heads, then the
+    key heads, then the value heads. The result is `qkv` with q and k
+    rotated by `rope` at `positions`; k and v are appended to the paged KV
+    cache of `layer` for the sequences `token_seq` names. Code generation
+    rotates in place.
+  }];
+  let arguments = (ins Sol_FloatTensor:$qkv, Sol_IndexTensor:$positions,
+                       Sol_IndexTensor:$token_seq, I64Attr:$layer,
+                       I64Attr:$num_heads, I64Attr:$num_kv_heads,
+                       I64Attr:$head_dim, Sol_RopeAttr:$rope);
+  let results = (outs Sol_FloatTensor:$result);
+  let assemblyFormat = [{
+    $qkv `,` $positions `,` $token_seq attr-dict `:` `(` type($qkv) `,`
+    type($positions) `,` type($token_seq) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sol_KvAttentionOp : Sol_Op<"kv_attention", [
+    MemoryEffects<[MemRead]>, Sol_KvCacheUser]> {
+  let summary = "attention of the queries of a packed QKV over the KV cache";
+  let description = [{
+    The query heads of `qkv` (after `sol.rope_kv_write`) attend, causally and
+    within `sliding_window` positions when set, to the cached K/V of `layer`
+    of their sequence; the result is `tensor<?x(H·D)>`.
+  }];
+  let arguments = (ins Sol_FloatTensor:$qkv, Sol_IndexTensor:$positions,
+                       Sol_IndexTensor:$token_seq, I64Attr:$layer,
+                       I64Attr:$num_heads, I64Attr:$num_kv_heads,
+                       I64Attr:$head_dim, F32Attr:$scale,
+                       OptionalAttr<I64Attr>:$sliding_window);
+  let results = (outs Sol_FloatTensor:$result);
+  let assemblyFormat = [{
+    $qkv `,` $positions `,` $token_seq attr-dict `:` `(` type($qkv) `,`
+    type($positions) `,` type($token_seq) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sol_GatherRowsOp : Sol_Op<"gather_rows", [Pure]> {
+  let summary = "the rows of a token-major tensor that `rows` names";
+  let description = [{
+    `result[r] = input[rows[r]]`: the LM head then runs on the rows whose
+    logits are wanted instead of every token of the step.
+  }];
+  let arguments = (ins Sol_FloatTensor:$input, Sol_IndexTensor:$rows);
+  let results = (outs Sol_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $rows attr-dict `:` `(` type($input) `,` type($rows) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sol_ConcatColumnsOp : Sol_Op<"concat_columns", [Pure]> {
+  let summary = "token-major tensors side by side";
+  let description = [{
+    The columns of `inputs`, in order, for each token: the packed QKV of an
+    attention whose projections were not fused (-O0), or gate and up of an
+    unfused SwiGLU. A copy.
+  }];
+  let arguments = (ins Variadic<Sol_FloatTensor>:$inputs);
+  let results = (outs Sol_FloatTensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` `(` type($inputs) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // SOL_OPS_TD

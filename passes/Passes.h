@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ir/SolDialect.h"
+#include "ir/WeightStore.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -13,8 +14,13 @@ namespace sol {
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
-/// Adds the passes of optimisation level `level` (0..3) to `pm`;
-/// `kvCache` configures sol-plan-kv-cache (solc's --kv-* flags).
+/// sol-materialize-weights adding the tensors it derives to `store`.
+std::unique_ptr<mlir::Pass> createSolMaterializeWeights(WeightStore &store);
+
+/// Adds the passes of optimisation level `level` (0..3) to `pm`: the
+/// fusions from -O2, then the lowering to kernel-level ops and the KV-cache
+/// plan at every level. `kvCache` configures sol-plan-kv-cache (solc's
+/// --kv-* flags). Weights are materialised separately (code generation).
 void buildSolPipeline(mlir::OpPassManager &pm, unsigned level,
                       const SolPlanKvCacheOptions &kvCache = {});
 

@@ -4,17 +4,117 @@
 
 include "mlir/Pass/PassBase.td"
 
-def SolFuse : Pass<"sol-fuse", "::mlir::func::FuncOp"> {
+//===----------------------------------------------------------------------===//
+// Fusions (-O2 and up): each rewrites tensor-level ops into kernel-level ops
+// that do more in one launch.
+//===----------------------------------------------------------------------===//
+
+def SolFuseProjections : Pass<"sol-fuse-projections", "::mlir::func::FuncOp"> {
   let summary = "merge projections that share an input into one GEMM";
   let description = [{
     Batch-1 decode reads every weight once per token and launches one kernel
     per op, so fewer, larger GEMMs are faster. This pass:
 
     * merges `sol.linear` ops that read the same input (Q, K and V) into one
-      linear over a weight concatenated along the output dimension (a
-      `sol.weight ... concat [...]`), followed by `sol.split`;
+      linear over their weights stacked by `sol.concat_weights`, followed by
+      `sol.split`;
     * merges the gate and up projections feeding a `sol.swiglu` into one
-      linear with the `swiglu` epilogue.
+      linear with the `swiglu` epilogue, over the gate and up rows paired by
+      `sol.interleave_rows`.
+
+    Linears with an epilogue, of different inputs, or where only some have
+    a bias are left alone.
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolFuseResidualAdd : Pass<"sol-fuse-residual-add", "::mlir::func::FuncOp"> {
+  let summary = "a residual add into the epilogue of the linear it adds";
+  let description = [{
+    `sol.add(r, sol.linear(x, W))`, where the add is the linear's only user,
+    becomes `sol.linear(x, W) residual(r)`: the GEMM adds into the residual
+    stream in place, with no launch and no round trip of its own. Only when
+    `r` is dead after the linear (so its buffer can take the sum there), is
+    not a function argument or a column slice, and `x` does not live in
+    `r`'s buffer (blocks read all of `x` while others write their part).
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolFuseAddNorm : Pass<"sol-fuse-add-norm", "::mlir::func::FuncOp"> {
+  let summary = "a residual add and the RMS norm of its sum into one kernel";
+  let description = [{
+    `sol.rms_norm(sol.add(r, x))` becomes `sol.add_rms_norm(x, r)`, which
+    writes the sum into `r`'s buffer and the normalised rows beside it; other
+    users of the sum read it from there. Only when `r` is dead after the add
+    and is not a function argument, and the norm covers whole rows.
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolFuseNormLinear : Pass<"sol-fuse-norm-linear", "::mlir::func::FuncOp"> {
+  let summary = "an RMS norm into the prologue of the linear that reads it";
+  let description = [{
+    `sol.linear(sol.rms_norm(h, w), W)` becomes `sol.norm_linear(h, w, W)`
+    when the linear is the norm's only user, the norm covers whole rows, its
+    input is not a `sol.add` (sol-fuse-add-norm takes those), only weights
+    are computed between the two, and the linear's residual (if any) is not
+    `h`'s buffer. Few-row GEMVs then recompute the norm in each block instead
+    of a launch of its own.
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolFuseLogits : Pass<"sol-fuse-logits", "::mlir::func::FuncOp"> {
+  let summary = "the LM head on the wanted rows, its norm in the prologue";
+  let description = [{
+    `sol.logits` becomes `sol.gather_rows` of the rows whose logits are
+    wanted (one per sequence in a decode step, not one per token) and a
+    `sol.norm_linear` with the final norm in its prologue. When the hidden
+    state is a `sol.add`, both addends are gathered and summed by
+    `sol.add_rms_norm`, so the add runs on the gathered rows only.
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Lowering (every level)
+//===----------------------------------------------------------------------===//
+
+def SolLowerToKernels : Pass<"sol-lower-to-kernels", "::mlir::func::FuncOp"> {
+  let summary = "the remaining tensor-level ops as kernel-level ops";
+  let description = [{
+    After it, every op of `@forward` is one op of the plan:
+
+    * `sol.attention` over `sol.rope`'d queries and keys becomes
+      `sol.rope_kv_write` (rotate, append K and V to the cache) and
+      `sol.kv_attention` on a packed QKV tensor: the tensor Q, K and V were
+      split from when they are its consecutive columns (after
+      sol-fuse-projections), with per-head q/k norms on it as
+      `sol.head_rms_norm`; else their `sol.concat_columns`;
+    * `sol.swiglu %gate, %up` becomes `sol.swiglu` of their
+      `sol.concat_columns`;
+    * `sol.logits` becomes `sol.gather_rows`, `sol.rms_norm` and a linear
+      with f32 results (sol-fuse-logits does better at -O2).
+
+    Fails, naming the op, on what it cannot lower (an attention whose query
+    or key has no `sol.rope`, a non-causal attention, query and key with
+    different rope parameters).
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolMaterializeWeights : Pass<"sol-materialize-weights", "::mlir::ModuleOp"> {
+  let summary = "compute the weight transforms into the weight store";
+  let description = [{
+    Replaces every tree of weight transforms (`sol.concat_weights`,
+    `sol.interleave_rows`, `sol.convert_weight`, `sol.transpose_weight`)
+    over `sol.weight` ops by one `sol.weight` naming a new tensor of the
+    weight store, whose bytes are computed when the plan writer reads them
+    (nothing is copied before). Names say what was derived:
+    `l.{q_proj,k_proj,v_proj}.weight` for a concatenation, `~interleaved`
+    and `~bf16` suffixes for the others. Run without a weight store
+    (solc-opt), it rewrites the IR only.
   }];
   let dependentDialects = ["::sol::SolDialect"];
 }
@@ -22,7 +122,8 @@ def SolFuse : Pass<"sol-fuse", "::mlir::func::FuncOp"> {
 def SolPlanKvCache : Pass<"sol-plan-kv-cache", "::mlir::ModuleOp"> {
   let summary = "choose the paged KV cache's layout and record it on the module";
   let description = [{
-    Reads every `sol.attention` of the module (layer, kv heads, head dim) and
+    Reads every op that uses the KV cache (`sol.attention`,
+    `sol.rope_kv_write`, `sol.kv_attention`: layer, kv heads, head dim) and
     records the paged KV cache's layout as the module attribute
     `sol.kv_cache_layout = #sol.kv_cache_layout<...>`, which code generation
     and the plan writer read:
@@ -40,9 +141,10 @@ def SolPlanKvCache : Pass<"sol-plan-kv-cache", "::mlir::ModuleOp"> {
     * `arrangement`: `[blocks, block_size, kv_heads, head_dim]` for K and V
       of every layer; `alignment`: 16 bytes (the kernels' lane loads).
 
-    Errors: no attention op, layers that disagree on kv heads or head dim, a
-    block size that is not a power of two in [8, 256], an unknown dtype, a
-    head dim the fp8 kernels do not support, rows not a multiple of 16 bytes.
+    Errors: no op uses the cache, layers that disagree on kv heads or head
+    dim, a block size that is not a power of two in [8, 256], an unknown
+    dtype, a head dim the fp8 kernels do not support, rows not a multiple of
+    16 bytes.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"0",

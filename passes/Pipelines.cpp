@@ -13,11 +13,20 @@ void sol::buildSolPipeline(OpPassManager &pm, unsigned level,
     pm.addPass(createCSEPass());
   }
   if (level >= 2) {
-    pm.addNestedPass<func::FuncOp>(createSolFuse());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    // Order matters: projections first (the other fusions match the fused
+    // linears), residual adds before add+norm (an add folded into a GEMM
+    // needs no norm kernel), norms into linears after both (a norm whose
+    // input is still an add goes with the add).
+    OpPassManager &fn = pm.nest<func::FuncOp>();
+    fn.addPass(createSolFuseProjections());
+    fn.addPass(createSolFuseResidualAdd());
+    fn.addPass(createSolFuseAddNorm());
+    fn.addPass(createSolFuseNormLinear());
+    fn.addPass(createSolFuseLogits());
   }
-  // Every level: code generation needs the KV-cache layout.
+  pm.addNestedPass<func::FuncOp>(createSolLowerToKernels());
+  if (level >= 1)
+    pm.addPass(createCSEPass());
   pm.addPass(createSolPlanKvCache(kvCache));
 }
 

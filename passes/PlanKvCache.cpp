@@ -58,47 +58,47 @@ struct SolPlanKvCachePass : sol::impl::SolPlanKvCacheBase<SolPlanKvCachePass> {
                   << "sol-plan-kv-cache: unknown KV-cache dtype '" << dtype
                   << "'; expected bf16 or fp8");
 
-    // Every attention op must agree on the per-layer shape of the cache.
-    AttentionOp first;
+    // Every op that uses the cache must agree on its per-layer shape.
+    KvCacheUser first;
     int64_t numLayers = 0;
-    WalkResult walk = module.walk([&](AttentionOp op) {
+    WalkResult walk = module.walk([&](KvCacheUser op) {
       if (!first) {
         first = op;
-      } else if (op.getNumKvHeads() != first.getNumKvHeads() ||
-                 op.getHeadDim() != first.getHeadDim()) {
+      } else if (op.getCacheKvHeads() != first.getCacheKvHeads() ||
+                 op.getCacheHeadDim() != first.getCacheHeadDim()) {
         InFlightDiagnostic d =
-            op.emitError() << "sol-plan-kv-cache: every layer must have the "
-                           << "same KV shape, but this one has "
-                           << op.getNumKvHeads() << " kv heads of head dim "
-                           << op.getHeadDim() << " and layer "
-                           << first.getLayer() << " has "
-                           << first.getNumKvHeads() << " of "
-                           << first.getHeadDim();
-        d.attachNote(first.getLoc()) << "layer " << first.getLayer();
+            op->emitError() << "sol-plan-kv-cache: every layer must have the "
+                            << "same KV shape, but this one has "
+                            << op.getCacheKvHeads() << " kv heads of head dim "
+                            << op.getCacheHeadDim() << " and layer "
+                            << first.getCacheLayer() << " has "
+                            << first.getCacheKvHeads() << " of "
+                            << first.getCacheHeadDim();
+        d.attachNote(first->getLoc()) << "layer " << first.getCacheLayer();
         return WalkResult::interrupt();
       }
-      numLayers = std::max<int64_t>(numLayers, op.getLayer() + 1);
+      numLayers = std::max<int64_t>(numLayers, op.getCacheLayer() + 1);
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
       return signalPassFailure();
     if (!first)
       return fail(module.emitError()
-                  << "sol-plan-kv-cache: the module has no sol.attention, so "
-                  << "there is no KV cache to plan");
-    const int64_t kvHeads = first.getNumKvHeads();
-    const int64_t headDim = first.getHeadDim();
+                  << "sol-plan-kv-cache: no op of the module uses the KV "
+                  << "cache (no sol.attention), so there is nothing to plan");
+    const int64_t kvHeads = first.getCacheKvHeads();
+    const int64_t headDim = first.getCacheHeadDim();
     const int64_t elementBytes = kvDtype == KvCacheDType::FP8 ? 1 : 2;
 
     if (kvDtype == KvCacheDType::FP8 &&
         !KvCacheLayoutAttr::fp8SupportsHeadDim(headDim))
-      return fail(first.emitError()
+      return fail(first->emitError()
                   << "sol-plan-kv-cache: the fp8 KV cache supports head dims "
                   << "16, 32, 64, 128 and 256 (16 fp8 values per 16-byte "
                   << "load), but this model's is " << headDim
                   << "; use the bf16 KV cache");
     if (headDim * elementBytes % kKernelAlignment != 0)
-      return fail(first.emitError()
+      return fail(first->emitError()
                   << "sol-plan-kv-cache: a KV-cache row of head dim " << headDim
                   << " is " << headDim * elementBytes
                   << " bytes; the attention kernels need a multiple of "

@@ -16,12 +16,13 @@ FailureOr<KvCachePlan> lowerKvCacheLayout(ModuleOp module) {
                << " attribute; run the sol-plan-kv-cache pass (solc runs it "
                   "at every -O level)",
            failure();
-  WalkResult walk = module.walk([&](AttentionOp op) {
-    if (static_cast<int64_t>(op.getLayer()) >= layout.getNumLayers() ||
-        static_cast<int64_t>(op.getNumKvHeads()) != layout.getNumKvHeads() ||
-        static_cast<int64_t>(op.getHeadDim()) != layout.getHeadDim()) {
-      op.emitError() << "layer " << op.getLayer() << " (" << op.getNumKvHeads()
-                     << " kv heads of head dim " << op.getHeadDim()
+  WalkResult walk = module.walk([&](KvCacheUser op) {
+    if (op.getCacheLayer() >= layout.getNumLayers() ||
+        op.getCacheKvHeads() != layout.getNumKvHeads() ||
+        op.getCacheHeadDim() != layout.getHeadDim()) {
+      op->emitError() << "layer " << op.getCacheLayer() << " ("
+                     << op.getCacheKvHeads() << " kv heads of head dim "
+                     << op.getCacheHeadDim()
                      << ") does not fit the module's " << layout
                      << "; run sol-plan-kv-cache again";
       return WalkResult::interrupt();

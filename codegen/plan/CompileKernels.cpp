@@ -14,7 +14,8 @@
 namespace sol {
 
 std::vector<CompiledModule>
-compileKernels(const Schedule &schedule, const KernelCompileOptions &options) {
+compileKernels(const StepProgram &program,
+               const KernelCompileOptions &options) {
   if (options.kvCache.blockSize <= 0)
     fail("internal error: compileKernels needs the KV-cache layout");
   std::vector<cuda::KernelInstance> instances;
@@ -23,16 +24,16 @@ compileKernels(const Schedule &schedule, const KernelCompileOptions &options) {
       instances.push_back(k);
   };
   std::vector<cuda::OpDesc> descs;
-  for (const ScheduleOp &op : schedule.ops) {
+  for (const ProgramOp &op : program.ops) {
     cuda::OpDesc d;
     d.kind = op.kind;
     d.ints = op.ints;
     for (int32_t b : op.buffers)
-      d.bufferWidths.push_back(schedule.buffers[b].width);
-    d.outDtype = schedule.buffers[op.buffers.at(0)].dtype;
-    d.outRows = schedule.buffers[op.buffers.at(0)].rows;
+      d.bufferWidths.push_back(program.buffers[b].width);
+    d.outDtype = program.buffers[op.buffers.at(0)].dtype;
+    d.outRows = program.buffers[op.buffers.at(0)].rows;
     for (int32_t w : op.weights)
-      d.weightShapes.push_back(schedule.weights[w].shape);
+      d.weightShapes.push_back(program.weights[w].shape);
     d.blockSize = options.kvCache.blockSize;
     d.kvDtype = options.kvCache.dtype;
     descs.push_back(std::move(d));
@@ -40,10 +41,10 @@ compileKernels(const Schedule &schedule, const KernelCompileOptions &options) {
   cuda::markAttentionReaders(
       descs,
       [&](std::size_t i) {
-        const std::vector<int32_t> &b = schedule.ops[i].buffers;
+        const std::vector<int32_t> &b = program.ops[i].buffers;
         return b.size() > 1 ? b[1] : -1;
       },
-      [&](std::size_t i) { return schedule.ops[i].buffers.at(0); });
+      [&](std::size_t i) { return program.ops[i].buffers.at(0); });
   for (const cuda::OpDesc &d : descs)
     for (const cuda::KernelInstance &k : cuda::enumerateKernels(
              d, options.maxTokensPerStep, options.maxContext))

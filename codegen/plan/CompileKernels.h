@@ -1,8 +1,8 @@
-//===- CompileKernels.h - NVRTC-compiles the kernels of a step --*- C++ -*-===//
+//===- CompileKernels.h - NVRTC-compiles the kernels of a step -*- C++ -*-===//
 #pragma once
 
 #include "codegen/plan/PlanEmitter.h"
-#include "codegen/schedule/Schedule.h"
+#include "codegen/step/StepProgram.h"
 
 namespace sol {
 
@@ -17,11 +17,11 @@ struct KernelCompileOptions {
   bool progress = true;
 };
 
-/// Every kernel instance the CUDA executor may launch for `schedule` (the
+/// Every kernel instance the CUDA executor may launch for `program` (the
 /// same selection rules, runtime/cuda/KernelSelection.h), compiled with NVRTC
 /// into modules (in parallel, cached on disk). Throws sol::Error when NVRTC
 /// or the CUDA headers are missing or a kernel does not compile.
-std::vector<CompiledModule> compileKernels(const Schedule &schedule,
+std::vector<CompiledModule> compileKernels(const StepProgram &program,
                                            const KernelCompileOptions &options);
 
 } // namespace sol

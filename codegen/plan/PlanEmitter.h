@@ -2,8 +2,9 @@
 #pragma once
 
 #include "codegen/plan/KvCachePlan.h"
-#include "codegen/schedule/Schedule.h"
-#include "frontend/import/HfModel.h"
+#include "codegen/step/StepProgram.h"
+#include "ir/ModelAssets.h"
+#include "ir/WeightStore.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -35,12 +36,14 @@ struct PlanOptions {
   bool progress = true;
 };
 
-/// Writes `schedule` of `model` to `path`: weights converted to bf16 and
-/// stacked into their final layout (256-byte aligned sections), the kernel
-/// modules, tokenizer files, generation defaults and the metadata.
-/// Throws sol::Error.
-void emitPlan(const std::filesystem::path &path, const Schedule &schedule,
-              const HfModel &model, const PlanOptions &options,
+/// Writes `program` to `path`: each weight's bytes copied from `weights`
+/// as they are (layouts and dtypes were decided by the passes) into
+/// 256-byte aligned sections, the kernel modules, the assets (tokenizer,
+/// generation defaults, source configuration) and the metadata. Throws
+/// sol::Error.
+void emitPlan(const std::filesystem::path &path, const StepProgram &program,
+              const WeightStore &weights, const ModelAssets &assets,
+              const PlanOptions &options,
               const std::vector<CompiledModule> &modules);
 
 } // namespace sol

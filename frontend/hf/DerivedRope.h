@@ -1,29 +1,33 @@
-//===- DerivedRope.h - RoPE inverse-frequency table -------------*- C++ -*-===//
+//===- DerivedRope.h - A config.json's rotary embedding ---------*- C++ -*-===//
 //
-// The per-dimension inverse frequencies of rotary embeddings, computed once
-// at compile time exactly as transformers' ROPE_INIT_FUNCTIONS do (default,
-// linear, llama3, yarn) in float32, so the runtime and the generated kernels
-// only read a table and never re-derive the scaling rules.
+// Resolves the rope settings of a transformers config (rope_theta,
+// rope_scaling / rope_parameters, yarn's mscale and its defaults) into the
+// format-neutral RopeParameters of the IR contract, and the table they give.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "frontend/hf/ModelConfig.h"
+#include "ir/RopeTable.h"
 
 #include <vector>
 
 namespace sol::hf {
 
+/// The RopeParameters transformers would use for `config`: yarn's
+/// original context defaults to max_position_embeddings, and its attention
+/// factor comes from attention_factor, or mscale / mscale_all_dim, or the
+/// default. Throws sol::Error for values no table can be built from.
+RopeParameters ropeParameters(const ModelConfig &config);
+
 struct DerivedRope {
-  /// inv_freq[i] for i in [0, headDim/2): the angle of pair i at position p
-  /// is p * invFreq[i]. Pairs are (x[i], x[i + headDim/2]) (rotate_half).
+  /// inv_freq[i] for i in [0, headDim/2) (see RopeTable).
   std::vector<float> invFreq;
-  /// Multiplies cos and sin (transformers' attention_scaling): 1 except for
-  /// yarn, where it is attention_factor (or derived from mscale).
+  /// Multiplies cos and sin (transformers' attention_scaling).
   float attentionScaling = 1.0f;
 
-  /// Derives the table from config's head_dim, rope_theta and rope scaling.
-  /// Throws sol::Error if head_dim is odd or the scaling values are unusable.
+  /// The table of config's head_dim and rope settings. Throws sol::Error if
+  /// head_dim is odd or the scaling values are unusable.
   static DerivedRope compute(const ModelConfig &config);
 };
 

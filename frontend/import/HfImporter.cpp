@@ -9,6 +9,8 @@
 #include "mlir/IR/Builders.h"
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 
 using namespace mlir;
 
@@ -31,30 +33,57 @@ Type elementType(OpBuilder &b, DType dtype) {
 }
 
 RopeAttr ropeAttr(MLIRContext *ctx, const hf::ModelConfig &config) {
-  const hf::RopeScaling &s = config.ropeScaling;
+  const RopeParameters p = hf::ropeParameters(config);
   RopeScalingKind kind = RopeScalingKind::None;
-  switch (s.type) {
-  case hf::RopeScalingType::None:
+  switch (p.scaling) {
+  case RopeScaling::None:
     break;
-  case hf::RopeScalingType::Linear:
+  case RopeScaling::Linear:
     kind = RopeScalingKind::Linear;
     break;
-  case hf::RopeScalingType::Llama3:
+  case RopeScaling::Llama3:
     kind = RopeScalingKind::Llama3;
     break;
-  case hf::RopeScalingType::Yarn:
+  case RopeScaling::Yarn:
     kind = RopeScalingKind::Yarn;
     break;
   }
-  int64_t original = s.originalMaxPositionEmbeddings.value_or(
-      kind == RopeScalingKind::Yarn ? config.maxPositionEmbeddings : 0);
-  return RopeAttr::get(
-      ctx, APFloat(config.ropeTheta), kind, APFloat(s.factor),
-      APFloat(s.lowFreqFactor), APFloat(s.highFreqFactor), original,
-      APFloat(s.betaFast), APFloat(s.betaSlow),
-      APFloat(kind == RopeScalingKind::Yarn
-                  ? hf::DerivedRope::compute(config).attentionScaling
-                  : 0.0));
+  return RopeAttr::get(ctx, APFloat(p.theta), kind, APFloat(p.factor),
+                       APFloat(p.lowFreqFactor), APFloat(p.highFreqFactor),
+                       p.originalMaxPosition, APFloat(p.betaFast),
+                       APFloat(p.betaSlow),
+                       APFloat(kind == RopeScalingKind::Yarn ? p.attentionFactor
+                                                             : 0.0));
+}
+
+std::string readText(const std::filesystem::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in)
+    fail("cannot read ", p.string());
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+/// The plan's generation defaults: config.json's token ids, overridden by
+/// generation_config.json where it sets them.
+GenerationDefaults generationDefaults(const HfModel &model) {
+  GenerationDefaults gen;
+  gen.eosTokenIds = model.config.eosTokenIds;
+  gen.bosTokenId = model.config.bosTokenId;
+  if (const auto &g = model.generation) {
+    if (!g->eosTokenIds.empty())
+      gen.eosTokenIds = g->eosTokenIds;
+    if (g->bosTokenId)
+      gen.bosTokenId = g->bosTokenId;
+    gen.padTokenId = g->padTokenId;
+    gen.doSample = g->doSample.value_or(false);
+    gen.temperature = static_cast<float>(g->temperature.value_or(1.0));
+    gen.topK = static_cast<int32_t>(g->topK.value_or(0));
+    gen.topP = static_cast<float>(g->topP.value_or(1.0));
+    gen.repetitionPenalty =
+        static_cast<float>(g->repetitionPenalty.value_or(1.0));
+    gen.maxNewTokens = g->maxNewTokens.value_or(-1);
+  }
+  return gen;
 }
 
 /// Emits the ops of one model, in Hugging Face's order of computation.
@@ -84,20 +113,24 @@ private:
   RopeAttr rope;
 };
 
+/// A checkpoint tensor as a weight of the activation type: f16 and f32
+/// tensors are converted (sol.convert_weight), bf16 ones read as they are.
 Value Builder::weight(const std::string &name) {
   const hf::TensorView &t = model.checkpoint.get(name);
   auto type = RankedTensorType::get(t.shape, elementType(b, t.dtype));
-  return b.create<WeightOp>(loc, type, FlatSymbolRefAttr::get(&ctx, name),
-                            ArrayAttr());
+  Value w = b.create<WeightOp>(loc, type, FlatSymbolRefAttr::get(&ctx, name));
+  if (type.getElementType() == actType)
+    return w;
+  return b.create<ConvertWeightOp>(
+      loc, RankedTensorType::get(t.shape, actType), w);
 }
 
 Value Builder::linear(Value x, const std::string &prefix, bool bias) {
   Value w = weight(prefix + ".weight");
   Value bv = bias ? weight(prefix + ".bias") : Value();
   int64_t n = cast<RankedTensorType>(w.getType()).getDimSize(0);
-  return b.create<LinearOp>(
-      NameLoc::get(b.getStringAttr(prefix)), activation(n), x, w, bv,
-      LinearEpilogueAttr::get(&ctx, LinearEpilogue::None));
+  return b.create<LinearOp>(NameLoc::get(b.getStringAttr(prefix)),
+                            activation(n), x, w, bv);
 }
 
 Value Builder::rmsNorm(Value x, const std::string &weightName) {
@@ -150,17 +183,15 @@ OwningOpRef<ModuleOp> Builder::build() {
   ctx.loadDialect<SolDialect, func::FuncDialect>();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   ModuleOp m = *module;
-  m->setAttr("sol.architecture",
-             b.getStringAttr(hf::architectureName(config.architecture)));
-  m->setAttr("sol.source", b.getStringAttr(model.directory.string()));
-  m->setAttr("sol.num_layers", b.getI64IntegerAttr(config.numHiddenLayers));
-  m->setAttr("sol.max_position_embeddings",
-             b.getI64IntegerAttr(config.maxPositionEmbeddings));
+  m->setAttr(ModelAttr::kAttrName,
+             ModelAttr::get(&ctx, hf::architectureName(config.architecture),
+                            config.vocabSize, config.hiddenSize,
+                            config.numHiddenLayers,
+                            config.maxPositionEmbeddings));
   b.setInsertionPointToEnd(m.getBody());
 
-  const hf::TensorView &embed =
-      model.checkpoint.get("model.embed_tokens.weight");
-  actType = elementType(b, embed.dtype);
+  // Sol computes in bf16 whatever the checkpoint stores.
+  actType = b.getBF16Type();
   rope = ropeAttr(&ctx, config);
   auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
   auto logitsType = RankedTensorType::get(
@@ -196,9 +227,34 @@ OwningOpRef<ModuleOp> Builder::build() {
 
 } // namespace
 
-OwningOpRef<ModuleOp> importHfModel(MLIRContext &context,
-                                    const HfModel &model) {
-  return Builder(context, model).build();
+ImportedModel importHfModel(MLIRContext &context,
+                            std::shared_ptr<const HfModel> model) {
+  ImportedModel imported;
+  imported.module = Builder(context, *model).build();
+  for (const hf::SafetensorsFile &file : model->checkpoint.files())
+    for (const hf::TensorView &t : file.tensors())
+      imported.weights.addView(t.name, t.dtype, t.shape, t.bytes);
+  ModelAssets &a = imported.assets;
+  a.source = model->directory.string();
+  a.sourceConfig = readText(model->directory / "config.json");
+  if (model->tokenizerJson)
+    a.tokenizerJson = readText(*model->tokenizerJson);
+  if (model->tokenizerConfigJson)
+    a.tokenizerConfigJson = readText(*model->tokenizerConfigJson);
+  a.generation = generationDefaults(*model);
+  imported.weights.retain(std::move(model));
+  return imported;
+}
+
+ImportedModel importModel(MLIRContext &context,
+                          const std::filesystem::path &source) {
+  if (std::filesystem::is_regular_file(source) &&
+      source.extension() == ".onnx")
+    fail(source.string(), ": ONNX import is not supported yet; give a "
+                          "Hugging Face checkpoint directory (config.json "
+                          "and *.safetensors)");
+  return importHfModel(context,
+                       std::make_shared<const HfModel>(HfModel::open(source)));
 }
 
 } // namespace sol

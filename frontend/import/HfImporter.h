@@ -1,15 +1,16 @@
 //===- HfImporter.h - Hugging Face checkpoint -> sol dialect ----*- C++ -*-===//
 //
 // Builds the `sol` module of a Hugging Face decoder-only checkpoint. Weights
-// stay in the (mapped) safetensors files; the module refers to them by name.
+// stay in the (mapped) safetensors files; the module refers to them by name
+// and the weight store holds views of them.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "frontend/import/HfModel.h"
+#include "frontend/import/ImportedModel.h"
 
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/OwningOpRef.h"
+#include <memory>
 
 namespace sol {
 
@@ -21,8 +22,10 @@ namespace sol {
 ///
 /// over a flat batch of tokens from many sequences (`token_seq` names each
 /// token's sequence; `logit_rows` the tokens whose logits are wanted), so one
-/// function serves prefill chunks and batched decode alike.
-mlir::OwningOpRef<mlir::ModuleOp> importHfModel(mlir::MLIRContext &context,
-                                                const HfModel &model);
+/// function serves prefill chunks and batched decode alike. Activations are
+/// bf16; weights stored in f16 or f32 are converted by sol.convert_weight.
+/// The store keeps `model` (its mapped files) alive.
+ImportedModel importHfModel(mlir::MLIRContext &context,
+                            std::shared_ptr<const HfModel> model);
 
 } // namespace sol

@@ -59,6 +59,7 @@ std::unique_ptr<DriverApi> load() {
   resolve(handle, a.memcpyHtoDAsync, {"cuMemcpyHtoDAsync_v2"});
   resolve(handle, a.memcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2"});
   resolve(handle, a.memcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"});
+  resolve(handle, a.memcpy2DAsync, {"cuMemcpy2DAsync_v2"});
   resolve(handle, a.memsetD8Async, {"cuMemsetD8Async"});
   resolve(handle, a.memsetD32Async, {"cuMemsetD32Async"});
   resolve(handle, a.moduleLoadData, {"cuModuleLoadData"});

@@ -38,6 +38,7 @@ struct DriverApi {
   decltype(&::cuMemcpyHtoDAsync) memcpyHtoDAsync;
   decltype(&::cuMemcpyDtoHAsync) memcpyDtoHAsync;
   decltype(&::cuMemcpyDtoDAsync) memcpyDtoDAsync;
+  decltype(&::cuMemcpy2DAsync) memcpy2DAsync;
   decltype(&::cuMemsetD8Async) memsetD8Async;
   decltype(&::cuMemsetD32Async) memsetD32Async;
   decltype(&::cuModuleLoadData) moduleLoadData;

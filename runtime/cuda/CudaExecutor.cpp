@@ -899,6 +899,32 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       gatherAlias_ = {op->buffers()->Get(0), op->buffers()->Get(1)};
       continue;
     }
+    if (d.kind == fb::OpKind::ConcatColumns) {
+      // ints: column and width of each input, as strided copies; the next
+      // kernel waits for them in full (no programmatic overlap).
+      const CUdeviceptr out = buffer(op->buffers()->Get(0));
+      const auto outPitch = static_cast<std::size_t>(d.bufferWidths[0]) * 2;
+      std::size_t at = 0;
+      for (unsigned j = 1; j < op->buffers()->size(); ++j) {
+        const auto col = static_cast<std::size_t>(d.ints.at(2 * (j - 1)));
+        const auto cols = static_cast<std::size_t>(d.ints.at(2 * j - 1));
+        CUDA_MEMCPY2D copy{};
+        copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        copy.srcDevice = buffer(op->buffers()->Get(j)) + col * 2;
+        copy.srcPitch = static_cast<std::size_t>(d.bufferWidths[j]) * 2;
+        copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        copy.dstDevice = out + at * 2;
+        copy.dstPitch = outPitch;
+        copy.WidthInBytes = cols * 2;
+        copy.Height = static_cast<std::size_t>(rows);
+        if (rows > 0)
+          checkCuda(driverApi().memcpy2DAsync(&copy, stream_.handle()),
+                    "cuMemcpy2DAsync(concat_columns)");
+        at += cols;
+      }
+      first = true;
+      continue;
+    }
     std::vector<KernelLaunch> launches = selectKernels(
         d, rows, maxContext, linears_, shape.fusedRope, clusterMerge_);
     if (launches.empty())

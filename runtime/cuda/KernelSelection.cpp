@@ -236,6 +236,8 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
     AddSpec spec{toInt(op.bufferWidths.at(0))};
     return {{spec.instance(), spec.dims(rows)}};
   }
+  case fb::OpKind::ConcatColumns:
+    return {}; // strided copies (cuMemcpy2DAsync), no kernel
   }
   fail("no CUDA kernel for op kind ", static_cast<int>(op.kind));
 }

@@ -375,6 +375,21 @@ void ReferenceExecutor::runOps(const StepBatch &batch) {
       gatherRows(act(op.buffers[0]), act(op.buffers[1]), inputs[op.buffers[2]],
                  width);
       break;
+    case OpKind::ConcatColumns: {
+      std::span<float> out = act(op.buffers[0]);
+      int64_t at = 0;
+      for (size_t j = 1; j < op.buffers.size(); ++j) {
+        std::span<float> in = act(op.buffers[j]);
+        const int64_t inWidth =
+            buffers[static_cast<size_t>(op.buffers[j])].width;
+        const int64_t col = op.columns[j - 1], cols = op.widths[j - 1];
+        for (int64_t r = 0; r < rows; ++r)
+          std::copy_n(in.begin() + r * inWidth + col, cols,
+                      out.begin() + r * width + at);
+        at += cols;
+      }
+      break;
+    }
     }
   }
 }

@@ -22,7 +22,7 @@ constexpr int64_t kMaxHeads = int64_t{1} << 16;
 constexpr int64_t kMaxHeadDim = int64_t{1} << 16;
 constexpr int64_t kMaxWeightElements = int64_t{1} << 40;
 
-constexpr int kNumOpKinds = static_cast<int>(OpKind::NormLinear) + 1;
+constexpr int kNumOpKinds = static_cast<int>(OpKind::ConcatColumns) + 1;
 
 template <typename T, typename V> std::vector<T> toVector(const V *values) {
   std::vector<T> out;
@@ -63,6 +63,8 @@ std::string_view opKindName(OpKind kind) {
     return "NormLinear";
   case OpKind::GatherRows:
     return "GatherRows";
+  case OpKind::ConcatColumns:
+    return "ConcatColumns";
   }
   return "unknown";
 }
@@ -288,6 +290,13 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
       break;
     case OpKind::GatherRows:
       expectCounts(3, 3, 0, 0, 0, 0);
+      break;
+    case OpKind::ConcatColumns:
+      expectCounts(2, 64, 0, 0, 2 * (op.buffers.size() - 1), 0);
+      for (size_t j = 0; j + 1 < ints.size(); j += 2) {
+        op.columns.push_back(ints[j]);
+        op.widths.push_back(ints[j + 1]);
+      }
       break;
     }
     checkOp(op, static_cast<int>(i));
@@ -545,6 +554,24 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
     distinct(0, 1);
     break;
   }
+  case OpKind::ConcatColumns: {
+    const BufferInfo &out = activation(0);
+    int64_t total = 0;
+    for (size_t j = 1; j < op.buffers.size(); ++j) {
+      const BufferInfo &in = activation(j);
+      const int64_t col = op.columns[j - 1], cols = op.widths[j - 1];
+      if (col < 0 || cols <= 0 || col + cols > in.width)
+        opError("columns [", col, ", ", col + cols, ") of input '", in.name,
+                "' lie outside its width ", in.width);
+      sameRows(out, in);
+      distinct(0, j);
+      total += cols;
+    }
+    if (total != out.width)
+      opError("the inputs have ", total, " columns in all, but out '",
+              out.name, "' has width ", out.width);
+    break;
+  }
   }
 }
 
@@ -597,6 +624,10 @@ void ReferencePlan::checkDataFlow() const {
     case OpKind::GatherRows:
       reads(1);
       reads(2);
+      break;
+    case OpKind::ConcatColumns:
+      for (size_t j = 1; j < op.buffers.size(); ++j)
+        reads(j);
       break;
     }
     written[static_cast<size_t>(op.buffers[0])] = true;

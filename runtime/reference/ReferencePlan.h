@@ -38,6 +38,7 @@ enum class OpKind : uint8_t {
   Add = 7,
   GatherRows = 8,
   NormLinear = 9,
+  ConcatColumns = 10,
 };
 std::string_view opKindName(OpKind kind);
 
@@ -84,6 +85,8 @@ struct PlanOp {
   int64_t rope = 0;
   int64_t slidingWindow = 0; // Attention: 0 = unlimited
   int64_t epilogue = 0;      // Linear, NormLinear: 0 none, 1 residual, 2 swiglu
+  /// ConcatColumns: per input (buffers 1..), its first column and width.
+  std::vector<int64_t> columns, widths;
   bool hasResidual() const { return buffers.size() == 3; }
   /// Linear: weights W[, bias]; NormLinear: norm weight, W[, bias].
   size_t linearWeight() const { return kind == OpKind::NormLinear ? 1 : 0; }

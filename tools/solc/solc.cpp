@@ -1,15 +1,16 @@
 //===- solc.cpp - The Sol compiler driver ---------------------------------===//
 //
 //   solc MODEL_DIR -o model.plan [-O0..3] [--gpu sm_90|none] compile to a plan
-//   solc MODEL_DIR --emit=mlir [-O0..3]                   print the sol module
+//   solc MODEL_DIR --emit=mlir [-O0..3]      print the kernel-level sol module
+//   solc MODEL_DIR --emit=imported           print the module as imported
 //   --kv-block-size N, --kv-cache-dtype bf16|fp8   the paged KV cache's layout
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/KvCacheLayout.h"
-#include "codegen/lower/LowerToSchedule.h"
+#include "codegen/lower/TranslateToStep.h"
 #include "codegen/plan/CompileKernels.h"
 #include "codegen/plan/PlanEmitter.h"
-#include "frontend/import/HfImporter.h"
+#include "frontend/import/ImportedModel.h"
 #include "passes/Passes.h"
 #include "runtime/support/Error.h"
 
@@ -65,41 +66,48 @@ int run(const Options &opts) {
     return mlir::success();
   });
 
-  sol::HfModel model = sol::HfModel::open(opts.input);
-  mlir::OwningOpRef<mlir::ModuleOp> module = sol::importHfModel(context, model);
-  if (mlir::failed(mlir::verify(*module)))
+  sol::ImportedModel model = sol::importModel(context, opts.input);
+  mlir::ModuleOp module = *model.module;
+  if (mlir::failed(mlir::verify(module)))
     sol::fail("internal error: the imported module of ", opts.input,
               " does not verify (please report this)");
+  auto print = [&](mlir::ModuleOp m) {
+    std::string error;
+    auto out =
+        mlir::openOutputFile(opts.output.empty() ? "-" : opts.output, &error);
+    if (!out)
+      sol::fail("cannot write ", opts.output, ": ", error);
+    m.print(out->os());
+    out->os() << "\n";
+    out->keep();
+  };
+  if (opts.emit == "imported") {
+    print(module);
+    return 0;
+  }
 
   mlir::PassManager pm(&context);
   sol::SolPlanKvCacheOptions kvOptions;
   kvOptions.blockSize = opts.kvBlockSize;
   kvOptions.dtype = opts.kvCacheDtype;
   sol::buildSolPipeline(pm, opts.optLevel, kvOptions);
-  const bool plan = opts.emit == "plan";
-  if (plan && opts.optLevel < 2) {
-    // Generated kernels expect fused projections whatever the -O level.
-    pm.addNestedPass<mlir::func::FuncOp>(sol::createSolFuse());
-  }
-  if (mlir::failed(pm.run(*module)))
-    sol::fail("the -O", opts.optLevel, " pipeline failed on ", opts.input);
-
-  if (!plan) {
-    std::string error;
-    auto out =
-        mlir::openOutputFile(opts.output.empty() ? "-" : opts.output, &error);
-    if (!out)
-      sol::fail("cannot write ", opts.output, ": ", error);
-    module->print(out->os());
-    out->os() << "\n";
-    out->keep();
+  if (mlir::failed(pm.run(module)))
+    sol::fail("the -O", opts.optLevel, " pipeline failed on ", opts.input,
+              " (see above)");
+  if (opts.emit == "mlir") {
+    print(module);
     return 0;
   }
 
-  mlir::FailureOr<sol::Schedule> schedule = sol::lowerToSchedule(*module);
-  if (mlir::failed(schedule))
+  // Code generation: weights into their final bytes, then the step.
+  mlir::PassManager weights(&context);
+  weights.addPass(sol::createSolMaterializeWeights(model.weights));
+  if (mlir::failed(weights.run(module)))
+    sol::fail("cannot lay out the weights of ", opts.input, " (see above)");
+  mlir::FailureOr<sol::StepProgram> program = sol::translateToStep(module);
+  if (mlir::failed(program))
     sol::fail("cannot generate code for ", opts.input, " (see above)");
-  mlir::FailureOr<sol::KvCachePlan> kvCache = sol::lowerKvCacheLayout(*module);
+  mlir::FailureOr<sol::KvCachePlan> kvCache = sol::lowerKvCacheLayout(module);
   if (mlir::failed(kvCache))
     sol::fail("cannot plan the KV cache of ", opts.input, " (see above)");
 
@@ -109,10 +117,10 @@ int run(const Options &opts) {
     kernelOptions.gpuArch = opts.gpu;
     kernelOptions.maxTokensPerStep = static_cast<int>(opts.maxTokensPerStep);
     kernelOptions.maxContext =
-        static_cast<int>(model.config.maxPositionEmbeddings);
+        static_cast<int>(program->model.maxPositionEmbeddings);
     kernelOptions.kvCache = *kvCache;
     kernelOptions.progress = !opts.quiet;
-    modules = sol::compileKernels(*schedule, kernelOptions);
+    modules = sol::compileKernels(*program, kernelOptions);
   }
 
   sol::PlanOptions planOptions;
@@ -122,10 +130,11 @@ int run(const Options &opts) {
   planOptions.maxTokensPerStep = opts.maxTokensPerStep;
   planOptions.kvCache = *kvCache;
   planOptions.progress = !opts.quiet;
-  sol::emitPlan(opts.output, *schedule, model, planOptions, modules);
+  sol::emitPlan(opts.output, *program, model.weights, model.assets,
+                planOptions, modules);
   if (!opts.quiet)
-    std::cerr << "solc: wrote " << opts.output << " (" << schedule->ops.size()
-              << " ops, " << schedule->weights.size() << " weights) in "
+    std::cerr << "solc: wrote " << opts.output << " (" << program->ops.size()
+              << " ops, " << program->weights.size() << " weights) in "
               << secondsSince(start) << " s\n";
   return 0;
 }
@@ -144,9 +153,11 @@ int main(int argc, char **argv) {
                  "output file: the plan, or the IR with --emit=mlir ('-' for "
                  "stdout)");
   app.add_option("--emit", opts.emit,
-                 "what to produce: plan (default with -o) or mlir (default "
-                 "without -o)")
-      ->check(CLI::IsMember({"plan", "mlir"}));
+                 "what to produce: plan (default with -o), mlir (the "
+                 "kernel-level sol module after the -O pipeline; default "
+                 "without -o) or imported (the module as the importer made "
+                 "it)")
+      ->check(CLI::IsMember({"plan", "mlir", "imported"}));
   app.add_option("-O", opts.optLevel, "optimisation level 0..3 (default 2)")
       ->check(CLI::Range(0u, 3u));
   app.add_option("--gpu", opts.gpu,

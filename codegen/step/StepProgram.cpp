@@ -1,5 +1,5 @@
-//===- Schedule.cpp - Arena planning for the step's buffers ---------------===//
-#include "codegen/schedule/Schedule.h"
+//===- StepProgram.cpp - Arena planning for the step's buffers ------------===//
+#include "codegen/step/StepProgram.h"
 
 #include "runtime/plan/PlanDType.h"
 
@@ -7,7 +7,7 @@
 
 namespace sol {
 
-void Schedule::assignArenaSlots() {
+void StepProgram::assignArenaSlots() {
   const int n = static_cast<int>(buffers.size());
   std::vector<int> first(n, -1), last(n, -1);
   for (int i = 0; i < static_cast<int>(ops.size()); ++i)

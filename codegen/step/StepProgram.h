@@ -1,9 +1,10 @@
-//===- Schedule.h - The kernel-level step of a compiled model ---*- C++ -*-===//
+//===- StepProgram.h - The kernel-level step of a compiled model -*- C++ -*-===//
 //
-// What lowering produces from the `sol` module and what the plan emitter
-// writes: the step as a list of kernel-level ops over activation buffers and
-// weights. Plain data, no MLIR, so the emitter and its tests stay light. The
-// op kinds and their operands are those of runtime/plan/Plan.fbs.
+// What code generation translates the kernel-level `sol` module into and
+// what the plan writer writes: the step as a list of plan ops over
+// activation buffers and weights. Plain data, no MLIR, so the writer and its
+// tests stay light. The op kinds and their operands are those of
+// runtime/plan/Plan.fbs.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -16,18 +17,14 @@
 
 namespace sol {
 
-/// A weight of the plan: one tensor of the checkpoint, or the rows of
-/// several stacked along dimension 0 (a fused projection).
-struct ScheduleWeight {
-  std::string name;
-  std::vector<std::string> sources; // checkpoint tensors, in row order
+/// A weight of the plan: a tensor of the weight store, copied as it is.
+struct ProgramWeight {
+  std::string name; // in the weight store
+  fb::DType dtype = fb::DType::BF16;
   std::vector<int64_t> shape;
-  /// After concatenating `sources`, interleave the two halves row by row
-  /// (gate/up pairs of a Linear with the swiglu epilogue).
-  bool interleaveHalves = false;
 };
 
-struct ScheduleBuffer {
+struct ProgramBuffer {
   std::string name;
   fb::DType dtype = fb::DType::BF16;
   int64_t width = 0;
@@ -35,31 +32,39 @@ struct ScheduleBuffer {
   int slot = -1; // arena slot, set by assignArenaSlots()
 };
 
-struct ScheduleOp {
+struct ProgramOp {
   fb::OpKind kind = fb::OpKind::Add;
   std::string name;
-  std::vector<int32_t> buffers; // indices into Schedule::buffers
-  std::vector<int32_t> weights; // indices into Schedule::weights
+  std::vector<int32_t> buffers; // indices into StepProgram::buffers
+  std::vector<int32_t> weights; // indices into StepProgram::weights
   std::vector<int64_t> ints;
   std::vector<float> floats;
   /// Buffers the op writes (a subset of `buffers`); the others it only reads.
   std::vector<int32_t> writes;
 };
 
-struct ScheduleRope {
+struct ProgramRope {
   std::vector<float> invFreq;
   float attentionScaling = 1.0f;
 };
 
-struct Schedule {
+/// What the plan records about the model (from the module's sol.model).
+struct ProgramModel {
+  std::string architecture;
+  int64_t vocabSize = 0, hiddenSize = 0, numLayers = 0,
+          maxPositionEmbeddings = 0;
+};
+
+struct StepProgram {
   /// Buffers 0..3 are the step inputs: tokens, positions, token_seq,
   /// logit_rows (int32, one column).
   static constexpr int kTokens = 0, kPositions = 1, kTokenSeq = 2,
                        kLogitRows = 3, kNumInputs = 4;
-  std::vector<ScheduleBuffer> buffers;
-  std::vector<ScheduleWeight> weights;
-  std::vector<ScheduleOp> ops;
-  std::vector<ScheduleRope> ropes;
+  ProgramModel model;
+  std::vector<ProgramBuffer> buffers;
+  std::vector<ProgramWeight> weights;
+  std::vector<ProgramOp> ops;
+  std::vector<ProgramRope> ropes;
   int32_t logitsBuffer = -1;
   /// Bytes per row of each arena slot.
   std::vector<int64_t> arenaSlots;

@@ -1,0 +1,565 @@
+//===- TranslateToStep.cpp - kernel-level sol -> the plan's step ----------===//
+//
+// One plan op per kernel-level op, in program order. The only decisions left
+// here are about memory: every SSA tensor maps to a view of an activation
+// buffer (a buffer and a column range). sol.split makes views; the in-place
+// ops (sol.head_rms_norm, sol.rope_kv_write, the sum of sol.add_rms_norm, a
+// linear with the residual epilogue, sol.add when its left operand dies)
+// reuse their operand's buffer, which is only allowed when nothing reads
+// that buffer's current values afterwards: the fusion passes guarantee it,
+// and a violation is reported as the compiler bug it would be.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/lower/TranslateToStep.h"
+
+#include "ir/RopeTable.h"
+#include "ir/SolDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace sol {
+
+namespace {
+
+/// A column range of a buffer.
+struct View {
+  int32_t buffer = -1;
+  int64_t col = 0;
+  int64_t cols = 0;
+};
+
+fb::DType bufferDType(Type element) {
+  if (element.isF32())
+    return fb::DType::F32;
+  if (element.isF16())
+    return fb::DType::F16;
+  return fb::DType::BF16;
+}
+
+fb::DType weightDType(Type element) {
+  if (element.isBF16())
+    return fb::DType::BF16;
+  if (element.isF16())
+    return fb::DType::F16;
+  if (element.isF32())
+    return fb::DType::F32;
+  if (isa<Float8E4M3FNType>(element))
+    return fb::DType::F8E4M3;
+  if (element.isInteger(8))
+    return fb::DType::I8;
+  return fb::DType::I4;
+}
+
+int64_t columns(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
+
+RopeParameters ropeParameters(RopeAttr attr) {
+  RopeParameters p;
+  p.theta = attr.getTheta().convertToDouble();
+  switch (attr.getKind()) {
+  case RopeScalingKind::None:
+    p.scaling = RopeScaling::None;
+    break;
+  case RopeScalingKind::Linear:
+    p.scaling = RopeScaling::Linear;
+    break;
+  case RopeScalingKind::Llama3:
+    p.scaling = RopeScaling::Llama3;
+    break;
+  case RopeScalingKind::Yarn:
+    p.scaling = RopeScaling::Yarn;
+    break;
+  }
+  p.factor = attr.getFactor().convertToDouble();
+  p.lowFreqFactor = attr.getLowFreqFactor().convertToDouble();
+  p.highFreqFactor = attr.getHighFreqFactor().convertToDouble();
+  p.originalMaxPosition = attr.getOriginalMaxPosition();
+  p.betaFast = attr.getBetaFast().convertToDouble();
+  p.betaSlow = attr.getBetaSlow().convertToDouble();
+  p.attentionFactor = attr.getAttentionFactor().convertToDouble();
+  return p;
+}
+
+class Translator {
+public:
+  explicit Translator(func::FuncOp fn) : fn(fn) {}
+  FailureOr<StepProgram> run(ModelAttr model);
+
+private:
+  LogicalResult translate(Operation *op);
+  LogicalResult linear(Operation *op, Value input, Value normWeight,
+                       float eps, Value weight, Value bias, Value residual,
+                       LinearEpilogue epilogue, Value result);
+
+  int32_t newBuffer(const std::string &name, Value like,
+                    fb::Rows rows = fb::Rows::Tokens);
+  void define(Value v, View view);
+  FailureOr<View> view(Operation *user, Value v);
+  /// The operand as a whole buffer (the kernels take no column slices).
+  FailureOr<View> whole(Operation *user, Value v);
+  /// Checks that `op` may write in place into `v`'s buffer: no value held
+  /// there is read after `op`.
+  LogicalResult inPlace(Operation *op, Value v);
+  FailureOr<int32_t> weight(Operation *user, Value v);
+  LogicalResult stepInput(Operation *user, Value v, int index,
+                          const char *what);
+  int32_t rope(RopeAttr attr, int64_t headDim);
+  ProgramOp &emit(fb::OpKind kind, Operation *op);
+  fb::Rows rowsOf(const View &v) const { return s.buffers[v.buffer].rows; }
+
+  func::FuncOp fn;
+  StepProgram s;
+  llvm::DenseMap<Value, View> views;
+  /// The values each buffer holds (for the in-place checks).
+  std::vector<std::vector<Value>> held;
+  std::map<std::string, int32_t> weightIndex;
+  std::vector<std::pair<RopeAttr, int64_t>> ropeKeys;
+};
+
+int32_t Translator::newBuffer(const std::string &name, Value like,
+                              fb::Rows rows) {
+  auto type = cast<RankedTensorType>(like.getType());
+  s.buffers.push_back({name, bufferDType(type.getElementType()),
+                       type.getDimSize(1), rows, -1});
+  held.emplace_back();
+  return static_cast<int32_t>(s.buffers.size() - 1);
+}
+
+void Translator::define(Value v, View view) {
+  views[v] = view;
+  held[view.buffer].push_back(v);
+}
+
+ProgramOp &Translator::emit(fb::OpKind kind, Operation *op) {
+  s.ops.push_back({});
+  ProgramOp &o = s.ops.back();
+  o.kind = kind;
+  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+    o.name = loc.getName().str();
+  else
+    o.name = op->getName().getStringRef().str();
+  return o;
+}
+
+FailureOr<View> Translator::view(Operation *user, Value v) {
+  auto it = views.find(v);
+  if (it == views.end())
+    return user->emitError("operand was not translated (its producer is not "
+                           "a kernel-level op)"),
+           failure();
+  return it->second;
+}
+
+FailureOr<View> Translator::whole(Operation *user, Value v) {
+  FailureOr<View> r = view(user, v);
+  if (failed(r))
+    return failure();
+  if (r->col != 0 || r->cols != s.buffers[r->buffer].width)
+    return user->emitError("the kernel needs this operand as a whole buffer, "
+                           "not a column slice"),
+           failure();
+  return r;
+}
+
+LogicalResult Translator::inPlace(Operation *op, Value v) {
+  FailureOr<View> r = view(op, v);
+  if (failed(r))
+    return failure();
+  if (r->buffer < StepProgram::kNumInputs)
+    return op->emitError("internal error: cannot write a step input in "
+                         "place"),
+           failure();
+  for (Value held : held[r->buffer])
+    if (!unusedAfter(held, op))
+      return op->emitError("internal error: writes in place into a buffer "
+                           "whose current values are read later (a fusion "
+                           "pass broke the storage rules)"),
+             failure();
+  return success();
+}
+
+FailureOr<int32_t> Translator::weight(Operation *user, Value v) {
+  if (!v)
+    return -1;
+  auto w = v.getDefiningOp<WeightOp>();
+  if (!w)
+    return user->emitError("a weight operand is not a sol.weight: run "
+                           "sol-materialize-weights before code generation"),
+           failure();
+  std::string name = w.getName().str();
+  if (auto it = weightIndex.find(name); it != weightIndex.end())
+    return it->second;
+  auto type = w.getResult().getType();
+  s.weights.push_back({name, weightDType(type.getElementType()),
+                       std::vector<int64_t>(type.getShape().begin(),
+                                            type.getShape().end())});
+  int32_t index = static_cast<int32_t>(s.weights.size() - 1);
+  weightIndex[name] = index;
+  return index;
+}
+
+LogicalResult Translator::stepInput(Operation *user, Value v, int index,
+                                    const char *what) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || arg.getArgNumber() != static_cast<unsigned>(index))
+    return user->emitError() << "operand must be the " << what
+                             << " argument of @forward";
+  return success();
+}
+
+int32_t Translator::rope(RopeAttr attr, int64_t headDim) {
+  for (auto [i, key] : llvm::enumerate(ropeKeys))
+    if (key.first == attr && key.second == headDim)
+      return static_cast<int32_t>(i);
+  RopeTable table = RopeTable::compute(ropeParameters(attr), headDim);
+  s.ropes.push_back({std::move(table.invFreq), table.attentionScaling});
+  ropeKeys.emplace_back(attr, headDim);
+  return static_cast<int32_t>(s.ropes.size() - 1);
+}
+
+LogicalResult Translator::linear(Operation *op, Value input, Value normWeight,
+                                 float eps, Value weightValue, Value bias,
+                                 Value residual, LinearEpilogue epilogue,
+                                 Value result) {
+  FailureOr<View> in = whole(op, input);
+  FailureOr<int32_t> nw = weight(op, normWeight);
+  FailureOr<int32_t> w = weight(op, weightValue);
+  FailureOr<int32_t> b = weight(op, bias);
+  if (failed(in) || failed(nw) || failed(w) || failed(b))
+    return failure();
+  int32_t out;
+  if (epilogue == LinearEpilogue::Residual) {
+    FailureOr<View> acc = whole(op, residual);
+    if (failed(acc) || failed(inPlace(op, residual)))
+      return failure();
+    // Blocks read all of x while others write their part of the output.
+    if (acc->buffer == in->buffer)
+      return op->emitError("internal error: the residual epilogue would "
+                           "overwrite the linear's own input"),
+             failure();
+    out = acc->buffer;
+  } else {
+    bool logits = cast<RankedTensorType>(result.getType())
+                      .getElementType()
+                      .isF32();
+    out = newBuffer(logits                                 ? "logits"
+                    : epilogue == LinearEpilogue::Swiglu ? "act"
+                                                           : "proj",
+                    result, rowsOf(*in));
+  }
+  ProgramOp *o;
+  if (normWeight) {
+    int32_t normed = newBuffer("normed", input, rowsOf(*in));
+    o = &emit(fb::OpKind::NormLinear, op);
+    o->buffers = {out, in->buffer, normed};
+    o->writes = {out, normed};
+    o->weights = {*nw, *w};
+    o->ints = {static_cast<int64_t>(epilogue)};
+    o->floats = {eps};
+  } else {
+    o = &emit(fb::OpKind::Linear, op);
+    o->buffers = {out, in->buffer};
+    o->writes = {out};
+    o->weights = {*w};
+    if (epilogue != LinearEpilogue::None)
+      o->ints = {static_cast<int64_t>(epilogue)};
+  }
+  if (bias)
+    o->weights.push_back(*b);
+  define(result, {out, 0, s.buffers[out].width});
+  return success();
+}
+
+LogicalResult Translator::translate(Operation *op) {
+  if (isa<WeightOp>(op))
+    return success(); // weights are registered when used
+  if (op->hasTrait<WeightTransform>())
+    return op->emitError("weight transforms must be materialised before "
+                         "code generation (sol-materialize-weights)");
+
+  if (auto e = dyn_cast<EmbeddingOp>(op)) {
+    FailureOr<int32_t> w = weight(op, e.getTable());
+    if (failed(stepInput(op, e.getIds(), StepProgram::kTokens, "tokens")) ||
+        failed(w))
+      return failure();
+    int32_t out = newBuffer("hidden", e.getResult());
+    ProgramOp &o = emit(fb::OpKind::Embedding, op);
+    o.buffers = {out, StepProgram::kTokens};
+    o.weights = {*w};
+    o.writes = {out};
+    define(e.getResult(), {out, 0, s.buffers[out].width});
+    return success();
+  }
+
+  if (auto norm = dyn_cast<RmsNormOp>(op)) {
+    FailureOr<int32_t> w = weight(op, norm.getWeight());
+    if (failed(w))
+      return failure();
+    const int64_t group = norm.getWeight().getType().getDimSize(0);
+    const int64_t width = columns(norm.getResult());
+    const float eps = norm.getEpsilon().convertToFloat();
+    FailureOr<View> in = view(op, norm.getInput());
+    if (failed(in))
+      return failure();
+    if (group != width || in->cols != s.buffers[in->buffer].width) {
+      // Per-head norms (or a norm of a column slice) run in place.
+      if (failed(inPlace(op, norm.getInput())))
+        return failure();
+      ProgramOp &o = emit(fb::OpKind::HeadRmsNorm, op);
+      o.buffers = {in->buffer};
+      o.writes = {in->buffer};
+      o.weights = {*w};
+      o.ints = {in->col, width / group, group};
+      o.floats = {eps};
+      define(norm.getResult(), *in);
+      return success();
+    }
+    int32_t out = newBuffer("normed", norm.getResult(), rowsOf(*in));
+    ProgramOp &o = emit(fb::OpKind::RmsNorm, op);
+    o.buffers = {out, in->buffer};
+    o.writes = {out};
+    o.weights = {*w};
+    o.floats = {eps};
+    define(norm.getResult(), {out, 0, width});
+    return success();
+  }
+
+  if (auto norm = dyn_cast<HeadRmsNormOp>(op)) {
+    FailureOr<int32_t> w = weight(op, norm.getWeight());
+    FailureOr<View> in = view(op, norm.getInput());
+    if (failed(w) || failed(in) || failed(inPlace(op, norm.getInput())))
+      return failure();
+    ProgramOp &o = emit(fb::OpKind::HeadRmsNorm, op);
+    o.buffers = {in->buffer};
+    o.writes = {in->buffer};
+    o.weights = {*w};
+    o.ints = {in->col + static_cast<int64_t>(norm.getColumn()),
+              static_cast<int64_t>(norm.getNumHeads()),
+              norm.getWeight().getType().getDimSize(0)};
+    o.floats = {norm.getEpsilon().convertToFloat()};
+    define(norm.getResult(), *in);
+    return success();
+  }
+
+  if (auto norm = dyn_cast<AddRmsNormOp>(op)) {
+    FailureOr<int32_t> w = weight(op, norm.getWeight());
+    FailureOr<View> x = whole(op, norm.getInput());
+    FailureOr<View> r = whole(op, norm.getResidual());
+    if (failed(w) || failed(x) || failed(r) ||
+        failed(inPlace(op, norm.getResidual())))
+      return failure();
+    if (x->buffer == r->buffer)
+      return op->emitError("internal error: input and residual share a "
+                           "buffer"),
+             failure();
+    int32_t out = newBuffer("normed", norm.getNormed(), rowsOf(*x));
+    ProgramOp &o = emit(fb::OpKind::RmsNorm, op);
+    o.buffers = {out, x->buffer, r->buffer};
+    o.writes = {out, r->buffer};
+    o.weights = {*w};
+    o.floats = {norm.getEpsilon().convertToFloat()};
+    define(norm.getNormed(), {out, 0, s.buffers[out].width});
+    define(norm.getSum(), *r);
+    return success();
+  }
+
+  if (auto l = dyn_cast<LinearOp>(op))
+    return linear(op, l.getInput(), Value(), 0.0f, l.getWeight(), l.getBias(),
+                  l.getResidual(), l.getEpilogue(), l.getResult());
+  if (auto l = dyn_cast<NormLinearOp>(op))
+    return linear(op, l.getInput(), l.getNormWeight(),
+                  l.getEpsilon().convertToFloat(), l.getWeight(), l.getBias(),
+                  l.getResidual(), l.getEpilogue(), l.getResult());
+
+  if (auto r = dyn_cast<RopeKvWriteOp>(op)) {
+    FailureOr<View> qkv = whole(op, r.getQkv());
+    if (failed(qkv) ||
+        failed(stepInput(op, r.getPositions(), StepProgram::kPositions,
+                         "positions")) ||
+        failed(stepInput(op, r.getTokenSeq(), StepProgram::kTokenSeq,
+                         "token_seq")) ||
+        failed(inPlace(op, r.getQkv())))
+      return failure();
+    const int64_t headDim = r.getHeadDim();
+    ProgramOp &o = emit(fb::OpKind::RopeKvWrite, op);
+    o.buffers = {qkv->buffer};
+    o.writes = {qkv->buffer};
+    o.ints = {static_cast<int64_t>(r.getLayer()),
+              static_cast<int64_t>(r.getNumHeads()),
+              static_cast<int64_t>(r.getNumKvHeads()), headDim,
+              rope(r.getRope(), headDim)};
+    define(r.getResult(), *qkv);
+    return success();
+  }
+
+  if (auto a = dyn_cast<KvAttentionOp>(op)) {
+    FailureOr<View> qkv = whole(op, a.getQkv());
+    if (failed(qkv) ||
+        failed(stepInput(op, a.getPositions(), StepProgram::kPositions,
+                         "positions")) ||
+        failed(stepInput(op, a.getTokenSeq(), StepProgram::kTokenSeq,
+                         "token_seq")))
+      return failure();
+    int32_t out = newBuffer("attn", a.getResult(), rowsOf(*qkv));
+    ProgramOp &o = emit(fb::OpKind::Attention, op);
+    o.buffers = {out, qkv->buffer};
+    o.writes = {out};
+    o.ints = {static_cast<int64_t>(a.getLayer()),
+              static_cast<int64_t>(a.getNumHeads()),
+              static_cast<int64_t>(a.getNumKvHeads()),
+              static_cast<int64_t>(a.getHeadDim()),
+              static_cast<int64_t>(a.getSlidingWindow().value_or(0))};
+    o.floats = {a.getScale().convertToFloat()};
+    define(a.getResult(), {out, 0, s.buffers[out].width});
+    return success();
+  }
+
+  if (auto g = dyn_cast<GatherRowsOp>(op)) {
+    FailureOr<View> in = whole(op, g.getInput());
+    if (failed(in) || failed(stepInput(op, g.getRows(),
+                                       StepProgram::kLogitRows, "logit_rows")))
+      return failure();
+    int32_t out = newBuffer("gathered", g.getResult(), fb::Rows::Outputs);
+    ProgramOp &o = emit(fb::OpKind::GatherRows, op);
+    o.buffers = {out, in->buffer, StepProgram::kLogitRows};
+    o.writes = {out};
+    define(g.getResult(), {out, 0, s.buffers[out].width});
+    return success();
+  }
+
+  if (auto c = dyn_cast<ConcatColumnsOp>(op)) {
+    std::vector<View> parts;
+    for (Value input : c.getInputs()) {
+      FailureOr<View> v = view(op, input);
+      if (failed(v))
+        return failure();
+      parts.push_back(*v);
+    }
+    int32_t out = newBuffer("packed", c.getResult(), rowsOf(parts.front()));
+    ProgramOp &o = emit(fb::OpKind::ConcatColumns, op);
+    o.buffers = {out};
+    o.writes = {out};
+    for (const View &v : parts) {
+      if (rowsOf(v) != rowsOf(parts.front()))
+        return op->emitError("inputs have different row counts"), failure();
+      o.buffers.push_back(v.buffer);
+      o.ints.push_back(v.col);
+      o.ints.push_back(v.cols);
+    }
+    define(c.getResult(), {out, 0, s.buffers[out].width});
+    return success();
+  }
+
+  if (auto add = dyn_cast<AddOp>(op)) {
+    FailureOr<View> lhs = whole(op, add.getLhs());
+    FailureOr<View> rhs = whole(op, add.getRhs());
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    // The sum overwrites the left operand when nothing reads it afterwards.
+    bool reuse = lhs->buffer >= StepProgram::kNumInputs &&
+                 lhs->buffer != rhs->buffer &&
+                 llvm::all_of(held[lhs->buffer],
+                              [&](Value v) { return unusedAfter(v, op); });
+    int32_t out =
+        reuse ? lhs->buffer : newBuffer("add", add.getResult(), rowsOf(*lhs));
+    ProgramOp &o = emit(fb::OpKind::Add, op);
+    o.buffers = {out, lhs->buffer, rhs->buffer};
+    o.writes = {out};
+    define(add.getResult(), {out, 0, s.buffers[out].width});
+    return success();
+  }
+
+  if (auto swiglu = dyn_cast<SwigluOp>(op)) {
+    if (swiglu.getUp())
+      return op->emitError("two-operand sol.swiglu is tensor-level: run "
+                           "sol-lower-to-kernels"),
+             failure();
+    FailureOr<View> in = whole(op, swiglu.getGate());
+    if (failed(in))
+      return failure();
+    int32_t out = newBuffer("act", swiglu.getResult(), rowsOf(*in));
+    ProgramOp &o = emit(fb::OpKind::Swiglu, op);
+    o.buffers = {out, in->buffer};
+    o.writes = {out};
+    define(swiglu.getResult(), {out, 0, s.buffers[out].width});
+    return success();
+  }
+
+  if (auto split = dyn_cast<SplitOp>(op)) {
+    FailureOr<View> in = view(op, split.getInput());
+    if (failed(in))
+      return failure();
+    int64_t col = in->col;
+    for (Value part : split.getResults()) {
+      int64_t cols = columns(part);
+      define(part, {in->buffer, col, cols});
+      col += cols;
+    }
+    return success();
+  }
+
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    if (ret.getNumOperands() != 1)
+      return op->emitError("@forward must return the logits"), failure();
+    FailureOr<View> logits = whole(op, ret.getOperand(0));
+    if (failed(logits))
+      return failure();
+    const ProgramBuffer &b = s.buffers[logits->buffer];
+    if (b.dtype != fb::DType::F32 || b.rows != fb::Rows::Outputs)
+      return op->emitError("@forward must return f32 logits of the gathered "
+                           "rows"),
+             failure();
+    s.logitsBuffer = logits->buffer;
+    return success();
+  }
+
+  return op->emitError("'")
+         << op->getName()
+         << "' is not a kernel-level op (run sol-lower-to-kernels first)";
+}
+
+FailureOr<StepProgram> Translator::run(ModelAttr model) {
+  s.model = {model.getArchitecture().str(), model.getVocabSize(),
+             model.getHiddenSize(), model.getNumLayers(),
+             model.getMaxPositionEmbeddings()};
+  if (fn.getNumArguments() != StepProgram::kNumInputs)
+    return fn.emitError("@forward must take tokens, positions, token_seq and "
+                        "logit_rows"),
+           failure();
+  static const char *const inputs[] = {"tokens", "positions", "token_seq",
+                                       "logit_rows"};
+  for (unsigned i = 0; i < StepProgram::kNumInputs; ++i) {
+    s.buffers.push_back({inputs[i], fb::DType::I32, 1,
+                         i == StepProgram::kLogitRows ? fb::Rows::Outputs
+                                                      : fb::Rows::Tokens,
+                         -1});
+    held.emplace_back();
+  }
+  for (Operation &op : fn.getBody().front())
+    if (failed(translate(&op)))
+      return failure();
+  if (s.logitsBuffer < 0)
+    return fn.emitError("@forward computes no logits"), failure();
+  s.assignArenaSlots();
+  return std::move(s);
+}
+
+} // namespace
+
+FailureOr<StepProgram> translateToStep(ModuleOp module) {
+  auto model = module->getAttrOfType<ModelAttr>(ModelAttr::kAttrName);
+  if (!model)
+    return module.emitError() << "the module has no " << ModelAttr::kAttrName
+                              << " attribute (its importer records it)",
+           failure();
+  auto fn = module.lookupSymbol<func::FuncOp>("forward");
+  if (!fn)
+    return module.emitError("the module has no @forward function"), failure();
+  return Translator(fn).run(model);
+}
+
+} // namespace sol

@@ -1,0 +1,33 @@
+//===- ImportedModel.h - What an importer hands the compiler ----*- C++ -*-===//
+//
+// The contract between the importers and the rest of the compiler: a `sol`
+// module, the weight store its `sol.weight` ops name, and the assets the
+// plan carries. Passes and code generation read only these, never the
+// source format.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/ModelAssets.h"
+#include "ir/WeightStore.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <filesystem>
+
+namespace sol {
+
+struct ImportedModel {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  WeightStore weights;
+  ModelAssets assets;
+};
+
+/// Imports the model at `source`: a Hugging Face checkpoint directory.
+/// Throws sol::Error naming the problem (not a model, an unsupported
+/// format or architecture, a malformed file).
+ImportedModel importModel(mlir::MLIRContext &context,
+                          const std::filesystem::path &source);
+
+} // namespace sol

@@ -1,0 +1,100 @@
+//===- WeightStore.cpp - The tensors a sol module's weights name ----------===//
+#include "ir/WeightStore.h"
+
+#include "runtime/support/Error.h"
+
+#include <algorithm>
+
+namespace sol {
+
+int64_t WeightStore::Tensor::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+uint64_t WeightStore::Tensor::byteSize() const {
+  std::optional<uint64_t> bytes =
+      dtypeStorageBytes(dtype, static_cast<uint64_t>(numElements()));
+  if (!bytes)
+    fail("weight ", name, ": its byte size overflows");
+  return *bytes;
+}
+
+void WeightStore::addView(std::string name, DType dtype,
+                          std::vector<int64_t> shape,
+                          std::span<const std::byte> bytes) {
+  Tensor t{name, dtype, std::move(shape), bytes, {}};
+  if (t.byteSize() != bytes.size())
+    fail("weight ", name, " has ", bytes.size(), " bytes, but ", dtypeName(dtype),
+         " of its shape needs ", t.byteSize());
+  if (!tensors_.emplace(name, std::move(t)).second)
+    fail("the weight store already holds a tensor called ", name);
+}
+
+void WeightStore::addProduced(std::string name, DType dtype,
+                              std::vector<int64_t> shape, Producer produce) {
+  Tensor t{name, dtype, std::move(shape), {}, std::move(produce)};
+  (void)t.byteSize(); // checks for overflow
+  if (!tensors_.emplace(name, std::move(t)).second)
+    fail("the weight store already holds a tensor called ", name);
+}
+
+void WeightStore::retain(std::shared_ptr<const void> owner) {
+  owners_.push_back(std::move(owner));
+}
+
+bool WeightStore::contains(std::string_view name) const {
+  return tensors_.find(name) != tensors_.end();
+}
+
+const WeightStore::Tensor &WeightStore::get(std::string_view name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end())
+    fail("the weight store has no tensor called ", name);
+  return it->second;
+}
+
+void WeightStore::read(std::string_view name, const ByteSink &sink) const {
+  const Tensor &t = get(name);
+  if (!t.produce) {
+    // Pieces of 64 MB keep a caller's progress line moving.
+    constexpr size_t kPiece = size_t(64) << 20;
+    for (size_t off = 0; off < t.bytes.size(); off += kPiece)
+      sink(t.bytes.subspan(off, std::min(kPiece, t.bytes.size() - off)));
+    return;
+  }
+  uint64_t written = 0;
+  t.produce(*this, [&](std::span<const std::byte> piece) {
+    written += piece.size();
+    sink(piece);
+  });
+  if (written != t.byteSize())
+    fail("internal error: the producer of weight ", t.name, " wrote ", written,
+         " bytes, expected ", t.byteSize());
+}
+
+std::span<const std::byte>
+WeightStore::contiguous(std::string_view name,
+                        std::vector<std::byte> &scratch) const {
+  const Tensor &t = get(name);
+  if (!t.produce)
+    return t.bytes;
+  scratch.clear();
+  scratch.reserve(t.byteSize());
+  read(name, [&](std::span<const std::byte> piece) {
+    scratch.insert(scratch.end(), piece.begin(), piece.end());
+  });
+  return scratch;
+}
+
+std::vector<std::string> WeightStore::names() const {
+  std::vector<std::string> out;
+  out.reserve(tensors_.size());
+  for (const auto &[name, t] : tensors_)
+    out.push_back(name);
+  return out;
+}
+
+} // namespace sol

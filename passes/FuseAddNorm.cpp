@@ -1,0 +1,65 @@
+//===- FuseAddNorm.cpp - sol-fuse-add-norm --------------------------------===//
+//
+// A residual add whose sum is normalised right away (the next sub-layer's
+// input norm) runs as one kernel that writes the sum into the residual's
+// buffer and the normalised rows beside it: one launch and one read of the
+// rows instead of two.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/WeightOrder.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace sol {
+#define GEN_PASS_DEF_SOLFUSEADDNORM
+#include "passes/Passes.h.inc"
+} // namespace sol
+
+using namespace mlir;
+using namespace sol;
+
+namespace {
+
+/// rms_norm(add(r, x)) -> add_rms_norm(x, r): the sum in r's buffer.
+struct FuseAddNorm : OpRewritePattern<RmsNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RmsNormOp norm,
+                                PatternRewriter &rewriter) const override {
+    auto add = norm.getInput().getDefiningOp<AddOp>();
+    if (!add)
+      return rewriter.notifyMatchFailure(norm, "the input is not an add");
+    if (norm.getWeight().getType().getDimSize(0) !=
+        norm.getType().getDimSize(1))
+      return rewriter.notifyMatchFailure(norm, "a per-head norm");
+    // The norm computes the sum where the add was: nothing but weights may
+    // run in between, and the norm must be the sum's first reader.
+    if (!onlyWeightsBetween(add, norm))
+      return rewriter.notifyMatchFailure(norm, "ops between add and norm");
+    Value residual = add.getLhs(), x = add.getRhs();
+    if (isa<BlockArgument>(residual) || !unusedAfter(residual, add) ||
+        storageRoot(residual) == storageRoot(x))
+      return rewriter.notifyMatchFailure(norm, "the residual stays live");
+    rewriter.setInsertionPoint(norm);
+    auto fused = rewriter.create<AddRmsNormOp>(
+        norm.getLoc(), norm.getType(), add.getType(), x, residual,
+        norm.getWeight(), norm.getEpsilonAttr());
+    rewriter.replaceOp(norm, fused.getNormed());
+    rewriter.replaceOp(add, fused.getSum());
+    return success();
+  }
+};
+
+struct SolFuseAddNormPass : sol::impl::SolFuseAddNormBase<SolFuseAddNormPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FuseAddNorm>(&getContext());
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

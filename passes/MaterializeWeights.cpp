@@ -1,0 +1,225 @@
+//===- MaterializeWeights.cpp - sol-materialize-weights -------------------===//
+//
+// Weight layout is a compile-time decision expressed in the IR (a fused
+// projection's stacked rows, SwiGLU's interleaved gate/up rows, a converted
+// dtype). This pass turns each transform tree into one tensor of the weight
+// store, computed only when the plan writer streams it, so the writer
+// copies bytes and knows nothing of layouts.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "runtime/support/Error.h"
+
+#include "llvm/ADT/StringSet.h"
+
+#include <cstring>
+
+namespace sol {
+#define GEN_PASS_DEF_SOLMATERIALIZEWEIGHTS
+#include "passes/Passes.h.inc"
+} // namespace sol
+
+using namespace mlir;
+using namespace sol;
+
+namespace {
+
+/// The store's dtype of an element type.
+DType storeDType(Type t) {
+  if (t.isBF16())
+    return DType::BF16;
+  if (t.isF16())
+    return DType::F16;
+  if (t.isF32())
+    return DType::F32;
+  if (isa<Float8E4M3FNType>(t))
+    return DType::F8E4M3;
+  if (t.isInteger(8))
+    return DType::I8;
+  if (t.isInteger(4))
+    return DType::I4;
+  fail("internal error: no store dtype for a weight element type");
+}
+
+/// The name of a fused weight: the shared prefix and suffix of the sources'
+/// names around their differing parts, e.g.
+/// `model.layers.0.self_attn.{q_proj,k_proj,v_proj}.weight`.
+std::string fusedWeightName(ArrayRef<StringRef> names) {
+  StringRef first = names.front();
+  size_t prefix = first.size(), suffix = first.size();
+  for (StringRef name : names.drop_front()) {
+    size_t p = 0;
+    while (p < std::min(prefix, name.size()) && first[p] == name[p])
+      ++p;
+    prefix = p;
+    size_t s = 0;
+    while (s < std::min(suffix, name.size()) &&
+           first[first.size() - 1 - s] == name[name.size() - 1 - s])
+      ++s;
+    suffix = s;
+  }
+  // Cut at dots so that the parts are whole name components.
+  prefix = first.substr(0, prefix).rfind('.') + 1; // npos + 1 == 0
+  size_t dot = first.substr(first.size() - suffix).find('.');
+  suffix = dot == StringRef::npos ? 0 : suffix - dot;
+  if (prefix + suffix > first.size())
+    suffix = 0;
+  std::string result = first.substr(0, prefix).str() + "{";
+  for (auto [i, name] : llvm::enumerate(names)) {
+    if (i)
+      result += ",";
+    result += name.substr(prefix, name.size() - prefix - suffix).str();
+  }
+  return result + "}" + first.substr(first.size() - suffix).str();
+}
+
+/// Converts `count` elements from `from` to `to` (f32, f16, bf16; round to
+/// nearest even), appending to `out`.
+void convertElements(std::span<const std::byte> src, DType from, DType to,
+                     std::vector<std::byte> &out) {
+  const size_t inBytes = dtypeBits(from) / 8, outBytes = dtypeBits(to) / 8;
+  const size_t count = src.size() / inBytes;
+  out.resize(count * outBytes);
+  for (size_t i = 0; i < count; ++i) {
+    float f = 0;
+    uint16_t h = 0;
+    switch (from) {
+    case DType::F32:
+      std::memcpy(&f, src.data() + 4 * i, 4);
+      break;
+    case DType::F16:
+      std::memcpy(&h, src.data() + 2 * i, 2);
+      f = halfToFloat(h);
+      break;
+    default: // BF16
+      std::memcpy(&h, src.data() + 2 * i, 2);
+      f = bf16ToFloat(h);
+      break;
+    }
+    std::byte *dst = out.data() + outBytes * i;
+    if (to == DType::F32) {
+      std::memcpy(dst, &f, 4);
+    } else {
+      h = to == DType::F16 ? floatToHalf(f) : floatToBf16(f);
+      std::memcpy(dst, &h, 2);
+    }
+  }
+}
+
+struct SolMaterializeWeightsPass
+    : sol::impl::SolMaterializeWeightsBase<SolMaterializeWeightsPass> {
+  SolMaterializeWeightsPass() = default;
+  explicit SolMaterializeWeightsPass(WeightStore *store) : store(store) {}
+
+  void runOnOperation() override {
+    // Program order: a transform's operands are sol.weight ops by the time
+    // it is reached (earlier transforms were already replaced).
+    SmallVector<Operation *> transforms;
+    getOperation().walk([&](Operation *op) {
+      if (op->hasTrait<WeightTransform>())
+        transforms.push_back(op);
+    });
+    for (Operation *op : transforms)
+      if (failed(materialize(op)))
+        return signalPassFailure();
+  }
+
+  LogicalResult materialize(Operation *op) {
+    SmallVector<std::string> sources;
+    SmallVector<StringRef> sourceRefs;
+    for (Value operand : op->getOperands()) {
+      auto w = operand.getDefiningOp<WeightOp>();
+      if (!w)
+        return op->emitOpError("has an operand that is not a sol.weight after "
+                               "its own operands were materialised");
+      sources.push_back(w.getName().str());
+      sourceRefs.push_back(w.getName());
+    }
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    const DType dtype = storeDType(type.getElementType());
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+
+    std::string name;
+    WeightStore::Producer produce;
+    if (isa<ConcatWeightsOp>(op)) {
+      name = sources.size() > 1 ? fusedWeightName(sourceRefs) : sources[0];
+      produce = [sources](const WeightStore &s, const ByteSink &sink) {
+        for (const std::string &src : sources)
+          s.read(src, sink);
+      };
+    } else if (isa<InterleaveRowsOp>(op)) {
+      name = fusedWeightName(sourceRefs);
+      const int64_t rows = shape[0] / 2;
+      produce = [sources, rows](const WeightStore &s, const ByteSink &sink) {
+        std::vector<std::byte> scratchA, scratchB;
+        auto a = s.contiguous(sources[0], scratchA);
+        auto b = s.contiguous(sources[1], scratchB);
+        const size_t rowBytes = a.size() / static_cast<size_t>(rows);
+        for (int64_t r = 0; r < rows; ++r) {
+          sink(a.subspan(r * rowBytes, rowBytes));
+          sink(b.subspan(r * rowBytes, rowBytes));
+        }
+      };
+    } else if (auto convert = dyn_cast<ConvertWeightOp>(op)) {
+      name = sources[0] + "~" + std::string(dtypeName(dtype));
+      const DType from =
+          storeDType(convert.getInput().getType().getElementType());
+      produce = [src = sources[0], from,
+                 dtype](const WeightStore &s, const ByteSink &sink) {
+        std::vector<std::byte> converted;
+        s.read(src, [&](std::span<const std::byte> piece) {
+          convertElements(piece, from, dtype, converted);
+          sink(converted);
+        });
+      };
+    } else if (isa<TransposeWeightOp>(op)) {
+      name = sources[0] + "~t";
+      const size_t rows = static_cast<size_t>(shape[1]),
+                   cols = static_cast<size_t>(shape[0]),
+                   element = dtypeBits(dtype) / 8;
+      if (element == 0)
+        return op->emitOpError("cannot transpose packed 4-bit weights");
+      produce = [src = sources[0], rows, cols,
+                 element](const WeightStore &s, const ByteSink &sink) {
+        std::vector<std::byte> scratch, row(rows * element);
+        auto in = s.contiguous(src, scratch);
+        // Row c of the result is column c of the [rows, cols] input.
+        for (size_t c = 0; c < cols; ++c) {
+          for (size_t r = 0; r < rows; ++r)
+            std::memcpy(row.data() + r * element,
+                        in.data() + (r * cols + c) * element, element);
+          sink(row);
+        }
+      };
+    } else {
+      return op->emitOpError("is a weight transform this pass does not know");
+    }
+
+    // Distinct transforms may derive the same name (a concatenation and an
+    // interleave of the same weights).
+    std::string unique = name;
+    for (int n = 2; store ? store->contains(unique) : taken.contains(unique);
+         ++n)
+      unique = name + "#" + std::to_string(n);
+    taken.insert(unique);
+    if (store)
+      store->addProduced(unique, dtype, shape, std::move(produce));
+
+    OpBuilder b(op);
+    auto weight = b.create<WeightOp>(
+        op->getLoc(), type, FlatSymbolRefAttr::get(&getContext(), unique));
+    op->getResult(0).replaceAllUsesWith(weight.getResult());
+    op->erase();
+    return success();
+  }
+
+  WeightStore *store = nullptr;
+  llvm::StringSet<> taken;
+};
+
+} // namespace
+
+std::unique_ptr<Pass> sol::createSolMaterializeWeights(WeightStore &store) {
+  return std::make_unique<SolMaterializeWeightsPass>(&store);
+}

@@ -1,0 +1,133 @@
+//===- MaterializeWeightsTest.cpp - sol-materialize-weights, byte for byte ===//
+//
+// The lit tests show the IR the pass leaves; these check the bytes its
+// producers write into the weight store: concatenation, gate/up
+// interleaving, dtype conversion (round to nearest even), transposition and
+// a chain of them.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace sol {
+namespace {
+
+template <typename T> std::span<const std::byte> raw(const std::vector<T> &v) {
+  return std::as_bytes(std::span(v));
+}
+
+template <typename T>
+std::vector<T> readAs(const WeightStore &store, std::string_view name) {
+  std::vector<std::byte> bytes;
+  store.read(name, [&](std::span<const std::byte> piece) {
+    bytes.insert(bytes.end(), piece.begin(), piece.end());
+  });
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+/// Parses `ir`, runs the pass with `store`, returns the weight names the
+/// function's sol.linear ops read, in order.
+std::vector<std::string> materialize(const std::string &ir,
+                                     WeightStore &store) {
+  mlir::MLIRContext context;
+  context.loadDialect<SolDialect, mlir::func::FuncDialect>();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(ir, &context);
+  EXPECT_TRUE(module);
+  mlir::PassManager pm(&context);
+  pm.addPass(createSolMaterializeWeights(store));
+  EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
+  std::vector<std::string> names;
+  module->walk([&](LinearOp op) {
+    auto w = op.getWeight().getDefiningOp<WeightOp>();
+    EXPECT_TRUE(w) << "a linear still reads a weight transform";
+    if (w)
+      names.push_back(w.getName().str());
+  });
+  return names;
+}
+
+TEST(MaterializeWeightsTest, ConcatInterleaveConvertTranspose) {
+  // a: 2x2 bf16, b: 1x2 bf16, c: 2x2 f32, t: 2x3 bf16 (an [in, out] weight).
+  const std::vector<uint16_t> a = {1, 2, 3, 4}, b = {5, 6}, t = {1, 2, 3,
+                                                                4, 5, 6};
+  const std::vector<float> c = {1.0f, -2.5f, 3.0078125f, 1.00390625f};
+  WeightStore store;
+  store.addView("l.q", DType::BF16, {2, 2}, raw(a));
+  store.addView("l.k", DType::BF16, {1, 2}, raw(b));
+  store.addView("l.c", DType::F32, {2, 2}, raw(c));
+  store.addView("l.t", DType::BF16, {2, 3}, raw(t));
+  const std::string ir = R"mlir(
+func.func @f(%x: tensor<?x2xbf16>) -> (tensor<?x3xbf16>, tensor<?x4xbf16>, tensor<?x2xbf16>, tensor<?x4xbf16>) {
+  %q = sol.weight @l.q : tensor<2x2xbf16>
+  %k = sol.weight @l.k : tensor<1x2xbf16>
+  %c = sol.weight @l.c : tensor<2x2xf32>
+  %t = sol.weight @l.t : tensor<2x3xbf16>
+  %qk = sol.concat_weights %q, %k : (tensor<2x2xbf16>, tensor<1x2xbf16>) -> tensor<3x2xbf16>
+  %cb = sol.convert_weight %c : tensor<2x2xf32> -> tensor<2x2xbf16>
+  %gu = sol.interleave_rows %q, %cb : tensor<2x2xbf16> -> tensor<4x2xbf16>
+  %tt = sol.transpose_weight %t : tensor<2x3xbf16> -> tensor<3x2xbf16>
+  %tt4 = sol.concat_weights %tt, %k : (tensor<3x2xbf16>, tensor<1x2xbf16>) -> tensor<4x2xbf16>
+  %y1 = sol.linear %x, %qk : (tensor<?x2xbf16>, tensor<3x2xbf16>) -> tensor<?x3xbf16>
+  %y2 = sol.linear %x, %gu {epilogue = #sol<epilogue swiglu>} : (tensor<?x2xbf16>, tensor<4x2xbf16>) -> tensor<?x2xbf16>
+  %y3 = sol.linear %x, %cb : (tensor<?x2xbf16>, tensor<2x2xbf16>) -> tensor<?x2xbf16>
+  %y4 = sol.linear %x, %tt4 : (tensor<?x2xbf16>, tensor<4x2xbf16>) -> tensor<?x4xbf16>
+  return %y1, %y4, %y2, %y4 : tensor<?x3xbf16>, tensor<?x4xbf16>, tensor<?x2xbf16>, tensor<?x4xbf16>
+}
+)mlir";
+  std::vector<std::string> names = materialize(ir, store);
+  ASSERT_EQ(names.size(), 4u);
+  EXPECT_EQ(names[0], "l.{q,k}");
+  EXPECT_EQ(names[1], "l.{q,c~BF16}");
+  EXPECT_EQ(names[2], "l.c~BF16");
+  EXPECT_EQ(names[3], "l.{t~t,k}");
+
+  EXPECT_EQ(readAs<uint16_t>(store, names[0]),
+            (std::vector<uint16_t>{1, 2, 3, 4, 5, 6}));
+  // bf16 of 1, -2.5, 3.0078125 and 1.00390625: the last two lie halfway
+  // between two bf16 values and round to the even one (3.0, 1.0).
+  const std::vector<uint16_t> converted = {0x3F80, 0xC020, 0x4040, 0x3F80};
+  EXPECT_EQ(readAs<uint16_t>(store, names[2]), converted);
+  // Row 2i of q, then row i of the converted c.
+  EXPECT_EQ(readAs<uint16_t>(store, names[1]),
+            (std::vector<uint16_t>{1, 2, 0x3F80, 0xC020, 3, 4, 0x4040,
+                                   0x3F80}));
+  // [2, 3] -> [3, 2], then k's row.
+  EXPECT_EQ(readAs<uint16_t>(store, names[3]),
+            (std::vector<uint16_t>{1, 4, 2, 5, 3, 6, 5, 6}));
+}
+
+TEST(MaterializeWeightsTest, ClashingNamesGetASuffix) {
+  const std::vector<uint16_t> a = {1, 2}, b = {3, 4};
+  WeightStore store;
+  store.addView("m.gate", DType::BF16, {1, 2}, raw(a));
+  store.addView("m.up", DType::BF16, {1, 2}, raw(b));
+  const std::string ir = R"mlir(
+func.func @f(%x: tensor<?x2xbf16>) -> (tensor<?x2xbf16>, tensor<?x1xbf16>) {
+  %g = sol.weight @m.gate : tensor<1x2xbf16>
+  %u = sol.weight @m.up : tensor<1x2xbf16>
+  %c = sol.concat_weights %g, %u : (tensor<1x2xbf16>, tensor<1x2xbf16>) -> tensor<2x2xbf16>
+  %i = sol.interleave_rows %g, %u : tensor<1x2xbf16> -> tensor<2x2xbf16>
+  %y1 = sol.linear %x, %c : (tensor<?x2xbf16>, tensor<2x2xbf16>) -> tensor<?x2xbf16>
+  %y2 = sol.linear %x, %i {epilogue = #sol<epilogue swiglu>} : (tensor<?x2xbf16>, tensor<2x2xbf16>) -> tensor<?x1xbf16>
+  return %y1, %y2 : tensor<?x2xbf16>, tensor<?x1xbf16>
+}
+)mlir";
+  std::vector<std::string> names = materialize(ir, store);
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(names[0], "m.{gate,up}");
+  EXPECT_EQ(names[1], "m.{gate,up}#2");
+  EXPECT_EQ(readAs<uint16_t>(store, names[1]),
+            (std::vector<uint16_t>{1, 2, 3, 4}));
+}
+
+} // namespace
+} // namespace sol
