@@ -842,7 +842,7 @@ def parse_args():
                     help="also copy the result to DIR with files over 15 MiB split into parts "
                          "NAME.part-00.. (to bring it back through a 16 MiB-per-file channel; "
                          "join-parts.sh DIR reassembles them)")
-    ap.add_argument("--epochs", type=float, default=10.0,
+    ap.add_argument("--epochs", type=float, default=60.0,
                     help="cap on epochs; the schedule ends there unless time ends it first "
                          "(default: %(default)s)")
     ap.add_argument("--patience", type=int, default=6,
