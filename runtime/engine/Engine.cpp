@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <limits>
 #include <numeric>
+#include <thread>
 #include <utility>
 
 namespace sol {
@@ -549,19 +552,23 @@ EngineStats Engine::stats() const {
   return s;
 }
 
+void Engine::retireInFlight() {
+  if (!inFlight_)
+    return;
+  // The next step() reports its outputs.
+  try {
+    collect(*inFlight_, pending_);
+  } catch (...) {
+    LaunchedStep *steps[] = {&*inFlight_};
+    recoverFromExecutorError(steps);
+    throw;
+  }
+  inFlight_.reset();
+}
+
 std::vector<float> Engine::promptLogits(std::span<const int32_t> prompt) {
   checkPrompt(prompt, 0);
-  if (inFlight_) {
-    // Retire the queued step first; the next step() reports its outputs.
-    try {
-      collect(*inFlight_, pending_);
-    } catch (...) {
-      LaunchedStep *steps[] = {&*inFlight_};
-      recoverFromExecutorError(steps);
-      throw;
-    }
-    inFlight_.reset();
-  }
+  retireInFlight();
   std::vector<int32_t> table;
   const int32_t need = blocks_.blocksFor(static_cast<int64_t>(prompt.size()));
   if (!blocks_.allocate(need, table))
@@ -598,6 +605,263 @@ std::vector<float> Engine::promptLogits(std::span<const int32_t> prompt) {
     executor_.step(batch, out);
   }
   return logits;
+}
+
+namespace {
+
+/// log_softmax(row r)[targets[r]] of each row of `logits` (rows x vocab), in
+/// double, the rows split over up to `numThreads` threads.
+void targetLogprobs(std::span<const float> logits, size_t vocab,
+                    std::span<const int32_t> targets, std::span<double> out,
+                    int32_t numThreads) {
+  auto rows = [&](size_t begin, size_t end) {
+    for (size_t r = begin; r < end; ++r) {
+      const float *x = logits.data() + r * vocab;
+      double max = -std::numeric_limits<double>::infinity();
+      for (size_t v = 0; v < vocab; ++v)
+        max = std::max(max, double(x[v]));
+      double sum = 0;
+      for (size_t v = 0; v < vocab; ++v)
+        sum += std::exp(double(x[v]) - max);
+      out[r] = double(x[targets[r]]) - (max + std::log(sum));
+    }
+  };
+  const size_t n = targets.size();
+  // Threads only pay off on large rows x vocab (a big vocabulary).
+  const size_t threads = std::min<size_t>(size_t(std::max(numThreads, 1)),
+                                          std::max<size_t>(1, n * vocab >> 20));
+  if (threads <= 1 || n < 2) {
+    rows(0, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  const size_t per = (n + threads - 1) / threads;
+  for (size_t begin = per; begin < n; begin += per)
+    pool.emplace_back(rows, begin, std::min(n, begin + per));
+  rows(0, std::min(n, per));
+  for (std::thread &t : pool)
+    t.join();
+}
+
+} // namespace
+
+ScoreSummary
+Engine::scoreWindows(std::span<const ScoreWindow> windows,
+                     const std::function<void(const ScoredToken &)> &onToken,
+                     const ScoreOptions &options) {
+  // Every window is checked before anything runs. A window's last id is
+  // only a target: its inputs are ids[0, size - 1), and rows
+  // [firstScored - 1, size - 1) score something.
+  std::vector<int64_t> firstIndex(windows.size());
+  int64_t numScored = 0;
+  int32_t mostBlocks = 0;
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const ScoreWindow &w = windows[i];
+    if (w.firstScored < 1 || size_t(w.firstScored) > w.ids.size())
+      fail("scoring window ", i, " of ", w.ids.size(),
+           " ids: its first scored position ", w.firstScored, " is outside 1..",
+           w.ids.size());
+    if (int64_t(w.ids.size()) > config_.maxModelLen)
+      fail("scoring window ", i, " holds ", w.ids.size(),
+           " ids, beyond the maximum model length of ", config_.maxModelLen,
+           " tokens (--max-model-len)");
+    for (size_t t = 0; t < w.ids.size(); ++t)
+      if (w.ids[t] < 0 || w.ids[t] >= config_.vocabSize)
+        fail("scoring window ", i, " has id ", w.ids[t], " at position ", t,
+             ", outside the vocabulary [0, ", config_.vocabSize, ")");
+    firstIndex[i] = numScored;
+    const int32_t inputs = static_cast<int32_t>(w.ids.size()) - 1;
+    numScored += inputs + 1 - w.firstScored;
+    if (inputs + 1 > w.firstScored)
+      mostBlocks = std::max(mostBlocks, blocks_.blocksFor(inputs));
+  }
+  retireInFlight();
+  if (mostBlocks > blocks_.numAvailable())
+    fail("a scoring window needs ", mostBlocks, " KV-cache blocks of ",
+         blocks_.blockSize(), " tokens but ", blocks_.numAvailable(), " of ",
+         blocks_.numBlocks(),
+         " are available; use a shorter window or wait for running requests "
+         "to finish");
+
+  const size_t vocab = static_cast<size_t>(config_.vocabSize);
+  const int32_t budget = config_.maxNumBatchedTokens;
+  const size_t maxSeqs = static_cast<size_t>(config_.maxNumSeqs);
+  const int32_t maxRows = static_cast<int32_t>(std::clamp<size_t>(
+      options.maxLogitsBytesPerStep / (vocab * sizeof(float)), 1,
+      size_t(budget)));
+  const int32_t numThreads =
+      options.numThreads > 0
+          ? options.numThreads
+          : static_cast<int32_t>(
+                std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
+
+  // Windows holding KV blocks, in admission order; whatever happens, their
+  // blocks go back.
+  struct Active {
+    int32_t window = 0;
+    int32_t computed = 0; // inputs with K/V in the cache
+    std::vector<int32_t> blocks;
+  };
+  struct ActiveWindows {
+    BlockManager &blocks;
+    std::deque<Active> list;
+    ~ActiveWindows() {
+      for (Active &a : list)
+        blocks.release(std::span<const int32_t>(a.blocks));
+    }
+  } active{blocks_, {}};
+  struct Chunk {
+    Active *active;
+    int32_t count;
+  };
+  std::vector<Chunk> chunks;
+  std::vector<int32_t> tokens, positions, tokenSeq, logitRows, blockTables,
+      targets;
+  std::vector<ScoredToken> scored; // one per logits row, logits unset
+  std::vector<double> logprobs;
+  std::vector<float> logits;
+  ScoreSummary summary;
+  size_t next = 0; // the next window to admit
+  const auto scoresNothing = [&](size_t i) {
+    return size_t(windows[i].firstScored) == windows[i].ids.size();
+  };
+  for (;;) {
+    while (next < windows.size() && scoresNothing(next))
+      ++next;
+    if (active.list.empty() && next == windows.size())
+      break;
+    // Plan the step: windows already started first, in order, then new
+    // ones, while tokens, logits rows, sequences and blocks remain. The
+    // first window always gets a chunk, so every step makes progress.
+    chunks.clear();
+    int32_t tokensLeft = budget, rowsLeft = maxRows;
+    // How many of `w`'s inputs from `computed` on the step can take.
+    auto take = [&](const ScoreWindow &w, int32_t computed) {
+      const int32_t inputs = static_cast<int32_t>(w.ids.size()) - 1;
+      const int32_t firstRow = std::max(computed, w.firstScored - 1);
+      int32_t n = std::min(inputs - computed, tokensLeft);
+      if (computed + n > firstRow)
+        n = std::min(n, firstRow + rowsLeft - computed);
+      tokensLeft -= n;
+      rowsLeft -= std::max(0, computed + n - firstRow);
+      return n;
+    };
+    bool full = false;
+    for (Active &a : active.list) {
+      const int32_t n =
+          chunks.size() < maxSeqs
+              ? take(windows[static_cast<size_t>(a.window)], a.computed)
+              : 0;
+      if (n == 0) {
+        full = true;
+        break;
+      }
+      chunks.push_back({&a, n});
+    }
+    while (!full && next < windows.size() && chunks.size() < maxSeqs &&
+           tokensLeft > 0 && rowsLeft > 0) {
+      if (scoresNothing(next)) {
+        ++next;
+        continue;
+      }
+      const ScoreWindow &w = windows[next];
+      const int32_t need =
+          blocks_.blocksFor(static_cast<int64_t>(w.ids.size()) - 1);
+      std::vector<int32_t> table;
+      if (!blocks_.allocate(need, table))
+        break;
+      active.list.push_back({static_cast<int32_t>(next), 0, std::move(table)});
+      chunks.push_back({&active.list.back(), take(w, 0)});
+      ++next;
+    }
+
+    // The batch: one sequence per chunk, rows for the scored positions.
+    tokens.clear();
+    positions.clear();
+    tokenSeq.clear();
+    logitRows.clear();
+    targets.clear();
+    scored.clear();
+    int32_t maxBlocks = 0;
+    for (const Chunk &c : chunks)
+      maxBlocks =
+          std::max(maxBlocks, static_cast<int32_t>(c.active->blocks.size()));
+    // As launch(): few table widths for executors that key graphs on them.
+    int32_t width = 1;
+    while (width < maxBlocks)
+      width *= 2;
+    maxBlocks = std::max(
+        maxBlocks, std::min(width, blocks_.blocksFor(config_.maxModelLen)));
+    blockTables.assign(chunks.size() * size_t(maxBlocks), 0);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const Active &a = *chunks[i].active;
+      const ScoreWindow &w = windows[static_cast<size_t>(a.window)];
+      for (int32_t p = a.computed; p < a.computed + chunks[i].count; ++p) {
+        const size_t t = static_cast<size_t>(p);
+        if (p + 1 >= w.firstScored) {
+          logitRows.push_back(static_cast<int32_t>(tokens.size()));
+          targets.push_back(w.ids[t + 1]);
+          ScoredToken s;
+          s.window = a.window;
+          s.position = p + 1;
+          s.index =
+              firstIndex[static_cast<size_t>(a.window)] + p + 1 - w.firstScored;
+          s.target = w.ids[t + 1];
+          scored.push_back(s);
+        }
+        tokens.push_back(w.ids[t]);
+        positions.push_back(p);
+        tokenSeq.push_back(static_cast<int32_t>(i));
+      }
+      std::copy(a.blocks.begin(), a.blocks.end(),
+                blockTables.begin() + int64_t(i) * maxBlocks);
+    }
+    const size_t R = logitRows.size();
+    // An executor returns at least one row: a step of context only asks
+    // for its last token's and takes nothing back.
+    const int32_t lastToken = static_cast<int32_t>(tokens.size()) - 1;
+    logits.resize(R * vocab);
+    StepBatch batch;
+    batch.tokens = tokens;
+    batch.positions = positions;
+    batch.tokenSeq = tokenSeq;
+    batch.logitRows = R ? std::span<const int32_t>(logitRows)
+                        : std::span<const int32_t>(&lastToken, 1);
+    batch.blockTables = blockTables;
+    batch.numSeqs = static_cast<int32_t>(chunks.size());
+    batch.maxBlocksPerSeq = maxBlocks;
+    StepOutput out;
+    out.logits = logits;
+    executor_.step(batch, out);
+    ++summary.steps;
+    summary.computedTokens += static_cast<int64_t>(tokens.size());
+    summary.maxWindowsPerStep = std::max(summary.maxWindowsPerStep,
+                                         static_cast<int32_t>(chunks.size()));
+
+    logprobs.resize(R);
+    targetLogprobs(logits, vocab, targets, logprobs, numThreads);
+    for (size_t r = 0; r < R; ++r) {
+      scored[r].logprob = logprobs[r];
+      scored[r].logits =
+          std::span<const float>(logits).subspan(r * vocab, vocab);
+      onToken(scored[r]);
+    }
+    summary.scored += static_cast<int64_t>(R);
+
+    // Windows whose inputs are all computed are done.
+    const auto done = [&](const Active &a) {
+      return size_t(a.computed) + 1 ==
+             windows[static_cast<size_t>(a.window)].ids.size();
+    };
+    for (const Chunk &c : chunks) {
+      c.active->computed += c.count;
+      if (done(*c.active))
+        blocks_.release(
+            std::span<const int32_t>(std::exchange(c.active->blocks, {})));
+    }
+    std::erase_if(active.list, done);
+  }
+  return summary;
 }
 
 } // namespace sol

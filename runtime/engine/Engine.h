@@ -30,7 +30,9 @@
 #include "runtime/engine/Sequence.h"
 #include "runtime/executor/Executor.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -87,6 +89,45 @@ struct EngineStats {
   int64_t discardedTokens = 0;
 };
 
+/// One window of a teacher-forced scoring pass (Engine::scoreWindows): a
+/// sequence of its own, from position 0.
+struct ScoreWindow {
+  std::span<const int32_t> ids;
+  /// ids[t] is scored under the logits of position t - 1 for t in
+  /// [firstScored, ids.size()); 1 <= firstScored <= ids.size() (equal:
+  /// nothing scored).
+  int32_t firstScored = 1;
+};
+
+/// One scored id, as Engine::scoreWindows hands it to its callback.
+struct ScoredToken {
+  int32_t window = 0;   // index into the windows
+  int32_t position = 0; // t, within the window
+  /// Rank among all scored ids: windows in order, positions increasing.
+  int64_t index = 0;
+  int32_t target = 0; // ids[t]
+  /// log_softmax(logits)[target], computed in double.
+  double logprob = 0;
+  /// The vocabulary's logits at position t - 1; valid during the call.
+  std::span<const float> logits;
+};
+
+struct ScoreOptions {
+  /// Logits one step copies to the host at most (rows x vocab x 4 bytes;
+  /// one row at least): steps score fewer positions rather than exceed it.
+  std::size_t maxLogitsBytesPerStep = std::size_t(256) << 20;
+  /// Threads computing the rows' log-softmax; 0: the hardware's, at most 16.
+  int32_t numThreads = 0;
+};
+
+/// What Engine::scoreWindows ran.
+struct ScoreSummary {
+  int64_t scored = 0; // ids scored (callbacks made)
+  int64_t steps = 0;
+  int64_t computedTokens = 0;
+  int32_t maxWindowsPerStep = 0; // most windows that shared a step
+};
+
 class Engine {
 public:
   /// Throws sol::Error on an invalid configuration (limits < 1 or beyond
@@ -126,6 +167,24 @@ public:
   /// Teacher-forced logits of every prompt position (prompt.size() x vocab),
   /// run outside the scheduler on blocks of its own (released after).
   std::vector<float> promptLogits(std::span<const int32_t> promptIds);
+
+  /// Teacher-forced scoring of many windows (a perplexity pass), outside
+  /// the scheduler: each window is a sequence of its own with KV blocks of
+  /// its own (released when it is done), several share a step (at most
+  /// maxNumSeqs, maxNumBatchedTokens tokens), and a window longer than the
+  /// budget runs in chunks over several steps, its earlier chunks staying in
+  /// the KV cache. Only the rows that score something are asked for (a
+  /// window's last id is never computed: it is only a target), bounded per
+  /// step by `options.maxLogitsBytesPerStep`. `onToken` gets every scored
+  /// id once: one window's positions in increasing order, windows possibly
+  /// interleaved (ScoredToken::index places each). Retires a queued step
+  /// first, as promptLogits. Throws sol::Error, before running anything, on
+  /// a window with ids outside the vocabulary, longer than maxModelLen, or
+  /// needing more KV blocks than are available.
+  ScoreSummary
+  scoreWindows(std::span<const ScoreWindow> windows,
+               const std::function<void(const ScoredToken &)> &onToken,
+               const ScoreOptions &options = {});
 
 private:
   /// One sequence's part of a step being built: `numTokens` tokens from
@@ -181,6 +240,9 @@ private:
   /// of committed steps back to the waiting queue, forget the steps.
   void recoverFromExecutorError(std::span<LaunchedStep *const> steps);
   Sequence *find(int64_t id) const;
+  /// Retires the queued step, if any (its outputs go to pending_ for the
+  /// next step() to report), before the engine runs steps of its own.
+  void retireInFlight();
   /// Appends the logit-bias entries of `seq`'s token number numOutput + 1:
   /// the request's logitBias, and -inf for its EOS and stop ids while it is
   /// below min_tokens.

@@ -6,6 +6,8 @@
 //   solrun model.plan --bench [--num-prompts N] [--input-len N]
 //       [--output-len N] [--max-num-seqs N] [--enable-prefix-caching] ...
 //   solrun model.plan --serve [--host H] [--port N] [--api-key KEY] ...
+//   solrun model.plan --perplexity FILE | --perplexity-ids FILE
+//       [--window W] [--stride S] [--limit-tokens N] [--logits-out FILE]
 //   solrun --info model.plan
 //   solrun --tokenizer DIR|PLAN --encode | --decode | --render-chat
 //
@@ -17,6 +19,7 @@
 #include "runtime/support/Error.h"
 #include "runtime/tokenizer/IncrementalDetokenizer.h"
 #include "tools/solrun/Bench.h"
+#include "tools/solrun/Perplexity.h"
 #include "tools/solrun/Serve.h"
 #include "tools/solrun/TokenizerTool.h"
 
@@ -63,6 +66,11 @@ struct Options {
   /// Flags that only --serve uses, and flags of the other modes, as given.
   std::vector<std::string> serveFlagsGiven;
   std::vector<std::string> nonServeFlagsGiven;
+  sol::PerplexityOptions perplexity;
+  /// Flags that only a perplexity pass uses, and flags that make no sense
+  /// with one, as given.
+  std::vector<std::string> perplexityFlagsGiven;
+  std::vector<std::string> nonPerplexityFlagsGiven;
 };
 
 std::vector<int32_t> parseIds(const std::string &text) {
@@ -189,6 +197,30 @@ void printOps(const sol::PlanFile &file) {
   }
 }
 
+/// Checks the flags of a perplexity pass and fills opts.perplexity.
+void preparePerplexity(Options &opts) {
+  sol::PerplexityOptions &p = opts.perplexity;
+  const bool text = !p.textFile.empty(), ids = !p.idsFile.empty();
+  if (!text && !ids) {
+    if (!opts.perplexityFlagsGiven.empty())
+      sol::fail(opts.perplexityFlagsGiven.front(),
+                " goes with --perplexity FILE or --perplexity-ids FILE");
+    return;
+  }
+  if (text && ids)
+    sol::fail("give --perplexity FILE (text) or --perplexity-ids FILE (token "
+              "ids), not both");
+  if (!opts.nonPerplexityFlagsGiven.empty())
+    sol::fail(opts.nonPerplexityFlagsGiven.front(), " does not go with ",
+              text ? "--perplexity" : "--perplexity-ids",
+              " (a perplexity pass scores the ids of its file, teacher-forced, "
+              "and generates nothing)");
+  p.json = opts.json;
+  p.logitsOut = opts.logitsOut;
+  p.maxNumSeqs = opts.benchOptions.maxNumSeqs;
+  p.maxNumBatchedTokens = opts.benchOptions.maxNumBatchedTokens;
+}
+
 /// Checks the --serve flags and fills opts.serveOptions.
 void prepareServe(Options &opts) {
   if (!opts.serve) {
@@ -214,11 +246,15 @@ void prepareServe(Options &opts) {
 
 /// Checks the --bench flags and fills opts.benchOptions.
 void prepareBench(Options &opts) {
-  // A single prompt may run in smaller steps (--max-num-batched-tokens);
-  // the other engine flags only mean something with many requests.
+  // A single prompt may run in smaller steps (--max-num-batched-tokens), a
+  // perplexity pass also batches windows (--max-num-seqs); the other engine
+  // flags only mean something with many requests.
+  const bool perplexity =
+      !opts.perplexity.textFile.empty() || !opts.perplexity.idsFile.empty();
   if (!opts.bench && !opts.serve)
     for (const std::string &flag : opts.engineFlagsGiven)
-      if (flag != "--max-num-batched-tokens")
+      if (flag != "--max-num-batched-tokens" &&
+          !(perplexity && flag == "--max-num-seqs"))
         sol::fail(flag, " goes with --bench (the offline benchmark) or --serve "
                         "(the server)");
   if (!opts.bench) {
@@ -270,6 +306,9 @@ int run(Options &opts) {
     return sol::runBench(file, opts.device, opts.executor, opts.benchOptions);
   if (opts.serve)
     return sol::runServe(file, opts.device, opts.executor, opts.serveOptions);
+  if (!opts.perplexity.textFile.empty() || !opts.perplexity.idsFile.empty())
+    return sol::runPerplexity(file, opts.device, opts.executor,
+                              opts.perplexity);
   const int prompts = int(!opts.promptIds.empty()) + int(!opts.prompt.empty()) +
                       int(!opts.chat.empty());
   if (prompts != 1)
@@ -454,7 +493,9 @@ int main(int argc, char **argv) {
   nonServeFlags.push_back(
       app.add_option("--logits-out", opts.logitsOut,
                      "write the teacher-forced float32 logits of every prompt "
-                     "position (prompt x vocab) to this file"));
+                     "position (prompt x vocab) to this file; with "
+                     "--perplexity, those of every scored position (scored x "
+                     "vocab, in order)"));
   app.add_option("--max-model-len", opts.executor.maxModelLen,
                  "longest sequence (prompt + output) to support; default: "
                  "the model's max_position_embeddings");
@@ -568,6 +609,55 @@ int main(int argc, char **argv) {
                      "with --serve: seconds an idle connection stays open "
                      "(default 5)")
           ->check(CLI::Range(0.1, 86400.0))};
+  // Perplexity (Transformers' strided recipe; docs/engine.md).
+  sol::PerplexityOptions &px = opts.perplexity;
+  std::vector<CLI::Option *> perplexityModes = {
+      app.add_option("--perplexity", px.textFile,
+                     "print the perplexity of the model on this text file "
+                     "(encoded whole, special tokens added as Transformers' "
+                     "tokenizer(text) does): strided windows, batched"),
+      app.add_option("--perplexity-ids", px.idsFile,
+                     "as --perplexity, on token ids: a JSON array, or "
+                     "integers separated by whitespace or commas")};
+  std::vector<CLI::Option *> perplexityFlags = {
+      app.add_option("--window", px.window,
+                     "with --perplexity: ids per window (default 1024, at "
+                     "most the maximum model length)")
+          ->check(CLI::Range(int64_t(1), int64_t(INT32_MAX))),
+      app.add_option("--stride", px.stride,
+                     "with --perplexity: ids between window starts, 1..window "
+                     "(default window / 2)")
+          ->check(CLI::Range(int64_t(1), int64_t(INT32_MAX))),
+      app.add_option("--limit-tokens", px.limitTokens,
+                     "with --perplexity: score only the first N ids")
+          ->check(CLI::Range(int64_t(1), INT64_MAX))};
+  for (CLI::Option *o : perplexityModes)
+    nonServeFlags.push_back(o);
+  for (CLI::Option *o : perplexityFlags)
+    nonServeFlags.push_back(o);
+  // Everything else that a perplexity pass cannot use.
+  const std::vector<std::string> perplexityAllows = {"--json",
+                                                     "--logits-out",
+                                                     "--device",
+                                                     "--max-num-batched-tokens",
+                                                     "--max-num-seqs",
+                                                     "--max-model-len",
+                                                     "--gpu-memory-utilization",
+                                                     "--no-cuda-graph",
+                                                     "--profile-ops",
+                                                     "--profile-steps"};
+  std::vector<CLI::Option *> nonPerplexityFlags;
+  for (CLI::Option *o : app.get_options()) {
+    const std::string name = o->get_name();
+    if (name.rfind("--", 0) == 0 && name != "--help" &&
+        std::find(perplexityModes.begin(), perplexityModes.end(), o) ==
+            perplexityModes.end() &&
+        std::find(perplexityFlags.begin(), perplexityFlags.end(), o) ==
+            perplexityFlags.end() &&
+        std::find(perplexityAllows.begin(), perplexityAllows.end(), name) ==
+            perplexityAllows.end())
+      nonPerplexityFlags.push_back(o);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -583,9 +673,12 @@ int main(int argc, char **argv) {
   given(engineFlags, opts.engineFlagsGiven);
   given(serveFlags, opts.serveFlagsGiven);
   given(nonServeFlags, opts.nonServeFlagsGiven);
+  given(perplexityFlags, opts.perplexityFlagsGiven);
+  given(nonPerplexityFlags, opts.nonPerplexityFlagsGiven);
   if (opts.serve)
     given(benchFlags, opts.nonServeFlagsGiven);
   try {
+    preparePerplexity(opts);
     prepareServe(opts);
     if (!opts.tokenizerTool.source.empty())
       return sol::runTokenizerTool(opts.tokenizerTool);
