@@ -279,8 +279,10 @@ LogicalResult InterleaveRowsOp::verify() {
   if (result.getShape() != ArrayRef<int64_t>(shape) ||
       result.getElementType() != in.getElementType())
     return emitOpError() << "result must have twice the rows of the inputs ("
-                         << shape[0] << "), but has shape "
-                         << shapeString(result);
+                         << shape[0] << ") of their element type "
+                         << in.getElementType() << ", but has shape "
+                         << shapeString(result) << " of "
+                         << result.getElementType();
   return success();
 }
 
@@ -358,6 +360,11 @@ LogicalResult verifyLinear(Operation *op, Value inputValue, Value weightValue,
            << shapeString(input) << ")";
   if (bias && failed(checkWeightShape(op, bias, "bias", {n})))
     return failure();
+  if (bias && tensorType(bias).getElementType() != weight.getElementType())
+    return op->emitOpError() << "bias element type "
+                             << tensorType(bias).getElementType()
+                             << " must be the weight's, "
+                             << weight.getElementType();
   int64_t outN = n;
   if (epilogue == LinearEpilogue::Swiglu) {
     if (n % 2 != 0)

@@ -38,7 +38,11 @@ struct FuseAddNorm : OpRewritePattern<RmsNormOp> {
     // run in between, and the norm must be the sum's first reader.
     if (!onlyWeightsBetween(add, norm))
       return rewriter.notifyMatchFailure(norm, "ops between add and norm");
+    // The kernel reads whole rows of both addends and writes the sum over
+    // the residual's, which must be dead after the add.
     Value residual = add.getLhs(), x = add.getRhs();
+    if (residual.getDefiningOp<SplitOp>() || x.getDefiningOp<SplitOp>())
+      return rewriter.notifyMatchFailure(norm, "an addend is a column slice");
     if (isa<BlockArgument>(residual) || !unusedAfter(residual, add) ||
         storageRoot(residual) == storageRoot(x))
       return rewriter.notifyMatchFailure(norm, "the residual stays live");

@@ -79,6 +79,8 @@ struct FuseGateUp : OpRewritePattern<SwigluOp> {
       return rewriter.notifyMatchFailure(op, "gate and up weights differ");
     if (bool(gate.getBias()) != bool(up.getBias()))
       return rewriter.notifyMatchFailure(op, "only one projection has a bias");
+    if (gate.getBias() && gate.getBias().getType() != up.getBias().getType())
+      return rewriter.notifyMatchFailure(op, "gate and up biases differ");
     rewriter.setInsertionPoint(op);
     Location loc = op.getLoc();
     Value weight =

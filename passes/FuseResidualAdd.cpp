@@ -34,9 +34,12 @@ struct FuseResidualAdd : OpRewritePattern<AddOp> {
           !y.hasOneUse() || linear->getBlock() != add->getBlock() ||
           residual == y)
         continue;
-      // The sum is written where r lives when the linear runs: r must be a
-      // whole buffer of its own that nothing reads after the linear.
-      if (isa<BlockArgument>(residual) || residual.getDefiningOp<SplitOp>())
+      // The sum is written where r lives when the linear runs: r must exist
+      // by then, be a whole buffer of its own, and nothing may read it after
+      // the linear.
+      if (isa<BlockArgument>(residual) || residual.getDefiningOp<SplitOp>() ||
+          residual.getDefiningOp()->getBlock() != linear->getBlock() ||
+          !residual.getDefiningOp()->isBeforeInBlock(linear))
         continue;
       if (!llvm::all_of(residual.getUsers(), [&](Operation *user) {
             return user == add.getOperation() ||

@@ -28,12 +28,14 @@ RankedTensorType rowsOf(Type element, int64_t width) {
 }
 
 /// A per-head RMS norm of part `index` of `split`, with its weight covering
-/// one head of `headDim`, that only the rope reads.
+/// one head of `headDim`, that only the rope reads (and only it reads the
+/// part).
 RmsNormOp headNormOfSplitPart(Value v, SplitOp split, unsigned index,
                               int64_t headDim) {
   auto norm = v.getDefiningOp<RmsNormOp>();
   if (!norm || !norm->hasOneUse() ||
       norm.getInput() != split.getResult(index) ||
+      !split.getResult(index).hasOneUse() ||
       norm.getWeight().getType().getDimSize(0) != headDim)
     return nullptr;
   return norm;
@@ -51,6 +53,10 @@ const char *whyNotLowerable(AttentionOp op) {
   if (q.getPositions() != op.getPositions() ||
       k.getPositions() != op.getPositions())
     return "must rotate query and key at its own positions";
+  if (q.getNumHeads() != op.getNumHeads() ||
+      k.getNumHeads() != op.getNumKvHeads() ||
+      q.getHeadDim() != op.getHeadDim() || k.getHeadDim() != op.getHeadDim())
+    return "has query and key rotated in heads other than its own";
   if (!op.getCausal())
     return "is not causal; only causal attention is generated";
   return nullptr;
@@ -75,12 +81,18 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     // maybe through per-head norms: the packed tensor is at hand. Else pack.
     Value qkv;
     Value qIn = q.getInput(), kIn = k.getInput(), v = op.getValue();
+    // The packed tensor is then rotated (and normalised) in place: nothing
+    // else may read it or its parts.
     auto split = v.getDefiningOp<SplitOp>();
-    if (split && split.getNumResults() == 3 && split.getResult(2) == v) {
+    if (split && split.getNumResults() == 3 && split.getResult(2) == v &&
+        v.hasOneUse() && split.getInput().hasOneUse() && q->hasOneUse() &&
+        k->hasOneUse()) {
       RmsNormOp qNorm = headNormOfSplitPart(qIn, split, 0, headDim);
       RmsNormOp kNorm = headNormOfSplitPart(kIn, split, 1, headDim);
-      bool qDirect = qIn == split.getResult(0) || qNorm;
-      bool kDirect = kIn == split.getResult(1) || kNorm;
+      bool qDirect =
+          (qIn == split.getResult(0) && qIn.hasOneUse()) || qNorm;
+      bool kDirect =
+          (kIn == split.getResult(1) && kIn.hasOneUse()) || kNorm;
       if (qDirect && kDirect) {
         qkv = split.getInput();
         if (qNorm)

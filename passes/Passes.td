@@ -111,10 +111,11 @@ def SolMaterializeWeights : Pass<"sol-materialize-weights", "::mlir::ModuleOp"> 
     `sol.interleave_rows`, `sol.convert_weight`, `sol.transpose_weight`)
     over `sol.weight` ops by one `sol.weight` naming a new tensor of the
     weight store, whose bytes are computed when the plan writer reads them
-    (nothing is copied before). Names say what was derived:
-    `l.{q_proj,k_proj,v_proj}.weight` for a concatenation, `~interleaved`
-    and `~bf16` suffixes for the others. Run without a weight store
-    (solc-opt), it rewrites the IR only.
+    (nothing is copied before). Names say what was derived from what:
+    `l.{q_proj,k_proj,v_proj}.weight` for a concatenation or an interleave
+    of those weights, `name~BF16` for a conversion, `name~t` for a
+    transpose, `#2`, `#3`... appended where two derived tensors would share
+    a name. Run without a weight store (solc-opt), it rewrites the IR only.
   }];
   let dependentDialects = ["::sol::SolDialect"];
 }

@@ -1,5 +1,10 @@
 // RUN: solc-opt %s -split-input-file -verify-diagnostics
 
+// Every verifier branch of the sol dialect's ops and attributes, one case
+// each, with the message it gives. (#sol.kv_cache_layout's are in
+// test/passes/sol-plan-kv-cache-invalid.mlir.)
+
+// A weight's shape is static.
 func.func @weight_dynamic() {
   // expected-error @+1 {{'sol.weight' op weight @w must have a static shape, but has [?, 4]}}
   %w = sol.weight @w : tensor<?x4xbf16>
@@ -8,6 +13,7 @@ func.func @weight_dynamic() {
 
 // -----
 
+// Weights are in a Sol storage type.
 func.func @weight_type() {
   // expected-error @+1 {{result #0 must be ranked tensor of}}
   %w = sol.weight @w : tensor<4xi64>
@@ -16,6 +22,212 @@ func.func @weight_type() {
 
 // -----
 
+// A weight transform's operands are weights: not function arguments...
+func.func @transform_operand_argument(%a: tensor<4x8xbf16>) {
+  // expected-error @+1 {{'sol.convert_weight' op operand #0 must be a weight (sol.weight or a weight transform)}}
+  %c = sol.convert_weight %a : tensor<4x8xbf16> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// ... nor activations (here the second operand of a concatenation).
+func.func @transform_operand_activation(%ids: tensor<?xi32>) {
+  %t = sol.weight @t : tensor<4x8xbf16>
+  %e = sol.embedding %ids, %t : (tensor<?xi32>, tensor<4x8xbf16>) -> tensor<?x8xbf16>
+  %w = sol.weight @w : tensor<4x8xbf16>
+  // expected-error @+1 {{'sol.concat_weights' op operand #1 must be a weight (sol.weight or a weight transform)}}
+  %c = "sol.concat_weights"(%w, %e) : (tensor<4x8xbf16>, tensor<?x8xbf16>) -> tensor<8x8xbf16>
+  return
+}
+
+// -----
+
+// ... nor arguments of sol.interleave_rows...
+func.func @transform_operand_interleave(%a: tensor<4x8xbf16>) {
+  %w = sol.weight @w : tensor<4x8xbf16>
+  // expected-error @+1 {{'sol.interleave_rows' op operand #1 must be a weight (sol.weight or a weight transform)}}
+  %c = sol.interleave_rows %w, %a : tensor<4x8xbf16> -> tensor<8x8xbf16>
+  return
+}
+
+// -----
+
+// ... nor of sol.transpose_weight.
+func.func @transform_operand_transpose(%a: tensor<4x8xbf16>) {
+  // expected-error @+1 {{'sol.transpose_weight' op operand #0 must be a weight (sol.weight or a weight transform)}}
+  %c = sol.transpose_weight %a : tensor<4x8xbf16> -> tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+// sol.concat_weights: at least one input (generic form)...
+func.func @concat_weights_empty() {
+  // expected-error @+1 {{'sol.concat_weights' op needs at least one input}}
+  %c = "sol.concat_weights"() : () -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+// ... of at least one dimension...
+func.func @concat_weights_scalar() {
+  %a = sol.weight @a : tensor<bf16>
+  // expected-error @+1 {{'sol.concat_weights' op inputs must have at least one dimension}}
+  %c = sol.concat_weights %a, %a : (tensor<bf16>, tensor<bf16>) -> tensor<2xbf16>
+  return
+}
+
+// -----
+
+// ... with one element type...
+func.func @concat_weights_element_type() {
+  %a = sol.weight @a : tensor<4x8xbf16>
+  %b = sol.weight @b : tensor<2x8xf16>
+  // expected-error @+1 {{'sol.concat_weights' op input #1 has shape [2, 8] of 'f16', but stacking needs the element type and trailing dimensions of input #0 [4, 8] of 'bf16'}}
+  %c = sol.concat_weights %a, %b : (tensor<4x8xbf16>, tensor<2x8xf16>) -> tensor<6x8xbf16>
+  return
+}
+
+// -----
+
+// ... and one row size.
+func.func @concat_weights_trailing() {
+  %a = sol.weight @a : tensor<4x8xbf16>
+  %b = sol.weight @b : tensor<2x16xbf16>
+  // expected-error @+1 {{'sol.concat_weights' op input #1 has shape [2, 16] of 'bf16', but stacking needs the element type and trailing dimensions of input #0 [4, 8] of 'bf16'}}
+  %c = sol.concat_weights %a, %b : (tensor<4x8xbf16>, tensor<2x16xbf16>) -> tensor<6x8xbf16>
+  return
+}
+
+// -----
+
+// The result has the rows of all inputs...
+func.func @concat_weights_rows() {
+  %a = sol.weight @a : tensor<4x8xbf16>
+  %b = sol.weight @b : tensor<2x8xbf16>
+  // expected-error @+1 {{'sol.concat_weights' op result must have shape [6, ...] of the inputs' element type, but has [8, 8] of 'bf16'}}
+  %c = sol.concat_weights %a, %b : (tensor<4x8xbf16>, tensor<2x8xbf16>) -> tensor<8x8xbf16>
+  return
+}
+
+// -----
+
+// ... and their element type.
+func.func @concat_weights_result_type() {
+  %a = sol.weight @a : tensor<4x8xbf16>
+  %b = sol.weight @b : tensor<2x8xbf16>
+  // expected-error @+1 {{'sol.concat_weights' op result must have shape [6, ...] of the inputs' element type, but has [6, 8] of 'f32'}}
+  %c = sol.concat_weights %a, %b : (tensor<4x8xbf16>, tensor<2x8xbf16>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+// sol.interleave_rows: both inputs have one type (generic form: the custom
+// one names a single type)...
+func.func @interleave_rows_types() {
+  %a = sol.weight @a : tensor<4x8xbf16>
+  %b = sol.weight @b : tensor<4x16xbf16>
+  // expected-error @+1 {{'sol.interleave_rows' op requires all operands to have the same type}}
+  %c = "sol.interleave_rows"(%a, %b) : (tensor<4x8xbf16>, tensor<4x16xbf16>) -> tensor<8x8xbf16>
+  return
+}
+
+// -----
+
+// ... of at least one dimension...
+func.func @interleave_rows_scalar() {
+  %a = sol.weight @a : tensor<bf16>
+  // expected-error @+1 {{'sol.interleave_rows' op inputs must have at least one dimension}}
+  %c = sol.interleave_rows %a, %a : tensor<bf16> -> tensor<2xbf16>
+  return
+}
+
+// -----
+
+// ... and the result has twice their rows.
+func.func @interleave_rows_result() {
+  %a = sol.weight @a : tensor<4x8xbf16>
+  // expected-error @+1 {{'sol.interleave_rows' op result must have twice the rows of the inputs (8) of their element type 'bf16', but has shape [4, 16] of 'bf16'}}
+  %c = sol.interleave_rows %a, %a : tensor<4x8xbf16> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+// ... in their element type.
+func.func @interleave_rows_element_type() {
+  %a = sol.weight @a : tensor<4xbf16>
+  // expected-error @+1 {{'sol.interleave_rows' op result must have twice the rows of the inputs (8) of their element type 'bf16', but has shape [8] of 'f16'}}
+  %c = sol.interleave_rows %a, %a : tensor<4xbf16> -> tensor<8xf16>
+  return
+}
+
+// -----
+
+// sol.convert_weight keeps the shape...
+func.func @convert_weight_shape() {
+  %a = sol.weight @a : tensor<4x8xf32>
+  // expected-error @+1 {{'sol.convert_weight' op result shape [8, 4] must equal the input's [4, 8]}}
+  %c = sol.convert_weight %a : tensor<4x8xf32> -> tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+// ... and converts between float types only.
+func.func @convert_weight_int() {
+  %a = sol.weight @a : tensor<4x8xi8>
+  // expected-error @+1 {{'sol.convert_weight' op converts between f32, f16 and bf16, not 'i8' to 'bf16'}}
+  %c = sol.convert_weight %a : tensor<4x8xi8> -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+// ... (fp8 is a quantized storage type, not a conversion target).
+func.func @convert_weight_fp8() {
+  %a = sol.weight @a : tensor<4x8xbf16>
+  // expected-error @+1 {{'sol.convert_weight' op converts between f32, f16 and bf16, not 'bf16' to 'f8E4M3FN'}}
+  %c = sol.convert_weight %a : tensor<4x8xbf16> -> tensor<4x8xf8E4M3FN>
+  return
+}
+
+// -----
+
+// sol.transpose_weight takes 2-D weights...
+func.func @transpose_weight_rank() {
+  %a = sol.weight @a : tensor<8xbf16>
+  // expected-error @+1 {{'sol.transpose_weight' op transposes 2-D weights, but the input has shape [8]}}
+  %c = sol.transpose_weight %a : tensor<8xbf16> -> tensor<8xbf16>
+  return
+}
+
+// -----
+
+// ... to their transposed shape...
+func.func @transpose_weight_shape() {
+  %a = sol.weight @a : tensor<4x8xbf16>
+  // expected-error @+1 {{'sol.transpose_weight' op result must have shape [8, 4] of the input's element type, but has [4, 8]}}
+  %c = sol.transpose_weight %a : tensor<4x8xbf16> -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+// ... in their element type.
+func.func @transpose_weight_element_type() {
+  %a = sol.weight @a : tensor<4x8xbf16>
+  // expected-error @+1 {{'sol.transpose_weight' op result must have shape [8, 4] of the input's element type, but has [8, 4]}}
+  %c = sol.transpose_weight %a : tensor<4x8xbf16> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+// sol.embedding: the table is 2-D [vocab, hidden].
 func.func @embedding_table_rank(%ids: tensor<?xi32>) {
   %t = sol.weight @t : tensor<256xbf16>
   // expected-error @+1 {{operand #1 (table) must be 2-D [vocab, hidden], but has shape [256]}}
@@ -25,6 +237,7 @@ func.func @embedding_table_rank(%ids: tensor<?xi32>) {
 
 // -----
 
+// One id per token.
 func.func @embedding_ids_rank(%ids: tensor<?x2xi32>) {
   %t = sol.weight @t : tensor<256x64xbf16>
   // expected-error @+1 {{operand #0 (ids) must be a 1-D tensor of i32 (one entry per token), but has shape [?, 2]}}
@@ -34,6 +247,7 @@ func.func @embedding_ids_rank(%ids: tensor<?x2xi32>) {
 
 // -----
 
+// The result's rows are the table's.
 func.func @embedding_result(%ids: tensor<?xi32>) {
   %t = sol.weight @t : tensor<256x64xbf16>
   // expected-error @+1 {{result must have shape [?, 64] to match the table, but has shape [?, 32]}}
@@ -43,25 +257,58 @@ func.func @embedding_result(%ids: tensor<?xi32>) {
 
 // -----
 
+// The result has the table's element type.
+func.func @embedding_element_type(%ids: tensor<?xi32>) {
+  %t = sol.weight @t : tensor<256x64xbf16>
+  // expected-error @+1 {{result element type 'f32' must match the table's 'bf16'}}
+  %e = sol.embedding %ids, %t : (tensor<?xi32>, tensor<256x64xbf16>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+// sol.linear: shapes of input, weight, bias and result.
 func.func @linear_k(%x: tensor<?x64xbf16>) {
   %w = sol.weight @w : tensor<32x48xbf16>
-  // expected-error @+1 {{operand #1 (weight) has 48 input features but operand #0 (input) has 64}}
+  // expected-error @+1 {{weight has 48 input features but operand #0 (input) has 64 (weight shape [32, 48], input shape [?, 64])}}
   %y = sol.linear %x, %w : (tensor<?x64xbf16>, tensor<32x48xbf16>) -> tensor<?x32xbf16>
   return
 }
 
 // -----
 
+// The weight is 2-D [out, in].
+func.func @linear_weight_rank(%x: tensor<?x64xbf16>) {
+  %w = sol.weight @w : tensor<64xbf16>
+  // expected-error @+1 {{'sol.linear' op weight must be 2-D [out, in], but has shape [64]}}
+  %y = sol.linear %x, %w : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// The bias has one element per output feature.
 func.func @linear_bias(%x: tensor<?x64xbf16>) {
   %w = sol.weight @w : tensor<32x64xbf16>
   %b = sol.weight @b : tensor<64xbf16>
-  // expected-error @+1 {{operand #2 (bias) must have shape [32], but has shape [64]}}
+  // expected-error @+1 {{'sol.linear' op bias must have shape [32], but has shape [64]}}
   %y = sol.linear %x, %w, %b : (tensor<?x64xbf16>, tensor<32x64xbf16>, tensor<64xbf16>) -> tensor<?x32xbf16>
   return
 }
 
 // -----
 
+func.func @linear_bias_type(%x: tensor<?x64xbf16>) {
+  %w = sol.weight @w : tensor<32x64xbf16>
+  %b = sol.weight @b : tensor<32xf16>
+  // expected-error @+1 {{'sol.linear' op bias element type 'f16' must be the weight's, 'bf16'}}
+  %y = sol.linear %x, %w, %b : (tensor<?x64xbf16>, tensor<32x64xbf16>, tensor<32xf16>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// The result has one column per output feature.
 func.func @linear_result(%x: tensor<?x64xbf16>) {
   %w = sol.weight @w : tensor<32x64xbf16>
   // expected-error @+1 {{result must have shape [?, 32], but has shape [?, 64]}}
@@ -71,15 +318,7 @@ func.func @linear_result(%x: tensor<?x64xbf16>) {
 
 // -----
 
-func.func @linear_swiglu_odd(%x: tensor<?x64xbf16>) {
-  %w = sol.weight @w : tensor<33x64xbf16>
-  // expected-error @+1 {{the swiglu epilogue needs an even number of output features, weight has 33}}
-  %y = sol.linear %x, %w {epilogue = #sol<epilogue swiglu>} : (tensor<?x64xbf16>, tensor<33x64xbf16>) -> tensor<?x16xbf16>
-  return
-}
-
-// -----
-
+// The input is token-major: tokens dynamic, features static...
 func.func @linear_static_tokens(%x: tensor<4x?xbf16>) {
   %w = sol.weight @w : tensor<32x64xbf16>
   // expected-error @+1 {{operand #0 (input) must have static dimensions after the token dimension, but has shape [4, ?]}}
@@ -89,6 +328,173 @@ func.func @linear_static_tokens(%x: tensor<4x?xbf16>) {
 
 // -----
 
+// ... and 2-D.
+func.func @linear_input_rank(%x: tensor<?xbf16>) {
+  %w = sol.weight @w : tensor<32x64xbf16>
+  // expected-error @+1 {{operand #0 (input) must have rank 2 (tokens first), but has shape [?]}}
+  %y = sol.linear %x, %w : (tensor<?xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// The swiglu epilogue halves an even number of output features...
+func.func @linear_swiglu_odd(%x: tensor<?x64xbf16>) {
+  %w = sol.weight @w : tensor<33x64xbf16>
+  // expected-error @+1 {{the swiglu epilogue needs an even number of output features, weight has 33}}
+  %y = sol.linear %x, %w {epilogue = #sol<epilogue swiglu>} : (tensor<?x64xbf16>, tensor<33x64xbf16>) -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+// ... and the result has half of them.
+func.func @linear_swiglu_result(%x: tensor<?x64xbf16>) {
+  %w = sol.weight @w : tensor<64x64xbf16>
+  // expected-error @+1 {{result must have shape [?, 32], but has shape [?, 64]}}
+  %y = sol.linear %x, %w {epilogue = #sol<epilogue swiglu>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// The residual operand goes with the residual epilogue: not without it...
+func.func @linear_residual_without_epilogue(%x: tensor<?x64xbf16>, %r: tensor<?x32xbf16>) {
+  %w = sol.weight @w : tensor<32x64xbf16>
+  // expected-error @+1 {{'sol.linear' op the residual operand goes with the residual epilogue, and only with it}}
+  %y = sol.linear %x, %w residual %r : (tensor<?x64xbf16>, tensor<32x64xbf16> residual tensor<?x32xbf16>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// ... nor with another epilogue...
+func.func @linear_residual_with_swiglu(%x: tensor<?x64xbf16>, %r: tensor<?x32xbf16>) {
+  %w = sol.weight @w : tensor<64x64xbf16>
+  // expected-error @+1 {{'sol.linear' op the residual operand goes with the residual epilogue, and only with it}}
+  %y = sol.linear %x, %w residual %r {epilogue = #sol<epilogue swiglu>} : (tensor<?x64xbf16>, tensor<64x64xbf16> residual tensor<?x32xbf16>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// ... and the epilogue needs it.
+func.func @linear_residual_missing(%x: tensor<?x64xbf16>) {
+  %w = sol.weight @w : tensor<32x64xbf16>
+  // expected-error @+1 {{'sol.linear' op the residual operand goes with the residual epilogue, and only with it}}
+  %y = sol.linear %x, %w {epilogue = #sol<epilogue residual>} : (tensor<?x64xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// The residual has the result's type.
+func.func @linear_residual_type(%x: tensor<?x64xbf16>, %r: tensor<?x32xf16>) {
+  %w = sol.weight @w : tensor<32x64xbf16>
+  // expected-error @+1 {{'sol.linear' op residual must have the result type 'tensor<?x32xbf16>', but has 'tensor<?x32xf16>'}}
+  %y = sol.linear %x, %w residual %r {epilogue = #sol<epilogue residual>} : (tensor<?x64xbf16>, tensor<32x64xbf16> residual tensor<?x32xf16>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// The result has the input's element type, or f32 (logits)...
+func.func @linear_result_f16(%x: tensor<?x64xbf16>) {
+  %w = sol.weight @w : tensor<32x64xbf16>
+  // expected-error @+1 {{'sol.linear' op result element type 'f16' must be the input's ('bf16'), or f32 without an epilogue (logits)}}
+  %y = sol.linear %x, %w : (tensor<?x64xbf16>, tensor<32x64xbf16>) -> tensor<?x32xf16>
+  return
+}
+
+// -----
+
+// ... but f32 only without an epilogue.
+func.func @linear_result_f32_swiglu(%x: tensor<?x64xbf16>) {
+  %w = sol.weight @w : tensor<64x64xbf16>
+  // expected-error @+1 {{'sol.linear' op result element type 'f32' must be the input's ('bf16'), or f32 without an epilogue (logits)}}
+  %y = sol.linear %x, %w {epilogue = #sol<epilogue swiglu>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+// ... the residual epilogue included.
+func.func @linear_result_f32_residual(%x: tensor<?x64xbf16>, %r: tensor<?x32xf32>) {
+  %w = sol.weight @w : tensor<32x64xbf16>
+  // expected-error @+1 {{'sol.linear' op result element type 'f32' must be the input's ('bf16'), or f32 without an epilogue (logits)}}
+  %y = sol.linear %x, %w residual %r {epilogue = #sol<epilogue residual>} : (tensor<?x64xbf16>, tensor<32x64xbf16> residual tensor<?x32xf32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+// An unknown epilogue does not parse.
+func.func @linear_epilogue_unknown(%x: tensor<?x64xbf16>) {
+  %w = sol.weight @w : tensor<32x64xbf16>
+  // expected-error @+2 {{expected ::sol::LinearEpilogue to be one of: none, residual, swiglu}}
+  // expected-error @+1 {{failed to parse Sol_LinearEpilogueAttr parameter 'value'}}
+  %y = sol.linear %x, %w {epilogue = #sol<epilogue gelu>} : (tensor<?x64xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// sol.norm_linear: the checks of sol.linear...
+func.func @norm_linear_k(%x: tensor<?x64xbf16>) {
+  %n = sol.weight @n : tensor<64xbf16>
+  %w = sol.weight @w : tensor<32x48xbf16>
+  // expected-error @+1 {{'sol.norm_linear' op weight has 48 input features but operand #0 (input) has 64}}
+  %y = sol.norm_linear %x, %n, %w {epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<64xbf16>, tensor<32x48xbf16>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// ... its residual rule...
+func.func @norm_linear_residual_missing(%x: tensor<?x64xbf16>) {
+  %n = sol.weight @n : tensor<64xbf16>
+  %w = sol.weight @w : tensor<32x64xbf16>
+  // expected-error @+1 {{'sol.norm_linear' op the residual operand goes with the residual epilogue, and only with it}}
+  %y = sol.norm_linear %x, %n, %w {epilogue = #sol<epilogue residual>, epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<64xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// ... its f32 rule...
+func.func @norm_linear_swiglu_f32(%x: tensor<?x64xbf16>) {
+  %n = sol.weight @n : tensor<64xbf16>
+  %w = sol.weight @w : tensor<64x64xbf16>
+  // expected-error @+1 {{'sol.norm_linear' op result element type 'f32' must be the input's ('bf16'), or f32 without an epilogue (logits)}}
+  %y = sol.norm_linear %x, %n, %w {epilogue = #sol<epilogue swiglu>, epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<64xbf16>, tensor<64x64xbf16>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+// ... a norm weight covering the whole row (no per-head norm)...
+func.func @norm_linear_norm_weight(%x: tensor<?x64xbf16>) {
+  %n = sol.weight @n : tensor<16xbf16>
+  %w = sol.weight @w : tensor<32x64xbf16>
+  // expected-error @+1 {{'sol.norm_linear' op norm_weight must have shape [64], but has shape [16]}}
+  %y = sol.norm_linear %x, %n, %w {epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<16xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// ... and a positive epsilon.
+func.func @norm_linear_epsilon(%x: tensor<?x64xbf16>) {
+  %n = sol.weight @n : tensor<64xbf16>
+  %w = sol.weight @w : tensor<32x64xbf16>
+  // expected-error @+1 {{'sol.norm_linear' op epsilon must be positive}}
+  %y = sol.norm_linear %x, %n, %w {epsilon = 0.0 : f32} : (tensor<?x64xbf16>, tensor<64xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// sol.rms_norm: the weight's size divides the row (whole rows, or heads).
 func.func @rms_norm_group(%x: tensor<?x64xbf16>) {
   %w = sol.weight @w : tensor<24xbf16>
   // expected-error @+1 {{operand #1 (weight) must be 1-D with a size that divides the row size 64, but has shape [24]}}
@@ -98,6 +504,7 @@ func.func @rms_norm_group(%x: tensor<?x64xbf16>) {
 
 // -----
 
+// A positive epsilon.
 func.func @rms_norm_epsilon(%x: tensor<?x64xbf16>) {
   %w = sol.weight @w : tensor<64xbf16>
   // expected-error @+1 {{epsilon must be positive}}
@@ -107,6 +514,7 @@ func.func @rms_norm_epsilon(%x: tensor<?x64xbf16>) {
 
 // -----
 
+// A token-major input.
 func.func @rms_norm_rank(%x: tensor<?x4x16xbf16>) {
   %w = sol.weight @w : tensor<16xbf16>
   // expected-error @+1 {{operand #0 (input) must have rank 2 (tokens first), but has shape [?, 4, 16]}}
@@ -116,16 +524,137 @@ func.func @rms_norm_rank(%x: tensor<?x4x16xbf16>) {
 
 // -----
 
-func.func @layer_norm_bias(%x: tensor<?x64xbf16>) {
+// The result has the input's type.
+func.func @rms_norm_result(%x: tensor<?x64xbf16>) {
   %w = sol.weight @w : tensor<64xbf16>
-  %b = sol.weight @b : tensor<32xbf16>
-  // expected-error @+1 {{operand #2 (bias) must have shape [64], but has shape [32]}}
-  %y = sol.layer_norm %x, %w, %b {epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<64xbf16>, tensor<32xbf16>) -> tensor<?x64xbf16>
+  // expected-error @+1 {{result type must equal the input type 'tensor<?x64xbf16>'}}
+  %y = sol.rms_norm %x, %w {epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xf32>
   return
 }
 
 // -----
 
+// sol.add_rms_norm: a token-major input...
+func.func @add_rms_norm_rank(%x: tensor<?xbf16>) {
+  %w = sol.weight @w : tensor<64xbf16>
+  // expected-error @+1 {{'sol.add_rms_norm' op operand #0 (input) must have rank 2 (tokens first), but has shape [?]}}
+  %n, %s = sol.add_rms_norm %x, %x, %w {epsilon = 1.0e-5 : f32} : (tensor<?xbf16>, tensor<?xbf16>, tensor<64xbf16>) -> (tensor<?xbf16>, tensor<?xbf16>)
+  return
+}
+
+// -----
+
+// ... the residual and both results of its type...
+func.func @add_rms_norm_residual(%x: tensor<?x64xbf16>, %r: tensor<?x64xf32>) {
+  %w = sol.weight @w : tensor<64xbf16>
+  // expected-error @+1 {{'sol.add_rms_norm' op input, residual and both results must have one type, 'tensor<?x64xbf16>'}}
+  %n, %s = sol.add_rms_norm %x, %r, %w {epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<?x64xf32>, tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>)
+  return
+}
+
+// -----
+
+// ... (the results too)...
+func.func @add_rms_norm_result(%x: tensor<?x64xbf16>) {
+  %w = sol.weight @w : tensor<64xbf16>
+  // expected-error @+1 {{'sol.add_rms_norm' op input, residual and both results must have one type, 'tensor<?x64xbf16>'}}
+  %n, %s = sol.add_rms_norm %x, %x, %w {epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>)
+  return
+}
+
+// -----
+
+// ... a weight covering the whole row...
+func.func @add_rms_norm_weight(%x: tensor<?x64xbf16>) {
+  %w = sol.weight @w : tensor<16xbf16>
+  // expected-error @+1 {{'sol.add_rms_norm' op operand #2 (weight) must have shape [64], but has shape [16]}}
+  %n, %s = sol.add_rms_norm %x, %x, %w {epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<16xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>)
+  return
+}
+
+// -----
+
+// ... and a positive epsilon.
+func.func @add_rms_norm_epsilon(%x: tensor<?x64xbf16>) {
+  %w = sol.weight @w : tensor<64xbf16>
+  // expected-error @+1 {{'sol.add_rms_norm' op epsilon must be positive}}
+  %n, %s = sol.add_rms_norm %x, %x, %w {epsilon = -1.0 : f32} : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>)
+  return
+}
+
+// -----
+
+// sol.head_rms_norm: a token-major input...
+func.func @head_rms_norm_rank(%x: tensor<?xbf16>) {
+  %w = sol.weight @w : tensor<16xbf16>
+  // expected-error @+1 {{'sol.head_rms_norm' op operand #0 (input) must have rank 2 (tokens first), but has shape [?]}}
+  %y = sol.head_rms_norm %x, %w {column = 0, num_heads = 4, epsilon = 1.0e-6 : f32} : (tensor<?xbf16>, tensor<16xbf16>) -> tensor<?xbf16>
+  return
+}
+
+// -----
+
+// ... a 1-D weight (one head)...
+func.func @head_rms_norm_weight(%x: tensor<?x128xbf16>) {
+  %w = sol.weight @w : tensor<4x16xbf16>
+  // expected-error @+1 {{'sol.head_rms_norm' op operand #1 (weight) must be 1-D (one head), but has shape [4, 16]}}
+  %y = sol.head_rms_norm %x, %w {column = 0, num_heads = 4, epsilon = 1.0e-6 : f32} : (tensor<?x128xbf16>, tensor<4x16xbf16>) -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// ... columns within the input: past its end...
+func.func @head_rms_norm_past_end(%x: tensor<?x128xbf16>) {
+  %w = sol.weight @w : tensor<16xbf16>
+  // expected-error @+1 {{'sol.head_rms_norm' op columns [96, 160) must lie within the input's 128}}
+  %y = sol.head_rms_norm %x, %w {column = 96, num_heads = 4, epsilon = 1.0e-6 : f32} : (tensor<?x128xbf16>, tensor<16xbf16>) -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// ... from a negative column...
+func.func @head_rms_norm_negative_column(%x: tensor<?x128xbf16>) {
+  %w = sol.weight @w : tensor<16xbf16>
+  // expected-error @+1 {{'sol.head_rms_norm' op columns [-16, 16) must lie within the input's 128}}
+  %y = sol.head_rms_norm %x, %w {column = -16, num_heads = 2, epsilon = 1.0e-6 : f32} : (tensor<?x128xbf16>, tensor<16xbf16>) -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// ... or of no head at all...
+func.func @head_rms_norm_no_heads(%x: tensor<?x128xbf16>) {
+  %w = sol.weight @w : tensor<16xbf16>
+  // expected-error @+1 {{'sol.head_rms_norm' op columns [0, 0) must lie within the input's 128}}
+  %y = sol.head_rms_norm %x, %w {column = 0, num_heads = 0, epsilon = 1.0e-6 : f32} : (tensor<?x128xbf16>, tensor<16xbf16>) -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// ... a positive epsilon...
+func.func @head_rms_norm_epsilon(%x: tensor<?x128xbf16>) {
+  %w = sol.weight @w : tensor<16xbf16>
+  // expected-error @+1 {{'sol.head_rms_norm' op epsilon must be positive}}
+  %y = sol.head_rms_norm %x, %w {column = 0, num_heads = 4, epsilon = 0.0 : f32} : (tensor<?x128xbf16>, tensor<16xbf16>) -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// ... and the input's type (generic form: the custom one names it once).
+func.func @head_rms_norm_result(%x: tensor<?x128xbf16>) {
+  %w = sol.weight @w : tensor<16xbf16>
+  // expected-error @+1 {{'sol.head_rms_norm' op failed to verify that all of {input, result} have same type}}
+  %y = "sol.head_rms_norm"(%x, %w) {column = 0 : i64, num_heads = 4 : i64, epsilon = 1.0e-6 : f32} : (tensor<?x128xbf16>, tensor<16xbf16>) -> tensor<?x128xf16>
+  return
+}
+
+// -----
+
+// sol.rope: the input is num_heads × head_dim wide.
 func.func @rope_heads(%x: tensor<?x64xbf16>, %p: tensor<?xi32>) {
   // expected-error @+1 {{operand #0 (input) has 64 features per token, but num_heads × head_dim = 48}}
   %y = sol.rope %x, %p {rope = #sol.rope<theta = 10000.0>, num_heads = 3, head_dim = 16} : (tensor<?x64xbf16>, tensor<?xi32>) -> tensor<?x64xbf16>
@@ -134,6 +663,7 @@ func.func @rope_heads(%x: tensor<?x64xbf16>, %p: tensor<?xi32>) {
 
 // -----
 
+// Heads rotate pairs: an even head dim.
 func.func @rope_odd(%x: tensor<?x60xbf16>, %p: tensor<?xi32>) {
   // expected-error @+1 {{num_heads must be positive and head_dim positive and even, got num_heads = 4, head_dim = 15}}
   %y = sol.rope %x, %p {rope = #sol.rope<theta = 10000.0>, num_heads = 4, head_dim = 15} : (tensor<?x60xbf16>, tensor<?xi32>) -> tensor<?x60xbf16>
@@ -142,6 +672,25 @@ func.func @rope_odd(%x: tensor<?x60xbf16>, %p: tensor<?xi32>) {
 
 // -----
 
+// One position per token.
+func.func @rope_positions(%x: tensor<?x64xbf16>, %p: tensor<?x1xi32>) {
+  // expected-error @+1 {{operand #1 (positions) must be a 1-D tensor of i32 (one entry per token), but has shape [?, 1]}}
+  %y = sol.rope %x, %p {rope = #sol.rope<theta = 10000.0>, num_heads = 4, head_dim = 16} : (tensor<?x64xbf16>, tensor<?x1xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// The result has the input's type.
+func.func @rope_result(%x: tensor<?x64xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{result type must equal the input type 'tensor<?x64xbf16>'}}
+  %y = sol.rope %x, %p {rope = #sol.rope<theta = 10000.0>, num_heads = 4, head_dim = 16} : (tensor<?x64xbf16>, tensor<?xi32>) -> tensor<?x64xf16>
+  return
+}
+
+// -----
+
+// #sol.rope: a positive base...
 func.func @rope_theta(%x: tensor<?x64xbf16>, %p: tensor<?xi32>) {
   // expected-error @+1 {{rope theta must be positive, got -1}}
   %y = sol.rope %x, %p {rope = #sol.rope<theta = -1.0>, num_heads = 4, head_dim = 16} : (tensor<?x64xbf16>, tensor<?xi32>) -> tensor<?x64xbf16>
@@ -150,6 +699,16 @@ func.func @rope_theta(%x: tensor<?x64xbf16>, %p: tensor<?xi32>) {
 
 // -----
 
+// ... a positive scaling factor when scaling...
+func.func @rope_factor(%x: tensor<?x64xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{rope scaling factor must be positive, got 0}}
+  %y = sol.rope %x, %p {rope = #sol.rope<theta = 10000.0, kind = linear, factor = 0.0>, num_heads = 4, head_dim = 16} : (tensor<?x64xbf16>, tensor<?xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// ... llama3 needs the original context...
 func.func @rope_llama3(%x: tensor<?x64xbf16>, %p: tensor<?xi32>) {
   // expected-error @+1 {{llama3 rope scaling needs original_max_position > 0}}
   %y = sol.rope %x, %p {rope = #sol.rope<theta = 10000.0, kind = llama3, factor = 8.0>, num_heads = 4, head_dim = 16} : (tensor<?x64xbf16>, tensor<?xi32>) -> tensor<?x64xbf16>
@@ -158,6 +717,25 @@ func.func @rope_llama3(%x: tensor<?x64xbf16>, %p: tensor<?xi32>) {
 
 // -----
 
+// ... and ordered frequency factors...
+func.func @rope_llama3_freq_factors(%x: tensor<?x64xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{llama3 rope scaling needs high_freq_factor (1.000000e+00) > low_freq_factor (2.000000e+00)}}
+  %y = sol.rope %x, %p {rope = #sol.rope<theta = 10000.0, kind = llama3, factor = 8.0, low_freq_factor = 2.0, high_freq_factor = 1.0, original_max_position = 64>, num_heads = 4, head_dim = 16} : (tensor<?x64xbf16>, tensor<?xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// ... and yarn the original context.
+func.func @rope_yarn(%x: tensor<?x64xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{yarn rope scaling needs original_max_position > 0}}
+  %y = sol.rope %x, %p {rope = #sol.rope<theta = 10000.0, kind = yarn, factor = 4.0>, num_heads = 4, head_dim = 16} : (tensor<?x64xbf16>, tensor<?xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// sol.attention: query heads are a multiple of kv heads (GQA).
 func.func @attention_gqa(%q: tensor<?x48xbf16>, %k: tensor<?x32xbf16>, %p: tensor<?xi32>) {
   // expected-error @+1 {{num_heads (3) must be a multiple of num_kv_heads (2)}}
   %a = sol.attention %q, %k, %k, %p, %p {layer = 0, num_heads = 3, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x48xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x48xbf16>
@@ -166,6 +744,25 @@ func.func @attention_gqa(%q: tensor<?x48xbf16>, %k: tensor<?x32xbf16>, %p: tenso
 
 // -----
 
+// Heads and head dim are positive.
+func.func @attention_positive(%q: tensor<?x64xbf16>, %k: tensor<?x32xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{num_heads, num_kv_heads and head_dim must be positive}}
+  %a = sol.attention %q, %k, %k, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 0, head_dim = 16, scale = 0.25 : f32} : (tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// Layers count from 0.
+func.func @attention_layer(%q: tensor<?x64xbf16>, %k: tensor<?x32xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{layer must be non-negative}}
+  %a = sol.attention %q, %k, %k, %p, %p {layer = -1, num_heads = 4, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// Key (and value) have the kv heads' width.
 func.func @attention_key(%q: tensor<?x64xbf16>, %k: tensor<?x16xbf16>, %v: tensor<?x32xbf16>, %p: tensor<?xi32>) {
   // expected-error @+1 {{operand #1 (key) has 16 features per token, expected 32}}
   %a = sol.attention %q, %k, %v, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x64xbf16>, tensor<?x16xbf16>, tensor<?x32xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xbf16>
@@ -174,6 +771,7 @@ func.func @attention_key(%q: tensor<?x64xbf16>, %k: tensor<?x16xbf16>, %v: tenso
 
 // -----
 
+// A sliding window is positive.
 func.func @attention_window(%q: tensor<?x64xbf16>, %k: tensor<?x32xbf16>, %p: tensor<?xi32>) {
   // expected-error @+1 {{sliding_window must be positive when set}}
   %a = sol.attention %q, %k, %k, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32, sliding_window = 0} : (tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xbf16>
@@ -182,6 +780,7 @@ func.func @attention_window(%q: tensor<?x64xbf16>, %k: tensor<?x32xbf16>, %p: te
 
 // -----
 
+// One position per token.
 func.func @attention_positions(%q: tensor<?x64xbf16>, %k: tensor<?x32xbf16>, %p: tensor<?x2xi32>, %s: tensor<?xi32>) {
   // expected-error @+1 {{operand #3 (positions) must be a 1-D tensor of i32 (one entry per token), but has shape [?, 2]}}
   %a = sol.attention %q, %k, %k, %p, %s {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?x2xi32>, tensor<?xi32>) -> tensor<?x64xbf16>
@@ -190,30 +789,187 @@ func.func @attention_positions(%q: tensor<?x64xbf16>, %k: tensor<?x32xbf16>, %p:
 
 // -----
 
-func.func @silu_type(%x: tensor<?x64xbf16>) {
-  // expected-error @+1 {{'sol.silu' op requires the same type for all operands and results}}
-  %y = "sol.silu"(%x) : (tensor<?x64xbf16>) -> tensor<?x64xf32>
+// The result has the query's type.
+func.func @attention_result(%q: tensor<?x64xbf16>, %k: tensor<?x32xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{result type must equal the query type 'tensor<?x64xbf16>'}}
+  %a = sol.attention %q, %k, %k, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xf32>
   return
 }
 
 // -----
 
-func.func @gelu_type(%x: tensor<?x64xi32>) {
-  // expected-error @+1 {{'sol.gelu' op operand #0 must be ranked tensor of bfloat16 type or 16-bit float or 32-bit float values, but got 'tensor<?x64xi32>'}}
-  %y = "sol.gelu"(%x) : (tensor<?x64xi32>) -> tensor<?x64xi32>
+// sol.rope_kv_write: the attention shape rules...
+func.func @rope_kv_write_gqa(%qkv: tensor<?x112xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.rope_kv_write' op num_heads (3) must be a multiple of num_kv_heads (2)}}
+  %r = sol.rope_kv_write %qkv, %p, %p {layer = 0, num_heads = 3, num_kv_heads = 2, head_dim = 16, rope = #sol.rope<theta = 10000.0>} : (tensor<?x112xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x112xbf16>
   return
 }
 
 // -----
 
-func.func @mul_shapes(%x: tensor<?x64xbf16>, %y: tensor<?x32xbf16>) {
-  // expected-error @+1 {{'sol.mul' op all non-scalar operands/results must have the same shape and base type}}
-  %z = "sol.mul"(%x, %y) : (tensor<?x64xbf16>, tensor<?x32xbf16>) -> tensor<?x64xbf16>
+// ... positive head dim...
+func.func @rope_kv_write_positive(%qkv: tensor<?x128xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.rope_kv_write' op num_heads, num_kv_heads and head_dim must be positive}}
+  %r = sol.rope_kv_write %qkv, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 0, rope = #sol.rope<theta = 10000.0>} : (tensor<?x128xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x128xbf16>
   return
 }
 
 // -----
 
+// ... a non-negative layer...
+func.func @rope_kv_write_layer(%qkv: tensor<?x128xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.rope_kv_write' op layer must be non-negative}}
+  %r = sol.rope_kv_write %qkv, %p, %p {layer = -2, num_heads = 4, num_kv_heads = 2, head_dim = 16, rope = #sol.rope<theta = 10000.0>} : (tensor<?x128xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// ... an even head dim (rope rotates pairs)...
+func.func @rope_kv_write_odd(%qkv: tensor<?x120xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.rope_kv_write' op rope needs an even head_dim, got 15}}
+  %r = sol.rope_kv_write %qkv, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 15, rope = #sol.rope<theta = 10000.0>} : (tensor<?x120xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x120xbf16>
+  return
+}
+
+// -----
+
+// ... a packed QKV of (H + 2 Hkv) heads...
+func.func @rope_kv_write_width(%qkv: tensor<?x96xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.rope_kv_write' op operand #0 (qkv) has 96 features per token, expected (num_heads + 2 × num_kv_heads) × head_dim = 128}}
+  %r = sol.rope_kv_write %qkv, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, rope = #sol.rope<theta = 10000.0>} : (tensor<?x96xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x96xbf16>
+  return
+}
+
+// -----
+
+// ... 2-D...
+func.func @rope_kv_write_rank(%qkv: tensor<?x8x16xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.rope_kv_write' op operand #0 (qkv) must have rank 2 (tokens first), but has shape [?, 8, 16]}}
+  %r = sol.rope_kv_write %qkv, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, rope = #sol.rope<theta = 10000.0>} : (tensor<?x8x16xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8x16xbf16>
+  return
+}
+
+// -----
+
+// ... 1-D positions...
+func.func @rope_kv_write_positions(%qkv: tensor<?x128xbf16>, %p: tensor<?x2xi32>, %s: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.rope_kv_write' op operand #1 (positions) must be a 1-D tensor of i32 (one entry per token), but has shape [?, 2]}}
+  %r = sol.rope_kv_write %qkv, %p, %s {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, rope = #sol.rope<theta = 10000.0>} : (tensor<?x128xbf16>, tensor<?x2xi32>, tensor<?xi32>) -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// ... and token sequences...
+func.func @rope_kv_write_token_seq(%qkv: tensor<?x128xbf16>, %p: tensor<?xi32>, %s: tensor<?x2xi32>) {
+  // expected-error @+1 {{'sol.rope_kv_write' op operand #2 (token_seq) must be a 1-D tensor of i32 (one entry per token), but has shape [?, 2]}}
+  %r = sol.rope_kv_write %qkv, %p, %s {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, rope = #sol.rope<theta = 10000.0>} : (tensor<?x128xbf16>, tensor<?xi32>, tensor<?x2xi32>) -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// ... a valid #sol.rope...
+func.func @rope_kv_write_rope(%qkv: tensor<?x128xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{yarn rope scaling needs original_max_position > 0}}
+  %r = sol.rope_kv_write %qkv, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, rope = #sol.rope<theta = 10000.0, kind = yarn, factor = 4.0>} : (tensor<?x128xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// ... and the result of the qkv's type (generic form).
+func.func @rope_kv_write_result(%qkv: tensor<?x128xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.rope_kv_write' op failed to verify that all of {qkv, result} have same type}}
+  %r = "sol.rope_kv_write"(%qkv, %p, %p) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, rope = #sol.rope<theta = 10000.0>} : (tensor<?x128xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x128xf16>
+  return
+}
+
+// -----
+
+// sol.kv_attention: the attention shape rules...
+func.func @kv_attention_gqa(%qkv: tensor<?x112xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.kv_attention' op num_heads (3) must be a multiple of num_kv_heads (2)}}
+  %a = sol.kv_attention %qkv, %p, %p {layer = 0, num_heads = 3, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x112xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x48xbf16>
+  return
+}
+
+// -----
+
+// ... positive heads...
+func.func @kv_attention_positive(%qkv: tensor<?x128xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.kv_attention' op num_heads, num_kv_heads and head_dim must be positive}}
+  %a = sol.kv_attention %qkv, %p, %p {layer = 0, num_heads = 0, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x128xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// ... a non-negative layer...
+func.func @kv_attention_layer(%qkv: tensor<?x128xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.kv_attention' op layer must be non-negative}}
+  %a = sol.kv_attention %qkv, %p, %p {layer = -1, num_heads = 4, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x128xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// ... a positive sliding window when set...
+func.func @kv_attention_window(%qkv: tensor<?x128xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.kv_attention' op sliding_window must be positive when set}}
+  %a = sol.kv_attention %qkv, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32, sliding_window = 0} : (tensor<?x128xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// ... a packed QKV...
+func.func @kv_attention_width(%qkv: tensor<?x64xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.kv_attention' op operand #0 (qkv) has 64 features per token, expected (num_heads + 2 × num_kv_heads) × head_dim = 128}}
+  %a = sol.kv_attention %qkv, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x64xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// ... with static columns...
+func.func @kv_attention_static(%qkv: tensor<?x?xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.kv_attention' op operand #0 (qkv) must have static dimensions after the token dimension, but has shape [?, ?]}}
+  %a = sol.kv_attention %qkv, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x?xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// ... 1-D token sequences...
+func.func @kv_attention_token_seq(%qkv: tensor<?x128xbf16>, %p: tensor<?xi32>, %s: tensor<2x?xi32>) {
+  // expected-error @+1 {{'sol.kv_attention' op operand #2 (token_seq) must be a 1-D tensor of i32 (one entry per token), but has shape [2, ?]}}
+  %a = sol.kv_attention %qkv, %p, %s {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x128xbf16>, tensor<?xi32>, tensor<2x?xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// ... and a result of the query heads' width...
+func.func @kv_attention_result(%qkv: tensor<?x128xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.kv_attention' op result must have shape [?, 64] of the qkv's element type, but has [?, 128]}}
+  %a = sol.kv_attention %qkv, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x128xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// ... in the qkv's element type.
+func.func @kv_attention_result_type(%qkv: tensor<?x128xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.kv_attention' op result must have shape [?, 64] of the qkv's element type, but has [?, 64]}}
+  %a = sol.kv_attention %qkv, %p, %p {layer = 0, num_heads = 4, num_kv_heads = 2, head_dim = 16, scale = 0.25 : f32} : (tensor<?x128xbf16>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+// sol.add: operands and result of one type...
 func.func @add_shapes(%x: tensor<?x64xbf16>, %y: tensor<?x64xf16>) {
   // expected-error @+1 {{'sol.add' op requires the same type for all operands and results}}
   %z = "sol.add"(%x, %y) : (tensor<?x64xbf16>, tensor<?x64xf16>) -> tensor<?x64xbf16>
@@ -222,6 +978,16 @@ func.func @add_shapes(%x: tensor<?x64xbf16>, %y: tensor<?x64xf16>) {
 
 // -----
 
+// Activations are float tensors.
+func.func @add_type(%x: tensor<?x64xi32>) {
+  // expected-error @+1 {{'sol.add' op operand #0 must be ranked tensor of bfloat16 type or 16-bit float or 32-bit float values, but got 'tensor<?x64xi32>'}}
+  %z = "sol.add"(%x, %x) : (tensor<?x64xi32>, tensor<?x64xi32>) -> tensor<?x64xi32>
+  return
+}
+
+// -----
+
+// sol.swiglu: the two-operand form's up has the gate's type.
 func.func @swiglu_up(%g: tensor<?x64xbf16>, %u: tensor<?x32xbf16>) {
   // expected-error @+1 {{operand #1 (up) must have the type of operand #0 (gate) 'tensor<?x64xbf16>', but has 'tensor<?x32xbf16>'}}
   %s = sol.swiglu %g, %u : (tensor<?x64xbf16>, tensor<?x32xbf16>) -> tensor<?x64xbf16>
@@ -230,6 +996,7 @@ func.func @swiglu_up(%g: tensor<?x64xbf16>, %u: tensor<?x32xbf16>) {
 
 // -----
 
+// The one-operand form halves the columns...
 func.func @swiglu_one_operand(%g: tensor<?x64xbf16>) {
   // expected-error @+1 {{result must have shape [?, 32], but has shape [?, 64]}}
   %s = sol.swiglu %g : (tensor<?x64xbf16>) -> tensor<?x64xbf16>
@@ -238,6 +1005,25 @@ func.func @swiglu_one_operand(%g: tensor<?x64xbf16>) {
 
 // -----
 
+// ... of an even number.
+func.func @swiglu_odd(%g: tensor<?x63xbf16>) {
+  // expected-error @+1 {{the one-operand form needs an even number of columns (gate then up), got 63}}
+  %s = sol.swiglu %g : (tensor<?x63xbf16>) -> tensor<?x31xbf16>
+  return
+}
+
+// -----
+
+// The result has the gate's element type.
+func.func @swiglu_element_type(%g: tensor<?x64xbf16>) {
+  // expected-error @+1 {{result element type 'f32' must match the element type 'bf16' of operand #0 (gate)}}
+  %s = sol.swiglu %g, %g : (tensor<?x64xbf16>, tensor<?x64xbf16>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+// sol.split: the parts' columns add up to the input's.
 func.func @split_sum(%x: tensor<?x64xbf16>) {
   // expected-error @+1 {{results have 48 columns in all, but the input has 64}}
   %a:2 = sol.split %x : tensor<?x64xbf16> -> tensor<?x16xbf16>, tensor<?x32xbf16>
@@ -246,6 +1032,106 @@ func.func @split_sum(%x: tensor<?x64xbf16>) {
 
 // -----
 
+// At least one part (generic form).
+func.func @split_none(%x: tensor<?x64xbf16>) {
+  // expected-error @+1 {{must produce at least one part}}
+  "sol.split"(%x) : (tensor<?x64xbf16>) -> ()
+  return
+}
+
+// -----
+
+// Parts have static columns...
+func.func @split_dynamic(%x: tensor<?x64xbf16>) {
+  // expected-error @+1 {{result #1 must be 2-D with static columns, but has shape [?, ?]}}
+  %a:2 = sol.split %x : tensor<?x64xbf16> -> tensor<?x16xbf16>, tensor<?x?xbf16>
+  return
+}
+
+// -----
+
+// ... and the input's element type.
+func.func @split_element_type(%x: tensor<?x64xbf16>) {
+  // expected-error @+1 {{result element type 'f16' must match the element type 'bf16' of operand #0 (input)}}
+  %a:2 = sol.split %x : tensor<?x64xbf16> -> tensor<?x16xbf16>, tensor<?x48xf16>
+  return
+}
+
+// -----
+
+// sol.concat_columns: at least one input (generic form)...
+func.func @concat_columns_empty() {
+  // expected-error @+1 {{'sol.concat_columns' op needs at least one input}}
+  %c = "sol.concat_columns"() : () -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// ... token-major inputs...
+func.func @concat_columns_rank(%a: tensor<?x64xbf16>, %b: tensor<?xbf16>) {
+  // expected-error @+1 {{'sol.concat_columns' op an input must have rank 2 (tokens first), but has shape [?]}}
+  %c = sol.concat_columns %a, %b : (tensor<?x64xbf16>, tensor<?xbf16>) -> tensor<?x65xbf16>
+  return
+}
+
+// -----
+
+// ... of one element type...
+func.func @concat_columns_element_type(%a: tensor<?x64xbf16>, %b: tensor<?x32xf16>) {
+  // expected-error @+1 {{'sol.concat_columns' op input #1 has element type 'f16', input #0 'bf16'}}
+  %c = sol.concat_columns %a, %b : (tensor<?x64xbf16>, tensor<?x32xf16>) -> tensor<?x96xbf16>
+  return
+}
+
+// -----
+
+// ... and a result with all their columns...
+func.func @concat_columns_result(%a: tensor<?x64xbf16>, %b: tensor<?x32xbf16>) {
+  // expected-error @+1 {{'sol.concat_columns' op result must have shape [?, 96] of the inputs' element type, but has [?, 64]}}
+  %c = sol.concat_columns %a, %b : (tensor<?x64xbf16>, tensor<?x32xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// ... in their element type.
+func.func @concat_columns_result_type(%a: tensor<?x64xbf16>, %b: tensor<?x32xbf16>) {
+  // expected-error @+1 {{'sol.concat_columns' op result must have shape [?, 96] of the inputs' element type, but has [?, 96]}}
+  %c = sol.concat_columns %a, %b : (tensor<?x64xbf16>, tensor<?x32xbf16>) -> tensor<?x96xf32>
+  return
+}
+
+// -----
+
+// sol.gather_rows: a token-major input...
+func.func @gather_rows_rank(%x: tensor<?xbf16>, %r: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.gather_rows' op operand #0 (input) must have rank 2 (tokens first), but has shape [?]}}
+  %g = sol.gather_rows %x, %r : (tensor<?xbf16>, tensor<?xi32>) -> tensor<?xbf16>
+  return
+}
+
+// -----
+
+// ... 1-D rows...
+func.func @gather_rows_rows(%x: tensor<?x64xbf16>, %r: tensor<?x1xi32>) {
+  // expected-error @+1 {{'sol.gather_rows' op operand #1 (rows) must be a 1-D tensor of i32 (one entry per token), but has shape [?, 1]}}
+  %g = sol.gather_rows %x, %r : (tensor<?x64xbf16>, tensor<?x1xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// ... and the input's type.
+func.func @gather_rows_result(%x: tensor<?x64xbf16>, %r: tensor<?xi32>) {
+  // expected-error @+1 {{'sol.gather_rows' op result type must equal the input type 'tensor<?x64xbf16>'}}
+  %g = sol.gather_rows %x, %r : (tensor<?x64xbf16>, tensor<?xi32>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// sol.logits: the LM head is [vocab, hidden].
 func.func @logits_head(%h: tensor<?x64xbf16>, %r: tensor<?xi32>) {
   %n = sol.weight @n : tensor<64xbf16>
   %w = sol.weight @w : tensor<256x32xbf16>
@@ -256,6 +1142,18 @@ func.func @logits_head(%h: tensor<?x64xbf16>, %r: tensor<?xi32>) {
 
 // -----
 
+// The final norm covers the whole row.
+func.func @logits_norm_weight(%h: tensor<?x64xbf16>, %r: tensor<?xi32>) {
+  %n = sol.weight @n : tensor<32xbf16>
+  %w = sol.weight @w : tensor<256x64xbf16>
+  // expected-error @+1 {{operand #1 (norm_weight) must have shape [64], but has shape [32]}}
+  %l = sol.logits %h, %n, %w, %r {epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<32xbf16>, tensor<256x64xbf16>, tensor<?xi32>) -> tensor<?x256xf32>
+  return
+}
+
+// -----
+
+// One logit per vocabulary entry.
 func.func @logits_result(%h: tensor<?x64xbf16>, %r: tensor<?xi32>) {
   %n = sol.weight @n : tensor<64xbf16>
   %w = sol.weight @w : tensor<256x64xbf16>
@@ -266,43 +1164,24 @@ func.func @logits_result(%h: tensor<?x64xbf16>, %r: tensor<?xi32>) {
 
 // -----
 
-func.func @fused_non_elementwise(%x: tensor<?x64xbf16>) {
-  // expected-error @+1 {{may hold only elementwise sol ops, but holds 'sol.swiglu'}}
-  %r = sol.fused ins(%x : tensor<?x64xbf16>) -> tensor<?x32xbf16> {
-  ^bb0(%a: tensor<?x64xbf16>):
-    %s = sol.swiglu %a : (tensor<?x64xbf16>) -> tensor<?x32xbf16>
-    sol.yield %s : tensor<?x32xbf16>
-  }
-  return
-}
+// #sol.model: an architecture name...
+// expected-error @+1 {{sol.model needs an architecture name}}
+module attributes {sol.model = #sol.model<architecture = "", vocab_size = 256, hidden_size = 64, num_layers = 1, max_position_embeddings = 128>} {}
 
 // -----
 
-func.func @fused_arg_type(%x: tensor<?x64xbf16>) {
-  // expected-error @+1 {{region argument #0 has type 'tensor<?x64xf32>' but input #0 has type 'tensor<?x64xbf16>'}}
-  %r = sol.fused ins(%x : tensor<?x64xbf16>) -> tensor<?x64xf32> {
-  ^bb0(%a: tensor<?x64xf32>):
-    %s = sol.silu %a : tensor<?x64xf32>
-    sol.yield %s : tensor<?x64xf32>
-  }
-  return
-}
+// ... and positive sizes.
+// expected-error @+1 {{sol.model needs positive vocab_size, hidden_size, num_layers and max_position_embeddings, got 256, 64, 0, 128}}
+module attributes {sol.model = #sol.model<architecture = "LlamaForCausalLM", vocab_size = 256, hidden_size = 64, num_layers = 0, max_position_embeddings = 128>} {}
 
 // -----
 
-func.func @fused_yield(%x: tensor<?x64xbf16>) {
-  // expected-error @+1 {{sol.yield produces 1 values whose types must equal the results' types}}
-  %r = sol.fused ins(%x : tensor<?x64xbf16>) -> tensor<?x32xbf16> {
-  ^bb0(%a: tensor<?x64xbf16>):
-    %s = sol.silu %a : tensor<?x64xbf16>
-    sol.yield %s : tensor<?x64xbf16>
-  }
-  return
-}
+// ... (the vocabulary too).
+// expected-error @+1 {{sol.model needs positive vocab_size, hidden_size, num_layers and max_position_embeddings, got -1, 64, 2, 128}}
+module attributes {sol.model = #sol.model<architecture = "LlamaForCausalLM", vocab_size = -1, hidden_size = 64, num_layers = 2, max_position_embeddings = 128>} {}
 
 // -----
 
-func.func @yield_outside(%x: tensor<?x64xbf16>) {
-  // expected-error @+1 {{expects parent op 'sol.fused'}}
-  sol.yield %x : tensor<?x64xbf16>
-}
+// Every parameter is required (the parser wants the next one).
+// expected-error @+1 {{expected ','}}
+module attributes {sol.model = #sol.model<architecture = "LlamaForCausalLM", vocab_size = 256, hidden_size = 64, num_layers = 2>} {}
