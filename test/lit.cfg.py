@@ -15,5 +15,7 @@ config.environment["PATH"] = os.pathsep.join(
     [config.sol_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%models", os.path.join(config.sol_src_root, "test", "models")))
 config.substitutions.append(("%python", config.python_executable))
+# The trained default model the repository ships (models/sol-tiny).
+config.substitutions.append(("%sol_tiny", os.path.join(config.sol_src_root, "models", "sol-tiny")))
 # ../shared beside the checkout (real tokenizers); CI has a read-only copy.
 config.substitutions.append(("%shared", os.path.join(os.path.dirname(config.sol_src_root), "shared")))
