@@ -24,7 +24,7 @@ Without --model, a random-weight Llama-3.2-1B-shaped checkpoint is made with
 scripts/make-shape-model.py in /tmp (reused if it is already there).
 
   python3 bench/decode_bench.py --solc build/bin/solc --solrun build/bin/solrun \\
-      --json-out bench/results/decode-llama-3.2-1b.json
+      --json-out /tmp/bench.json
 
 Prints one JSON object and a table; exit code 0 if every requested row ran.
 """

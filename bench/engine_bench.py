@@ -20,7 +20,7 @@ Workloads (random prompt ids from a seeded RNG, greedy, ignore EOS, one CUDA GPU
                uniform in 32..512, all submitted at once: tokens/s and peak KV use.
 
   python3 bench/engine_bench.py --solrun build/bin/solrun --plan /tmp/x.plan \\
-      --model /tmp/llama-3.2-1b --json-out bench/results/engine.json
+      --model /tmp/llama-3.2-1b --json-out /tmp/engine.json
 
 Prints one JSON object and a table; exit code 0 when every requested workload ran.
 """

@@ -14,7 +14,7 @@ The overhead is 1 - serve output tok/s / bench output tok/s (the issue's target:
 Prints one JSON object and a table; exit code 0 when every level ran.
 
   python3 bench/serve_bench.py --solrun build/bin/solrun --solbench build/bin/solbench \\
-      --plan /tmp/x.plan --json-out bench/results/serve.json
+      --plan /tmp/x.plan --json-out /tmp/serve.json
 """
 
 import argparse

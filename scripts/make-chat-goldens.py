@@ -5,7 +5,7 @@ test/unit/chat compares Sol's chat-template interpreter against.
 
 Runs where `transformers` is installed (no network needed):
 
-  scripts/make-chat-goldens.py --tokenizers ../shared/tokenizers \
+  scripts/make-chat-goldens.py --tokenizers third_party/tokenizers \
       --conversations test/chat/conversations.jsonl --out test/chat/goldens
 
 Input lines:  {"name": "...", "request": {"messages": [...], "tools": [...],

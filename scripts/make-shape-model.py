@@ -15,8 +15,8 @@ generator (matrices N(0, 0.02^2), norm weights 1 + 0.05*N(0,1), biases
 0.02*N(0,1)), checked with one forward pass (finite, non-constant logits) and
 saved as safetensors shards of at most 5 GB (plus model.safetensors.index.json
 when there is more than one shard) with generation_config.json. A tokenizer is
-copied in when one is found (--tokenizer-dir, or ../shared/tokenizers/ beside
-the repository).
+copied in when one is found (--tokenizer-dir, or third_party/tokenizers/, which
+scripts/fetch-test-data fills).
 
 Needs torch with CUDA, transformers >= 5, safetensors.
 """
@@ -167,7 +167,8 @@ QWEN_GENERATION = {"bos_token_id": 151643, "do_sample": False, "eos_token_id": 1
                    "max_new_tokens": 2048}
 
 SHAPES = {
-    # name: (config, generation config, tokenizer folder under shared/tokenizers, parameter count)
+    # name: (config, generation config, tokenizer folder under third_party/tokenizers,
+    #        parameter count)
     "llama-3.2-1b": (LLAMA_3_2_1B, LLAMA_GENERATION, "llama3.1", 1_235_814_400),
     "llama-3.1-8b": (LLAMA_3_1_8B, LLAMA_GENERATION, "llama3.1", 8_030_261_248),
     "qwen2.5-1.5b": (QWEN2_5_1_5B, QWEN_GENERATION, "qwen3", 1_543_714_304),
@@ -207,7 +208,7 @@ def main():
                          "residual stream; default 0.02")
     ap.add_argument("--tokenizer-dir",
                     help="folder with tokenizer.json/tokenizer_config.json to copy in (default: "
-                         "../shared/tokenizers/<family> beside the repository, if present)")
+                         "third_party/tokenizers/<family> of the repository, if present)")
     ap.add_argument("--no-tokenizer", action="store_true", help="do not copy a tokenizer")
     args = ap.parse_args()
 
@@ -317,7 +318,7 @@ def main():
     # 5. Tokenizer.
     if not args.no_tokenizer:
         tok_dir = Path(args.tokenizer_dir) if args.tokenizer_dir else (
-            Path(__file__).resolve().parent.parent.parent / "shared" / "tokenizers" / tokenizer_family)
+            Path(__file__).resolve().parent.parent / "third_party" / "tokenizers" / tokenizer_family)
         copied = []
         if tok_dir.is_dir():
             for name in TOKENIZER_FILES:

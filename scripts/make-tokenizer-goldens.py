@@ -22,7 +22,7 @@ Needs Python packages `transformers` and `tokenizers`; no network (it sets
 HF_HUB_OFFLINE). Fails with a non-zero exit status on any error.
 
 Usage:
-  scripts/make-tokenizer-goldens.py --tokenizers ../shared/tokenizers \
+  scripts/make-tokenizer-goldens.py --tokenizers third_party/tokenizers \
       --corpus test/tokenizer/corpus.jsonl --out test/tokenizer/goldens
 """
 import argparse

@@ -17,5 +17,14 @@ config.substitutions.append(("%models", os.path.join(config.sol_src_root, "test"
 config.substitutions.append(("%python", config.python_executable))
 # The trained default model the repository ships (models/sol-tiny).
 config.substitutions.append(("%sol_tiny", os.path.join(config.sol_src_root, "models", "sol-tiny")))
-# ../shared beside the checkout (real tokenizers); CI has a read-only copy.
-config.substitutions.append(("%shared", os.path.join(os.path.dirname(config.sol_src_root), "shared")))
+# The real tokenizers (qwen3/, llama3.1/), fetched by scripts/setup into the
+# folder the CMake variable SOL_TEST_TOKENIZERS names. When they are missing,
+# lit stops with an error that says so, before running any test.
+config.substitutions.append(("%tokenizers", config.sol_test_tokenizers))
+_missing = [os.path.join(config.sol_test_tokenizers, family, name)
+            for family in ("qwen3", "llama3.1")
+            for name in ("tokenizer.json", "tokenizer_config.json")
+            if not os.path.isfile(os.path.join(config.sol_test_tokenizers, family, name))]
+if _missing:
+    lit_config.error(f"{', '.join(_missing)} missing: run scripts/setup (or "
+                     "scripts/fetch-test-data), which fetches the test tokenizers")

@@ -229,11 +229,10 @@ Result measure(const sol::Tokenizer &tokenizer, const std::string &family,
 
 int main(int argc, char **argv) {
   try {
-    std::string dir;
+    // The test tokenizers that scripts/setup fetches; run from the root.
+    std::string dir = "third_party/tokenizers";
     if (const char *root = std::getenv("SOL_SOURCE_DIR"))
-      dir = std::string(root) + "/../shared/tokenizers";
-    else
-      dir = "../shared/tokenizers";
+      dir = std::string(root) + "/" + dir;
     std::vector<std::string> families = {"qwen3", "llama3.1"};
     std::vector<std::string> inputNames = {"prose", "code", "spaces", "digits",
                                            "one-word"};

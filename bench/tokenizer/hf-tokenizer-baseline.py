@@ -4,7 +4,7 @@ transformers.AutoTokenizer (the Rust `tokenizers` library underneath) on the
 texts that tokenizer_bench generates.
 
   tokenizer_bench --write-inputs /tmp/inputs
-  bench/tokenizer/hf-tokenizer-baseline.py --tokenizers ../shared/tokenizers \
+  bench/tokenizer/hf-tokenizer-baseline.py --tokenizers third_party/tokenizers \
       --inputs /tmp/inputs
 
 Prints a JSON object, then a table, in the same units as tokenizer_bench

@@ -6,7 +6,7 @@ complete, and its token ids must equal those of the same request sent alone
 (one by one, before the load). Afterwards the server must be idle with no KV
 block held. Standard library only.
 
-  load_test.py --solc BIN --solrun BIN --work DIR --shared DIR
+  load_test.py --solc BIN --solrun BIN --work DIR --tokenizers DIR
       [--requests 500] [--concurrency 32] [--max-tokens 8]
 """
 import argparse
@@ -42,12 +42,13 @@ def main():
     ap.add_argument("--solc", required=True)
     ap.add_argument("--solrun", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--shared", required=True)
+    ap.add_argument("--tokenizers", required=True,
+                    help="the test tokenizers' folder (qwen3/, llama3.1/)")
     ap.add_argument("--requests", type=int, default=500)
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--max-tokens", type=int, default=8)
     A = ap.parse_args()
-    plan = build_plan(A.solc, A.work, A.shared)
+    plan = build_plan(A.solc, A.work, A.tokenizers)
     rng = random.Random(7)
     # Varied prompts: 4 to 48 ids; some share a prefix, some repeat whole.
     prefix = [rng.randrange(1, 150000) for _ in range(24)]

@@ -5,7 +5,7 @@ model. The packages are installed with `npm ci` from the committed
 package-lock.json into the work directory (never the source tree); a failed
 install fails the test.
 
-  sdk_test.py --solc BIN --solrun BIN --work DIR --shared DIR
+  sdk_test.py --solc BIN --solrun BIN --work DIR --tokenizers DIR
 """
 import argparse
 import os
@@ -24,7 +24,8 @@ def main():
     ap.add_argument("--solc", required=True)
     ap.add_argument("--solrun", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--shared", required=True)
+    ap.add_argument("--tokenizers", required=True,
+                    help="the test tokenizers' folder (qwen3/, llama3.1/)")
     A = ap.parse_args()
     work = Path(A.work)
     app = work / "sdk"
@@ -35,7 +36,7 @@ def main():
         check(shutil.which(tool), f"{tool} is not installed: the SDK test needs Node 20 and npm")
     subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=app,
                    check=True)
-    plan = build_plan(A.solc, work, A.shared)
+    plan = build_plan(A.solc, work, A.tokenizers)
     S = Server(A.solrun, plan, "--api-key", "sekret", "--served-model-name", "sol-tiny")
     try:
         env = dict(os.environ, SOL_BASE_URL=f"http://127.0.0.1:{S.port}/v1",

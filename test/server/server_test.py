@@ -7,7 +7,7 @@ wrong content type, unknown fields, slow clients, disconnects mid-stream),
 metrics, and graceful shutdown. After each edge case the server must still
 serve, and /metrics must show no KV block held once idle.
 
-  server_test.py --solc BIN --solrun BIN --work DIR --shared DIR [-k NAME]
+  server_test.py --solc BIN --solrun BIN --work DIR --tokenizers DIR [-k NAME]
 """
 import argparse
 import json
@@ -575,10 +575,11 @@ def main():
     ap.add_argument("--solc", required=True)
     ap.add_argument("--solrun", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--shared", required=True)
+    ap.add_argument("--tokenizers", required=True,
+                    help="the test tokenizers' folder (qwen3/, llama3.1/)")
     ap.add_argument("-k", help="run the tests whose name contains this")
     A = ap.parse_args()
-    A.plan = build_plan(A.solc, A.work, A.shared)
+    A.plan = build_plan(A.solc, A.work, A.tokenizers)
     S = Server(A.solrun, A.plan, "--max-request-bytes", "100000",
                "--request-read-timeout", "4")
     failed = []

@@ -23,7 +23,7 @@ def check(cond, *what):
         raise AssertionError(" ".join(str(w) for w in what))
 
 
-def build_plan(solc, work, shared):
+def build_plan(solc, work, tokenizers):
     """A random Qwen3-shaped model (hidden 16, one layer) with the real Qwen3
     tokenizer and chat template, compiled for the CPU reference executor."""
     work = Path(work)
@@ -41,8 +41,9 @@ def build_plan(solc, work, shared):
     config["max_position_embeddings"] = MAX_MODEL_LEN
     (model / "config.json").write_text(json.dumps(config))
     for name in ("tokenizer.json", "tokenizer_config.json"):
-        src = Path(shared) / "tokenizers/qwen3" / name
-        check(src.exists(), f"{src} is missing (../shared/tokenizers beside the checkout)")
+        src = Path(tokenizers) / "qwen3" / name
+        check(src.exists(), f"{src} is missing: run scripts/setup (or scripts/fetch-test-data), "
+              "which fetches the test tokenizers")
         (model / name).write_bytes(src.read_bytes())
     subprocess.run([solc, str(model), "--gpu", "none", "-q", "-o", str(plan) + ".tmp"],
                    check=True)

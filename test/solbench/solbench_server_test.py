@@ -4,7 +4,7 @@ executor, with the tiny Llama test model (test/models/llama) compiled by solc.
 A concurrency sweep of 1 and 4 must complete every request with exactly the
 asked number of tokens. Run by ctest (label solbench):
 
-  SOLBENCH=... SOLC=... SOLRUN=... python3 test/solbench/solbench_server_test.py -v
+  SOLBENCH=... SOLC=... SOLRUN=... SOL_TEST_TOKENIZERS=third_party/tokenizers python3 test/solbench/solbench_server_test.py -v
 """
 import json
 import os
@@ -17,6 +17,8 @@ import tempfile
 import threading
 import unittest
 
+from solbench_test import qwen3_tokenizer
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
 BIN = os.path.join(SOURCE_ROOT, "build", "bin")
@@ -25,7 +27,6 @@ SOLC = os.environ.get("SOLC", os.path.join(BIN, "solc"))
 SOLRUN = os.environ.get("SOLRUN", os.path.join(BIN, "solrun"))
 MODEL = os.path.join(SOURCE_ROOT, "test", "models", "llama")
 MAKE_RANDOM_MODEL = os.path.join(SOURCE_ROOT, "test", "e2e", "make-random-model.py")
-QWEN3_TOKENIZER = os.path.join(os.path.dirname(SOURCE_ROOT), "shared", "tokenizers", "qwen3")
 
 
 class Server:
@@ -121,7 +122,7 @@ class SolbenchServerTest(unittest.TestCase):
         model = os.path.join(self.tmp, "qwen")
         subprocess.run([sys.executable, MAKE_RANDOM_MODEL, model, "151669"], check=True)
         for name in ("tokenizer.json", "tokenizer_config.json"):
-            shutil.copy(os.path.join(QWEN3_TOKENIZER, name), model)
+            shutil.copy(os.path.join(qwen3_tokenizer(), name), model)
         plan = os.path.join(self.tmp, "qwen.plan")
         subprocess.run([SOLC, model, "--gpu", "none", "-q", "-o", plan], check=True)
         server = Server(plan)

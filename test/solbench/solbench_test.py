@@ -6,7 +6,7 @@ the solbench binary ($SOLBENCH) against it, and checks the exit code, the
 messages, the JSON and HTML reports and what the mock received. Run by ctest
 (label solbench) from the source root:
 
-  SOLBENCH=build/bin/solbench python3 test/solbench/solbench_test.py -v
+  SOLBENCH=build/bin/solbench SOL_TEST_TOKENIZERS=third_party/tokenizers python3 test/solbench/solbench_test.py -v
 """
 import json
 import os
@@ -24,7 +24,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
 MOCK = os.path.join(HERE, "mock_openai_server.py")
 SOLBENCH = os.environ.get("SOLBENCH", os.path.join(SOURCE_ROOT, "build", "bin", "solbench"))
-QWEN3_TOKENIZER = os.path.join(os.path.dirname(SOURCE_ROOT), "shared", "tokenizers", "qwen3")
+
+
+def qwen3_tokenizer():
+    """The real Qwen3 tokenizer's folder, $SOL_TEST_TOKENIZERS/qwen3: ctest sets
+    the variable, scripts/setup fetches the files. Fails the test when missing."""
+    root = os.environ.get("SOL_TEST_TOKENIZERS")
+    if not root:
+        raise AssertionError("SOL_TEST_TOKENIZERS is not set: run the test through ctest "
+                             "(scripts/test), or set it to third_party/tokenizers")
+    path = os.path.join(root, "qwen3")
+    if not os.path.isfile(os.path.join(path, "tokenizer.json")):
+        raise AssertionError(f"{path}/tokenizer.json is missing: run scripts/setup (or "
+                             "scripts/fetch-test-data), which fetches the test tokenizers")
+    return path
 
 
 class Mock:
@@ -254,8 +267,9 @@ class SolbenchTest(unittest.TestCase):
         self.assertGreaterEqual(lv["ttft_ms"]["min"], 100)
 
     def test_chat_with_tokenizer(self):
+        tokenizer = qwen3_tokenizer()
         with Mock(self.tmp) as m:
-            r = solbench("--url", m.url, "--endpoint", "chat", "--tokenizer", QWEN3_TOKENIZER,
+            r = solbench("--url", m.url, "--endpoint", "chat", "--tokenizer", tokenizer,
                          "--concurrency", 1, "--num-prompts", 3, "--input-len", 30,
                          "--output-len", 2, "--json", self.path("tok.json"))
             self.ok(r)
@@ -264,7 +278,7 @@ class SolbenchTest(unittest.TestCase):
         for q in sent:
             self.assertTrue(q["body"]["messages"][0]["content"])
         cfg = self.load("tok.json")["config"]
-        self.assertEqual(cfg["tokenizer"], QWEN3_TOKENIZER)
+        self.assertEqual(cfg["tokenizer"], tokenizer)
         self.assertIn("input 30 tokens, output 2 tokens", cfg["workload"])
 
     # --- Framing and counting -------------------------------------------

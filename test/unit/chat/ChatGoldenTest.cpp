@@ -13,6 +13,7 @@
 
 #include "runtime/chat/ChatTemplate.h"
 #include "runtime/support/Error.h"
+#include "test/unit/TestTokenizers.h"
 
 #include <gtest/gtest.h>
 
@@ -67,12 +68,12 @@ TEST_P(ChatGoldenTest, MatchesTransformers) {
   ASSERT_TRUE(probe.good())
       << "missing golden file " << goldenPath
       << ": generate it on a machine with Python transformers installed:\n"
-         "  scripts/make-chat-goldens.py --tokenizers ../shared/tokenizers "
+         "  scripts/make-chat-goldens.py --tokenizers third_party/tokenizers "
          "--conversations test/chat/conversations.jsonl --out "
          "test/chat/goldens";
 
-  const std::string configPath = sourceDir() + "/../shared/tokenizers/" +
-                                 family + "/tokenizer_config.json";
+  const std::string configPath =
+      (sol::test::testTokenizerDir(family) / "tokenizer_config.json").string();
   sol::ChatTemplate chat =
       sol::ChatTemplate::fromTokenizerConfigFile(configPath);
 

@@ -1,7 +1,7 @@
 //===- ChatTemplateTest.cpp - sol::ChatTemplate on real chat templates ----===//
 //
 // Renders requests with the real Qwen3 and Llama 3.1 tokenizer_config.json
-// files of ../shared/tokenizers and with the usual Qwen2.5 and Mistral
+// files that scripts/setup fetches and with the usual Qwen2.5 and Mistral
 // (v0.3, with tools) templates. Expected texts are what the templates say
 // for these inputs under Transformers' Jinja settings.
 //
@@ -9,17 +9,15 @@
 
 #include "runtime/chat/ChatTemplate.h"
 #include "runtime/support/Error.h"
+#include "test/unit/TestTokenizers.h"
 
 #include <gtest/gtest.h>
-
-#include <cstdlib>
 
 namespace {
 
 std::string tokenizerConfig(const std::string &family) {
-  const char *dir = std::getenv("SOL_SOURCE_DIR");
-  return std::string(dir ? dir : ".") + "/../shared/tokenizers/" + family +
-         "/tokenizer_config.json";
+  return (sol::test::testTokenizerDir(family) / "tokenizer_config.json")
+      .string();
 }
 
 nlohmann::ordered_json request(const char *text) {

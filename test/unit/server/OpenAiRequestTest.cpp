@@ -1,10 +1,12 @@
 //===- OpenAiRequestTest.cpp - OpenAI request parsing and validation ------===//
 #include "runtime/server/OpenAiRequest.h"
 #include "runtime/server/ApiError.h"
+#include "test/unit/TestTokenizers.h"
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
+#include <exception>
+#include <string>
 
 namespace sol {
 namespace {
@@ -205,13 +207,14 @@ TEST(OpenAiRequest, ContextLengthErrorsAsVllm) {
 
 class ChatRequest : public ::testing::Test {
 protected:
-  static std::filesystem::path tokenizers() {
-    return std::filesystem::path("..") / "shared" / "tokenizers";
-  }
   // Loading the Qwen3 tokenizer takes a second: once for the suite.
   static void SetUpTestSuite() {
-    if (std::filesystem::exists(tokenizers() / "qwen3"))
-      text_ = new TextModel(TextModel::fromDirectory(tokenizers() / "qwen3"));
+    try {
+      text_ = new TextModel(
+          TextModel::fromDirectory(sol::test::testTokenizerDir("qwen3")));
+    } catch (const std::exception &e) {
+      error_ = e.what();
+    }
   }
   static void TearDownTestSuite() {
     delete text_;
@@ -219,13 +222,14 @@ protected:
   }
   void SetUp() override {
     if (!text_)
-      GTEST_FAIL() << "../shared/tokenizers/qwen3 is missing";
+      GTEST_FAIL() << error_;
     model_ = idModel();
     model_.vocabSize = 151669;
     model_.maxModelLen = 512;
     model_.text = text_;
   }
   static inline TextModel *text_ = nullptr;
+  static inline std::string error_;
   ServedModel model_;
 };
 

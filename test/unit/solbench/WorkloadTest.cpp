@@ -3,10 +3,10 @@
 
 #include "runtime/support/Error.h"
 #include "runtime/tokenizer/Tokenizer.h"
+#include "test/unit/TestTokenizers.h"
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -113,10 +113,8 @@ TEST(Workload, SyntheticChatWords) {
 }
 
 TEST(Workload, SyntheticChatTextOfExactTokenLength) {
-  const char *src = std::getenv("SOL_SOURCE_DIR");
-  const std::filesystem::path dir = std::filesystem::path(src ? src : ".") /
-                                    ".." / "shared" / "tokenizers" / "qwen3";
-  const sol::Tokenizer tok = sol::Tokenizer::fromDirectory(dir);
+  const sol::Tokenizer tok =
+      sol::Tokenizer::fromDirectory(sol::test::testTokenizerDir("qwen3"));
   const Workload w = Workload::synthetic(Endpoint::Chat, {40, 40}, {4, 4},
                                          {1000, 20000}, &tok, 3);
   int exact = 0;

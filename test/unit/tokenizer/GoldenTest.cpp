@@ -33,7 +33,7 @@ std::vector<nlohmann::json> readGoldens(const std::string &name) {
     ADD_FAILURE() << "golden file " << path.string()
                   << " is missing. Generate it (needs Python transformers and "
                      "tokenizers) with:\n  scripts/make-tokenizer-goldens.py "
-                     "--tokenizers ../shared/tokenizers --corpus "
+                     "--tokenizers third_party/tokenizers --corpus "
                      "test/tokenizer/corpus.jsonl --out test/tokenizer/goldens";
     return records;
   }

@@ -1,7 +1,7 @@
 //===- TokenizerTest.cpp - sol::Tokenizer on the real tokenizers ----------===//
 //
 // Hand-verified facts about Qwen3 and Llama 3.1 (ids looked up in the
-// vocabularies of ../shared/tokenizers), plus behaviour that the goldens
+// vocabularies of the fetched test tokenizers), plus behaviour that the goldens
 // cannot show: invalid UTF-8, very long inputs, threads, error messages.
 //
 //===----------------------------------------------------------------------===//
@@ -9,8 +9,8 @@
 #include "TokenizerTestSupport.h"
 
 #include "runtime/support/Error.h"
-#include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/support/Utf8.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 #include <gtest/gtest.h>
 

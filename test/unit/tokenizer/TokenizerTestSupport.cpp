@@ -4,6 +4,7 @@
 
 #include "runtime/support/Error.h"
 #include "runtime/tokenizer/ByteLevelAlphabet.h"
+#include "test/unit/TestTokenizers.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,7 +25,7 @@ std::filesystem::path sourceDir() {
 }
 
 std::filesystem::path tokenizerDir(std::string_view family) {
-  return sourceDir() / ".." / "shared" / "tokenizers" / std::string(family);
+  return testTokenizerDir(family);
 }
 
 const Tokenizer &realTokenizer(std::string_view family) {
@@ -35,10 +36,6 @@ const Tokenizer &realTokenizer(std::string_view family) {
   if (it != loaded.end())
     return *it->second;
   const std::filesystem::path dir = tokenizerDir(family);
-  if (!std::filesystem::exists(dir / "tokenizer.json"))
-    fail("missing ", (dir / "tokenizer.json").string(),
-         ": the tokenizer tests need ../shared/tokenizers beside the "
-         "repository (set SOL_SOURCE_DIR to the repository root)");
   auto tokenizer = std::make_unique<Tokenizer>(Tokenizer::fromDirectory(dir));
   const Tokenizer &result = *tokenizer;
   loaded.emplace(std::string(family), std::move(tokenizer));

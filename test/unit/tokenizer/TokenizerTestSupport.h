@@ -14,7 +14,8 @@ namespace sol::test {
 /// The repository root: $SOL_SOURCE_DIR, else the working directory.
 std::filesystem::path sourceDir();
 
-/// ../shared/tokenizers/<family> beside the repository root.
+/// The folder of the real tokenizer of `family` ("qwen3" or "llama3.1"):
+/// testTokenizerDir (test/unit/TestTokenizers.h). Throws if it is missing.
 std::filesystem::path tokenizerDir(std::string_view family);
 
 /// The real tokenizer of `family` ("qwen3" or "llama3.1"), loaded once per

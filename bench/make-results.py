@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Writes bench/RESULTS.md, the one table of measured results, from the JSON
+reports that scripts/gpu-check writes to $OUT.
+
+  bench/make-results.py --previous bench/RESULTS.md RUN_DIR... > /tmp/RESULTS.md
+  mv /tmp/RESULTS.md bench/RESULTS.md
+
+A RUN_DIR is one gpu-check call's $OUT (copied back from the GPU machine). It
+holds run.json ({"date", "commit", "gpu"}, written by gpu-check) and any of:
+
+  bench.json                   step 4: Llama-3.2-1B shape, batch-1 decode
+  bench-8b.json, prefill-8b.json
+                               step 9: Llama-3.1-8B shape, batch-1 decode and a
+                               2,048-token prompt's TTFT
+  prefill-SHAPE-default.json   step 10: a 2,048-token prompt's TTFT
+  engine.json                  step 7: 64 concurrent sequences, the prefix
+                               cache's TTFT, 1,000 offline requests
+  serve-SHAPE.json             step 11: solbench against solrun --serve
+
+Each report gives one or more rows, keyed by the workload (the first column).
+A later RUN_DIR (by date, then by position on the command line) replaces an
+earlier one's row of the same workload; rows of --previous whose workload no
+RUN_DIR measured are kept as they were, with their own date and commit.
+--date and --commit stand in for a RUN_DIR's run.json when it has none.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+
+HEADER = """# Measured results
+
+One table, written by `bench/make-results.py` from the JSON reports of `scripts/gpu-check`
+(see [README.md](README.md)); edit the script, not the table. One NVIDIA H200; checkpoints with
+random weights of the real shapes (`scripts/make-shape-model.py`), bf16, greedy, EOS ignored.
+The baseline ran in the same call, on the same checkpoint, prompts and lengths. *Commit* is the
+tree that was measured; for runs made before gpu-check recorded it, the commit that recorded
+the run (its binaries were built from the work just before it).
+"""
+COLUMNS = ["workload", "Sol", "baseline (same run)", "date", "commit", "command"]
+
+SHAPES = {"llama-3.2-1b": "Llama-3.2-1B", "llama-3.1-8b": "Llama-3.1-8B",
+          "qwen2.5-1.5b": "Qwen2.5-1.5B", "qwen2.5-7b": "Qwen2.5-7B"}
+
+
+def fail(msg):
+    print(f"make-results.py: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def shape_of(text):
+    """The shape named in a path (a model folder or a plan file)."""
+    for key, name in SHAPES.items():
+        if key in os.path.basename(str(text)):
+            return name
+    return os.path.basename(str(text).rstrip("/")) or "?"
+
+
+def n(x, digits=1):
+    return f"{x:,.{digits}f}"
+
+
+def command(step, script, env=""):
+    return f"`{env}SOL_GPU_STEPS={step} scripts/gpu-check` (`bench/{script}`)"
+
+
+def decode_rows(d, step):
+    """bench/decode_bench.py: tok/s for decode runs, TTFT for long prompts."""
+    shape = shape_of(d["model"])
+    sol = next(r for r in d["rows"] if r["engine"].startswith("sol"))
+    hf = [r for r in d["rows"] if not r["engine"].startswith("sol")]
+    version = d.get("versions", {}).get("transformers", "")
+    who = f"Transformers {version}".strip()
+    if d["new_tokens"] <= 8:
+        workload = f"{shape} shape, {n(d['prompt_tokens'], 0)}-token prompt: TTFT"
+        figure = f"{sol['ttft_ms']:.1f} ms"
+        base = "; ".join(f"{r['ttft_ms']:.1f} ms ({who} {label(r['engine'])})" for r in hf)
+    else:
+        workload = (f"{shape} shape, batch 1, prompt {d['prompt_tokens']} + "
+                    f"{d['new_tokens']} new: decode tok/s")
+        figure = (f"{n(sol['decode_tokens_per_s'])} (TPOT {sol['tpot_ms']:.3f} ms, "
+                  f"{sol['fraction_of_bandwidth_bound']:.0%} of the "
+                  f"{d['bandwidth_bytes_per_s'] / 1e12:.1f} TB/s bound)")
+        base = "; ".join(f"{n(r['decode_tokens_per_s'])} ({who} {label(r['engine'])})"
+                         for r in hf)
+    script = "decode_bench.py"
+    return [(workload, figure, base or "—", command(step, script))]
+
+
+def label(engine):
+    """`generate()` and how, from a decode_bench row's engine name."""
+    m = re.search(r"\((.*)\)", engine)
+    how = m.group(1) if m else ""
+    how = how.replace("bf16, sdpa, ", "").replace("torch.compile", "`torch.compile`")
+    return f"`generate()`, {how}" if how else "`generate()`"
+
+
+def engine_rows(d):
+    """bench/engine_bench.py: concurrent sequences, prefix cache, offline."""
+    shape = shape_of(d.get("model", ""))
+    cmd = command(7, "engine_bench.py")
+    rows = []
+    c = d.get("concurrent")
+    if c:
+        sol = next(r for r in c["rows"] if r["engine"] == "sol")
+        hf = [r for r in c["rows"] if r["engine"] != "sol"]
+        rows.append((
+            f"{shape} shape, {c['concurrency']} concurrent sequences, prompt "
+            f"{c['prompt_tokens']} + {c['new_tokens']} new: decode tok/s",
+            f"{n(sol['decode_tok_s'], 0)} ({n(sol['output_tok_s'], 0)} end to end)",
+            "; ".join(f"{n(r['decode_tok_s'], 0)} (Transformers `generate()`, one batch)"
+                      for r in hf) or "—", cmd))
+    p = d.get("prefix")
+    if p and p.get("cached_median_ttft_ms"):
+        cfg = p["raw_cached"]["config"]
+        rows.append((
+            f"{shape} shape, {cfg['input_len'][0]}-token prompt after a cached "
+            f"{n(cfg['prefix_len'], 0)}-token prefix: median TTFT",
+            f"{p['cached_median_ttft_ms']:.2f} ms ({p['uncached_median_ttft_ms']:.2f} ms "
+            f"uncached: {p['cached_median_share']:.0%})", "—", cmd))
+    o = d.get("offline")
+    if o:
+        cfg = o["raw"]["config"]
+        lo, hi = cfg["input_len"]
+        olo, ohi = cfg["output_len"]
+        rows.append((
+            f"{shape} shape, {n(cfg['num_prompts'], 0)} offline requests, prompts "
+            f"{lo}-{n(hi, 0)}, outputs {olo}-{ohi}: total tok/s",
+            f"{n(o['total_tok_s'], 0)} (peak KV {n(o['peak_kv_tokens'], 0)} tokens)", "—", cmd))
+    return rows
+
+
+def serve_rows(d, name):
+    """bench/serve_bench.py: throughput lost to HTTP serving per concurrency."""
+    shape = shape_of(d.get("plan") or name)
+    rows = sorted(d["rows"], key=lambda r: r["concurrency"])
+    levels = " / ".join(str(r["concurrency"]) for r in rows)
+    env = "" if shape == "Llama-3.2-1B" else f"SOL_SERVE_SHAPES={name} "
+    return [(f"{shape} shape, `solbench` against `solrun --serve`, concurrency {levels}, "
+             f"prompt {d['input_len']} + {d['output_len']}: output tok/s lost to serving",
+             " / ".join(f"{r['overhead']:.1%}" for r in rows),
+             "`solrun --bench` (in-process, same workload): "
+             + " / ".join(n(r["bench_output_tok_s"], 0) for r in rows) + " tok/s",
+             command(11, "serve_bench.py", env))]
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def run_rows(run_dir, args):
+    """The rows of one gpu-check $OUT, with its date and commit."""
+    meta = {}
+    if os.path.exists(os.path.join(run_dir, "run.json")):
+        meta = load(os.path.join(run_dir, "run.json"))
+    date = meta.get("date") or args.date
+    commit = meta.get("commit") if meta.get("commit") not in (None, "", "unknown") else args.commit
+    if not date or not commit:
+        fail(f"{run_dir} has no run.json with a date and a known commit (scripts/gpu-check "
+             "writes one; .carry/bin/COMMIT names the commit); give --date and --commit")
+    rows = []
+    for name in sorted(os.listdir(run_dir)):
+        path = os.path.join(run_dir, name)
+        try:
+            if name in ("bench.json",):
+                rows += decode_rows(load(path), 4)
+            elif name in ("bench-8b.json", "prefill-8b.json"):
+                rows += decode_rows(load(path), 9)
+            elif re.fullmatch(r"prefill-.+-default\.json", name):
+                rows += decode_rows(load(path), 10)
+            elif name == "engine.json":
+                rows += engine_rows(load(path))
+            elif re.fullmatch(r"serve-.+\.json", name):
+                rows += serve_rows(load(path), name[len("serve-"):-len(".json")])
+        except (KeyError, StopIteration, ValueError, TypeError) as e:
+            fail(f"{path}: not the report this script expects ({type(e).__name__}: {e})")
+    if not rows:
+        fail(f"{run_dir}: no report this script reads (bench.json, engine.json, ...)")
+    # Within one run, a row with a baseline beats one without (step 9's
+    # 8B prompt against step 10's).
+    best = {}
+    for workload, figure, base, cmd in rows:
+        if workload not in best or best[workload][1] == "—":
+            best[workload] = (figure, base, cmd)
+    return date, [(w, f, b, date, commit, c) for w, (f, b, c) in best.items()]
+
+
+KINDS = ["batch 1", "concurrent", "cached", "offline", "-token prompt: TTFT", "solbench"]
+
+
+def order(cells):
+    """Rows by shape, then by kind of workload."""
+    workload = cells[0]
+    shape = next((i for i, name in enumerate(SHAPES.values()) if workload.startswith(name)),
+                 len(SHAPES))
+    kind = next((i for i, k in enumerate(KINDS) if k in workload), len(KINDS))
+    return shape, kind, workload
+
+
+def read_previous(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("| ") and not line.startswith("| workload |"):
+                cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+                if len(cells) != len(COLUMNS):
+                    fail(f"{path}: a row without {len(COLUMNS)} cells: {line.strip()}")
+                rows.append(tuple(cells))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    ap.add_argument("--previous", help="the current RESULTS.md, whose other rows are kept")
+    ap.add_argument("--date", help="YYYY-MM-DD of runs without run.json")
+    ap.add_argument("--commit", help="the measured commit of runs without run.json")
+    args = ap.parse_args()
+
+    table = {}
+    for cells in read_previous(args.previous) if args.previous else []:
+        table[cells[0]] = cells
+    runs = []
+    for i, run_dir in enumerate(args.runs):
+        if not os.path.isdir(run_dir):
+            fail(f"{run_dir} is not a folder")
+        date, rows = run_rows(run_dir, args)
+        runs.append((date, i, rows))
+    for _, _, rows in sorted(runs):
+        for cells in rows:
+            table[cells[0]] = cells
+
+    print(HEADER)
+    print("| " + " | ".join(COLUMNS) + " |")
+    print("|" + "---|" * len(COLUMNS))
+    for cells in sorted(table.values(), key=order):
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
