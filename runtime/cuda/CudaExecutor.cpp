@@ -15,6 +15,8 @@
 
 namespace sol::cuda {
 
+using namespace kernels; // the launch-args structs
+
 namespace {
 
 constexpr std::size_t kAlign = 256;
@@ -716,21 +718,27 @@ void CudaExecutor::launchSampling(const StepShape &shape,
       shape.outputs);
   const SamplingResults res = samplingResults(shape.outputs, shape.numTop);
   const CUdeviceptr base = samplingOut_.address(), null = 0;
-  CUdeviceptr ids = base;
-  CUdeviceptr logprobs = shape.logprobs ? base + res.logprobs : null;
-  CUdeviceptr topIds = shape.numTop > 0 ? base + res.topIds : null;
-  CUdeviceptr topLogprobs = shape.numTop > 0 ? base + res.topLogprobs : null;
-  CUdeviceptr logits =
+  const CUdeviceptr ids = base;
+  const CUdeviceptr logprobs = shape.logprobs ? base + res.logprobs : null;
+  const CUdeviceptr topIds = shape.numTop > 0 ? base + res.topIds : null;
+  const CUdeviceptr topLogprobs =
+      shape.numTop > 0 ? base + res.topLogprobs : null;
+  const CUdeviceptr logits =
       buffer(plan.ops()->Get(plan.ops()->size() - 1)->buffers()->Get(0));
-  CUdeviceptr params = inputs_.address() + in.params;
-  CUdeviceptr offsets = inputs_.address() + in.offsets;
-  CUdeviceptr entries = inputs_.address() + in.entries;
-  CUdeviceptr saved = penaltySaved_.address();
-  const int rows = shape.outputs, vocab = static_cast<int>(vocab_),
-            numTop = shape.numTop;
   kernel(l.instance)
-      .launch(dims, stream_, ids, logprobs, topIds, topLogprobs, logits, params,
-              offsets, entries, saved, rows, vocab, numTop);
+      .launch(dims, stream_,
+              SamplingArgs{.outIds = ids,
+                           .outLogprobs = logprobs,
+                           .outTopIds = topIds,
+                           .outTopLogprobs = topLogprobs,
+                           .logits = logits,
+                           .params = inputs_.address() + in.params,
+                           .penaltyOffsets = inputs_.address() + in.offsets,
+                           .penaltyEntries = inputs_.address() + in.entries,
+                           .penaltySaved = penaltySaved_.address(),
+                           .rows = shape.outputs,
+                           .vocab = static_cast<int>(vocab_),
+                           .numTop = shape.numTop});
 }
 
 bool CudaExecutor::prefillAttentionUsable(const OpDesc &d) const {
@@ -799,20 +807,23 @@ void CudaExecutor::launchLinear(const std::vector<KernelLaunch> &launches,
   const KernelLaunch &g = launches.at(at);
   const Kernel &gemm = kernel(g.instance);
   raiseSharedLimit(gemm, g);
-  if (isSinglePassLinear(g.instance)) {
-    const CUdeviceptr noNorm = 0;
-    gemm.launch(g.dims, stream_, y, x, w, bias, rows, n, noNorm, 0.0f);
-    return;
-  }
-  if (launches.size() == at + 1) {
-    gemm.launch(g.dims, stream_, y, x, w, bias, rows, n, k);
+  LinearArgs args{
+      .y = y, .x = x, .w = w, .bias = bias, .rows = rows, .n = n, .k = k};
+  if (isSinglePassLinear(g.instance) || launches.size() == at + 1) {
+    gemm.launch(g.dims, stream_, args);
     return;
   }
   // Split K: partial sums into the workspace, then bias and epilogue.
-  const CUdeviceptr partial = splitKWorkspace_.address(), null = 0;
-  gemm.launch(g.dims, stream_, partial, x, w, null, rows, n, k);
+  const CUdeviceptr partial = splitKWorkspace_.address();
+  args.y = partial;
+  args.bias = nullptr;
+  gemm.launch(g.dims, stream_, args);
   const KernelLaunch &f = launches.at(at + 1);
-  kernel(f.instance).launch(f.dims, stream_, y, partial, bias, rows, n);
+  kernel(f.instance)
+      .launch(
+          f.dims, stream_,
+          SplitKFinalizeArgs{
+              .y = y, .partial = partial, .bias = bias, .rows = rows, .n = n});
 }
 
 bool CudaExecutor::cublasUsable(const OpDesc &d, int rows) const {
@@ -857,7 +868,9 @@ bool CudaExecutor::cublasLinear(const OpDesc &d, int rows, CUdeviceptr y,
     const CUdeviceptr pairs = gemmScratch_.address();
     cublas_->linear(stream_.handle(), pairs, x, w, bias, rows, n, k, false, ws,
                     wsBytes);
-    kernel(instance).launch(spec.dims(rows), stream_, y, pairs, rows);
+    kernel(instance).launch(
+        spec.dims(rows), stream_,
+        SwigluArgs{.out = y, .gateUp = pairs, .tokens = rows});
     return true;
   }
   }
@@ -917,50 +930,61 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
         op->floats() && op->floats()->size() ? op->floats()->Get(0) : 0.0f;
     switch (d.kind) {
     case fb::OpKind::Embedding: {
-      CUdeviceptr out = buf(0), ids = buf(1), table = w(0);
-      CUdeviceptr previousIds = null, previousKey = null;
-      int clearKey = 0;
+      EmbeddingArgs args{
+          .out = buf(0), .table = w(0), .ids = buf(1), .tokens = rows};
       LaunchDims dims = l.dims;
       switch (shape.chain) {
       case ChainSource::None:
         break;
       case ChainSource::Ids:
-        previousIds = argmaxOut_.address();
+        args.previousIds = argmaxOut_.address();
         break;
       case ChainSource::Sampled:
-        previousIds = samplingOut_.address(); // the ids come first
+        args.previousIds = samplingOut_.address(); // the ids come first
         break;
       case ChainSource::Key:
-        previousKey = inputs_.address() + argmaxKeyOffset_;
-        clearKey = 1;
+        args.previousKey = inputs_.address() + argmaxKeyOffset_;
+        args.clearKey = 1;
         dims.grid = EmbeddingSpec{static_cast<int>(d.bufferWidths[0])}
                         .keyChainedDims()
                         .grid;
         break;
       case ChainSource::KeyCopy:
-        previousKey = chainKey_.address();
+        args.previousKey = chainKey_.address();
         break;
       }
-      k.launch(dims, stream_, out, table, ids, rows, previousIds, previousKey,
-               clearKey);
+      k.launch(dims, stream_, args);
       break;
     }
     case fb::OpKind::RmsNorm: {
-      CUdeviceptr out = buf(0), x = buf(1), wt = w(0);
-      CUdeviceptr residual = op->buffers()->size() > 2 ? buf(2) : null;
-      int width = static_cast<int>(d.bufferWidths[0]), group = 1;
-      k.launch(l.dims, stream_, out, x, residual, wt, f0, rows, width, width,
-               group);
+      const int width = static_cast<int>(d.bufferWidths[0]);
+      k.launch(
+          l.dims, stream_,
+          RmsNormArgs{.out = buf(0),
+                      .x = buf(1),
+                      .residual = op->buffers()->size() > 2 ? buf(2) : null,
+                      .weight = w(0),
+                      .eps = f0,
+                      .rows = rows,
+                      .xStride = width,
+                      .outStride = width,
+                      .rowGroup = 1});
       break;
     }
     case fb::OpKind::HeadRmsNorm: {
       const int qkvWidth = static_cast<int>(d.bufferWidths[0]);
       const int col = static_cast<int>(d.ints[0]),
                 heads = static_cast<int>(d.ints[1]);
-      CUdeviceptr x = buf(0) + static_cast<CUdeviceptr>(col) * 2, wt = w(0);
-      int normRows = rows * heads;
-      k.launch(l.dims, stream_, x, x, null, wt, f0, normRows, qkvWidth,
-               qkvWidth, heads);
+      const CUdeviceptr x = buf(0) + static_cast<CUdeviceptr>(col) * 2;
+      k.launch(l.dims, stream_,
+               RmsNormArgs{.out = x,
+                           .x = x,
+                           .weight = w(0),
+                           .eps = f0,
+                           .rows = rows * heads,
+                           .xStride = qkvWidth,
+                           .outStride = qkvWidth,
+                           .rowGroup = heads});
       break;
     }
     case fb::OpKind::Linear: {
@@ -992,19 +1016,34 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       const bool fusedNorm = isSinglePassLinear(l.instance);
       const bool viaCublas = cublasUsable(d, rows);
       if (fusedNorm && !viaCublas) {
-        k.launch(l.dims, stream_, y, x, wt, bias, rows, n, normW, f0);
+        k.launch(l.dims, stream_,
+                 LinearArgs{.y = y,
+                            .x = x,
+                            .w = wt,
+                            .bias = bias,
+                            .normWeight = normW,
+                            .rows = rows,
+                            .n = n,
+                            .k = kdim,
+                            .eps = f0});
         break;
       }
       // Normalise into the scratch buffer, then the GEMM. A fused launch has
       // no norm launch of its own in `launches`.
+      const RmsNormArgs norm{.out = normed,
+                             .x = x,
+                             .weight = normW,
+                             .eps = f0,
+                             .rows = rows,
+                             .xStride = kdim,
+                             .outStride = kdim,
+                             .rowGroup = 1};
       if (fusedNorm) {
-        const RmsNormSpec norm{kdim};
-        kernel(norm.instance())
-            .launch(dependent(norm.dims(rows)), stream_, normed, x, null, normW,
-                    f0, rows, kdim, kdim, 1);
+        const RmsNormSpec spec{kdim};
+        kernel(spec.instance())
+            .launch(dependent(spec.dims(rows)), stream_, norm);
       } else {
-        k.launch(l.dims, stream_, normed, x, null, normW, f0, rows, kdim, kdim,
-                 1);
+        k.launch(l.dims, stream_, norm);
       }
       if (!cublasLinear(d, rows, y, normed, wt, bias, n, kdim))
         launchLinear(launches, 1, y, normed, wt, bias, rows, n, kdim);
@@ -1013,44 +1052,63 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     case fb::OpKind::RopeKvWrite: {
       const int layer = static_cast<int>(d.ints[0]),
                 rope = static_cast<int>(d.ints[4]);
-      CUdeviceptr qkv = buf(0);
-      CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
-      CUdeviceptr vc = kc + kvArrayBytes_;
-      CUdeviceptr invFreq =
+      const CUdeviceptr qkv = buf(0);
+      const CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
+      const CUdeviceptr vc = kc + kvArrayBytes_;
+      const CUdeviceptr invFreq =
           ropes_.address() + ropeOffsets_.at(static_cast<size_t>(rope));
-      float scaling =
+      const float scaling =
           plan.rope()->Get(static_cast<unsigned>(rope))->attention_scaling();
-      if (kvFp8()) {
-        CUdeviceptr ks = vc + kvArrayBytes_, vs = ks + kvScaleBytes_;
-        k.launch(l.dims, stream_, qkv, kc, vc, ks, vs, invFreq, scaling,
-                 positions, tokenSeq, blockTables, shape.maxBlocks, rows);
-        break;
-      }
-      k.launch(l.dims, stream_, qkv, kc, vc, invFreq, scaling, positions,
-               tokenSeq, blockTables, shape.maxBlocks, rows);
+      // The fp8 cache's scales follow its values (null for bf16).
+      const CUdeviceptr ks = kvFp8() ? vc + kvArrayBytes_ : null;
+      const CUdeviceptr vs = kvFp8() ? ks + kvScaleBytes_ : null;
+      k.launch(l.dims, stream_,
+               RopeKvWriteArgs{.qkv = qkv,
+                               .kCache = kc,
+                               .vCache = vc,
+                               .kScales = ks,
+                               .vScales = vs,
+                               .invFreq = invFreq,
+                               .positions = positions,
+                               .tokenSeq = tokenSeq,
+                               .blockTables = blockTables,
+                               .attentionScaling = scaling,
+                               .maxBlocks = shape.maxBlocks,
+                               .tokens = rows});
       break;
     }
     case fb::OpKind::Attention: {
       const int layer = static_cast<int>(d.ints[0]);
       const int window = static_cast<int>(d.ints[4]);
-      CUdeviceptr out = buf(0), qkv = buf(1);
-      CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
-      CUdeviceptr vc = kc + kvArrayBytes_;
+      const CUdeviceptr out = buf(0), qkv = buf(1);
+      const CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
+      const CUdeviceptr vc = kc + kvArrayBytes_;
+      // The fp8 cache's scales follow its values (null for bf16).
+      const CUdeviceptr ks = kvFp8() ? vc + kvArrayBytes_ : null;
+      const CUdeviceptr vs = kvFp8() ? ks + kvScaleBytes_ : null;
+      // prefill_attention or chunk_attention, over tiles planned on the host.
+      auto tiled = [&](CUdeviceptr tiles) {
+        return TiledAttentionArgs{.out = out,
+                                  .qkv = qkv,
+                                  .kCache = kc,
+                                  .vCache = vc,
+                                  .kScales = ks,
+                                  .vScales = vs,
+                                  .positions = positions,
+                                  .tokenSeq = tokenSeq,
+                                  .blockTables = blockTables,
+                                  .tiles = tiles,
+                                  .maxBlocks = shape.maxBlocks,
+                                  .scale = f0,
+                                  .slidingWindow = window};
+      };
       if (shape.prefillTiles > 0 && prefillAttentionUsable(d)) {
         const PrefillAttentionSpec spec = prefillAttentionSpec(d);
         const KernelLaunch p{spec.instance(),
                              dependent(spec.dims(shape.prefillTiles))};
         const Kernel &pk = kernel(p.instance);
         raiseSharedLimit(pk, p);
-        CUdeviceptr tiles = prefillTiles_.address();
-        if (spec.kvFp8) {
-          CUdeviceptr ks = vc + kvArrayBytes_, vs = ks + kvScaleBytes_;
-          pk.launch(p.dims, stream_, out, qkv, kc, vc, ks, vs, positions,
-                    tokenSeq, blockTables, shape.maxBlocks, f0, window, tiles);
-          break;
-        }
-        pk.launch(p.dims, stream_, out, qkv, kc, vc, positions, tokenSeq,
-                  blockTables, shape.maxBlocks, f0, window, tiles);
+        pk.launch(p.dims, stream_, tiled(prefillTiles_.address()));
         break;
       }
       if (shape.chunkTiles > 0) {
@@ -1059,56 +1117,52 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                                  shape.chunkTiles, shape.chunkSplits))};
         const Kernel &ck = kernel(c.instance);
         raiseSharedLimit(ck, c);
-        CUdeviceptr tiles = inputs_.address() + chunkTilesOffset_;
-        if (kvFp8()) {
-          CUdeviceptr ks = vc + kvArrayBytes_, vs = ks + kvScaleBytes_;
-          ck.launch(c.dims, stream_, out, qkv, kc, vc, ks, vs, positions,
-                    tokenSeq, blockTables, shape.maxBlocks, f0, window, tiles);
-          break;
-        }
-        ck.launch(c.dims, stream_, out, qkv, kc, vc, positions, tokenSeq,
-                  blockTables, shape.maxBlocks, f0, window, tiles);
+        ck.launch(c.dims, stream_,
+                  tiled(inputs_.address() + chunkTilesOffset_));
         break;
       }
       const bool split = l.dims.grid.y > 1;
-      CUdeviceptr partials = split ? attentionWorkspace_.address() : null;
-      CUdeviceptr arrivals = split ? attentionArrivals_.address() : null;
+      PagedAttentionArgs args{
+          .out = out,
+          .qkv = qkv,
+          .kCache = kc,
+          .vCache = vc,
+          .kScales = ks,
+          .vScales = vs,
+          .positions = positions,
+          .tokenSeq = tokenSeq,
+          .blockTables = blockTables,
+          .partials = split ? attentionWorkspace_.address() : null,
+          .arrivals = split ? attentionArrivals_.address() : null,
+          .maxBlocks = shape.maxBlocks,
+          .scale = f0,
+          .slidingWindow = window,
+          .tokens = rows};
       // The fused variant rotates q and k and appends k and v itself.
-      CUdeviceptr invFreq = null;
-      float scaling = 1.0f;
       if (shape.fusedRope) {
         const auto rope = static_cast<std::size_t>(attentionRope_.at(i));
-        invFreq = ropes_.address() + ropeOffsets_.at(rope);
-        scaling =
+        args.invFreq = ropes_.address() + ropeOffsets_.at(rope);
+        args.attentionScaling =
             plan.rope()->Get(static_cast<unsigned>(rope))->attention_scaling();
       }
-      if (kvFp8()) {
-        CUdeviceptr ks = vc + kvArrayBytes_, vs = ks + kvScaleBytes_;
-        k.launch(l.dims, stream_, out, qkv, kc, vc, ks, vs, positions, tokenSeq,
-                 blockTables, shape.maxBlocks, f0, window, rows, partials,
-                 arrivals, invFreq, scaling);
-      } else {
-        k.launch(l.dims, stream_, out, qkv, kc, vc, positions, tokenSeq,
-                 blockTables, shape.maxBlocks, f0, window, rows, partials,
-                 arrivals, invFreq, scaling);
-      }
+      k.launch(l.dims, stream_, args);
       break;
     }
-    case fb::OpKind::Swiglu: {
-      CUdeviceptr out = buf(0), in = buf(1);
-      k.launch(l.dims, stream_, out, in, rows);
+    case fb::OpKind::Swiglu:
+      k.launch(l.dims, stream_,
+               SwigluArgs{.out = buf(0), .gateUp = buf(1), .tokens = rows});
       break;
-    }
-    case fb::OpKind::GatherRows: {
-      CUdeviceptr out = buf(0), in = buf(1), idx = buf(2);
-      k.launch(l.dims, stream_, out, in, idx, rows);
+    case fb::OpKind::GatherRows:
+      k.launch(
+          l.dims, stream_,
+          GatherRowsArgs{
+              .out = buf(0), .in = buf(1), .indices = buf(2), .rows = rows});
       break;
-    }
-    case fb::OpKind::Add: {
-      CUdeviceptr out = buf(0), a = buf(1), b = buf(2);
-      k.launch(l.dims, stream_, out, a, b, rows);
+    case fb::OpKind::Add:
+      k.launch(
+          l.dims, stream_,
+          AddArgs{.out = buf(0), .a = buf(1), .b = buf(2), .tokens = rows});
       break;
-    }
     }
   }
   if (shape.sampling && end == ops_.size())
@@ -1117,16 +1171,20 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       end == ops_.size()) {
     const int vocab = static_cast<int>(vocab_);
     const ArgmaxSpec spec{vocab};
-    KernelLaunch a = selectArgmax(shape.outputs, vocab);
-    CUdeviceptr out = argmaxOut_.address();
-    CUdeviceptr logits =
-        buffer(plan.ops()->Get(plan.ops()->size() - 1)->buffers()->Get(0));
+    const KernelLaunch a = selectArgmax(shape.outputs, vocab);
     const CUdeviceptr ws = argmaxWorkspace_.address();
-    CUdeviceptr partialIndex = ws + spec.indexOffset(shape.outputs);
-    CUdeviceptr arrivals = ws + spec.arrivalOffset(shape.outputs);
     kernel(a.instance)
-        .launch(dependent(a.dims), stream_, out, logits, shape.outputs, vocab,
-                ws, partialIndex, arrivals);
+        .launch(
+            dependent(a.dims), stream_,
+            ArgmaxArgs{
+                .out = argmaxOut_.address(),
+                .logits = buffer(
+                    plan.ops()->Get(plan.ops()->size() - 1)->buffers()->Get(0)),
+                .partialValue = ws,
+                .partialIndex = ws + spec.indexOffset(shape.outputs),
+                .arrivals = ws + spec.arrivalOffset(shape.outputs),
+                .rows = shape.outputs,
+                .vocab = vocab});
   }
 }
 
@@ -1136,9 +1194,15 @@ void CudaExecutor::launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
   dims.dependent = dependentLaunch_;
   const Kernel &k = kernel(argmaxHead_->instance);
   raiseSharedLimit(k, *argmaxHead_);
-  CUdeviceptr key = inputs_.address() + argmaxKeyOffset_;
-  const int rows = 1;
-  k.launch(dims, stream_, y, x, w, key, rows, n, normW, eps);
+  k.launch(dims, stream_,
+           LinearArgs{.y = y,
+                      .x = x,
+                      .w = w,
+                      .normWeight = normW,
+                      .argmaxKey = inputs_.address() + argmaxKeyOffset_,
+                      .rows = 1,
+                      .n = n,
+                      .eps = eps});
 }
 
 void CudaExecutor::findSkippableGather() {

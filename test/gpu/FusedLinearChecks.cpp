@@ -65,20 +65,26 @@ void judgeWorkspace(Checker &c, CheckRecord &r, const DeviceBuffer &dPartial) {
   }
 }
 
-/// A GEMM as CudaExecutor::launchGemm runs it: straight into y, or (split
-/// K, `finalize` given) into the fp32 workspace and then the finalize.
-template <typename OutT>
+/// A GEMM as CudaExecutor::launchLinear runs it: straight into y, or
+/// (split K, `finalize` given) into the fp32 workspace and then the
+/// finalize.
 void launchGemm(Checker &c, const cuda::Kernel &gemm, const LaunchDims &dims,
                 const cuda::Kernel *finalize, const LaunchDims &finalizeDims,
-                float *partial, OutT *y, const Bf16 *x, const Bf16 *w,
+                float *partial, void *y, const Bf16 *x, const Bf16 *w,
                 const Bf16 *bias, int rows, int n, int k) {
+  kernels::LinearArgs args{
+      .y = y, .x = x, .w = w, .bias = bias, .rows = rows, .n = n, .k = k};
   if (finalize == nullptr) {
-    gemm.launch(dims, c.stream, y, x, w, bias, rows, n, k);
+    gemm.launch(dims, c.stream, args);
     return;
   }
-  gemm.launch(dims, c.stream, partial, x, w, static_cast<const Bf16 *>(nullptr),
-              rows, n, k);
-  finalize->launch(finalizeDims, c.stream, y, partial, bias, rows, n);
+  args.y = partial;
+  args.bias = nullptr;
+  gemm.launch(dims, c.stream, args);
+  finalize->launch(
+      finalizeDims, c.stream,
+      kernels::SplitKFinalizeArgs{
+          .y = y, .partial = partial, .bias = bias, .rows = rows, .n = n});
 }
 
 // ---------------------------------------------------------------------------
@@ -155,12 +161,8 @@ void checkFusedGemvCase(Checker &c, const FusedGemvCase &g) {
     allowSharedMemory(kernel, dims);
     DeviceBuffer dOut = outputBuffer(c, p, rows, g.output, cols);
     std::function<void(int)> launch = [&](int rotation) {
-      if (g.output == LinearOutput::Fp32)
-        kernel.launch(dims, c.stream, dOut.as<float>(), dX.as<const Bf16>(),
-                      weights[rotation], biasArg, rows, g.n, normArg, eps);
-      else
-        kernel.launch(dims, c.stream, dOut.as<Bf16>(), dX.as<const Bf16>(),
-                      weights[rotation], biasArg, rows, g.n, normArg, eps);
+      launchSinglePass(c, kernel, dims, dOut, dX.as<const Bf16>(),
+                       weights[rotation], biasArg, rows, g.n, normArg, eps);
     };
     launch(0);
     CheckRecord r =
@@ -277,7 +279,7 @@ void checkFusedGemm(Checker &c) {
       DeviceBuffer dOut = outputBuffer(c, p, g.m, LinearOutput::Bf16, cols);
       std::function<void(int)> launch = [&](int rotation) {
         launchGemm(c, kernel, dims, finalize, finalizeDims,
-                   dPartial.as<float>(), dOut.as<Bf16>(), dX.as<const Bf16>(),
+                   dPartial.as<float>(), dOut.as<void>(), dX.as<const Bf16>(),
                    weights[rotation], biasArg, g.m, g.n, g.k);
       };
       launch(0);
@@ -454,31 +456,31 @@ void checkNormLinearCase(Checker &c, const NormLinearCase &nl) {
       DeviceBuffer dPartial = splitKWorkspace(c, split ? rows : 1, nl.n);
 
       // CudaExecutor::launchOps, case NormLinear.
-      auto launchLinear = [&](auto *y, int rotation) {
+      std::function<void(int)> launch = [&](int rotation) {
         if (fused) {
-          linearKernel.launch(linear.dims, c.stream, y, dX.as<const Bf16>(),
-                              weights[rotation], biasArg, rows, nl.n,
-                              dNorm.as<const Bf16>(), kEps);
+          launchSinglePass(c, linearKernel, linear.dims, dOut,
+                           dX.as<const Bf16>(), weights[rotation], biasArg,
+                           rows, nl.n, dNorm.as<const Bf16>(), kEps);
           return;
         }
-        firstKernel.launch(first.dims, c.stream, dNormed.as<Bf16>(),
-                           dX.as<const Bf16>(), static_cast<Bf16 *>(nullptr),
-                           dNorm.as<const Bf16>(), kEps, rows, nl.k, nl.k, 1);
+        firstKernel.launch(first.dims, c.stream,
+                           kernels::RmsNormArgs{.out = dNormed.address(),
+                                                .x = dX.address(),
+                                                .weight = dNorm.address(),
+                                                .eps = kEps,
+                                                .rows = rows,
+                                                .xStride = nl.k,
+                                                .outStride = nl.k,
+                                                .rowGroup = 1});
         if (singlePass)
-          linearKernel.launch(linear.dims, c.stream, y,
-                              dNormed.as<const Bf16>(), weights[rotation],
-                              biasArg, rows, nl.n,
-                              static_cast<const Bf16 *>(nullptr), 0.0f);
+          launchSinglePass(c, linearKernel, linear.dims, dOut,
+                           dNormed.as<const Bf16>(), weights[rotation], biasArg,
+                           rows, nl.n, nullptr, 0.0f);
         else
           launchGemm(c, linearKernel, linear.dims, finalize, finalizeDims,
-                     dPartial.as<float>(), y, dNormed.as<const Bf16>(),
-                     weights[rotation], biasArg, rows, nl.n, nl.k);
-      };
-      std::function<void(int)> launch = [&](int rotation) {
-        if (nl.output == LinearOutput::Fp32)
-          launchLinear(dOut.as<float>(), rotation);
-        else
-          launchLinear(dOut.as<Bf16>(), rotation);
+                     dPartial.as<float>(), dOut.as<void>(),
+                     dNormed.as<const Bf16>(), weights[rotation], biasArg, rows,
+                     nl.n, nl.k);
       };
       launch(0);
 
@@ -573,15 +575,19 @@ void checkArgmaxHead(Checker &c) {
     const LaunchDims dims = head.dims(a.n);
     allowSharedMemory(plainKernel, dims);
     allowSharedMemory(headKernel, dims);
-    const Bf16 *noBias = nullptr;
-    plainKernel.launch(dims, c.stream, plainOut.as<float>(),
-                       dX.as<const Bf16>(), weights[0], noBias, 1, a.n, normArg,
-                       eps);
+    launchSinglePass(c, plainKernel, dims, plainOut, dX.as<const Bf16>(),
+                     weights[0], nullptr, 1, a.n, normArg, eps);
     std::function<void(int)> launch = [&](int rotation) {
       dKey.fillBytes(0, c.stream);
-      headKernel.launch(dims, c.stream, headOut.as<float>(),
-                        dX.as<const Bf16>(), weights[rotation],
-                        dKey.as<const Bf16>(), 1, a.n, normArg, eps);
+      headKernel.launch(dims, c.stream,
+                        kernels::LinearArgs{.y = headOut.address(),
+                                            .x = dX.address(),
+                                            .w = weights[rotation],
+                                            .normWeight = normArg,
+                                            .argmaxKey = dKey.address(),
+                                            .rows = 1,
+                                            .n = a.n,
+                                            .eps = eps});
     };
     launch(0);
     const std::vector<float> logits = c.download<float>(plainOut);
