@@ -63,9 +63,9 @@
 // (cp.async) instead of twice; rows are padded by 64 bytes so that the
 // fragment reads from shared memory are free of bank conflicts. Plans run
 // rms_norm first instead (every block normalising all rows cost more than
-// the extra launch; docs/gpu.md), keeping the prologue for
-// SOL_SKINNY_NORM_PROLOGUE=1. Without it, x (the previous kernel's output)
-// is read with loadActivation16, behind griddepcontrol.wait.
+// the extra launch; docs/gpu.md); sol-kernel-check and the CPU emulation
+// test keep the prologue checked. Without it, x (the previous kernel's
+// output) is read with loadActivation16, behind griddepcontrol.wait.
 //
 // Launch: LinearArgs (LaunchArgs.h), 256 threads,
 // ceil(N / (16 * Tiles * (8 / WarpsK))) blocks, and

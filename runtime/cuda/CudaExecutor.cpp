@@ -30,7 +30,7 @@ std::size_t alignUp(std::size_t n) {
 
 std::string str(const flatbuffers::String *s) { return s ? s->str() : ""; }
 
-/// Whether an A/B switch such as SOL_DISABLE_PDL is on: set, not empty, not
+/// Whether a debugging switch (docs/debugging.md) is on: set, not empty, not
 /// "0".
 bool envFlag(const char *name) {
   const char *v = std::getenv(name);
@@ -185,35 +185,13 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
       [&](std::size_t i) {
         return plan.ops()->Get(static_cast<unsigned>(i))->buffers()->Get(0);
       });
-  // The first FewRowLinears choice whose every instance is in the plan
-  // (plans from before a choice lack its kernels): linear_skinny behind
-  // rms_norm, unless SOL_SKINNY_NORM_PROLOGUE=1 asks for the norm in its
-  // prologue or SOL_DISABLE_SKINNY=1 for the kernels before it.
+  // Every instance selection may pick for the plan's step sizes, as solc
+  // compiled them (codegen/plan/CompileKernels.cpp): later lookups cannot
+  // fail.
   const int maxContext = static_cast<int>(maxModelLen_);
-  std::vector<FewRowLinears> choices = {FewRowLinears::Skinny,
-                                        FewRowLinears::SkinnyNormPrologue,
-                                        FewRowLinears::Legacy};
-  if (envFlag("SOL_SKINNY_NORM_PROLOGUE"))
-    choices.erase(choices.begin());
-  if (envFlag("SOL_DISABLE_SKINNY"))
-    choices = {FewRowLinears::Legacy};
-  auto planHolds = [&](FewRowLinears linears) {
-    for (const OpDesc &d : ops_)
-      for (const KernelInstance &k :
-           enumerateKernels(d, maxTokens_, maxContext, linears))
-        if (!kernels_.count(k.nameExpression))
-          return false;
-    return true;
-  };
-  linears_ = choices.back();
-  for (FewRowLinears linears : choices)
-    if (planHolds(linears)) {
-      linears_ = linears;
-      break;
-    }
   for (std::size_t i = 0; i < ops_.size(); ++i)
     for (const KernelInstance &k :
-         enumerateKernels(ops_[i], maxTokens_, maxContext, linears_))
+         enumerateKernels(ops_[i], maxTokens_, maxContext))
       if (!kernels_.count(k.nameExpression))
         fail(planFile.path().string(), ": the plan lacks kernel ",
              k.nameExpression, " needed by op ",
@@ -329,8 +307,7 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   attentionArrivals_ = DeviceBuffer(alignUp(arrivals * sizeof(unsigned)));
   attentionArrivals_.fillBytes(0, stream_);
   clusterMerge_ = context_.computeCapabilityMajor() >= 9;
-  clusterMerge_ = clusterMerge_ && !envFlag("SOL_DISABLE_CLUSTER_MERGE");
-  fusedRope_ = !envFlag("SOL_DISABLE_FUSED_ROPE");
+  fusedRope_ = true;
   attentionRope_.assign(ops_.size(), -1);
   for (std::size_t i = 0; i < ops_.size(); ++i) {
     const OpDesc &d = ops_[i];
@@ -355,29 +332,21 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     stepStart_ = std::make_unique<Event>();
     stepEnd_ = std::make_unique<Event>();
   }
-  // The LM head with the argmax in its epilogue, when the plan has it.
+  // The LM head with the argmax in its epilogue (enumerateKernels put it in
+  // the plan).
   if (!ops_.empty())
-    if (std::optional<KernelLaunch> head = selectArgmaxLmHead(ops_.back());
-        head && kernels_.count(head->instance.nameExpression))
-      argmaxHead_ = std::move(head);
-  if (envFlag("SOL_DISABLE_FUSED_ARGMAX"))
-    argmaxHead_.reset();
+    argmaxHead_ = selectArgmaxLmHead(ops_.back());
   // Split-K partial sums; zero between uses (the finalize kernels reset it).
   std::size_t splitFloats = 0;
   for (const OpDesc &d : ops_)
-    splitFloats =
-        std::max(splitFloats, splitKWorkspaceFloats(d, maxTokens_, linears_));
+    splitFloats = std::max(splitFloats, splitKWorkspaceFloats(d, maxTokens_));
   splitKWorkspace_ =
       DeviceBuffer(std::max<std::size_t>(alignUp(splitFloats * 4), kAlign));
   splitKWorkspace_.fillBytes(0, stream_);
-  // cuBLASLt for the GEMMs of more rows than linear_skinny (or our GEMV)
-  // takes (batched decode and prompts), with its workspace and room for a
-  // fused gate/up GEMM's output ahead of its SwiGLU.
-  cublasMinRows_ =
-      linears_ != FewRowLinears::Legacy ? SkinnySpec::kSelectedMaxRows + 1 : 2;
-  if (const char *v = std::getenv("SOL_CUBLASLT_MIN_ROWS"))
-    cublasMinRows_ = std::max(2, std::atoi(v));
-  if (maxTokens_ >= cublasMinRows_) {
+  // cuBLASLt for the GEMMs of more rows than linear_skinny takes (batched
+  // decode and prompts), with its workspace and room for a fused gate/up
+  // GEMM's output ahead of its SwiGLU.
+  if (maxTokens_ >= kCublasMinRows) {
     std::string why;
     cublas_ = CublasLt::load(why);
     if (cublas_) {
@@ -398,15 +367,15 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     }
     // Without cuBLASLt (`why` says why) prefill runs LinearGemm.cuh.
   }
-  // Tiles of the tensor-core prefill attention, when the plan has it.
-  graphBuckets_ = !envFlag("SOL_EXACT_GRAPH_SHAPES");
-  prefillAttention_ = !envFlag("SOL_DISABLE_PREFILL_ATTENTION");
+  // Tiles of the tensor-core prefill attention, when the plan has it (steps
+  // of at least its tile's rows).
   if (anyPrefillAttention()) {
     prefillTiles_ = DeviceBuffer(sizeof(PrefillTile) * maxTokens_);
     for (HostSlot &slot : slots_)
       slot.prefillTiles = PinnedBuffer(sizeof(PrefillTile) * maxTokens_);
   }
-  // chunk_attention: one spec for every attention op, its kernel in the plan.
+  // chunk_attention: one spec for every attention op, its kernel in the plan
+  // (which has it when steps of two or more tokens are possible).
   for (std::size_t i = 0; i < ops_.size(); ++i) {
     const OpDesc &d = ops_[i];
     if (d.kind != fb::OpKind::Attention)
@@ -426,8 +395,6 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     }
     chunkAttention_ = spec;
   }
-  if (envFlag("SOL_DISABLE_CHUNK_ATTENTION"))
-    chunkAttention_.reset();
 
   // The paged KV cache takes what --gpu-memory-utilization leaves.
   stream_.synchronize();
@@ -478,7 +445,7 @@ void CudaExecutor::warmUpCublas() {
   std::vector<int> sizes;
   for (int m :
        {maxTokens_, 2048, 512, 128, 64, 56, 48, 40, 32, 24, 16, 8, 4, 2})
-    if (m >= cublasMinRows_ && m <= maxTokens_ &&
+    if (m >= kCublasMinRows && m <= maxTokens_ &&
         std::find(sizes.begin(), sizes.end(), m) == sizes.end())
       sizes.push_back(m);
   for (std::size_t i = 0; i < ops_.size(); ++i) {
@@ -758,7 +725,7 @@ bool CudaExecutor::anyPrefillAttention() const {
 }
 
 int CudaExecutor::stagePrefillTiles(const StepBatch &b, PinnedBuffer &host) {
-  if (prefillTiles_.size() == 0 || !prefillAttention_ ||
+  if (prefillTiles_.size() == 0 ||
       !usePrefillAttention(b.tokenSeq, b.positions))
     return 0;
   const std::vector<PrefillTile> tiles =
@@ -827,7 +794,7 @@ void CudaExecutor::launchLinear(const std::vector<KernelLaunch> &launches,
 }
 
 bool CudaExecutor::cublasUsable(const OpDesc &d, int rows) const {
-  if (!cublas_ || rows < cublasMinRows_ || d.outDtype != fb::DType::BF16)
+  if (!cublas_ || rows < kCublasMinRows || d.outDtype != fb::DType::BF16)
     return false;
   const bool norm = d.kind == fb::OpKind::NormLinear;
   const std::vector<int64_t> &w = d.weightShapes.at(norm ? 1 : 0);
@@ -912,8 +879,8 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       gatherAlias_ = {op->buffers()->Get(0), op->buffers()->Get(1)};
       continue;
     }
-    std::vector<KernelLaunch> launches = selectKernels(
-        d, rows, maxContext, linears_, shape.fusedRope, clusterMerge_);
+    std::vector<KernelLaunch> launches =
+        selectKernels(d, rows, maxContext, shape.fusedRope, clusterMerge_);
     if (launches.empty())
       continue;
     for (KernelLaunch &launch : launches)
@@ -1302,7 +1269,7 @@ void CudaExecutor::submitStep(const StepBatch &in, const StepOutput &out) {
   // Graph-sized steps run padded to their bucket, so that few shapes (and
   // graphs) occur; the outputs hold the real rows only.
   const bool pad =
-      graphBuckets_ && !options_.disableCudaGraphs &&
+      !options_.disableCudaGraphs &&
       in.tokens.size() <= static_cast<size_t>(kMaxGraphTokens) &&
       graphBucket(static_cast<int>(in.tokens.size())) <= maxTokens_;
   if (pad)

@@ -12,10 +12,9 @@
 //    splits K (fp32 partial sums, then linear_splitk_finalize applies bias
 //    and epilogue).
 //  * norm_linear: a NormLinear op's launches exactly as the CUDA executor
-//    makes them (selectKernels, CudaExecutor's NormLinear case): the fused
-//    GEMV for one row, linear_skinny with the norm in its prologue for 2 to
-//    16, else rms_norm into scratch and then the GEMM (split-K or not); and
-//    the legacy rule (the fused GEMV up to 8 rows) where it differs.
+//    makes them (selectKernels, CudaExecutor's NormLinear case): rms_norm
+//    into scratch, then linear_skinny for 2 to 8 rows or the GEMM (split-K
+//    or not) for more. (One row, the fused GEMV, is gemv_fused's.)
 //
 // Outputs are poisoned, plus one poisoned guard row past the last output
 // row that no launch may touch. Residual outputs cannot be poisoned (they
@@ -315,14 +314,10 @@ struct NormLinearCase {
   std::vector<int> rows;
 };
 
-// With linear_skinny, 2..16 rows are one launch with the norm in its
-// prologue (rows 5, 9, 12, 16), unless K is too large for its shared memory
-// (K = 8192 at 12 rows: rms_norm, then linear_skinny); more rows run
-// rms_norm into scratch, then the GEMM (for the row bucket gemmRowBucket
-// picks, launched on the actual rows; at 17 to 100 rows of these shapes it
-// splits K, fp32 logits included). The legacy rule (plans from before
-// linear_skinny, SOL_DISABLE_SKINNY=1) runs the fused GEMV up to 8 rows and
-// rms_norm + GEMM from 9; rows where it differs are checked both ways.
+// 2..8 rows run rms_norm into scratch, then linear_skinny (rows 5 and 8);
+// more rows rms_norm, then the GEMM (for the row bucket gemmRowBucket
+// picks, launched on the actual rows; at 9 to 100 rows of these shapes it
+// splits K, fp32 logits included).
 const NormLinearCase kNormLinearCases[] = {
     {"qkv", 3072, 2048, LinearOutput::Bf16, false, LinearEpilogue::None,
      rowsOf(5, 9, 16, 100)},
@@ -354,37 +349,9 @@ cuda::OpDesc normLinearOp(const NormLinearCase &nl) {
   return op;
 }
 
-/// The launches of every FewRowLinears rule for `rows`, each only where it
-/// differs from the rules before it.
-std::vector<std::pair<cuda::FewRowLinears, std::vector<cuda::KernelLaunch>>>
-normLinearVariants(const NormLinearCase &nl, int rows) {
-  const cuda::OpDesc op = normLinearOp(nl);
-  auto same = [](const std::vector<cuda::KernelLaunch> &a,
-                 const std::vector<cuda::KernelLaunch> &b) {
-    return std::equal(
-        a.begin(), a.end(), b.begin(), b.end(),
-        [](const cuda::KernelLaunch &x, const cuda::KernelLaunch &y) {
-          return x.instance == y.instance;
-        });
-  };
-  std::vector<std::pair<cuda::FewRowLinears, std::vector<cuda::KernelLaunch>>>
-      out;
-  for (cuda::FewRowLinears linears :
-       {cuda::FewRowLinears::Skinny, cuda::FewRowLinears::SkinnyNormPrologue,
-        cuda::FewRowLinears::Legacy}) {
-    std::vector<cuda::KernelLaunch> l =
-        cuda::selectKernels(op, rows, 0, linears);
-    if (std::none_of(out.begin(), out.end(),
-                     [&](const auto &v) { return same(v.second, l); }))
-      out.push_back({linears, std::move(l)});
-  }
-  return out;
-}
-
 /// How a NormLinear's launches run, for the check's name.
 std::string describeNormLinear(const NormLinearCase &nl, int rows,
-                               const std::vector<cuda::KernelLaunch> &l,
-                               cuda::FewRowLinears linears) {
+                               const std::vector<cuda::KernelLaunch> &l) {
   const bool fused = cuda::isSinglePassLinear(l[0].instance);
   const cuda::KernelInstance &linear = l[fused ? 0 : 1].instance;
   std::string how = fused ? " " : " norm+";
@@ -392,9 +359,9 @@ std::string describeNormLinear(const NormLinearCase &nl, int rows,
     const SkinnySpec spec =
         SkinnySpec::choose(nl.n, nl.k, rows, nl.output, nl.bias, nl.epilogue,
                            fused, cuda::kPlannedMultiprocessors);
-    how += sol::cat(
-        "skinny T", spec.tiles, " WK", spec.warpsK,
-        cuda::prefetchesWeights(normLinearOp(nl), true, linears) ? " +L2" : "");
+    how +=
+        sol::cat("skinny T", spec.tiles, " WK", spec.warpsK,
+                 cuda::prefetchesWeights(normLinearOp(nl), true) ? " +L2" : "");
   } else if (linear.header == "LinearGemv.cuh") {
     const GemvSpec spec =
         GemvSpec::choose(nl.n, nl.k, rows, nl.output, nl.bias, nl.epilogue,
@@ -407,10 +374,6 @@ std::string describeNormLinear(const NormLinearCase &nl, int rows,
     how += sol::cat("gemm ", spec.tileM, "x", spec.tileN,
                     l.size() == 3 ? sol::cat(" splitK ", spec.splitK) : "");
   }
-  if (linears == cuda::FewRowLinears::Legacy)
-    how += " (legacy)";
-  if (linears == cuda::FewRowLinears::SkinnyNormPrologue)
-    how += " (prologue)";
   return how;
 }
 
@@ -431,7 +394,9 @@ void checkNormLinearCase(Checker &c, const NormLinearCase &nl) {
         c.upload(nl.bias ? p.bias : std::vector<Bf16>{0});
     const Bf16 *biasArg = nl.bias ? dBias.as<const Bf16>() : nullptr;
 
-    for (const auto &[linears, launches] : normLinearVariants(nl, rows)) {
+    {
+      const std::vector<cuda::KernelLaunch> launches =
+          cuda::selectKernels(normLinearOp(nl), rows, 0);
       DeviceBuffer dNormed =
           c.poisoned(static_cast<std::size_t>(rows) * nl.k * 2);
       DeviceBuffer dOut = outputBuffer(c, p, rows, nl.output, cols);
@@ -489,7 +454,7 @@ void checkNormLinearCase(Checker &c, const NormLinearCase &nl) {
                      sol::cat(nl.name, " ", nl.n, "x", nl.k, " T=", rows,
                               epilogueTag(nl.epilogue),
                               nl.output == LinearOutput::Fp32 ? " fp32" : "",
-                              describeNormLinear(nl, rows, launches, linears)),
+                              describeNormLinear(nl, rows, launches)),
                      linear.instance);
       judgeOutput(c, r, dOut, p, rows, nl.output, cols, rowIds, ref);
       if (split)
@@ -644,9 +609,9 @@ std::vector<CheckFamily> fusedLinearChecks() {
        [](KernelLibrary &k) {
          for (const NormLinearCase &nl : kNormLinearCases)
            for (int rows : nl.rows)
-             for (const auto &variant : normLinearVariants(nl, rows))
-               for (const cuda::KernelLaunch &l : variant.second)
-                 k.require(l.instance);
+             for (const cuda::KernelLaunch &l :
+                  cuda::selectKernels(normLinearOp(nl), rows, 0))
+               k.require(l.instance);
        },
        checkNormLinear},
       {"gemv_argmax",

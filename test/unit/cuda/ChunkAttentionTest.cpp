@@ -97,11 +97,7 @@ TEST(ChunkAttentionSpec, PagedSplitsFollowTheClusterMerge) {
   EXPECT_EQ(cuda::attentionSplits(op, 16, 4096, true), 4);
   EXPECT_EQ(cuda::attentionSplits(op, 8, 1056, true), 8);
   EXPECT_EQ(cuda::attentionSplits(op, 40, 4096, true), 1); // 320 blocks
-  EXPECT_EQ(
-      cuda::selectKernels(op, 1, 600, cuda::FewRowLinears::Skinny, false, true)
-          .at(0)
-          .dims.grid.y,
-      8u);
+  EXPECT_EQ(cuda::selectKernels(op, 1, 600, false, true).at(0).dims.grid.y, 8u);
 }
 
 TEST(ChunkTiles, ChunksDecodesAndPadding) {
