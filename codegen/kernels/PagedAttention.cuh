@@ -607,12 +607,12 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   // store them to the cache, from which the same threads read them back in
   // a later step. The registers held across the wait (150 instead of 128
   // for Llama-3.2-1B's heads) cost full grids their fourth block per
-  // multiprocessor: 64-sequence decode 3.7% slower, batch-1 decode 0.4%
-  // faster (fp8 cache: 1.2%). The first step in shared memory instead
-  // (cp.async, no registers) made batch-1 decode 1.5% slower: 16 KB more
-  // of shared memory per block keeps attention blocks off multiprocessors
-  // that the QKV projection still occupies (the same 16 KB unused in the
-  // plain kernel cost as much). Ninth session, docs/gpu.md.
+  // multiprocessor; measured on the H200 (docs/gpu.md): 64-sequence decode
+  // 3.7% slower, batch-1 decode 0.4% faster (fp8 cache: 1.2%). Keeping the
+  // first step in shared memory instead (cp.async, no registers) makes
+  // batch-1 decode 1.5% slower: 16 KB more of shared memory per block keeps
+  // attention blocks off multiprocessors that the QKV projection still
+  // occupies (the same 16 KB unused in the plain kernel costs as much).
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
   if constexpr (FusedRope && PreloadWalk) {
     if (seq >= 0)

@@ -12,7 +12,7 @@
 //    must be written (NaN sentinel) and within relative L2 1e-2;
 //  * the cached-prefix step timed with the executor's split count beside
 //    paged_attention (one token per block, with its own split choice and
-//    cluster merge), the kernel those steps ran before.
+//    cluster merge), the kernel such steps would run without it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -172,7 +172,7 @@ void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
     return;
 
   // paged_attention on the same problem with the split count and cluster
-  // merge the executor gives it: what these steps ran before.
+  // merge the executor would give it: the baseline chunk_attention beats.
   PagedAttentionSpec paged{h.qHeads, h.kvHeads, hd, h.blockSize, fp8};
   paged.clusterMerge = true;
   const int pagedSplits = paged.chooseSplits(batch.tokens, maxContext,

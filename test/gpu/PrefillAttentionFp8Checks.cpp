@@ -226,8 +226,8 @@ void runFp8PrefillCase(Checker &c, const HeadShape &h, int blockSize,
   br.flops = 4.0 * static_cast<double>(scorePairs) * h.qHeads * hd;
   c.finish(std::move(br), &bf16Launch);
 
-  // paged_attention_fp8 (one token per block, no split), what fp8 plans
-  // ran for prompt chunks before this kernel.
+  // paged_attention_fp8 (one token per block, no split) on the same
+  // problem: the baseline the tensor-core kernel replaces for prompt chunks.
   const PagedAttentionSpec paged{h.qHeads, h.kvHeads, hd, blockSize, true};
   const cuda::Kernel &pagedKernel = c.kernels.kernel(paged.instance());
   DeviceBuffer dPagedOut = c.poisoned(outBytes);
