@@ -2,13 +2,14 @@
 //
 // out[t, i] = bf16(a[t, i] + b[t, i]) for T rows of D elements: a residual
 // connection the lowering could not fold into the following RMS norm. out may
-// alias a. Grid: ceil(T * D / 8 / 256) blocks of 256 threads, 8 outputs per
-// thread.
+// alias a. Launch: AddArgs (LaunchArgs.h), ceil(T * D / 8 / 256) blocks of
+// 256 threads, 8 outputs per thread.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "Common.cuh"
+#include "LaunchArgs.h"
 
 namespace sol {
 namespace kernels {
@@ -16,11 +17,14 @@ namespace kernels {
 constexpr int kAddThreads = 256;
 
 template <int D>
-__global__ void __launch_bounds__(kAddThreads)
-    add(bf16 *out, const bf16 *a, const bf16 *b, int T) {
+__global__ void __launch_bounds__(kAddThreads) add(const AddArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   static_assert(D % 8 == 0, "add: D must be a multiple of 8");
+  bf16 *const out = args.out;
+  const bf16 *const a = args.a;
+  const bf16 *const b = args.b;
+  const int T = args.tokens;
   constexpr int kVecsPerRow = D / 8;
   const long long total = static_cast<long long>(T) * kVecsPerRow;
   for (long long i =

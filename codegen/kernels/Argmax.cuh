@@ -8,6 +8,7 @@
 #pragma once
 
 #include "Common.cuh"
+#include "LaunchArgs.h"
 
 namespace sol {
 namespace kernels {
@@ -62,16 +63,22 @@ __device__ __forceinline__ void argmaxBlockReduce(float &best, int &bestIdx) {
 }
 
 // Grid: (splits, rows). Block (s, r) scans the s-th slice of row r and leaves
-// its winner in partial_value/partial_index[r * splits + s]; the last block
+// its winner in partialValue/partialIndex[r * splits + s]; the last block
 // of a row to finish (counted in arrivals[r], which it resets to 0 for the
 // next launch) reduces the row's partials. One block per row would leave a
 // 128k-entry row to a single SM (13 us); slices spread it over the GPU.
 // With one split the workspace pointers are unused and may be null.
 __global__ void __launch_bounds__(kArgmaxThreads)
-    argmax(int *out, const float *logits, int rows, int V, float *partial_value,
-           int *partial_index, unsigned *arrivals) {
+    argmax(const ArgmaxArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
+  int *const out = args.out;
+  const float *const logits = args.logits;
+  const int rows = args.rows;
+  const int V = args.vocab;
+  float *const partial_value = args.partialValue;
+  int *const partial_index = args.partialIndex;
+  unsigned *const arrivals = args.arrivals;
   const int r = blockIdx.y;
   const int splits = gridDim.x;
   if (r >= rows)

@@ -31,7 +31,8 @@
 // chunk_attention_fp8 reads an fp8 (E4M3) cache with its per-(block, slot,
 // kv head) scales through prefill_attention_fp8's PrefillFp8Kv.
 //
-// Launch: grid (tiles * Hkv, splits), cluster (1, splits, 1) when splits >
+// Launch: TiledAttentionArgs (LaunchArgs.h, prefill_attention's), grid
+// (tiles * Hkv, splits), cluster (1, splits, 1) when splits >
 // 1, kPrefillThreads threads, PrefillAttentionShape<HD>::kSharedBytes (bf16)
 // or ::kFp8SharedBytes (fp8) of dynamic shared memory.
 //
@@ -140,38 +141,34 @@ attendChunk(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
 
 template <int Hq, int Hkv, int HD, int BS>
 __global__ void __launch_bounds__(kPrefillThreads)
-    chunk_attention(bf16 *out, const bf16 *qkv, const bf16 *k_cache,
-                    const bf16 *v_cache, const int *positions,
-                    const int *token_seq, const int *block_tables,
-                    int max_blocks, float scale, int sliding_window,
-                    const int2 *tiles) {
+    chunk_attention(const TiledAttentionArgs args) {
   static_assert(Hq % Hkv == 0, "chunk_attention: Hq must be k * Hkv");
   allowDependentLaunch();
   extern __shared__ __align__(128) unsigned char chunkShared[];
-  const prefill_detail::PrefillBf16Kv<Hkv, HD, BS> kv{k_cache, v_cache};
+  const prefill_detail::PrefillBf16Kv<Hkv, HD, BS> kv{
+      static_cast<const bf16 *>(args.kCache),
+      static_cast<const bf16 *>(args.vCache)};
   chunk_detail::attendChunk<Hq, Hkv, HD, BS>(
-      chunkShared, kv, out, qkv, positions, token_seq, block_tables, max_blocks,
-      scale, sliding_window, tiles);
+      chunkShared, kv, args.out, args.qkv, args.positions, args.tokenSeq,
+      args.blockTables, args.maxBlocks, args.scale, args.slidingWindow,
+      args.tiles);
 }
 
 // k_scales, v_scales: [num_blocks, BS, Hkv] float32 (PrefillAttention.cuh).
 template <int Hq, int Hkv, int HD, int BS>
 __global__ void __launch_bounds__(kPrefillThreads)
-    chunk_attention_fp8(bf16 *out, const bf16 *qkv,
-                        const unsigned char *k_cache,
-                        const unsigned char *v_cache, const float *k_scales,
-                        const float *v_scales, const int *positions,
-                        const int *token_seq, const int *block_tables,
-                        int max_blocks, float scale, int sliding_window,
-                        const int2 *tiles) {
+    chunk_attention_fp8(const TiledAttentionArgs args) {
   static_assert(Hq % Hkv == 0, "chunk_attention_fp8: Hq must be k * Hkv");
   allowDependentLaunch();
   extern __shared__ __align__(128) unsigned char chunkShared[];
   const auto kv = prefill_detail::fp8Kv<Hkv, HD, BS>(
-      chunkShared, k_cache, v_cache, k_scales, v_scales);
+      chunkShared, static_cast<const unsigned char *>(args.kCache),
+      static_cast<const unsigned char *>(args.vCache), args.kScales,
+      args.vScales);
   chunk_detail::attendChunk<Hq, Hkv, HD, BS>(
-      chunkShared, kv, out, qkv, positions, token_seq, block_tables, max_blocks,
-      scale, sliding_window, tiles);
+      chunkShared, kv, args.out, args.qkv, args.positions, args.tokenSeq,
+      args.blockTables, args.maxBlocks, args.scale, args.slidingWindow,
+      args.tiles);
 }
 
 } // namespace kernels

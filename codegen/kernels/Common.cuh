@@ -141,10 +141,10 @@ __device__ __forceinline__ uint4 loadShared16(const void *p) {
 // L1-cached load of an activation the previous kernel wrote, after
 // waitForPredecessor(). Not ld.global.nc: that promises data no one writes
 // while the kernel runs, and under programmatic dependent launch the
-// predecessor does; the assembler moved such loads of linear_skinny's x
-// above griddepcontrol.wait (wrong logits for the Llama-3.2-1B shape in
-// 8-token steps once its prologue went). A plain load in asm volatile stays
-// behind the wait.
+// predecessor does, and ptxas may move such loads above griddepcontrol.wait
+// (it did for linear_skinny's x without the norm prologue: wrong logits for
+// the Llama-3.2-1B shape in 8-token steps). A plain load in asm volatile
+// stays behind the wait.
 __device__ __forceinline__ uint4 loadActivation16(const void *p) {
   uint4 v;
   asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "Common.cuh"
+#include "LaunchArgs.h"
 
 namespace sol {
 namespace kernels {
@@ -26,12 +27,16 @@ constexpr int kEmbeddingThreads = 256;
 
 template <int D>
 __global__ void __launch_bounds__(kEmbeddingThreads)
-    embedding(bf16 *out, const bf16 *table, const int *ids, int T,
-              const int *previousIds, unsigned long long *previousKey,
-              int clearKey) {
+    embedding(const EmbeddingArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   static_assert(D % 8 == 0, "embedding: D must be a multiple of 8");
+  bf16 *const out = args.out;
+  const bf16 *const table = args.table;
+  const int *const ids = args.ids;
+  const int *const previousIds = args.previousIds;
+  unsigned long long *const previousKey = args.previousKey;
+  const int T = args.tokens;
   constexpr int kVecsPerRow = D / 8;
   const long long total = static_cast<long long>(T) * kVecsPerRow;
   for (long long i =
@@ -46,7 +51,7 @@ __global__ void __launch_bounds__(kEmbeddingThreads)
     store16(out + static_cast<long long>(t) * D + c * 8,
             loadShared16(table + row * D + c * 8));
   }
-  if (clearKey) {
+  if (args.clearKey) {
     __syncthreads();
     if (threadIdx.x == 0)
       *previousKey = 0ull;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "Common.cuh"
+#include "LaunchArgs.h"
 
 namespace sol {
 namespace kernels {
@@ -16,10 +17,14 @@ constexpr int kGatherRowsThreads = 256;
 
 template <int D>
 __global__ void __launch_bounds__(kGatherRowsThreads)
-    gather_rows(bf16 *out, const bf16 *in, const int *rows, int n) {
+    gather_rows(const GatherRowsArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   static_assert(D % 8 == 0, "gather_rows: D must be a multiple of 8");
+  bf16 *const out = args.out;
+  const bf16 *const in = args.in;
+  const int *const rows = args.indices;
+  const int n = args.rows;
   constexpr int kVecsPerRow = D / 8;
   const long long total = static_cast<long long>(n) * kVecsPerRow;
   for (long long i =

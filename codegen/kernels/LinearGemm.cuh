@@ -12,7 +12,8 @@
 // cp.async; each 128-byte tile row has its 16-byte chunks XOR-swizzled by
 // (row % 8) so cp.async stores and ldmatrix reads are free of bank conflicts.
 //
-// Launch: WarpsM * WarpsN * 32 threads, grid (ceil(M / BM), ceil(N / BN)) so
+// Launch: LinearArgs (LaunchArgs.h; M is its rows, K its k), WarpsM *
+// WarpsN * 32 threads, grid (ceil(M / BM), ceil(N / BN)) so
 // that neighbouring blocks share a weight tile in L2, and
 // GemmShape<...>::kSharedBytes of dynamic shared memory (raise the function's
 // dynamic shared memory limit first: it is above 48 KB).
@@ -21,6 +22,7 @@
 #pragma once
 
 #include "Common.cuh"
+#include "LaunchArgs.h"
 #include "TensorCore.cuh"
 
 namespace sol {
@@ -109,12 +111,18 @@ template <int BM, int BN, int WarpsM, int WarpsN, int Stages, typename OutT,
           bool HasBias, int Epilogue, bool SplitK>
 __global__ void
 __launch_bounds__(GemmShape<BM, BN, WarpsM, WarpsN, Stages>::kThreads)
-    linear_gemm(OutT *y, const bf16 *x, const bf16 *w, const bf16 *bias, int M,
-                int N, int K) {
+    linear_gemm(const LinearArgs args) {
   static_assert(!SplitK || (!HasBias && Epilogue == kEpilogueNone),
                 "linear_gemm: split-K adds bias and epilogue when finalizing");
   allowDependentLaunch();
   waitForPredecessor();
+  OutT *const y = static_cast<OutT *>(args.y);
+  const bf16 *const x = args.x;
+  const bf16 *const w = args.w;
+  const bf16 *const bias = args.bias;
+  const int M = args.rows;
+  const int N = args.n;
+  const int K = args.k;
   using namespace gemm_detail;
   using Shape = GemmShape<BM, BN, WarpsM, WarpsN, Stages>;
   constexpr int kThreads = Shape::kThreads;
@@ -243,10 +251,14 @@ __launch_bounds__(GemmShape<BM, BN, WarpsM, WarpsN, Stages>::kThreads)
 // column pair; grid-stride.
 template <typename OutT, bool HasBias, int Epilogue>
 __global__ void __launch_bounds__(256)
-    linear_splitk_finalize(OutT *y, float *partial, const bf16 *bias, int M,
-                           int N) {
+    linear_splitk_finalize(const SplitKFinalizeArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
+  OutT *const y = static_cast<OutT *>(args.y);
+  float *const partial = args.partial;
+  const bf16 *const bias = args.bias;
+  const int M = args.rows;
+  const int N = args.n;
   const long long pairs = static_cast<long long>(M) * (N / 2);
   for (long long i = blockIdx.x * 256LL + threadIdx.x; i < pairs;
        i += static_cast<long long>(gridDim.x) * 256) {

@@ -12,8 +12,9 @@
 // of x from L1. Partial sums are reduced across lanes with shuffles and across
 // the K-slices of a block through shared memory, so no second pass is needed.
 //
-// Epilogue kEpilogueArgmax (one row, fp32 logits, no bias): `bias` points to
-// a zeroed 64-bit word that ends up holding the row's argmaxKey (Common.cuh).
+// Epilogue kEpilogueArgmax (one row, fp32 logits, no bias): `argmaxKey`
+// points to a zeroed 64-bit word that ends up holding the row's argmaxKey
+// (Common.cuh).
 //
 // Under programmatic dependent launch the first batch of weight loads is
 // issued before waiting for the kernel that produces x; with L2Prefetch the
@@ -22,7 +23,8 @@
 // into the epilogue (kEpilogue* in Common.cuh), so a layer is four GEMV
 // launches plus attention.
 //
-// Launch: 256 threads, ceil(N / ((8 / WarpsK) * RowsPerWarp)) blocks, and
+// Launch: LinearArgs (LaunchArgs.h), 256 threads,
+// ceil(N / ((8 / WarpsK) * RowsPerWarp)) blocks, and
 // MaxRows * K * 2 bytes of dynamic shared memory with the norm prologue.
 // Requires K % 8 == 0 and 16-byte aligned x and W.
 //
@@ -75,15 +77,14 @@ __device__ __forceinline__ float warpReduceScatter(float (&vals)[V], int lane) {
 }
 
 // y = epilogue(x . W^T + b) for `rows` rows; with NormPrologue, x is first
-// replaced by rmsnorm(x) * norm_w (eps) in dynamic shared memory of
+// replaced by rmsnorm(x) * normWeight (eps) in dynamic shared memory of
 // MaxRows * K bf16. Epilogue is one of kEpilogue* (Common.cuh); residual and
 // swiglu need bf16 y, and swiglu an even RowsPerWarp, and y is [rows, N/2].
 template <int K, int MaxRows, int RowsPerWarp, int WarpsK, typename OutT,
           bool HasBias, int Epilogue, bool NormPrologue,
           bool L2Prefetch = false>
 __global__ void __launch_bounds__(kGemvThreads, 2)
-    linear_gemv(OutT *y, const bf16 *x, const bf16 *w, const bf16 *bias,
-                int rows, int N, const bf16 *norm_w, float eps) {
+    linear_gemv(const LinearArgs args) {
   static_assert(K % 8 == 0, "linear_gemv: K must be a multiple of 8");
   static_assert(MaxRows >= 1 && MaxRows <= 8 && isPowerOfTwo(MaxRows),
                 "linear_gemv: MaxRows must be 1, 2, 4 or 8");
@@ -102,6 +103,14 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
   constexpr int R = RowsPerWarp;
   extern __shared__ __align__(16) unsigned char gemvShared[];
   bf16 *xs = reinterpret_cast<bf16 *>(gemvShared);
+  OutT *const y = static_cast<OutT *>(args.y);
+  const bf16 *const x = args.x;
+  const bf16 *const w = args.w;
+  const bf16 *const bias = args.bias;
+  const int rows = args.rows;
+  const int N = args.n;
+  const bf16 *const norm_w = args.normWeight;
+  const float eps = args.eps;
 
   allowDependentLaunch();
   const int warp = threadIdx.x / 32;
@@ -237,8 +246,7 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
     for (int offset = 16; offset > 0; offset /= 2)
       key = max(key, __shfl_xor_sync(0xffffffffu, key, offset));
     if (lane == 0) {
-      auto *best =
-          reinterpret_cast<unsigned long long *>(const_cast<bf16 *>(bias));
+      unsigned long long *const best = args.argmaxKey;
       if (key > *reinterpret_cast<volatile unsigned long long *>(best))
         atomicMax(best, key);
     }

@@ -63,11 +63,12 @@
 // (cp.async) instead of twice; rows are padded by 64 bytes so that the
 // fragment reads from shared memory are free of bank conflicts. Plans run
 // rms_norm first instead (every block normalising all rows cost more than
-// the extra launch; docs/gpu.md), keeping the prologue for
-// SOL_SKINNY_NORM_PROLOGUE=1. Without it, x (the previous kernel's output)
-// is read with loadActivation16, behind griddepcontrol.wait.
+// the extra launch; docs/gpu.md); sol-kernel-check and the CPU emulation
+// test keep the prologue checked. Without it, x (the previous kernel's
+// output) is read with loadActivation16, behind griddepcontrol.wait.
 //
-// Launch: 256 threads, ceil(N / (16 * Tiles * (8 / WarpsK))) blocks, and
+// Launch: LinearArgs (LaunchArgs.h), 256 threads,
+// ceil(N / (16 * Tiles * (8 / WarpsK))) blocks, and
 // SkinnyShape::kSharedBytes of dynamic shared memory (all of the kernel's
 // shared memory). Requires K % 8 == 0 and 16-byte aligned x and W.
 //
@@ -203,15 +204,14 @@ __device__ __forceinline__ void skinnyMma(float (&d)[4], const uint4 &lo,
 }
 
 // y = epilogue(x . W^T + b) for `rows` (<= MaxRows) rows; with NormPrologue,
-// x is first replaced by rmsnorm(x) * norm_w (eps). Epilogue is one of
+// x is first replaced by rmsnorm(x) * normWeight (eps). Epilogue is one of
 // kEpilogue* (Common.cuh); residual and swiglu need bf16 y, and swiglu makes
-// y [rows, N / 2]. The arguments are linear_gemv's.
+// y [rows, N / 2]. The arguments are linear_gemv's (LinearArgs).
 template <int K, int MaxRows, int Tiles, int WarpsK, typename OutT,
           bool HasBias, int Epilogue, bool NormPrologue,
           bool L2Prefetch = false>
 __global__ void __launch_bounds__(kSkinnyThreads, 2)
-    linear_skinny(OutT *y, const bf16 *x, const bf16 *w, const bf16 *bias,
-                  int rows, int N, const bf16 *norm_w, float eps) {
+    linear_skinny(const LinearArgs args) {
   using Shape = SkinnyShape<K, MaxRows, Tiles, WarpsK, NormPrologue>;
   static_assert(K % 8 == 0, "linear_skinny: K must be a multiple of 8");
   static_assert(MaxRows == 8 || MaxRows == 16,
@@ -230,6 +230,15 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
   constexpr int kLoadsPerStep = 2 * Tiles + (NormPrologue ? 0 : kGroups);
   constexpr int kDepth = skinnyDepth(kSteps, kLoadsPerStep);
   constexpr int kStride = Shape::kReduceStride;
+
+  OutT *const y = static_cast<OutT *>(args.y);
+  const bf16 *const x = args.x;
+  const bf16 *const w = args.w;
+  const bf16 *const bias = args.bias;
+  const int rows = args.rows;
+  const int N = args.n;
+  const bf16 *const norm_w = args.normWeight;
+  const float eps = args.eps;
 
   unsigned char *skinnyShared = dynamicSharedMemory();
   bf16 *xs = reinterpret_cast<bf16 *>(skinnyShared);

@@ -57,11 +57,13 @@
 // (Hq / Hkv <= 4), else 8 (8 bytes, the bf16 kernel's HD / 8 lanes), so q
 // and the accumulators never hold more than 128 floats per lane.
 //
-// Launch: grid (T * Hkv, splits), kPagedAttentionThreads threads.
+// Launch: PagedAttentionArgs (LaunchArgs.h), grid (T * Hkv, splits),
+// kPagedAttentionThreads threads.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "LaunchArgs.h"
 #include "Rope.cuh"
 
 namespace sol {
@@ -503,13 +505,23 @@ template <int E> __device__ __forceinline__ uint4 loadFp8(const void *p) {
 template <int Hq, int Hkv, int HD, int BS, bool FusedRope,
           bool PreloadWalk = false>
 __global__ void __launch_bounds__(kPagedAttentionThreads)
-    paged_attention(bf16 *out, const bf16 *qkv, bf16 *k_cache, bf16 *v_cache,
-                    const int *positions, const int *token_seq,
-                    const int *block_tables, int max_blocks, float scale,
-                    int sliding_window, int T, float *partials,
-                    unsigned *arrivals, const float *inv_freq,
-                    float attention_scaling) {
+    paged_attention(const PagedAttentionArgs args) {
   allowDependentLaunch();
+  bf16 *const out = args.out;
+  const bf16 *const qkv = args.qkv;
+  bf16 *const k_cache = static_cast<bf16 *>(args.kCache);
+  bf16 *const v_cache = static_cast<bf16 *>(args.vCache);
+  const int *const positions = args.positions;
+  const int *const token_seq = args.tokenSeq;
+  const int *const block_tables = args.blockTables;
+  const int max_blocks = args.maxBlocks;
+  const float scale = args.scale;
+  const int sliding_window = args.slidingWindow;
+  const int T = args.tokens;
+  float *const partials = args.partials;
+  unsigned *const arrivals = args.arrivals;
+  const float *const inv_freq = args.invFreq;
+  const float attention_scaling = args.attentionScaling;
   // Unfused: rope_kv_write, the predecessor, wrote this step's K/V rows
   // (a prompt chunk's tokens read each other's), so wait at once.
   static_assert(FusedRope || !PreloadWalk,
@@ -595,12 +607,12 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   // store them to the cache, from which the same threads read them back in
   // a later step. The registers held across the wait (150 instead of 128
   // for Llama-3.2-1B's heads) cost full grids their fourth block per
-  // multiprocessor: 64-sequence decode 3.7% slower, batch-1 decode 0.4%
-  // faster (fp8 cache: 1.2%). The first step in shared memory instead
-  // (cp.async, no registers) made batch-1 decode 1.5% slower: 16 KB more
-  // of shared memory per block keeps attention blocks off multiprocessors
-  // that the QKV projection still occupies (the same 16 KB unused in the
-  // plain kernel cost as much). Ninth session, docs/gpu.md.
+  // multiprocessor; measured on the H200 (docs/gpu.md): 64-sequence decode
+  // 3.7% slower, batch-1 decode 0.4% faster (fp8 cache: 1.2%). Keeping the
+  // first step in shared memory instead (cp.async, no registers) makes
+  // batch-1 decode 1.5% slower: 16 KB more of shared memory per block keeps
+  // attention blocks off multiprocessors that the QKV projection still
+  // occupies (the same 16 KB unused in the plain kernel costs as much).
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
   if constexpr (FusedRope && PreloadWalk) {
     if (seq >= 0)
@@ -745,14 +757,25 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
 template <int Hq, int Hkv, int HD, int BS, bool FusedRope,
           bool PreloadWalk = false>
 __global__ void __launch_bounds__(kPagedAttentionThreads)
-    paged_attention_fp8(bf16 *out, const bf16 *qkv, unsigned char *k_cache,
-                        unsigned char *v_cache, float *k_scales,
-                        float *v_scales, const int *positions,
-                        const int *token_seq, const int *block_tables,
-                        int max_blocks, float scale, int sliding_window, int T,
-                        float *partials, unsigned *arrivals,
-                        const float *inv_freq, float attention_scaling) {
+    paged_attention_fp8(const PagedAttentionArgs args) {
   allowDependentLaunch();
+  bf16 *const out = args.out;
+  const bf16 *const qkv = args.qkv;
+  unsigned char *const k_cache = static_cast<unsigned char *>(args.kCache);
+  unsigned char *const v_cache = static_cast<unsigned char *>(args.vCache);
+  float *const k_scales = args.kScales;
+  float *const v_scales = args.vScales;
+  const int *const positions = args.positions;
+  const int *const token_seq = args.tokenSeq;
+  const int *const block_tables = args.blockTables;
+  const int max_blocks = args.maxBlocks;
+  const float scale = args.scale;
+  const int sliding_window = args.slidingWindow;
+  const int T = args.tokens;
+  float *const partials = args.partials;
+  unsigned *const arrivals = args.arrivals;
+  const float *const inv_freq = args.invFreq;
+  const float attention_scaling = args.attentionScaling;
   // Unfused: rope_kv_write, the predecessor, wrote this step's K/V rows
   // (a prompt chunk's tokens read each other's), so wait at once.
   static_assert(FusedRope || !PreloadWalk,

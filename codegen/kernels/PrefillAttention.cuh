@@ -50,7 +50,8 @@
 //    values instead of the 4 of cvt.f16x2.e4m3x2 -> f32 -> bf16. E4M3 NaN
 //    (0x7F/0xFF, only written for NaN inputs) reads as +-480 * scale.
 //
-// Launch: grid (tiles, Hq), kPrefillThreads threads,
+// Launch: TiledAttentionArgs (LaunchArgs.h), grid (tiles, Hq),
+// kPrefillThreads threads,
 // PrefillAttentionShape<HD>::kSharedBytes (bf16) or ::kFp8SharedBytes (fp8)
 // of dynamic shared memory.
 //
@@ -58,6 +59,7 @@
 #pragma once
 
 #include "Common.cuh"
+#include "LaunchArgs.h"
 #include "TensorCore.cuh"
 
 namespace sol {
@@ -594,40 +596,36 @@ attend(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
 
 template <int Hq, int Hkv, int HD, int BS = kDefaultKvBlockSize>
 __global__ void __launch_bounds__(kPrefillThreads)
-    prefill_attention(bf16 *out, const bf16 *qkv, const bf16 *k_cache,
-                      const bf16 *v_cache, const int *positions,
-                      const int *token_seq, const int *block_tables,
-                      int max_blocks, float scale, int sliding_window,
-                      const int2 *tiles) {
+    prefill_attention(const TiledAttentionArgs args) {
   static_assert(Hq % Hkv == 0, "prefill_attention: Hq must be k * Hkv");
   allowDependentLaunch();
   waitForPredecessor();
   extern __shared__ __align__(128) unsigned char prefillShared[];
-  const prefill_detail::PrefillBf16Kv<Hkv, HD, BS> kv{k_cache, v_cache};
+  const prefill_detail::PrefillBf16Kv<Hkv, HD, BS> kv{
+      static_cast<const bf16 *>(args.kCache),
+      static_cast<const bf16 *>(args.vCache)};
   prefill_detail::attend<Hq, Hkv, HD, BS>(
-      prefillShared, kv, out, qkv, positions, token_seq, block_tables,
-      max_blocks, scale, sliding_window, tiles);
+      prefillShared, kv, args.out, args.qkv, args.positions, args.tokenSeq,
+      args.blockTables, args.maxBlocks, args.scale, args.slidingWindow,
+      args.tiles);
 }
 
-// k_scales, v_scales: [num_blocks, BS, Hkv] float32 (see the header).
+// kScales, vScales: [num_blocks, BS, Hkv] float32 (see the header).
 template <int Hq, int Hkv, int HD, int BS = kDefaultKvBlockSize>
 __global__ void __launch_bounds__(kPrefillThreads)
-    prefill_attention_fp8(bf16 *out, const bf16 *qkv,
-                          const unsigned char *k_cache,
-                          const unsigned char *v_cache, const float *k_scales,
-                          const float *v_scales, const int *positions,
-                          const int *token_seq, const int *block_tables,
-                          int max_blocks, float scale, int sliding_window,
-                          const int2 *tiles) {
+    prefill_attention_fp8(const TiledAttentionArgs args) {
   static_assert(Hq % Hkv == 0, "prefill_attention_fp8: Hq must be k * Hkv");
   allowDependentLaunch();
   waitForPredecessor();
   extern __shared__ __align__(128) unsigned char prefillShared[];
   const auto kv = prefill_detail::fp8Kv<Hkv, HD, BS>(
-      prefillShared, k_cache, v_cache, k_scales, v_scales);
+      prefillShared, static_cast<const unsigned char *>(args.kCache),
+      static_cast<const unsigned char *>(args.vCache), args.kScales,
+      args.vScales);
   prefill_detail::attend<Hq, Hkv, HD, BS>(
-      prefillShared, kv, out, qkv, positions, token_seq, block_tables,
-      max_blocks, scale, sliding_window, tiles);
+      prefillShared, kv, args.out, args.qkv, args.positions, args.tokenSeq,
+      args.blockTables, args.maxBlocks, args.scale, args.slidingWindow,
+      args.tiles);
 }
 
 } // namespace kernels

@@ -6,20 +6,21 @@
 // i.e. Hugging Face's LlamaRMSNorm: normalise in fp32, round to bf16, multiply
 // by the bf16 weight and round again.
 //
-// Rows are D contiguous elements. They come in groups of `row_group` rows laid
-// out back to back; consecutive groups are `x_stride` / `out_stride` elements
-// apart. A plain norm over [rows, D] uses row_group = 1 and strides of D; the
+// Rows are D contiguous elements. They come in groups of `rowGroup` rows laid
+// out back to back; consecutive groups are `xStride` / `outStride` elements
+// apart. A plain norm over [rows, D] uses rowGroup = 1 and strides of D; the
 // per-head q_norm / k_norm of Qwen3 runs in place on the fused QKV buffer with
-// D = head_dim, row_group = heads, rows = T * heads and strides equal to the
+// D = head_dim, rowGroup = heads, rows = T * heads and strides equal to the
 // QKV row length. The residual, when given, is a contiguous [rows, D] tensor.
 //
-// Launch: RmsNormShape<D>::kBlockThreads threads per block, and
-// ceil(rows / RmsNormShape<D>::kRowsPerBlock) blocks.
+// Launch: RmsNormArgs (LaunchArgs.h), RmsNormShape<D>::kBlockThreads threads
+// per block, and ceil(rows / RmsNormShape<D>::kRowsPerBlock) blocks.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "Common.cuh"
+#include "LaunchArgs.h"
 
 namespace sol {
 namespace kernels {
@@ -39,10 +40,18 @@ template <int D> struct RmsNormShape {
 
 template <int D>
 __global__ void __launch_bounds__(RmsNormShape<D>::kBlockThreads)
-    rms_norm(bf16 *out, const bf16 *x, bf16 *residual, const bf16 *w, float eps,
-             int rows, int x_stride, int out_stride, int row_group) {
+    rms_norm(const RmsNormArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
+  bf16 *const out = args.out;
+  const bf16 *const x = args.x;
+  bf16 *const residual = args.residual;
+  const bf16 *const w = args.weight;
+  const float eps = args.eps;
+  const int rows = args.rows;
+  const int x_stride = args.xStride;
+  const int out_stride = args.outStride;
+  const int row_group = args.rowGroup;
   using Shape = RmsNormShape<D>;
   constexpr int kTpr = Shape::kThreadsPerRow;
   constexpr int kPer = Shape::kVecsPerThread;

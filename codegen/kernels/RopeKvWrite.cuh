@@ -13,7 +13,7 @@
 // rope_kv_write_fp8 does the same for an fp8 (E4M3) cache with dynamic
 // per-row scales (Rope.cuh): once q and k are rotated, each kv head's rotated
 // k row and its v row (head_dim bf16 values) get their scale, stored in
-// k_scales / v_scales [num_blocks, BS, Hkv] at the row's (block, slot,
+// kScales / vScales [num_blocks, BS, Hkv] at the row's (block, slot,
 // head), and the row is stored as e4m3(x / scale).
 //
 // Each block computes its token's angles once (Rope.cuh's ropeTable) before
@@ -23,11 +23,12 @@
 // Decode-only steps (one token per sequence) skip this kernel when the plan
 // has paged_attention with the rope fused into its prologue.
 //
-// Launch: T blocks of kRopeThreads threads.
+// Launch: RopeKvWriteArgs (LaunchArgs.h), T blocks of kRopeThreads threads.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "LaunchArgs.h"
 #include "Rope.cuh"
 
 namespace sol {
@@ -37,13 +38,20 @@ constexpr int kRopeThreads = 128;
 
 template <int Hq, int Hkv, int HD, int BS>
 __global__ void __launch_bounds__(kRopeThreads)
-    rope_kv_write(bf16 *qkv, bf16 *k_cache, bf16 *v_cache,
-                  const float *inv_freq, float attention_scaling,
-                  const int *positions, const int *token_seq,
-                  const int *block_tables, int max_blocks, int T) {
+    rope_kv_write(const RopeKvWriteArgs args) {
   allowDependentLaunch();
   static_assert(HD % 16 == 0, "rope_kv_write: head_dim must be 16k");
   static_assert(Hq % Hkv == 0, "rope_kv_write: Hq must be a multiple of Hkv");
+  bf16 *const qkv = args.qkv;
+  bf16 *const k_cache = static_cast<bf16 *>(args.kCache);
+  bf16 *const v_cache = static_cast<bf16 *>(args.vCache);
+  const float *const inv_freq = args.invFreq;
+  const float attention_scaling = args.attentionScaling;
+  const int *const positions = args.positions;
+  const int *const token_seq = args.tokenSeq;
+  const int *const block_tables = args.blockTables;
+  const int max_blocks = args.maxBlocks;
+  const int T = args.tokens;
   constexpr int kHalf = HD / 2;
   constexpr int kChunksPerHalf = kHalf / 8;
   constexpr int kRotateItems = (Hq + Hkv) * kChunksPerHalf;
@@ -98,16 +106,24 @@ __global__ void __launch_bounds__(kRopeThreads)
 
 template <int Hq, int Hkv, int HD, int BS>
 __global__ void __launch_bounds__(kRopeThreads)
-    rope_kv_write_fp8(bf16 *qkv, unsigned char *k_cache, unsigned char *v_cache,
-                      float *k_scales, float *v_scales, const float *inv_freq,
-                      float attention_scaling, const int *positions,
-                      const int *token_seq, const int *block_tables,
-                      int max_blocks, int T) {
+    rope_kv_write_fp8(const RopeKvWriteArgs args) {
   allowDependentLaunch();
   static_assert(HD % 16 == 0 && HD / 8 <= 32,
                 "rope_kv_write_fp8: head_dim must be 16k, at most 256");
   static_assert(Hq % Hkv == 0,
                 "rope_kv_write_fp8: Hq must be a multiple of Hkv");
+  bf16 *const qkv = args.qkv;
+  unsigned char *const k_cache = static_cast<unsigned char *>(args.kCache);
+  unsigned char *const v_cache = static_cast<unsigned char *>(args.vCache);
+  float *const k_scales = args.kScales;
+  float *const v_scales = args.vScales;
+  const float *const inv_freq = args.invFreq;
+  const float attention_scaling = args.attentionScaling;
+  const int *const positions = args.positions;
+  const int *const token_seq = args.tokenSeq;
+  const int *const block_tables = args.blockTables;
+  const int max_blocks = args.maxBlocks;
+  const int T = args.tokens;
   constexpr int kChunksPerHalf = HD / 16;
   constexpr int kRotateItems = (Hq + Hkv) * kChunksPerHalf;
   constexpr int kRowElems = (Hq + 2 * Hkv) * HD;

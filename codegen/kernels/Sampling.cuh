@@ -5,7 +5,7 @@
 //  1. when logprobs are asked for: log-sum-exp of the raw row and its top-n
 //     ids (before the penalties touch the row);
 //  2. penalties: the row's CSR entries are applied in place (the original
-//     values are saved in penalty_saved and restored at the end, so the
+//     values are saved in penaltySaved and restored at the end, so the
 //     logits the executor copies back are the raw ones);
 //  3. greedy rows (temperature <= 0): argmax, lowest index on ties;
 //     sampled rows: the semantics of runtime/sampling/CpuSampler.h, with the
@@ -31,12 +31,14 @@
 // Top-n logprobs use the same histogram on the raw logits. Rows with
 // temperature-only sampling skip the histograms (one max pass, the draw).
 //
-// Grid: `rows` blocks of kSamplingThreads; static shared memory (~45 KB).
+// Launch: SamplingArgs (LaunchArgs.h), `rows` blocks of kSamplingThreads;
+// static shared memory (~45 KB).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "Common.cuh"
+#include "LaunchArgs.h"
 
 namespace sol {
 namespace kernels {
@@ -853,21 +855,29 @@ __device__ void samplingTopLogprobs(const float *row, int V, int n,
   }
 }
 
-// out_ids[r]: the chosen token of row r (always written).
-// out_logprobs: null, or R log-probabilities of the chosen tokens.
-// out_top_ids / out_top_logprobs: R x num_top, used when num_top > 0.
-// logits: R x V fp32, restored to its input values on return.
-// params: R rows, or null for greedy rows.
-// penalty_offsets: R + 1 CSR offsets into penalty_entries, or null;
-// penalty_saved: scratch of as many floats as there are entries.
+// The arguments (SamplingArgs, LaunchArgs.h): outIds[r], the chosen token
+// of row r (always written); outLogprobs: null, or R log-probabilities of
+// the chosen tokens; outTopIds / outTopLogprobs: R x numTop, used when
+// numTop > 0; logits: R x V fp32, restored to its input values on return;
+// params: R rows, or null for greedy rows; penaltyOffsets: R + 1 CSR
+// offsets into penaltyEntries, or null; penaltySaved: scratch of as many
+// floats as there are entries.
 __global__ void __launch_bounds__(kSamplingThreads)
-    sample_rows(int *out_ids, float *out_logprobs, int *out_top_ids,
-                float *out_top_logprobs, float *logits,
-                const SamplingParams *params, const int *penalty_offsets,
-                const int2 *penalty_entries, float *penalty_saved, int rows,
-                int V, int num_top) {
+    sample_rows(const SamplingArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
+  int *const out_ids = args.outIds;
+  float *const out_logprobs = args.outLogprobs;
+  int *const out_top_ids = args.outTopIds;
+  float *const out_top_logprobs = args.outTopLogprobs;
+  float *const logits = args.logits;
+  const SamplingParams *const params = args.params;
+  const int *const penalty_offsets = args.penaltyOffsets;
+  const int2 *const penalty_entries = args.penaltyEntries;
+  float *const penalty_saved = args.penaltySaved;
+  const int rows = args.rows;
+  const int V = args.vocab;
+  const int num_top = args.numTop;
   __shared__ SamplingShared sh;
   const int r = blockIdx.x;
   if (r >= rows)

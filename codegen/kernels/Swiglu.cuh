@@ -9,6 +9,7 @@
 #pragma once
 
 #include "Common.cuh"
+#include "LaunchArgs.h"
 
 namespace sol {
 namespace kernels {
@@ -17,10 +18,13 @@ constexpr int kSwigluThreads = 256;
 
 template <int I>
 __global__ void __launch_bounds__(kSwigluThreads)
-    swiglu(bf16 *out, const bf16 *gate_up, int T) {
+    swiglu(const SwigluArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   static_assert(I % 8 == 0, "swiglu: I must be a multiple of 8");
+  bf16 *const out = args.out;
+  const bf16 *const gate_up = args.gateUp;
+  const int T = args.tokens;
   constexpr int kVecsPerRow = I / 8;
   const long long total = static_cast<long long>(T) * kVecsPerRow;
   for (long long i =
@@ -44,10 +48,13 @@ __global__ void __launch_bounds__(kSwigluThreads)
 // epilogue (the weight rows are interleaved, Common.cuh kEpilogueSwiglu).
 template <int I>
 __global__ void __launch_bounds__(kSwigluThreads)
-    swiglu_pairs(bf16 *out, const bf16 *gate_up, int T) {
+    swiglu_pairs(const SwigluArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   static_assert(I % 8 == 0, "swiglu_pairs: I must be a multiple of 8");
+  bf16 *const out = args.out;
+  const bf16 *const gate_up = args.gateUp;
+  const int T = args.tokens;
   constexpr int kVecsPerRow = I / 8;
   const long long total = static_cast<long long>(T) * kVecsPerRow;
   for (long long i =

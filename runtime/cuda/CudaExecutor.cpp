@@ -15,6 +15,8 @@
 
 namespace sol::cuda {
 
+using namespace kernels; // the launch-args structs
+
 namespace {
 
 constexpr std::size_t kAlign = 256;
@@ -28,7 +30,7 @@ std::size_t alignUp(std::size_t n) {
 
 std::string str(const flatbuffers::String *s) { return s ? s->str() : ""; }
 
-/// Whether an A/B switch such as SOL_DISABLE_PDL is on: set, not empty, not
+/// Whether a debugging switch (docs/debugging.md) is on: set, not empty, not
 /// "0".
 bool envFlag(const char *name) {
   const char *v = std::getenv(name);
@@ -183,35 +185,13 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
       [&](std::size_t i) {
         return plan.ops()->Get(static_cast<unsigned>(i))->buffers()->Get(0);
       });
-  // The first FewRowLinears choice whose every instance is in the plan
-  // (plans from before a choice lack its kernels): linear_skinny behind
-  // rms_norm, unless SOL_SKINNY_NORM_PROLOGUE=1 asks for the norm in its
-  // prologue or SOL_DISABLE_SKINNY=1 for the kernels before it.
+  // Every instance selection may pick for the plan's step sizes, as solc
+  // compiled them (codegen/plan/CompileKernels.cpp): later lookups cannot
+  // fail.
   const int maxContext = static_cast<int>(maxModelLen_);
-  std::vector<FewRowLinears> choices = {FewRowLinears::Skinny,
-                                        FewRowLinears::SkinnyNormPrologue,
-                                        FewRowLinears::Legacy};
-  if (envFlag("SOL_SKINNY_NORM_PROLOGUE"))
-    choices.erase(choices.begin());
-  if (envFlag("SOL_DISABLE_SKINNY"))
-    choices = {FewRowLinears::Legacy};
-  auto planHolds = [&](FewRowLinears linears) {
-    for (const OpDesc &d : ops_)
-      for (const KernelInstance &k :
-           enumerateKernels(d, maxTokens_, maxContext, linears))
-        if (!kernels_.count(k.nameExpression))
-          return false;
-    return true;
-  };
-  linears_ = choices.back();
-  for (FewRowLinears linears : choices)
-    if (planHolds(linears)) {
-      linears_ = linears;
-      break;
-    }
   for (std::size_t i = 0; i < ops_.size(); ++i)
     for (const KernelInstance &k :
-         enumerateKernels(ops_[i], maxTokens_, maxContext, linears_))
+         enumerateKernels(ops_[i], maxTokens_, maxContext))
       if (!kernels_.count(k.nameExpression))
         fail(planFile.path().string(), ": the plan lacks kernel ",
              k.nameExpression, " needed by op ",
@@ -327,8 +307,7 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   attentionArrivals_ = DeviceBuffer(alignUp(arrivals * sizeof(unsigned)));
   attentionArrivals_.fillBytes(0, stream_);
   clusterMerge_ = context_.computeCapabilityMajor() >= 9;
-  clusterMerge_ = clusterMerge_ && !envFlag("SOL_DISABLE_CLUSTER_MERGE");
-  fusedRope_ = !envFlag("SOL_DISABLE_FUSED_ROPE");
+  fusedRope_ = true;
   attentionRope_.assign(ops_.size(), -1);
   for (std::size_t i = 0; i < ops_.size(); ++i) {
     const OpDesc &d = ops_[i];
@@ -353,29 +332,21 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     stepStart_ = std::make_unique<Event>();
     stepEnd_ = std::make_unique<Event>();
   }
-  // The LM head with the argmax in its epilogue, when the plan has it.
+  // The LM head with the argmax in its epilogue (enumerateKernels put it in
+  // the plan).
   if (!ops_.empty())
-    if (std::optional<KernelLaunch> head = selectArgmaxLmHead(ops_.back());
-        head && kernels_.count(head->instance.nameExpression))
-      argmaxHead_ = std::move(head);
-  if (envFlag("SOL_DISABLE_FUSED_ARGMAX"))
-    argmaxHead_.reset();
+    argmaxHead_ = selectArgmaxLmHead(ops_.back());
   // Split-K partial sums; zero between uses (the finalize kernels reset it).
   std::size_t splitFloats = 0;
   for (const OpDesc &d : ops_)
-    splitFloats =
-        std::max(splitFloats, splitKWorkspaceFloats(d, maxTokens_, linears_));
+    splitFloats = std::max(splitFloats, splitKWorkspaceFloats(d, maxTokens_));
   splitKWorkspace_ =
       DeviceBuffer(std::max<std::size_t>(alignUp(splitFloats * 4), kAlign));
   splitKWorkspace_.fillBytes(0, stream_);
-  // cuBLASLt for the GEMMs of more rows than linear_skinny (or our GEMV)
-  // takes (batched decode and prompts), with its workspace and room for a
-  // fused gate/up GEMM's output ahead of its SwiGLU.
-  cublasMinRows_ =
-      linears_ != FewRowLinears::Legacy ? SkinnySpec::kSelectedMaxRows + 1 : 2;
-  if (const char *v = std::getenv("SOL_CUBLASLT_MIN_ROWS"))
-    cublasMinRows_ = std::max(2, std::atoi(v));
-  if (maxTokens_ >= cublasMinRows_) {
+  // cuBLASLt for the GEMMs of more rows than linear_skinny takes (batched
+  // decode and prompts), with its workspace and room for a fused gate/up
+  // GEMM's output ahead of its SwiGLU.
+  if (maxTokens_ >= kCublasMinRows) {
     std::string why;
     cublas_ = CublasLt::load(why);
     if (cublas_) {
@@ -396,15 +367,15 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     }
     // Without cuBLASLt (`why` says why) prefill runs LinearGemm.cuh.
   }
-  // Tiles of the tensor-core prefill attention, when the plan has it.
-  graphBuckets_ = !envFlag("SOL_EXACT_GRAPH_SHAPES");
-  prefillAttention_ = !envFlag("SOL_DISABLE_PREFILL_ATTENTION");
+  // Tiles of the tensor-core prefill attention, when the plan has it (steps
+  // of at least its tile's rows).
   if (anyPrefillAttention()) {
     prefillTiles_ = DeviceBuffer(sizeof(PrefillTile) * maxTokens_);
     for (HostSlot &slot : slots_)
       slot.prefillTiles = PinnedBuffer(sizeof(PrefillTile) * maxTokens_);
   }
-  // chunk_attention: one spec for every attention op, its kernel in the plan.
+  // chunk_attention: one spec for every attention op, its kernel in the plan
+  // (which has it when steps of two or more tokens are possible).
   for (std::size_t i = 0; i < ops_.size(); ++i) {
     const OpDesc &d = ops_[i];
     if (d.kind != fb::OpKind::Attention)
@@ -424,8 +395,6 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     }
     chunkAttention_ = spec;
   }
-  if (envFlag("SOL_DISABLE_CHUNK_ATTENTION"))
-    chunkAttention_.reset();
 
   // The paged KV cache takes what --gpu-memory-utilization leaves.
   stream_.synchronize();
@@ -476,7 +445,7 @@ void CudaExecutor::warmUpCublas() {
   std::vector<int> sizes;
   for (int m :
        {maxTokens_, 2048, 512, 128, 64, 56, 48, 40, 32, 24, 16, 8, 4, 2})
-    if (m >= cublasMinRows_ && m <= maxTokens_ &&
+    if (m >= kCublasMinRows && m <= maxTokens_ &&
         std::find(sizes.begin(), sizes.end(), m) == sizes.end())
       sizes.push_back(m);
   for (std::size_t i = 0; i < ops_.size(); ++i) {
@@ -716,21 +685,27 @@ void CudaExecutor::launchSampling(const StepShape &shape,
       shape.outputs);
   const SamplingResults res = samplingResults(shape.outputs, shape.numTop);
   const CUdeviceptr base = samplingOut_.address(), null = 0;
-  CUdeviceptr ids = base;
-  CUdeviceptr logprobs = shape.logprobs ? base + res.logprobs : null;
-  CUdeviceptr topIds = shape.numTop > 0 ? base + res.topIds : null;
-  CUdeviceptr topLogprobs = shape.numTop > 0 ? base + res.topLogprobs : null;
-  CUdeviceptr logits =
+  const CUdeviceptr ids = base;
+  const CUdeviceptr logprobs = shape.logprobs ? base + res.logprobs : null;
+  const CUdeviceptr topIds = shape.numTop > 0 ? base + res.topIds : null;
+  const CUdeviceptr topLogprobs =
+      shape.numTop > 0 ? base + res.topLogprobs : null;
+  const CUdeviceptr logits =
       buffer(plan.ops()->Get(plan.ops()->size() - 1)->buffers()->Get(0));
-  CUdeviceptr params = inputs_.address() + in.params;
-  CUdeviceptr offsets = inputs_.address() + in.offsets;
-  CUdeviceptr entries = inputs_.address() + in.entries;
-  CUdeviceptr saved = penaltySaved_.address();
-  const int rows = shape.outputs, vocab = static_cast<int>(vocab_),
-            numTop = shape.numTop;
   kernel(l.instance)
-      .launch(dims, stream_, ids, logprobs, topIds, topLogprobs, logits, params,
-              offsets, entries, saved, rows, vocab, numTop);
+      .launch(dims, stream_,
+              SamplingArgs{.outIds = ids,
+                           .outLogprobs = logprobs,
+                           .outTopIds = topIds,
+                           .outTopLogprobs = topLogprobs,
+                           .logits = logits,
+                           .params = inputs_.address() + in.params,
+                           .penaltyOffsets = inputs_.address() + in.offsets,
+                           .penaltyEntries = inputs_.address() + in.entries,
+                           .penaltySaved = penaltySaved_.address(),
+                           .rows = shape.outputs,
+                           .vocab = static_cast<int>(vocab_),
+                           .numTop = shape.numTop});
 }
 
 bool CudaExecutor::prefillAttentionUsable(const OpDesc &d) const {
@@ -750,7 +725,7 @@ bool CudaExecutor::anyPrefillAttention() const {
 }
 
 int CudaExecutor::stagePrefillTiles(const StepBatch &b, PinnedBuffer &host) {
-  if (prefillTiles_.size() == 0 || !prefillAttention_ ||
+  if (prefillTiles_.size() == 0 ||
       !usePrefillAttention(b.tokenSeq, b.positions))
     return 0;
   const std::vector<PrefillTile> tiles =
@@ -799,24 +774,27 @@ void CudaExecutor::launchLinear(const std::vector<KernelLaunch> &launches,
   const KernelLaunch &g = launches.at(at);
   const Kernel &gemm = kernel(g.instance);
   raiseSharedLimit(gemm, g);
-  if (isSinglePassLinear(g.instance)) {
-    const CUdeviceptr noNorm = 0;
-    gemm.launch(g.dims, stream_, y, x, w, bias, rows, n, noNorm, 0.0f);
-    return;
-  }
-  if (launches.size() == at + 1) {
-    gemm.launch(g.dims, stream_, y, x, w, bias, rows, n, k);
+  LinearArgs args{
+      .y = y, .x = x, .w = w, .bias = bias, .rows = rows, .n = n, .k = k};
+  if (isSinglePassLinear(g.instance) || launches.size() == at + 1) {
+    gemm.launch(g.dims, stream_, args);
     return;
   }
   // Split K: partial sums into the workspace, then bias and epilogue.
-  const CUdeviceptr partial = splitKWorkspace_.address(), null = 0;
-  gemm.launch(g.dims, stream_, partial, x, w, null, rows, n, k);
+  const CUdeviceptr partial = splitKWorkspace_.address();
+  args.y = partial;
+  args.bias = nullptr;
+  gemm.launch(g.dims, stream_, args);
   const KernelLaunch &f = launches.at(at + 1);
-  kernel(f.instance).launch(f.dims, stream_, y, partial, bias, rows, n);
+  kernel(f.instance)
+      .launch(
+          f.dims, stream_,
+          SplitKFinalizeArgs{
+              .y = y, .partial = partial, .bias = bias, .rows = rows, .n = n});
 }
 
 bool CudaExecutor::cublasUsable(const OpDesc &d, int rows) const {
-  if (!cublas_ || rows < cublasMinRows_ || d.outDtype != fb::DType::BF16)
+  if (!cublas_ || rows < kCublasMinRows || d.outDtype != fb::DType::BF16)
     return false;
   const bool norm = d.kind == fb::OpKind::NormLinear;
   const std::vector<int64_t> &w = d.weightShapes.at(norm ? 1 : 0);
@@ -857,7 +835,9 @@ bool CudaExecutor::cublasLinear(const OpDesc &d, int rows, CUdeviceptr y,
     const CUdeviceptr pairs = gemmScratch_.address();
     cublas_->linear(stream_.handle(), pairs, x, w, bias, rows, n, k, false, ws,
                     wsBytes);
-    kernel(instance).launch(spec.dims(rows), stream_, y, pairs, rows);
+    kernel(instance).launch(
+        spec.dims(rows), stream_,
+        SwigluArgs{.out = y, .gateUp = pairs, .tokens = rows});
     return true;
   }
   }
@@ -925,8 +905,8 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       first = true;
       continue;
     }
-    std::vector<KernelLaunch> launches = selectKernels(
-        d, rows, maxContext, linears_, shape.fusedRope, clusterMerge_);
+    std::vector<KernelLaunch> launches =
+        selectKernels(d, rows, maxContext, shape.fusedRope, clusterMerge_);
     if (launches.empty())
       continue;
     for (KernelLaunch &launch : launches)
@@ -943,50 +923,61 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
         op->floats() && op->floats()->size() ? op->floats()->Get(0) : 0.0f;
     switch (d.kind) {
     case fb::OpKind::Embedding: {
-      CUdeviceptr out = buf(0), ids = buf(1), table = w(0);
-      CUdeviceptr previousIds = null, previousKey = null;
-      int clearKey = 0;
+      EmbeddingArgs args{
+          .out = buf(0), .table = w(0), .ids = buf(1), .tokens = rows};
       LaunchDims dims = l.dims;
       switch (shape.chain) {
       case ChainSource::None:
         break;
       case ChainSource::Ids:
-        previousIds = argmaxOut_.address();
+        args.previousIds = argmaxOut_.address();
         break;
       case ChainSource::Sampled:
-        previousIds = samplingOut_.address(); // the ids come first
+        args.previousIds = samplingOut_.address(); // the ids come first
         break;
       case ChainSource::Key:
-        previousKey = inputs_.address() + argmaxKeyOffset_;
-        clearKey = 1;
+        args.previousKey = inputs_.address() + argmaxKeyOffset_;
+        args.clearKey = 1;
         dims.grid = EmbeddingSpec{static_cast<int>(d.bufferWidths[0])}
                         .keyChainedDims()
                         .grid;
         break;
       case ChainSource::KeyCopy:
-        previousKey = chainKey_.address();
+        args.previousKey = chainKey_.address();
         break;
       }
-      k.launch(dims, stream_, out, table, ids, rows, previousIds, previousKey,
-               clearKey);
+      k.launch(dims, stream_, args);
       break;
     }
     case fb::OpKind::RmsNorm: {
-      CUdeviceptr out = buf(0), x = buf(1), wt = w(0);
-      CUdeviceptr residual = op->buffers()->size() > 2 ? buf(2) : null;
-      int width = static_cast<int>(d.bufferWidths[0]), group = 1;
-      k.launch(l.dims, stream_, out, x, residual, wt, f0, rows, width, width,
-               group);
+      const int width = static_cast<int>(d.bufferWidths[0]);
+      k.launch(
+          l.dims, stream_,
+          RmsNormArgs{.out = buf(0),
+                      .x = buf(1),
+                      .residual = op->buffers()->size() > 2 ? buf(2) : null,
+                      .weight = w(0),
+                      .eps = f0,
+                      .rows = rows,
+                      .xStride = width,
+                      .outStride = width,
+                      .rowGroup = 1});
       break;
     }
     case fb::OpKind::HeadRmsNorm: {
       const int qkvWidth = static_cast<int>(d.bufferWidths[0]);
       const int col = static_cast<int>(d.ints[0]),
                 heads = static_cast<int>(d.ints[1]);
-      CUdeviceptr x = buf(0) + static_cast<CUdeviceptr>(col) * 2, wt = w(0);
-      int normRows = rows * heads;
-      k.launch(l.dims, stream_, x, x, null, wt, f0, normRows, qkvWidth,
-               qkvWidth, heads);
+      const CUdeviceptr x = buf(0) + static_cast<CUdeviceptr>(col) * 2;
+      k.launch(l.dims, stream_,
+               RmsNormArgs{.out = x,
+                           .x = x,
+                           .weight = w(0),
+                           .eps = f0,
+                           .rows = rows * heads,
+                           .xStride = qkvWidth,
+                           .outStride = qkvWidth,
+                           .rowGroup = heads});
       break;
     }
     case fb::OpKind::Linear: {
@@ -1018,19 +1009,34 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       const bool fusedNorm = isSinglePassLinear(l.instance);
       const bool viaCublas = cublasUsable(d, rows);
       if (fusedNorm && !viaCublas) {
-        k.launch(l.dims, stream_, y, x, wt, bias, rows, n, normW, f0);
+        k.launch(l.dims, stream_,
+                 LinearArgs{.y = y,
+                            .x = x,
+                            .w = wt,
+                            .bias = bias,
+                            .normWeight = normW,
+                            .rows = rows,
+                            .n = n,
+                            .k = kdim,
+                            .eps = f0});
         break;
       }
       // Normalise into the scratch buffer, then the GEMM. A fused launch has
       // no norm launch of its own in `launches`.
+      const RmsNormArgs norm{.out = normed,
+                             .x = x,
+                             .weight = normW,
+                             .eps = f0,
+                             .rows = rows,
+                             .xStride = kdim,
+                             .outStride = kdim,
+                             .rowGroup = 1};
       if (fusedNorm) {
-        const RmsNormSpec norm{kdim};
-        kernel(norm.instance())
-            .launch(dependent(norm.dims(rows)), stream_, normed, x, null, normW,
-                    f0, rows, kdim, kdim, 1);
+        const RmsNormSpec spec{kdim};
+        kernel(spec.instance())
+            .launch(dependent(spec.dims(rows)), stream_, norm);
       } else {
-        k.launch(l.dims, stream_, normed, x, null, normW, f0, rows, kdim, kdim,
-                 1);
+        k.launch(l.dims, stream_, norm);
       }
       if (!cublasLinear(d, rows, y, normed, wt, bias, n, kdim))
         launchLinear(launches, 1, y, normed, wt, bias, rows, n, kdim);
@@ -1039,44 +1045,63 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     case fb::OpKind::RopeKvWrite: {
       const int layer = static_cast<int>(d.ints[0]),
                 rope = static_cast<int>(d.ints[4]);
-      CUdeviceptr qkv = buf(0);
-      CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
-      CUdeviceptr vc = kc + kvArrayBytes_;
-      CUdeviceptr invFreq =
+      const CUdeviceptr qkv = buf(0);
+      const CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
+      const CUdeviceptr vc = kc + kvArrayBytes_;
+      const CUdeviceptr invFreq =
           ropes_.address() + ropeOffsets_.at(static_cast<size_t>(rope));
-      float scaling =
+      const float scaling =
           plan.rope()->Get(static_cast<unsigned>(rope))->attention_scaling();
-      if (kvFp8()) {
-        CUdeviceptr ks = vc + kvArrayBytes_, vs = ks + kvScaleBytes_;
-        k.launch(l.dims, stream_, qkv, kc, vc, ks, vs, invFreq, scaling,
-                 positions, tokenSeq, blockTables, shape.maxBlocks, rows);
-        break;
-      }
-      k.launch(l.dims, stream_, qkv, kc, vc, invFreq, scaling, positions,
-               tokenSeq, blockTables, shape.maxBlocks, rows);
+      // The fp8 cache's scales follow its values (null for bf16).
+      const CUdeviceptr ks = kvFp8() ? vc + kvArrayBytes_ : null;
+      const CUdeviceptr vs = kvFp8() ? ks + kvScaleBytes_ : null;
+      k.launch(l.dims, stream_,
+               RopeKvWriteArgs{.qkv = qkv,
+                               .kCache = kc,
+                               .vCache = vc,
+                               .kScales = ks,
+                               .vScales = vs,
+                               .invFreq = invFreq,
+                               .positions = positions,
+                               .tokenSeq = tokenSeq,
+                               .blockTables = blockTables,
+                               .attentionScaling = scaling,
+                               .maxBlocks = shape.maxBlocks,
+                               .tokens = rows});
       break;
     }
     case fb::OpKind::Attention: {
       const int layer = static_cast<int>(d.ints[0]);
       const int window = static_cast<int>(d.ints[4]);
-      CUdeviceptr out = buf(0), qkv = buf(1);
-      CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
-      CUdeviceptr vc = kc + kvArrayBytes_;
+      const CUdeviceptr out = buf(0), qkv = buf(1);
+      const CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
+      const CUdeviceptr vc = kc + kvArrayBytes_;
+      // The fp8 cache's scales follow its values (null for bf16).
+      const CUdeviceptr ks = kvFp8() ? vc + kvArrayBytes_ : null;
+      const CUdeviceptr vs = kvFp8() ? ks + kvScaleBytes_ : null;
+      // prefill_attention or chunk_attention, over tiles planned on the host.
+      auto tiled = [&](CUdeviceptr tiles) {
+        return TiledAttentionArgs{.out = out,
+                                  .qkv = qkv,
+                                  .kCache = kc,
+                                  .vCache = vc,
+                                  .kScales = ks,
+                                  .vScales = vs,
+                                  .positions = positions,
+                                  .tokenSeq = tokenSeq,
+                                  .blockTables = blockTables,
+                                  .tiles = tiles,
+                                  .maxBlocks = shape.maxBlocks,
+                                  .scale = f0,
+                                  .slidingWindow = window};
+      };
       if (shape.prefillTiles > 0 && prefillAttentionUsable(d)) {
         const PrefillAttentionSpec spec = prefillAttentionSpec(d);
         const KernelLaunch p{spec.instance(),
                              dependent(spec.dims(shape.prefillTiles))};
         const Kernel &pk = kernel(p.instance);
         raiseSharedLimit(pk, p);
-        CUdeviceptr tiles = prefillTiles_.address();
-        if (spec.kvFp8) {
-          CUdeviceptr ks = vc + kvArrayBytes_, vs = ks + kvScaleBytes_;
-          pk.launch(p.dims, stream_, out, qkv, kc, vc, ks, vs, positions,
-                    tokenSeq, blockTables, shape.maxBlocks, f0, window, tiles);
-          break;
-        }
-        pk.launch(p.dims, stream_, out, qkv, kc, vc, positions, tokenSeq,
-                  blockTables, shape.maxBlocks, f0, window, tiles);
+        pk.launch(p.dims, stream_, tiled(prefillTiles_.address()));
         break;
       }
       if (shape.chunkTiles > 0) {
@@ -1085,56 +1110,52 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                                  shape.chunkTiles, shape.chunkSplits))};
         const Kernel &ck = kernel(c.instance);
         raiseSharedLimit(ck, c);
-        CUdeviceptr tiles = inputs_.address() + chunkTilesOffset_;
-        if (kvFp8()) {
-          CUdeviceptr ks = vc + kvArrayBytes_, vs = ks + kvScaleBytes_;
-          ck.launch(c.dims, stream_, out, qkv, kc, vc, ks, vs, positions,
-                    tokenSeq, blockTables, shape.maxBlocks, f0, window, tiles);
-          break;
-        }
-        ck.launch(c.dims, stream_, out, qkv, kc, vc, positions, tokenSeq,
-                  blockTables, shape.maxBlocks, f0, window, tiles);
+        ck.launch(c.dims, stream_,
+                  tiled(inputs_.address() + chunkTilesOffset_));
         break;
       }
       const bool split = l.dims.grid.y > 1;
-      CUdeviceptr partials = split ? attentionWorkspace_.address() : null;
-      CUdeviceptr arrivals = split ? attentionArrivals_.address() : null;
+      PagedAttentionArgs args{
+          .out = out,
+          .qkv = qkv,
+          .kCache = kc,
+          .vCache = vc,
+          .kScales = ks,
+          .vScales = vs,
+          .positions = positions,
+          .tokenSeq = tokenSeq,
+          .blockTables = blockTables,
+          .partials = split ? attentionWorkspace_.address() : null,
+          .arrivals = split ? attentionArrivals_.address() : null,
+          .maxBlocks = shape.maxBlocks,
+          .scale = f0,
+          .slidingWindow = window,
+          .tokens = rows};
       // The fused variant rotates q and k and appends k and v itself.
-      CUdeviceptr invFreq = null;
-      float scaling = 1.0f;
       if (shape.fusedRope) {
         const auto rope = static_cast<std::size_t>(attentionRope_.at(i));
-        invFreq = ropes_.address() + ropeOffsets_.at(rope);
-        scaling =
+        args.invFreq = ropes_.address() + ropeOffsets_.at(rope);
+        args.attentionScaling =
             plan.rope()->Get(static_cast<unsigned>(rope))->attention_scaling();
       }
-      if (kvFp8()) {
-        CUdeviceptr ks = vc + kvArrayBytes_, vs = ks + kvScaleBytes_;
-        k.launch(l.dims, stream_, out, qkv, kc, vc, ks, vs, positions, tokenSeq,
-                 blockTables, shape.maxBlocks, f0, window, rows, partials,
-                 arrivals, invFreq, scaling);
-      } else {
-        k.launch(l.dims, stream_, out, qkv, kc, vc, positions, tokenSeq,
-                 blockTables, shape.maxBlocks, f0, window, rows, partials,
-                 arrivals, invFreq, scaling);
-      }
+      k.launch(l.dims, stream_, args);
       break;
     }
-    case fb::OpKind::Swiglu: {
-      CUdeviceptr out = buf(0), in = buf(1);
-      k.launch(l.dims, stream_, out, in, rows);
+    case fb::OpKind::Swiglu:
+      k.launch(l.dims, stream_,
+               SwigluArgs{.out = buf(0), .gateUp = buf(1), .tokens = rows});
       break;
-    }
-    case fb::OpKind::GatherRows: {
-      CUdeviceptr out = buf(0), in = buf(1), idx = buf(2);
-      k.launch(l.dims, stream_, out, in, idx, rows);
+    case fb::OpKind::GatherRows:
+      k.launch(
+          l.dims, stream_,
+          GatherRowsArgs{
+              .out = buf(0), .in = buf(1), .indices = buf(2), .rows = rows});
       break;
-    }
-    case fb::OpKind::Add: {
-      CUdeviceptr out = buf(0), a = buf(1), b = buf(2);
-      k.launch(l.dims, stream_, out, a, b, rows);
+    case fb::OpKind::Add:
+      k.launch(
+          l.dims, stream_,
+          AddArgs{.out = buf(0), .a = buf(1), .b = buf(2), .tokens = rows});
       break;
-    }
     }
   }
   if (shape.sampling && end == ops_.size())
@@ -1143,16 +1164,20 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       end == ops_.size()) {
     const int vocab = static_cast<int>(vocab_);
     const ArgmaxSpec spec{vocab};
-    KernelLaunch a = selectArgmax(shape.outputs, vocab);
-    CUdeviceptr out = argmaxOut_.address();
-    CUdeviceptr logits =
-        buffer(plan.ops()->Get(plan.ops()->size() - 1)->buffers()->Get(0));
+    const KernelLaunch a = selectArgmax(shape.outputs, vocab);
     const CUdeviceptr ws = argmaxWorkspace_.address();
-    CUdeviceptr partialIndex = ws + spec.indexOffset(shape.outputs);
-    CUdeviceptr arrivals = ws + spec.arrivalOffset(shape.outputs);
     kernel(a.instance)
-        .launch(dependent(a.dims), stream_, out, logits, shape.outputs, vocab,
-                ws, partialIndex, arrivals);
+        .launch(
+            dependent(a.dims), stream_,
+            ArgmaxArgs{
+                .out = argmaxOut_.address(),
+                .logits = buffer(
+                    plan.ops()->Get(plan.ops()->size() - 1)->buffers()->Get(0)),
+                .partialValue = ws,
+                .partialIndex = ws + spec.indexOffset(shape.outputs),
+                .arrivals = ws + spec.arrivalOffset(shape.outputs),
+                .rows = shape.outputs,
+                .vocab = vocab});
   }
 }
 
@@ -1162,9 +1187,15 @@ void CudaExecutor::launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
   dims.dependent = dependentLaunch_;
   const Kernel &k = kernel(argmaxHead_->instance);
   raiseSharedLimit(k, *argmaxHead_);
-  CUdeviceptr key = inputs_.address() + argmaxKeyOffset_;
-  const int rows = 1;
-  k.launch(dims, stream_, y, x, w, key, rows, n, normW, eps);
+  k.launch(dims, stream_,
+           LinearArgs{.y = y,
+                      .x = x,
+                      .w = w,
+                      .normWeight = normW,
+                      .argmaxKey = inputs_.address() + argmaxKeyOffset_,
+                      .rows = 1,
+                      .n = n,
+                      .eps = eps});
 }
 
 void CudaExecutor::findSkippableGather() {
@@ -1264,7 +1295,7 @@ void CudaExecutor::submitStep(const StepBatch &in, const StepOutput &out) {
   // Graph-sized steps run padded to their bucket, so that few shapes (and
   // graphs) occur; the outputs hold the real rows only.
   const bool pad =
-      graphBuckets_ && !options_.disableCudaGraphs &&
+      !options_.disableCudaGraphs &&
       in.tokens.size() <= static_cast<size_t>(kMaxGraphTokens) &&
       graphBucket(static_cast<int>(in.tokens.size())) <= maxTokens_;
   if (pad)

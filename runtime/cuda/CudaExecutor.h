@@ -14,6 +14,10 @@
 // result copy, and a chained step's tokens are the previous step's ids,
 // read on the device by the embedding kernel (StepBatch::chainedRows).
 //
+// The switches that take parts of it out of the picture when debugging
+// (SOL_DISABLE_PDL, SOL_DISABLE_CUBLASLT, --no-cuda-graph) are listed in
+// docs/debugging.md.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -213,12 +217,10 @@ private:
   /// (-1 for other ops).
   std::vector<int> attentionRope_;
   /// Decode steps (one token per sequence) run paged_attention with the
-  /// rope and the KV append fused into it, skipping rope_kv_write: every
-  /// attention op has its rope and the fused instance is in the plan (off
-  /// with SOL_DISABLE_FUSED_ROPE=1, for measuring what it gains).
+  /// rope and the KV append fused into it, skipping rope_kv_write, when
+  /// every attention op has its rope and a shape the fused variant supports.
   bool fusedRope_ = false;
-  /// Attention splits merge through thread-block clusters (sm_90; off with
-  /// SOL_DISABLE_CLUSTER_MERGE=1, for measuring what it gains).
+  /// Attention splits merge through thread-block clusters (sm_90).
   bool clusterMerge_ = false;
   /// Whether the step's real tokens all belong to different sequences.
   bool oneTokenPerSequence(const StepBatch &batch);
@@ -227,10 +229,10 @@ private:
   void findSkippableGather();
   static bool identityLogitRows(const StepBatch &batch);
   int skippableGather_ = -1;
-  /// The LM head's one-row launch with the argmax in its epilogue (plans
-  /// from before it lack the instance; off with SOL_DISABLE_FUSED_ARGMAX=1),
-  /// and where in inputs_ its key lives: first, so that a step chained to
-  /// it can copy its inputs without clearing the key (the embedding does).
+  /// The LM head's one-row launch with the argmax in its epilogue (when the
+  /// last op is an LM head without bias or epilogue), and where in inputs_
+  /// its key lives: first, so that a step chained to it can copy its inputs
+  /// without clearing the key (the embedding does).
   std::optional<KernelLaunch> argmaxHead_;
   std::size_t argmaxKeyOffset_ = 0;
   void launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
@@ -246,9 +248,9 @@ private:
   /// their host staging; empty when no attention op can use the kernel.
   DeviceBuffer prefillTiles_;
   /// chunk_attention for graph-sized steps with a prompt chunk, when every
-  /// attention op has one shape and the plan has its kernel (off with
-  /// SOL_DISABLE_CHUNK_ATTENTION=1: paged_attention). Its tiles travel in
-  /// the step inputs at chunkTilesOffset_ (room for kMaxGraphedTokens).
+  /// attention op has one shape and the plan has its kernel. Its tiles
+  /// travel in the step inputs at chunkTilesOffset_ (room for
+  /// kMaxGraphedTokens).
   std::optional<ChunkAttentionSpec> chunkAttention_;
   std::size_t chunkTilesOffset_ = 0;
   std::size_t chunkAttentionOp_ = 0; // the first Attention op
@@ -257,30 +259,20 @@ private:
   /// chunk_attention.
   void stageChunkTiles(const StepBatch &b, std::byte *host, StepShape &shape);
   /// Programmatic dependent launch between a step's kernels (off with
-  /// SOL_DISABLE_PDL=1, for measuring what it gains).
+  /// SOL_DISABLE_PDL=1, to rule out a race between kernels; see
+  /// docs/debugging.md).
   bool dependentLaunch_ = true;
-  /// prefill_attention for long prompt chunks (off with
-  /// SOL_DISABLE_PREFILL_ATTENTION=1: paged_attention for every step).
-  bool prefillAttention_ = true;
-  /// Graph-sized steps padded to graphBucket sizes (off with
-  /// SOL_EXACT_GRAPH_SHAPES=1: one graph per exact shape).
-  bool graphBuckets_ = true;
+  /// Graph-sized steps run padded to graphBucket sizes (unless CUDA graphs
+  /// are off), so that few shapes, and graphs, occur.
   PaddedStep padded_;
   /// cuBLASLt (null when not installed), its workspace, and the gate/up
   /// output of fused SwiGLU linears that it runs.
   std::unique_ptr<CublasLt> cublas_;
-  /// Linears of at least this many rows run on cuBLASLt: 9 where the plan
-  /// has linear_skinny for 2..8 rows, else 2 (single rows on our GEMV).
-  /// Measured on the H200 (Llama-3.2-1B shape, same runs): 64 sequences
-  /// decode at 40,341 tok/s with cuBLASLt from 9 rows against 30,144 with
-  /// our split-K GEMMs; 8 sequences at 5,175 against 3,143 with our 8-row
-  /// GEMV, 4 at 2,881 against 2,054. SOL_CUBLASLT_MIN_ROWS=N (>= 2) moves
-  /// the boundary.
-  int cublasMinRows_ = 2;
-  /// linear_skinny for Linear and NormLinear ops of 2..8 rows, unless the
-  /// plan predates it or SOL_DISABLE_SKINNY=1 (then linear_gemv and
-  /// cuBLASLt or the GEMM, as before).
-  FewRowLinears linears_ = FewRowLinears::Skinny;
+  /// Linears of at least this many rows run on cuBLASLt (when it loads):
+  /// fewer run linear_gemv (1 row) or linear_skinny (2..8). Measured on the
+  /// H200 (Llama-3.2-1B shape, same runs): 64 sequences decode at 40,341
+  /// tok/s with cuBLASLt from 9 rows against 30,144 with our split-K GEMMs.
+  static constexpr int kCublasMinRows = SkinnySpec::kSelectedMaxRows + 1;
   DeviceBuffer cublasWorkspace_;
   DeviceBuffer gemmScratch_;
 

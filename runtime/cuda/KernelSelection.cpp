@@ -60,12 +60,11 @@ LinearShape linearShape(const OpDesc &op) {
           op.weightShapes.size() > first + 1};
 }
 
-/// linear_skinny for `rows` rows, if `linears` picks it for them and its
-/// shared memory fits.
+/// linear_skinny for `rows` rows, if it runs them (2..8) and its shared
+/// memory fits.
 std::optional<SkinnySpec> skinnyFor(const OpDesc &op, int rows,
-                                    bool normPrologue, FewRowLinears linears) {
-  if (linears == FewRowLinears::Legacy || rows < 2 ||
-      rows > SkinnySpec::kSelectedMaxRows)
+                                    bool normPrologue) {
+  if (rows < 2 || rows > SkinnySpec::kSelectedMaxRows)
     return std::nullopt;
   const LinearShape s = linearShape(op);
   SkinnySpec spec = SkinnySpec::choose(s.n, s.k, rows, linearOutput(op), s.bias,
@@ -73,7 +72,7 @@ std::optional<SkinnySpec> skinnyFor(const OpDesc &op, int rows,
                                        kPlannedMultiprocessors);
   if (!spec.fits())
     return std::nullopt;
-  spec.l2Prefetch = prefetchesWeights(op, true, linears);
+  spec.l2Prefetch = prefetchesWeights(op, true);
   return spec;
 }
 
@@ -82,18 +81,16 @@ std::optional<SkinnySpec> skinnyFor(const OpDesc &op, int rows,
 /// `normPrologue`, else the tensor-core GEMM, followed by its split-K
 /// finalize when it splits K.
 std::vector<KernelLaunch> linearLaunches(const OpDesc &op, int rows,
-                                         bool normPrologue,
-                                         FewRowLinears linears) {
+                                         bool normPrologue) {
   const LinearShape s = linearShape(op);
   const LinearEpilogue epilogue = linearEpilogue(op);
-  if (std::optional<SkinnySpec> skinny =
-          skinnyFor(op, rows, normPrologue, linears))
+  if (std::optional<SkinnySpec> skinny = skinnyFor(op, rows, normPrologue))
     return {{skinny->instance(), skinny->dims(s.n)}};
   if (rows <= GemvSpec::kMaxRows) {
     GemvSpec spec =
         GemvSpec::choose(s.n, s.k, rows, linearOutput(op), s.bias, epilogue,
                          normPrologue, kPlannedMultiprocessors);
-    spec.l2Prefetch = prefetchesWeights(op, false, linears);
+    spec.l2Prefetch = prefetchesWeights(op, false);
     return {{spec.instance(), spec.dims(s.n)}};
   }
   GemmSpec spec =
@@ -108,10 +105,7 @@ std::vector<KernelLaunch> linearLaunches(const OpDesc &op, int rows,
 
 /// The rows up to which a Linear op is one launch of linear_gemv or
 /// linear_skinny.
-int singlePassRows(FewRowLinears linears) {
-  return linears != FewRowLinears::Legacy ? SkinnySpec::kSelectedMaxRows
-                                          : GemvSpec::kMaxRows;
-}
+constexpr int kSinglePassRows = SkinnySpec::kSelectedMaxRows;
 
 bool kvFp8(const OpDesc &op) {
   if (op.kvDtype != fb::DType::BF16 && op.kvDtype != fb::DType::F8E4M3)
@@ -165,8 +159,8 @@ int gemmRowBucket(int rows) {
 }
 
 std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
-                                        int maxContext, FewRowLinears linears,
-                                        bool fusedRope, bool clusterMerge) {
+                                        int maxContext, bool fusedRope,
+                                        bool clusterMerge) {
   if (rows <= 0)
     return {};
   switch (op.kind) {
@@ -184,27 +178,24 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
     return {{spec.instance(), spec.dims(rows * toInt(op.ints.at(1)))}};
   }
   case fb::OpKind::Linear:
-    return linearLaunches(op, rows, false, linears);
+    return linearLaunches(op, rows, false);
   case fb::OpKind::NormLinear: {
-    // The norm in the prologue of linear_gemv (one row, or the legacy
-    // kernels) when it fits its shared memory (a few rows of K features);
-    // linear_skinny's only under SkinnyNormPrologue.
-    if (linears == FewRowLinears::SkinnyNormPrologue &&
-        skinnyFor(op, rows, true, linears))
-      return linearLaunches(op, rows, true, linears);
-    if (rows <= GemvSpec::kMaxRows && !skinnyFor(op, rows, false, linears)) {
+    // The norm in the prologue of linear_gemv (one row; more where
+    // linear_skinny's shared memory does not fit) when it fits its shared
+    // memory (a few rows of K features).
+    if (rows <= GemvSpec::kMaxRows && !skinnyFor(op, rows, false)) {
       const LinearShape s = linearShape(op);
       const GemvSpec gemv =
           GemvSpec::choose(s.n, s.k, rows, linearOutput(op), s.bias,
                            linearEpilogue(op), true, kPlannedMultiprocessors);
       if (gemv.dims(s.n).sharedBytes <= SkinnySpec::kMaxSharedBytes)
-        return linearLaunches(op, rows, true, linears);
+        return linearLaunches(op, rows, true);
     }
     // Many rows (or too large a K for a prologue): normalise once into the
     // scratch buffer, then the GEMM (or linear_skinny, linear_gemv).
     RmsNormSpec norm{toInt(op.bufferWidths.at(1))};
     std::vector<KernelLaunch> launches = {{norm.instance(), norm.dims(rows)}};
-    for (KernelLaunch &l : linearLaunches(op, rows, false, linears))
+    for (KernelLaunch &l : linearLaunches(op, rows, false))
       launches.push_back(std::move(l));
     return launches;
   }
@@ -242,15 +233,14 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   fail("no CUDA kernel for op kind ", static_cast<int>(op.kind));
 }
 
-std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens,
-                                  FewRowLinears linears) {
+std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens) {
   if (op.kind != fb::OpKind::Linear && op.kind != fb::OpKind::NormLinear)
     return 0;
   const std::size_t n = static_cast<std::size_t>(linearShape(op).n);
   std::size_t floats = 0;
   for (int rows = GemvSpec::kMaxRows + 1; rows <= maxTokens;
        rows = gemmRowBucket(rows) + 1)
-    for (const KernelLaunch &l : selectKernels(op, rows, 0, linears))
+    for (const KernelLaunch &l : selectKernels(op, rows, 0))
       if (l.dims.grid.z > 1) // the split GEMM: an M x N workspace
         floats =
             std::max(floats, static_cast<std::size_t>(gemmRowBucket(rows)) * n);
@@ -258,8 +248,7 @@ std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens,
 }
 
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
-                                             int maxContext,
-                                             FewRowLinears linears) {
+                                             int maxContext) {
   std::vector<KernelInstance> out;
   auto add = [&](const std::vector<KernelLaunch> &launches) {
     for (const KernelLaunch &l : launches)
@@ -267,12 +256,11 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
         out.push_back(l.instance);
   };
   if (op.kind == fb::OpKind::Linear || op.kind == fb::OpKind::NormLinear) {
-    const int single = singlePassRows(linears);
-    for (int rows = 1; rows <= std::min(maxTokens, single); ++rows)
-      add(selectKernels(op, rows, 0, linears));
+    for (int rows = 1; rows <= std::min(maxTokens, kSinglePassRows); ++rows)
+      add(selectKernels(op, rows, 0));
     for (int rows = 16; rows / 2 < maxTokens; rows *= 2)
-      if (rows > single)
-        add(selectKernels(op, rows, 0, linears));
+      if (rows > kSinglePassRows)
+        add(selectKernels(op, rows, 0));
     // Steps of more than 8 rows may run the GEMM on cuBLASLt, then SwiGLU
     // on its own.
     if (maxTokens > GemvSpec::kMaxRows &&
@@ -306,24 +294,11 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
       out.push_back(chunk.instance());
     return out;
   }
-  add(selectKernels(op, 1, 0, linears));
+  add(selectKernels(op, 1, 0));
   return out;
 }
 
-std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
-                                             int maxContext) {
-  std::vector<KernelInstance> out;
-  for (FewRowLinears linears :
-       {FewRowLinears::Skinny, FewRowLinears::SkinnyNormPrologue,
-        FewRowLinears::Legacy})
-    for (KernelInstance &k :
-         enumerateKernels(op, maxTokens, maxContext, linears))
-      if (std::find(out.begin(), out.end(), k) == out.end())
-        out.push_back(std::move(k));
-  return out;
-}
-
-bool prefetchesWeights(const OpDesc &op, bool skinny, FewRowLinears linears) {
+bool prefetchesWeights(const OpDesc &op, bool skinny) {
   if (op.kind != fb::OpKind::Linear && op.kind != fb::OpKind::NormLinear)
     return false;
   const LinearShape s = linearShape(op);
@@ -336,8 +311,7 @@ bool prefetchesWeights(const OpDesc &op, bool skinny, FewRowLinears linears) {
   // the down projection: 1,292 -> 1,272 tok/s with both).
   if (op.readsAttention)
     return true;
-  return skinny && op.kind == fb::OpKind::NormLinear &&
-         linears == FewRowLinears::Skinny;
+  return skinny && op.kind == fb::OpKind::NormLinear;
 }
 
 bool isSinglePassLinear(const KernelInstance &instance) {

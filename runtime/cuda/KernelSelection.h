@@ -24,26 +24,6 @@ namespace sol::cuda {
 /// The SM count kernel choices are made for (H100 / H200).
 inline constexpr int kPlannedMultiprocessors = 132;
 
-/// Which kernels run Linear and NormLinear ops of 2..8 rows.
-enum class FewRowLinears {
-  /// linear_skinny; a NormLinear op normalises with rms_norm into its
-  /// scratch buffer first. Measured on the H200 (Llama-3.2-1B shape, with
-  /// the L2 prefetch below, against the prologue without it): the 8-token
-  /// step after a cached prefix 1.01-1.03 ms against 1.07-1.08, decode TPOT
-  /// of 8 sequences 1.011 ms against 1.136 (docs/gpu.md).
-  Skinny,
-  /// linear_skinny with the norm in its prologue, every block normalising
-  /// all rows (the arrangement before; SOL_SKINNY_NORM_PROLOGUE=1, for A/B
-  /// runs).
-  SkinnyNormPrologue,
-  /// The kernels from before linear_skinny: linear_gemv up to 8 rows, the
-  /// tensor-core GEMM above (and cuBLASLt, which the executor prefers from
-  /// 2 rows). Plans compiled before linear_skinny hold only these; the
-  /// executor also falls back to them with SOL_DISABLE_SKINNY=1, for A/B
-  /// runs.
-  Legacy,
-};
-
 /// What selection needs to know about one op, from a plan or a schedule.
 struct OpDesc {
   fb::OpKind kind = fb::OpKind::Add;
@@ -90,33 +70,30 @@ int gemmRowBucket(int rows);
 /// Floats of zeroed fp32 workspace the split-K GEMMs of a Linear or
 /// NormLinear op need for steps of up to `maxTokens` rows (0 if it never
 /// splits).
-std::size_t
-splitKWorkspaceFloats(const OpDesc &op, int maxTokens,
-                      FewRowLinears linears = FewRowLinears::Skinny);
+std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens);
 
 /// The launches of `op` for `rows` rows (see opRows) in a step whose longest
 /// context is `maxContext` positions (attention only). Empty for rows == 0.
-/// A Linear or NormLinear op of few rows is one launch of linear_gemv or
-/// linear_skinny (isSinglePassLinear); a NormLinear op otherwise starts with
-/// rms_norm into its scratch buffer. `fusedRope` (steps with one token per
-/// sequence, when the plan has the fused attention): RopeKvWrite has no
-/// launch and Attention runs the paged_attention variant that does its work.
-/// `clusterMerge` (sm_90): Attention's splits merge through a thread-block
-/// cluster where PagedAttentionSpec allows it.
-std::vector<KernelLaunch>
-selectKernels(const OpDesc &op, int rows, int maxContext,
-              FewRowLinears linears = FewRowLinears::Skinny,
-              bool fusedRope = false, bool clusterMerge = false);
+/// A Linear or NormLinear op is one launch of linear_gemv for one row and
+/// of linear_skinny for 2..8 (isSinglePassLinear), else the tensor-core
+/// GEMM (which the executor may run on cuBLASLt); a NormLinear op runs its
+/// norm in linear_gemv's prologue for one row, else rms_norm into its
+/// scratch buffer first. Measured on the H200 (Llama-3.2-1B shape, with the
+/// L2 prefetch below, against linear_skinny normalising in its prologue):
+/// the 8-token step after a cached prefix 1.01-1.03 ms against 1.07-1.08,
+/// decode TPOT of 8 sequences 1.011 ms against 1.136 (docs/gpu.md).
+/// `fusedRope` (steps with one token per sequence, when the plan has the
+/// fused attention): RopeKvWrite has no launch and Attention runs the
+/// paged_attention variant that does its work. `clusterMerge` (sm_90):
+/// Attention's splits merge through a thread-block cluster where
+/// PagedAttentionSpec allows it.
+std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
+                                        int maxContext, bool fusedRope = false,
+                                        bool clusterMerge = false);
 
-/// Every instance `op` may need with `linears` in steps of up to
-/// `maxTokens` tokens and contexts of up to `maxContext` positions, without
-/// duplicates.
-std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
-                                             int maxContext,
-                                             FewRowLinears linears);
-
-/// The instances of every FewRowLinears choice: what solc compiles into a
-/// plan, so that the executor can run either.
+/// Every instance `op` may need in steps of up to `maxTokens` tokens and
+/// contexts of up to `maxContext` positions, without duplicates: what solc
+/// compiles into a plan.
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
                                              int maxContext);
 
@@ -130,8 +107,8 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
 inline constexpr std::int64_t kL2PrefetchMaxBytes = 24LL << 20;
 
 /// Whether the linear of a Linear or NormLinear op runs the L2Prefetch
-/// variant of linear_skinny (`skinny`) or linear_gemv, under `linears`.
-bool prefetchesWeights(const OpDesc &op, bool skinny, FewRowLinears linears);
+/// variant of linear_skinny (`skinny`) or linear_gemv.
+bool prefetchesWeights(const OpDesc &op, bool skinny);
 
 /// Whether `instance` is a one-pass kernel of few rows (linear_gemv,
 /// linear_skinny), launched as (y, x, w, bias, rows, N, norm_w, eps), rather

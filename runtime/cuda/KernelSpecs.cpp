@@ -311,8 +311,8 @@ namespace {
 // a warp when its K slice is at most 8 k steps (unless that leaves fewer
 // blocks than half the SMs); false (spec untouched) when
 // no configuration fits one wave. From the 8-row sweep of linear_skinny
-// under the plans' norm and epilogues (sol-kernel-check --only gemv_sweep,
-// H200, bench/results/2026-11-30-h200-s5/q-early-skinny-sweep): a second
+// under the plans' norm and epilogues (sol-kernel-check --only gemv_sweep
+// on the H200): a second
 // partial wave costs more than narrower blocks (Llama-3.1-8B QKV 25.5 us
 // at 384 blocks against 20.4 at 192, gate/up 74.5 at 448 against 69.9 at
 // 224), and a warp of 8 k steps keeps too few loads in flight with one

@@ -286,10 +286,10 @@ struct PagedAttentionSpec {
   bool mergesInCluster(int tokens, int splits, int multiprocessors) const;
   /// Whether a fused-rope launch preloads its walk: grids of at most one
   /// block per multiprocessor, where the 22 more registers per thread cost
-  /// no occupancy. Measured on the H200 (Llama-3.2-1B shape, against the
-  /// previous build in the same run): batch-1 decode 1,308.1 against 1,302.5
-  /// tok/s (fp8 cache: 1,243.0 against 1,227.9); 64 sequences (512 blocks)
-  /// lost 3.7% when they ran it too.
+  /// no occupancy. Measured on the H200 (Llama-3.2-1B shape, with and
+  /// without the preload in the same run): batch-1 decode 1,308.1 against
+  /// 1,302.5 tok/s (fp8 cache: 1,243.0 against 1,227.9); 64 sequences (512
+  /// blocks) are 3.7% slower with it.
   bool preloadsWalk(int tokens, int splits, int multiprocessors) const;
   /// Floats of `partials` a launch with `splits` > 1 needs.
   std::size_t workspaceFloats(int tokens, int splits) const;

@@ -27,6 +27,13 @@ int Kernel::attribute(CUfunction_attribute attr) const {
   return value;
 }
 
+void Kernel::failArgs(std::string_view mangled) const {
+  fail("kernel ", name_, " is launched with the arguments struct ",
+       mangled.substr(0, mangled.size() - 1)
+           .substr(mangled.find_first_not_of("0123456789")),
+       ", which is not its parameter (codegen/kernels/LaunchArgs.h)");
+}
+
 void Kernel::launchWithParams(const LaunchDims &dims, const Stream &stream,
                               void **params) const {
   const Dim3 &g = dims.grid;

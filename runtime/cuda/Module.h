@@ -8,11 +8,11 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "codegen/kernels/LaunchArgs.h"
 #include "runtime/cuda/LaunchDims.h"
 
 #include <cuda.h>
 
-#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -45,19 +45,33 @@ public:
     return attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   }
 
-  /// Launches with the arguments in order; each must have exactly the type
-  /// of the kernel's parameter (pass device pointers as T*, sizes as int).
-  template <typename... Args>
+  /// Launches with `args`, one of the launch-args structs of
+  /// codegen/kernels/LaunchArgs.h (no other type compiles), which must be
+  /// the kernel's parameter: a kernel whose mangled name says it takes
+  /// another struct is refused with sol::Error.
+  template <typename Args>
   void launch(const LaunchDims &dims, const Stream &stream,
-              const Args &...args) const {
-    std::array<void *, sizeof...(Args)> params = {
-        const_cast<void *>(static_cast<const void *>(&args))...};
-    launchWithParams(dims, stream, params.data());
+              const Args &args) const {
+    constexpr std::string_view mangled =
+        kernels::LaunchArgsName<Args>::kMangled.view();
+    if (!takes(mangled))
+      failArgs(mangled);
+    void *params[] = {const_cast<Args *>(&args)};
+    launchWithParams(dims, stream, params);
   }
+
+  /// Whether the kernel's one parameter is the struct whose mangled name is
+  /// `mangled` ("<length><name>E", LaunchArgsName): its lowered name ends
+  /// with it.
+  bool takes(std::string_view mangled) const {
+    return std::string_view(name_).ends_with(mangled);
+  }
+
+private:
+  [[noreturn]] void failArgs(std::string_view mangled) const;
   void launchWithParams(const LaunchDims &dims, const Stream &stream,
                         void **params) const;
 
-private:
   CUfunction function_;
   std::string name_;
 };

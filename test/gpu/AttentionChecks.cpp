@@ -45,10 +45,17 @@ void checkRope(Checker &c, const HeadShape &h, float scaling) {
   const DeviceBuffer dTables = c.upload(batch.blockTables);
   const cuda::Kernel &kernel = c.kernels.kernel(instance);
   std::function<void(int)> launch = [&](int) {
-    kernel.launch(spec.dims(batch.tokens), c.stream, dQkv.as<Bf16>(),
-                  dK.as<Bf16>(), dV.as<Bf16>(), dFreq.as<const float>(),
-                  scaling, dPos.as<const int>(), dSeq.as<const int>(),
-                  dTables.as<const int>(), batch.maxBlocks, batch.tokens);
+    kernel.launch(spec.dims(batch.tokens), c.stream,
+                  kernels::RopeKvWriteArgs{.qkv = dQkv.address(),
+                                           .kCache = dK.address(),
+                                           .vCache = dV.address(),
+                                           .invFreq = dFreq.address(),
+                                           .positions = dPos.address(),
+                                           .tokenSeq = dSeq.address(),
+                                           .blockTables = dTables.address(),
+                                           .attentionScaling = scaling,
+                                           .maxBlocks = batch.maxBlocks,
+                                           .tokens = batch.tokens});
   };
   launch(0);
   const std::vector<Bf16> out = c.download<Bf16>(dQkv);
@@ -206,13 +213,21 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
     unsigned *arrivals = work.arrivals();
     std::function<void(int)> launch = [&](int rotation) {
       const int copy = rotation % copies;
-      attention.launch(launchSpec.dims(batch.tokens, splits, kClusterCheckSMs),
-                       c.stream, dOut.as<Bf16>(), dQkv.as<const Bf16>(),
-                       dK[copy].as<Bf16>(), dV[copy].as<Bf16>(),
-                       dPos.as<const int>(), dSeq.as<const int>(),
-                       dTables[0].as<const int>(), batch.maxBlocks, scale,
-                       ac.window, batch.tokens, partials, arrivals,
-                       static_cast<const float *>(nullptr), 1.0f);
+      attention.launch(
+          launchSpec.dims(batch.tokens, splits, kClusterCheckSMs), c.stream,
+          kernels::PagedAttentionArgs{.out = dOut.address(),
+                                      .qkv = dQkv.address(),
+                                      .kCache = dK[copy].address(),
+                                      .vCache = dV[copy].address(),
+                                      .positions = dPos.address(),
+                                      .tokenSeq = dSeq.address(),
+                                      .blockTables = dTables[0].address(),
+                                      .partials = partials,
+                                      .arrivals = arrivals,
+                                      .maxBlocks = batch.maxBlocks,
+                                      .scale = scale,
+                                      .slidingWindow = ac.window,
+                                      .tokens = batch.tokens});
     };
     launch(0);
     const std::vector<Bf16> out = c.download<Bf16>(dOut);

@@ -12,7 +12,7 @@
 //    must be written (NaN sentinel) and within relative L2 1e-2;
 //  * the cached-prefix step timed with the executor's split count beside
 //    paged_attention (one token per block, with its own split choice and
-//    cluster merge), the kernel those steps ran before.
+//    cluster merge), the kernel such steps would run without it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -132,26 +132,28 @@ void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
   kernel.setMaxDynamicSharedMemory(static_cast<int>(spec.sharedBytes()));
   const std::size_t outBytes =
       static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2;
+  const CUdeviceptr null = 0; // the fp8 scales of a bf16 cache
   const int chosen =
       spec.chooseSplits(numTiles, cuda::kPlannedMultiprocessors, true);
   for (int splits = 1; splits <= ChunkAttentionSpec::kMaxSplits; ++splits) {
     const bool timed = cc.timed && splits == chosen && !c.options.quick;
     DeviceBuffer dOut = c.poisoned(outBytes);
     std::function<void(int)> launch = [&](int) {
-      const cuda::LaunchDims dims = spec.dims(numTiles, splits);
-      if (fp8)
-        kernel.launch(
-            dims, c.stream, dOut.as<Bf16>(), dQkv.as<const Bf16>(),
-            dK.as<const unsigned char>(), dV.as<const unsigned char>(),
-            dKs.as<const float>(), dVs.as<const float>(), dPos.as<const int>(),
-            dSeq.as<const int>(), dTables.as<const int>(), batch.maxBlocks,
-            scale, cc.window, dTiles.as<const int>());
-      else
-        kernel.launch(dims, c.stream, dOut.as<Bf16>(), dQkv.as<const Bf16>(),
-                      dK.as<const Bf16>(), dV.as<const Bf16>(),
-                      dPos.as<const int>(), dSeq.as<const int>(),
-                      dTables.as<const int>(), batch.maxBlocks, scale,
-                      cc.window, dTiles.as<const int>());
+      kernel.launch(
+          spec.dims(numTiles, splits), c.stream,
+          kernels::TiledAttentionArgs{.out = dOut.address(),
+                                      .qkv = dQkv.address(),
+                                      .kCache = dK.address(),
+                                      .vCache = dV.address(),
+                                      .kScales = fp8 ? dKs.address() : null,
+                                      .vScales = fp8 ? dVs.address() : null,
+                                      .positions = dPos.address(),
+                                      .tokenSeq = dSeq.address(),
+                                      .blockTables = dTables.address(),
+                                      .tiles = dTiles.address(),
+                                      .maxBlocks = batch.maxBlocks,
+                                      .scale = scale,
+                                      .slidingWindow = cc.window});
     };
     launch(0);
     const std::vector<Bf16> out = c.download<Bf16>(dOut);
@@ -170,7 +172,7 @@ void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
     return;
 
   // paged_attention on the same problem with the split count and cluster
-  // merge the executor gives it: what these steps ran before.
+  // merge the executor would give it: the baseline chunk_attention beats.
   PagedAttentionSpec paged{h.qHeads, h.kvHeads, hd, h.blockSize, fp8};
   paged.clusterMerge = true;
   const int pagedSplits = paged.chooseSplits(batch.tokens, maxContext,
@@ -181,21 +183,23 @@ void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
   const cuda::LaunchDims pagedDims =
       paged.dims(batch.tokens, pagedSplits, cuda::kPlannedMultiprocessors);
   std::function<void(int)> pagedLaunch = [&](int) {
-    if (fp8)
-      pagedKernel.launch(
-          pagedDims, c.stream, dPagedOut.as<Bf16>(), dQkv.as<const Bf16>(),
-          dK.as<unsigned char>(), dV.as<unsigned char>(), dKs.as<float>(),
-          dVs.as<float>(), dPos.as<const int>(), dSeq.as<const int>(),
-          dTables.as<const int>(), batch.maxBlocks, scale, cc.window,
-          batch.tokens, ws.partials(), ws.arrivals(),
-          static_cast<const float *>(nullptr), 1.0f);
-    else
-      pagedKernel.launch(pagedDims, c.stream, dPagedOut.as<Bf16>(),
-                         dQkv.as<const Bf16>(), dK.as<Bf16>(), dV.as<Bf16>(),
-                         dPos.as<const int>(), dSeq.as<const int>(),
-                         dTables.as<const int>(), batch.maxBlocks, scale,
-                         cc.window, batch.tokens, ws.partials(), ws.arrivals(),
-                         static_cast<const float *>(nullptr), 1.0f);
+    pagedKernel.launch(
+        pagedDims, c.stream,
+        kernels::PagedAttentionArgs{.out = dPagedOut.address(),
+                                    .qkv = dQkv.address(),
+                                    .kCache = dK.address(),
+                                    .vCache = dV.address(),
+                                    .kScales = fp8 ? dKs.address() : null,
+                                    .vScales = fp8 ? dVs.address() : null,
+                                    .positions = dPos.address(),
+                                    .tokenSeq = dSeq.address(),
+                                    .blockTables = dTables.address(),
+                                    .partials = ws.partials(),
+                                    .arrivals = ws.arrivals(),
+                                    .maxBlocks = batch.maxBlocks,
+                                    .scale = scale,
+                                    .slidingWindow = cc.window,
+                                    .tokens = batch.tokens});
   };
   pagedLaunch(0);
   const std::vector<Bf16> pagedOut = c.download<Bf16>(dPagedOut);

@@ -74,11 +74,17 @@ void checkEmbedding(Checker &c) {
     const bool keyed = cs.chain == Chain::Key || cs.chain == Chain::KeyCopy;
     const int clearKey = cs.chain == Chain::Key ? 1 : 0;
     std::function<void(int)> launch = [&](int) {
-      kernel.launch(dims, c.stream, dOut.as<Bf16>(), dTable.as<const Bf16>(),
-                    dIds.as<const int>(), tokens,
-                    cs.chain == Chain::Ids ? dPrevious.as<const int>()
-                                           : nullptr,
-                    keyed ? dKey.as<unsigned long long>() : nullptr, clearKey);
+      const CUdeviceptr null = 0;
+      kernel.launch(dims, c.stream,
+                    kernels::EmbeddingArgs{
+                        .out = dOut.address(),
+                        .table = dTable.address(),
+                        .ids = dIds.address(),
+                        .previousIds =
+                            cs.chain == Chain::Ids ? dPrevious.address() : null,
+                        .previousKey = keyed ? dKey.address() : null,
+                        .tokens = tokens,
+                        .clearKey = clearKey});
     };
     launch(0);
     const std::vector<Bf16> out = c.download<Bf16>(dOut);
@@ -128,8 +134,11 @@ void checkGatherRows(Checker &c) {
     DeviceBuffer dOut = c.poisoned(static_cast<std::size_t>(n) * kHidden * 2);
     const cuda::Kernel &kernel = c.kernels.kernel(instance);
     std::function<void(int)> launch = [&](int) {
-      kernel.launch(spec.dims(n), c.stream, dOut.as<Bf16>(),
-                    dIn.as<const Bf16>(), dRows.as<const int>(), n);
+      kernel.launch(spec.dims(n), c.stream,
+                    kernels::GatherRowsArgs{.out = dOut.address(),
+                                            .in = dIn.address(),
+                                            .indices = dRows.address(),
+                                            .rows = n});
     };
     launch(0);
     const std::vector<Bf16> out = c.download<Bf16>(dOut);
@@ -157,8 +166,10 @@ void checkSwiglu(Checker &c) {
         c.poisoned(static_cast<std::size_t>(tokens) * kIntermediate * 2);
     const cuda::Kernel &kernel = c.kernels.kernel(instance);
     std::function<void(int)> launch = [&](int) {
-      kernel.launch(spec.dims(tokens), c.stream, dOut.as<Bf16>(),
-                    dIn.as<const Bf16>(), tokens);
+      kernel.launch(spec.dims(tokens), c.stream,
+                    kernels::SwigluArgs{.out = dOut.address(),
+                                        .gateUp = dIn.address(),
+                                        .tokens = tokens});
     };
     launch(0);
     const std::vector<Bf16> out = c.download<Bf16>(dOut);
@@ -207,11 +218,14 @@ void checkArgmax(Checker &c) {
     std::function<void(int)> launch = [&](int) {
       const CUdeviceptr w = workspace.address();
       kernel.launch(
-          spec.dims(cs.rows), c.stream, dOut.as<int>(),
-          dLogits.as<const float>(), cs.rows, cs.vocab,
-          reinterpret_cast<float *>(w),
-          reinterpret_cast<int *>(w + spec.indexOffset(cs.rows)),
-          reinterpret_cast<unsigned *>(w + spec.arrivalOffset(cs.rows)));
+          spec.dims(cs.rows), c.stream,
+          kernels::ArgmaxArgs{.out = dOut.address(),
+                              .logits = dLogits.address(),
+                              .partialValue = w,
+                              .partialIndex = w + spec.indexOffset(cs.rows),
+                              .arrivals = w + spec.arrivalOffset(cs.rows),
+                              .rows = cs.rows,
+                              .vocab = cs.vocab});
     };
     // Twice, re-poisoning the output: the second launch shows the first
     // left the arrival counters at zero.

@@ -12,10 +12,9 @@
 //    splits K (fp32 partial sums, then linear_splitk_finalize applies bias
 //    and epilogue).
 //  * norm_linear: a NormLinear op's launches exactly as the CUDA executor
-//    makes them (selectKernels, CudaExecutor's NormLinear case): the fused
-//    GEMV for one row, linear_skinny with the norm in its prologue for 2 to
-//    16, else rms_norm into scratch and then the GEMM (split-K or not); and
-//    the legacy rule (the fused GEMV up to 8 rows) where it differs.
+//    makes them (selectKernels, CudaExecutor's NormLinear case): rms_norm
+//    into scratch, then linear_skinny for 2 to 8 rows or the GEMM (split-K
+//    or not) for more. (One row, the fused GEMV, is gemv_fused's.)
 //
 // Outputs are poisoned, plus one poisoned guard row past the last output
 // row that no launch may touch. Residual outputs cannot be poisoned (they
@@ -65,20 +64,26 @@ void judgeWorkspace(Checker &c, CheckRecord &r, const DeviceBuffer &dPartial) {
   }
 }
 
-/// A GEMM as CudaExecutor::launchGemm runs it: straight into y, or (split
-/// K, `finalize` given) into the fp32 workspace and then the finalize.
-template <typename OutT>
+/// A GEMM as CudaExecutor::launchLinear runs it: straight into y, or
+/// (split K, `finalize` given) into the fp32 workspace and then the
+/// finalize.
 void launchGemm(Checker &c, const cuda::Kernel &gemm, const LaunchDims &dims,
                 const cuda::Kernel *finalize, const LaunchDims &finalizeDims,
-                float *partial, OutT *y, const Bf16 *x, const Bf16 *w,
+                float *partial, void *y, const Bf16 *x, const Bf16 *w,
                 const Bf16 *bias, int rows, int n, int k) {
+  kernels::LinearArgs args{
+      .y = y, .x = x, .w = w, .bias = bias, .rows = rows, .n = n, .k = k};
   if (finalize == nullptr) {
-    gemm.launch(dims, c.stream, y, x, w, bias, rows, n, k);
+    gemm.launch(dims, c.stream, args);
     return;
   }
-  gemm.launch(dims, c.stream, partial, x, w, static_cast<const Bf16 *>(nullptr),
-              rows, n, k);
-  finalize->launch(finalizeDims, c.stream, y, partial, bias, rows, n);
+  args.y = partial;
+  args.bias = nullptr;
+  gemm.launch(dims, c.stream, args);
+  finalize->launch(
+      finalizeDims, c.stream,
+      kernels::SplitKFinalizeArgs{
+          .y = y, .partial = partial, .bias = bias, .rows = rows, .n = n});
 }
 
 // ---------------------------------------------------------------------------
@@ -155,12 +160,8 @@ void checkFusedGemvCase(Checker &c, const FusedGemvCase &g) {
     allowSharedMemory(kernel, dims);
     DeviceBuffer dOut = outputBuffer(c, p, rows, g.output, cols);
     std::function<void(int)> launch = [&](int rotation) {
-      if (g.output == LinearOutput::Fp32)
-        kernel.launch(dims, c.stream, dOut.as<float>(), dX.as<const Bf16>(),
-                      weights[rotation], biasArg, rows, g.n, normArg, eps);
-      else
-        kernel.launch(dims, c.stream, dOut.as<Bf16>(), dX.as<const Bf16>(),
-                      weights[rotation], biasArg, rows, g.n, normArg, eps);
+      launchSinglePass(c, kernel, dims, dOut, dX.as<const Bf16>(),
+                       weights[rotation], biasArg, rows, g.n, normArg, eps);
     };
     launch(0);
     CheckRecord r =
@@ -277,7 +278,7 @@ void checkFusedGemm(Checker &c) {
       DeviceBuffer dOut = outputBuffer(c, p, g.m, LinearOutput::Bf16, cols);
       std::function<void(int)> launch = [&](int rotation) {
         launchGemm(c, kernel, dims, finalize, finalizeDims,
-                   dPartial.as<float>(), dOut.as<Bf16>(), dX.as<const Bf16>(),
+                   dPartial.as<float>(), dOut.as<void>(), dX.as<const Bf16>(),
                    weights[rotation], biasArg, g.m, g.n, g.k);
       };
       launch(0);
@@ -313,14 +314,10 @@ struct NormLinearCase {
   std::vector<int> rows;
 };
 
-// With linear_skinny, 2..16 rows are one launch with the norm in its
-// prologue (rows 5, 9, 12, 16), unless K is too large for its shared memory
-// (K = 8192 at 12 rows: rms_norm, then linear_skinny); more rows run
-// rms_norm into scratch, then the GEMM (for the row bucket gemmRowBucket
-// picks, launched on the actual rows; at 17 to 100 rows of these shapes it
-// splits K, fp32 logits included). The legacy rule (plans from before
-// linear_skinny, SOL_DISABLE_SKINNY=1) runs the fused GEMV up to 8 rows and
-// rms_norm + GEMM from 9; rows where it differs are checked both ways.
+// 2..8 rows run rms_norm into scratch, then linear_skinny (rows 5 and 8);
+// more rows rms_norm, then the GEMM (for the row bucket gemmRowBucket
+// picks, launched on the actual rows; at 9 to 100 rows of these shapes it
+// splits K, fp32 logits included).
 const NormLinearCase kNormLinearCases[] = {
     {"qkv", 3072, 2048, LinearOutput::Bf16, false, LinearEpilogue::None,
      rowsOf(5, 9, 16, 100)},
@@ -352,37 +349,9 @@ cuda::OpDesc normLinearOp(const NormLinearCase &nl) {
   return op;
 }
 
-/// The launches of every FewRowLinears rule for `rows`, each only where it
-/// differs from the rules before it.
-std::vector<std::pair<cuda::FewRowLinears, std::vector<cuda::KernelLaunch>>>
-normLinearVariants(const NormLinearCase &nl, int rows) {
-  const cuda::OpDesc op = normLinearOp(nl);
-  auto same = [](const std::vector<cuda::KernelLaunch> &a,
-                 const std::vector<cuda::KernelLaunch> &b) {
-    return std::equal(
-        a.begin(), a.end(), b.begin(), b.end(),
-        [](const cuda::KernelLaunch &x, const cuda::KernelLaunch &y) {
-          return x.instance == y.instance;
-        });
-  };
-  std::vector<std::pair<cuda::FewRowLinears, std::vector<cuda::KernelLaunch>>>
-      out;
-  for (cuda::FewRowLinears linears :
-       {cuda::FewRowLinears::Skinny, cuda::FewRowLinears::SkinnyNormPrologue,
-        cuda::FewRowLinears::Legacy}) {
-    std::vector<cuda::KernelLaunch> l =
-        cuda::selectKernels(op, rows, 0, linears);
-    if (std::none_of(out.begin(), out.end(),
-                     [&](const auto &v) { return same(v.second, l); }))
-      out.push_back({linears, std::move(l)});
-  }
-  return out;
-}
-
 /// How a NormLinear's launches run, for the check's name.
 std::string describeNormLinear(const NormLinearCase &nl, int rows,
-                               const std::vector<cuda::KernelLaunch> &l,
-                               cuda::FewRowLinears linears) {
+                               const std::vector<cuda::KernelLaunch> &l) {
   const bool fused = cuda::isSinglePassLinear(l[0].instance);
   const cuda::KernelInstance &linear = l[fused ? 0 : 1].instance;
   std::string how = fused ? " " : " norm+";
@@ -390,9 +359,9 @@ std::string describeNormLinear(const NormLinearCase &nl, int rows,
     const SkinnySpec spec =
         SkinnySpec::choose(nl.n, nl.k, rows, nl.output, nl.bias, nl.epilogue,
                            fused, cuda::kPlannedMultiprocessors);
-    how += sol::cat(
-        "skinny T", spec.tiles, " WK", spec.warpsK,
-        cuda::prefetchesWeights(normLinearOp(nl), true, linears) ? " +L2" : "");
+    how +=
+        sol::cat("skinny T", spec.tiles, " WK", spec.warpsK,
+                 cuda::prefetchesWeights(normLinearOp(nl), true) ? " +L2" : "");
   } else if (linear.header == "LinearGemv.cuh") {
     const GemvSpec spec =
         GemvSpec::choose(nl.n, nl.k, rows, nl.output, nl.bias, nl.epilogue,
@@ -405,10 +374,6 @@ std::string describeNormLinear(const NormLinearCase &nl, int rows,
     how += sol::cat("gemm ", spec.tileM, "x", spec.tileN,
                     l.size() == 3 ? sol::cat(" splitK ", spec.splitK) : "");
   }
-  if (linears == cuda::FewRowLinears::Legacy)
-    how += " (legacy)";
-  if (linears == cuda::FewRowLinears::SkinnyNormPrologue)
-    how += " (prologue)";
   return how;
 }
 
@@ -429,7 +394,9 @@ void checkNormLinearCase(Checker &c, const NormLinearCase &nl) {
         c.upload(nl.bias ? p.bias : std::vector<Bf16>{0});
     const Bf16 *biasArg = nl.bias ? dBias.as<const Bf16>() : nullptr;
 
-    for (const auto &[linears, launches] : normLinearVariants(nl, rows)) {
+    {
+      const std::vector<cuda::KernelLaunch> launches =
+          cuda::selectKernels(normLinearOp(nl), rows, 0);
       DeviceBuffer dNormed =
           c.poisoned(static_cast<std::size_t>(rows) * nl.k * 2);
       DeviceBuffer dOut = outputBuffer(c, p, rows, nl.output, cols);
@@ -454,31 +421,31 @@ void checkNormLinearCase(Checker &c, const NormLinearCase &nl) {
       DeviceBuffer dPartial = splitKWorkspace(c, split ? rows : 1, nl.n);
 
       // CudaExecutor::launchOps, case NormLinear.
-      auto launchLinear = [&](auto *y, int rotation) {
+      std::function<void(int)> launch = [&](int rotation) {
         if (fused) {
-          linearKernel.launch(linear.dims, c.stream, y, dX.as<const Bf16>(),
-                              weights[rotation], biasArg, rows, nl.n,
-                              dNorm.as<const Bf16>(), kEps);
+          launchSinglePass(c, linearKernel, linear.dims, dOut,
+                           dX.as<const Bf16>(), weights[rotation], biasArg,
+                           rows, nl.n, dNorm.as<const Bf16>(), kEps);
           return;
         }
-        firstKernel.launch(first.dims, c.stream, dNormed.as<Bf16>(),
-                           dX.as<const Bf16>(), static_cast<Bf16 *>(nullptr),
-                           dNorm.as<const Bf16>(), kEps, rows, nl.k, nl.k, 1);
+        firstKernel.launch(first.dims, c.stream,
+                           kernels::RmsNormArgs{.out = dNormed.address(),
+                                                .x = dX.address(),
+                                                .weight = dNorm.address(),
+                                                .eps = kEps,
+                                                .rows = rows,
+                                                .xStride = nl.k,
+                                                .outStride = nl.k,
+                                                .rowGroup = 1});
         if (singlePass)
-          linearKernel.launch(linear.dims, c.stream, y,
-                              dNormed.as<const Bf16>(), weights[rotation],
-                              biasArg, rows, nl.n,
-                              static_cast<const Bf16 *>(nullptr), 0.0f);
+          launchSinglePass(c, linearKernel, linear.dims, dOut,
+                           dNormed.as<const Bf16>(), weights[rotation], biasArg,
+                           rows, nl.n, nullptr, 0.0f);
         else
           launchGemm(c, linearKernel, linear.dims, finalize, finalizeDims,
-                     dPartial.as<float>(), y, dNormed.as<const Bf16>(),
-                     weights[rotation], biasArg, rows, nl.n, nl.k);
-      };
-      std::function<void(int)> launch = [&](int rotation) {
-        if (nl.output == LinearOutput::Fp32)
-          launchLinear(dOut.as<float>(), rotation);
-        else
-          launchLinear(dOut.as<Bf16>(), rotation);
+                     dPartial.as<float>(), dOut.as<void>(),
+                     dNormed.as<const Bf16>(), weights[rotation], biasArg, rows,
+                     nl.n, nl.k);
       };
       launch(0);
 
@@ -487,7 +454,7 @@ void checkNormLinearCase(Checker &c, const NormLinearCase &nl) {
                      sol::cat(nl.name, " ", nl.n, "x", nl.k, " T=", rows,
                               epilogueTag(nl.epilogue),
                               nl.output == LinearOutput::Fp32 ? " fp32" : "",
-                              describeNormLinear(nl, rows, launches, linears)),
+                              describeNormLinear(nl, rows, launches)),
                      linear.instance);
       judgeOutput(c, r, dOut, p, rows, nl.output, cols, rowIds, ref);
       if (split)
@@ -573,15 +540,19 @@ void checkArgmaxHead(Checker &c) {
     const LaunchDims dims = head.dims(a.n);
     allowSharedMemory(plainKernel, dims);
     allowSharedMemory(headKernel, dims);
-    const Bf16 *noBias = nullptr;
-    plainKernel.launch(dims, c.stream, plainOut.as<float>(),
-                       dX.as<const Bf16>(), weights[0], noBias, 1, a.n, normArg,
-                       eps);
+    launchSinglePass(c, plainKernel, dims, plainOut, dX.as<const Bf16>(),
+                     weights[0], nullptr, 1, a.n, normArg, eps);
     std::function<void(int)> launch = [&](int rotation) {
       dKey.fillBytes(0, c.stream);
-      headKernel.launch(dims, c.stream, headOut.as<float>(),
-                        dX.as<const Bf16>(), weights[rotation],
-                        dKey.as<const Bf16>(), 1, a.n, normArg, eps);
+      headKernel.launch(dims, c.stream,
+                        kernels::LinearArgs{.y = headOut.address(),
+                                            .x = dX.address(),
+                                            .w = weights[rotation],
+                                            .normWeight = normArg,
+                                            .argmaxKey = dKey.address(),
+                                            .rows = 1,
+                                            .n = a.n,
+                                            .eps = eps});
     };
     launch(0);
     const std::vector<float> logits = c.download<float>(plainOut);
@@ -638,9 +609,9 @@ std::vector<CheckFamily> fusedLinearChecks() {
        [](KernelLibrary &k) {
          for (const NormLinearCase &nl : kNormLinearCases)
            for (int rows : nl.rows)
-             for (const auto &variant : normLinearVariants(nl, rows))
-               for (const cuda::KernelLaunch &l : variant.second)
-                 k.require(l.instance);
+             for (const cuda::KernelLaunch &l :
+                  cuda::selectKernels(normLinearOp(nl), rows, 0))
+               k.require(l.instance);
        },
        checkNormLinear},
       {"gemv_argmax",

@@ -132,43 +132,53 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
     float *partials = work.partials();
     unsigned *arrivals = work.arrivals();
     Side a = makeSide(), b = makeSide(), p = makeSide();
+    // The fp8 cache's scales; null for a bf16 cache.
+    auto scales = [&](const DeviceBuffer &b) -> CUdeviceptr {
+      return fp8 ? b.address() : 0;
+    };
     auto attend = [&](const cuda::Kernel &k, const PagedAttentionSpec &spec,
-                      Side &s, const float *invFreq) {
-      if (fp8)
-        k.launch(spec.dims(batch.tokens, splits, kClusterCheckSMs), c.stream,
-                 s.out.as<Bf16>(), s.qkv.as<const Bf16>(),
-                 s.k.as<unsigned char>(), s.v.as<unsigned char>(),
-                 s.ks.as<float>(), s.vs.as<float>(), dPos.as<const int>(),
-                 dSeq.as<const int>(), dTables.as<const int>(), batch.maxBlocks,
-                 scale, 0, batch.tokens, partials, arrivals, invFreq, scaling);
-      else
-        k.launch(spec.dims(batch.tokens, splits, kClusterCheckSMs), c.stream,
-                 s.out.as<Bf16>(), s.qkv.as<const Bf16>(), s.k.as<Bf16>(),
-                 s.v.as<Bf16>(), dPos.as<const int>(), dSeq.as<const int>(),
-                 dTables.as<const int>(), batch.maxBlocks, scale, 0,
-                 batch.tokens, partials, arrivals, invFreq, scaling);
+                      Side &s, CUdeviceptr invFreq) {
+      k.launch(spec.dims(batch.tokens, splits, kClusterCheckSMs), c.stream,
+               kernels::PagedAttentionArgs{.out = s.out.address(),
+                                           .qkv = s.qkv.address(),
+                                           .kCache = s.k.address(),
+                                           .vCache = s.v.address(),
+                                           .kScales = scales(s.ks),
+                                           .vScales = scales(s.vs),
+                                           .positions = dPos.address(),
+                                           .tokenSeq = dSeq.address(),
+                                           .blockTables = dTables.address(),
+                                           .partials = partials,
+                                           .arrivals = arrivals,
+                                           .invFreq = invFreq,
+                                           .maxBlocks = batch.maxBlocks,
+                                           .scale = scale,
+                                           .slidingWindow = 0,
+                                           .tokens = batch.tokens,
+                                           .attentionScaling = scaling});
     };
     std::function<void(int)> unfusedLaunch = [&](int) {
-      if (fp8)
-        ropeKernel.launch(
-            rope.dims(batch.tokens), c.stream, a.qkv.as<Bf16>(),
-            a.k.as<unsigned char>(), a.v.as<unsigned char>(), a.ks.as<float>(),
-            a.vs.as<float>(), dFreq.as<const float>(), scaling,
-            dPos.as<const int>(), dSeq.as<const int>(), dTables.as<const int>(),
-            batch.maxBlocks, batch.tokens);
-      else
-        ropeKernel.launch(
-            rope.dims(batch.tokens), c.stream, a.qkv.as<Bf16>(), a.k.as<Bf16>(),
-            a.v.as<Bf16>(), dFreq.as<const float>(), scaling,
-            dPos.as<const int>(), dSeq.as<const int>(), dTables.as<const int>(),
-            batch.maxBlocks, batch.tokens);
-      attend(plainKernel, plainSpec, a, nullptr);
+      ropeKernel.launch(
+          rope.dims(batch.tokens), c.stream,
+          kernels::RopeKvWriteArgs{.qkv = a.qkv.address(),
+                                   .kCache = a.k.address(),
+                                   .vCache = a.v.address(),
+                                   .kScales = scales(a.ks),
+                                   .vScales = scales(a.vs),
+                                   .invFreq = dFreq.address(),
+                                   .positions = dPos.address(),
+                                   .tokenSeq = dSeq.address(),
+                                   .blockTables = dTables.address(),
+                                   .attentionScaling = scaling,
+                                   .maxBlocks = batch.maxBlocks,
+                                   .tokens = batch.tokens});
+      attend(plainKernel, plainSpec, a, 0);
     };
     std::function<void(int)> fusedLaunch = [&](int) {
-      attend(fusedKernel, fusedSpec, b, dFreq.as<const float>());
+      attend(fusedKernel, fusedSpec, b, dFreq.address());
     };
     std::function<void(int)> preloadLaunch = [&](int) {
-      attend(preloadKernel, preloadSpec, p, dFreq.as<const float>());
+      attend(preloadKernel, preloadSpec, p, dFreq.address());
     };
     unfusedLaunch(0);
     fusedLaunch(0);

@@ -72,11 +72,19 @@ void checkRopeFp8(Checker &c, const KvShape &h, int blockSize) {
   const DeviceBuffer dTables = c.upload(batch.blockTables);
   const cuda::Kernel &kernel = c.kernels.kernel(instance);
   std::function<void(int)> launch = [&](int) {
-    kernel.launch(spec.dims(batch.tokens), c.stream, dQkv.as<Bf16>(),
-                  dK.as<unsigned char>(), dV.as<unsigned char>(),
-                  dKs.as<float>(), dVs.as<float>(), dFreq.as<const float>(),
-                  1.0f, dPos.as<const int>(), dSeq.as<const int>(),
-                  dTables.as<const int>(), batch.maxBlocks, batch.tokens);
+    kernel.launch(spec.dims(batch.tokens), c.stream,
+                  kernels::RopeKvWriteArgs{.qkv = dQkv.address(),
+                                           .kCache = dK.address(),
+                                           .vCache = dV.address(),
+                                           .kScales = dKs.address(),
+                                           .vScales = dVs.address(),
+                                           .invFreq = dFreq.address(),
+                                           .positions = dPos.address(),
+                                           .tokenSeq = dSeq.address(),
+                                           .blockTables = dTables.address(),
+                                           .attentionScaling = 1.0f,
+                                           .maxBlocks = batch.maxBlocks,
+                                           .tokens = batch.tokens});
   };
   launch(0);
   const std::vector<Bf16> out = c.download<Bf16>(dQkv);
@@ -197,13 +205,22 @@ void runFp8Attention(Checker &c, const KvShape &h, int blockSize,
     float *partials = work.partials();
     unsigned *arrivals = work.arrivals();
     std::function<void(int)> launch = [&](int) {
-      attention.launch(launchSpec.dims(batch.tokens, splits, kClusterCheckSMs),
-                       c.stream, dOut.as<Bf16>(), dQkv.as<const Bf16>(),
-                       dK.as<unsigned char>(), dV.as<unsigned char>(),
-                       dKs.as<float>(), dVs.as<float>(), dPos.as<const int>(),
-                       dSeq.as<const int>(), dTables.as<const int>(),
-                       batch.maxBlocks, scale, 0, batch.tokens, partials,
-                       arrivals, static_cast<const float *>(nullptr), 1.0f);
+      attention.launch(
+          launchSpec.dims(batch.tokens, splits, kClusterCheckSMs), c.stream,
+          kernels::PagedAttentionArgs{.out = dOut.address(),
+                                      .qkv = dQkv.address(),
+                                      .kCache = dK.address(),
+                                      .vCache = dV.address(),
+                                      .kScales = dKs.address(),
+                                      .vScales = dVs.address(),
+                                      .positions = dPos.address(),
+                                      .tokenSeq = dSeq.address(),
+                                      .blockTables = dTables.address(),
+                                      .partials = partials,
+                                      .arrivals = arrivals,
+                                      .maxBlocks = batch.maxBlocks,
+                                      .scale = scale,
+                                      .tokens = batch.tokens});
     };
     launch(0);
     const std::vector<Bf16> out = c.download<Bf16>(dOut);

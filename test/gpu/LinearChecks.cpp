@@ -1,6 +1,7 @@
 //===- LinearChecks.cpp - linear_gemv (decode) and linear_gemm (prefill) --===//
 
 #include "Checks.h"
+#include "LinearProblems.h"
 #include "ReferenceKernels.h"
 
 #include <memory>
@@ -108,15 +109,9 @@ void checkGemvShape(Checker &c, const LinearShape &s) {
       DeviceBuffer dOut = c.poisoned(static_cast<std::size_t>(rows) * s.n *
                                      outputBytes(s.output));
       std::function<void(int)> launch = [&](int rotation) {
-        const Bf16 *wArg = weights[rotation % copies].as<const Bf16>();
-        if (s.output == LinearOutput::Fp32)
-          kernel.launch(spec.dims(s.n), c.stream, dOut.as<float>(),
-                        dX.as<const Bf16>(), wArg, biasArg, rows, s.n,
-                        static_cast<const Bf16 *>(nullptr), 0.0f);
-        else
-          kernel.launch(spec.dims(s.n), c.stream, dOut.as<Bf16>(),
-                        dX.as<const Bf16>(), wArg, biasArg, rows, s.n,
-                        static_cast<const Bf16 *>(nullptr), 0.0f);
+        launchSinglePass(c, kernel, spec.dims(s.n), dOut, dX.as<const Bf16>(),
+                         weights[rotation % copies].as<const Bf16>(), biasArg,
+                         rows, s.n, nullptr, 0.0f);
       };
       launch(0);
       std::size_t unwritten = 0;
@@ -204,14 +199,14 @@ void checkGemm(Checker &c) {
       DeviceBuffer dOut = c.poisoned(static_cast<std::size_t>(g.m) * g.n *
                                      outputBytes(g.output));
       std::function<void(int)> launch = [&](int) {
-        if (g.output == LinearOutput::Fp32)
-          kernel.launch(spec.dims(g.m, g.n), c.stream, dOut.as<float>(),
-                        dX.as<const Bf16>(), dW.as<const Bf16>(), biasArg, g.m,
-                        g.n, g.k);
-        else
-          kernel.launch(spec.dims(g.m, g.n), c.stream, dOut.as<Bf16>(),
-                        dX.as<const Bf16>(), dW.as<const Bf16>(), biasArg, g.m,
-                        g.n, g.k);
+        kernel.launch(spec.dims(g.m, g.n), c.stream,
+                      kernels::LinearArgs{.y = dOut.address(),
+                                          .x = dX.address(),
+                                          .w = dW.address(),
+                                          .bias = biasArg,
+                                          .rows = g.m,
+                                          .n = g.n,
+                                          .k = g.k});
       };
       launch(0);
       std::size_t unwritten = 0;

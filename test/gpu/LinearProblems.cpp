@@ -226,16 +226,18 @@ double gemvBytes(const HostLinear &p, int rows, LinearOutput output) {
 }
 
 void launchSinglePass(Checker &c, const cuda::Kernel &kernel,
-                      const cuda::LaunchDims &dims, cuda::LinearOutput output,
-                      cuda::DeviceBuffer &y, const Bf16 *x, const Bf16 *w,
-                      const Bf16 *bias, int rows, int n, const Bf16 *normW,
-                      float eps) {
-  if (output == cuda::LinearOutput::Fp32)
-    kernel.launch(dims, c.stream, y.as<float>(), x, w, bias, rows, n, normW,
-                  eps);
-  else
-    kernel.launch(dims, c.stream, y.as<Bf16>(), x, w, bias, rows, n, normW,
-                  eps);
+                      const cuda::LaunchDims &dims, cuda::DeviceBuffer &y,
+                      const Bf16 *x, const Bf16 *w, const Bf16 *bias, int rows,
+                      int n, const Bf16 *normW, float eps) {
+  kernel.launch(dims, c.stream,
+                kernels::LinearArgs{.y = y.address(),
+                                    .x = x,
+                                    .w = w,
+                                    .bias = bias,
+                                    .normWeight = normW,
+                                    .rows = rows,
+                                    .n = n,
+                                    .eps = eps});
 }
 
 } // namespace sol::check

@@ -105,12 +105,11 @@ void allowSharedMemory(const cuda::Kernel &kernel,
                        const cuda::LaunchDims &dims);
 
 /// Launches a one-pass linear kernel (linear_skinny or linear_gemv: the
-/// same arguments) on y of the output's type.
+/// same LinearArgs) on y, of the type the instance writes.
 void launchSinglePass(Checker &c, const cuda::Kernel &kernel,
-                      const cuda::LaunchDims &dims, cuda::LinearOutput output,
-                      cuda::DeviceBuffer &y, const Bf16 *x, const Bf16 *w,
-                      const Bf16 *bias, int rows, int n, const Bf16 *normW,
-                      float eps);
+                      const cuda::LaunchDims &dims, cuda::DeviceBuffer &y,
+                      const Bf16 *x, const Bf16 *w, const Bf16 *bias, int rows,
+                      int n, const Bf16 *normW, float eps);
 
 /// The minimum bytes a GEMV (or a few-row GEMM) moves: W once, x, bias and
 /// norm weight once, the output (read too for the residual epilogue).

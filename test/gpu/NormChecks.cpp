@@ -25,9 +25,16 @@ void checkRows(Checker &c, int dim, int rows, bool withResidual) {
   const cuda::Kernel &kernel = c.kernels.kernel(instance);
   Bf16 *residualArg = withResidual ? dResidual.as<Bf16>() : nullptr;
   std::function<void(int)> launch = [&](int) {
-    kernel.launch(spec.dims(rows), c.stream, dOut.as<Bf16>(),
-                  dX.as<const Bf16>(), residualArg, dW.as<const Bf16>(), kEps,
-                  rows, dim, dim, 1);
+    kernel.launch(spec.dims(rows), c.stream,
+                  kernels::RmsNormArgs{.out = dOut.address(),
+                                       .x = dX.address(),
+                                       .residual = residualArg,
+                                       .weight = dW.address(),
+                                       .eps = kEps,
+                                       .rows = rows,
+                                       .xStride = dim,
+                                       .outStride = dim,
+                                       .rowGroup = 1});
   };
   launch(0);
   const std::vector<Bf16> out = c.download<Bf16>(dOut);
@@ -78,13 +85,24 @@ void checkPerHead(Checker &c) {
   const cuda::Kernel &kernel = c.kernels.kernel(instance);
   Bf16 *q = dQkv.as<Bf16>();
   Bf16 *k = q + hq * hd;
-  Bf16 *noResidual = nullptr;
-  kernel.launch(spec.dims(tokens * hq), c.stream, q, q, noResidual,
-                dQW.as<const Bf16>(), kEps, tokens * hq, rowElems, rowElems,
-                hq);
-  kernel.launch(spec.dims(tokens * hkv), c.stream, k, k, noResidual,
-                dKW.as<const Bf16>(), kEps, tokens * hkv, rowElems, rowElems,
-                hkv);
+  kernel.launch(spec.dims(tokens * hq), c.stream,
+                kernels::RmsNormArgs{.out = q,
+                                     .x = q,
+                                     .weight = dQW.address(),
+                                     .eps = kEps,
+                                     .rows = tokens * hq,
+                                     .xStride = rowElems,
+                                     .outStride = rowElems,
+                                     .rowGroup = hq});
+  kernel.launch(spec.dims(tokens * hkv), c.stream,
+                kernels::RmsNormArgs{.out = k,
+                                     .x = k,
+                                     .weight = dKW.address(),
+                                     .eps = kEps,
+                                     .rows = tokens * hkv,
+                                     .xStride = rowElems,
+                                     .outStride = rowElems,
+                                     .rowGroup = hkv});
   const std::vector<Bf16> out = c.download<Bf16>(dQkv);
 
   std::vector<float> got;

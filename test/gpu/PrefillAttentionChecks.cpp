@@ -99,11 +99,18 @@ void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
       c.poisoned(static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2);
   const int numTiles = static_cast<int>(tiles.size());
   std::function<void(int)> launch = [&](int) {
-    kernel.launch(spec.dims(numTiles), c.stream, dOut.as<Bf16>(),
-                  dQkv.as<const Bf16>(), dK.as<const Bf16>(),
-                  dV.as<const Bf16>(), dPos.as<const int>(),
-                  dSeq.as<const int>(), dTables.as<const int>(),
-                  batch.maxBlocks, scale, pc.window, dTiles.as<const int>());
+    kernel.launch(spec.dims(numTiles), c.stream,
+                  kernels::TiledAttentionArgs{.out = dOut.address(),
+                                              .qkv = dQkv.address(),
+                                              .kCache = dK.address(),
+                                              .vCache = dV.address(),
+                                              .positions = dPos.address(),
+                                              .tokenSeq = dSeq.address(),
+                                              .blockTables = dTables.address(),
+                                              .tiles = dTiles.address(),
+                                              .maxBlocks = batch.maxBlocks,
+                                              .scale = scale,
+                                              .slidingWindow = pc.window});
   };
   launch(0);
   const std::vector<Bf16> out = c.download<Bf16>(dOut);
@@ -126,12 +133,18 @@ void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
       c.poisoned(static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2);
   std::function<void(int)> pagedLaunch = [&](int) {
     pagedKernel.launch(
-        paged.dims(batch.tokens, 1), c.stream, dPagedOut.as<Bf16>(),
-        dQkv.as<const Bf16>(), dK.as<Bf16>(), dV.as<Bf16>(),
-        dPos.as<const int>(), dSeq.as<const int>(), dTables.as<const int>(),
-        batch.maxBlocks, scale, pc.window, batch.tokens,
-        static_cast<float *>(nullptr), static_cast<unsigned *>(nullptr),
-        static_cast<const float *>(nullptr), 1.0f);
+        paged.dims(batch.tokens, 1), c.stream,
+        kernels::PagedAttentionArgs{.out = dPagedOut.address(),
+                                    .qkv = dQkv.address(),
+                                    .kCache = dK.address(),
+                                    .vCache = dV.address(),
+                                    .positions = dPos.address(),
+                                    .tokenSeq = dSeq.address(),
+                                    .blockTables = dTables.address(),
+                                    .maxBlocks = batch.maxBlocks,
+                                    .scale = scale,
+                                    .slidingWindow = pc.window,
+                                    .tokens = batch.tokens});
   };
   pagedLaunch(0);
   CheckRecord pr = makeRecord(c, "prefill_attention",

@@ -128,12 +128,20 @@ void runFp8PrefillCase(Checker &c, const HeadShape &h, int blockSize,
   DeviceBuffer dOut = c.poisoned(outBytes);
   const int numTiles = static_cast<int>(tiles.size());
   std::function<void(int)> launch = [&](int) {
-    kernel.launch(spec.dims(numTiles), c.stream, dOut.as<Bf16>(),
-                  dQkv.as<const Bf16>(), dK.as<const unsigned char>(),
-                  dV.as<const unsigned char>(), dKs.as<const float>(),
-                  dVs.as<const float>(), dPos.as<const int>(),
-                  dSeq.as<const int>(), dTables.as<const int>(),
-                  batch.maxBlocks, scale, fc.window, dTiles.as<const int>());
+    kernel.launch(spec.dims(numTiles), c.stream,
+                  kernels::TiledAttentionArgs{.out = dOut.address(),
+                                              .qkv = dQkv.address(),
+                                              .kCache = dK.address(),
+                                              .vCache = dV.address(),
+                                              .kScales = dKs.address(),
+                                              .vScales = dVs.address(),
+                                              .positions = dPos.address(),
+                                              .tokenSeq = dSeq.address(),
+                                              .blockTables = dTables.address(),
+                                              .tiles = dTiles.address(),
+                                              .maxBlocks = batch.maxBlocks,
+                                              .scale = scale,
+                                              .slidingWindow = fc.window});
   };
   launch(0);
   const std::vector<Bf16> out = c.download<Bf16>(dOut);
@@ -192,10 +200,18 @@ void runFp8PrefillCase(Checker &c, const HeadShape &h, int blockSize,
   DeviceBuffer dBf16Out = c.poisoned(outBytes);
   std::function<void(int)> bf16Launch = [&](int) {
     bf16Kernel.launch(
-        bf16Spec.dims(numTiles), c.stream, dBf16Out.as<Bf16>(),
-        dQkv.as<const Bf16>(), dK16.as<const Bf16>(), dV16.as<const Bf16>(),
-        dPos.as<const int>(), dSeq.as<const int>(), dTables.as<const int>(),
-        batch.maxBlocks, scale, fc.window, dTiles.as<const int>());
+        bf16Spec.dims(numTiles), c.stream,
+        kernels::TiledAttentionArgs{.out = dBf16Out.address(),
+                                    .qkv = dQkv.address(),
+                                    .kCache = dK16.address(),
+                                    .vCache = dV16.address(),
+                                    .positions = dPos.address(),
+                                    .tokenSeq = dSeq.address(),
+                                    .blockTables = dTables.address(),
+                                    .tiles = dTiles.address(),
+                                    .maxBlocks = batch.maxBlocks,
+                                    .scale = scale,
+                                    .slidingWindow = fc.window});
   };
   bf16Launch(0);
   const std::vector<Bf16> bf16Out = c.download<Bf16>(dBf16Out);
@@ -210,20 +226,27 @@ void runFp8PrefillCase(Checker &c, const HeadShape &h, int blockSize,
   br.flops = 4.0 * static_cast<double>(scorePairs) * h.qHeads * hd;
   c.finish(std::move(br), &bf16Launch);
 
-  // paged_attention_fp8 (one token per block, no split), what fp8 plans
-  // ran for prompt chunks before this kernel.
+  // paged_attention_fp8 (one token per block, no split) on the same
+  // problem: the baseline the tensor-core kernel replaces for prompt chunks.
   const PagedAttentionSpec paged{h.qHeads, h.kvHeads, hd, blockSize, true};
   const cuda::Kernel &pagedKernel = c.kernels.kernel(paged.instance());
   DeviceBuffer dPagedOut = c.poisoned(outBytes);
   std::function<void(int)> pagedLaunch = [&](int) {
     pagedKernel.launch(
-        paged.dims(batch.tokens, 1), c.stream, dPagedOut.as<Bf16>(),
-        dQkv.as<const Bf16>(), dK.as<unsigned char>(), dV.as<unsigned char>(),
-        dKs.as<float>(), dVs.as<float>(), dPos.as<const int>(),
-        dSeq.as<const int>(), dTables.as<const int>(), batch.maxBlocks, scale,
-        fc.window, batch.tokens, static_cast<float *>(nullptr),
-        static_cast<unsigned *>(nullptr), static_cast<const float *>(nullptr),
-        1.0f);
+        paged.dims(batch.tokens, 1), c.stream,
+        kernels::PagedAttentionArgs{.out = dPagedOut.address(),
+                                    .qkv = dQkv.address(),
+                                    .kCache = dK.address(),
+                                    .vCache = dV.address(),
+                                    .kScales = dKs.address(),
+                                    .vScales = dVs.address(),
+                                    .positions = dPos.address(),
+                                    .tokenSeq = dSeq.address(),
+                                    .blockTables = dTables.address(),
+                                    .maxBlocks = batch.maxBlocks,
+                                    .scale = scale,
+                                    .slidingWindow = fc.window,
+                                    .tokens = batch.tokens});
   };
   pagedLaunch(0);
   const std::vector<Bf16> pagedOut = c.download<Bf16>(dPagedOut);

@@ -46,8 +46,11 @@ void checkPtxFallback(Checker &c) {
     const std::vector<int> rows = {7, 0, 3};
     const DeviceBuffer dIn = c.upload(in), dRows = c.upload(rows);
     DeviceBuffer dOut = c.poisoned(n * 2048 * 2);
-    kernel.launch(cuda::GatherRowsSpec{2048}.dims(n), c.stream, dOut.as<Bf16>(),
-                  dIn.as<const Bf16>(), dRows.as<const int>(), n);
+    kernel.launch(cuda::GatherRowsSpec{2048}.dims(n), c.stream,
+                  kernels::GatherRowsArgs{.out = dOut.address(),
+                                          .in = dIn.address(),
+                                          .indices = dRows.address(),
+                                          .rows = n});
     const std::vector<Bf16> out = c.download<Bf16>(dOut);
     std::vector<Bf16> expected;
     for (int row : rows)
@@ -90,8 +93,10 @@ void checkGraphReplay(Checker &c) {
   DeviceBuffer dIn = c.upload(gateUp);
   DeviceBuffer dOut = c.poisoned(static_cast<std::size_t>(tokens) * 2048 * 2);
   c.stream.beginCapture();
-  kernel.launch(kSwiglu.dims(tokens), c.stream, dOut.as<Bf16>(),
-                dIn.as<const Bf16>(), tokens);
+  kernel.launch(kSwiglu.dims(tokens), c.stream,
+                kernels::SwigluArgs{.out = dOut.address(),
+                                    .gateUp = dIn.address(),
+                                    .tokens = tokens});
   const cuda::Graph graph = c.stream.endCapture();
   const cuda::GraphExec exec = graph.instantiate();
   // Capturing ran nothing: the output is still poison.

@@ -287,10 +287,19 @@ void runCase(Checker &c, const Case &cs) {
   int *topIdsArg = n > 0 ? dTopIds.as<int>() : nullptr;
   float *topLogprobsArg = n > 0 ? dTopLogprobs.as<float>() : nullptr;
   std::function<void(int)> launch = [&](int) {
-    kernel.launch(spec.dims(R), c.stream, dIds.as<int>(), logprobsArg,
-                  topIdsArg, topLogprobsArg, dLogits.as<float>(),
-                  dParams.as<const SamplingRow>(), dOffsets.as<const int>(),
-                  dEntries.as<const int>(), dSaved.as<float>(), R, V, n);
+    kernel.launch(spec.dims(R), c.stream,
+                  kernels::SamplingArgs{.outIds = dIds.address(),
+                                        .outLogprobs = logprobsArg,
+                                        .outTopIds = topIdsArg,
+                                        .outTopLogprobs = topLogprobsArg,
+                                        .logits = dLogits.address(),
+                                        .params = dParams.address(),
+                                        .penaltyOffsets = dOffsets.address(),
+                                        .penaltyEntries = dEntries.address(),
+                                        .penaltySaved = dSaved.address(),
+                                        .rows = R,
+                                        .vocab = V,
+                                        .numTop = n});
   };
 
   sampling::CpuSampler cpu;

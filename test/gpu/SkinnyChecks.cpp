@@ -247,7 +247,7 @@ void checkSkinnyCase(Checker &c, const SkinnyCase &s) {
     allowSharedMemory(kernel, dims);
     DeviceBuffer dOut = outputBuffer(c, p, rows, s.output, cols);
     std::function<void(int)> launch = [&](int rotation) {
-      launchSinglePass(c, kernel, dims, s.output, dOut, dX.as<const Bf16>(),
+      launchSinglePass(c, kernel, dims, dOut, dX.as<const Bf16>(),
                        weights[rotation], biasArg, rows, s.n, normArg, eps);
     };
     launch(0);
@@ -404,8 +404,8 @@ void checkSpeedShape(Checker &c, const SpeedShape &s, cuda::CublasLt *cublas) {
     allowSharedMemory(sk, skDims);
     DeviceBuffer ySkinny = p.output(c, rows);
     std::function<void(int)> launchSkinny = [&](int rotation) {
-      launchSinglePass(c, sk, skDims, s.output, ySkinny, p.x(), p.w(rotation),
-                       noBias, rows, s.n, noNorm, 0.0f);
+      launchSinglePass(c, sk, skDims, ySkinny, p.x(), p.w(rotation), noBias,
+                       rows, s.n, noNorm, 0.0f);
     };
     launchSkinny(0);
     std::size_t unwritten = 0;
@@ -427,8 +427,8 @@ void checkSpeedShape(Checker &c, const SpeedShape &s, cuda::CublasLt *cublas) {
       const LaunchDims gDims = gemv.dims(s.n);
       DeviceBuffer y = p.output(c, rows);
       std::function<void(int)> launch = [&](int rotation) {
-        launchSinglePass(c, gk, gDims, s.output, y, p.x(), p.w(rotation),
-                         noBias, rows, s.n, noNorm, 0.0f);
+        launchSinglePass(c, gk, gDims, y, p.x(), p.w(rotation), noBias, rows,
+                         s.n, noNorm, 0.0f);
       };
       launch(0);
       CheckRecord r = makeRecord(
@@ -493,7 +493,7 @@ void checkSkinnySweep(Checker &c) {
         allowSharedMemory(kernel, dims);
         DeviceBuffer y = p.output(c, rows);
         std::function<void(int)> launch = [&](int rotation) {
-          launchSinglePass(c, kernel, dims, s.output, y, p.x(), p.w(rotation),
+          launchSinglePass(c, kernel, dims, y, p.x(), p.w(rotation),
                            static_cast<const Bf16 *>(nullptr), rows, s.n,
                            static_cast<const Bf16 *>(nullptr), 0.0f);
         };
@@ -615,7 +615,7 @@ void checkGemvSweep(Checker &c) {
       allowSharedMemory(kernel, dims);
       DeviceBuffer dOut = outputBuffer(c, p, launchRows, s.output, cols);
       std::function<void(int)> launch = [&](int rotation) {
-        launchSinglePass(c, kernel, dims, s.output, dOut, dX.as<const Bf16>(),
+        launchSinglePass(c, kernel, dims, dOut, dX.as<const Bf16>(),
                          weights[rotation], nullptr, launchRows, s.n, normArg,
                          s.norm ? kEps : 0.0f);
       };

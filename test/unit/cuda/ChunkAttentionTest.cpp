@@ -97,11 +97,7 @@ TEST(ChunkAttentionSpec, PagedSplitsFollowTheClusterMerge) {
   EXPECT_EQ(cuda::attentionSplits(op, 16, 4096, true), 4);
   EXPECT_EQ(cuda::attentionSplits(op, 8, 1056, true), 8);
   EXPECT_EQ(cuda::attentionSplits(op, 40, 4096, true), 1); // 320 blocks
-  EXPECT_EQ(
-      cuda::selectKernels(op, 1, 600, cuda::FewRowLinears::Skinny, false, true)
-          .at(0)
-          .dims.grid.y,
-      8u);
+  EXPECT_EQ(cuda::selectKernels(op, 1, 600, false, true).at(0).dims.grid.y, 8u);
 }
 
 TEST(ChunkTiles, ChunksDecodesAndPadding) {
@@ -200,8 +196,11 @@ TEST(ChunkAttentionSpec, InstancesCompileAndMatchTheKernel) {
   ASSERT_EQ(compiled.size(), sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
     EXPECT_FALSE(compiled[i].cubin.empty()) << sources[i].name;
-    for (const std::string &expr : sources[i].nameExpressions)
-      EXPECT_TRUE(compiled[i].loweredNames.count(expr)) << expr;
+    for (const std::string &expr : sources[i].nameExpressions) {
+      ASSERT_TRUE(compiled[i].loweredNames.count(expr)) << expr;
+      EXPECT_TRUE(takesItsLaunchArgs(expr, compiled[i].loweredNames.at(expr)))
+          << expr;
+    }
   }
 }
 

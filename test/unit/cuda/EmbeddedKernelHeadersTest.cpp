@@ -1,4 +1,4 @@
-//===- EmbeddedKernelHeadersTest.cpp - Embedded .cuh match the sources ----===//
+//===- EmbeddedKernelHeadersTest.cpp - Embedded headers match the sources -===//
 
 #include "codegen/nvrtc/EmbeddedKernelHeaders.h"
 
@@ -23,7 +23,7 @@ TEST(EmbeddedKernelHeaders, MatchTheFilesInCodegenKernels) {
   ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
   std::set<std::string> onDisk;
   for (const auto &entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.path().extension() != ".cuh")
+    if (entry.path().extension() != ".cuh" && entry.path().extension() != ".h")
       continue;
     const std::string name = entry.path().filename().string();
     onDisk.insert(name);

@@ -58,6 +58,8 @@ TEST(KernelCompile, EveryModelInstanceCompilesForSm90) {
       ASSERT_NE(it, kernels.loweredNames.end()) << expr;
       EXPECT_EQ(it->second.rfind("_ZN3sol7kernels", 0), 0u)
           << expr << " lowered to " << it->second;
+      EXPECT_TRUE(takesItsLaunchArgs(expr, it->second))
+          << expr << " lowered to " << it->second;
       EXPECT_NE(kernels.ptx.find(".entry " + it->second), std::string::npos)
           << expr << " has no entry in the PTX";
       ++found;
@@ -283,6 +285,8 @@ TEST(KernelCompile, FusedLinearVariantsCompile) {
       ASSERT_NE(it, compiled[i].loweredNames.end()) << expr;
       EXPECT_NE(compiled[i].ptx.find(".entry " + it->second), std::string::npos)
           << expr << " has no entry in the PTX";
+      EXPECT_TRUE(takesItsLaunchArgs(expr, it->second))
+          << expr << " lowered to " << it->second;
       ++found;
     }
   EXPECT_EQ(found, instances.size());

@@ -1,11 +1,9 @@
 //===- KernelSelectionTest.cpp - Which kernels run a plan's linears -------===//
 //
 // The row rule of Linear and NormLinear ops (runtime/cuda/KernelSelection.h):
-// linear_gemv for one row, linear_skinny for 2..16, the GEMM above; and the
-// legacy rule (linear_gemv up to 8 rows) that plans compiled before
-// linear_skinny and SOL_DISABLE_SKINNY=1 use, and linear_skinny with the norm
-// in its prologue (SOL_SKINNY_NORM_PROLOGUE=1). solc compiles the instances
-// of all three into a plan. Which linears prefetch their weights into L2.
+// linear_gemv for one row, linear_skinny for 2..8 (a NormLinear behind
+// rms_norm), the GEMM above; the instances solc compiles into a plan. Which
+// linears prefetch their weights into L2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,12 +74,6 @@ TEST(KernelSelection, SkinnyRunsTwoToEightRows) {
     ASSERT_EQ(headers(l), (Headers{"RmsNorm.cuh", "LinearSkinny.cuh"})) << rows;
     EXPECT_TRUE(l[1].instance.nameExpression.ends_with(", 2, false>"))
         << l[1].instance.nameExpression;
-    // SkinnyNormPrologue: one launch, the norm in the prologue.
-    const std::vector<KernelLaunch> p =
-        selectKernels(gateUp, rows, 0, FewRowLinears::SkinnyNormPrologue);
-    ASSERT_EQ(headers(p), Headers{"LinearSkinny.cuh"}) << rows;
-    EXPECT_TRUE(p[0].instance.nameExpression.ends_with(", 2, true>"))
-        << p[0].instance.nameExpression;
   }
   EXPECT_EQ(headers(selectKernels(gateUp, 9, 0))[0], "RmsNorm.cuh");
   // fp32 logits too.
@@ -90,10 +82,6 @@ TEST(KernelSelection, SkinnyRunsTwoToEightRows) {
   EXPECT_EQ(selectKernels(head, 4, 0)[1].instance.nameExpression,
             "sol::kernels::linear_skinny<2048, 8, 2, 4, float, false, 0, "
             "false>");
-  EXPECT_EQ(selectKernels(head, 4, 0, FewRowLinears::SkinnyNormPrologue)[0]
-                .instance.nameExpression,
-            "sol::kernels::linear_skinny<2048, 8, 2, 4, float, false, 0, "
-            "true>");
 }
 
 TEST(KernelSelection, SmallWeightsBehindIdleKernelsPrefetch) {
@@ -106,11 +94,8 @@ TEST(KernelSelection, SmallWeightsBehindIdleKernelsPrefetch) {
       << q8[1].instance.nameExpression;
   EXPECT_TRUE(selectKernels(qkv, 1, 0)[0].instance.nameExpression.ends_with(
       ", 0, true>"));
-  EXPECT_TRUE(selectKernels(qkv, 8, 0, FewRowLinears::SkinnyNormPrologue)[0]
-                  .instance.nameExpression.ends_with(", 0, true>"));
-  EXPECT_TRUE(prefetchesWeights(qkv, true, FewRowLinears::Skinny));
-  EXPECT_FALSE(prefetchesWeights(qkv, false, FewRowLinears::Skinny));
-  EXPECT_FALSE(prefetchesWeights(qkv, true, FewRowLinears::SkinnyNormPrologue));
+  EXPECT_TRUE(prefetchesWeights(qkv, true));
+  EXPECT_FALSE(prefetchesWeights(qkv, false));
 
   // The o projection after attention, in both kernels; the same op fed by
   // another kernel, and the 34 MB down projection, not.
@@ -133,39 +118,22 @@ TEST(KernelSelection, SmallWeightsBehindIdleKernelsPrefetch) {
       ", false, true>"));
   EXPECT_TRUE(selectKernels(ops[2], 1, 0)[0].instance.nameExpression.ends_with(
       ", 1, false>"));
-  EXPECT_FALSE(prefetchesWeights(ops[3], false, FewRowLinears::Skinny));
+  EXPECT_FALSE(prefetchesWeights(ops[3], false));
   EXPECT_TRUE(selectKernels(ops[3], 1, 0)[0].instance.nameExpression.ends_with(
       ", 1, false>"));
 }
 
-TEST(KernelSelection, LegacyRuleIsTheOldOne) {
-  const OpDesc down = linearOp(2048, 8192, LinearEpilogue::Residual);
-  for (int rows = 1; rows <= 8; ++rows)
-    EXPECT_EQ(headers(selectKernels(down, rows, 0, FewRowLinears::Legacy)),
-              Headers{"LinearGemv.cuh"});
-  for (int rows : {9, 16})
-    EXPECT_EQ(headers(selectKernels(down, rows, 0, FewRowLinears::Legacy))[0],
-              "LinearGemm.cuh");
-  const OpDesc qkv = normLinearOp(3072, 2048, LinearEpilogue::None);
-  EXPECT_EQ(headers(selectKernels(qkv, 12, 0, FewRowLinears::Legacy))[0],
-            "RmsNorm.cuh");
-}
-
-TEST(KernelSelection, WideNormFallsBackToANormLaunch) {
-  // K = 16384 at 8 rows does not fit linear_skinny's prologue (256 KB of
-  // normalised rows): rms_norm into scratch, then linear_skinny without
-  // it. K = 8192 still fits.
-  const FewRowLinears prologue = FewRowLinears::SkinnyNormPrologue;
+TEST(KernelSelection, WideNormStaysInTheGemvPrologueForOneRow) {
+  // One row: the norm in linear_gemv's prologue, even for K = 16384 (32 KB
+  // of shared memory); 8 rows: rms_norm into scratch, then linear_skinny.
   const OpDesc wide = normLinearOp(4096, 16384, LinearEpilogue::None);
-  const std::vector<KernelLaunch> l = selectKernels(wide, 8, 0, prologue);
+  EXPECT_EQ(headers(selectKernels(wide, 1, 0)), Headers{"LinearGemv.cuh"});
+  const std::vector<KernelLaunch> l = selectKernels(wide, 8, 0);
   ASSERT_EQ(headers(l), (Headers{"RmsNorm.cuh", "LinearSkinny.cuh"}));
   EXPECT_NE(l[1].instance.nameExpression.find(", false>"), std::string::npos);
-  const OpDesc fits = normLinearOp(10240, 8192, LinearEpilogue::None);
-  EXPECT_EQ(headers(selectKernels(fits, 8, 0, prologue)),
-            Headers{"LinearSkinny.cuh"});
 }
 
-TEST(KernelSelection, PlansHoldEveryRule) {
+TEST(KernelSelection, PlansHoldTheInstancesOfEveryStepSize) {
   const OpDesc gateUp = normLinearOp(16384, 2048, LinearEpilogue::Swiglu);
   auto has = [](const std::vector<KernelInstance> &v, const std::string &h,
                 int count) {
@@ -173,42 +141,29 @@ TEST(KernelSelection, PlansHoldEveryRule) {
              return k.header == h;
            }) == count;
   };
-  // Skinny: gemv for one row, linear_skinny's 8-row instance (behind
-  // rms_norm) for 2..8, the GEMM (and swiglu_pairs for cuBLASLt) from 9 on.
-  const std::vector<KernelInstance> skinny =
-      enumerateKernels(gateUp, 64, 4096, FewRowLinears::Skinny);
-  EXPECT_TRUE(has(skinny, "LinearGemv.cuh", 1));
-  EXPECT_TRUE(has(skinny, "LinearSkinny.cuh", 1));
-  EXPECT_TRUE(has(skinny, "RmsNorm.cuh", 1));
-  // SkinnyNormPrologue: the 8-row instance with the prologue.
-  const std::vector<KernelInstance> prologue =
-      enumerateKernels(gateUp, 64, 4096, FewRowLinears::SkinnyNormPrologue);
-  EXPECT_TRUE(has(prologue, "LinearSkinny.cuh", 1));
-  // Legacy: gemv for 1, 2, 4 and 8 rows.
-  const std::vector<KernelInstance> legacy =
-      enumerateKernels(gateUp, 64, 4096, FewRowLinears::Legacy);
-  EXPECT_TRUE(has(legacy, "LinearGemv.cuh", 4));
-  EXPECT_TRUE(has(legacy, "LinearSkinny.cuh", 0));
-  // A plan: all three.
+  // gemv for one row, linear_skinny's 8-row instance (behind rms_norm) for
+  // 2..8, the GEMM (and swiglu_pairs for cuBLASLt) from 9 on.
   const std::vector<KernelInstance> plan = enumerateKernels(gateUp, 64, 4096);
-  for (const std::vector<KernelInstance> *v : {&skinny, &prologue, &legacy})
-    for (const KernelInstance &k : *v)
-      EXPECT_NE(std::find(plan.begin(), plan.end(), k), plan.end())
-          << k.nameExpression;
-  EXPECT_TRUE(has(plan, "LinearSkinny.cuh", 2));
-  EXPECT_TRUE(has(plan, "LinearGemv.cuh", 4));
+  EXPECT_TRUE(has(plan, "LinearGemv.cuh", 1));
+  EXPECT_TRUE(has(plan, "LinearSkinny.cuh", 1));
+  EXPECT_TRUE(has(plan, "RmsNorm.cuh", 1));
+  EXPECT_TRUE(has(plan, "Swiglu.cuh", 1));
+  EXPECT_FALSE(has(plan, "LinearGemm.cuh", 0));
+  // Every launch of every step size is in it.
+  for (int rows = 1; rows <= 64; ++rows)
+    for (const KernelLaunch &l : selectKernels(gateUp, rows, 0))
+      EXPECT_NE(std::find(plan.begin(), plan.end(), l.instance), plan.end())
+          << rows << " rows: " << l.instance.nameExpression;
   // Steps of at most 4 tokens need only the 8-row instance.
-  EXPECT_TRUE(has(enumerateKernels(gateUp, 4, 4096, FewRowLinears::Skinny),
-                  "LinearSkinny.cuh", 1));
+  EXPECT_TRUE(has(enumerateKernels(gateUp, 4, 4096), "LinearSkinny.cuh", 1));
 }
 
-TEST(KernelSelection, SplitKWorkspaceFollowsTheRule) {
-  // Batched decode of 9..16 rows splits K in the GEMM under both rules
-  // (linear_skinny stops at 8 rows).
+TEST(KernelSelection, SplitKWorkspace) {
+  // Batched decode of 9..16 rows splits K in the GEMM (linear_skinny stops
+  // at 8 rows).
   const OpDesc down = linearOp(2048, 8192, LinearEpilogue::Residual);
-  EXPECT_EQ(splitKWorkspaceFloats(down, 16, FewRowLinears::Skinny), 16u * 2048);
-  EXPECT_EQ(splitKWorkspaceFloats(down, 16, FewRowLinears::Legacy), 16u * 2048);
-  EXPECT_EQ(splitKWorkspaceFloats(down, 8, FewRowLinears::Skinny), 0u);
+  EXPECT_EQ(splitKWorkspaceFloats(down, 16), 16u * 2048);
+  EXPECT_EQ(splitKWorkspaceFloats(down, 8), 0u);
 }
 
 TEST(KernelSelection, FusedRopeOnlyWhereTheShapeHasIt) {
@@ -220,8 +175,8 @@ TEST(KernelSelection, FusedRopeOnlyWhereTheShapeHasIt) {
   rope.kind = fb::OpKind::RopeKvWrite;
   rope.ints = {0, 32, 8, 64, 0}; // layer, heads, kv heads, head dim, rope
   ASSERT_TRUE(attentionFusesRope(attention));
-  EXPECT_TRUE(selectKernels(rope, 1, 0, FewRowLinears::Skinny, true).empty());
-  EXPECT_NE(selectKernels(attention, 1, 0, FewRowLinears::Skinny, true)
+  EXPECT_TRUE(selectKernels(rope, 1, 0, true).empty());
+  EXPECT_NE(selectKernels(attention, 1, 0, true)
                 .at(0)
                 .instance.nameExpression.find(", true>"),
             std::string::npos);
@@ -238,8 +193,7 @@ TEST(KernelSelection, FusedRopeOnlyWhereTheShapeHasIt) {
   attention.kvDtype = fb::DType::F8E4M3;
   EXPECT_FALSE(attentionFusesRope(attention));
   EXPECT_FALSE(fusedIn(enumerateKernels(attention, 1, 4096)));
-  EXPECT_THROW(selectKernels(attention, 1, 0, FewRowLinears::Skinny, true),
-               sol::Error);
+  EXPECT_THROW(selectKernels(attention, 1, 0, true), sol::Error);
 }
 
 TEST(KernelSelection, SmallFusedGridsPreloadTheirWalk) {
@@ -251,8 +205,7 @@ TEST(KernelSelection, SmallFusedGridsPreloadTheirWalk) {
   attention.ints = {0, 32, 8, 64, 0}; // layer, heads, kv heads, head dim
   attention.blockSize = 16;
   auto name = [&](int rows, bool fused) {
-    return selectKernels(attention, rows, 256, FewRowLinears::Skinny, fused,
-                         true)
+    return selectKernels(attention, rows, 256, fused, true)
         .at(0)
         .instance.nameExpression;
   };

@@ -475,10 +475,11 @@ TEST(KernelSpecs, SkinnyChoice) {
       for (int rows : {2, 8, 9, 16}) {
         const SkinnySpec s = choose(n, k, rows);
         const unsigned blocks = s.dims(n).grid.x;
-        if (rows > 8)
+        if (rows > 8) {
           EXPECT_GE(blocks, 128u) << n << "x" << k;
-        else if (n <= 264 * 128)
+        } else if (n <= 264 * 128) {
           EXPECT_LE(blocks, 264u) << n << "x" << k;
+        }
         EXPECT_GE((k + 31) / 32 / s.warpsK, 2) << n << "x" << k;
       }
   // Short K: fewer warps along K (K = 72: three k steps, one warp).

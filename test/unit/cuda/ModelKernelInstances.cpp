@@ -2,9 +2,54 @@
 
 #include "ModelKernelInstances.h"
 
+#include "codegen/kernels/LaunchArgs.h"
+
 #include <algorithm>
+#include <map>
+#include <string_view>
 
 namespace sol::test {
+
+bool takesItsLaunchArgs(const std::string &nameExpression,
+                        const std::string &lowered) {
+  using namespace kernels;
+  // Kernel function -> the struct CudaExecutor.cpp launches it with.
+  static const std::map<std::string, std::string_view, std::less<>> kArgs = {
+      {"embedding", LaunchArgsName<EmbeddingArgs>::kMangled.view()},
+      {"rms_norm", LaunchArgsName<RmsNormArgs>::kMangled.view()},
+      {"linear_gemv", LaunchArgsName<LinearArgs>::kMangled.view()},
+      {"linear_skinny", LaunchArgsName<LinearArgs>::kMangled.view()},
+      {"linear_gemm", LaunchArgsName<LinearArgs>::kMangled.view()},
+      {"linear_splitk_finalize",
+       LaunchArgsName<SplitKFinalizeArgs>::kMangled.view()},
+      {"rope_kv_write", LaunchArgsName<RopeKvWriteArgs>::kMangled.view()},
+      {"rope_kv_write_fp8", LaunchArgsName<RopeKvWriteArgs>::kMangled.view()},
+      {"paged_attention", LaunchArgsName<PagedAttentionArgs>::kMangled.view()},
+      {"paged_attention_fp8",
+       LaunchArgsName<PagedAttentionArgs>::kMangled.view()},
+      {"prefill_attention",
+       LaunchArgsName<TiledAttentionArgs>::kMangled.view()},
+      {"prefill_attention_fp8",
+       LaunchArgsName<TiledAttentionArgs>::kMangled.view()},
+      {"chunk_attention", LaunchArgsName<TiledAttentionArgs>::kMangled.view()},
+      {"chunk_attention_fp8",
+       LaunchArgsName<TiledAttentionArgs>::kMangled.view()},
+      {"swiglu", LaunchArgsName<SwigluArgs>::kMangled.view()},
+      {"swiglu_pairs", LaunchArgsName<SwigluArgs>::kMangled.view()},
+      {"add", LaunchArgsName<AddArgs>::kMangled.view()},
+      {"gather_rows", LaunchArgsName<GatherRowsArgs>::kMangled.view()},
+      {"argmax", LaunchArgsName<ArgmaxArgs>::kMangled.view()},
+      {"sample_rows", LaunchArgsName<SamplingArgs>::kMangled.view()},
+  };
+  const std::string_view prefix = "sol::kernels::";
+  std::string_view name = nameExpression;
+  if (!name.starts_with(prefix))
+    return false;
+  name.remove_prefix(prefix.size());
+  name = name.substr(0, name.find('<'));
+  const auto it = kArgs.find(name);
+  return it != kArgs.end() && std::string_view(lowered).ends_with(it->second);
+}
 
 const std::vector<ModelShape> &supportedModelShapes() {
   static const std::vector<ModelShape> shapes = {

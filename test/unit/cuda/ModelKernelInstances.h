@@ -28,6 +28,13 @@ struct ModelShape {
 
 const std::vector<ModelShape> &supportedModelShapes();
 
+/// Whether the kernel named by `nameExpression`, lowered (mangled) to
+/// `lowered`, takes the launch-args struct (codegen/kernels/LaunchArgs.h)
+/// that the CUDA executor passes to its family, the check Kernel::launch
+/// makes before every launch.
+bool takesItsLaunchArgs(const std::string &nameExpression,
+                        const std::string &lowered);
+
 /// Every instance the shapes need, without duplicates.
 std::vector<cuda::KernelInstance> modelKernelInstances();
 

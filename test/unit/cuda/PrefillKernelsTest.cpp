@@ -249,8 +249,11 @@ TEST(PrefillAttentionSpec, InstancesCompileAndMatchTheKernel) {
   ASSERT_EQ(compiled.size(), sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
     EXPECT_FALSE(compiled[i].cubin.empty()) << sources[i].name;
-    for (const std::string &expr : sources[i].nameExpressions)
-      EXPECT_TRUE(compiled[i].loweredNames.count(expr)) << expr;
+    for (const std::string &expr : sources[i].nameExpressions) {
+      ASSERT_TRUE(compiled[i].loweredNames.count(expr)) << expr;
+      EXPECT_TRUE(takesItsLaunchArgs(expr, compiled[i].loweredNames.at(expr)))
+          << expr;
+    }
   }
 }
 
@@ -270,8 +273,11 @@ TEST(SwigluPairs, InstancesCompileForModelShapes) {
   const auto compiled = compiler->compileAll(sources);
   ASSERT_EQ(compiled.size(), sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i)
-    for (const std::string &expr : sources[i].nameExpressions)
-      EXPECT_TRUE(compiled[i].loweredNames.count(expr)) << expr;
+    for (const std::string &expr : sources[i].nameExpressions) {
+      ASSERT_TRUE(compiled[i].loweredNames.count(expr)) << expr;
+      EXPECT_TRUE(takesItsLaunchArgs(expr, compiled[i].loweredNames.at(expr)))
+          << expr;
+    }
 }
 
 } // namespace

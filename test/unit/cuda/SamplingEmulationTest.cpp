@@ -172,15 +172,22 @@ void expectSameAsCpu(int V, int rows, int first, Logits kind, int numTop,
     for (SamplingRow &p : params)
       p.counter = draw;
     std::fill(outIds.begin(), outIds.end(), -1);
-    cuda_emulation::launch(rows, sol::kernels::kSamplingThreads, [&] {
-      sol::kernels::sample_rows(
-          outIds.data(), logprobs ? outLogprobs.data() : nullptr,
-          numTop ? topIds.data() : nullptr,
-          numTop ? topLogprobs.data() : nullptr, device.data(),
-          reinterpret_cast<const sol::kernels::SamplingParams *>(params.data()),
-          offsets.data(), reinterpret_cast<const int2 *>(entries.data()),
-          saved.data(), rows, V, numTop);
-    });
+    const sol::kernels::SamplingArgs args{
+        .outIds = outIds.data(),
+        .outLogprobs = logprobs ? outLogprobs.data() : nullptr,
+        .outTopIds = numTop ? topIds.data() : nullptr,
+        .outTopLogprobs = numTop ? topLogprobs.data() : nullptr,
+        .logits = device.data(),
+        .params = reinterpret_cast<const sol::kernels::SamplingParams *>(
+            params.data()),
+        .penaltyOffsets = offsets.data(),
+        .penaltyEntries = reinterpret_cast<const int2 *>(entries.data()),
+        .penaltySaved = saved.data(),
+        .rows = rows,
+        .vocab = V,
+        .numTop = numTop};
+    cuda_emulation::launch(rows, sol::kernels::kSamplingThreads,
+                           [&] { sol::kernels::sample_rows(args); });
     for (int r = 0; r < rows; ++r) {
       const std::span<const float> l(logits.data() + static_cast<size_t>(r) * V,
                                      static_cast<size_t>(V));

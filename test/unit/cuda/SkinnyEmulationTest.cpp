@@ -110,10 +110,17 @@ void launch(const Problem &p, std::vector<OutT> &y) {
   cuda_emulation::dynamicShared =
       reinterpret_cast<unsigned char *>(shared.data());
   const int blocks = ceilDiv(p.n, Shape::kFeatures);
+  const LinearArgs args{.y = y.data(),
+                        .x = p.x.data(),
+                        .w = p.w.data(),
+                        .bias = HasBias ? p.bias.data() : nullptr,
+                        .normWeight = Norm ? p.normW.data() : nullptr,
+                        .rows = p.rows,
+                        .n = p.n,
+                        .eps = kEps};
   cuda_emulation::launch(blocks, kSkinnyThreads, [&] {
     linear_skinny<K, MaxRows, Tiles, WarpsK, OutT, HasBias, Epilogue, Norm>(
-        y.data(), p.x.data(), p.w.data(), HasBias ? p.bias.data() : nullptr,
-        p.rows, p.n, Norm ? p.normW.data() : nullptr, kEps);
+        args);
   });
 }
 

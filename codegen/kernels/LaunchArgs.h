@@ -1,0 +1,454 @@
+//===- LaunchArgs.h - The launch arguments of every kernel family ---------===//
+//
+// Each kernel takes one parameter, `const XArgs args`, a plain struct
+// defined here, and reads its fields by name; the host fills the same
+// struct by field name (designated initialisers) and launches it with
+// cuda::Kernel::launch(dims, stream, args). This header is compiled on both
+// sides:
+//  * as kernel code (NVRTC, nvcc, and the CPU emulation of
+//    test/unit/cuda/emulation, which defines SOL_KERNEL_EMULATION), where a
+//    device pointer field is a typed pointer, T *;
+//  * as host C++ (runtime/cuda, test/gpu), where it is a DeviceAddress: the
+//    64-bit address (CUdeviceptr), built from a CUdeviceptr or from any
+//    pointer holding a device address.
+// Both have the size and alignment of a 64-bit pointer, and the static
+// asserts below check every struct's size and every field's offset on
+// either side, so a layout that differs between the kernel and the host
+// fails the build of the side that drifted instead of launching garbage.
+//
+// Every field has a default (null, zero), so a launch names only what it
+// uses; fields a variant does not read (the fp8 scales for a bf16 cache,
+// say) stay null.
+//
+// Kernel::launch also checks, from the kernel's mangled name, that it takes
+// this very struct: the mangled name ends with its parameter's type,
+// "<length><struct name>E" (LaunchArgsName below).
+//
+// The parameter is not __grid_constant__: kernels copy the fields they use
+// into locals and never take the struct's address, so it is never copied to
+// local memory (ptxas gives no instance a stack frame it did not have with
+// positional parameters), and ptxas reads the fields as it read positional
+// parameters. With __grid_constant__, NVVM reads every field through a
+// register holding the parameter's address; over the instances of the
+// supported model shapes that changed more kernels' register counts (the
+// Qwen2.5 batch-1 GEMVs lost a block per SM) than the plain parameter.
+//
+// Sizes are plain int / unsigned / float / unsigned long long: NVRTC has no
+// standard headers.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__) ||                          \
+    defined(SOL_KERNEL_EMULATION)
+#define SOL_KERNEL_CODE 1
+#else
+#define SOL_KERNEL_CODE 0
+#endif
+
+#if SOL_KERNEL_CODE
+#include "Common.cuh"
+#define SOL_DEVICE_PTR(T) T *
+#else
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+#define SOL_DEVICE_PTR(T) ::sol::kernels::DeviceAddress
+#endif
+
+namespace sol {
+namespace kernels {
+
+#if SOL_KERNEL_CODE
+struct SamplingParams; // Sampling.cuh
+#else
+/// A device address on the host: a device pointer field of a launch-args
+/// struct. Converts from a CUdeviceptr (unsigned long long, exactly: an int
+/// does not become an address by accident), from nullptr, and from any
+/// pointer that holds a device address (DeviceBuffer::as<T>()).
+struct DeviceAddress {
+  unsigned long long value = 0;
+
+  constexpr DeviceAddress() = default;
+  constexpr DeviceAddress(std::nullptr_t) {}
+  template <typename U>
+  requires std::is_same_v<U, unsigned long long>
+  constexpr DeviceAddress(U address) : value(address) {}
+  template <typename U>
+  DeviceAddress(U *pointer)
+      : value(reinterpret_cast<std::uintptr_t>(pointer)) {}
+};
+#endif
+
+static_assert(sizeof(SOL_DEVICE_PTR(void)) == 8 &&
+                  alignof(SOL_DEVICE_PTR(void)) == 8,
+              "a device pointer of a launch-args struct must be 64 bits");
+
+// A field's offset as a constant expression. NVRTC has neither <cstddef>
+// nor __builtin_offsetof; its front end folds __INTADDR__ of the classic
+// null-pointer form instead.
+#if defined(__CUDACC_RTC__)
+#define SOL_OFFSETOF(T, field) __INTADDR__(&((T *)0)->field)
+#else
+#define SOL_OFFSETOF(T, field) __builtin_offsetof(T, field)
+#endif
+
+// Checks a struct's size and the offset of one of its fields, on whichever
+// side compiles this header.
+#define SOL_ARGS_SIZE(T, bytes)                                                \
+  static_assert(sizeof(T) == (bytes) && alignof(T) == 8,                       \
+                #T ": the size of a launch-args struct is part of its "        \
+                   "contract");
+#define SOL_ARGS_FIELD(T, field, offset)                                       \
+  static_assert(SOL_OFFSETOF(T, field) == (offset),                            \
+                #T "::" #field ": a field's offset is part of its contract");
+
+/// embedding<D>: out[t] = table[ids[t]] for t < tokens (Embedding.cuh). An
+/// id -1 - r names row r of the previous step's result: previousIds[r], or
+/// the index in *previousKey (a fused LM-head argmax key); with clearKey
+/// (a one-block launch) the kernel then zeroes *previousKey.
+struct EmbeddingArgs {
+  SOL_DEVICE_PTR(bf16) out = nullptr;         // [tokens, D]
+  SOL_DEVICE_PTR(const bf16) table = nullptr; // [vocab, D]
+  SOL_DEVICE_PTR(const int) ids = nullptr;    // [tokens]
+  SOL_DEVICE_PTR(const int) previousIds = nullptr;
+  SOL_DEVICE_PTR(unsigned long long) previousKey = nullptr;
+  int tokens = 0;
+  int clearKey = 0;
+};
+SOL_ARGS_SIZE(EmbeddingArgs, 48)
+SOL_ARGS_FIELD(EmbeddingArgs, out, 0)
+SOL_ARGS_FIELD(EmbeddingArgs, table, 8)
+SOL_ARGS_FIELD(EmbeddingArgs, ids, 16)
+SOL_ARGS_FIELD(EmbeddingArgs, previousIds, 24)
+SOL_ARGS_FIELD(EmbeddingArgs, previousKey, 32)
+SOL_ARGS_FIELD(EmbeddingArgs, tokens, 40)
+SOL_ARGS_FIELD(EmbeddingArgs, clearKey, 44)
+
+/// rms_norm<D> (RmsNorm.cuh): rows of D elements in groups of rowGroup
+/// rows, consecutive groups xStride / outStride elements apart; with a
+/// residual, x + residual is normalised and written back to residual.
+struct RmsNormArgs {
+  SOL_DEVICE_PTR(bf16) out = nullptr;
+  SOL_DEVICE_PTR(const bf16) x = nullptr;
+  SOL_DEVICE_PTR(bf16) residual = nullptr;     // [rows, D], or null
+  SOL_DEVICE_PTR(const bf16) weight = nullptr; // [D]
+  float eps = 0.0f;
+  int rows = 0;
+  int xStride = 0;
+  int outStride = 0;
+  int rowGroup = 1;
+};
+SOL_ARGS_SIZE(RmsNormArgs, 56)
+SOL_ARGS_FIELD(RmsNormArgs, out, 0)
+SOL_ARGS_FIELD(RmsNormArgs, x, 8)
+SOL_ARGS_FIELD(RmsNormArgs, residual, 16)
+SOL_ARGS_FIELD(RmsNormArgs, weight, 24)
+SOL_ARGS_FIELD(RmsNormArgs, eps, 32)
+SOL_ARGS_FIELD(RmsNormArgs, rows, 36)
+SOL_ARGS_FIELD(RmsNormArgs, xStride, 40)
+SOL_ARGS_FIELD(RmsNormArgs, outStride, 44)
+SOL_ARGS_FIELD(RmsNormArgs, rowGroup, 48)
+
+/// y = epilogue(x . W^T + bias) for `rows` rows of x [rows, k] and W [n, k]:
+/// linear_gemv, linear_skinny (LinearGemv.cuh, LinearSkinny.cuh; k is their
+/// template parameter K) and linear_gemm (LinearGemm.cuh; rows is M). y is
+/// bf16 or fp32 as the instance's OutT says. normWeight and eps: the RMS
+/// norm of the NormPrologue variants. argmaxKey: a zeroed 64-bit word in
+/// which linear_gemv's kEpilogueArgmax variant leaves the row's argmaxKey
+/// (Common.cuh).
+struct LinearArgs {
+  SOL_DEVICE_PTR(void) y = nullptr;
+  SOL_DEVICE_PTR(const bf16) x = nullptr;
+  SOL_DEVICE_PTR(const bf16) w = nullptr;
+  SOL_DEVICE_PTR(const bf16) bias = nullptr;       // [n], or null
+  SOL_DEVICE_PTR(const bf16) normWeight = nullptr; // [k]
+  SOL_DEVICE_PTR(unsigned long long) argmaxKey = nullptr;
+  int rows = 0;
+  int n = 0;
+  int k = 0;
+  float eps = 0.0f;
+};
+SOL_ARGS_SIZE(LinearArgs, 64)
+SOL_ARGS_FIELD(LinearArgs, y, 0)
+SOL_ARGS_FIELD(LinearArgs, x, 8)
+SOL_ARGS_FIELD(LinearArgs, w, 16)
+SOL_ARGS_FIELD(LinearArgs, bias, 24)
+SOL_ARGS_FIELD(LinearArgs, normWeight, 32)
+SOL_ARGS_FIELD(LinearArgs, argmaxKey, 40)
+SOL_ARGS_FIELD(LinearArgs, rows, 48)
+SOL_ARGS_FIELD(LinearArgs, n, 52)
+SOL_ARGS_FIELD(LinearArgs, k, 56)
+SOL_ARGS_FIELD(LinearArgs, eps, 60)
+
+/// linear_splitk_finalize (LinearGemm.cuh): y = epilogue(partial + bias)
+/// for [rows, n] fp32 partial sums, which it zeroes again.
+struct SplitKFinalizeArgs {
+  SOL_DEVICE_PTR(void) y = nullptr;
+  SOL_DEVICE_PTR(float) partial = nullptr;
+  SOL_DEVICE_PTR(const bf16) bias = nullptr;
+  int rows = 0;
+  int n = 0;
+};
+SOL_ARGS_SIZE(SplitKFinalizeArgs, 32)
+SOL_ARGS_FIELD(SplitKFinalizeArgs, y, 0)
+SOL_ARGS_FIELD(SplitKFinalizeArgs, partial, 8)
+SOL_ARGS_FIELD(SplitKFinalizeArgs, bias, 16)
+SOL_ARGS_FIELD(SplitKFinalizeArgs, rows, 24)
+SOL_ARGS_FIELD(SplitKFinalizeArgs, n, 28)
+
+// The paged KV cache of one layer and the step inputs that address it, as
+// the rope and attention kernels take them: kCache and vCache are
+// [blocks, BS, Hkv, HD] of bf16 or fp8 (E4M3); kScales and vScales, for an
+// fp8 cache only, [blocks, BS, Hkv] floats; sequence s's blocks are
+// blockTables[s * maxBlocks, +maxBlocks); token t is at positions[t] of
+// sequence tokenSeq[t] (< 0: padding).
+
+/// rope_kv_write and rope_kv_write_fp8 (RopeKvWrite.cuh): rotate q and k of
+/// qkv [tokens, (Hq + 2 Hkv) HD] in place and append k and v to the cache.
+struct RopeKvWriteArgs {
+  SOL_DEVICE_PTR(bf16) qkv = nullptr;
+  SOL_DEVICE_PTR(void) kCache = nullptr;
+  SOL_DEVICE_PTR(void) vCache = nullptr;
+  SOL_DEVICE_PTR(float) kScales = nullptr;
+  SOL_DEVICE_PTR(float) vScales = nullptr;
+  SOL_DEVICE_PTR(const float) invFreq = nullptr; // [HD / 2]
+  SOL_DEVICE_PTR(const int) positions = nullptr;
+  SOL_DEVICE_PTR(const int) tokenSeq = nullptr;
+  SOL_DEVICE_PTR(const int) blockTables = nullptr;
+  float attentionScaling = 1.0f;
+  int maxBlocks = 0;
+  int tokens = 0;
+};
+SOL_ARGS_SIZE(RopeKvWriteArgs, 88)
+SOL_ARGS_FIELD(RopeKvWriteArgs, qkv, 0)
+SOL_ARGS_FIELD(RopeKvWriteArgs, kCache, 8)
+SOL_ARGS_FIELD(RopeKvWriteArgs, vCache, 16)
+SOL_ARGS_FIELD(RopeKvWriteArgs, kScales, 24)
+SOL_ARGS_FIELD(RopeKvWriteArgs, vScales, 32)
+SOL_ARGS_FIELD(RopeKvWriteArgs, invFreq, 40)
+SOL_ARGS_FIELD(RopeKvWriteArgs, positions, 48)
+SOL_ARGS_FIELD(RopeKvWriteArgs, tokenSeq, 56)
+SOL_ARGS_FIELD(RopeKvWriteArgs, blockTables, 64)
+SOL_ARGS_FIELD(RopeKvWriteArgs, attentionScaling, 72)
+SOL_ARGS_FIELD(RopeKvWriteArgs, maxBlocks, 76)
+SOL_ARGS_FIELD(RopeKvWriteArgs, tokens, 80)
+
+/// paged_attention and paged_attention_fp8 (PagedAttention.cuh): out
+/// [tokens, Hq HD] from q of qkv and the cache. With splits > 1 (grid y)
+/// outside a cluster the blocks merge through `partials` and `arrivals`
+/// (else both may be null). The FusedRope variants also rotate q and k
+/// with invFreq and attentionScaling and append k and v to the cache.
+struct PagedAttentionArgs {
+  SOL_DEVICE_PTR(bf16) out = nullptr;
+  SOL_DEVICE_PTR(const bf16) qkv = nullptr;
+  SOL_DEVICE_PTR(void) kCache = nullptr;
+  SOL_DEVICE_PTR(void) vCache = nullptr;
+  SOL_DEVICE_PTR(float) kScales = nullptr;
+  SOL_DEVICE_PTR(float) vScales = nullptr;
+  SOL_DEVICE_PTR(const int) positions = nullptr;
+  SOL_DEVICE_PTR(const int) tokenSeq = nullptr;
+  SOL_DEVICE_PTR(const int) blockTables = nullptr;
+  SOL_DEVICE_PTR(float) partials = nullptr;
+  SOL_DEVICE_PTR(unsigned) arrivals = nullptr;
+  SOL_DEVICE_PTR(const float) invFreq = nullptr;
+  int maxBlocks = 0;
+  float scale = 0.0f;
+  int slidingWindow = 0; // 0: none
+  int tokens = 0;
+  float attentionScaling = 1.0f;
+};
+SOL_ARGS_SIZE(PagedAttentionArgs, 120)
+SOL_ARGS_FIELD(PagedAttentionArgs, out, 0)
+SOL_ARGS_FIELD(PagedAttentionArgs, qkv, 8)
+SOL_ARGS_FIELD(PagedAttentionArgs, kCache, 16)
+SOL_ARGS_FIELD(PagedAttentionArgs, vCache, 24)
+SOL_ARGS_FIELD(PagedAttentionArgs, kScales, 32)
+SOL_ARGS_FIELD(PagedAttentionArgs, vScales, 40)
+SOL_ARGS_FIELD(PagedAttentionArgs, positions, 48)
+SOL_ARGS_FIELD(PagedAttentionArgs, tokenSeq, 56)
+SOL_ARGS_FIELD(PagedAttentionArgs, blockTables, 64)
+SOL_ARGS_FIELD(PagedAttentionArgs, partials, 72)
+SOL_ARGS_FIELD(PagedAttentionArgs, arrivals, 80)
+SOL_ARGS_FIELD(PagedAttentionArgs, invFreq, 88)
+SOL_ARGS_FIELD(PagedAttentionArgs, maxBlocks, 96)
+SOL_ARGS_FIELD(PagedAttentionArgs, scale, 100)
+SOL_ARGS_FIELD(PagedAttentionArgs, slidingWindow, 104)
+SOL_ARGS_FIELD(PagedAttentionArgs, tokens, 108)
+SOL_ARGS_FIELD(PagedAttentionArgs, attentionScaling, 112)
+
+/// The tensor-core attention kernels over host-planned tiles:
+/// prefill_attention(_fp8) (PrefillAttention.cuh) and chunk_attention(_fp8)
+/// (ChunkAttention.cuh). tiles[i] = (first token, tokens) of one sequence.
+struct TiledAttentionArgs {
+  SOL_DEVICE_PTR(bf16) out = nullptr;
+  SOL_DEVICE_PTR(const bf16) qkv = nullptr;
+  SOL_DEVICE_PTR(const void) kCache = nullptr;
+  SOL_DEVICE_PTR(const void) vCache = nullptr;
+  SOL_DEVICE_PTR(const float) kScales = nullptr;
+  SOL_DEVICE_PTR(const float) vScales = nullptr;
+  SOL_DEVICE_PTR(const int) positions = nullptr;
+  SOL_DEVICE_PTR(const int) tokenSeq = nullptr;
+  SOL_DEVICE_PTR(const int) blockTables = nullptr;
+  SOL_DEVICE_PTR(const int2) tiles = nullptr;
+  int maxBlocks = 0;
+  float scale = 0.0f;
+  int slidingWindow = 0; // 0: none
+};
+SOL_ARGS_SIZE(TiledAttentionArgs, 96)
+SOL_ARGS_FIELD(TiledAttentionArgs, out, 0)
+SOL_ARGS_FIELD(TiledAttentionArgs, qkv, 8)
+SOL_ARGS_FIELD(TiledAttentionArgs, kCache, 16)
+SOL_ARGS_FIELD(TiledAttentionArgs, vCache, 24)
+SOL_ARGS_FIELD(TiledAttentionArgs, kScales, 32)
+SOL_ARGS_FIELD(TiledAttentionArgs, vScales, 40)
+SOL_ARGS_FIELD(TiledAttentionArgs, positions, 48)
+SOL_ARGS_FIELD(TiledAttentionArgs, tokenSeq, 56)
+SOL_ARGS_FIELD(TiledAttentionArgs, blockTables, 64)
+SOL_ARGS_FIELD(TiledAttentionArgs, tiles, 72)
+SOL_ARGS_FIELD(TiledAttentionArgs, maxBlocks, 80)
+SOL_ARGS_FIELD(TiledAttentionArgs, scale, 84)
+SOL_ARGS_FIELD(TiledAttentionArgs, slidingWindow, 88)
+
+/// swiglu<I> and swiglu_pairs<I> (Swiglu.cuh): out [tokens, I] from gateUp
+/// [tokens, 2 I].
+struct SwigluArgs {
+  SOL_DEVICE_PTR(bf16) out = nullptr;
+  SOL_DEVICE_PTR(const bf16) gateUp = nullptr;
+  int tokens = 0;
+};
+SOL_ARGS_SIZE(SwigluArgs, 24)
+SOL_ARGS_FIELD(SwigluArgs, out, 0)
+SOL_ARGS_FIELD(SwigluArgs, gateUp, 8)
+SOL_ARGS_FIELD(SwigluArgs, tokens, 16)
+
+/// add<D> (Add.cuh): out = a + b over [tokens, D]; out may alias a.
+struct AddArgs {
+  SOL_DEVICE_PTR(bf16) out = nullptr;
+  SOL_DEVICE_PTR(const bf16) a = nullptr;
+  SOL_DEVICE_PTR(const bf16) b = nullptr;
+  int tokens = 0;
+};
+SOL_ARGS_SIZE(AddArgs, 32)
+SOL_ARGS_FIELD(AddArgs, out, 0)
+SOL_ARGS_FIELD(AddArgs, a, 8)
+SOL_ARGS_FIELD(AddArgs, b, 16)
+SOL_ARGS_FIELD(AddArgs, tokens, 24)
+
+/// gather_rows<D> (GatherRows.cuh): out[i] = in[indices[i]] for i < rows.
+struct GatherRowsArgs {
+  SOL_DEVICE_PTR(bf16) out = nullptr;
+  SOL_DEVICE_PTR(const bf16) in = nullptr;
+  SOL_DEVICE_PTR(const int) indices = nullptr;
+  int rows = 0;
+};
+SOL_ARGS_SIZE(GatherRowsArgs, 32)
+SOL_ARGS_FIELD(GatherRowsArgs, out, 0)
+SOL_ARGS_FIELD(GatherRowsArgs, in, 8)
+SOL_ARGS_FIELD(GatherRowsArgs, indices, 16)
+SOL_ARGS_FIELD(GatherRowsArgs, rows, 24)
+
+/// argmax (Argmax.cuh): out[r] = argmax of logits [rows, vocab]; the splits
+/// of a row (grid x) meet in partialValue / partialIndex [rows, splits]
+/// and arrivals [rows] (zero between launches; unused with one split).
+struct ArgmaxArgs {
+  SOL_DEVICE_PTR(int) out = nullptr;
+  SOL_DEVICE_PTR(const float) logits = nullptr;
+  SOL_DEVICE_PTR(float) partialValue = nullptr;
+  SOL_DEVICE_PTR(int) partialIndex = nullptr;
+  SOL_DEVICE_PTR(unsigned) arrivals = nullptr;
+  int rows = 0;
+  int vocab = 0;
+};
+SOL_ARGS_SIZE(ArgmaxArgs, 48)
+SOL_ARGS_FIELD(ArgmaxArgs, out, 0)
+SOL_ARGS_FIELD(ArgmaxArgs, logits, 8)
+SOL_ARGS_FIELD(ArgmaxArgs, partialValue, 16)
+SOL_ARGS_FIELD(ArgmaxArgs, partialIndex, 24)
+SOL_ARGS_FIELD(ArgmaxArgs, arrivals, 32)
+SOL_ARGS_FIELD(ArgmaxArgs, rows, 40)
+SOL_ARGS_FIELD(ArgmaxArgs, vocab, 44)
+
+/// sample_rows (Sampling.cuh): per-row sampling and logprobs over logits
+/// [rows, vocab], which it restores before returning. outIds is always
+/// written; outLogprobs may be null; outTopIds / outTopLogprobs [rows,
+/// numTop] are used when numTop > 0. params: rows SamplingParams (the
+/// host's sol::SamplingRow), or null for greedy rows. penaltyOffsets: rows
+/// + 1 CSR offsets into penaltyEntries, or null; penaltySaved: scratch of
+/// one float per entry.
+struct SamplingArgs {
+  SOL_DEVICE_PTR(int) outIds = nullptr;
+  SOL_DEVICE_PTR(float) outLogprobs = nullptr;
+  SOL_DEVICE_PTR(int) outTopIds = nullptr;
+  SOL_DEVICE_PTR(float) outTopLogprobs = nullptr;
+  SOL_DEVICE_PTR(float) logits = nullptr;
+  SOL_DEVICE_PTR(const SamplingParams) params = nullptr;
+  SOL_DEVICE_PTR(const int) penaltyOffsets = nullptr;
+  SOL_DEVICE_PTR(const int2) penaltyEntries = nullptr;
+  SOL_DEVICE_PTR(float) penaltySaved = nullptr;
+  int rows = 0;
+  int vocab = 0;
+  int numTop = 0;
+};
+SOL_ARGS_SIZE(SamplingArgs, 88)
+SOL_ARGS_FIELD(SamplingArgs, outIds, 0)
+SOL_ARGS_FIELD(SamplingArgs, outLogprobs, 8)
+SOL_ARGS_FIELD(SamplingArgs, outTopIds, 16)
+SOL_ARGS_FIELD(SamplingArgs, outTopLogprobs, 24)
+SOL_ARGS_FIELD(SamplingArgs, logits, 32)
+SOL_ARGS_FIELD(SamplingArgs, params, 40)
+SOL_ARGS_FIELD(SamplingArgs, penaltyOffsets, 48)
+SOL_ARGS_FIELD(SamplingArgs, penaltyEntries, 56)
+SOL_ARGS_FIELD(SamplingArgs, penaltySaved, 64)
+SOL_ARGS_FIELD(SamplingArgs, rows, 72)
+SOL_ARGS_FIELD(SamplingArgs, vocab, 76)
+SOL_ARGS_FIELD(SamplingArgs, numTop, 80)
+
+#undef SOL_ARGS_SIZE
+#undef SOL_ARGS_FIELD
+#undef SOL_OFFSETOF
+
+#if !SOL_KERNEL_CODE
+/// The end of the mangled name of a kernel whose parameter is a struct
+/// sol::kernels::<name>: "<length><name>E" (Itanium).
+struct MangledArgsName {
+  char text[40] = {};
+  std::size_t size = 0;
+  constexpr explicit MangledArgsName(std::string_view name) {
+    const std::size_t n = name.size();
+    if (n >= 10)
+      text[size++] = static_cast<char>('0' + n / 10);
+    text[size++] = static_cast<char>('0' + n % 10);
+    for (char c : name)
+      text[size++] = c;
+    text[size++] = 'E';
+  }
+  constexpr std::string_view view() const { return {text, size}; }
+};
+
+/// LaunchArgsName<Args>::kMangled, for the structs above only: Kernel::launch
+/// takes nothing else.
+template <typename Args> struct LaunchArgsName;
+#define SOL_LAUNCH_ARGS_NAME(T)                                                \
+  template <> struct LaunchArgsName<T> {                                       \
+    static_assert(sizeof(#T) < 36, #T ": name too long");                      \
+    static constexpr MangledArgsName kMangled{#T};                             \
+  };
+SOL_LAUNCH_ARGS_NAME(EmbeddingArgs)
+SOL_LAUNCH_ARGS_NAME(RmsNormArgs)
+SOL_LAUNCH_ARGS_NAME(LinearArgs)
+SOL_LAUNCH_ARGS_NAME(SplitKFinalizeArgs)
+SOL_LAUNCH_ARGS_NAME(RopeKvWriteArgs)
+SOL_LAUNCH_ARGS_NAME(PagedAttentionArgs)
+SOL_LAUNCH_ARGS_NAME(TiledAttentionArgs)
+SOL_LAUNCH_ARGS_NAME(SwigluArgs)
+SOL_LAUNCH_ARGS_NAME(AddArgs)
+SOL_LAUNCH_ARGS_NAME(GatherRowsArgs)
+SOL_LAUNCH_ARGS_NAME(ArgmaxArgs)
+SOL_LAUNCH_ARGS_NAME(SamplingArgs)
+#undef SOL_LAUNCH_ARGS_NAME
+#endif
+
+} // namespace kernels
+} // namespace sol
