@@ -55,7 +55,18 @@ fb::DType weightDType(Type element) {
   return fb::DType::I4;
 }
 
-int64_t columns(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
+int64_t columns(Value v) {
+  return cast<RankedTensorType>(v.getType()).getDimSize(1);
+}
+
+/// The IR's epilogue as the plan spells it (the same values by design).
+fb::LinearEpilogue planEpilogue(LinearEpilogue e) {
+  static_assert(static_cast<int>(LinearEpilogue::Residual) ==
+                    static_cast<int>(fb::LinearEpilogue::Residual) &&
+                static_cast<int>(LinearEpilogue::Swiglu) ==
+                    static_cast<int>(fb::LinearEpilogue::Swiglu));
+  return static_cast<fb::LinearEpilogue>(e);
+}
 
 RopeParameters ropeParameters(RopeAttr attr) {
   RopeParameters p;
@@ -91,8 +102,8 @@ public:
 
 private:
   LogicalResult translate(Operation *op);
-  LogicalResult linear(Operation *op, Value input, Value normWeight,
-                       float eps, Value weight, Value bias, Value residual,
+  LogicalResult linear(Operation *op, Value input, Value normWeight, float eps,
+                       Value weight, Value bias, Value residual,
                        LinearEpilogue epilogue, Value result);
 
   int32_t newBuffer(const std::string &name, Value like,
@@ -108,7 +119,7 @@ private:
   LogicalResult stepInput(Operation *user, Value v, int index,
                           const char *what);
   int32_t rope(RopeAttr attr, int64_t headDim);
-  ProgramOp &emit(fb::OpKind kind, Operation *op);
+  PlanOp &emit(OpKind kind, Operation *op);
   fb::Rows rowsOf(const View &v) const { return s.buffers[v.buffer].rows; }
 
   func::FuncOp fn;
@@ -123,8 +134,8 @@ private:
 int32_t Translator::newBuffer(const std::string &name, Value like,
                               fb::Rows rows) {
   auto type = cast<RankedTensorType>(like.getType());
-  s.buffers.push_back({name, bufferDType(type.getElementType()),
-                       type.getDimSize(1), rows, -1});
+  s.buffers.push_back(
+      {name, bufferDType(type.getElementType()), type.getDimSize(1), rows, -1});
   held.emplace_back();
   return static_cast<int32_t>(s.buffers.size() - 1);
 }
@@ -134,9 +145,9 @@ void Translator::define(Value v, View view) {
   held[view.buffer].push_back(v);
 }
 
-ProgramOp &Translator::emit(fb::OpKind kind, Operation *op) {
+PlanOp &Translator::emit(OpKind kind, Operation *op) {
   s.ops.push_back({});
-  ProgramOp &o = s.ops.back();
+  PlanOp &o = s.ops.back();
   o.kind = kind;
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
     o.name = loc.getName().str();
@@ -194,9 +205,9 @@ FailureOr<int32_t> Translator::weight(Operation *user, Value v) {
   if (auto it = weightIndex.find(name); it != weightIndex.end())
     return it->second;
   auto type = w.getResult().getType();
-  s.weights.push_back({name, weightDType(type.getElementType()),
-                       std::vector<int64_t>(type.getShape().begin(),
-                                            type.getShape().end())});
+  s.weights.push_back(
+      {name, weightDType(type.getElementType()),
+       std::vector<int64_t>(type.getShape().begin(), type.getShape().end())});
   int32_t index = static_cast<int32_t>(s.weights.size() - 1);
   weightIndex[name] = index;
   return index;
@@ -206,8 +217,8 @@ LogicalResult Translator::stepInput(Operation *user, Value v, int index,
                                     const char *what) {
   auto arg = dyn_cast<BlockArgument>(v);
   if (!arg || arg.getArgNumber() != static_cast<unsigned>(index))
-    return user->emitError() << "operand must be the " << what
-                             << " argument of @forward";
+    return user->emitError()
+           << "operand must be the " << what << " argument of @forward";
   return success();
 }
 
@@ -243,31 +254,26 @@ LogicalResult Translator::linear(Operation *op, Value input, Value normWeight,
              failure();
     out = acc->buffer;
   } else {
-    bool logits = cast<RankedTensorType>(result.getType())
-                      .getElementType()
-                      .isF32();
-    out = newBuffer(logits                                 ? "logits"
+    bool logits =
+        cast<RankedTensorType>(result.getType()).getElementType().isF32();
+    out = newBuffer(logits                               ? "logits"
                     : epilogue == LinearEpilogue::Swiglu ? "act"
-                                                           : "proj",
+                                                         : "proj",
                     result, rowsOf(*in));
   }
-  ProgramOp *o;
+  PlanOp *o;
   if (normWeight) {
     int32_t normed = newBuffer("normed", input, rowsOf(*in));
-    o = &emit(fb::OpKind::NormLinear, op);
+    o = &emit(OpKind::NormLinear, op);
     o->buffers = {out, in->buffer, normed};
-    o->writes = {out, normed};
     o->weights = {*nw, *w};
-    o->ints = {static_cast<int64_t>(epilogue)};
-    o->floats = {eps};
+    o->eps = eps;
   } else {
-    o = &emit(fb::OpKind::Linear, op);
+    o = &emit(OpKind::Linear, op);
     o->buffers = {out, in->buffer};
-    o->writes = {out};
     o->weights = {*w};
-    if (epilogue != LinearEpilogue::None)
-      o->ints = {static_cast<int64_t>(epilogue)};
   }
+  o->epilogue = planEpilogue(epilogue);
   if (bias)
     o->weights.push_back(*b);
   define(result, {out, 0, s.buffers[out].width});
@@ -287,10 +293,9 @@ LogicalResult Translator::translate(Operation *op) {
         failed(w))
       return failure();
     int32_t out = newBuffer("hidden", e.getResult());
-    ProgramOp &o = emit(fb::OpKind::Embedding, op);
+    PlanOp &o = emit(OpKind::Embedding, op);
     o.buffers = {out, StepProgram::kTokens};
     o.weights = {*w};
-    o.writes = {out};
     define(e.getResult(), {out, 0, s.buffers[out].width});
     return success();
   }
@@ -309,21 +314,21 @@ LogicalResult Translator::translate(Operation *op) {
       // Per-head norms (or a norm of a column slice) run in place.
       if (failed(inPlace(op, norm.getInput())))
         return failure();
-      ProgramOp &o = emit(fb::OpKind::HeadRmsNorm, op);
+      PlanOp &o = emit(OpKind::HeadRmsNorm, op);
       o.buffers = {in->buffer};
-      o.writes = {in->buffer};
       o.weights = {*w};
-      o.ints = {in->col, width / group, group};
-      o.floats = {eps};
+      o.column = in->col;
+      o.heads = width / group;
+      o.headDim = group;
+      o.eps = eps;
       define(norm.getResult(), *in);
       return success();
     }
     int32_t out = newBuffer("normed", norm.getResult(), rowsOf(*in));
-    ProgramOp &o = emit(fb::OpKind::RmsNorm, op);
+    PlanOp &o = emit(OpKind::RmsNorm, op);
     o.buffers = {out, in->buffer};
-    o.writes = {out};
     o.weights = {*w};
-    o.floats = {eps};
+    o.eps = eps;
     define(norm.getResult(), {out, 0, width});
     return success();
   }
@@ -333,14 +338,13 @@ LogicalResult Translator::translate(Operation *op) {
     FailureOr<View> in = view(op, norm.getInput());
     if (failed(w) || failed(in) || failed(inPlace(op, norm.getInput())))
       return failure();
-    ProgramOp &o = emit(fb::OpKind::HeadRmsNorm, op);
+    PlanOp &o = emit(OpKind::HeadRmsNorm, op);
     o.buffers = {in->buffer};
-    o.writes = {in->buffer};
     o.weights = {*w};
-    o.ints = {in->col + static_cast<int64_t>(norm.getColumn()),
-              static_cast<int64_t>(norm.getNumHeads()),
-              norm.getWeight().getType().getDimSize(0)};
-    o.floats = {norm.getEpsilon().convertToFloat()};
+    o.column = in->col + static_cast<int64_t>(norm.getColumn());
+    o.heads = static_cast<int64_t>(norm.getNumHeads());
+    o.headDim = norm.getWeight().getType().getDimSize(0);
+    o.eps = norm.getEpsilon().convertToFloat();
     define(norm.getResult(), *in);
     return success();
   }
@@ -357,11 +361,10 @@ LogicalResult Translator::translate(Operation *op) {
                            "buffer"),
              failure();
     int32_t out = newBuffer("normed", norm.getNormed(), rowsOf(*x));
-    ProgramOp &o = emit(fb::OpKind::RmsNorm, op);
+    PlanOp &o = emit(OpKind::RmsNorm, op);
     o.buffers = {out, x->buffer, r->buffer};
-    o.writes = {out, r->buffer};
     o.weights = {*w};
-    o.floats = {norm.getEpsilon().convertToFloat()};
+    o.eps = norm.getEpsilon().convertToFloat();
     define(norm.getNormed(), {out, 0, s.buffers[out].width});
     define(norm.getSum(), *r);
     return success();
@@ -385,13 +388,13 @@ LogicalResult Translator::translate(Operation *op) {
         failed(inPlace(op, r.getQkv())))
       return failure();
     const int64_t headDim = r.getHeadDim();
-    ProgramOp &o = emit(fb::OpKind::RopeKvWrite, op);
+    PlanOp &o = emit(OpKind::RopeKvWrite, op);
     o.buffers = {qkv->buffer};
-    o.writes = {qkv->buffer};
-    o.ints = {static_cast<int64_t>(r.getLayer()),
-              static_cast<int64_t>(r.getNumHeads()),
-              static_cast<int64_t>(r.getNumKvHeads()), headDim,
-              rope(r.getRope(), headDim)};
+    o.layer = static_cast<int64_t>(r.getLayer());
+    o.heads = static_cast<int64_t>(r.getNumHeads());
+    o.kvHeads = static_cast<int64_t>(r.getNumKvHeads());
+    o.headDim = headDim;
+    o.rope = rope(r.getRope(), headDim);
     define(r.getResult(), *qkv);
     return success();
   }
@@ -405,28 +408,26 @@ LogicalResult Translator::translate(Operation *op) {
                          "token_seq")))
       return failure();
     int32_t out = newBuffer("attn", a.getResult(), rowsOf(*qkv));
-    ProgramOp &o = emit(fb::OpKind::Attention, op);
+    PlanOp &o = emit(OpKind::Attention, op);
     o.buffers = {out, qkv->buffer};
-    o.writes = {out};
-    o.ints = {static_cast<int64_t>(a.getLayer()),
-              static_cast<int64_t>(a.getNumHeads()),
-              static_cast<int64_t>(a.getNumKvHeads()),
-              static_cast<int64_t>(a.getHeadDim()),
-              static_cast<int64_t>(a.getSlidingWindow().value_or(0))};
-    o.floats = {a.getScale().convertToFloat()};
+    o.layer = static_cast<int64_t>(a.getLayer());
+    o.heads = static_cast<int64_t>(a.getNumHeads());
+    o.kvHeads = static_cast<int64_t>(a.getNumKvHeads());
+    o.headDim = static_cast<int64_t>(a.getHeadDim());
+    o.slidingWindow = static_cast<int64_t>(a.getSlidingWindow().value_or(0));
+    o.scale = a.getScale().convertToFloat();
     define(a.getResult(), {out, 0, s.buffers[out].width});
     return success();
   }
 
   if (auto g = dyn_cast<GatherRowsOp>(op)) {
     FailureOr<View> in = whole(op, g.getInput());
-    if (failed(in) || failed(stepInput(op, g.getRows(),
-                                       StepProgram::kLogitRows, "logit_rows")))
+    if (failed(in) || failed(stepInput(op, g.getRows(), StepProgram::kLogitRows,
+                                       "logit_rows")))
       return failure();
     int32_t out = newBuffer("gathered", g.getResult(), fb::Rows::Outputs);
-    ProgramOp &o = emit(fb::OpKind::GatherRows, op);
+    PlanOp &o = emit(OpKind::GatherRows, op);
     o.buffers = {out, in->buffer, StepProgram::kLogitRows};
-    o.writes = {out};
     define(g.getResult(), {out, 0, s.buffers[out].width});
     return success();
   }
@@ -440,15 +441,14 @@ LogicalResult Translator::translate(Operation *op) {
       parts.push_back(*v);
     }
     int32_t out = newBuffer("packed", c.getResult(), rowsOf(parts.front()));
-    ProgramOp &o = emit(fb::OpKind::ConcatColumns, op);
+    PlanOp &o = emit(OpKind::ConcatColumns, op);
     o.buffers = {out};
-    o.writes = {out};
     for (const View &v : parts) {
       if (rowsOf(v) != rowsOf(parts.front()))
         return op->emitError("inputs have different row counts"), failure();
       o.buffers.push_back(v.buffer);
-      o.ints.push_back(v.col);
-      o.ints.push_back(v.cols);
+      o.columns.push_back(v.col);
+      o.widths.push_back(v.cols);
     }
     define(c.getResult(), {out, 0, s.buffers[out].width});
     return success();
@@ -466,9 +466,8 @@ LogicalResult Translator::translate(Operation *op) {
                               [&](Value v) { return unusedAfter(v, op); });
     int32_t out =
         reuse ? lhs->buffer : newBuffer("add", add.getResult(), rowsOf(*lhs));
-    ProgramOp &o = emit(fb::OpKind::Add, op);
+    PlanOp &o = emit(OpKind::Add, op);
     o.buffers = {out, lhs->buffer, rhs->buffer};
-    o.writes = {out};
     define(add.getResult(), {out, 0, s.buffers[out].width});
     return success();
   }
@@ -482,9 +481,8 @@ LogicalResult Translator::translate(Operation *op) {
     if (failed(in))
       return failure();
     int32_t out = newBuffer("act", swiglu.getResult(), rowsOf(*in));
-    ProgramOp &o = emit(fb::OpKind::Swiglu, op);
+    PlanOp &o = emit(OpKind::Swiglu, op);
     o.buffers = {out, in->buffer};
-    o.writes = {out};
     define(swiglu.getResult(), {out, 0, s.buffers[out].width});
     return success();
   }
@@ -533,10 +531,10 @@ FailureOr<StepProgram> Translator::run(ModelAttr model) {
   static const char *const inputs[] = {"tokens", "positions", "token_seq",
                                        "logit_rows"};
   for (unsigned i = 0; i < StepProgram::kNumInputs; ++i) {
-    s.buffers.push_back({inputs[i], fb::DType::I32, 1,
-                         i == StepProgram::kLogitRows ? fb::Rows::Outputs
-                                                      : fb::Rows::Tokens,
-                         -1});
+    s.buffers.push_back(
+        {inputs[i], fb::DType::I32, 1,
+         i == StepProgram::kLogitRows ? fb::Rows::Outputs : fb::Rows::Tokens,
+         -1});
     held.emplace_back();
   }
   for (Operation &op : fn.getBody().front())

@@ -24,10 +24,9 @@ compileKernels(const StepProgram &program,
       instances.push_back(k);
   };
   std::vector<cuda::OpDesc> descs;
-  for (const ProgramOp &op : program.ops) {
+  for (const PlanOp &op : program.ops) {
     cuda::OpDesc d;
-    d.kind = op.kind;
-    d.ints = op.ints;
+    static_cast<PlanOp &>(d) = op;
     for (int32_t b : op.buffers)
       d.bufferWidths.push_back(program.buffers[b].width);
     d.outDtype = program.buffers[op.buffers.at(0)].dtype;
@@ -38,13 +37,7 @@ compileKernels(const StepProgram &program,
     d.kvDtype = options.kvCache.dtype;
     descs.push_back(std::move(d));
   }
-  cuda::markAttentionReaders(
-      descs,
-      [&](std::size_t i) {
-        const std::vector<int32_t> &b = program.ops[i].buffers;
-        return b.size() > 1 ? b[1] : -1;
-      },
-      [&](std::size_t i) { return program.ops[i].buffers.at(0); });
+  cuda::markAttentionReaders(descs);
   for (const cuda::OpDesc &d : descs)
     for (const cuda::KernelInstance &k : cuda::enumerateKernels(
              d, options.maxTokensPerStep, options.maxContext))

@@ -71,8 +71,8 @@ void emitPlan(const std::filesystem::path &path, const StepProgram &program,
       fail("internal error: weight ", w.name, " is ", dtypeName(t.dtype),
            " in the store but ", dtypeName(toDType(w.dtype)),
            " in the step, or of another shape");
-    weightSections.push_back(writer.addSection(
-        t.byteSize(), [&](const PlanWriter::WriteFn &write) {
+    weightSections.push_back(
+        writer.addSection(t.byteSize(), [&](const PlanWriter::WriteFn &write) {
           weights.read(w.name, [&](std::span<const std::byte> piece) {
             XXH64_update(hash, piece.data(), piece.size());
             write(piece);
@@ -144,9 +144,8 @@ void emitPlan(const std::filesystem::path &path, const StepProgram &program,
     buffers.push_back(fb::CreateBufferDirect(b, buf.name.c_str(), buf.dtype,
                                              buf.width, buf.rows, buf.slot));
   std::vector<flatbuffers::Offset<fb::Op>> ops;
-  for (const ProgramOp &op : program.ops)
-    ops.push_back(fb::CreateOpDirect(b, op.kind, op.name.c_str(), &op.buffers,
-                                     &op.weights, &op.ints, &op.floats));
+  for (const PlanOp &op : program.ops)
+    ops.push_back(encodePlanOp(b, op));
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
   std::vector<flatbuffers::Offset<fb::Module>> mods;
   for (size_t m = 0; m < modules.size(); ++m) {

@@ -1,15 +1,14 @@
 //===- StepProgram.h - The kernel-level step of a compiled model -*- C++ -*-===//
 //
 // What code generation translates the kernel-level `sol` module into and
-// what the plan writer writes: the step as a list of plan ops over
-// activation buffers and weights. Plain data, no MLIR, so the writer and its
-// tests stay light. The op kinds and their operands are those of
-// runtime/plan/Plan.fbs.
+// what the plan writer writes: the step as a list of plan ops (PlanOp, the
+// runtime's own decoded form) over activation buffers and weights. Plain
+// data, no MLIR, so the writer and its tests stay light.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/plan/Plan_generated.h"
+#include "runtime/plan/PlanOp.h"
 
 #include <cstdint>
 #include <string>
@@ -32,17 +31,6 @@ struct ProgramBuffer {
   int slot = -1; // arena slot, set by assignArenaSlots()
 };
 
-struct ProgramOp {
-  fb::OpKind kind = fb::OpKind::Add;
-  std::string name;
-  std::vector<int32_t> buffers; // indices into StepProgram::buffers
-  std::vector<int32_t> weights; // indices into StepProgram::weights
-  std::vector<int64_t> ints;
-  std::vector<float> floats;
-  /// Buffers the op writes (a subset of `buffers`); the others it only reads.
-  std::vector<int32_t> writes;
-};
-
 struct ProgramRope {
   std::vector<float> invFreq;
   float attentionScaling = 1.0f;
@@ -63,7 +51,7 @@ struct StepProgram {
   ProgramModel model;
   std::vector<ProgramBuffer> buffers;
   std::vector<ProgramWeight> weights;
-  std::vector<ProgramOp> ops;
+  std::vector<PlanOp> ops;
   std::vector<ProgramRope> ropes;
   int32_t logitsBuffer = -1;
   /// Bytes per row of each arena slot.

@@ -43,18 +43,30 @@ case "${1:-tiny}" in
     cp "$WORK/llama-1b/eval.json" "$WORK/llama-1b/train_log.jsonl" "$WORK/llama-1b/config.json" "$OUT/llama-1b/"
     ;;
   quality)
+    # Each trained model against Transformers on the same checkpoint: the bf16 plan (gated),
+    # the fp8-KV plan (reported), and the fp8-KV plan against the bf16 one.
     python3 bench/quality.py --self-test
+    POSITIONS="${POSITIONS:-16384}"
     for m in sol-tiny llama-1b; do
-      [[ -f "$WORK/$m/config.json" ]] || { echo "run-on-gpu: no $WORK/$m, skipping"; continue; }
-      "$SOLC" "$WORK/$m" -o "$WORK/$m.plan" 2>&1 | tee "$OUT/solc-$m.log"
+      # sol-tiny: the one trained here, else the committed one.
+      dir="$WORK/$m"
+      [[ $m == sol-tiny && ! -f "$dir/config.json" ]] && dir=models/sol-tiny
+      [[ -f "$dir/config.json" ]] || { echo "run-on-gpu: no $dir, skipping"; continue; }
+      "$SOLC" "$dir" -q -o "$WORK/$m.plan" 2>&1 | tee "$OUT/solc-$m.log"
+      "$SOLC" "$dir" -q --kv-cache-dtype fp8 -o "$WORK/$m-fp8.plan" 2>&1 | tee -a "$OUT/solc-$m.log"
       # The 1B run has no goldens; it shares sol-tiny's tokenizer, so sol-tiny's prompts fit.
       PROMPTS=()
       for e in "$WORK/sol-tiny/eval.json" models/sol-tiny/eval.json; do
         [[ -f "$e" ]] && { PROMPTS=(--prompts "$e"); break; }
       done
-      python3 bench/quality.py --solrun "$SOLRUN" --plan "$WORK/$m.plan" --hf "$WORK/$m" \
-          --text models/sol-tiny/heldout.txt "${PROMPTS[@]}" \
+      COMMON=(--solrun "$SOLRUN" --text models/sol-tiny/heldout.txt --positions "$POSITIONS" "${PROMPTS[@]}")
+      python3 bench/quality.py "${COMMON[@]}" --plan "$WORK/$m.plan" --hf "$dir" \
           --json "$OUT/quality-$m.json" --gate 2>&1 | tee "$OUT/quality-$m.log" || echo "run-on-gpu: quality $m: exit $?"
+      python3 bench/quality.py "${COMMON[@]}" --plan "$WORK/$m-fp8.plan" --hf "$dir" \
+          --json "$OUT/quality-$m-fp8.json" 2>&1 | tee "$OUT/quality-$m-fp8.log" || echo "run-on-gpu: quality $m fp8: exit $?"
+      python3 bench/quality.py "${COMMON[@]}" --plan "$WORK/$m.plan" --plan-b "$WORK/$m-fp8.plan" \
+          --tokenizer "$dir" --json "$OUT/quality-$m-fp8-vs-bf16.json" 2>&1 \
+          | tee "$OUT/quality-$m-fp8-vs-bf16.log" || echo "run-on-gpu: quality $m fp8 vs bf16: exit $?"
     done
     ;;
   *)

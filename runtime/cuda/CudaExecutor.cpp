@@ -143,48 +143,38 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
                          str(k->lowered_name())));
   }
 
-  // Ops as selection sees them.
-  for (const fb::Op *op : *plan.ops()) {
+  // Ops as selection sees them, decoded once: launches read their fields.
+  for (PlanOp &op : decodePlanOps(plan, planFile.path().string())) {
     OpDesc d;
-    d.kind = op->kind();
-    if (op->ints())
-      d.ints.assign(op->ints()->begin(), op->ints()->end());
-    if (op->buffers())
-      for (int32_t b : *op->buffers()) {
-        if (b < 0 || static_cast<unsigned>(b) >= plan.buffers()->size())
-          fail(planFile.path().string(), ": op ", str(op->name()),
-               " names buffer ", b, " which does not exist");
-        d.bufferWidths.push_back(plan.buffers()->Get(b)->width());
-      }
-    if (!op->buffers() || op->buffers()->size() == 0)
-      fail(planFile.path().string(), ": op ", str(op->name()),
-           " has no buffers");
-    const fb::Buffer *out = plan.buffers()->Get(op->buffers()->Get(0));
+    static_cast<PlanOp &>(d) = std::move(op);
+    if (d.buffers.empty())
+      fail(planFile.path().string(), ": op ", d.name, " has no buffers");
+    for (int32_t b : d.buffers) {
+      if (b < 0 || static_cast<unsigned>(b) >= plan.buffers()->size())
+        fail(planFile.path().string(), ": op ", d.name, " names buffer ", b,
+             " which does not exist");
+      d.bufferWidths.push_back(plan.buffers()->Get(b)->width());
+    }
+    const fb::Buffer *out = plan.buffers()->Get(d.buffers[0]);
     d.outDtype = out->dtype();
     d.outRows = out->rows();
-    if (op->weights())
-      for (int32_t w : *op->weights()) {
-        if (w < 0 || static_cast<unsigned>(w) >= plan.weights()->size())
-          fail(planFile.path().string(), ": op ", str(op->name()),
-               " names weight ", w, " which does not exist");
-        std::vector<int64_t> shape;
-        if (const auto *s = plan.weights()->Get(w)->shape())
-          shape.assign(s->begin(), s->end());
-        d.weightShapes.push_back(std::move(shape));
-      }
+    for (int32_t w : d.weights) {
+      if (w < 0 || static_cast<unsigned>(w) >= plan.weights()->size())
+        fail(planFile.path().string(), ": op ", d.name, " names weight ", w,
+             " which does not exist");
+      std::vector<int64_t> shape;
+      if (const auto *s = plan.weights()->Get(w)->shape())
+        shape.assign(s->begin(), s->end());
+      d.weightShapes.push_back(std::move(shape));
+    }
+    if (d.kind == OpKind::ConcatColumns && d.outDtype != fb::DType::BF16)
+      fail(planFile.path().string(), ": op ", d.name,
+           " concatenates columns of a non-bf16 buffer");
     d.blockSize = blockSize_;
     d.kvDtype = kvDtype_;
     ops_.push_back(std::move(d));
   }
-  markAttentionReaders(
-      ops_,
-      [&](std::size_t i) {
-        const auto *b = plan.ops()->Get(static_cast<unsigned>(i))->buffers();
-        return b->size() > 1 ? b->Get(1) : -1;
-      },
-      [&](std::size_t i) {
-        return plan.ops()->Get(static_cast<unsigned>(i))->buffers()->Get(0);
-      });
+  markAttentionReaders(ops_);
   // Every instance selection may pick for the plan's step sizes, as solc
   // compiled them (codegen/plan/CompileKernels.cpp): later lookups cannot
   // fail.
@@ -194,8 +184,7 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
          enumerateKernels(ops_[i], maxTokens_, maxContext))
       if (!kernels_.count(k.nameExpression))
         fail(planFile.path().string(), ": the plan lacks kernel ",
-             k.nameExpression, " needed by op ",
-             str(plan.ops()->Get(static_cast<unsigned>(i))->name()),
+             k.nameExpression, " needed by op ", ops_[i].name,
              "; compile the model again with this version's solc");
 
   // Weights, uploaded once.
@@ -276,10 +265,10 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
 
   // Split-attention workspace for the largest need of any step.
   for (const OpDesc &d : ops_)
-    if (d.kind == fb::OpKind::Attention) {
-      PagedAttentionSpec spec{static_cast<int>(d.ints[1]),
-                              static_cast<int>(d.ints[2]),
-                              static_cast<int>(d.ints[3]), blockSize_};
+    if (d.kind == OpKind::Attention) {
+      PagedAttentionSpec spec{static_cast<int>(d.heads),
+                              static_cast<int>(d.kvHeads),
+                              static_cast<int>(d.headDim), blockSize_};
       for (int t = 1; t <= std::min(maxTokens_, 512); ++t) {
         int splits = spec.chooseSplits(t, static_cast<int>(maxModelLen_),
                                        kPlannedMultiprocessors);
@@ -293,15 +282,15 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   std::size_t arrivals = 1;
   std::vector<int> ropeOfLayer;
   for (const OpDesc &d : ops_) {
-    if (d.kind == fb::OpKind::Attention)
+    if (d.kind == OpKind::Attention)
       arrivals = std::max(
           arrivals,
-          PagedAttentionSpec{0, static_cast<int>(d.ints[2])}.arrivalCount(
+          PagedAttentionSpec{0, static_cast<int>(d.kvHeads)}.arrivalCount(
               maxTokens_));
-    if (d.kind == fb::OpKind::RopeKvWrite) { // ints: layer, ..., rope
-      const auto layer = static_cast<std::size_t>(d.ints[0]);
+    if (d.kind == OpKind::RopeKvWrite) {
+      const auto layer = static_cast<std::size_t>(d.layer);
       ropeOfLayer.resize(std::max(ropeOfLayer.size(), layer + 1), -1);
-      ropeOfLayer[layer] = static_cast<int>(d.ints[4]);
+      ropeOfLayer[layer] = static_cast<int>(d.rope);
     }
   }
   attentionArrivals_ = DeviceBuffer(alignUp(arrivals * sizeof(unsigned)));
@@ -311,9 +300,9 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   attentionRope_.assign(ops_.size(), -1);
   for (std::size_t i = 0; i < ops_.size(); ++i) {
     const OpDesc &d = ops_[i];
-    if (d.kind != fb::OpKind::Attention)
+    if (d.kind != OpKind::Attention)
       continue;
-    const auto layer = static_cast<std::size_t>(d.ints[0]);
+    const auto layer = static_cast<std::size_t>(d.layer);
     attentionRope_[i] = layer < ropeOfLayer.size() ? ropeOfLayer[layer] : -1;
     // Every attention must have its rope table and the fused variant (head
     // dims too small for its lane layout have none).
@@ -325,9 +314,8 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   // read the token ids (step input 0).
   chainable_ = !ops_.empty();
   for (std::size_t i = 0; i < ops_.size(); ++i)
-    for (int id : *plan.ops()->Get(static_cast<unsigned>(i))->buffers())
-      chainable_ =
-          chainable_ && (id != 0 || ops_[i].kind == fb::OpKind::Embedding);
+    for (int id : ops_[i].buffers)
+      chainable_ = chainable_ && (id != 0 || ops_[i].kind == OpKind::Embedding);
   if (options_.profileSteps) {
     stepStart_ = std::make_unique<Event>();
     stepEnd_ = std::make_unique<Event>();
@@ -353,13 +341,12 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
       cublasWorkspace_ = DeviceBuffer(CublasLt::kWorkspaceBytes);
       std::size_t scratch = 0;
       for (const OpDesc &d : ops_)
-        if ((d.kind == fb::OpKind::Linear ||
-             d.kind == fb::OpKind::NormLinear) &&
+        if ((d.kind == OpKind::Linear || d.kind == OpKind::NormLinear) &&
             linearEpilogue(d) == LinearEpilogue::Swiglu)
           scratch = std::max<std::size_t>(
               scratch,
               static_cast<std::size_t>(
-                  d.weightShapes.at(d.kind == fb::OpKind::NormLinear ? 1 : 0)
+                  d.weightShapes.at(d.kind == OpKind::NormLinear ? 1 : 0)
                       .at(0)));
       if (scratch > 0)
         gemmScratch_ = DeviceBuffer(
@@ -378,7 +365,7 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   // (which has it when steps of two or more tokens are possible).
   for (std::size_t i = 0; i < ops_.size(); ++i) {
     const OpDesc &d = ops_[i];
-    if (d.kind != fb::OpKind::Attention)
+    if (d.kind != OpKind::Attention)
       continue;
     if (!chunkAttention_)
       chunkAttentionOp_ = i;
@@ -441,7 +428,6 @@ void CudaExecutor::warmUpCublas() {
   // while a decode step is captured into a graph would be loaded inside the
   // capture. Run every GEMM shape once at the graph buckets and a few prompt
   // sizes now, on the real buffers.
-  const fb::Plan &plan = plan_.plan();
   std::vector<int> sizes;
   for (int m :
        {maxTokens_, 2048, 512, 128, 64, 56, 48, 40, 32, 24, 16, 8, 4, 2})
@@ -450,17 +436,15 @@ void CudaExecutor::warmUpCublas() {
       sizes.push_back(m);
   for (std::size_t i = 0; i < ops_.size(); ++i) {
     const OpDesc &d = ops_[i];
-    if (d.kind != fb::OpKind::Linear && d.kind != fb::OpKind::NormLinear)
+    if (d.kind != OpKind::Linear && d.kind != OpKind::NormLinear)
       continue;
-    const fb::Op *op = plan.ops()->Get(static_cast<unsigned>(i));
-    const bool norm = d.kind == fb::OpKind::NormLinear;
+    const bool norm = d.kind == OpKind::NormLinear;
     const unsigned first = norm ? 1 : 0;
-    const CUdeviceptr y = buffer(op->buffers()->Get(0));
-    const CUdeviceptr x = buffer(op->buffers()->Get(norm ? 2 : 1));
-    const CUdeviceptr w = weight(op->weights()->Get(first));
-    const CUdeviceptr bias = op->weights()->size() > first + 1
-                                 ? weight(op->weights()->Get(first + 1))
-                                 : 0;
+    const CUdeviceptr y = buffer(d.buffers[0]);
+    const CUdeviceptr x = buffer(d.buffers[norm ? 2 : 1]);
+    const CUdeviceptr w = weight(d.weights[first]);
+    const CUdeviceptr bias =
+        d.weights.size() > first + 1 ? weight(d.weights[first + 1]) : 0;
     const int n = static_cast<int>(d.weightShapes[first][0]);
     const int k = static_cast<int>(d.weightShapes[first][1]);
     for (int m : sizes)
@@ -525,8 +509,8 @@ void CudaExecutor::printProfile() const {
   double total = 0;
   for (std::size_t i = 0; i < opMs_.size(); ++i) {
     const OpDesc &d = ops_[i];
-    std::string what = fb::EnumNameOpKind(d.kind);
-    if (d.kind == fb::OpKind::Linear)
+    std::string what(opKindName(d.kind));
+    if (d.kind == OpKind::Linear)
       what += cat(" ", d.weightShapes[0][0], "x", d.weightShapes[0][1]);
     auto it = std::find_if(rows.begin(), rows.end(),
                            [&](const Row &r) { return r.what == what; });
@@ -676,7 +660,6 @@ std::size_t CudaExecutor::stageSampling(const StepBatch &b,
 
 void CudaExecutor::launchSampling(const StepShape &shape,
                                   const LaunchDims &dims) {
-  const fb::Plan &plan = plan_.plan();
   const KernelLaunch l = selectSampling(shape.outputs);
   const SamplingInputs in = samplingInputs(
       inputOffsets_[4] + sizeof(int32_t) *
@@ -690,8 +673,7 @@ void CudaExecutor::launchSampling(const StepShape &shape,
   const CUdeviceptr topIds = shape.numTop > 0 ? base + res.topIds : null;
   const CUdeviceptr topLogprobs =
       shape.numTop > 0 ? base + res.topLogprobs : null;
-  const CUdeviceptr logits =
-      buffer(plan.ops()->Get(plan.ops()->size() - 1)->buffers()->Get(0));
+  const CUdeviceptr logits = buffer(ops_.back().buffers[0]);
   kernel(l.instance)
       .launch(dims, stream_,
               SamplingArgs{.outIds = ids,
@@ -709,7 +691,7 @@ void CudaExecutor::launchSampling(const StepShape &shape,
 }
 
 bool CudaExecutor::prefillAttentionUsable(const OpDesc &d) const {
-  if (d.kind != fb::OpKind::Attention)
+  if (d.kind != OpKind::Attention)
     return false;
   // prefill_attention over a bf16 cache, prefill_attention_fp8 over an fp8
   // one; the op's cache dtype must be the plan's.
@@ -796,7 +778,7 @@ void CudaExecutor::launchLinear(const std::vector<KernelLaunch> &launches,
 bool CudaExecutor::cublasUsable(const OpDesc &d, int rows) const {
   if (!cublas_ || rows < kCublasMinRows || d.outDtype != fb::DType::BF16)
     return false;
-  const bool norm = d.kind == fb::OpKind::NormLinear;
+  const bool norm = d.kind == OpKind::NormLinear;
   const std::vector<int64_t> &w = d.weightShapes.at(norm ? 1 : 0);
   if (linearEpilogue(d) == LinearEpilogue::Swiglu &&
       (!kernels_.count(SwigluPairsSpec{static_cast<int>(w.at(0) / 2)}
@@ -871,26 +853,25 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     gatherAlias_ = {-1, -1};
   for (size_t i = begin; i < end; ++i) {
     const OpDesc &d = ops_[i];
-    const fb::Op *op = plan.ops()->Get(static_cast<unsigned>(i));
     const int rows = opRows(d, shape.tokens, shape.outputs);
     if (shape.identityRows && static_cast<int>(i) == skippableGather_) {
       // The rows it would gather are already in place: later ops read its
       // input instead of its output.
-      gatherAlias_ = {op->buffers()->Get(0), op->buffers()->Get(1)};
+      gatherAlias_ = {d.buffers[0], d.buffers[1]};
       continue;
     }
-    if (d.kind == fb::OpKind::ConcatColumns) {
-      // ints: column and width of each input, as strided copies; the next
-      // kernel waits for them in full (no programmatic overlap).
-      const CUdeviceptr out = buffer(op->buffers()->Get(0));
+    if (d.kind == OpKind::ConcatColumns) {
+      // Strided copies of each input's columns; the next kernel waits for
+      // them in full (no programmatic overlap).
+      const CUdeviceptr out = buffer(d.buffers[0]);
       const auto outPitch = static_cast<std::size_t>(d.bufferWidths[0]) * 2;
       std::size_t at = 0;
-      for (unsigned j = 1; j < op->buffers()->size(); ++j) {
-        const auto col = static_cast<std::size_t>(d.ints.at(2 * (j - 1)));
-        const auto cols = static_cast<std::size_t>(d.ints.at(2 * j - 1));
+      for (std::size_t j = 1; j < d.buffers.size(); ++j) {
+        const auto col = static_cast<std::size_t>(d.columns.at(j - 1));
+        const auto cols = static_cast<std::size_t>(d.widths.at(j - 1));
         CUDA_MEMCPY2D copy{};
         copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-        copy.srcDevice = buffer(op->buffers()->Get(j)) + col * 2;
+        copy.srcDevice = buffer(d.buffers[j]) + col * 2;
         copy.srcPitch = static_cast<std::size_t>(d.bufferWidths[j]) * 2;
         copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
         copy.dstDevice = out + at * 2;
@@ -915,14 +896,12 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     const Kernel &k = kernel(l.instance);
     raiseSharedLimit(k, l);
     auto buf = [&](unsigned j) {
-      const int id = op->buffers()->Get(j);
+      const int id = d.buffers[j];
       return buffer(id == gatherAlias_.first ? gatherAlias_.second : id);
     };
-    auto w = [&](unsigned j) { return weight(op->weights()->Get(j)); };
-    const float f0 =
-        op->floats() && op->floats()->size() ? op->floats()->Get(0) : 0.0f;
+    auto w = [&](unsigned j) { return weight(d.weights[j]); };
     switch (d.kind) {
-    case fb::OpKind::Embedding: {
+    case OpKind::Embedding: {
       EmbeddingArgs args{
           .out = buf(0), .table = w(0), .ids = buf(1), .tokens = rows};
       LaunchDims dims = l.dims;
@@ -949,40 +928,39 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       k.launch(dims, stream_, args);
       break;
     }
-    case fb::OpKind::RmsNorm: {
+    case OpKind::RmsNorm: {
       const int width = static_cast<int>(d.bufferWidths[0]);
-      k.launch(
-          l.dims, stream_,
-          RmsNormArgs{.out = buf(0),
-                      .x = buf(1),
-                      .residual = op->buffers()->size() > 2 ? buf(2) : null,
-                      .weight = w(0),
-                      .eps = f0,
-                      .rows = rows,
-                      .xStride = width,
-                      .outStride = width,
-                      .rowGroup = 1});
+      k.launch(l.dims, stream_,
+               RmsNormArgs{.out = buf(0),
+                           .x = buf(1),
+                           .residual = d.hasResidual() ? buf(2) : null,
+                           .weight = w(0),
+                           .eps = d.eps,
+                           .rows = rows,
+                           .xStride = width,
+                           .outStride = width,
+                           .rowGroup = 1});
       break;
     }
-    case fb::OpKind::HeadRmsNorm: {
+    case OpKind::HeadRmsNorm: {
       const int qkvWidth = static_cast<int>(d.bufferWidths[0]);
-      const int col = static_cast<int>(d.ints[0]),
-                heads = static_cast<int>(d.ints[1]);
+      const int col = static_cast<int>(d.column),
+                heads = static_cast<int>(d.heads);
       const CUdeviceptr x = buf(0) + static_cast<CUdeviceptr>(col) * 2;
       k.launch(l.dims, stream_,
                RmsNormArgs{.out = x,
                            .x = x,
                            .weight = w(0),
-                           .eps = f0,
+                           .eps = d.eps,
                            .rows = rows * heads,
                            .xStride = qkvWidth,
                            .outStride = qkvWidth,
                            .rowGroup = heads});
       break;
     }
-    case fb::OpKind::Linear: {
+    case OpKind::Linear: {
       CUdeviceptr y = buf(0), x = buf(1), wt = w(0);
-      CUdeviceptr bias = op->weights()->size() > 1 ? w(1) : null;
+      CUdeviceptr bias = d.hasBias() ? w(1) : null;
       int n = static_cast<int>(d.weightShapes[0][0]);
       int kdim = static_cast<int>(d.weightShapes[0][1]);
       if (shape.fusedArgmax && i + 1 == ops_.size()) {
@@ -993,15 +971,15 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
         launchLinear(launches, 0, y, x, wt, bias, rows, n, kdim);
       break;
     }
-    case fb::OpKind::NormLinear: {
+    case OpKind::NormLinear: {
       // weights: norm, W[, bias]; buffers: out, in, normed (scratch).
       CUdeviceptr y = buf(0), x = buf(1), normed = buf(2), normW = w(0),
                   wt = w(1);
-      CUdeviceptr bias = op->weights()->size() > 2 ? w(2) : null;
+      CUdeviceptr bias = d.hasBias() ? w(2) : null;
       int n = static_cast<int>(d.weightShapes[1][0]);
       int kdim = static_cast<int>(d.weightShapes[1][1]);
       if (shape.fusedArgmax && i + 1 == ops_.size()) {
-        launchArgmaxHead(y, x, wt, normW, f0, n);
+        launchArgmaxHead(y, x, wt, normW, d.eps, n);
         break;
       }
       // Few rows: one launch of linear_gemv or linear_skinny, the norm in
@@ -1018,7 +996,7 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                             .rows = rows,
                             .n = n,
                             .k = kdim,
-                            .eps = f0});
+                            .eps = d.eps});
         break;
       }
       // Normalise into the scratch buffer, then the GEMM. A fused launch has
@@ -1026,7 +1004,7 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       const RmsNormArgs norm{.out = normed,
                              .x = x,
                              .weight = normW,
-                             .eps = f0,
+                             .eps = d.eps,
                              .rows = rows,
                              .xStride = kdim,
                              .outStride = kdim,
@@ -1042,9 +1020,9 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
         launchLinear(launches, 1, y, normed, wt, bias, rows, n, kdim);
       break;
     }
-    case fb::OpKind::RopeKvWrite: {
-      const int layer = static_cast<int>(d.ints[0]),
-                rope = static_cast<int>(d.ints[4]);
+    case OpKind::RopeKvWrite: {
+      const int layer = static_cast<int>(d.layer),
+                rope = static_cast<int>(d.rope);
       const CUdeviceptr qkv = buf(0);
       const CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
       const CUdeviceptr vc = kc + kvArrayBytes_;
@@ -1070,9 +1048,9 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                                .tokens = rows});
       break;
     }
-    case fb::OpKind::Attention: {
-      const int layer = static_cast<int>(d.ints[0]);
-      const int window = static_cast<int>(d.ints[4]);
+    case OpKind::Attention: {
+      const int layer = static_cast<int>(d.layer);
+      const int window = static_cast<int>(d.slidingWindow);
       const CUdeviceptr out = buf(0), qkv = buf(1);
       const CUdeviceptr kc = kvCache_.address() + kvLayerBytes_ * layer;
       const CUdeviceptr vc = kc + kvArrayBytes_;
@@ -1092,7 +1070,7 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                                   .blockTables = blockTables,
                                   .tiles = tiles,
                                   .maxBlocks = shape.maxBlocks,
-                                  .scale = f0,
+                                  .scale = d.scale,
                                   .slidingWindow = window};
       };
       if (shape.prefillTiles > 0 && prefillAttentionUsable(d)) {
@@ -1128,7 +1106,7 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
           .partials = split ? attentionWorkspace_.address() : null,
           .arrivals = split ? attentionArrivals_.address() : null,
           .maxBlocks = shape.maxBlocks,
-          .scale = f0,
+          .scale = d.scale,
           .slidingWindow = window,
           .tokens = rows};
       // The fused variant rotates q and k and appends k and v itself.
@@ -1141,21 +1119,23 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       k.launch(l.dims, stream_, args);
       break;
     }
-    case fb::OpKind::Swiglu:
+    case OpKind::Swiglu:
       k.launch(l.dims, stream_,
                SwigluArgs{.out = buf(0), .gateUp = buf(1), .tokens = rows});
       break;
-    case fb::OpKind::GatherRows:
+    case OpKind::GatherRows:
       k.launch(
           l.dims, stream_,
           GatherRowsArgs{
               .out = buf(0), .in = buf(1), .indices = buf(2), .rows = rows});
       break;
-    case fb::OpKind::Add:
+    case OpKind::Add:
       k.launch(
           l.dims, stream_,
           AddArgs{.out = buf(0), .a = buf(1), .b = buf(2), .tokens = rows});
       break;
+    case OpKind::ConcatColumns:
+      break; // copies, above
     }
   }
   if (shape.sampling && end == ops_.size())
@@ -1167,17 +1147,14 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     const KernelLaunch a = selectArgmax(shape.outputs, vocab);
     const CUdeviceptr ws = argmaxWorkspace_.address();
     kernel(a.instance)
-        .launch(
-            dependent(a.dims), stream_,
-            ArgmaxArgs{
-                .out = argmaxOut_.address(),
-                .logits = buffer(
-                    plan.ops()->Get(plan.ops()->size() - 1)->buffers()->Get(0)),
-                .partialValue = ws,
-                .partialIndex = ws + spec.indexOffset(shape.outputs),
-                .arrivals = ws + spec.arrivalOffset(shape.outputs),
-                .rows = shape.outputs,
-                .vocab = vocab});
+        .launch(dependent(a.dims), stream_,
+                ArgmaxArgs{.out = argmaxOut_.address(),
+                           .logits = buffer(ops_.back().buffers[0]),
+                           .partialValue = ws,
+                           .partialIndex = ws + spec.indexOffset(shape.outputs),
+                           .arrivals = ws + spec.arrivalOffset(shape.outputs),
+                           .rows = shape.outputs,
+                           .vocab = vocab});
   }
 }
 
@@ -1209,17 +1186,16 @@ void CudaExecutor::findSkippableGather() {
   };
   skippableGather_ = -1;
   for (std::size_t i = 0; i < ops_.size(); ++i) {
-    if (ops_[i].kind != fb::OpKind::GatherRows)
+    if (ops_[i].kind != OpKind::GatherRows)
       continue;
-    const fb::Op *gather = plan.ops()->Get(static_cast<unsigned>(i));
-    const int in = gather->buffers()->Get(1), out = gather->buffers()->Get(0);
+    const int in = ops_[i].buffers[1], out = ops_[i].buffers[0];
     if (in < 4 || skippableGather_ >= 0) {
       skippableGather_ = -1; // two gathers, or one of a step input: keep them
       return;
     }
     bool clear = true;
     for (std::size_t j = i + 1; j < ops_.size(); ++j)
-      for (int id : *plan.ops()->Get(static_cast<unsigned>(j))->buffers())
+      for (int id : ops_[j].buffers)
         clear = clear && (id == out || slot(id) != slot(in));
     if (!clear)
       return;
@@ -1379,7 +1355,6 @@ void CudaExecutor::submitStep(const StepBatch &in, const StepOutput &out) {
     launchOps(shape);
   }
 
-  const fb::Plan &plan = plan_.plan();
   if (shape.sampling)
     samplingOut_.copyToHost(slot.sampling.data(),
                             samplingResults(shape.outputs, shape.numTop).bytes,
@@ -1392,8 +1367,7 @@ void CudaExecutor::submitStep(const StepBatch &in, const StepOutput &out) {
   else if (!out.argmax.empty())
     argmaxOut_.copyToHost(slot.argmax.data(), out.argmax.size_bytes(), stream_);
   if (!out.logits.empty()) {
-    int logitsBuffer =
-        plan.ops()->Get(plan.ops()->size() - 1)->buffers()->Get(0);
+    int logitsBuffer = ops_.back().buffers[0];
     CUdeviceptr src = buffer(logitsBuffer);
     checkCuda(driverApi().memcpyDtoHAsync(out.logits.data(), src,
                                           out.logits.size_bytes(),

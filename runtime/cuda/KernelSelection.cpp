@@ -36,12 +36,22 @@ LinearOutput linearOutput(const OpDesc &op) {
 } // namespace
 
 LinearEpilogue linearEpilogue(const OpDesc &op) {
-  const int64_t e = op.ints.empty() ? 0 : op.ints[0];
-  if (e < 0 || e > static_cast<int64_t>(LinearEpilogue::Swiglu))
+  const auto e = static_cast<int>(op.epilogue);
+  if (e < 0 || e > static_cast<int>(LinearEpilogue::Swiglu))
     fail("linear epilogue ", e,
          " is not one this runtime knows (0..2); "
          "compile the plan again with this version's solc");
-  return static_cast<LinearEpilogue>(e);
+  return op.epilogue;
+}
+
+void markAttentionReaders(std::vector<OpDesc> &ops) {
+  int attentionOut = -1;
+  for (OpDesc &op : ops) {
+    if (op.kind == OpKind::Attention)
+      attentionOut = op.buffers.at(0);
+    op.readsAttention = op.kind == OpKind::Linear && attentionOut >= 0 &&
+                        op.buffers.at(1) == attentionOut;
+  }
 }
 
 namespace {
@@ -54,7 +64,7 @@ struct LinearShape {
 /// W's shape and whether there is a bias (a NormLinear op's weights start
 /// with the norm's).
 LinearShape linearShape(const OpDesc &op) {
-  const size_t first = op.kind == fb::OpKind::NormLinear ? 1 : 0;
+  const size_t first = op.kind == OpKind::NormLinear ? 1 : 0;
   return {toInt(op.weightShapes.at(first).at(0)),
           toInt(op.weightShapes.at(first).at(1)),
           op.weightShapes.size() > first + 1};
@@ -115,9 +125,8 @@ bool kvFp8(const OpDesc &op) {
 }
 
 PagedAttentionSpec attentionSpec(const OpDesc &op) {
-  // ints: layer, heads, kv_heads, head_dim[, ...]
-  return {toInt(op.ints.at(1)), toInt(op.ints.at(2)), toInt(op.ints.at(3)),
-          op.blockSize, kvFp8(op)};
+  return {toInt(op.heads), toInt(op.kvHeads), toInt(op.headDim), op.blockSize,
+          kvFp8(op)};
 }
 
 } // namespace
@@ -129,15 +138,13 @@ bool attentionFusesRope(const OpDesc &op) {
 }
 
 PrefillAttentionSpec prefillAttentionSpec(const OpDesc &op) {
-  // ints: layer, heads, kv_heads, head_dim[, ...]
-  return {toInt(op.ints.at(1)), toInt(op.ints.at(2)), toInt(op.ints.at(3)),
-          op.blockSize, kvFp8(op)};
+  return {toInt(op.heads), toInt(op.kvHeads), toInt(op.headDim), op.blockSize,
+          kvFp8(op)};
 }
 
 ChunkAttentionSpec chunkAttentionSpec(const OpDesc &op) {
-  // ints: layer, heads, kv_heads, head_dim[, ...]
-  return {toInt(op.ints.at(1)), toInt(op.ints.at(2)), toInt(op.ints.at(3)),
-          op.blockSize, kvFp8(op)};
+  return {toInt(op.heads), toInt(op.kvHeads), toInt(op.headDim), op.blockSize,
+          kvFp8(op)};
 }
 
 int attentionSplits(const OpDesc &op, int tokens, int maxContext,
@@ -164,22 +171,22 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   if (rows <= 0)
     return {};
   switch (op.kind) {
-  case fb::OpKind::Embedding: {
+  case OpKind::Embedding: {
     EmbeddingSpec spec{toInt(op.bufferWidths.at(0))};
     return {{spec.instance(), spec.dims(rows)}};
   }
-  case fb::OpKind::RmsNorm: {
+  case OpKind::RmsNorm: {
     RmsNormSpec spec{toInt(op.bufferWidths.at(0))};
     return {{spec.instance(), spec.dims(rows)}};
   }
-  case fb::OpKind::HeadRmsNorm: {
-    // ints: col, heads, head_dim; one norm row per head of each token.
-    RmsNormSpec spec{toInt(op.ints.at(2))};
-    return {{spec.instance(), spec.dims(rows * toInt(op.ints.at(1)))}};
+  case OpKind::HeadRmsNorm: {
+    // One norm row per head of each token.
+    RmsNormSpec spec{toInt(op.headDim)};
+    return {{spec.instance(), spec.dims(rows * toInt(op.heads))}};
   }
-  case fb::OpKind::Linear:
+  case OpKind::Linear:
     return linearLaunches(op, rows, false);
-  case fb::OpKind::NormLinear: {
+  case OpKind::NormLinear: {
     // The norm in the prologue of linear_gemv (one row; more where
     // linear_skinny's shared memory does not fit) when it fits its shared
     // memory (a few rows of K features).
@@ -199,14 +206,14 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
       launches.push_back(std::move(l));
     return launches;
   }
-  case fb::OpKind::RopeKvWrite: {
+  case OpKind::RopeKvWrite: {
     if (fusedRope)
       return {}; // done in the attention's prologue
-    RopeKvWriteSpec spec{toInt(op.ints.at(1)), toInt(op.ints.at(2)),
-                         toInt(op.ints.at(3)), op.blockSize, kvFp8(op)};
+    RopeKvWriteSpec spec{toInt(op.heads), toInt(op.kvHeads), toInt(op.headDim),
+                         op.blockSize, kvFp8(op)};
     return {{spec.instance(), spec.dims(rows)}};
   }
-  case fb::OpKind::Attention: {
+  case OpKind::Attention: {
     PagedAttentionSpec spec = attentionSpec(op);
     spec.fusedRope = fusedRope;
     spec.clusterMerge = clusterMerge;
@@ -215,26 +222,26 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
     return {
         {spec.instance(), spec.dims(rows, splits, kPlannedMultiprocessors)}};
   }
-  case fb::OpKind::Swiglu: {
+  case OpKind::Swiglu: {
     SwigluSpec spec{toInt(op.bufferWidths.at(0))};
     return {{spec.instance(), spec.dims(rows)}};
   }
-  case fb::OpKind::GatherRows: {
+  case OpKind::GatherRows: {
     GatherRowsSpec spec{toInt(op.bufferWidths.at(0))};
     return {{spec.instance(), spec.dims(rows)}};
   }
-  case fb::OpKind::Add: {
+  case OpKind::Add: {
     AddSpec spec{toInt(op.bufferWidths.at(0))};
     return {{spec.instance(), spec.dims(rows)}};
   }
-  case fb::OpKind::ConcatColumns:
+  case OpKind::ConcatColumns:
     return {}; // strided copies (cuMemcpy2DAsync), no kernel
   }
   fail("no CUDA kernel for op kind ", static_cast<int>(op.kind));
 }
 
 std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens) {
-  if (op.kind != fb::OpKind::Linear && op.kind != fb::OpKind::NormLinear)
+  if (op.kind != OpKind::Linear && op.kind != OpKind::NormLinear)
     return 0;
   const std::size_t n = static_cast<std::size_t>(linearShape(op).n);
   std::size_t floats = 0;
@@ -255,7 +262,7 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
       if (std::find(out.begin(), out.end(), l.instance) == out.end())
         out.push_back(l.instance);
   };
-  if (op.kind == fb::OpKind::Linear || op.kind == fb::OpKind::NormLinear) {
+  if (op.kind == OpKind::Linear || op.kind == OpKind::NormLinear) {
     for (int rows = 1; rows <= std::min(maxTokens, kSinglePassRows); ++rows)
       add(selectKernels(op, rows, 0));
     for (int rows = 16; rows / 2 < maxTokens; rows *= 2)
@@ -271,7 +278,7 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
       add({*head});
     return out;
   }
-  if (op.kind == fb::OpKind::Attention) {
+  if (op.kind == OpKind::Attention) {
     PagedAttentionSpec spec = attentionSpec(op);
     out.push_back(spec.instance());
     // Decode steps: the variant with rope_kv_write's work in its prologue.
@@ -299,7 +306,7 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
 }
 
 bool prefetchesWeights(const OpDesc &op, bool skinny) {
-  if (op.kind != fb::OpKind::Linear && op.kind != fb::OpKind::NormLinear)
+  if (op.kind != OpKind::Linear && op.kind != OpKind::NormLinear)
     return false;
   const LinearShape s = linearShape(op);
   if (2LL * s.n * s.k > kL2PrefetchMaxBytes)
@@ -311,7 +318,7 @@ bool prefetchesWeights(const OpDesc &op, bool skinny) {
   // the down projection: 1,292 -> 1,272 tok/s with both).
   if (op.readsAttention)
     return true;
-  return skinny && op.kind == fb::OpKind::NormLinear;
+  return skinny && op.kind == OpKind::NormLinear;
 }
 
 bool isSinglePassLinear(const KernelInstance &instance) {
@@ -320,7 +327,7 @@ bool isSinglePassLinear(const KernelInstance &instance) {
 }
 
 std::optional<KernelLaunch> selectArgmaxLmHead(const OpDesc &op) {
-  if (op.kind != fb::OpKind::Linear && op.kind != fb::OpKind::NormLinear)
+  if (op.kind != OpKind::Linear && op.kind != OpKind::NormLinear)
     return std::nullopt;
   const LinearShape s = linearShape(op);
   if (linearOutput(op) != LinearOutput::Fp32 || s.bias ||
@@ -328,7 +335,7 @@ std::optional<KernelLaunch> selectArgmaxLmHead(const OpDesc &op) {
     return std::nullopt;
   GemvSpec spec = GemvSpec::choose(
       s.n, s.k, 1, LinearOutput::Fp32, false, LinearEpilogue::None,
-      op.kind == fb::OpKind::NormLinear, kPlannedMultiprocessors);
+      op.kind == OpKind::NormLinear, kPlannedMultiprocessors);
   spec.argmax = true;
   return KernelLaunch{spec.instance(), spec.dims(s.n)};
 }

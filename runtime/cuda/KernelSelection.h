@@ -13,7 +13,7 @@
 #include "runtime/cuda/ChunkAttention.h"
 #include "runtime/cuda/KernelSpecs.h"
 #include "runtime/cuda/PrefillAttention.h"
-#include "runtime/plan/Plan_generated.h"
+#include "runtime/plan/PlanOp.h"
 
 #include <cstdint>
 #include <optional>
@@ -24,10 +24,10 @@ namespace sol::cuda {
 /// The SM count kernel choices are made for (H100 / H200).
 inline constexpr int kPlannedMultiprocessors = 132;
 
-/// What selection needs to know about one op, from a plan or a schedule.
-struct OpDesc {
-  fb::OpKind kind = fb::OpKind::Add;
-  std::vector<int64_t> ints;
+/// What selection needs to know about one op, from a plan or a step being
+/// compiled: the op itself and what its buffers, weights and the KV cache
+/// are.
+struct OpDesc : PlanOp {
   std::vector<int64_t> bufferWidths; // of the op's buffers, in order
   fb::DType outDtype = fb::DType::BF16;
   fb::Rows outRows = fb::Rows::Tokens;
@@ -39,19 +39,8 @@ struct OpDesc {
   bool readsAttention = false;
 };
 
-/// Sets OpDesc::readsAttention over a plan's or schedule's ops in order;
-/// `input(i)` is op i's input buffer (its second), `output(i)` its first.
-template <typename Input, typename Output>
-void markAttentionReaders(std::vector<OpDesc> &ops, Input input,
-                          Output output) {
-  int attentionOut = -1;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].kind == fb::OpKind::Attention)
-      attentionOut = output(i);
-    ops[i].readsAttention = ops[i].kind == fb::OpKind::Linear &&
-                            attentionOut >= 0 && input(i) == attentionOut;
-  }
-}
+/// Sets OpDesc::readsAttention over a step's ops in order.
+void markAttentionReaders(std::vector<OpDesc> &ops);
 
 /// One launch of an op in a step.
 struct KernelLaunch {
@@ -119,8 +108,8 @@ bool isSinglePassLinear(const KernelInstance &instance);
 /// use prefill_attention (its grid depends on the step's prompt runs).
 inline constexpr int kMaxGraphedTokens = 64;
 
-/// The epilogue of a Linear or NormLinear op (ints[0]); throws on a value
-/// this runtime does not know.
+/// The epilogue of a Linear or NormLinear op; throws on a value this
+/// runtime does not know.
 LinearEpilogue linearEpilogue(const OpDesc &op);
 
 /// The tensor-core prefill attention of an Attention op (PrefillAttention.h).

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "runtime/cuda/LaunchDims.h"
+#include "runtime/plan/Plan_generated.h"
 
 #include <cstddef>
 #include <string>
@@ -33,9 +34,9 @@ struct KernelInstance {
 
 enum class LinearOutput { Bf16, Fp32 };
 
-/// What a linear layer does with its result: the kEpilogue* constants of
-/// codegen/kernels/Common.cuh and the values of Plan.fbs's Linear ints[0].
-enum class LinearEpilogue { None = 0, Residual = 1, Swiglu = 2 };
+/// What a linear layer does with its result: the plan's enum (Plan.fbs),
+/// whose values are the kEpilogue* constants of codegen/kernels/Common.cuh.
+using LinearEpilogue = fb::LinearEpilogue;
 
 /// embedding<D>(out, table, ids, T, previousIds, previousKey, clearKey):
 /// negative ids name rows of the previous step's result (Embedding.cuh).

@@ -270,21 +270,22 @@ void ReferenceExecutor::step(const StepBatch &in, const StepOutput &out) {
 }
 
 void ReferenceExecutor::linearWithEpilogue(
-    const reference::PlanOp &op, std::span<float> out,
-    std::span<const float> in, std::span<const float> w,
-    std::span<const float> bias, int64_t rows, int64_t width, int64_t inWidth) {
-  if (op.epilogue == 0) {
+    const PlanOp &op, std::span<float> out, std::span<const float> in,
+    std::span<const float> w, std::span<const float> bias, int64_t rows,
+    int64_t width, int64_t inWidth) {
+  if (op.epilogue == fb::LinearEpilogue::None) {
     linearRows(out, in, w, bias, rows, width, inWidth, numThreads_);
     return;
   }
   // Residual: out += y. Swiglu: y holds interleaved (gate, up) pairs.
-  const int64_t yWidth = op.epilogue == 2 ? 2 * width : width;
+  const int64_t yWidth =
+      op.epilogue == fb::LinearEpilogue::Swiglu ? 2 * width : width;
   std::vector<float> &y = epilogueScratch_;
   y.resize(static_cast<size_t>(rows * yWidth));
   linearRows(y, in, w, bias, rows, yWidth, inWidth, numThreads_);
   for (int64_t i = 0; i < rows * width; ++i) {
     const size_t u = static_cast<size_t>(i);
-    if (op.epilogue == 1) {
+    if (op.epilogue == fb::LinearEpilogue::Residual) {
       out[u] += y[u];
     } else {
       const float g = y[2 * u], up = y[2 * u + 1];
@@ -338,7 +339,7 @@ void ReferenceExecutor::runOps(const StepBatch &batch) {
                   weight(op, 0), rows, op.eps);
       break;
     case OpKind::HeadRmsNorm:
-      headRmsNormRows(act(op.buffers[0]), rows, width, op.col, op.heads,
+      headRmsNormRows(act(op.buffers[0]), rows, width, op.column, op.heads,
                       op.headDim, weight(op, 0), op.eps);
       break;
     case OpKind::NormLinear:

@@ -34,11 +34,11 @@
 namespace sol {
 
 class PlanFile;
+struct PlanOp;
 
 namespace reference {
 class ReferencePlan;
 class ReferenceWeights;
-struct PlanOp;
 class PagedKvCache;
 } // namespace reference
 
@@ -96,7 +96,7 @@ private:
   void runOps(const StepBatch &batch);
   /// out = y, out += y (residual) or swiglu of y's (gate, up) pairs, for
   /// y = in . w^T (+ bias) and the op's epilogue.
-  void linearWithEpilogue(const reference::PlanOp &op, std::span<float> out,
+  void linearWithEpilogue(const PlanOp &op, std::span<float> out,
                           std::span<const float> in, std::span<const float> w,
                           std::span<const float> bias, int64_t rows,
                           int64_t width, int64_t inWidth);

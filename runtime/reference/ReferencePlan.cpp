@@ -22,8 +22,6 @@ constexpr int64_t kMaxHeads = int64_t{1} << 16;
 constexpr int64_t kMaxHeadDim = int64_t{1} << 16;
 constexpr int64_t kMaxWeightElements = int64_t{1} << 40;
 
-constexpr int kNumOpKinds = static_cast<int>(OpKind::ConcatColumns) + 1;
-
 template <typename T, typename V> std::vector<T> toVector(const V *values) {
   std::vector<T> out;
   if (values)
@@ -40,34 +38,6 @@ std::string_view rowSpaceName(RowSpace rows) {
 }
 
 } // namespace
-
-std::string_view opKindName(OpKind kind) {
-  switch (kind) {
-  case OpKind::Embedding:
-    return "Embedding";
-  case OpKind::RmsNorm:
-    return "RmsNorm";
-  case OpKind::HeadRmsNorm:
-    return "HeadRmsNorm";
-  case OpKind::Linear:
-    return "Linear";
-  case OpKind::RopeKvWrite:
-    return "RopeKvWrite";
-  case OpKind::Attention:
-    return "Attention";
-  case OpKind::Swiglu:
-    return "Swiglu";
-  case OpKind::Add:
-    return "Add";
-  case OpKind::NormLinear:
-    return "NormLinear";
-  case OpKind::GatherRows:
-    return "GatherRows";
-  case OpKind::ConcatColumns:
-    return "ConcatColumns";
-  }
-  return "unknown";
-}
 
 ReferencePlan::ReferencePlan(const PlanFile &file)
     : planPath_(file.path().string()) {
@@ -200,31 +170,17 @@ void ReferencePlan::decodeRopes(const PlanFile &file) {
 }
 
 void ReferencePlan::decodeOps(const PlanFile &file) {
-  const auto *ops = file.plan().ops();
-  if (!ops || ops->size() == 0)
+  std::vector<PlanOp> ops = decodePlanOps(file.plan(), planPath_);
+  if (ops.empty())
     fail("plan ", planPath_, ": has no ops (the step schedule is empty)");
-  for (flatbuffers::uoffset_t i = 0; i < ops->size(); ++i) {
-    const fb::Op *src = ops->Get(i);
-    PlanOp op;
-    op.name = str(src->name());
-    const auto kindValue = static_cast<uint8_t>(src->kind());
-    if (kindValue >= kNumOpKinds)
-      fail("plan ", planPath_, ": op #", i, " '", op.name,
-           "' has unknown kind ", int{kindValue},
-           "; this plan needs a newer Sol runtime");
-    op.kind = static_cast<OpKind>(kindValue);
-    op.buffers = toVector<int>(src->buffers());
-    op.weights = toVector<int>(src->weights());
-    const std::vector<int64_t> ints = toVector<int64_t>(src->ints());
-    const std::vector<float> floats = toVector<float>(src->floats());
-
+  for (size_t i = 0; i < ops.size(); ++i) {
+    PlanOp &op = ops[i];
     auto opError = [&](const auto &...what) {
       fail("plan ", planPath_, ": op #", i, " '", op.name, "' (",
            opKindName(op.kind), "): ", what...);
     };
     auto expectCounts = [&](size_t minBuffers, size_t maxBuffers,
-                            size_t minWeights, size_t maxWeights,
-                            size_t numInts, size_t numFloats) {
+                            size_t minWeights, size_t maxWeights) {
       if (op.buffers.size() < minBuffers || op.buffers.size() > maxBuffers)
         opError("has ", op.buffers.size(), " buffers, expected ",
                 minBuffers == maxBuffers ? cat(minBuffers)
@@ -233,72 +189,45 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
         opError("has ", op.weights.size(), " weights, expected ",
                 minWeights == maxWeights ? cat(minWeights)
                                          : cat(minWeights, " or ", maxWeights));
-      if (ints.size() != numInts)
-        opError("has ", ints.size(), " ints, expected ", numInts);
-      if (floats.size() != numFloats)
-        opError("has ", floats.size(), " floats, expected ", numFloats);
     };
-
     switch (op.kind) {
     case OpKind::Embedding:
-      expectCounts(2, 2, 1, 1, 0, 0);
+      expectCounts(2, 2, 1, 1);
       break;
     case OpKind::RmsNorm:
-      expectCounts(2, 3, 1, 1, 0, 1);
-      op.eps = floats[0];
+      expectCounts(2, 3, 1, 1);
       break;
     case OpKind::HeadRmsNorm:
-      expectCounts(1, 1, 1, 1, 3, 1);
-      op.col = ints[0];
-      op.heads = ints[1];
-      op.headDim = ints[2];
-      op.eps = floats[0];
+      expectCounts(1, 1, 1, 1);
       break;
     case OpKind::Linear:
-      expectCounts(2, 2, 1, 2, ints.size() == 1 ? 1 : 0, 0);
-      op.epilogue = ints.empty() ? 0 : ints[0];
+      expectCounts(2, 2, 1, 2);
       break;
     case OpKind::NormLinear:
-      expectCounts(3, 3, 2, 3, 1, 1);
-      op.epilogue = ints[0];
-      op.eps = floats[0];
+      expectCounts(3, 3, 2, 3);
       break;
     case OpKind::RopeKvWrite:
-      expectCounts(1, 1, 0, 0, 5, 0);
-      op.layer = ints[0];
-      op.heads = ints[1];
-      op.kvHeads = ints[2];
-      op.headDim = ints[3];
-      op.rope = ints[4];
+      expectCounts(1, 1, 0, 0);
       usesKvCache_ = true;
       break;
     case OpKind::Attention:
-      expectCounts(2, 2, 0, 0, 5, 1);
-      op.layer = ints[0];
-      op.heads = ints[1];
-      op.kvHeads = ints[2];
-      op.headDim = ints[3];
-      op.slidingWindow = ints[4];
-      op.scale = floats[0];
+      expectCounts(2, 2, 0, 0);
       usesKvCache_ = true;
       break;
     case OpKind::Swiglu:
-      expectCounts(2, 2, 0, 0, 0, 0);
+      expectCounts(2, 2, 0, 0);
       break;
     case OpKind::Add:
-      expectCounts(3, 3, 0, 0, 0, 0);
-      break;
     case OpKind::GatherRows:
-      expectCounts(3, 3, 0, 0, 0, 0);
+      expectCounts(3, 3, 0, 0);
       break;
     case OpKind::ConcatColumns:
-      expectCounts(2, 64, 0, 0, 2 * (op.buffers.size() - 1), 0);
-      for (size_t j = 0; j + 1 < ints.size(); j += 2) {
-        op.columns.push_back(ints[j]);
-        op.widths.push_back(ints[j + 1]);
-      }
+      expectCounts(2, 64, 0, 0);
       break;
     }
+    const auto epilogue = static_cast<int>(op.epilogue);
+    if (epilogue < 0 || epilogue > 2)
+      opError("has an unknown epilogue ", epilogue);
     checkOp(op, static_cast<int>(i));
     for (int w : op.weights)
       weightUsed_[static_cast<size_t>(w)] = true;
@@ -443,9 +372,9 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
     const BufferInfo &buf = activation(0);
     const WeightInfo &w = weight(0);
     if (op.heads <= 0 || op.heads > kMaxHeads || op.headDim <= 0 ||
-        op.headDim > kMaxHeadDim || op.col < 0 || op.col > buf.width ||
-        op.col + op.heads * op.headDim > buf.width)
-      opError("columns [", op.col, ", ", op.col, " + ", op.heads, " * ",
+        op.headDim > kMaxHeadDim || op.column < 0 || op.column > buf.width ||
+        op.column + op.heads * op.headDim > buf.width)
+      opError("columns [", op.column, ", ", op.column, " + ", op.heads, " * ",
               op.headDim, ") do not fit in buffer '", buf.name, "' of width ",
               buf.width);
     shapeIs(w, {op.headDim});
@@ -456,16 +385,14 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
   case OpKind::NormLinear: {
     const BufferInfo &out = activation(0);
     const BufferInfo &in = activation(1);
-    if (op.epilogue < 0 || op.epilogue > 2)
-      opError("epilogue ", op.epilogue,
-              " is not 0 (none), 1 (residual) or 2 (swiglu)");
     // The swiglu epilogue's weight rows are gate/up pairs: twice as many.
-    const int64_t rowsOfW = op.epilogue == 2 ? 2 * out.width : out.width;
+    const int64_t rowsOfW =
+        op.epilogue == fb::LinearEpilogue::Swiglu ? 2 * out.width : out.width;
     const size_t first = op.linearWeight();
     shapeIs(weight(first), {rowsOfW, in.width});
     if (op.hasBias())
       shapeIs(weight(first + 1), {rowsOfW});
-    if (op.epilogue != 0 && out.dtype != DType::BF16)
+    if (op.epilogue != fb::LinearEpilogue::None && out.dtype != DType::BF16)
       opError("the residual and swiglu epilogues need a BF16 output, but '",
               out.name, "' is ", out.dtype);
     sameRows(out, in);
@@ -568,8 +495,8 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
       total += cols;
     }
     if (total != out.width)
-      opError("the inputs have ", total, " columns in all, but out '",
-              out.name, "' has width ", out.width);
+      opError("the inputs have ", total, " columns in all, but out '", out.name,
+              "' has width ", out.width);
     break;
   }
   }
@@ -601,7 +528,8 @@ void ReferencePlan::checkDataFlow() const {
     case OpKind::Linear:
     case OpKind::NormLinear:
       reads(1);
-      if (op.epilogue == 1) // the residual epilogue adds into its output
+      if (op.epilogue == fb::LinearEpilogue::Residual) // the residual epilogue
+                                                       // adds into its output
         reads(0);
       break;
     case OpKind::RmsNorm:

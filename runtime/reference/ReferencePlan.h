@@ -7,12 +7,10 @@
 // or inconsistent plan is rejected here with a sol::Error naming the op, so
 // the kernels can index without further checks.
 //
-// Enums are compared by value, not by the generated spellings, so this code
-// does not depend on how flatc was invoked (scoped enums or not).
-//
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/plan/PlanOp.h"
 #include "runtime/support/DType.h"
 
 #include <cstdint>
@@ -26,21 +24,8 @@ class PlanFile;
 
 namespace sol::reference {
 
-/// Plan.fbs OpKind, by value.
-enum class OpKind : uint8_t {
-  Embedding = 0,
-  RmsNorm = 1,
-  HeadRmsNorm = 2,
-  Linear = 3,
-  RopeKvWrite = 4,
-  Attention = 5,
-  Swiglu = 6,
-  Add = 7,
-  GatherRows = 8,
-  NormLinear = 9,
-  ConcatColumns = 10,
-};
-std::string_view opKindName(OpKind kind);
+using sol::OpKind;
+using sol::PlanOp;
 
 /// Plan.fbs Rows: how many rows a buffer has in a step.
 enum class RowSpace : uint8_t {
@@ -67,30 +52,6 @@ struct WeightInfo {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   int64_t elements = 0;
-};
-
-/// One op with its parameters named. Only the fields of its kind are set.
-struct PlanOp {
-  OpKind kind = OpKind::Embedding;
-  std::string name;
-  std::vector<int> buffers;
-  std::vector<int> weights;
-  float eps = 0.0f;   // RmsNorm, HeadRmsNorm
-  float scale = 0.0f; // Attention
-  int64_t col = 0;    // HeadRmsNorm
-  int64_t heads = 0;  // HeadRmsNorm, RopeKvWrite, Attention
-  int64_t kvHeads = 0;
-  int64_t headDim = 0;
-  int64_t layer = 0;
-  int64_t rope = 0;
-  int64_t slidingWindow = 0; // Attention: 0 = unlimited
-  int64_t epilogue = 0;      // Linear, NormLinear: 0 none, 1 residual, 2 swiglu
-  /// ConcatColumns: per input (buffers 1..), its first column and width.
-  std::vector<int64_t> columns, widths;
-  bool hasResidual() const { return buffers.size() == 3; }
-  /// Linear: weights W[, bias]; NormLinear: norm weight, W[, bias].
-  size_t linearWeight() const { return kind == OpKind::NormLinear ? 1 : 0; }
-  bool hasBias() const { return weights.size() == linearWeight() + 2; }
 };
 
 struct RopeInfo {

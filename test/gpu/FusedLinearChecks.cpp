@@ -337,8 +337,8 @@ const NormLinearCase kNormLinearCases[] = {
 /// (runtime/plan/Plan.fbs: buffers out, in, normed; weights norm, W[, b]).
 cuda::OpDesc normLinearOp(const NormLinearCase &nl) {
   cuda::OpDesc op;
-  op.kind = fb::OpKind::NormLinear;
-  op.ints = {static_cast<int64_t>(nl.epilogue)};
+  op.kind = OpKind::NormLinear;
+  op.epilogue = nl.epilogue;
   op.bufferWidths = {outputColumns(nl.epilogue, nl.n), nl.k, nl.k};
   op.outDtype =
       nl.output == LinearOutput::Fp32 ? fb::DType::F32 : fb::DType::BF16;

@@ -16,6 +16,7 @@
 #include "runtime/engine/TextModel.h"
 #include "runtime/executor/ExecutorFactory.h"
 #include "runtime/plan/PlanFile.h"
+#include "runtime/plan/PlanOp.h"
 #include "runtime/support/Error.h"
 #include "runtime/tokenizer/IncrementalDetokenizer.h"
 #include "tools/solrun/Bench.h"
@@ -175,25 +176,23 @@ void printInfo(const sol::PlanFile &file) {
 /// One line per op of the step: kind, epilogue, name and buffers.
 void printOps(const sol::PlanFile &file) {
   const sol::fb::Plan &p = file.plan();
-  if (!p.ops())
-    return;
+  const std::vector<sol::PlanOp> ops =
+      sol::decodePlanOps(p, file.path().string());
   static const char *const kEpilogues[] = {"", " +residual", " +swiglu"};
   std::printf("ops:\n");
-  for (unsigned i = 0; i < p.ops()->size(); ++i) {
-    const sol::fb::Op *op = p.ops()->Get(i);
-    const bool linear = op->kind() == sol::fb::OpKind::Linear ||
-                        op->kind() == sol::fb::OpKind::NormLinear;
-    const int64_t e =
-        linear && op->ints() && op->ints()->size() ? op->ints()->Get(0) : 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const sol::PlanOp &op = ops[i];
+    const auto e = static_cast<unsigned>(op.epilogue);
     std::string buffers;
-    if (op->buffers() && p.buffers())
-      for (int32_t b : *op->buffers())
+    if (p.buffers())
+      for (int32_t b : op.buffers)
         if (b >= 0 && static_cast<unsigned>(b) < p.buffers()->size())
           buffers += (buffers.empty() ? "" : ", ") +
                      p.buffers()->Get(b)->name()->str();
-    std::printf("  %3u %s%s %s (%s)\n", i, sol::fb::EnumNameOpKind(op->kind()),
-                e >= 0 && e <= 2 ? kEpilogues[e] : " +?",
-                op->name() ? op->name()->c_str() : "", buffers.c_str());
+    std::printf("  %3zu %s%s %s (%s)\n", i,
+                std::string(sol::opKindName(op.kind)).c_str(),
+                e <= 2 ? kEpilogues[e] : " +?", op.name.c_str(),
+                buffers.c_str());
   }
 }
 

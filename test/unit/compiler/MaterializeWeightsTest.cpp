@@ -57,8 +57,8 @@ std::vector<std::string> materialize(const std::string &ir,
 
 TEST(MaterializeWeightsTest, ConcatInterleaveConvertTranspose) {
   // a: 2x2 bf16, b: 1x2 bf16, c: 2x2 f32, t: 2x3 bf16 (an [in, out] weight).
-  const std::vector<uint16_t> a = {1, 2, 3, 4}, b = {5, 6}, t = {1, 2, 3,
-                                                                4, 5, 6};
+  const std::vector<uint16_t> a = {1, 2, 3, 4}, b = {5, 6},
+                              t = {1, 2, 3, 4, 5, 6};
   const std::vector<float> c = {1.0f, -2.5f, 3.0078125f, 1.00390625f};
   WeightStore store;
   store.addView("l.q", DType::BF16, {2, 2}, raw(a));
@@ -97,9 +97,9 @@ func.func @f(%x: tensor<?x2xbf16>) -> (tensor<?x3xbf16>, tensor<?x4xbf16>, tenso
   const std::vector<uint16_t> converted = {0x3F80, 0xC020, 0x4040, 0x3F80};
   EXPECT_EQ(readAs<uint16_t>(store, names[2]), converted);
   // Row 2i of q, then row i of the converted c.
-  EXPECT_EQ(readAs<uint16_t>(store, names[1]),
-            (std::vector<uint16_t>{1, 2, 0x3F80, 0xC020, 3, 4, 0x4040,
-                                   0x3F80}));
+  EXPECT_EQ(
+      readAs<uint16_t>(store, names[1]),
+      (std::vector<uint16_t>{1, 2, 0x3F80, 0xC020, 3, 4, 0x4040, 0x3F80}));
   // [2, 3] -> [3, 2], then k's row.
   EXPECT_EQ(readAs<uint16_t>(store, names[3]),
             (std::vector<uint16_t>{1, 4, 2, 5, 3, 6, 5, 6}));

@@ -89,8 +89,8 @@ TEST(ChunkAttentionSpec, SplitsKeepOneBlockPerMultiprocessor) {
 // step 8.
 TEST(ChunkAttentionSpec, PagedSplitsFollowTheClusterMerge) {
   cuda::OpDesc op;
-  op.kind = fb::OpKind::Attention;
-  op.ints = {0, 32, 8, 64, 0}; // layer, heads, kv heads, head dim, window
+  op.kind = OpKind::Attention;
+  op.heads = 32, op.kvHeads = 8, op.headDim = 64;
   op.blockSize = 32;
   EXPECT_EQ(cuda::attentionSplits(op, 1, 600, true), 8);
   EXPECT_EQ(cuda::attentionSplits(op, 1, 600, false), 13);
@@ -140,8 +140,8 @@ TEST(ChunkTiles, ChunksDecodesAndPadding) {
 // tokens, for the plan's cache dtype.
 TEST(ChunkAttentionSpec, PlansCompileItForTheirCacheDtype) {
   cuda::OpDesc op;
-  op.kind = fb::OpKind::Attention;
-  op.ints = {0, 32, 8, 64, 0}; // layer, heads, kv heads, head dim, window
+  op.kind = OpKind::Attention;
+  op.heads = 32, op.kvHeads = 8, op.headDim = 64;
   op.blockSize = 32;
   const auto has = [](const std::vector<cuda::KernelInstance> &kernels,
                       const std::string &name) {

@@ -23,8 +23,8 @@ using namespace cuda;
 OpDesc linearOp(int n, int k, LinearEpilogue epilogue,
                 fb::DType out = fb::DType::BF16) {
   OpDesc op;
-  op.kind = fb::OpKind::Linear;
-  op.ints = {static_cast<int64_t>(epilogue)};
+  op.kind = OpKind::Linear;
+  op.epilogue = epilogue;
   op.bufferWidths = {epilogue == LinearEpilogue::Swiglu ? n / 2 : n, k};
   op.outDtype = out;
   op.weightShapes = {{n, k}};
@@ -34,7 +34,7 @@ OpDesc linearOp(int n, int k, LinearEpilogue epilogue,
 OpDesc normLinearOp(int n, int k, LinearEpilogue epilogue,
                     fb::DType out = fb::DType::BF16) {
   OpDesc op = linearOp(n, k, epilogue, out);
-  op.kind = fb::OpKind::NormLinear;
+  op.kind = OpKind::NormLinear;
   op.bufferWidths.push_back(k); // the normed scratch buffer
   op.weightShapes.insert(op.weightShapes.begin(), {k});
   return op;
@@ -100,14 +100,14 @@ TEST(KernelSelection, SmallWeightsBehindIdleKernelsPrefetch) {
   // The o projection after attention, in both kernels; the same op fed by
   // another kernel, and the 34 MB down projection, not.
   std::vector<OpDesc> ops(4);
-  ops[0].kind = fb::OpKind::Attention;
+  ops[0].kind = OpKind::Attention;
   ops[1] = linearOp(2048, 2048, LinearEpilogue::Residual);
   ops[2] = linearOp(2048, 2048, LinearEpilogue::Residual);
   ops[3] = linearOp(2048, 8192, LinearEpilogue::Residual);
   const std::vector<int> in = {-1, 7, 9, 7}, out = {7, 8, 9, 10};
-  markAttentionReaders(
-      ops, [&](std::size_t i) { return in[i]; },
-      [&](std::size_t i) { return out[i]; });
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    ops[i].buffers = {out[i], in[i]};
+  markAttentionReaders(ops);
   EXPECT_TRUE(ops[1].readsAttention);
   EXPECT_FALSE(ops[2].readsAttention);
   EXPECT_TRUE(ops[3].readsAttention);
@@ -168,12 +168,12 @@ TEST(KernelSelection, SplitKWorkspace) {
 
 TEST(KernelSelection, FusedRopeOnlyWhereTheShapeHasIt) {
   OpDesc attention;
-  attention.kind = fb::OpKind::Attention;
-  attention.ints = {0, 32, 8, 64, 0}; // layer, heads, kv heads, head dim
+  attention.kind = OpKind::Attention;
+  attention.heads = 32, attention.kvHeads = 8, attention.headDim = 64;
   attention.blockSize = 16;
   OpDesc rope = attention;
-  rope.kind = fb::OpKind::RopeKvWrite;
-  rope.ints = {0, 32, 8, 64, 0}; // layer, heads, kv heads, head dim, rope
+  rope.kind = OpKind::RopeKvWrite;
+  rope.heads = 32, rope.kvHeads = 8, rope.headDim = 64;
   ASSERT_TRUE(attentionFusesRope(attention));
   EXPECT_TRUE(selectKernels(rope, 1, 0, true).empty());
   EXPECT_NE(selectKernels(attention, 1, 0, true)
@@ -189,7 +189,7 @@ TEST(KernelSelection, FusedRopeOnlyWhereTheShapeHasIt) {
   // An fp8 cache with head dim 16 and groups of 4 holds a head in one lane
   // of 16 values: no fused variant. Plans leave it out, and the executor
   // must not ask for it (it would throw).
-  attention.ints[3] = 16;
+  attention.headDim = 16;
   attention.kvDtype = fb::DType::F8E4M3;
   EXPECT_FALSE(attentionFusesRope(attention));
   EXPECT_FALSE(fusedIn(enumerateKernels(attention, 1, 4096)));
@@ -201,8 +201,8 @@ TEST(KernelSelection, SmallFusedGridsPreloadTheirWalk) {
   // kernel that preloads its walk; 64 sequences (512 blocks) and steps
   // without the fused rope do not. Plans hold every variant.
   OpDesc attention;
-  attention.kind = fb::OpKind::Attention;
-  attention.ints = {0, 32, 8, 64, 0}; // layer, heads, kv heads, head dim
+  attention.kind = OpKind::Attention;
+  attention.heads = 32, attention.kvHeads = 8, attention.headDim = 64;
   attention.blockSize = 16;
   auto name = [&](int rows, bool fused) {
     return selectKernels(attention, rows, 256, fused, true)

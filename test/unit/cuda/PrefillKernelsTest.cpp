@@ -176,8 +176,8 @@ TEST(PrefillAttentionSpec, Fp8ShapesAndGeometry) {
 // hold a full tile of prompt tokens, for either cache dtype.
 TEST(PrefillAttentionSpec, PlansWithLongStepsCompileIt) {
   cuda::OpDesc op;
-  op.kind = fb::OpKind::Attention;
-  op.ints = {0, 32, 8, 128, 0}; // layer, heads, kv heads, head dim, window
+  op.kind = OpKind::Attention;
+  op.heads = 32, op.kvHeads = 8, op.headDim = 128;
   op.blockSize = 32;
   const auto has = [](const std::vector<cuda::KernelInstance> &kernels,
                       const std::string &name) {

@@ -1,5 +1,6 @@
 //===- PlanFileTest.cpp - Plan round trip and corruption ------------------===//
 #include "runtime/plan/PlanFile.h"
+#include "runtime/plan/PlanOp.h"
 #include "runtime/support/Error.h"
 
 #include <gtest/gtest.h>
@@ -36,10 +37,13 @@ std::filesystem::path writeSamplePlan(const std::string &name) {
   auto weights = b.CreateVector(std::vector<flatbuffers::Offset<fb::Weight>>{
       fb::CreateWeightDirect(b, "w0", fb::DType::F32, &shape0, &s0),
       fb::CreateWeightDirect(b, "w1", fb::DType::BF16, &shape1, &s1)});
-  std::vector<int32_t> bufs = {4, 0}, ws = {0};
-  auto ops = b.CreateVector(
-      std::vector<flatbuffers::Offset<fb::Op>>{fb::CreateOpDirect(
-          b, fb::OpKind::Embedding, "model.embed_tokens", &bufs, &ws)});
+  PlanOp embedding;
+  embedding.kind = OpKind::Embedding;
+  embedding.name = "model.embed_tokens";
+  embedding.buffers = {4, 0};
+  embedding.weights = {0};
+  auto ops = b.CreateVector(std::vector<flatbuffers::Offset<fb::Op>>{
+      encodePlanOp(b, embedding)});
   auto model = fb::CreateModelInfoDirect(b, "LlamaForCausalLM", "/models/x",
                                          "abc", "{}", 6, 3, 1, 128);
   fb::PlanBuilder pb(b);
@@ -100,8 +104,14 @@ TEST(PlanFile, RoundTrip) {
   auto tok = plan.section(p.tokenizer_json());
   EXPECT_EQ(std::string(reinterpret_cast<const char *>(tok.data()), tok.size()),
             R"({"model": {"type": "BPE"}})");
-  EXPECT_EQ(p.ops()->Get(0)->kind(), fb::OpKind::Embedding);
-  EXPECT_EQ(p.ops()->Get(0)->buffers()->Get(0), 4);
+  ASSERT_EQ(p.ops()->Get(0)->params_type(), fb::OpParams::EmbeddingOp);
+  EXPECT_EQ(p.ops()->Get(0)->params_as_EmbeddingOp()->out(), 4);
+  std::vector<PlanOp> decoded = decodePlanOps(p, "test");
+  ASSERT_EQ(decoded.size(), 1u);
+  EXPECT_EQ(decoded[0].kind, OpKind::Embedding);
+  EXPECT_EQ(decoded[0].name, "model.embed_tokens");
+  EXPECT_EQ(decoded[0].buffers, (std::vector<int32_t>{4, 0}));
+  EXPECT_EQ(decoded[0].weights, (std::vector<int32_t>{0}));
   EXPECT_THROW(plan.weightBytes(2), Error);
   std::filesystem::remove(path);
 }

@@ -204,31 +204,29 @@ TEST(ReferencePlanCheck, IndicesOutOfRange) {
   EXPECT_PLAN_ERROR(p.ops[opIndex(p, "model.norm")].weights[0] = 1000,
                     "'model.norm' (RmsNorm): weight operand 0 is 1000");
   EXPECT_PLAN_ERROR(
-      p.ops[opIndex(p, "model.layers.1.self_attn.rope")].ints[4] = 3,
+      p.ops[opIndex(p, "model.layers.1.self_attn.rope")].rope = 3,
       "'model.layers.1.self_attn.rope' (RopeKvWrite): rope table 3 does not "
       "exist");
   EXPECT_PLAN_ERROR(
-      p.ops[opIndex(p, "model.layers.1.self_attn")].ints[0] = 2,
+      p.ops[opIndex(p, "model.layers.1.self_attn")].layer = 2,
       "'model.layers.1.self_attn' (Attention): layer 2 is outside the KV "
       "cache's 2 layers");
 }
 
 TEST(ReferencePlanCheck, OperandCounts) {
-  EXPECT_PLAN_ERROR(p.ops[opIndex(p, "lm_head")].buffers.push_back(5),
-                    "'lm_head' (Linear): has 3 buffers, expected 2");
-  EXPECT_PLAN_ERROR(p.ops[opIndex(p, "model.norm")].floats.clear(),
-                    "'model.norm' (RmsNorm): has 0 floats, expected 1");
-  EXPECT_PLAN_ERROR(
-      p.ops[opIndex(p, "model.layers.0.self_attn")].ints.pop_back(),
-      "has 4 ints, expected 5");
+  // Typed op tables leave an absent operand -1, which the range checks
+  // catch; an optional operand's count decides its meaning.
   EXPECT_PLAN_ERROR(p.ops[opIndex(p, "model.embed_tokens")].weights.clear(),
-                    "has 0 weights, expected 1");
+                    "'model.embed_tokens' (Embedding): weight operand 0 is -1");
+  EXPECT_PLAN_ERROR(p.ops[opIndex(p, "lm_head")].buffers.pop_back(),
+                    "'lm_head' (Linear): buffer operand 1 is -1");
 }
 
 TEST(ReferencePlanCheck, UnknownOpKind) {
   EXPECT_PLAN_ERROR(p.ops[opIndex(p, "model.layers.0.mlp.act")].kind =
                         static_cast<OpKind>(42),
-                    "'model.layers.0.mlp.act' has unknown kind 42");
+                    "'model.layers.0.mlp.act' has kind 43, which this runtime "
+                    "does not know");
 }
 
 TEST(ReferencePlanCheck, WidthsMustAgree) {
@@ -243,14 +241,14 @@ TEST(ReferencePlanCheck, WidthsMustAgree) {
       "'model.layers.0.mlp.down_proj.weight' has shape [16, 24], expected "
       "[16, 16]");
   EXPECT_PLAN_ERROR(
-      p.ops[opIndex(p, "model.layers.0.self_attn")].ints[1] = 6,
+      p.ops[opIndex(p, "model.layers.0.self_attn")].heads = 6,
       "'model.layers.0.self_attn' (Attention): qkv buffer 'qkv' has width 32, "
       "expected (heads + 2 * kv_heads) * head_dim = 40");
   EXPECT_PLAN_ERROR(
-      p.ops[opIndex(p, "model.layers.0.self_attn.q_norm")].ints[0] = 30,
+      p.ops[opIndex(p, "model.layers.0.self_attn.q_norm")].column = 30,
       "columns [30, 30 + 4 * 4) do not fit in buffer 'qkv' of width 32");
   EXPECT_PLAN_ERROR(
-      p.ops[opIndex(p, "model.layers.0.self_attn.rope")].ints[2] = 1,
+      p.ops[opIndex(p, "model.layers.0.self_attn.rope")].kvHeads = 1,
       "kv_heads 1 and head_dim 4 disagree with the KV cache layout");
   EXPECT_PLAN_ERROR(p.ropes[0].invFreq.push_back(0.5f),
                     "rope table 0 has 3 inv_freq values, expected head_dim / "
@@ -314,7 +312,7 @@ TEST(ReferencePlanCheck, Weights) {
                     "shape and dtype BF16 need 928");
   EXPECT_PLAN_ERROR(p.weights[0].shape[1] = 0, "has an invalid shape");
   EXPECT_PLAN_ERROR(
-      p.ops[opIndex(p, "model.layers.0.input_layernorm")].floats[0] = -1.0f,
+      p.ops[opIndex(p, "model.layers.0.input_layernorm")].eps = -1.0f,
       "eps is -1; it must be finite and >= 0");
 }
 

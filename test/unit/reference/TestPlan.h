@@ -40,14 +40,9 @@ struct TestBuffer {
   RowSpace rows = RowSpace::Tokens;
 };
 
-struct TestOp {
-  OpKind kind = OpKind::Embedding;
-  std::string name;
-  std::vector<int32_t> buffers;
-  std::vector<int32_t> weights;
-  std::vector<int64_t> ints;
-  std::vector<float> floats;
-};
+/// An op as the plan stores it (tests change its fields to make a plan
+/// malformed).
+using TestOp = PlanOp;
 
 struct TestRope {
   std::vector<float> invFreq;
@@ -70,6 +65,16 @@ public:
   /// The KV-cache layout; `fp8` makes it E4M3 with per-token scales.
   void kvCache(int32_t layers, int32_t kvHeads, int32_t headDim,
                int32_t blockSize, bool fp8 = false);
+  /// An op from its operands in role order (runtime/plan/PlanOp.h) and its
+  /// parameters in a short positional form:
+  ///   RmsNorm        floats eps
+  ///   HeadRmsNorm    ints column, heads, head_dim; floats eps
+  ///   Linear         ints [epilogue]
+  ///   NormLinear     ints epilogue; floats eps
+  ///   RopeKvWrite    ints layer, heads, kv_heads, head_dim, rope
+  ///   Attention      ints layer, heads, kv_heads, head_dim, window;
+  ///                  floats scale
+  ///   ConcatColumns  ints column_0, width_0, column_1, width_1, ...
   void op(OpKind kind, const std::string &name, std::vector<int32_t> buffers,
           std::vector<int32_t> weights = {}, std::vector<int64_t> ints = {},
           std::vector<float> floats = {});

@@ -1,0 +1,265 @@
+//===- PlanOp.cpp - One op of a plan's step, by role ----------------------===//
+#include "runtime/plan/PlanOp.h"
+
+#include "runtime/support/Error.h"
+
+namespace sol {
+
+std::string_view opKindName(OpKind kind) {
+  switch (kind) {
+  case OpKind::Embedding:
+    return "Embedding";
+  case OpKind::RmsNorm:
+    return "RmsNorm";
+  case OpKind::HeadRmsNorm:
+    return "HeadRmsNorm";
+  case OpKind::Linear:
+    return "Linear";
+  case OpKind::RopeKvWrite:
+    return "RopeKvWrite";
+  case OpKind::Attention:
+    return "Attention";
+  case OpKind::Swiglu:
+    return "Swiglu";
+  case OpKind::Add:
+    return "Add";
+  case OpKind::GatherRows:
+    return "GatherRows";
+  case OpKind::NormLinear:
+    return "NormLinear";
+  case OpKind::ConcatColumns:
+    return "ConcatColumns";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::vector<int64_t> longs(const flatbuffers::Vector<int64_t> *v) {
+  return v ? std::vector<int64_t>(v->begin(), v->end())
+           : std::vector<int64_t>();
+}
+
+/// Appends `index` when the optional operand is present (>= 0).
+void optional(std::vector<int32_t> &operands, int32_t index) {
+  if (index >= 0)
+    operands.push_back(index);
+}
+
+} // namespace
+
+std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
+                                  std::string_view planPath) {
+  std::vector<PlanOp> out;
+  if (!plan.ops())
+    return out;
+  for (flatbuffers::uoffset_t i = 0; i < plan.ops()->size(); ++i) {
+    const fb::Op *src = plan.ops()->Get(i);
+    PlanOp op;
+    op.name = src->name() ? src->name()->str() : std::string();
+    const auto type = static_cast<int>(src->params_type());
+    if (type <= 0 || type > kNumOpKinds)
+      fail("plan ", planPath, ": op #", i, " '", op.name, "' has kind ", type,
+           ", which this runtime does not know; this plan needs a newer Sol "
+           "runtime");
+    op.kind = static_cast<OpKind>(type - 1);
+    auto missing = [&] {
+      fail("plan ", planPath, ": op #", i, " '", op.name, "' (",
+           opKindName(op.kind), ") has no parameter table");
+    };
+    switch (op.kind) {
+    case OpKind::Embedding: {
+      const fb::EmbeddingOp *p = src->params_as_EmbeddingOp();
+      if (!p)
+        missing();
+      op.buffers = {p->out(), p->ids()};
+      op.weights = {p->table()};
+      break;
+    }
+    case OpKind::RmsNorm: {
+      const fb::RmsNormOp *p = src->params_as_RmsNormOp();
+      if (!p)
+        missing();
+      op.buffers = {p->out(), p->input()};
+      optional(op.buffers, p->residual());
+      op.weights = {p->weight()};
+      op.eps = p->eps();
+      break;
+    }
+    case OpKind::HeadRmsNorm: {
+      const fb::HeadRmsNormOp *p = src->params_as_HeadRmsNormOp();
+      if (!p)
+        missing();
+      op.buffers = {p->buffer()};
+      op.weights = {p->weight()};
+      op.column = p->column();
+      op.heads = p->heads();
+      op.headDim = p->head_dim();
+      op.eps = p->eps();
+      break;
+    }
+    case OpKind::Linear: {
+      const fb::LinearOp *p = src->params_as_LinearOp();
+      if (!p)
+        missing();
+      op.buffers = {p->out(), p->input()};
+      op.weights = {p->weight()};
+      optional(op.weights, p->bias());
+      op.epilogue = p->epilogue();
+      break;
+    }
+    case OpKind::NormLinear: {
+      const fb::NormLinearOp *p = src->params_as_NormLinearOp();
+      if (!p)
+        missing();
+      op.buffers = {p->out(), p->input(), p->normed()};
+      op.weights = {p->norm_weight(), p->weight()};
+      optional(op.weights, p->bias());
+      op.eps = p->eps();
+      op.epilogue = p->epilogue();
+      break;
+    }
+    case OpKind::RopeKvWrite: {
+      const fb::RopeKvWriteOp *p = src->params_as_RopeKvWriteOp();
+      if (!p)
+        missing();
+      op.buffers = {p->qkv()};
+      op.layer = p->layer();
+      op.heads = p->heads();
+      op.kvHeads = p->kv_heads();
+      op.headDim = p->head_dim();
+      op.rope = p->rope();
+      break;
+    }
+    case OpKind::Attention: {
+      const fb::AttentionOp *p = src->params_as_AttentionOp();
+      if (!p)
+        missing();
+      op.buffers = {p->out(), p->qkv()};
+      op.layer = p->layer();
+      op.heads = p->heads();
+      op.kvHeads = p->kv_heads();
+      op.headDim = p->head_dim();
+      op.slidingWindow = p->sliding_window();
+      op.scale = p->scale();
+      break;
+    }
+    case OpKind::Swiglu: {
+      const fb::SwigluOp *p = src->params_as_SwigluOp();
+      if (!p)
+        missing();
+      op.buffers = {p->out(), p->input()};
+      break;
+    }
+    case OpKind::Add: {
+      const fb::AddOp *p = src->params_as_AddOp();
+      if (!p)
+        missing();
+      op.buffers = {p->out(), p->lhs(), p->rhs()};
+      break;
+    }
+    case OpKind::GatherRows: {
+      const fb::GatherRowsOp *p = src->params_as_GatherRowsOp();
+      if (!p)
+        missing();
+      op.buffers = {p->out(), p->input(), p->rows()};
+      break;
+    }
+    case OpKind::ConcatColumns: {
+      const fb::ConcatColumnsOp *p = src->params_as_ConcatColumnsOp();
+      if (!p)
+        missing();
+      op.buffers = {p->out()};
+      if (p->inputs())
+        op.buffers.insert(op.buffers.end(), p->inputs()->begin(),
+                          p->inputs()->end());
+      op.columns = longs(p->columns());
+      op.widths = longs(p->widths());
+      if (op.columns.size() + 1 != op.buffers.size() ||
+          op.widths.size() + 1 != op.buffers.size())
+        fail("plan ", planPath, ": op #", i, " '", op.name,
+             "' (ConcatColumns) has ", op.buffers.size() - 1, " inputs but ",
+             op.columns.size(), " columns and ", op.widths.size(), " widths");
+      break;
+    }
+    }
+    out.push_back(std::move(op));
+  }
+  return out;
+}
+
+flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
+                                         const PlanOp &op) {
+  auto buffer = [&](size_t i) {
+    return i < op.buffers.size() ? op.buffers[i] : -1;
+  };
+  auto weight = [&](size_t i) {
+    return i < op.weights.size() ? op.weights[i] : -1;
+  };
+  flatbuffers::Offset<void> params;
+  switch (op.kind) {
+  case OpKind::Embedding:
+    params = fb::CreateEmbeddingOp(b, buffer(0), buffer(1), weight(0)).Union();
+    break;
+  case OpKind::RmsNorm:
+    params = fb::CreateRmsNormOp(b, buffer(0), buffer(1), buffer(2), weight(0),
+                                 op.eps)
+                 .Union();
+    break;
+  case OpKind::HeadRmsNorm:
+    params = fb::CreateHeadRmsNormOp(
+                 b, buffer(0), op.column, static_cast<int32_t>(op.heads),
+                 static_cast<int32_t>(op.headDim), weight(0), op.eps)
+                 .Union();
+    break;
+  case OpKind::Linear:
+    params = fb::CreateLinearOp(b, buffer(0), buffer(1), weight(0), weight(1),
+                                op.epilogue)
+                 .Union();
+    break;
+  case OpKind::NormLinear:
+    params =
+        fb::CreateNormLinearOp(b, buffer(0), buffer(1), buffer(2), weight(0),
+                               op.eps, weight(1), weight(2), op.epilogue)
+            .Union();
+    break;
+  case OpKind::RopeKvWrite:
+    params =
+        fb::CreateRopeKvWriteOp(
+            b, buffer(0), static_cast<int32_t>(op.layer),
+            static_cast<int32_t>(op.heads), static_cast<int32_t>(op.kvHeads),
+            static_cast<int32_t>(op.headDim), static_cast<int32_t>(op.rope))
+            .Union();
+    break;
+  case OpKind::Attention:
+    params =
+        fb::CreateAttentionOp(
+            b, buffer(0), buffer(1), static_cast<int32_t>(op.layer),
+            static_cast<int32_t>(op.heads), static_cast<int32_t>(op.kvHeads),
+            static_cast<int32_t>(op.headDim),
+            static_cast<int32_t>(op.slidingWindow), op.scale)
+            .Union();
+    break;
+  case OpKind::Swiglu:
+    params = fb::CreateSwigluOp(b, buffer(0), buffer(1)).Union();
+    break;
+  case OpKind::Add:
+    params = fb::CreateAddOp(b, buffer(0), buffer(1), buffer(2)).Union();
+    break;
+  case OpKind::GatherRows:
+    params = fb::CreateGatherRowsOp(b, buffer(0), buffer(1), buffer(2)).Union();
+    break;
+  case OpKind::ConcatColumns: {
+    std::vector<int32_t> inputs(op.buffers.begin() + 1, op.buffers.end());
+    params = fb::CreateConcatColumnsOpDirect(b, buffer(0), &inputs, &op.columns,
+                                             &op.widths)
+                 .Union();
+    break;
+  }
+  }
+  return fb::CreateOpDirect(
+      b, op.name.c_str(),
+      static_cast<fb::OpParams>(static_cast<int>(op.kind) + 1), params);
+}
+
+} // namespace sol

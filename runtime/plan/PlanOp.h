@@ -1,0 +1,88 @@
+//===- PlanOp.h - One op of a plan's step, by role --------------*- C++ -*-===//
+//
+// Plan.fbs stores each op as a table of its kind (OpParams). Code generation
+// builds PlanOps and encodes them; both executors decode them once at load
+// and never touch the flatbuffer op tables again. Operands are named by
+// role; `buffers` and `weights` also list them in a fixed order per kind
+// (below) for code that walks every operand (liveness, range checks).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/plan/Plan_generated.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sol {
+
+/// The kinds of plan ops, in the order of Plan.fbs's OpParams.
+enum class OpKind : uint8_t {
+  Embedding,
+  RmsNorm,
+  HeadRmsNorm,
+  Linear,
+  RopeKvWrite,
+  Attention,
+  Swiglu,
+  Add,
+  GatherRows,
+  NormLinear,
+  ConcatColumns,
+};
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::ConcatColumns) + 1;
+std::string_view opKindName(OpKind kind);
+
+/// One op. Buffer and weight operands in role order:
+///
+///   Embedding      buffers out, ids                weights table
+///   RmsNorm        buffers out, in[, residual]     weights weight
+///   HeadRmsNorm    buffers buf                     weights weight
+///   Linear         buffers out, in                 weights W[, bias]
+///   NormLinear     buffers out, in, normed         weights norm, W[, bias]
+///   RopeKvWrite    buffers qkv
+///   Attention      buffers out, qkv
+///   Swiglu         buffers out, in
+///   Add            buffers out, lhs, rhs
+///   GatherRows     buffers out, in, rows
+///   ConcatColumns  buffers out, in_0, in_1, ...
+///
+/// Only the parameters of the op's kind are meaningful.
+struct PlanOp {
+  OpKind kind = OpKind::Embedding;
+  std::string name;
+  std::vector<int32_t> buffers;
+  std::vector<int32_t> weights;
+  float eps = 0.0f;          // RmsNorm, HeadRmsNorm, NormLinear
+  float scale = 0.0f;        // Attention
+  int64_t column = 0;        // HeadRmsNorm: its first column
+  int64_t heads = 0;         // HeadRmsNorm, RopeKvWrite, Attention
+  int64_t kvHeads = 0;       // RopeKvWrite, Attention
+  int64_t headDim = 0;       // HeadRmsNorm, RopeKvWrite, Attention
+  int64_t layer = 0;         // RopeKvWrite, Attention
+  int64_t rope = 0;          // RopeKvWrite: index into Plan.rope
+  int64_t slidingWindow = 0; // Attention: 0 = unlimited
+  fb::LinearEpilogue epilogue = fb::LinearEpilogue::None; // Linear, NormLinear
+  std::vector<int64_t> columns, widths; // ConcatColumns: per input
+
+  /// RmsNorm: whether it adds a residual first (a third buffer).
+  bool hasResidual() const { return buffers.size() == 3; }
+  /// Linear, NormLinear: the index of W in `weights`, and whether a bias
+  /// follows it.
+  size_t linearWeight() const { return kind == OpKind::NormLinear ? 1 : 0; }
+  bool hasBias() const { return weights.size() == linearWeight() + 2; }
+};
+
+/// The ops of `plan`, decoded. Throws sol::Error naming `planPath` and the
+/// op for a kind this runtime does not know (a newer solc) or a missing
+/// table; operand indices are not range-checked here.
+std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
+                                  std::string_view planPath);
+
+/// Encodes `op` as its kind's table (code generation, tests).
+flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
+                                         const PlanOp &op);
+
+} // namespace sol

@@ -1,0 +1,108 @@
+//===- PlanOpTest.cpp - Plan ops through their typed tables and back
+//-------===//
+#include "runtime/plan/PlanOp.h"
+#include "runtime/support/Error.h"
+
+#include <gtest/gtest.h>
+
+namespace sol {
+namespace {
+
+/// One op of every kind, each field set to a value of its own.
+std::vector<PlanOp> everyKind() {
+  std::vector<PlanOp> ops;
+  auto add = [&](OpKind kind, std::vector<int32_t> buffers,
+                 std::vector<int32_t> weights) -> PlanOp & {
+    PlanOp op;
+    op.kind = kind;
+    op.name = std::string(opKindName(kind)) + ".op";
+    op.buffers = std::move(buffers);
+    op.weights = std::move(weights);
+    ops.push_back(std::move(op));
+    return ops.back();
+  };
+  add(OpKind::Embedding, {4, 0}, {7});
+  add(OpKind::RmsNorm, {5, 4, 6}, {8}).eps = 1e-5f;
+  add(OpKind::RmsNorm, {5, 4}, {8}).eps = 2e-6f;
+  PlanOp &head = add(OpKind::HeadRmsNorm, {9}, {3});
+  head.column = 128, head.heads = 4, head.headDim = 32, head.eps = 1e-6f;
+  add(OpKind::Linear, {10, 5}, {11, 12}).epilogue =
+      fb::LinearEpilogue::Residual;
+  add(OpKind::Linear, {10, 5}, {11});
+  PlanOp &nl = add(OpKind::NormLinear, {13, 4, 14}, {15, 16, 17});
+  nl.eps = 3e-5f, nl.epilogue = fb::LinearEpilogue::Swiglu;
+  PlanOp &rope = add(OpKind::RopeKvWrite, {9}, {});
+  rope.layer = 3, rope.heads = 8, rope.kvHeads = 2, rope.headDim = 64,
+  rope.rope = 1;
+  PlanOp &attn = add(OpKind::Attention, {18, 9}, {});
+  attn.layer = 3, attn.heads = 8, attn.kvHeads = 2, attn.headDim = 64,
+  attn.slidingWindow = 4096, attn.scale = 0.125f;
+  add(OpKind::Swiglu, {19, 13}, {});
+  add(OpKind::Add, {20, 19, 18}, {});
+  add(OpKind::GatherRows, {21, 20, 3}, {});
+  PlanOp &concat = add(OpKind::ConcatColumns, {22, 9, 18, 19}, {});
+  concat.columns = {0, 64, 0};
+  concat.widths = {128, 64, 32};
+  return ops;
+}
+
+TEST(PlanOpTest, EveryKindRoundTrips) {
+  const std::vector<PlanOp> ops = everyKind();
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<fb::Op>> encoded;
+  for (const PlanOp &op : ops)
+    encoded.push_back(encodePlanOp(b, op));
+  auto vector = b.CreateVector(encoded);
+  fb::PlanBuilder pb(b);
+  pb.add_ops(vector);
+  b.Finish(pb.Finish());
+  const fb::Plan *plan = flatbuffers::GetRoot<fb::Plan>(b.GetBufferPointer());
+  const std::vector<PlanOp> decoded = decodePlanOps(*plan, "test.plan");
+  ASSERT_EQ(decoded.size(), ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const PlanOp &a = ops[i], &d = decoded[i];
+    SCOPED_TRACE(a.name);
+    EXPECT_EQ(d.kind, a.kind);
+    EXPECT_EQ(d.name, a.name);
+    EXPECT_EQ(d.buffers, a.buffers);
+    EXPECT_EQ(d.weights, a.weights);
+    EXPECT_EQ(d.eps, a.eps);
+    EXPECT_EQ(d.scale, a.scale);
+    EXPECT_EQ(d.column, a.column);
+    EXPECT_EQ(d.heads, a.heads);
+    EXPECT_EQ(d.kvHeads, a.kvHeads);
+    EXPECT_EQ(d.headDim, a.headDim);
+    EXPECT_EQ(d.layer, a.layer);
+    EXPECT_EQ(d.rope, a.rope);
+    EXPECT_EQ(d.slidingWindow, a.slidingWindow);
+    EXPECT_EQ(d.epilogue, a.epilogue);
+    EXPECT_EQ(d.columns, a.columns);
+    EXPECT_EQ(d.widths, a.widths);
+  }
+  EXPECT_TRUE(decoded[1].hasResidual());
+  EXPECT_FALSE(decoded[2].hasResidual());
+  EXPECT_TRUE(decoded[4].hasBias());
+  EXPECT_FALSE(decoded[5].hasBias());
+  EXPECT_TRUE(decoded[6].hasBias());
+}
+
+TEST(PlanOpTest, UnknownKindsAreRefused) {
+  flatbuffers::FlatBufferBuilder b;
+  auto op = fb::CreateOpDirect(b, "future", static_cast<fb::OpParams>(99));
+  auto vector = b.CreateVector(std::vector{op});
+  fb::PlanBuilder pb(b);
+  pb.add_ops(vector);
+  b.Finish(pb.Finish());
+  const fb::Plan *plan = flatbuffers::GetRoot<fb::Plan>(b.GetBufferPointer());
+  try {
+    decodePlanOps(*plan, "x.plan");
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "plan x.plan: op #0 'future' has kind 99, which "
+                           "this runtime does not know; this plan needs a "
+                           "newer Sol runtime");
+  }
+}
+
+} // namespace
+} // namespace sol
