@@ -133,8 +133,8 @@ RopeTable RopeTable::compute(const RopeParameters &p, int64_t headDim) {
       freq /= static_cast<float>(p.factor);
     break;
   case RopeScaling::Llama3:
-    if (p.originalMaxPosition <= 0 ||
-        !(p.highFreqFactor > p.lowFreqFactor) || !(p.lowFreqFactor > 0))
+    if (p.originalMaxPosition <= 0 || !(p.highFreqFactor > p.lowFreqFactor) ||
+        !(p.lowFreqFactor > 0))
       fail("cannot build the llama3 RoPE table: it needs "
            "original_max_position_embeddings > 0 and "
            "high_freq_factor > low_freq_factor > 0");

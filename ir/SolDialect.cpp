@@ -224,8 +224,7 @@ LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 bool sol::isWeight(Value v) {
   Operation *def = v.getDefiningOp();
-  return def &&
-         (isa<WeightOp>(def) || def->hasTrait<sol::WeightTransform>());
+  return def && (isa<WeightOp>(def) || def->hasTrait<sol::WeightTransform>());
 }
 
 LogicalResult WeightOp::verify() {
@@ -353,18 +352,16 @@ LogicalResult verifyLinear(Operation *op, Value inputValue, Value weightValue,
                              << shapeString(weight);
   int64_t k = input.getDimSize(1), n = weight.getDimSize(0);
   if (weight.getDimSize(1) != k)
-    return op->emitOpError()
-           << "weight has " << weight.getDimSize(1)
-           << " input features but operand #0 (input) has " << k
-           << " (weight shape " << shapeString(weight) << ", input shape "
-           << shapeString(input) << ")";
+    return op->emitOpError() << "weight has " << weight.getDimSize(1)
+                             << " input features but operand #0 (input) has "
+                             << k << " (weight shape " << shapeString(weight)
+                             << ", input shape " << shapeString(input) << ")";
   if (bias && failed(checkWeightShape(op, bias, "bias", {n})))
     return failure();
   if (bias && tensorType(bias).getElementType() != weight.getElementType())
-    return op->emitOpError() << "bias element type "
-                             << tensorType(bias).getElementType()
-                             << " must be the weight's, "
-                             << weight.getElementType();
+    return op->emitOpError()
+           << "bias element type " << tensorType(bias).getElementType()
+           << " must be the weight's, " << weight.getElementType();
   int64_t outN = n;
   if (epilogue == LinearEpilogue::Swiglu) {
     if (n % 2 != 0)
@@ -380,13 +377,12 @@ LogicalResult verifyLinear(Operation *op, Value inputValue, Value weightValue,
            << "the residual operand goes with the residual epilogue, and "
            << "only with it";
   if (residual && tensorType(residual) != result)
-    return op->emitOpError() << "residual must have the result type "
-                             << result << ", but has " << residual.getType();
+    return op->emitOpError() << "residual must have the result type " << result
+                             << ", but has " << residual.getType();
   Type in = input.getElementType(), out = result.getElementType();
   if (out != in && !(out.isF32() && epilogue == LinearEpilogue::None))
     return op->emitOpError()
-           << "result element type " << out
-           << " must be the input's (" << in
+           << "result element type " << out << " must be the input's (" << in
            << "), or f32 without an epilogue (logits)";
   return success();
 }
@@ -452,8 +448,7 @@ LogicalResult HeadRmsNormOp::verify() {
                          << "has shape " << shapeString(weight);
   int64_t n = getInput().getType().getDimSize(1);
   int64_t column = getColumn(), heads = getNumHeads();
-  if (column < 0 || heads <= 0 ||
-      column + heads * weight.getDimSize(0) > n)
+  if (column < 0 || heads <= 0 || column + heads * weight.getDimSize(0) > n)
     return emitOpError() << "columns [" << column << ", "
                          << column + heads * weight.getDimSize(0)
                          << ") must lie within the input's " << n;
@@ -493,9 +488,9 @@ LogicalResult verifyAttentionShape(Operation *op, int64_t heads,
     return op->emitOpError() << "num_heads, num_kv_heads and head_dim must be "
                              << "positive";
   if (heads % kvHeads != 0)
-    return op->emitOpError() << "num_heads (" << heads
-                             << ") must be a multiple of num_kv_heads ("
-                             << kvHeads << ")";
+    return op->emitOpError()
+           << "num_heads (" << heads << ") must be a multiple of num_kv_heads ("
+           << kvHeads << ")";
   if (layer < 0)
     return op->emitOpError() << "layer must be non-negative";
   if (window && static_cast<int64_t>(*window) <= 0)

@@ -27,8 +27,8 @@ void WeightStore::addView(std::string name, DType dtype,
                           std::span<const std::byte> bytes) {
   Tensor t{name, dtype, std::move(shape), bytes, {}};
   if (t.byteSize() != bytes.size())
-    fail("weight ", name, " has ", bytes.size(), " bytes, but ", dtypeName(dtype),
-         " of its shape needs ", t.byteSize());
+    fail("weight ", name, " has ", bytes.size(), " bytes, but ",
+         dtypeName(dtype), " of its shape needs ", t.byteSize());
   if (!tensors_.emplace(name, std::move(t)).second)
     fail("the weight store already holds a tensor called ", name);
 }

@@ -43,8 +43,8 @@ struct FuseLogits : OpRewritePattern<LogitsOp> {
       Value rhs = rewriter.create<GatherRowsOp>(loc, rowsType(add.getRhs()),
                                                 add.getRhs(), rows);
       auto norm = rewriter.create<AddRmsNormOp>(
-          loc, lhs.getType(), lhs.getType(), rhs, lhs,
-          logits.getNormWeight(), logits.getEpsilonAttr());
+          loc, lhs.getType(), lhs.getType(), rhs, lhs, logits.getNormWeight(),
+          logits.getEpsilonAttr());
       rewriter.replaceOpWithNewOp<LinearOp>(logits, logits.getType(),
                                             norm.getNormed(),
                                             logits.getLmHead(), Value());

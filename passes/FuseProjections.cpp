@@ -88,9 +88,9 @@ struct FuseGateUp : OpRewritePattern<SwigluOp> {
     Value bias = gate.getBias() ? interleaveRows(rewriter, loc, gate.getBias(),
                                                  up.getBias())
                                 : Value();
-    auto fused = rewriter.create<LinearOp>(
-        loc, op.getType(), gate.getInput(), weight, bias, Value(),
-        LinearEpilogue::Swiglu);
+    auto fused =
+        rewriter.create<LinearOp>(loc, op.getType(), gate.getInput(), weight,
+                                  bias, Value(), LinearEpilogue::Swiglu);
     rewriter.replaceOp(op, fused.getResult());
     rewriter.eraseOp(gate);
     rewriter.eraseOp(up);

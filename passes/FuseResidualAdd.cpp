@@ -52,9 +52,8 @@ struct FuseResidualAdd : OpRewritePattern<AddOp> {
         continue;
       rewriter.setInsertionPoint(linear);
       auto fused = rewriter.create<LinearOp>(
-          linear.getLoc(), add.getType(), linear.getInput(),
-          linear.getWeight(), linear.getBias(), residual,
-          LinearEpilogue::Residual);
+          linear.getLoc(), add.getType(), linear.getInput(), linear.getWeight(),
+          linear.getBias(), residual, LinearEpilogue::Residual);
       rewriter.replaceOp(add, fused.getResult());
       rewriter.eraseOp(linear);
       return success();

@@ -89,10 +89,8 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
         k->hasOneUse()) {
       RmsNormOp qNorm = headNormOfSplitPart(qIn, split, 0, headDim);
       RmsNormOp kNorm = headNormOfSplitPart(kIn, split, 1, headDim);
-      bool qDirect =
-          (qIn == split.getResult(0) && qIn.hasOneUse()) || qNorm;
-      bool kDirect =
-          (kIn == split.getResult(1) && kIn.hasOneUse()) || kNorm;
+      bool qDirect = (qIn == split.getResult(0) && qIn.hasOneUse()) || qNorm;
+      bool kDirect = (kIn == split.getResult(1) && kIn.hasOneUse()) || kNorm;
       if (qDirect && kDirect) {
         qkv = split.getInput();
         if (qNorm)
@@ -154,9 +152,9 @@ struct LowerLogits : OpRewritePattern<LogitsOp> {
     Value hidden = op.getHidden();
     Value gathered = rewriter.create<GatherRowsOp>(loc, hidden.getType(),
                                                    hidden, op.getRows());
-    Value normed = rewriter.create<RmsNormOp>(loc, hidden.getType(), gathered,
-                                              op.getNormWeight(),
-                                              op.getEpsilonAttr());
+    Value normed =
+        rewriter.create<RmsNormOp>(loc, hidden.getType(), gathered,
+                                   op.getNormWeight(), op.getEpsilonAttr());
     rewriter.replaceOpWithNewOp<LinearOp>(op, op.getType(), normed,
                                           op.getLmHead(), Value());
     return success();

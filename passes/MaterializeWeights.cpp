@@ -165,8 +165,8 @@ struct SolMaterializeWeightsPass
       name = sources[0] + "~" + std::string(dtypeName(dtype));
       const DType from =
           storeDType(convert.getInput().getType().getElementType());
-      produce = [src = sources[0], from,
-                 dtype](const WeightStore &s, const ByteSink &sink) {
+      produce = [src = sources[0], from, dtype](const WeightStore &s,
+                                                const ByteSink &sink) {
         std::vector<std::byte> converted;
         s.read(src, [&](std::span<const std::byte> piece) {
           convertElements(piece, from, dtype, converted);
@@ -180,8 +180,8 @@ struct SolMaterializeWeightsPass
                    element = dtypeBits(dtype) / 8;
       if (element == 0)
         return op->emitOpError("cannot transpose packed 4-bit weights");
-      produce = [src = sources[0], rows, cols,
-                 element](const WeightStore &s, const ByteSink &sink) {
+      produce = [src = sources[0], rows, cols, element](const WeightStore &s,
+                                                        const ByteSink &sink) {
         std::vector<std::byte> scratch, row(rows * element);
         auto in = s.contiguous(src, scratch);
         // Row c of the result is column c of the [rows, cols] input.

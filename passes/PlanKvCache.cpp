@@ -67,13 +67,12 @@ struct SolPlanKvCachePass : sol::impl::SolPlanKvCacheBase<SolPlanKvCachePass> {
       } else if (op.getCacheKvHeads() != first.getCacheKvHeads() ||
                  op.getCacheHeadDim() != first.getCacheHeadDim()) {
         InFlightDiagnostic d =
-            op->emitError() << "sol-plan-kv-cache: every layer must have the "
-                            << "same KV shape, but this one has "
-                            << op.getCacheKvHeads() << " kv heads of head dim "
-                            << op.getCacheHeadDim() << " and layer "
-                            << first.getCacheLayer() << " has "
-                            << first.getCacheKvHeads() << " of "
-                            << first.getCacheHeadDim();
+            op->emitError()
+            << "sol-plan-kv-cache: every layer must have the "
+            << "same KV shape, but this one has " << op.getCacheKvHeads()
+            << " kv heads of head dim " << op.getCacheHeadDim() << " and layer "
+            << first.getCacheLayer() << " has " << first.getCacheKvHeads()
+            << " of " << first.getCacheHeadDim();
         d.attachNote(first->getLoc()) << "layer " << first.getCacheLayer();
         return WalkResult::interrupt();
       }

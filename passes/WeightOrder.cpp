@@ -14,7 +14,8 @@ bool isWeightOp(Operation *op) {
 bool onlyWeightsBetween(Operation *first, Operation *last) {
   if (first->getBlock() != last->getBlock() || !first->isBeforeInBlock(last))
     return false;
-  for (Operation *o = first->getNextNode(); o && o != last; o = o->getNextNode())
+  for (Operation *o = first->getNextNode(); o && o != last;
+       o = o->getNextNode())
     if (!isWeightOp(o))
       return false;
   return true;

@@ -48,12 +48,11 @@ RopeAttr ropeAttr(MLIRContext *ctx, const hf::ModelConfig &config) {
     kind = RopeScalingKind::Yarn;
     break;
   }
-  return RopeAttr::get(ctx, APFloat(p.theta), kind, APFloat(p.factor),
-                       APFloat(p.lowFreqFactor), APFloat(p.highFreqFactor),
-                       p.originalMaxPosition, APFloat(p.betaFast),
-                       APFloat(p.betaSlow),
-                       APFloat(kind == RopeScalingKind::Yarn ? p.attentionFactor
-                                                             : 0.0));
+  return RopeAttr::get(
+      ctx, APFloat(p.theta), kind, APFloat(p.factor), APFloat(p.lowFreqFactor),
+      APFloat(p.highFreqFactor), p.originalMaxPosition, APFloat(p.betaFast),
+      APFloat(p.betaSlow),
+      APFloat(kind == RopeScalingKind::Yarn ? p.attentionFactor : 0.0));
 }
 
 std::string readText(const std::filesystem::path &p) {
@@ -121,8 +120,8 @@ Value Builder::weight(const std::string &name) {
   Value w = b.create<WeightOp>(loc, type, FlatSymbolRefAttr::get(&ctx, name));
   if (type.getElementType() == actType)
     return w;
-  return b.create<ConvertWeightOp>(
-      loc, RankedTensorType::get(t.shape, actType), w);
+  return b.create<ConvertWeightOp>(loc, RankedTensorType::get(t.shape, actType),
+                                   w);
 }
 
 Value Builder::linear(Value x, const std::string &prefix, bool bias) {
@@ -248,8 +247,7 @@ ImportedModel importHfModel(MLIRContext &context,
 
 ImportedModel importModel(MLIRContext &context,
                           const std::filesystem::path &source) {
-  if (std::filesystem::is_regular_file(source) &&
-      source.extension() == ".onnx")
+  if (std::filesystem::is_regular_file(source) && source.extension() == ".onnx")
     fail(source.string(), ": ONNX import is not supported yet; give a "
                           "Hugging Face checkpoint directory (config.json "
                           "and *.safetensors)");
