@@ -38,7 +38,7 @@ case "${1:-tiny}" in
     [[ -f "$TOK/tokenizer.json" ]] || TOK=models/sol-tiny
     [[ -f "$TOK/tokenizer.json" ]] || { echo "run-on-gpu: no sol-tiny tokenizer; run the tiny stage first" >&2; exit 1; }
     python3 models/sol-tiny/train.py "${DATA[@]}" --out "$WORK/llama-1b" --preset llama-3.2-1b \
-        --tokenizer "$TOK" --skip-goldens 2>&1 | tee "$OUT/llama-1b.log"
+        --tokenizer "$TOK" --skip-goldens --minutes "${MINUTES_1B:-5}" 2>&1 | tee "$OUT/llama-1b.log"
     mkdir -p "$OUT/llama-1b"
     cp "$WORK/llama-1b/eval.json" "$WORK/llama-1b/train_log.jsonl" "$WORK/llama-1b/config.json" "$OUT/llama-1b/"
     ;;
