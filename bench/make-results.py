@@ -16,6 +16,11 @@ holds run.json ({"date", "commit", "gpu"}, written by gpu-check) and any of:
   engine.json                  step 7: 64 concurrent sequences, the prefix
                                cache's TTFT, 1,000 offline requests
   serve-SHAPE.json             step 11: solbench against solrun --serve
+  trained/quality-MODEL[-fp8].json
+                               step 18: a plan of a trained model against
+                               Transformers on held-out text (bench/quality.py)
+  ab/ab.json                   step 19: this build against an older one
+                               (scripts/gpu-ab)
 
 Each report gives one or more rows, keyed by the workload (the first column).
 A later RUN_DIR (by date, then by position on the command line) replaces an
@@ -146,6 +151,51 @@ def serve_rows(d, name):
              command(11, "serve_bench.py", env))]
 
 
+def quality_rows(d, name):
+    """bench/quality.py --hf: a trained model's plan against Transformers."""
+    model = name[len("quality-"):-len(".json")]
+    fp8 = model.endswith("-fp8")
+    model = model[: -len("-fp8")] if fp8 else model
+    who = {"sol-tiny": "sol-tiny (models/sol-tiny)",
+           "llama-1b": "Llama-3.2-1B shape trained with sol-tiny's recipe"}.get(model, model)
+    sol, bf16 = d["rows"]["sol"], d["rows"]["hf_bf16"]
+
+    def cell(r):
+        return (f"perplexity {r['perplexity']:.3f} ({r['perplexity_delta_pct']:+.3f}%), "
+                f"top-1 {r['top1_agreement_pct']:.2f}%, KL {r['kl_mean_nats']:.1e}, "
+                f"relative logit error {r['rel_logit_error']:.1e}")
+    kv = ", fp8 KV cache" if fp8 else ""
+    workload = (f"{who}{kv}, held-out text, {n(d['positions'], 0)} positions: against "
+                "Transformers float32")
+    base = (f"Transformers bf16: {cell(bf16)}; float32 perplexity "
+            f"{sol['perplexity_ref']:.3f}")
+    # The fp8 KV cache is reported, not gated (its quantisation costs logit
+    # error by design); a bf16 plan must pass every gate.
+    gates = "" if fp8 else " (all gates passed)" if d.get("passed") else " (gates: " + "; ".join(
+        g["name"] + (" passed" if g["passed"] else " FAILED") for g in d.get("gates", [])) + ")"
+    return [(workload, f"{cell(sol)}{gates}", base,
+             "`SOL_GPU_STEPS=18 scripts/gpu-check` (`bench/quality.py`)")]
+
+
+AB_NAMES = {"1b-decode": "Llama-3.2-1B shape, batch 1, prompt 128 + 128 new: decode tok/s",
+            "1b-64": "Llama-3.2-1B shape, 64 sequences, prompt 128 + 256 new: decode tok/s",
+            "8b-decode": "Llama-3.1-8B shape, batch 1, prompt 128 + 128 new: decode tok/s"}
+
+
+def ab_rows(d, old_commit):
+    """scripts/gpu-ab: this build's median against an older build's, same call."""
+    rows = []
+    for key, r in d.items():
+        fig = r.get("tok_s") or r.get("decode_tok_s")
+        extra = (f", greedy ids agree {r['ids_agree']}/{r['ids']}"
+                 if "ids_agree" in r else "")
+        rows.append((f"A/B: {AB_NAMES.get(key, key)}",
+                     f"{n(fig['new'])} ({r['ratio']:.3f} of the older build{extra})",
+                     f"{n(fig['old'])} (build {old_commit})",
+                     "`SOL_GPU_STEPS=19 scripts/gpu-check` (`scripts/gpu-ab`)"))
+    return rows
+
+
 def load(path):
     with open(path) as f:
         return json.load(f)
@@ -162,8 +212,13 @@ def run_rows(run_dir, args):
         fail(f"{run_dir} has no run.json with a date and a known commit (scripts/gpu-check "
              "writes one; .carry/bin/COMMIT names the commit); give --date and --commit")
     rows = []
-    for name in sorted(os.listdir(run_dir)):
+    names = sorted(os.listdir(run_dir))
+    for sub in ("trained", "ab"):
+        if os.path.isdir(os.path.join(run_dir, sub)):
+            names += [os.path.join(sub, f) for f in sorted(os.listdir(os.path.join(run_dir, sub)))]
+    for name in names:
         path = os.path.join(run_dir, name)
+        base = os.path.basename(name)
         try:
             if name in ("bench.json",):
                 rows += decode_rows(load(path), 4)
@@ -175,6 +230,11 @@ def run_rows(run_dir, args):
                 rows += engine_rows(load(path))
             elif re.fullmatch(r"serve-.+\.json", name):
                 rows += serve_rows(load(path), name[len("serve-"):-len(".json")])
+            elif name.startswith("trained/") and re.fullmatch(r"quality-[^/]+\.json", base) \
+                    and not base.endswith("-vs-bf16.json"):
+                rows += quality_rows(load(path), base)
+            elif name == os.path.join("ab", "ab.json"):
+                rows += ab_rows(load(path), meta.get("old_commit", args.old_commit or "older"))
         except (KeyError, StopIteration, ValueError, TypeError) as e:
             fail(f"{path}: not the report this script expects ({type(e).__name__}: {e})")
     if not rows:
@@ -188,16 +248,19 @@ def run_rows(run_dir, args):
     return date, [(w, f, b, date, commit, c) for w, (f, b, c) in best.items()]
 
 
-KINDS = ["batch 1", "concurrent", "cached", "offline", "-token prompt: TTFT", "solbench"]
+KINDS = ["batch 1", "concurrent", "64 sequences", "cached", "offline", "-token prompt: TTFT",
+         "solbench", "held-out"]
 
 
 def order(cells):
     """Rows by shape, then by kind of workload."""
     workload = cells[0]
-    shape = next((i for i, name in enumerate(SHAPES.values()) if workload.startswith(name)),
+    ab = workload.startswith("A/B: ")
+    bare = workload[len("A/B: "):] if ab else workload
+    shape = next((i for i, name in enumerate(SHAPES.values()) if bare.startswith(name)),
                  len(SHAPES))
     kind = next((i for i, k in enumerate(KINDS) if k in workload), len(KINDS))
-    return shape, kind, workload
+    return ab, shape, kind, workload
 
 
 def read_previous(path):
@@ -218,6 +281,7 @@ def main():
     ap.add_argument("--previous", help="the current RESULTS.md, whose other rows are kept")
     ap.add_argument("--date", help="YYYY-MM-DD of runs without run.json")
     ap.add_argument("--commit", help="the measured commit of runs without run.json")
+    ap.add_argument("--old-commit", help="the older build an A/B run (ab/ab.json) measured against")
     args = ap.parse_args()
 
     table = {}
