@@ -152,8 +152,9 @@ TEST(PlanFile, EveryTruncationIsAnError) {
     writeAll(cut, bytes, n);
     std::string err = openError(cut);
     ASSERT_FALSE(err.empty()) << "truncation to " << n << " bytes was accepted";
-    if (n >= sizeof(PlanHeader))
+    if (n >= sizeof(PlanHeader)) {
       EXPECT_NE(err.find("truncated plan"), std::string::npos) << err;
+    }
   }
   std::filesystem::remove(cut);
   std::filesystem::remove(path);
