@@ -17,7 +17,8 @@ namespace kernels {
 constexpr int kAddThreads = 256;
 
 template <int D>
-__global__ void __launch_bounds__(kAddThreads) add(const AddArgs args) {
+__global__ void __launch_bounds__(kAddThreads)
+    add(const __grid_constant__ AddArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   static_assert(D % 8 == 0, "add: D must be a multiple of 8");

@@ -69,7 +69,7 @@ __device__ __forceinline__ void argmaxBlockReduce(float &best, int &bestIdx) {
 // 128k-entry row to a single SM (13 us); slices spread it over the GPU.
 // With one split the workspace pointers are unused and may be null.
 __global__ void __launch_bounds__(kArgmaxThreads)
-    argmax(const ArgmaxArgs args) {
+    argmax(const __grid_constant__ ArgmaxArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   int *const out = args.out;

@@ -141,7 +141,7 @@ attendChunk(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
 
 template <int Hq, int Hkv, int HD, int BS>
 __global__ void __launch_bounds__(kPrefillThreads)
-    chunk_attention(const TiledAttentionArgs args) {
+    chunk_attention(const __grid_constant__ TiledAttentionArgs args) {
   static_assert(Hq % Hkv == 0, "chunk_attention: Hq must be k * Hkv");
   allowDependentLaunch();
   extern __shared__ __align__(128) unsigned char chunkShared[];
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
 // k_scales, v_scales: [num_blocks, BS, Hkv] float32 (PrefillAttention.cuh).
 template <int Hq, int Hkv, int HD, int BS>
 __global__ void __launch_bounds__(kPrefillThreads)
-    chunk_attention_fp8(const TiledAttentionArgs args) {
+    chunk_attention_fp8(const __grid_constant__ TiledAttentionArgs args) {
   static_assert(Hq % Hkv == 0, "chunk_attention_fp8: Hq must be k * Hkv");
   allowDependentLaunch();
   extern __shared__ __align__(128) unsigned char chunkShared[];

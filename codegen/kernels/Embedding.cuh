@@ -27,7 +27,7 @@ constexpr int kEmbeddingThreads = 256;
 
 template <int D>
 __global__ void __launch_bounds__(kEmbeddingThreads)
-    embedding(const EmbeddingArgs args) {
+    embedding(const __grid_constant__ EmbeddingArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   static_assert(D % 8 == 0, "embedding: D must be a multiple of 8");

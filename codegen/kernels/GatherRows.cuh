@@ -17,7 +17,7 @@ constexpr int kGatherRowsThreads = 256;
 
 template <int D>
 __global__ void __launch_bounds__(kGatherRowsThreads)
-    gather_rows(const GatherRowsArgs args) {
+    gather_rows(const __grid_constant__ GatherRowsArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   static_assert(D % 8 == 0, "gather_rows: D must be a multiple of 8");

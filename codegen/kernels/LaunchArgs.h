@@ -24,14 +24,18 @@
 // this very struct: the mangled name ends with its parameter's type,
 // "<length><struct name>E" (LaunchArgsName below).
 //
-// The parameter is not __grid_constant__: kernels copy the fields they use
-// into locals and never take the struct's address, so it is never copied to
-// local memory (ptxas gives no instance a stack frame it did not have with
-// positional parameters), and ptxas reads the fields as it read positional
-// parameters. With __grid_constant__, NVVM reads every field through a
-// register holding the parameter's address; over the instances of the
-// supported model shapes that changed more kernels' register counts (the
-// Qwen2.5 batch-1 GEMVs lost a block per SM) than the plain parameter.
+// The parameter is `const __grid_constant__`, read in place. Register
+// allocation is sensitive to how NVVM sees the arguments: as a plain by-value
+// struct the same kernel bodies came out differently from positional
+// parameters (64-bit offsets hoisted out of loops), and the Llama-3.2-1B
+// batch-1 GEMVs went from 48 to 53 registers (five blocks per SM to four),
+// the 128 x 128 GEMM tiles from 124 to 166 (two to one). With
+// __grid_constant__ every instance of the supported shapes has the blocks
+// per SM it had with positional parameters (linear_gemm's tile loads also
+// read `args` directly, LinearGemm.cuh). KernelCompileTest compares every
+// model instance's registers, blocks per SM and stack frame with
+// test/unit/cuda/kernel-resources.txt, so a change that costs occupancy fails
+// a test rather than a benchmark.
 //
 // Sizes are plain int / unsigned / float / unsigned long long: NVRTC has no
 // standard headers.

@@ -111,14 +111,12 @@ template <int BM, int BN, int WarpsM, int WarpsN, int Stages, typename OutT,
           bool HasBias, int Epilogue, bool SplitK>
 __global__ void
 __launch_bounds__(GemmShape<BM, BN, WarpsM, WarpsN, Stages>::kThreads)
-    linear_gemm(const LinearArgs args) {
+    linear_gemm(const __grid_constant__ LinearArgs args) {
   static_assert(!SplitK || (!HasBias && Epilogue == kEpilogueNone),
                 "linear_gemm: split-K adds bias and epilogue when finalizing");
   allowDependentLaunch();
   waitForPredecessor();
   OutT *const y = static_cast<OutT *>(args.y);
-  const bf16 *const x = args.x;
-  const bf16 *const w = args.w;
   const bf16 *const bias = args.bias;
   const int M = args.rows;
   const int N = args.n;
@@ -143,12 +141,16 @@ __launch_bounds__(GemmShape<BM, BN, WarpsM, WarpsN, Stages>::kThreads)
   const int kFirst = static_cast<int>(blockIdx.z) * perSplit;
   const int kTiles = max(0, min(allTiles - kFirst, perSplit));
 
+  // The tile loads read the launch arguments from the parameter itself: with
+  // the locals above captured instead, NVVM hoists the swizzled shared-memory
+  // offsets out of the K loop and the 128 x 128 tiles need 166 registers
+  // (one block per SM) instead of 128 (two).
   auto loadStage = [&](int stage, int kTile) {
     bf16 *tileA = shared + stage * Shape::kStageElems;
     bf16 *tileB = tileA + BM * Shape::kBK;
     const int k0 = (kFirst + kTile) * Shape::kBK;
-    loadTile<BM, kThreads>(tileA, x, m0, M, k0, K);
-    loadTile<BN, kThreads>(tileB, w, n0, N, k0, K);
+    loadTile<BM, kThreads>(tileA, args.x, m0, args.rows, k0, args.k);
+    loadTile<BN, kThreads>(tileB, args.w, n0, args.n, k0, args.k);
   };
 
   float acc[kMT][kNT][4];
@@ -251,7 +253,7 @@ __launch_bounds__(GemmShape<BM, BN, WarpsM, WarpsN, Stages>::kThreads)
 // column pair; grid-stride.
 template <typename OutT, bool HasBias, int Epilogue>
 __global__ void __launch_bounds__(256)
-    linear_splitk_finalize(const SplitKFinalizeArgs args) {
+    linear_splitk_finalize(const __grid_constant__ SplitKFinalizeArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   OutT *const y = static_cast<OutT *>(args.y);

@@ -84,7 +84,7 @@ template <int K, int MaxRows, int RowsPerWarp, int WarpsK, typename OutT,
           bool HasBias, int Epilogue, bool NormPrologue,
           bool L2Prefetch = false>
 __global__ void __launch_bounds__(kGemvThreads, 2)
-    linear_gemv(const LinearArgs args) {
+    linear_gemv(const __grid_constant__ LinearArgs args) {
   static_assert(K % 8 == 0, "linear_gemv: K must be a multiple of 8");
   static_assert(MaxRows >= 1 && MaxRows <= 8 && isPowerOfTwo(MaxRows),
                 "linear_gemv: MaxRows must be 1, 2, 4 or 8");

@@ -211,7 +211,7 @@ template <int K, int MaxRows, int Tiles, int WarpsK, typename OutT,
           bool HasBias, int Epilogue, bool NormPrologue,
           bool L2Prefetch = false>
 __global__ void __launch_bounds__(kSkinnyThreads, 2)
-    linear_skinny(const LinearArgs args) {
+    linear_skinny(const __grid_constant__ LinearArgs args) {
   using Shape = SkinnyShape<K, MaxRows, Tiles, WarpsK, NormPrologue>;
   static_assert(K % 8 == 0, "linear_skinny: K must be a multiple of 8");
   static_assert(MaxRows == 8 || MaxRows == 16,

@@ -505,7 +505,7 @@ template <int E> __device__ __forceinline__ uint4 loadFp8(const void *p) {
 template <int Hq, int Hkv, int HD, int BS, bool FusedRope,
           bool PreloadWalk = false>
 __global__ void __launch_bounds__(kPagedAttentionThreads)
-    paged_attention(const PagedAttentionArgs args) {
+    paged_attention(const __grid_constant__ PagedAttentionArgs args) {
   allowDependentLaunch();
   bf16 *const out = args.out;
   const bf16 *const qkv = args.qkv;
@@ -757,7 +757,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
 template <int Hq, int Hkv, int HD, int BS, bool FusedRope,
           bool PreloadWalk = false>
 __global__ void __launch_bounds__(kPagedAttentionThreads)
-    paged_attention_fp8(const PagedAttentionArgs args) {
+    paged_attention_fp8(const __grid_constant__ PagedAttentionArgs args) {
   allowDependentLaunch();
   bf16 *const out = args.out;
   const bf16 *const qkv = args.qkv;

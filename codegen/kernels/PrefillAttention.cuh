@@ -596,7 +596,7 @@ attend(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
 
 template <int Hq, int Hkv, int HD, int BS = kDefaultKvBlockSize>
 __global__ void __launch_bounds__(kPrefillThreads)
-    prefill_attention(const TiledAttentionArgs args) {
+    prefill_attention(const __grid_constant__ TiledAttentionArgs args) {
   static_assert(Hq % Hkv == 0, "prefill_attention: Hq must be k * Hkv");
   allowDependentLaunch();
   waitForPredecessor();
@@ -613,7 +613,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
 // kScales, vScales: [num_blocks, BS, Hkv] float32 (see the header).
 template <int Hq, int Hkv, int HD, int BS = kDefaultKvBlockSize>
 __global__ void __launch_bounds__(kPrefillThreads)
-    prefill_attention_fp8(const TiledAttentionArgs args) {
+    prefill_attention_fp8(const __grid_constant__ TiledAttentionArgs args) {
   static_assert(Hq % Hkv == 0, "prefill_attention_fp8: Hq must be k * Hkv");
   allowDependentLaunch();
   waitForPredecessor();

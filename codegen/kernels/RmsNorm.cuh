@@ -40,7 +40,7 @@ template <int D> struct RmsNormShape {
 
 template <int D>
 __global__ void __launch_bounds__(RmsNormShape<D>::kBlockThreads)
-    rms_norm(const RmsNormArgs args) {
+    rms_norm(const __grid_constant__ RmsNormArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   bf16 *const out = args.out;

@@ -38,7 +38,7 @@ constexpr int kRopeThreads = 128;
 
 template <int Hq, int Hkv, int HD, int BS>
 __global__ void __launch_bounds__(kRopeThreads)
-    rope_kv_write(const RopeKvWriteArgs args) {
+    rope_kv_write(const __grid_constant__ RopeKvWriteArgs args) {
   allowDependentLaunch();
   static_assert(HD % 16 == 0, "rope_kv_write: head_dim must be 16k");
   static_assert(Hq % Hkv == 0, "rope_kv_write: Hq must be a multiple of Hkv");
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kRopeThreads)
 
 template <int Hq, int Hkv, int HD, int BS>
 __global__ void __launch_bounds__(kRopeThreads)
-    rope_kv_write_fp8(const RopeKvWriteArgs args) {
+    rope_kv_write_fp8(const __grid_constant__ RopeKvWriteArgs args) {
   allowDependentLaunch();
   static_assert(HD % 16 == 0 && HD / 8 <= 32,
                 "rope_kv_write_fp8: head_dim must be 16k, at most 256");

@@ -863,7 +863,7 @@ __device__ void samplingTopLogprobs(const float *row, int V, int n,
 // offsets into penaltyEntries, or null; penaltySaved: scratch of as many
 // floats as there are entries.
 __global__ void __launch_bounds__(kSamplingThreads)
-    sample_rows(const SamplingArgs args) {
+    sample_rows(const __grid_constant__ SamplingArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   int *const out_ids = args.outIds;

@@ -18,7 +18,7 @@ constexpr int kSwigluThreads = 256;
 
 template <int I>
 __global__ void __launch_bounds__(kSwigluThreads)
-    swiglu(const SwigluArgs args) {
+    swiglu(const __grid_constant__ SwigluArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   static_assert(I % 8 == 0, "swiglu: I must be a multiple of 8");
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kSwigluThreads)
 // epilogue (the weight rows are interleaved, Common.cuh kEpilogueSwiglu).
 template <int I>
 __global__ void __launch_bounds__(kSwigluThreads)
-    swiglu_pairs(const SwigluArgs args) {
+    swiglu_pairs(const __grid_constant__ SwigluArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   static_assert(I % 8 == 0, "swiglu_pairs: I must be a multiple of 8");

@@ -1,11 +1,13 @@
 //===- KernelCompileTest.cpp - Every kernel compiles with NVRTC -----------===//
 //
 // Compiles every instantiation the supported model shapes need for sm_90,
-// exactly as solc does, and checks the host-side launch specs against the
-// kernels' own constants.
+// exactly as solc does, checks that none needs more registers per block or
+// stack than kernel-resources.txt records, and checks the host-side launch
+// specs against the kernels' own constants.
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelResources.h"
 #include "ModelKernelInstances.h"
 #include "NvrtcTestSupport.h"
 #include "codegen/nvrtc/EmbeddedKernelHeaders.h"
@@ -16,6 +18,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
 
 namespace sol::test {
 namespace {
@@ -31,6 +36,7 @@ TEST(KernelCompile, EveryModelInstanceCompilesForSm90) {
   std::string reason;
   nvrtc::NvrtcOptions options;
   options.useCache = false; // really compile
+  options.ptxasVerbose = true;
   auto compiler = makeCompiler(options, reason);
   if (!compiler)
     GTEST_SKIP() << "NVRTC not available: " << reason;
@@ -44,8 +50,11 @@ TEST(KernelCompile, EveryModelInstanceCompilesForSm90) {
   ASSERT_EQ(compiled.size(), sources.size());
 
   std::size_t found = 0;
+  std::map<std::string, KernelResources> resources;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     const nvrtc::CompiledKernels &kernels = compiled[i];
+    const std::map<std::string, KernelResources> report =
+        parsePtxasReport(kernels.log);
     EXPECT_FALSE(kernels.cubin.empty()) << sources[i].name;
     // A cubin is an ELF file.
     ASSERT_GE(kernels.cubin.size(), 4u);
@@ -62,10 +71,100 @@ TEST(KernelCompile, EveryModelInstanceCompilesForSm90) {
           << expr << " lowered to " << it->second;
       EXPECT_NE(kernels.ptx.find(".entry " + it->second), std::string::npos)
           << expr << " has no entry in the PTX";
+      const auto used = report.find(it->second);
+      ASSERT_NE(used, report.end()) << expr << ": no ptxas report in the log:\n"
+                                    << kernels.log;
+      KernelResources r = used->second;
+      r.threads = maxThreadsPerBlock(kernels.ptx, it->second);
+      EXPECT_GT(r.threads, 0) << expr << " declares no __launch_bounds__";
+      EXPECT_GT(r.registers, 0) << expr;
+      r.blocksPerSm = blocksPerSm(r.registers, r.threads);
+      resources[expr] = r;
       ++found;
     }
   }
   EXPECT_EQ(found, instances.size());
+
+  // Occupancy against the committed table.
+  const std::filesystem::path tablePath = SOL_KERNEL_RESOURCES_FILE;
+  if (const char *out = std::getenv("SOL_WRITE_KERNEL_RESOURCES")) {
+    writeResourceTable(out, resources);
+    GTEST_SKIP() << "wrote " << resources.size() << " kernels to " << out;
+  }
+  const std::map<std::string, KernelResources> table =
+      readResourceTable(tablePath);
+  const std::string rewrite = sol::cat(
+      "; if the change is meant, rewrite the table: "
+      "SOL_WRITE_KERNEL_RESOURCES=",
+      tablePath.string(),
+      " build/unittests/sol_nvrtc_tests "
+      "--gtest_filter=KernelCompile.EveryModelInstanceCompilesForSm90");
+  for (const auto &[expr, r] : resources) {
+    const auto it = table.find(expr);
+    if (it == table.end()) {
+      ADD_FAILURE() << expr << " (" << r.registers << " registers, "
+                    << r.blocksPerSm << " blocks per SM) is not in "
+                    << tablePath.string() << rewrite;
+      continue;
+    }
+    const KernelResources &was = it->second;
+    EXPECT_GE(r.blocksPerSm, was.blocksPerSm)
+        << expr << ": " << r.registers << " registers x " << r.threads
+        << " threads fit " << r.blocksPerSm << " blocks per SM; the table has "
+        << was.registers << " registers, " << was.blocksPerSm << rewrite;
+    EXPECT_LE(r.stackBytes, was.stackBytes)
+        << expr << ": a " << r.stackBytes << "-byte stack frame, the table has "
+        << was.stackBytes << rewrite;
+  }
+  for (const auto &[expr, was] : table)
+    EXPECT_TRUE(resources.count(expr))
+        << expr << " is in " << tablePath.string()
+        << " but no supported shape instantiates it" << rewrite;
+}
+
+TEST(KernelResources, ParsesThePtxasReport) {
+  const std::string log =
+      "ptxas info    : 56 bytes gmem\n"
+      "ptxas info    : Compiling entry function '_Z1kv' for 'sm_90'\n"
+      "ptxas info    : Function properties for _Z6helperv\n"
+      "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 4 bytes "
+      "spill loads\n"
+      "ptxas info    : Function properties for _Z1kv\n"
+      "ptxas         .     32 bytes stack frame, 0 bytes spill stores, 0 bytes "
+      "spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers, 256 bytes smem\n"
+      "ptxas info    : Compiling entry function '_Z1jv' for 'sm_90'\n"
+      "ptxas info    : Function properties for _Z1jv\n"
+      "ptxas         .     0 bytes stack frame, 8 bytes spill stores, 12 bytes "
+      "spill loads\n"
+      "ptxas info    : Used 255 registers, used 0 barriers\n";
+  const auto report = parsePtxasReport(log);
+  ASSERT_EQ(report.size(), 2u);
+  EXPECT_EQ(report.at("_Z1kv").registers, 40);
+  EXPECT_EQ(report.at("_Z1kv").stackBytes, 32);
+  EXPECT_EQ(report.at("_Z1kv").spillBytes, 0);
+  EXPECT_EQ(report.at("_Z1jv").registers, 255);
+  EXPECT_EQ(report.at("_Z1jv").spillBytes, 20);
+
+  const std::string ptx =
+      ".visible .entry _Z1kv(\n)\n.maxntid 256, 1, 1\n{\n}\n"
+      ".visible .entry _Z1jv(\n)\n{\n}\n";
+  EXPECT_EQ(maxThreadsPerBlock(ptx, "_Z1kv"), 256);
+  EXPECT_EQ(maxThreadsPerBlock(ptx, "_Z1jv"), 0);
+  EXPECT_EQ(maxThreadsPerBlock(ptx, "_Z1xv"), 0);
+}
+
+TEST(KernelResources, BlocksPerSmFollowRegisterAllocation) {
+  // 256 threads: 48 registers fit five blocks, 53 (allocated as 56) four.
+  EXPECT_EQ(blocksPerSm(48, 256), 5);
+  EXPECT_EQ(blocksPerSm(53, 256), 4);
+  EXPECT_EQ(blocksPerSm(124, 256), 2);
+  EXPECT_EQ(blocksPerSm(166, 256), 1);
+  EXPECT_EQ(blocksPerSm(168, 128), 3);
+  // Threads, then the 32-block limit, bound small kernels.
+  EXPECT_EQ(blocksPerSm(16, 1024), 2);
+  EXPECT_EQ(blocksPerSm(16, 32), 32);
+  EXPECT_EQ(blocksPerSm(32, 0), 0);
 }
 
 // The launch geometry in KernelSpecs.cpp duplicates constants of the kernel

@@ -29,6 +29,7 @@
 #define __global__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __grid_constant__
 #define __shared__ static
 
 struct EmulatedDim3 {
