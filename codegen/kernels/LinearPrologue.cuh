@@ -39,14 +39,33 @@ template <int K> struct NormWeights {
   }
 };
 
+// One row of x held in registers, the 16-byte vectors a thread of a 256-thread
+// block uses in a norm prologue over K features: loaded right after
+// waitForPredecessor() and ahead of the first weights, so that the prologue's
+// critical path (x, its sum of squares, two barriers) overlaps the weights'
+// latency instead of following it.
+template <int K> struct ActivationRow {
+  static constexpr int kPer = NormWeights<K>::kPer;
+  uint4 v[kPer];
+
+  __device__ __forceinline__ void load(const bf16 *x) {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int vec = threadIdx.x + i * kGemvThreads;
+      v[i] = vec < K / 8 ? load16(x + vec * 8) : make_uint4(0, 0, 0, 0);
+    }
+  }
+};
+
 // The norm prologue: xs[t] = bf16(norm_w * bf16(x[t] * rsqrt(mean(x[t]^2) +
 // eps))) for t < rows, the RmsNorm kernel's arithmetic, into shared memory.
 // Every block recomputes it: x is a few KB in L2, and the separate norm
-// launch it replaces costs more.
-template <int K, int MaxRows>
-__device__ __forceinline__ void gemvNormPrologue(bf16 *xs, const bf16 *x,
-                                                 const NormWeights<K> &norm_w,
-                                                 float eps, int rows) {
+// launch it replaces costs more. xVector(t, i) gives thread i's vector i of
+// row t (from global memory, or from an ActivationRow).
+template <int K, int MaxRows, typename XVector>
+__device__ __forceinline__ void
+gemvNormPrologueFrom(bf16 *xs, const XVector &xVector,
+                     const NormWeights<K> &norm_w, float eps, int rows) {
   constexpr int kVecs = K / 8;
   constexpr int kPer = NormWeights<K>::kPer;
   __shared__ float partial[MaxRows][kGemvWarps];
@@ -60,7 +79,7 @@ __device__ __forceinline__ void gemvNormPrologue(bf16 *xs, const bf16 *x,
         const int v = threadIdx.x + i * kGemvThreads;
         if (v < kVecs) {
           float f[8];
-          unpack8(load16(x + static_cast<long long>(t) * K + v * 8), f);
+          unpack8(xVector(t, i), f);
 #pragma unroll
           for (int j = 0; j < 8; ++j)
             ss[t] += f[j] * f[j];
@@ -85,7 +104,7 @@ __device__ __forceinline__ void gemvNormPrologue(bf16 *xs, const bf16 *x,
         const int v = threadIdx.x + i * kGemvThreads;
         if (v < kVecs) {
           float f[8], wf[8], o[8];
-          unpack8(load16(x + static_cast<long long>(t) * K + v * 8), f);
+          unpack8(xVector(t, i), f);
           unpack8(norm_w.v[i], wf);
 #pragma unroll
           for (int j = 0; j < 8; ++j)
@@ -96,6 +115,29 @@ __device__ __forceinline__ void gemvNormPrologue(bf16 *xs, const bf16 *x,
     }
   }
   __syncthreads();
+}
+
+// The norm prologue over MaxRows rows of x in global memory.
+template <int K, int MaxRows>
+__device__ __forceinline__ void gemvNormPrologue(bf16 *xs, const bf16 *x,
+                                                 const NormWeights<K> &norm_w,
+                                                 float eps, int rows) {
+  gemvNormPrologueFrom<K, MaxRows>(
+      xs,
+      [x](int t, int i) {
+        return load16(x + static_cast<long long>(t) * K +
+                      (threadIdx.x + i * kGemvThreads) * 8);
+      },
+      norm_w, eps, rows);
+}
+
+// The norm prologue over the one row an ActivationRow holds.
+template <int K>
+__device__ __forceinline__ void
+gemvNormPrologue(bf16 *xs, const ActivationRow<K> &x,
+                 const NormWeights<K> &norm_w, float eps) {
+  gemvNormPrologueFrom<K, 1>(
+      xs, [&x](int, int i) { return x.v[i]; }, norm_w, eps, 1);
 }
 
 } // namespace kernels

@@ -510,8 +510,11 @@ void CudaExecutor::printProfile() const {
   for (std::size_t i = 0; i < opMs_.size(); ++i) {
     const OpDesc &d = ops_[i];
     std::string what(opKindName(d.kind));
-    if (d.kind == OpKind::Linear)
-      what += cat(" ", d.weightShapes[0][0], "x", d.weightShapes[0][1]);
+    if (d.kind == OpKind::Linear || d.kind == OpKind::NormLinear) {
+      const std::vector<int64_t> &w =
+          d.weightShapes[d.kind == OpKind::NormLinear ? 1 : 0];
+      what += cat(" ", w[0], "x", w[1]);
+    }
     auto it = std::find_if(rows.begin(), rows.end(),
                            [&](const Row &r) { return r.what == what; });
     if (it == rows.end())

@@ -76,6 +76,7 @@ inline unsigned char *dynamicSharedMemory() {
   return cuda_emulation::dynamicShared;
 }
 inline uint4 loadStreaming16(const void *p) { return load16(p); }
+inline uint4 loadStreamingInOrder16(const void *p) { return load16(p); }
 inline uint4 loadShared16(const void *p) { return load16(p); }
 inline uint4 loadActivation16(const void *p) { return load16(p); }
 // An L2 prefetch changes no value; the emulation has no L2.
