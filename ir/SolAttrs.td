@@ -66,6 +66,19 @@ def Sol_LinearEpilogue : I32EnumAttr<"LinearEpilogue",
 def Sol_LinearEpilogueAttr
     : EnumAttr<Sol_Dialect, Sol_LinearEpilogue, "epilogue">;
 
+def Sol_QuantScheme : I32EnumAttr<"QuantScheme",
+    "how a linear's weight is stored (values as in Plan.fbs and "
+    "sol::quant::Scheme)", [
+      I32EnumAttrCase<"None", 0, "none">,
+      I32EnumAttrCase<"Int8", 1, "int8">,
+      I32EnumAttrCase<"Fp8", 2, "fp8">,
+      I32EnumAttrCase<"Int4", 3, "int4">
+    ]> {
+  let cppNamespace = "::sol";
+  let genSpecializedAttr = 0;
+}
+def Sol_QuantSchemeAttr : EnumAttr<Sol_Dialect, Sol_QuantScheme, "quant">;
+
 def Sol_ModelAttr : Sol_Attr<"Model", "model"> {
   let summary = "What a compiled model is, recorded by its importer";
   let description = [{

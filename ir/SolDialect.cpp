@@ -56,11 +56,11 @@ void SolDialect::initialize() {
 namespace {
 
 /// "[?, 128]" for tensor<?x128xbf16>.
-std::string shapeString(RankedTensorType type) {
+std::string shapeString(ArrayRef<int64_t> shape) {
   std::string s = "[";
   llvm::raw_string_ostream os(s);
   llvm::interleave(
-      type.getShape(), os,
+      shape, os,
       [&](int64_t d) {
         if (ShapedType::isDynamic(d))
           os << "?";
@@ -70,6 +70,10 @@ std::string shapeString(RankedTensorType type) {
       ", ");
   os << "]";
   return s;
+}
+
+std::string shapeString(RankedTensorType type) {
+  return shapeString(type.getShape());
 }
 
 RankedTensorType tensorType(Value v) {
@@ -298,6 +302,92 @@ LogicalResult ConvertWeightOp::verify() {
   return success();
 }
 
+namespace {
+
+/// The element type of a scheme's codes.
+Type quantCodeType(MLIRContext *ctx, QuantScheme scheme) {
+  switch (scheme) {
+  case QuantScheme::Int8:
+    return IntegerType::get(ctx, 8);
+  case QuantScheme::Fp8:
+    return Float8E4M3FNType::get(ctx);
+  case QuantScheme::Int4:
+    return IntegerType::get(ctx, 4);
+  case QuantScheme::None:
+    break;
+  }
+  return {};
+}
+
+/// Checks a quantized weight [n, k] of `scheme`: codes' element type, the
+/// scales' (and zeros') shapes, the group size. `what` names the op's
+/// operands in messages.
+LogicalResult verifyQuantized(Operation *op, QuantScheme scheme,
+                              int64_t groupSize, RankedTensorType codes,
+                              Value scales, Value zeros) {
+  MLIRContext *ctx = op->getContext();
+  const int64_t n = codes.getDimSize(0), k = codes.getDimSize(1);
+  if (codes.getElementType() != quantCodeType(ctx, scheme))
+    return op->emitOpError()
+           << stringifyQuantScheme(scheme) << " weights must have "
+           << quantCodeType(ctx, scheme) << " elements, not "
+           << codes.getElementType();
+  if (!scales)
+    return op->emitOpError() << "an " << stringifyQuantScheme(scheme)
+                             << " weight needs its scales";
+  SmallVector<int64_t> scaleShape{n};
+  if (scheme == QuantScheme::Int4) {
+    if (groupSize <= 0 || k % groupSize != 0 || groupSize % 2 != 0)
+      return op->emitOpError()
+             << "int4 needs an even group_size that divides the " << k
+             << " input features, got " << groupSize;
+    scaleShape.push_back(k / groupSize);
+  } else if (groupSize != 0) {
+    return op->emitOpError() << stringifyQuantScheme(scheme)
+                             << " scales are per output row: group_size must "
+                             << "be 0, got " << groupSize;
+  }
+  auto scaleType = tensorType(scales);
+  if (scaleType.getShape() != ArrayRef<int64_t>(scaleShape) ||
+      !scaleType.getElementType().isF32())
+    return op->emitOpError()
+           << "scales must be f32 of shape " << shapeString(scaleShape)
+           << ", but are " << scaleType;
+  if (bool(zeros) != (scheme == QuantScheme::Int4))
+    return op->emitOpError() << "zero points go with int4 weights, and only "
+                             << "with them";
+  if (zeros) {
+    auto zeroType = tensorType(zeros);
+    if (zeroType.getShape() != ArrayRef<int64_t>(scaleShape) ||
+        !zeroType.getElementType().isUnsignedInteger(8))
+      return op->emitOpError()
+             << "zeros must be ui8 of shape " << shapeString(scaleShape)
+             << ", but are " << zeroType;
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult QuantizeWeightOp::verify() {
+  auto in = getInput().getType();
+  auto isFloat = [](Type t) { return t.isBF16() || t.isF16() || t.isF32(); };
+  if (in.getRank() != 2 || !isFloat(in.getElementType()))
+    return emitOpError() << "quantizes a 2-D float weight [out, in], not "
+                         << in;
+  if (getScheme() == QuantScheme::None)
+    return emitOpError() << "needs a scheme (int8, fp8 or int4)";
+  auto codes = getCodes().getType();
+  if (codes.getShape() != in.getShape())
+    return emitOpError() << "codes must have the input's shape "
+                         << shapeString(in) << ", but have "
+                         << shapeString(codes);
+  if (getClipSearch() && getScheme() != QuantScheme::Int4)
+    return emitOpError() << "clip_search applies to int4 only";
+  return verifyQuantized(*this, getScheme(), getGroupSize(), codes, getScales(),
+                         getZeros());
+}
+
 LogicalResult TransposeWeightOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   if (in.getRank() != 2)
@@ -342,7 +432,8 @@ namespace {
 /// epilogue, residual and the result's shape and element type.
 LogicalResult verifyLinear(Operation *op, Value inputValue, Value weightValue,
                            Value bias, Value residual, LinearEpilogue epilogue,
-                           RankedTensorType result) {
+                           RankedTensorType result, QuantScheme quant,
+                           int64_t groupSize, Value scales, Value zeros) {
   if (failed(checkActivation(op, inputValue, "operand #0 (input)", 2)))
     return failure();
   auto input = tensorType(inputValue);
@@ -358,10 +449,24 @@ LogicalResult verifyLinear(Operation *op, Value inputValue, Value weightValue,
                              << ", input shape " << shapeString(input) << ")";
   if (bias && failed(checkWeightShape(op, bias, "bias", {n})))
     return failure();
-  if (bias && tensorType(bias).getElementType() != weight.getElementType())
-    return op->emitOpError()
-           << "bias element type " << tensorType(bias).getElementType()
-           << " must be the weight's, " << weight.getElementType();
+  if (quant == QuantScheme::None) {
+    if (scales || zeros || groupSize != 0)
+      return op->emitOpError() << "scales, zeros and group_size go with a "
+                               << "quantized weight (quant = int8, fp8, int4)";
+    if (bias && tensorType(bias).getElementType() != weight.getElementType())
+      return op->emitOpError()
+             << "bias element type " << tensorType(bias).getElementType()
+             << " must be the weight's, " << weight.getElementType();
+  } else {
+    if (failed(verifyQuantized(op, quant, groupSize, weight, scales, zeros)))
+      return failure();
+    if (bias && tensorType(bias).getElementType() !=
+                    tensorType(inputValue).getElementType())
+      return op->emitOpError()
+             << "the bias of a quantized weight has the input's element type "
+             << tensorType(inputValue).getElementType() << ", not "
+             << tensorType(bias).getElementType();
+  }
   int64_t outN = n;
   if (epilogue == LinearEpilogue::Swiglu) {
     if (n % 2 != 0)
@@ -391,12 +496,15 @@ LogicalResult verifyLinear(Operation *op, Value inputValue, Value weightValue,
 
 LogicalResult LinearOp::verify() {
   return verifyLinear(*this, getInput(), getWeight(), getBias(), getResidual(),
-                      getEpilogue(), getResult().getType());
+                      getEpilogue(), getResult().getType(), getQuant(),
+                      getGroupSize(), getWeightScales(), getWeightZeros());
 }
 
 LogicalResult NormLinearOp::verify() {
   if (failed(verifyLinear(*this, getInput(), getWeight(), getBias(),
-                          getResidual(), getEpilogue(), getResult().getType())))
+                          getResidual(), getEpilogue(), getResult().getType(),
+                          getQuant(), getGroupSize(), getWeightScales(),
+                          getWeightZeros())))
     return failure();
   int64_t k = getInput().getType().getDimSize(1);
   if (failed(checkWeightShape(*this, getNormWeight(), "norm_weight", {k})))

@@ -108,6 +108,41 @@ def Sol_TransposeWeightOp : Sol_WeightTransformOp<"transpose_weight"> {
   let hasVerifier = 1;
 }
 
+def Sol_QuantizeWeightOp : Sol_WeightTransformOp<"quantize_weight"> {
+  let summary = "a linear's weight quantized: codes, scales and zero points";
+  let description = [{
+    `input` is a float `[N, K]` weight (the `out × in` layout of
+    `sol.linear`). By `scheme` (runtime/support/Quantize.h has the exact
+    rules and layouts):
+
+    * `int8`: `codes` is `tensor<NxKxi8>`, symmetric per output row,
+      `scales` `tensor<Nxf32>`; w = q · s;
+    * `fp8`: `codes` is `tensor<NxKxf8E4M3FN>`, `scales` `tensor<Nxf32>`;
+      w = q · s (the linear quantizes its input rows at run time too);
+    * `int4`: `codes` is `tensor<NxKxi4>` (0..15, two per byte in storage),
+      asymmetric in groups of `group_size` consecutive inputs, `scales`
+      `tensor<Nx(K/g)xf32>` and `zeros` `tensor<Nx(K/g)xui8>`;
+      w = (q − z) · s. With `clip_search`, each group's range is shrunk by
+      the ratio (of a 20-point grid) that minimises its squared error.
+
+    Made by sol-quantize; materialised like the other weight transforms.
+
+    ```mlir
+    %q, %s = sol.quantize_weight %w {scheme = #sol<quant int8>} : tensor<64x32xbf16> -> (tensor<64x32xi8>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Sol_WeightTensor:$input, Sol_QuantSchemeAttr:$scheme,
+                       DefaultValuedAttr<I64Attr, "0">:$group_size,
+                       DefaultValuedAttr<BoolAttr, "false">:$clip_search);
+  let results = (outs Sol_WeightTensor:$codes, Sol_WeightTensor:$scales,
+                      Optional<Sol_WeightTensor>:$zeros);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` `(` type($codes) `,` type($scales)
+    (`,` type($zeros)^)? `)`
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Layers (tensor level; several are kernel-level too)
 //===----------------------------------------------------------------------===//
@@ -142,25 +177,47 @@ def Sol_LinearOp : Sol_Op<"linear", [Pure,
       `2i` gate row `i`, row `2i + 1` up row `i`), and the result is
       `silu(g_i) · u_i`, `tensor<?x(N/2)>`.
 
+    A quantized weight (made by sol-quantize from a `sol.quantize_weight`)
+    comes with `weight_scales`, for `int4` also `weight_zeros`, and the
+    `quant` scheme (and `group_size` for `int4`): the linear multiplies by
+    the dequantized weight; with `fp8` it also rounds each input row to E4M3
+    under a per-row scale (max |x| / 448) before the product.
+
     Importers produce the plain form; sol-fuse-projections and
     sol-fuse-residual-add produce the epilogues.
   }];
   let arguments = (ins Sol_FloatTensor:$input, Sol_WeightTensor:$weight,
                        Optional<Sol_WeightTensor>:$bias,
                        Optional<Sol_FloatTensor>:$residual,
+                       Optional<Sol_WeightTensor>:$weight_scales,
+                       Optional<Sol_WeightTensor>:$weight_zeros,
                        DefaultValuedAttr<Sol_LinearEpilogueAttr,
-                                         "::sol::LinearEpilogue::None">:$epilogue);
+                                         "::sol::LinearEpilogue::None">:$epilogue,
+                       DefaultValuedAttr<Sol_QuantSchemeAttr,
+                                         "::sol::QuantScheme::None">:$quant,
+                       DefaultValuedAttr<I64Attr, "0">:$group_size);
   let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? (`residual` $residual^)? attr-dict `:` `(`
+    $input `,` $weight (`,` $bias^)? (`residual` $residual^)?
+    (`scales` $weight_scales^)? (`zeros` $weight_zeros^)? attr-dict `:` `(`
     type($input) `,` type($weight) (`,` type($bias)^)?
-    (`residual` type($residual)^)? `)` `->` type($result)
+    (`residual` type($residual)^)? (`scales` type($weight_scales)^)?
+    (`zeros` type($weight_zeros)^)? `)` `->` type($result)
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
                    "::mlir::Value":$weight, "::mlir::Value":$bias), [{
       build($_builder, $_state, result, input, weight, bias,
             /*residual=*/::mlir::Value(), ::sol::LinearEpilogue::None);
+    }]>,
+    // An unquantized linear.
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
+                   "::mlir::Value":$weight, "::mlir::Value":$bias,
+                   "::mlir::Value":$residual,
+                   "::sol::LinearEpilogue":$epilogue), [{
+      build($_builder, $_state, result, input, weight, bias, residual,
+            /*weight_scales=*/::mlir::Value(), /*weight_zeros=*/::mlir::Value(),
+            epilogue, ::sol::QuantScheme::None, 0);
     }]>
   ];
   let hasVerifier = 1;
@@ -306,14 +363,37 @@ def Sol_NormLinearOp : Sol_Op<"norm_linear", [Pure,
                        F32Attr:$epsilon, Sol_WeightTensor:$weight,
                        Optional<Sol_WeightTensor>:$bias,
                        Optional<Sol_FloatTensor>:$residual,
+                       Optional<Sol_WeightTensor>:$weight_scales,
+                       Optional<Sol_WeightTensor>:$weight_zeros,
                        DefaultValuedAttr<Sol_LinearEpilogueAttr,
-                                         "::sol::LinearEpilogue::None">:$epilogue);
+                                         "::sol::LinearEpilogue::None">:$epilogue,
+                       DefaultValuedAttr<Sol_QuantSchemeAttr,
+                                         "::sol::QuantScheme::None">:$quant,
+                       DefaultValuedAttr<I64Attr, "0">:$group_size);
   let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $norm_weight `,` $weight (`,` $bias^)? (`residual` $residual^)?
+    (`scales` $weight_scales^)? (`zeros` $weight_zeros^)?
     attr-dict `:` `(` type($input) `,` type($norm_weight) `,` type($weight)
-    (`,` type($bias)^)? (`residual` type($residual)^)? `)` `->` type($result)
+    (`,` type($bias)^)? (`residual` type($residual)^)?
+    (`scales` type($weight_scales)^)? (`zeros` type($weight_zeros)^)? `)`
+    `->` type($result)
   }];
+  let builders = [
+    // An unquantized linear.
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
+                   "::mlir::Value":$norm_weight, "::mlir::FloatAttr":$epsilon,
+                   "::mlir::Value":$weight, "::mlir::Value":$bias,
+                   "::mlir::Value":$residual,
+                   "::sol::LinearEpilogueAttr":$epilogue), [{
+      build($_builder, $_state, result, input, norm_weight, epsilon, weight,
+            bias, residual, /*weight_scales=*/::mlir::Value(),
+            /*weight_zeros=*/::mlir::Value(), epilogue,
+            ::sol::QuantSchemeAttr::get($_builder.getContext(),
+                                        ::sol::QuantScheme::None),
+            $_builder.getI64IntegerAttr(0));
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

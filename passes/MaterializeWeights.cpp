@@ -10,10 +10,13 @@
 #include "passes/Passes.h"
 
 #include "runtime/support/Error.h"
+#include "runtime/support/Quantize.h"
 
 #include "llvm/ADT/StringSet.h"
 
 #include <cstring>
+#include <mutex>
+#include <optional>
 
 namespace sol {
 #define GEN_PASS_DEF_SOLMATERIALIZEWEIGHTS
@@ -35,6 +38,8 @@ DType storeDType(Type t) {
     return DType::F32;
   if (isa<Float8E4M3FNType>(t))
     return DType::F8E4M3;
+  if (t.isUnsignedInteger(8))
+    return DType::U8;
   if (t.isInteger(8))
     return DType::I8;
   if (t.isInteger(4))
@@ -107,6 +112,78 @@ void convertElements(std::span<const std::byte> src, DType from, DType to,
   }
 }
 
+/// `src` (f32, f16 or bf16) as float32.
+std::vector<float> readAsFloat(const WeightStore &store, const std::string &src,
+                               DType from) {
+  std::vector<float> values;
+  std::vector<std::byte> converted;
+  store.read(src, [&](std::span<const std::byte> piece) {
+    convertElements(piece, from, DType::F32, converted);
+    const size_t at = values.size();
+    values.resize(at + converted.size() / 4);
+    std::memcpy(values.data() + at, converted.data(), converted.size());
+  });
+  return values;
+}
+
+/// One sol.quantize_weight's outputs, computed on the first read of any of
+/// them and dropped once each was read (a 14336 x 4096 weight is 235 MB of
+/// float32 while it is quantized).
+class QuantizedOnce {
+public:
+  QuantizedOnce(std::string source, DType from, quant::Scheme scheme,
+                int64_t rows, int64_t cols, int64_t groupSize, bool clipSearch,
+                int outputs)
+      : source_(std::move(source)), from_(from), scheme_(scheme), rows_(rows),
+        cols_(cols), groupSize_(groupSize), clipSearch_(clipSearch),
+        unread_(outputs) {}
+
+  /// Writes output `which` (0 codes, 1 scales, 2 zeros) to `sink`.
+  void write(const WeightStore &store, int which, const ByteSink &sink) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!weight_)
+      weight_ = compute(store);
+    auto bytes = [](const auto &v) {
+      return std::as_bytes(std::span(v.data(), v.size()));
+    };
+    sink(which == 0   ? bytes(weight_->codes)
+         : which == 1 ? bytes(weight_->scales)
+                      : bytes(weight_->zeros));
+    if (!read_[which]) {
+      read_[which] = true;
+      if (--unread_ == 0)
+        weight_.reset();
+    }
+  }
+
+private:
+  quant::QuantizedWeight compute(const WeightStore &store) const {
+    std::vector<float> w = readAsFloat(store, source_, from_);
+    switch (scheme_) {
+    case quant::Scheme::Int8:
+      return quant::quantizeInt8(w, rows_, cols_);
+    case quant::Scheme::Fp8:
+      return quant::quantizeFp8(w, rows_, cols_);
+    default: {
+      std::vector<float> clip;
+      if (clipSearch_)
+        clip = quant::searchInt4Clip(w, rows_, cols_, groupSize_);
+      return quant::quantizeInt4(w, rows_, cols_, groupSize_, clip);
+    }
+    }
+  }
+
+  std::string source_;
+  DType from_;
+  quant::Scheme scheme_;
+  int64_t rows_, cols_, groupSize_;
+  bool clipSearch_;
+  std::mutex mutex_;
+  std::optional<quant::QuantizedWeight> weight_;
+  bool read_[3] = {false, false, false};
+  int unread_;
+};
+
 struct SolMaterializeWeightsPass
     : sol::impl::SolMaterializeWeightsBase<SolMaterializeWeightsPass> {
   SolMaterializeWeightsPass() = default;
@@ -136,6 +213,8 @@ struct SolMaterializeWeightsPass
       sources.push_back(w.getName().str());
       sourceRefs.push_back(w.getName());
     }
+    if (auto q = dyn_cast<QuantizeWeightOp>(op))
+      return materializeQuantized(q, sources[0]);
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
     const DType dtype = storeDType(type.getElementType());
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
@@ -196,6 +275,38 @@ struct SolMaterializeWeightsPass
       return op->emitOpError("is a weight transform this pass does not know");
     }
 
+    replaceByStored(op->getResult(0), name, std::move(produce));
+    op->erase();
+    return success();
+  }
+
+  /// Codes, scales and zeros: `name~int8`, `name~int8.scales`...
+  LogicalResult materializeQuantized(QuantizeWeightOp op,
+                                     const std::string &source) {
+    auto input = op.getInput().getType();
+    const auto scheme = static_cast<quant::Scheme>(op.getScheme());
+    const int outputs = op.getZeros() ? 3 : 2;
+    auto once = std::make_shared<QuantizedOnce>(
+        source, storeDType(input.getElementType()), scheme, input.getDimSize(0),
+        input.getDimSize(1), op.getGroupSize(), op.getClipSearch(), outputs);
+    const std::string base =
+        source + "~" + std::string(quant::schemeName(scheme));
+    static const char *const suffixes[] = {"", ".scales", ".zeros"};
+    for (int which = 0; which < outputs; ++which)
+      replaceByStored(
+          op->getResult(which), base + suffixes[which],
+          [once, which](const WeightStore &s, const ByteSink &sink) {
+            once->write(s, which, sink);
+          });
+    op->erase();
+    return success();
+  }
+
+  /// Adds `produce` to the store as a tensor named after `name` and replaces
+  /// `result` by a sol.weight of it.
+  void replaceByStored(Value result, const std::string &name,
+                       WeightStore::Producer produce) {
+    auto type = cast<RankedTensorType>(result.getType());
     // Distinct transforms may derive the same name (a concatenation and an
     // interleave of the same weights).
     std::string unique = name;
@@ -204,14 +315,14 @@ struct SolMaterializeWeightsPass
       unique = name + "#" + std::to_string(n);
     taken.insert(unique);
     if (store)
-      store->addProduced(unique, dtype, shape, std::move(produce));
-
-    OpBuilder b(op);
+      store->addProduced(unique, storeDType(type.getElementType()),
+                         {type.getShape().begin(), type.getShape().end()},
+                         std::move(produce));
+    OpBuilder b(result.getContext());
+    b.setInsertionPointAfterValue(result);
     auto weight = b.create<WeightOp>(
-        op->getLoc(), type, FlatSymbolRefAttr::get(&getContext(), unique));
-    op->getResult(0).replaceAllUsesWith(weight.getResult());
-    op->erase();
-    return success();
+        result.getLoc(), type, FlatSymbolRefAttr::get(&getContext(), unique));
+    result.replaceAllUsesWith(weight.getResult());
   }
 
   WeightStore *store = nullptr;

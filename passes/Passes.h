@@ -18,11 +18,13 @@ namespace sol {
 std::unique_ptr<mlir::Pass> createSolMaterializeWeights(WeightStore &store);
 
 /// Adds the passes of optimisation level `level` (0..3) to `pm`: the
-/// fusions from -O2, then the lowering to kernel-level ops and the KV-cache
-/// plan at every level. `kvCache` configures sol-plan-kv-cache (solc's
-/// --kv-* flags). Weights are materialised separately (code generation).
+/// fusions from -O2, then the lowering to kernel-level ops, sol-quantize
+/// when `quantize` is given (solc's --quant flags), and the KV-cache plan at
+/// every level. `kvCache` configures sol-plan-kv-cache (solc's --kv-*
+/// flags). Weights are materialised separately (code generation).
 void buildSolPipeline(mlir::OpPassManager &pm, unsigned level,
-                      const SolPlanKvCacheOptions &kvCache = {});
+                      const SolPlanKvCacheOptions &kvCache = {},
+                      const SolQuantizeOptions *quantize = nullptr);
 
 /// Registers `sol-O0` ... `sol-O3` as named pipelines.
 void registerSolPipelines();

@@ -104,17 +104,53 @@ def SolLowerToKernels : Pass<"sol-lower-to-kernels", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::sol::SolDialect"];
 }
 
+def SolQuantize : Pass<"sol-quantize", "::mlir::func::FuncOp"> {
+  let summary = "quantize the weights of the linears";
+  let description = [{
+    Runs on kernel-level IR (after sol-lower-to-kernels). The weight of every
+    `sol.linear` and `sol.norm_linear` becomes the codes of a
+    `sol.quantize_weight` of it, and the linear takes its scales (and zero
+    points) and the scheme:
+
+    * `int8`: W8A16, symmetric per output row;
+    * `fp8`: W8A8 E4M3, per output row; the linear quantizes its input
+      rows at run time;
+    * `int4`: W4A16, asymmetric, groups of `group-size` inputs (with
+      `clip-search`, each group's range shrunk by the best of a 20-point
+      grid of ratios; without, plain round to nearest).
+
+    The LM head (the linear whose results are f32 logits) keeps its weight
+    unless `lm-head` is set. A linear that cannot take the scheme (int4 with
+    input features that are not a multiple of the group size) keeps its
+    weight with a warning. Each linear left alone gets a `sol.quant_kept`
+    string attribute saying why, which the plan records.
+  }];
+  let options = [
+    Option<"scheme", "scheme", "std::string", /*default=*/"\"int8\"",
+           "int8, fp8 or int4">,
+    Option<"groupSize", "group-size", "int64_t", /*default=*/"128",
+           "inputs per int4 scale and zero point (an even divisor of K)">,
+    Option<"clipSearch", "clip-search", "bool", /*default=*/"false",
+           "int4: search each group's clipping ratio">,
+    Option<"lmHead", "lm-head", "bool", /*default=*/"false",
+           "quantize the LM head too">
+  ];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
 def SolMaterializeWeights : Pass<"sol-materialize-weights", "::mlir::ModuleOp"> {
   let summary = "compute the weight transforms into the weight store";
   let description = [{
     Replaces every tree of weight transforms (`sol.concat_weights`,
-    `sol.interleave_rows`, `sol.convert_weight`, `sol.transpose_weight`)
+    `sol.interleave_rows`, `sol.convert_weight`, `sol.transpose_weight`,
+    `sol.quantize_weight`)
     over `sol.weight` ops by one `sol.weight` naming a new tensor of the
     weight store, whose bytes are computed when the plan writer reads them
     (nothing is copied before). Names say what was derived from what:
     `l.{q_proj,k_proj,v_proj}.weight` for a concatenation or an interleave
     of those weights, `name~BF16` for a conversion, `name~t` for a
-    transpose, `#2`, `#3`... appended where two derived tensors would share
+    transpose, `name~int8`, `name~int8.scales` (and `name~int4.zeros`) for a
+    quantization, `#2`, `#3`... appended where two derived tensors would share
     a name. Run without a weight store (solc-opt), it rewrites the IR only.
   }];
   let dependentDialects = ["::sol::SolDialect"];

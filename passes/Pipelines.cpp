@@ -7,7 +7,8 @@
 using namespace mlir;
 
 void sol::buildSolPipeline(OpPassManager &pm, unsigned level,
-                           const SolPlanKvCacheOptions &kvCache) {
+                           const SolPlanKvCacheOptions &kvCache,
+                           const SolQuantizeOptions *quantize) {
   if (level >= 1) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -25,6 +26,10 @@ void sol::buildSolPipeline(OpPassManager &pm, unsigned level,
     fn.addPass(createSolFuseLogits());
   }
   pm.addNestedPass<func::FuncOp>(createSolLowerToKernels());
+  // On the final linears, so that fused projections are quantized as the
+  // kernels read them.
+  if (quantize)
+    pm.addNestedPass<func::FuncOp>(createSolQuantize(*quantize));
   if (level >= 1)
     pm.addPass(createCSEPass());
   pm.addPass(createSolPlanKvCache(kvCache));

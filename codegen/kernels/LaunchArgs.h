@@ -409,6 +409,38 @@ SOL_ARGS_FIELD(SamplingArgs, rows, 72)
 SOL_ARGS_FIELD(SamplingArgs, vocab, 76)
 SOL_ARGS_FIELD(SamplingArgs, numTop, 80)
 
+/// linear_gemv_quant (LinearGemvQuant.cuh): y = epilogue(x . W'^T + bias)
+/// for `rows` rows of x [rows, k], W' the dequantized [n, k] weight whose
+/// codes, scales and zeros are in the instance's WeightFormat (int8: codes
+/// [n, k], scales [n]; fp8: E4M3 codes [n, k], scales [n]; int4: packed
+/// codes [n, k / 2], scales [n, k / g], zeros [n, k / g], zeros null
+/// otherwise). normWeight and eps: the NormPrologue variants' RMS norm.
+struct QuantLinearArgs {
+  SOL_DEVICE_PTR(void) y = nullptr;
+  SOL_DEVICE_PTR(const bf16) x = nullptr;
+  SOL_DEVICE_PTR(const unsigned char) w = nullptr;
+  SOL_DEVICE_PTR(const float) scales = nullptr;
+  SOL_DEVICE_PTR(const unsigned char) zeros = nullptr;
+  SOL_DEVICE_PTR(const bf16) bias = nullptr;       // [n], or null
+  SOL_DEVICE_PTR(const bf16) normWeight = nullptr; // [k]
+  int rows = 0;
+  int n = 0;
+  int k = 0;
+  float eps = 0.0f;
+};
+SOL_ARGS_SIZE(QuantLinearArgs, 72)
+SOL_ARGS_FIELD(QuantLinearArgs, y, 0)
+SOL_ARGS_FIELD(QuantLinearArgs, x, 8)
+SOL_ARGS_FIELD(QuantLinearArgs, w, 16)
+SOL_ARGS_FIELD(QuantLinearArgs, scales, 24)
+SOL_ARGS_FIELD(QuantLinearArgs, zeros, 32)
+SOL_ARGS_FIELD(QuantLinearArgs, bias, 40)
+SOL_ARGS_FIELD(QuantLinearArgs, normWeight, 48)
+SOL_ARGS_FIELD(QuantLinearArgs, rows, 56)
+SOL_ARGS_FIELD(QuantLinearArgs, n, 60)
+SOL_ARGS_FIELD(QuantLinearArgs, k, 64)
+SOL_ARGS_FIELD(QuantLinearArgs, eps, 68)
+
 #undef SOL_ARGS_SIZE
 #undef SOL_ARGS_FIELD
 #undef SOL_OFFSETOF
@@ -451,6 +483,7 @@ SOL_LAUNCH_ARGS_NAME(AddArgs)
 SOL_LAUNCH_ARGS_NAME(GatherRowsArgs)
 SOL_LAUNCH_ARGS_NAME(ArgmaxArgs)
 SOL_LAUNCH_ARGS_NAME(SamplingArgs)
+SOL_LAUNCH_ARGS_NAME(QuantLinearArgs)
 #undef SOL_LAUNCH_ARGS_NAME
 #endif
 

@@ -14,6 +14,7 @@
 
 #include "ir/RopeTable.h"
 #include "ir/SolDialect.h"
+#include "runtime/plan/PlanDType.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -50,6 +51,8 @@ fb::DType weightDType(Type element) {
     return fb::DType::F32;
   if (isa<Float8E4M3FNType>(element))
     return fb::DType::F8E4M3;
+  if (element.isUnsignedInteger(8))
+    return fb::DType::U8;
   if (element.isInteger(8))
     return fb::DType::I8;
   return fb::DType::I4;
@@ -102,9 +105,23 @@ public:
 
 private:
   LogicalResult translate(Operation *op);
+  /// A linear's weight format: its scheme and, when quantized, the scales
+  /// and zero points.
+  struct WeightFormat {
+    QuantScheme scheme = QuantScheme::None;
+    int64_t groupSize = 0;
+    Value scales, zeros;
+  };
+  template <typename LinearLike> static WeightFormat formatOf(LinearLike l) {
+    return {l.getQuant(), l.getGroupSize(), l.getWeightScales(),
+            l.getWeightZeros()};
+  }
   LogicalResult linear(Operation *op, Value input, Value normWeight, float eps,
                        Value weight, Value bias, Value residual,
-                       LinearEpilogue epilogue, Value result);
+                       LinearEpilogue epilogue, Value result,
+                       const WeightFormat &format);
+  /// Records what was done to weight `index` (the plan's Weight.note).
+  void note(int32_t index, std::string what);
 
   int32_t newBuffer(const std::string &name, Value like,
                     fb::Rows rows = fb::Rows::Tokens);
@@ -232,15 +249,30 @@ int32_t Translator::rope(RopeAttr attr, int64_t headDim) {
   return static_cast<int32_t>(s.ropes.size() - 1);
 }
 
+void Translator::note(int32_t index, std::string what) {
+  std::string &n = s.weights[static_cast<size_t>(index)].note;
+  // A weight kept for two reasons (a tied embedding and LM head) names both.
+  const size_t colon = what.find(": ");
+  if (n.empty())
+    n = std::move(what);
+  else if (what.starts_with("kept") && colon != std::string::npos &&
+           n.starts_with(what.substr(0, colon + 2)) &&
+           n.find(what.substr(colon + 2)) == std::string::npos)
+    n += "; " + what.substr(colon + 2);
+}
+
 LogicalResult Translator::linear(Operation *op, Value input, Value normWeight,
                                  float eps, Value weightValue, Value bias,
                                  Value residual, LinearEpilogue epilogue,
-                                 Value result) {
+                                 Value result, const WeightFormat &format) {
   FailureOr<View> in = whole(op, input);
   FailureOr<int32_t> nw = weight(op, normWeight);
   FailureOr<int32_t> w = weight(op, weightValue);
   FailureOr<int32_t> b = weight(op, bias);
-  if (failed(in) || failed(nw) || failed(w) || failed(b))
+  FailureOr<int32_t> scales = weight(op, format.scales);
+  FailureOr<int32_t> zeros = weight(op, format.zeros);
+  if (failed(in) || failed(nw) || failed(w) || failed(b) || failed(scales) ||
+      failed(zeros))
     return failure();
   int32_t out;
   if (epilogue == LinearEpilogue::Residual) {
@@ -276,6 +308,40 @@ LogicalResult Translator::linear(Operation *op, Value input, Value normWeight,
   o->epilogue = planEpilogue(epilogue);
   if (bias)
     o->weights.push_back(*b);
+  const std::string &wName = s.weights[static_cast<size_t>(*w)].name;
+  switch (format.scheme) {
+  case QuantScheme::None:
+    if (auto kept = op->getAttrOfType<StringAttr>("sol.quant_kept"))
+      note(*w, "kept " +
+                   StringRef(dtypeName(toDType(s.weights[*w].dtype))).lower() +
+                   ": " + kept.str());
+    break;
+  case QuantScheme::Int8:
+  case QuantScheme::Fp8:
+  case QuantScheme::Int4: {
+    static_assert(static_cast<int>(QuantScheme::Int4) ==
+                  static_cast<int>(fb::WeightQuant::Int4));
+    o->quant = static_cast<fb::WeightQuant>(format.scheme);
+    o->groupSize = format.groupSize;
+    o->weights.push_back(*scales);
+    const std::string scheme(stringifyQuantScheme(format.scheme));
+    if (format.scheme == QuantScheme::Int4) {
+      o->weights.push_back(*zeros);
+      const std::string group =
+          "groups of " + std::to_string(format.groupSize) + " inputs";
+      note(*w, "int4 codes (W4A16), scales and zero points per " + group);
+      note(*scales, "int4 scales of " + wName + ", per " + group);
+      note(*zeros, "int4 zero points of " + wName + ", per " + group);
+    } else {
+      note(*w, scheme + (format.scheme == QuantScheme::Int8
+                             ? " codes (W8A16), per-row scales"
+                             : " codes (W8A8, E4M3), per-row scales; "
+                               "activations per row at run time"));
+      note(*scales, scheme + " scales of " + wName + ", per row");
+    }
+    break;
+  }
+  }
   define(result, {out, 0, s.buffers[out].width});
   return success();
 }
@@ -372,11 +438,11 @@ LogicalResult Translator::translate(Operation *op) {
 
   if (auto l = dyn_cast<LinearOp>(op))
     return linear(op, l.getInput(), Value(), 0.0f, l.getWeight(), l.getBias(),
-                  l.getResidual(), l.getEpilogue(), l.getResult());
+                  l.getResidual(), l.getEpilogue(), l.getResult(), formatOf(l));
   if (auto l = dyn_cast<NormLinearOp>(op))
     return linear(op, l.getInput(), l.getNormWeight(),
                   l.getEpsilon().convertToFloat(), l.getWeight(), l.getBias(),
-                  l.getResidual(), l.getEpilogue(), l.getResult());
+                  l.getResidual(), l.getEpilogue(), l.getResult(), formatOf(l));
 
   if (auto r = dyn_cast<RopeKvWriteOp>(op)) {
     FailureOr<View> qkv = whole(op, r.getQkv());
@@ -542,6 +608,16 @@ FailureOr<StepProgram> Translator::run(ModelAttr model) {
       return failure();
   if (s.logitsBuffer < 0)
     return fn.emitError("@forward computes no logits"), failure();
+  // In a quantized model, say that the embedding tables stay as they are.
+  const bool quantized = llvm::any_of(
+      s.ops, [](const PlanOp &o) { return o.quant != fb::WeightQuant::None; });
+  for (const PlanOp &o : s.ops)
+    if (quantized && o.kind == OpKind::Embedding)
+      note(o.weights[0],
+           "kept " +
+               StringRef(dtypeName(toDType(s.weights[o.weights[0]].dtype)))
+                   .lower() +
+               ": embedding table");
   s.assignArenaSlots();
   return std::move(s);
 }

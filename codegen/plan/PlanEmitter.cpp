@@ -137,7 +137,8 @@ void emitPlan(const std::filesystem::path &path, const StepProgram &program,
   for (size_t i = 0; i < program.weights.size(); ++i) {
     const ProgramWeight &w = program.weights[i];
     weightTables.push_back(fb::CreateWeightDirect(
-        b, w.name.c_str(), w.dtype, &w.shape, &weightSections[i]));
+        b, w.name.c_str(), w.dtype, &w.shape, &weightSections[i],
+        w.note.empty() ? nullptr : w.note.c_str()));
   }
   std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
   for (const ProgramBuffer &buf : program.buffers)

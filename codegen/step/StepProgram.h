@@ -1,4 +1,5 @@
-//===- StepProgram.h - The kernel-level step of a compiled model -*- C++ -*-===//
+//===- StepProgram.h - The kernel-level step of a compiled model -*- C++
+//-*-===//
 //
 // What code generation translates the kernel-level `sol` module into and
 // what the plan writer writes: the step as a list of plan ops (PlanOp, the
@@ -21,6 +22,9 @@ struct ProgramWeight {
   std::string name; // in the weight store
   fb::DType dtype = fb::DType::BF16;
   std::vector<int64_t> shape;
+  /// What quantization did to it ("int8 codes ...", "kept bf16: LM head"),
+  /// empty when it was not concerned.
+  std::string note;
 };
 
 struct ProgramBuffer {

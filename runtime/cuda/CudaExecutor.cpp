@@ -147,6 +147,12 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   for (PlanOp &op : decodePlanOps(plan, planFile.path().string())) {
     OpDesc d;
     static_cast<PlanOp &>(d) = std::move(op);
+    if (d.quant != fb::WeightQuant::None)
+      fail(planFile.path().string(), ": op ", d.name, " has ",
+           fb::EnumNameWeightQuant(d.quant),
+           " weights (solc --quant); this build's CUDA executor runs "
+           "unquantized linears only: run the plan with --device cpu (the "
+           "reference executor), or compile the model without --quant");
     if (d.buffers.empty())
       fail(planFile.path().string(), ": op ", d.name, " has no buffers");
     for (int32_t b : d.buffers) {

@@ -262,6 +262,10 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
       if (std::find(out.begin(), out.end(), l.instance) == out.end())
         out.push_back(l.instance);
   };
+  // No CUDA kernels read quantized weights yet (the executor refuses such
+  // plans): compile none for them.
+  if (op.quant != fb::WeightQuant::None)
+    return out;
   if (op.kind == OpKind::Linear || op.kind == OpKind::NormLinear) {
     for (int rows = 1; rows <= std::min(maxTokens, kSinglePassRows); ++rows)
       add(selectKernels(op, rows, 0));

@@ -261,6 +261,132 @@ GemvSpec GemvSpec::choose(int outFeatures, int inFeatures, int rows,
   return spec;
 }
 
+namespace {
+
+const char *weightFormatName(WeightFormat format) {
+  switch (format) {
+  case WeightFormat::Int8:
+    return "Int8";
+  case WeightFormat::Int4:
+    return "Int4";
+  case WeightFormat::Fp8:
+    return "Fp8";
+  }
+  return "?";
+}
+
+} // namespace
+
+KernelInstance QuantGemvSpec::instance() const {
+  constexpr const char *kKernel = "linear_gemv_quant";
+  requirePositive(inFeatures, "in features (K)", kKernel);
+  // A lane loads 16 bytes of codes: 16 int8 or fp8 values, 32 int4 values.
+  requireMultiple(inFeatures, vectorValues(), "in features (K)", kKernel);
+  if (format == WeightFormat::Int4) {
+    if (groupSize <= 0)
+      fail(kKernel, ": int4 weights need their group size, got ", groupSize);
+    // A 16-byte load must lie in one group.
+    requireMultiple(groupSize, 32, "the int4 group size", kKernel);
+    requireMultiple(inFeatures, groupSize, "in features (K)", kKernel);
+  } else if (groupSize != 0) {
+    fail(kKernel, ": ", weightFormatName(format),
+         " weights have one scale per row, not groups (group size ", groupSize,
+         ")");
+  }
+  if (maxRows != 1 && maxRows != 2 && maxRows != 4 && maxRows != 8)
+    fail(kKernel, ": maxRows must be 1, 2, 4 or 8, got ", maxRows);
+  if (warpsK != 1 && warpsK != 2 && warpsK != 4 && warpsK != 8)
+    fail(kKernel, ": warpsK must be 1, 2, 4 or 8, got ", warpsK);
+  if (rowsPerWarp != 1 && rowsPerWarp != 2 && rowsPerWarp != 4 &&
+      rowsPerWarp != 8 && rowsPerWarp != 16)
+    fail(kKernel, ": rowsPerWarp must be 1, 2, 4, 8 or 16, got ", rowsPerWarp);
+  if (rowsPerWarp * maxRows > 32)
+    fail(kKernel, ": rowsPerWarp * maxRows must be at most 32, got ",
+         rowsPerWarp, " * ", maxRows);
+  checkEpilogue(output, epilogue, kKernel);
+  if (epilogue == LinearEpilogue::Swiglu && rowsPerWarp % 2 != 0)
+    fail(kKernel, ": the swiglu epilogue needs an even rowsPerWarp");
+  // Beside the dynamic x rows the kernel has at most about 1.5 KB of static
+  // shared memory (its reductions' partial sums).
+  if (sharedBytes() + 2048 > kMaxSharedBytes)
+    fail(kKernel, ": ", sharedBytes(), " bytes of shared memory for ", maxRows,
+         " rows of ", inFeatures, " features",
+         normPrologue ? " with the norm prologue" : " of fp8 activations",
+         ", more than the ", kMaxSharedBytes - 2048,
+         " bytes a block may have beside its static shared memory");
+  return {"LinearGemvQuant.cuh",
+          cat(kNamespace, "linear_gemv_quant<sol::kernels::WeightFormat::",
+              weightFormatName(format), ", ", inFeatures, ", ", maxRows, ", ",
+              rowsPerWarp, ", ", warpsK, ", ", outputType(output), ", ",
+              bias ? "true" : "false", ", ", static_cast<int>(epilogue), ", ",
+              normPrologue ? "true" : "false", ", ", groupSize, ">")};
+}
+
+int QuantGemvSpec::sharedBytes() const {
+  return normPrologue || format == WeightFormat::Fp8 ? maxRows * inFeatures * 2
+                                                     : 0;
+}
+
+long long QuantGemvSpec::weightBytes(int outFeatures) const {
+  const long long n = outFeatures, k = inFeatures;
+  if (format != WeightFormat::Int4)
+    return n * k + 4 * n;
+  // Packed codes, then a float scale and a byte zero per group.
+  return n * k / 2 + (groupSize > 0 ? n * (k / groupSize) * 5 : 0);
+}
+
+LaunchDims QuantGemvSpec::dims(int outFeatures) const {
+  requirePositive(outFeatures, "out features (N)", "linear_gemv_quant");
+  if (epilogue == LinearEpilogue::Swiglu)
+    requireMultiple(outFeatures, 2, "out features (N) of a swiglu epilogue",
+                    "linear_gemv_quant");
+  LaunchDims dims;
+  dims.block.x = kThreads;
+  dims.grid.x = ceilDiv(outFeatures, (8 / warpsK) * rowsPerWarp);
+  dims.sharedBytes = static_cast<unsigned>(sharedBytes());
+  return dims;
+}
+
+QuantGemvSpec QuantGemvSpec::choose(int outFeatures, int inFeatures, int rows,
+                                    WeightFormat format, LinearOutput output,
+                                    bool bias, LinearEpilogue epilogue,
+                                    bool normPrologue, int groupSize) {
+  if (rows < 1 || rows > kMaxRows)
+    fail("linear_gemv_quant handles 1..", kMaxRows, " rows, got ", rows);
+  requirePositive(outFeatures, "out features (N)", "linear_gemv_quant");
+  requirePositive(inFeatures, "in features (K)", "linear_gemv_quant");
+  QuantGemvSpec spec;
+  spec.format = format;
+  spec.inFeatures = inFeatures;
+  spec.output = output;
+  spec.bias = bias;
+  spec.epilogue = epilogue;
+  spec.normPrologue = normPrologue;
+  spec.groupSize = groupSize;
+  spec.maxRows = nextPowerOfTwo(rows);
+  // linear_gemv's rules (GemvSpec::choose) counted in 16-byte loads, not
+  // yet measured for the quantized formats: one row runs few weight rows
+  // per warp with K over 4 warps (8 when every warp still gets 2 loads
+  // per lane); more rows keep fewer weight rows per warp as the FMA work
+  // per byte grows. No warp gets less than one load per lane.
+  const int vectors = inFeatures / spec.vectorValues();
+  if (spec.maxRows == 1) {
+    spec.rowsPerWarp = inFeatures <= 3072 ? 2 : 4;
+    spec.warpsK = vectors >= 8 * 64 ? 8 : 4;
+    while (spec.warpsK > 1 && vectors / spec.warpsK < 32)
+      spec.warpsK /= 2;
+  } else {
+    spec.rowsPerWarp = spec.maxRows <= 2 ? 4 : 2;
+    const int preferredSplit =
+        spec.maxRows <= 4 || vectors / (4 * 32) > 4 ? 8 : 4;
+    spec.warpsK = 1;
+    while (spec.warpsK < preferredSplit && vectors / (spec.warpsK * 2) >= 32)
+      spec.warpsK *= 2;
+  }
+  spec.instance(); // fails here for what the kernel cannot run
+  return spec;
+}
+
 KernelInstance SkinnySpec::instance() const {
   requirePositive(inFeatures, "in features (K)", "linear_skinny");
   requireMultiple(inFeatures, 8, "in features (K)", "linear_skinny");

@@ -151,6 +151,51 @@ struct GemvSpec {
                          bool normPrologue = false, int multiprocessors = 132);
 };
 
+/// The quantized weight formats linear_gemv_quant reads (LinearGemvQuant.cuh;
+/// the layouts of runtime/support/Quantize.h).
+enum class WeightFormat { Int8, Int4, Fp8 };
+
+/// linear_gemv_quant<Format, K, MaxRows, RowsPerWarp, WarpsK, Out, HasBias,
+/// Epilogue, NormPrologue, GroupSize>(QuantLinearArgs): linear_gemv for
+/// int8 (W8A16), int4 (W4A16, groups of groupSize along K) and fp8 (W8A8
+/// E4M3, x quantized per row in the kernel) weights, 1..8 rows, with the
+/// same fused norm prologue and epilogues.
+struct QuantGemvSpec {
+  static constexpr int kMaxRows = 8;
+  static constexpr int kThreads = 256;
+  /// The most shared memory a block may have (sm_90).
+  static constexpr int kMaxSharedBytes = 227 * 1024;
+  WeightFormat format = WeightFormat::Int8;
+  int inFeatures = 0; // K
+  int maxRows = 1;
+  int rowsPerWarp = 2;
+  int warpsK = 1;
+  LinearOutput output = LinearOutput::Bf16;
+  bool bias = false;
+  LinearEpilogue epilogue = LinearEpilogue::None;
+  bool normPrologue = false;
+  /// int4: the group size g along K (a multiple of 32 dividing K); 0 for
+  /// int8 and fp8.
+  int groupSize = 0;
+
+  KernelInstance instance() const;
+  LaunchDims dims(int outFeatures) const;
+  /// Weight values in one 16-byte load: 16 (int8, fp8) or 32 (int4).
+  int vectorValues() const { return format == WeightFormat::Int4 ? 32 : 16; }
+  /// Dynamic shared memory: maxRows rows of x in bf16 under the norm
+  /// prologue or with fp8 (the quantized rows), else none.
+  int sharedBytes() const;
+  /// Bytes of codes, scales and zeros of an [outFeatures, inFeatures]
+  /// weight.
+  long long weightBytes(int outFeatures) const;
+  /// A configuration for `rows` (1..8) rows of x; groupSize as the field.
+  static QuantGemvSpec choose(int outFeatures, int inFeatures, int rows,
+                              WeightFormat format, LinearOutput output,
+                              bool bias,
+                              LinearEpilogue epilogue = LinearEpilogue::None,
+                              bool normPrologue = false, int groupSize = 0);
+};
+
 /// linear_skinny<K, MaxRows, Tiles, WarpsK, Out, HasBias, Epilogue,
 /// NormPrologue[, L2Prefetch]>(y, x, w, bias, rows, N, norm_w, eps): linear
 /// layers of 2..16

@@ -33,8 +33,10 @@ inline constexpr char kPlanMagic[8] = {'S', 'O', 'L', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped when plans of an older solc would not run: 2 changed the
 /// paged-attention kernels' arguments (in-kernel split merge, fused rope),
 /// 3 the embedding kernel's (chained ids of async scheduling), 4 made ops
-/// typed tables (Plan.fbs OpParams) and kernels take one argument struct.
-inline constexpr uint32_t kPlanFormatVersion = 4;
+/// typed tables (Plan.fbs OpParams) and kernels take one argument struct, 5
+/// added quantized linear weights (an older solrun would read their codes
+/// as bf16).
+inline constexpr uint32_t kPlanFormatVersion = 5;
 inline constexpr uint64_t kPlanAlignment = 256;
 
 /// The fixed-size header at the start of every plan file (little-endian).

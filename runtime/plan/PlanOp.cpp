@@ -67,6 +67,27 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
       fail("plan ", planPath, ": op #", i, " '", op.name, "' (",
            opKindName(op.kind), ") has no parameter table");
     };
+    // A quantized W's scales (and zeros) follow W and the bias.
+    auto decodeQuant = [&](PlanOp &op, fb::WeightQuant quant, int32_t scales,
+                           int32_t zeros, int32_t groupSize) {
+      if (quant == fb::WeightQuant::None)
+        return;
+      if (quant > fb::WeightQuant::Int4)
+        fail("plan ", planPath, ": op #", i, " '", op.name,
+             "' has weight quantization ", static_cast<int>(quant),
+             ", which this runtime does not know; this plan needs a newer Sol "
+             "runtime");
+      const bool int4 = quant == fb::WeightQuant::Int4;
+      if (scales < 0 || (int4 && (zeros < 0 || groupSize <= 0)))
+        fail("plan ", planPath, ": op #", i, " '", op.name, "' has ",
+             fb::EnumNameWeightQuant(quant),
+             " weights without their scales, zero points or group size");
+      op.quant = quant;
+      op.groupSize = groupSize;
+      op.weights.push_back(scales);
+      if (int4)
+        op.weights.push_back(zeros);
+    };
     switch (op.kind) {
     case OpKind::Embedding: {
       const fb::EmbeddingOp *p = src->params_as_EmbeddingOp();
@@ -106,6 +127,8 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
       op.weights = {p->weight()};
       optional(op.weights, p->bias());
       op.epilogue = p->epilogue();
+      decodeQuant(op, p->quant(), p->weight_scales(), p->weight_zeros(),
+                  p->group_size());
       break;
     }
     case OpKind::NormLinear: {
@@ -117,6 +140,8 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
       optional(op.weights, p->bias());
       op.eps = p->eps();
       op.epilogue = p->epilogue();
+      decodeQuant(op, p->quant(), p->weight_scales(), p->weight_zeros(),
+                  p->group_size());
       break;
     }
     case OpKind::RopeKvWrite: {
@@ -213,16 +238,25 @@ flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
                  .Union();
     break;
   case OpKind::Linear:
-    params = fb::CreateLinearOp(b, buffer(0), buffer(1), weight(0), weight(1),
-                                op.epilogue)
-                 .Union();
+  case OpKind::NormLinear: {
+    const size_t w = op.linearWeight();
+    const int32_t bias = op.hasBias() ? weight(w + 1) : -1;
+    const bool quantized = op.quant != fb::WeightQuant::None;
+    const int32_t scales = quantized ? weight(op.scalesWeight()) : -1;
+    const int32_t zeros =
+        op.quant == fb::WeightQuant::Int4 ? weight(op.scalesWeight() + 1) : -1;
+    const auto group = static_cast<int32_t>(op.groupSize);
+    if (op.kind == OpKind::Linear)
+      params = fb::CreateLinearOp(b, buffer(0), buffer(1), weight(w), bias,
+                                  op.epilogue, op.quant, scales, zeros, group)
+                   .Union();
+    else
+      params = fb::CreateNormLinearOp(
+                   b, buffer(0), buffer(1), buffer(2), weight(0), op.eps,
+                   weight(w), bias, op.epilogue, op.quant, scales, zeros, group)
+                   .Union();
     break;
-  case OpKind::NormLinear:
-    params =
-        fb::CreateNormLinearOp(b, buffer(0), buffer(1), buffer(2), weight(0),
-                               op.eps, weight(1), weight(2), op.epilogue)
-            .Union();
-    break;
+  }
   case OpKind::RopeKvWrite:
     params =
         fb::CreateRopeKvWriteOp(

@@ -40,15 +40,13 @@ std::string_view opKindName(OpKind kind);
 ///   Embedding      buffers out, ids                weights table
 ///   RmsNorm        buffers out, in[, residual]     weights weight
 ///   HeadRmsNorm    buffers buf                     weights weight
-///   Linear         buffers out, in                 weights W[, bias]
-///   NormLinear     buffers out, in, normed         weights norm, W[, bias]
-///   RopeKvWrite    buffers qkv
-///   Attention      buffers out, qkv
-///   Swiglu         buffers out, in
-///   Add            buffers out, lhs, rhs
-///   GatherRows     buffers out, in, rows
-///   ConcatColumns  buffers out, in_0, in_1, ...
+///   Linear         buffers out, in                 weights W[, bias][, q]
+///   NormLinear     buffers out, in, normed         weights norm, W[, bias][,
+///   q] RopeKvWrite    buffers qkv Attention      buffers out, qkv Swiglu
+///   buffers out, in Add            buffers out, lhs, rhs GatherRows buffers
+///   out, in, rows ConcatColumns  buffers out, in_0, in_1, ...
 ///
+/// where q is a quantized W's scales (and, for Int4, zero points).
 /// Only the parameters of the op's kind are meaningful.
 struct PlanOp {
   OpKind kind = OpKind::Embedding;
@@ -65,6 +63,8 @@ struct PlanOp {
   int64_t rope = 0;          // RopeKvWrite: index into Plan.rope
   int64_t slidingWindow = 0; // Attention: 0 = unlimited
   fb::LinearEpilogue epilogue = fb::LinearEpilogue::None; // Linear, NormLinear
+  fb::WeightQuant quant = fb::WeightQuant::None;          // Linear, NormLinear
+  int64_t groupSize = 0; // Linear, NormLinear: inputs per Int4 scale
   std::vector<int64_t> columns, widths; // ConcatColumns: per input
 
   /// RmsNorm: whether it adds a residual first (a third buffer).
@@ -72,7 +72,21 @@ struct PlanOp {
   /// Linear, NormLinear: the index of W in `weights`, and whether a bias
   /// follows it.
   size_t linearWeight() const { return kind == OpKind::NormLinear ? 1 : 0; }
-  bool hasBias() const { return weights.size() == linearWeight() + 2; }
+  /// Linear, NormLinear: how many weights after W and the bias describe a
+  /// quantized W (scales; scales and zeros for Int4).
+  size_t quantOperands() const {
+    return quant == fb::WeightQuant::None   ? 0
+           : quant == fb::WeightQuant::Int4 ? 2
+                                            : 1;
+  }
+  bool hasBias() const {
+    return weights.size() == linearWeight() + 2 + quantOperands();
+  }
+  /// Linear, NormLinear with a quantized W: the index of its scales in
+  /// `weights` (the zero points follow).
+  size_t scalesWeight() const {
+    return linearWeight() + 1 + (hasBias() ? 1 : 0);
+  }
 };
 
 /// The ops of `plan`, decoded. Throws sol::Error naming `planPath` and the

@@ -11,6 +11,7 @@
 #include "runtime/sampling/CpuSampler.h"
 #include "runtime/sampling/StepSampling.h"
 #include "runtime/support/Error.h"
+#include "runtime/support/Quantize.h"
 
 #include <algorithm>
 #include <cmath>
@@ -273,6 +274,16 @@ void ReferenceExecutor::linearWithEpilogue(
     const PlanOp &op, std::span<float> out, std::span<const float> in,
     std::span<const float> w, std::span<const float> bias, int64_t rows,
     int64_t width, int64_t inWidth) {
+  if (op.quant == fb::WeightQuant::Fp8) {
+    // W8A8: the input rows as the fp8 GEMMs see them, e4m3(x / s) * s with
+    // one scale per row.
+    fp8Input_.assign(in.begin(),
+                     in.begin() + static_cast<std::ptrdiff_t>(rows * inWidth));
+    for (int64_t r = 0; r < rows; ++r)
+      quant::roundTripRowFp8(std::span<float>(fp8Input_).subspan(
+          static_cast<size_t>(r * inWidth), static_cast<size_t>(inWidth)));
+    in = fp8Input_;
+  }
   if (op.epilogue == fb::LinearEpilogue::None) {
     linearRows(out, in, w, bias, rows, width, inWidth, numThreads_);
     return;

@@ -114,6 +114,8 @@ private:
   int32_t maxTokensPerStep_ = 0;
   int numThreads_ = 1;
   std::vector<float> epilogueScratch_;
+  /// A W8A8 linear's input rows rounded to fp8.
+  std::vector<float> fp8Input_;
   /// Smallest first-attended offset: a token at pos reads cache positions
   /// from max(0, pos - lookBack) (lookBack < 0: from 0).
   int64_t lookBack_ = 0;

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 
 namespace sol::reference {
 namespace {
@@ -201,10 +202,10 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
       expectCounts(1, 1, 1, 1);
       break;
     case OpKind::Linear:
-      expectCounts(2, 2, 1, 2);
+      expectCounts(2, 2, 1 + op.quantOperands(), 2 + op.quantOperands());
       break;
     case OpKind::NormLinear:
-      expectCounts(3, 3, 2, 3);
+      expectCounts(3, 3, 2 + op.quantOperands(), 3 + op.quantOperands());
       break;
     case OpKind::RopeKvWrite:
       expectCounts(1, 1, 0, 0);
@@ -272,16 +273,22 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
               "', but it must be one of the int32 step inputs (buffers 0..3)");
     return b;
   };
-  auto weight = [&](size_t operand) -> const WeightInfo & {
+  // A weight operand of `dtype`, or of BF16, F16 or F32 when none is named.
+  auto weight = [&](size_t operand,
+                    std::optional<DType> dtype = {}) -> const WeightInfo & {
     const int index = op.weights[operand];
     if (index < 0 || static_cast<size_t>(index) >= weights_.size())
       opError("weight operand ", operand, " is ", index, ", but the plan has ",
               weights_.size(), " weights");
     const WeightInfo &w = weights_[static_cast<size_t>(index)];
-    if (w.dtype != DType::BF16 && w.dtype != DType::F16 &&
+    if (dtype && w.dtype != *dtype)
+      opError("weight '", w.name, "' has dtype ", w.dtype, ", expected ",
+              *dtype);
+    if (!dtype && w.dtype != DType::BF16 && w.dtype != DType::F16 &&
         w.dtype != DType::F32)
       opError("weight '", w.name, "' has dtype ", w.dtype,
-              "; the reference executor runs only BF16, F16 and F32 weights");
+              "; the reference executor runs BF16, F16 and F32 weights, and "
+              "int8, fp8 and int4 ones as the codes of a quantized linear");
     return w;
   };
   auto sameRows = [&](const BufferInfo &a, const BufferInfo &b) {
@@ -389,7 +396,27 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
     const int64_t rowsOfW =
         op.epilogue == fb::LinearEpilogue::Swiglu ? 2 * out.width : out.width;
     const size_t first = op.linearWeight();
-    shapeIs(weight(first), {rowsOfW, in.width});
+    if (op.quant == fb::WeightQuant::None) {
+      shapeIs(weight(first), {rowsOfW, in.width});
+    } else {
+      const bool int4 = op.quant == fb::WeightQuant::Int4;
+      const DType codes = int4                                ? DType::I4
+                          : op.quant == fb::WeightQuant::Int8 ? DType::I8
+                                                              : DType::F8E4M3;
+      shapeIs(weight(first, codes), {rowsOfW, in.width});
+      if (int4) {
+        if (op.groupSize <= 0 || op.groupSize % 2 != 0 ||
+            in.width % op.groupSize != 0)
+          opError("int4 group size ", op.groupSize,
+                  " must be an even divisor of the ", in.width,
+                  " input features");
+        const int64_t groups = in.width / op.groupSize;
+        shapeIs(weight(op.scalesWeight(), DType::F32), {rowsOfW, groups});
+        shapeIs(weight(op.scalesWeight() + 1, DType::U8), {rowsOfW, groups});
+      } else {
+        shapeIs(weight(op.scalesWeight(), DType::F32), {rowsOfW});
+      }
+    }
     if (op.hasBias())
       shapeIs(weight(first + 1), {rowsOfW});
     if (op.epilogue != fb::LinearEpilogue::None && out.dtype != DType::BF16)

@@ -6,12 +6,20 @@
 #include "runtime/reference/ReferencePlan.h"
 #include "runtime/support/DType.h"
 #include "runtime/support/Error.h"
+#include "runtime/support/Quantize.h"
 
 #include <cstring>
 #include <new>
 
 namespace sol::reference {
 namespace {
+
+static_assert(static_cast<int>(fb::WeightQuant::Int8) ==
+                  static_cast<int>(quant::Scheme::Int8) &&
+              static_cast<int>(fb::WeightQuant::Fp8) ==
+                  static_cast<int>(quant::Scheme::Fp8) &&
+              static_cast<int>(fb::WeightQuant::Int4) ==
+                  static_cast<int>(quant::Scheme::Int4));
 
 // Section bytes carry no alignment promise for 2- and 4-byte elements, so
 // every element is read with memcpy (compiled to a plain load).
@@ -31,26 +39,60 @@ ReferenceWeights::ReferenceWeights(const PlanFile &file,
                                    const ReferencePlan &plan) {
   const auto &infos = plan.weights();
   values_.resize(infos.size());
-  for (size_t i = 0; i < infos.size(); ++i) {
-    if (!plan.weightIsUsed()[i])
+  // A quantized linear's codes are dequantized with its scales (and zero
+  // points), which are read there and not converted on their own.
+  struct Dequantize {
+    const PlanOp *op = nullptr;
+  };
+  std::vector<Dequantize> dequantize(infos.size());
+  std::vector<bool> auxiliary(infos.size(), false);
+  for (const PlanOp &op : plan.ops()) {
+    if (op.quant == fb::WeightQuant::None)
       continue;
+    dequantize[static_cast<size_t>(op.weights[op.linearWeight()])].op = &op;
+    for (size_t j = op.scalesWeight(); j < op.weights.size(); ++j)
+      auxiliary[static_cast<size_t>(op.weights[j])] = true;
+  }
+  auto bytesOf = [&](size_t i) {
     const WeightInfo &info = infos[i];
     const std::span<const std::byte> bytes =
         file.weightBytes(static_cast<int>(i));
-    const uint64_t elementBytes =
-        static_cast<uint64_t>(dtypeBits(info.dtype)) / 8;
     const uint64_t expected =
-        static_cast<uint64_t>(info.elements) * elementBytes;
+        (static_cast<uint64_t>(info.elements) * dtypeBits(info.dtype) + 7) / 8;
     if (bytes.size() != expected)
       fail("plan ", file.path().string(), ": weight '", info.name, "' has ",
            bytes.size(), " bytes, but its shape and dtype ", info.dtype,
            " need ", expected);
+    return bytes;
+  };
+  for (size_t i = 0; i < infos.size(); ++i) {
+    if (!plan.weightIsUsed()[i] || (auxiliary[i] && !dequantize[i].op))
+      continue;
+    const WeightInfo &info = infos[i];
+    const std::span<const std::byte> bytes = bytesOf(i);
     std::vector<float> &out = values_[i];
     try {
       out.resize(static_cast<size_t>(info.elements));
     } catch (const std::bad_alloc &) {
       fail("out of memory converting weight '", info.name, "' (", info.elements,
            " elements) to float32 for the reference executor");
+    }
+    if (const PlanOp *op = dequantize[i].op) {
+      const size_t s = static_cast<size_t>(op->weights[op->scalesWeight()]);
+      std::vector<float> scales(static_cast<size_t>(infos[s].elements));
+      convert<float>(bytesOf(s), scales, [](float v) { return v; });
+      std::span<const uint8_t> zeros;
+      if (op->quant == fb::WeightQuant::Int4) {
+        const size_t z =
+            static_cast<size_t>(op->weights[op->scalesWeight() + 1]);
+        const std::span<const std::byte> zb = bytesOf(z);
+        zeros = {reinterpret_cast<const uint8_t *>(zb.data()), zb.size()};
+      }
+      quant::dequantizeInto(static_cast<quant::Scheme>(op->quant),
+                            info.shape[0], info.shape[1], op->groupSize, bytes,
+                            scales, zeros, out);
+      bytes_ += out.size() * sizeof(float);
+      continue;
     }
     switch (info.dtype) {
     case DType::BF16:

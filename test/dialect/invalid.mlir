@@ -1185,3 +1185,74 @@ module attributes {sol.model = #sol.model<architecture = "LlamaForCausalLM", voc
 // Every parameter is required (the parser wants the next one).
 // expected-error @+1 {{expected ','}}
 module attributes {sol.model = #sol.model<architecture = "LlamaForCausalLM", vocab_size = 256, hidden_size = 64, num_layers = 2>} {}
+
+// -----
+
+// sol.quantize_weight: the codes' element type follows the scheme.
+func.func @quantize_codes_type() {
+  %w = sol.weight @w : tensor<8x32xbf16>
+  // expected-error @+1 {{'sol.quantize_weight' op int8 weights must have 'i8' elements, not 'i4'}}
+  %q, %s = sol.quantize_weight %w {scheme = #sol<quant int8>} : tensor<8x32xbf16> -> (tensor<8x32xi4>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// int4 groups divide the input features.
+func.func @quantize_group() {
+  %w = sol.weight @w : tensor<8x32xbf16>
+  // expected-error @+1 {{'sol.quantize_weight' op int4 needs an even group_size that divides the 32 input features, got 12}}
+  %q, %s, %z = sol.quantize_weight %w {scheme = #sol<quant int4>, group_size = 12} : tensor<8x32xbf16> -> (tensor<8x32xi4>, tensor<8x2xf32>, tensor<8x2xui8>)
+  return
+}
+
+// -----
+
+// int4 scales are per group.
+func.func @quantize_scale_shape() {
+  %w = sol.weight @w : tensor<8x32xbf16>
+  // expected-error @+1 {{'sol.quantize_weight' op scales must be f32 of shape [8, 2], but are 'tensor<8xf32>'}}
+  %q, %s, %z = sol.quantize_weight %w {scheme = #sol<quant int4>, group_size = 16} : tensor<8x32xbf16> -> (tensor<8x32xi4>, tensor<8xf32>, tensor<8x2xui8>)
+  return
+}
+
+// -----
+
+// Zero points go with int4 only.
+func.func @quantize_zeros() {
+  %w = sol.weight @w : tensor<8x32xbf16>
+  // expected-error @+1 {{'sol.quantize_weight' op zero points go with int4 weights, and only with them}}
+  %q, %s, %z = sol.quantize_weight %w {scheme = #sol<quant int8>} : tensor<8x32xbf16> -> (tensor<8x32xi8>, tensor<8xf32>, tensor<8xui8>)
+  return
+}
+
+// -----
+
+// A quantized linear needs its scales.
+func.func @linear_quant_scales(%x: tensor<?x32xbf16>) {
+  %w = sol.weight @w : tensor<8x32xi8>
+  // expected-error @+1 {{'sol.linear' op an int8 weight needs its scales}}
+  %y = sol.linear %x, %w {quant = #sol<quant int8>} : (tensor<?x32xbf16>, tensor<8x32xi8>) -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+// Scales without a quantized weight are an error.
+func.func @linear_scales_unquantized(%x: tensor<?x32xbf16>) {
+  %w = sol.weight @w : tensor<8x32xbf16>
+  %s = sol.weight @s : tensor<8xf32>
+  // expected-error @+1 {{'sol.linear' op scales, zeros and group_size go with a quantized weight (quant = int8, fp8, int4)}}
+  %y = sol.linear %x, %w scales %s : (tensor<?x32xbf16>, tensor<8x32xbf16> scales tensor<8xf32>) -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+// clip_search is an int4 option.
+func.func @quantize_clip() {
+  %w = sol.weight @w : tensor<8x32xbf16>
+  // expected-error @+1 {{'sol.quantize_weight' op clip_search applies to int4 only}}
+  %q, %s = sol.quantize_weight %w {scheme = #sol<quant fp8>, clip_search = true} : tensor<8x32xbf16> -> (tensor<8x32xf8E4M3FN>, tensor<8xf32>)
+  return
+}

@@ -84,7 +84,8 @@ std::vector<CheckFamily> allFamilies() {
        {runtimeChecks(), elementwiseChecks(), normChecks(), attentionChecks(),
         kvFp8Checks(), fusedRopeChecks(), prefillAttentionChecks(),
         prefillAttentionFp8Checks(), chunkAttentionChecks(), linearChecks(),
-        fusedLinearChecks(), skinnyChecks(), samplingChecks()})
+        fusedLinearChecks(), skinnyChecks(), quantGemvChecks(),
+        samplingChecks()})
     for (auto &family : group)
       all.push_back(std::move(family));
   return all;

@@ -109,3 +109,15 @@ func.func @clash() -> (tensor<256x64xbf16>, tensor<256x64xbf16>) {
   %i = sol.interleave_rows %g, %u : tensor<128x64xbf16> -> tensor<256x64xbf16>
   return %c, %i : tensor<256x64xbf16>, tensor<256x64xbf16>
 }
+
+// A quantization's outputs are named after its source and scheme.
+// CHECK-LABEL: func.func @quantize
+// CHECK-NOT: sol.quantize_weight
+// CHECK-DAG: sol.weight @"model.layers.0.mlp.down_proj.weight~int4" : tensor<16x64xi4>
+// CHECK-DAG: sol.weight @"model.layers.0.mlp.down_proj.weight~int4.scales" : tensor<16x2xf32>
+// CHECK-DAG: sol.weight @"model.layers.0.mlp.down_proj.weight~int4.zeros" : tensor<16x2xui8>
+func.func @quantize() -> (tensor<16x64xi4>, tensor<16x2xf32>, tensor<16x2xui8>) {
+  %w = sol.weight @model.layers.0.mlp.down_proj.weight : tensor<16x64xbf16>
+  %q, %s, %z = sol.quantize_weight %w {scheme = #sol<quant int4>, group_size = 32} : tensor<16x64xbf16> -> (tensor<16x64xi4>, tensor<16x2xf32>, tensor<16x2xui8>)
+  return %q, %s, %z : tensor<16x64xi4>, tensor<16x2xf32>, tensor<16x2xui8>
+}

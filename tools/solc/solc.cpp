@@ -4,6 +4,8 @@
 //   solc MODEL_DIR --emit=mlir [-O0..3]      print the kernel-level sol module
 //   solc MODEL_DIR --emit=imported           print the module as imported
 //   --kv-block-size N, --kv-cache-dtype bf16|fp8   the paged KV cache's layout
+//   --quant int8|fp8|int4-rtn [--group-size N] [--quant-lm-head]
+//                                           quantize the linears' weights
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/KvCacheLayout.h"
@@ -28,6 +30,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #ifndef SOL_VERSION
 #define SOL_VERSION "0.0.0"
@@ -44,6 +47,9 @@ struct Options {
   int64_t maxTokensPerStep = 2048;
   int64_t kvBlockSize = 0; // 0: sol-plan-kv-cache chooses
   std::string kvCacheDtype = "bf16";
+  std::string quant; // empty: weights as the checkpoint has them
+  int64_t groupSize = 128;
+  bool quantLmHead = false;
   bool quiet = false;
   std::string commandLine;
 };
@@ -61,6 +67,8 @@ int run(const Options &opts) {
     llvm::errs() << "solc: "
                  << (d.getSeverity() == mlir::DiagnosticSeverity::Error
                          ? "error: "
+                     : d.getSeverity() == mlir::DiagnosticSeverity::Warning
+                         ? "warning: "
                          : "note: ")
                  << d.getLocation() << ": " << d.str() << "\n";
     return mlir::success();
@@ -90,7 +98,15 @@ int run(const Options &opts) {
   sol::SolPlanKvCacheOptions kvOptions;
   kvOptions.blockSize = opts.kvBlockSize;
   kvOptions.dtype = opts.kvCacheDtype;
-  sol::buildSolPipeline(pm, opts.optLevel, kvOptions);
+  std::optional<sol::SolQuantizeOptions> quantOptions;
+  if (!opts.quant.empty()) {
+    quantOptions.emplace();
+    quantOptions->scheme = opts.quant == "int4-rtn" ? "int4" : opts.quant;
+    quantOptions->groupSize = opts.groupSize;
+    quantOptions->lmHead = opts.quantLmHead;
+  }
+  sol::buildSolPipeline(pm, opts.optLevel, kvOptions,
+                        quantOptions ? &*quantOptions : nullptr);
   if (mlir::failed(pm.run(module)))
     sol::fail("the -O", opts.optLevel, " pipeline failed on ", opts.input,
               " (see above)");
@@ -130,8 +146,8 @@ int run(const Options &opts) {
   planOptions.maxTokensPerStep = opts.maxTokensPerStep;
   planOptions.kvCache = *kvCache;
   planOptions.progress = !opts.quiet;
-  sol::emitPlan(opts.output, *program, model.weights, model.assets,
-                planOptions, modules);
+  sol::emitPlan(opts.output, *program, model.weights, model.assets, planOptions,
+                modules);
   if (!opts.quiet)
     std::cerr << "solc: wrote " << opts.output << " (" << program->ops.size()
               << " ops, " << program->weights.size() << " weights) in "
@@ -185,11 +201,30 @@ int main(int argc, char **argv) {
                  "KV-cache element type: bf16 (default) or fp8 (E4M3 with "
                  "per-token, per-head scales: half the memory)")
       ->check(CLI::IsMember({"bf16", "fp8"}));
+  app.add_option("--quant", opts.quant,
+                 "quantize the linears' weights: int8 (W8A16, per-row "
+                 "scales), fp8 (W8A8 E4M3, per-row weight and per-token "
+                 "activation scales) or int4-rtn (W4A16, round to nearest, "
+                 "scales and zero points per --group-size inputs); "
+                 "embeddings and the LM head stay as they are")
+      ->check(CLI::IsMember({"int8", "fp8", "int4-rtn"}));
+  app.add_option("--group-size", opts.groupSize,
+                 "inputs per int4 scale and zero point (default 128; an even "
+                 "divisor of every linear's input features, else that linear "
+                 "keeps its weight)")
+      ->check(CLI::Range(int64_t(2), int64_t(1) << 20));
+  app.add_flag("--quant-lm-head", opts.quantLmHead,
+               "with --quant, quantize the LM head as well");
   app.add_flag("-q,--quiet", opts.quiet, "no progress or summary on stderr");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     return app.exit(e);
+  }
+  if (opts.quant.empty() && (opts.quantLmHead || app.count("--group-size"))) {
+    std::cerr << "solc: error: --group-size and --quant-lm-head go with "
+                 "--quant\n";
+    return 2;
   }
   if (opts.emit.empty())
     opts.emit = opts.output.empty() || opts.output == "-" ? "mlir" : "plan";

@@ -220,6 +220,8 @@ int runPerplexity(const PlanFile &file, const std::string &device,
   // Logprobs by rank, summed in order at the end: the same sum whatever
   // the batching.
   std::vector<double> logprobs(static_cast<size_t>(numScored));
+  std::vector<int32_t> argmax(
+      opts.argmaxOut.empty() ? 0 : static_cast<size_t>(numScored));
   int64_t done = 0;
   auto lastProgress = std::chrono::steady_clock::now();
   auto progress = [&](bool last) {
@@ -238,6 +240,10 @@ int runPerplexity(const PlanFile &file, const std::string &device,
     logprobs.at(static_cast<size_t>(s.index)) = s.logprob;
     if (logitsFile)
       logitsFile->write(s.index, s.logits);
+    if (!argmax.empty())
+      argmax.at(static_cast<size_t>(s.index)) = static_cast<int32_t>(
+          std::max_element(s.logits.begin(), s.logits.end()) -
+          s.logits.begin());
     ++done;
     progress(false);
   });
@@ -246,6 +252,14 @@ int runPerplexity(const PlanFile &file, const std::string &device,
     fail("internal error: ", done, " of ", numScored, " positions scored");
   if (logitsFile)
     logitsFile->close();
+  if (!argmax.empty()) {
+    std::FILE *f = std::fopen(opts.argmaxOut.c_str(), "wb");
+    const bool ok = f && std::fwrite(argmax.data(), sizeof(int32_t),
+                                     argmax.size(), f) == argmax.size();
+    if (!f || std::fclose(f) != 0 || !ok)
+      fail("--argmax-out: cannot write ", opts.argmaxOut, ": ",
+           std::strerror(errno));
+  }
 
   double sum = 0;
   for (double lp : logprobs)

@@ -34,6 +34,8 @@ struct PerplexityOptions {
   bool json = false;
   /// float32 logits of each scored position (n_scored x vocab), in order.
   std::string logitsOut;
+  /// int32 argmax of each scored position's logits (n_scored), in order.
+  std::string argmaxOut;
   int32_t maxNumSeqs = 0;          // 0: the engine's default
   int32_t maxNumBatchedTokens = 0; // 0: the plan's tokens per step
 };

@@ -28,10 +28,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <unistd.h>
 
@@ -41,6 +43,7 @@ struct Options {
   std::string plan;
   bool info = false;
   bool infoOps = false;
+  bool infoWeights = false;
   std::string promptIds;
   std::string prompt;
   std::string chat;
@@ -100,6 +103,14 @@ std::vector<int32_t> parseIds(const std::string &text) {
 }
 
 std::string dtypeString(sol::fb::DType t) { return sol::fb::EnumNameDType(t); }
+
+/// "int8", "fp8", "int4": as solc's --quant spells them.
+std::string quantName(sol::fb::WeightQuant q) {
+  std::string name = sol::fb::EnumNameWeightQuant(q);
+  for (char &c : name)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
 
 void printInfo(const sol::PlanFile &file) {
   const sol::fb::Plan &p = file.plan();
@@ -171,6 +182,55 @@ void printInfo(const sol::PlanFile &file) {
               p.tokenizer_json() && p.tokenizer_json()->size()
                   ? "embedded"
                   : "none (use --prompt-ids)");
+  // Quantization: linears per scheme, and what stayed as it was (the
+  // weights' notes say why).
+  const std::vector<sol::PlanOp> ops =
+      sol::decodePlanOps(p, file.path().string());
+  std::map<std::string, int> schemes;
+  int linears = 0;
+  for (const sol::PlanOp &op : ops)
+    if (op.kind == sol::OpKind::Linear || op.kind == sol::OpKind::NormLinear) {
+      ++linears;
+      if (op.quant != sol::fb::WeightQuant::None)
+        ++schemes[quantName(op.quant)];
+    }
+  if (!schemes.empty()) {
+    std::string line;
+    for (const auto &[scheme, count] : schemes)
+      line += (line.empty() ? "" : ", ") + scheme + " on " +
+              std::to_string(count) + " of " + std::to_string(linears) +
+              " linears";
+    std::string kept;
+    if (p.weights())
+      for (const auto *w : *p.weights())
+        if (w->note() && w->note()->string_view().starts_with("kept"))
+          kept += (kept.empty() ? "" : "; ") + w->name()->str() + " " +
+                  w->note()->str();
+    std::printf("quantization:  %s%s%s (solrun --info --weights lists every "
+                "tensor)\n",
+                line.c_str(), kept.empty() ? "" : "; ", kept.c_str());
+  }
+}
+
+/// One line per weight: name, dtype, shape, bytes and what the compiler did.
+void printWeights(const sol::PlanFile &file) {
+  const sol::fb::Plan &p = file.plan();
+  std::printf("weights:\n");
+  if (!p.weights())
+    return;
+  for (unsigned i = 0; i < p.weights()->size(); ++i) {
+    const sol::fb::Weight *w = p.weights()->Get(i);
+    std::string shape;
+    if (w->shape())
+      for (int64_t d : *w->shape())
+        shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    std::printf(
+        "  %4u %-60s %-7s %-16s %12llu%s%s\n", i,
+        w->name() ? w->name()->c_str() : "?", dtypeString(w->dtype()).c_str(),
+        shape.c_str(),
+        static_cast<unsigned long long>(w->data() ? w->data()->size() : 0),
+        w->note() ? "  " : "", w->note() ? w->note()->c_str() : "");
+  }
 }
 
 /// One line per op of the step: kind, epilogue, name and buffers.
@@ -189,9 +249,13 @@ void printOps(const sol::PlanFile &file) {
         if (b >= 0 && static_cast<unsigned>(b) < p.buffers()->size())
           buffers += (buffers.empty() ? "" : ", ") +
                      p.buffers()->Get(b)->name()->str();
-    std::printf("  %3zu %s%s %s (%s)\n", i,
+    std::string quant;
+    if (op.quant != sol::fb::WeightQuant::None)
+      quant = " [" + quantName(op.quant) +
+              (op.groupSize ? " g" + std::to_string(op.groupSize) : "") + "]";
+    std::printf("  %3zu %s%s%s %s (%s)\n", i,
                 std::string(sol::opKindName(op.kind)).c_str(),
-                e <= 2 ? kEpilogues[e] : " +?", op.name.c_str(),
+                e <= 2 ? kEpilogues[e] : " +?", quant.c_str(), op.name.c_str(),
                 buffers.c_str());
   }
 }
@@ -299,6 +363,8 @@ int run(Options &opts) {
     printInfo(file);
     if (opts.infoOps)
       printOps(file);
+    if (opts.infoWeights)
+      printWeights(file);
     return 0;
   }
   if (opts.bench)
@@ -440,6 +506,10 @@ int main(int argc, char **argv) {
   nonServeFlags.push_back(app.add_flag(
       "--ops", opts.infoOps,
       "with --info: also list the step's ops (fusions show here)"));
+  nonServeFlags.push_back(app.add_flag(
+      "--weights", opts.infoWeights,
+      "with --info: also list every weight (dtype, shape, bytes, and what "
+      "quantization did to it)"));
   nonServeFlags.push_back(
       app.add_option("--prompt-ids", opts.promptIds,
                      "prompt as comma-separated token ids, e.g. 1,2,3"));
@@ -629,7 +699,11 @@ int main(int argc, char **argv) {
           ->check(CLI::Range(int64_t(1), int64_t(INT32_MAX))),
       app.add_option("--limit-tokens", px.limitTokens,
                      "with --perplexity: score only the first N ids")
-          ->check(CLI::Range(int64_t(1), INT64_MAX))};
+          ->check(CLI::Range(int64_t(1), INT64_MAX)),
+      app.add_option("--argmax-out", px.argmaxOut,
+                     "with --perplexity: write the argmax token id of every "
+                     "scored position (int32, in order) to this file, to "
+                     "compare two plans' top-1 choices")};
   for (CLI::Option *o : perplexityModes)
     nonServeFlags.push_back(o);
   for (CLI::Option *o : perplexityFlags)

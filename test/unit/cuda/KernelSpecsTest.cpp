@@ -616,5 +616,154 @@ TEST(KernelSpecs, ElementwiseGeometry) {
   EXPECT_EQ(SwigluSpec{8192}.dims(1 << 20).grid.x, 65535u); // grid-stride
 }
 
+/// The message of the sol::Error `f` throws ("" if none).
+template <typename F> std::string errorOf(F f) {
+  try {
+    f();
+  } catch (const sol::Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(KernelSpecs, QuantGemvNameAndGeometry) {
+  QuantGemvSpec spec;
+  spec.format = WeightFormat::Int4;
+  spec.inFeatures = 2048;
+  spec.maxRows = 8;
+  spec.rowsPerWarp = 2;
+  spec.warpsK = 4;
+  spec.epilogue = LinearEpilogue::Swiglu;
+  spec.normPrologue = true;
+  spec.groupSize = 128;
+  EXPECT_EQ(spec.instance().header, "LinearGemvQuant.cuh");
+  EXPECT_EQ(spec.instance().nameExpression,
+            "sol::kernels::linear_gemv_quant<sol::kernels::WeightFormat::Int4, "
+            "2048, 8, 2, 4, __nv_bfloat16, false, 2, true, 128>");
+  // 2 warps along N of 2 rows: 4 rows of W a block.
+  const LaunchDims d = spec.dims(16384);
+  EXPECT_EQ(d.grid.x, 4096u);
+  EXPECT_EQ(d.block.x, 256u);
+  EXPECT_EQ(d.sharedBytes, 8u * 2048 * 2); // the normalised rows
+  EXPECT_EQ(spec.weightBytes(16384), 16384LL * 1024 + 16384LL * 16 * 5);
+
+  QuantGemvSpec fp8{WeightFormat::Fp8, 4096, 1, 4, 8, LinearOutput::Fp32};
+  EXPECT_EQ(fp8.instance().nameExpression,
+            "sol::kernels::linear_gemv_quant<sol::kernels::WeightFormat::Fp8, "
+            "4096, 1, 4, 8, float, false, 0, false, 0>");
+  EXPECT_EQ(fp8.dims(1000).grid.x, 250u); // 4 rows a block, rounded up
+  EXPECT_EQ(fp8.dims(1000).sharedBytes, 4096u * 2); // quantized x, always
+  EXPECT_EQ(fp8.weightBytes(1000), 1000LL * 4096 + 4000);
+
+  QuantGemvSpec int8{WeightFormat::Int8, 8192, 2, 4, 8};
+  EXPECT_EQ(int8.instance().nameExpression,
+            "sol::kernels::linear_gemv_quant<sol::kernels::WeightFormat::Int8, "
+            "8192, 2, 4, 8, __nv_bfloat16, false, 0, false, 0>");
+  EXPECT_EQ(int8.dims(2048).sharedBytes, 0u); // x through L1
+  EXPECT_EQ(int8.dims(2048).grid.x, 512u);
+}
+
+TEST(KernelSpecs, QuantGemvChoice) {
+  for (WeightFormat f :
+       {WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Fp8}) {
+    const int g = f == WeightFormat::Int4 ? 128 : 0;
+    for (int rows = 1; rows <= 8; ++rows) {
+      const QuantGemvSpec s =
+          QuantGemvSpec::choose(3072, 2048, rows, f, LinearOutput::Bf16, false,
+                                LinearEpilogue::None, true, g);
+      EXPECT_EQ(s.maxRows, rows <= 1 ? 1 : rows <= 2 ? 2 : rows <= 4 ? 4 : 8);
+      EXPECT_EQ(s.groupSize, g);
+      EXPECT_TRUE(s.normPrologue);
+      // Every warp's K slice has at least one load per lane.
+      EXPECT_GE(2048 / s.vectorValues() / s.warpsK, 32) << rows;
+      EXPECT_LE(s.rowsPerWarp * s.maxRows, 32);
+    }
+  }
+  // One row: 2 weight rows a warp up to K = 3072, 4 beyond; K over 4 warps,
+  // or 8 where every warp still gets two loads per lane.
+  const QuantGemvSpec qkv = QuantGemvSpec::choose(
+      3072, 2048, 1, WeightFormat::Int8, LinearOutput::Bf16, false);
+  EXPECT_EQ(qkv.rowsPerWarp, 2);
+  EXPECT_EQ(qkv.warpsK, 4);
+  const QuantGemvSpec down = QuantGemvSpec::choose(
+      2048, 8192, 1, WeightFormat::Int8, LinearOutput::Bf16, false);
+  EXPECT_EQ(down.rowsPerWarp, 4);
+  EXPECT_EQ(down.warpsK, 8);
+  // int4 K = 2048 is 64 loads a row: 2 warps along K.
+  EXPECT_EQ(QuantGemvSpec::choose(3072, 2048, 1, WeightFormat::Int4,
+                                  LinearOutput::Bf16, false,
+                                  LinearEpilogue::None, false, 128)
+                .warpsK,
+            2);
+  // sol-tiny: K = 384 is 24 int8 loads, 12 int4 loads: one warp along K.
+  EXPECT_EQ(QuantGemvSpec::choose(768, 384, 1, WeightFormat::Int4,
+                                  LinearOutput::Bf16, false,
+                                  LinearEpilogue::None, true, 128)
+                .warpsK,
+            1);
+  // 8 rows: 2 weight rows a warp, K over 8 warps when long.
+  const QuantGemvSpec eight = QuantGemvSpec::choose(
+      4096, 14336, 8, WeightFormat::Fp8, LinearOutput::Bf16, false,
+      LinearEpilogue::Residual);
+  EXPECT_EQ(eight.rowsPerWarp, 2);
+  EXPECT_EQ(eight.warpsK, 8);
+  EXPECT_EQ(eight.dims(4096).sharedBytes, 8u * 14336 * 2); // fits 227 KB
+}
+
+TEST(KernelSpecs, QuantGemvErrors) {
+  auto choose = [](int n, int k, int rows, WeightFormat f, int g,
+                   LinearOutput out = LinearOutput::Bf16,
+                   LinearEpilogue e = LinearEpilogue::None) {
+    return
+        [=] { QuantGemvSpec::choose(n, k, rows, f, out, false, e, false, g); };
+  };
+  EXPECT_EQ(errorOf(choose(2048, 2056, 1, WeightFormat::Int8, 0)),
+            "linear_gemv_quant: in features (K) (2056) must be a multiple of "
+            "16");
+  EXPECT_EQ(errorOf(choose(2048, 2064, 1, WeightFormat::Int4, 48)),
+            "linear_gemv_quant: in features (K) (2064) must be a multiple of "
+            "32");
+  EXPECT_EQ(errorOf(choose(2048, 2048, 1, WeightFormat::Int4, 48)),
+            "linear_gemv_quant: the int4 group size (48) must be a multiple "
+            "of 32");
+  EXPECT_EQ(errorOf(choose(2048, 2048, 1, WeightFormat::Int4, 96)),
+            "linear_gemv_quant: in features (K) (2048) must be a multiple of "
+            "96");
+  EXPECT_EQ(errorOf(choose(2048, 2048, 1, WeightFormat::Int4, 0)),
+            "linear_gemv_quant: int4 weights need their group size, got 0");
+  EXPECT_EQ(errorOf(choose(2048, 2048, 1, WeightFormat::Fp8, 128)),
+            "linear_gemv_quant: Fp8 weights have one scale per row, not groups "
+            "(group size 128)");
+  EXPECT_EQ(errorOf(choose(2048, 2048, 9, WeightFormat::Int8, 0)),
+            "linear_gemv_quant handles 1..8 rows, got 9");
+  EXPECT_EQ(errorOf(choose(2048, 2048, 0, WeightFormat::Int8, 0)),
+            "linear_gemv_quant handles 1..8 rows, got 0");
+  EXPECT_EQ(errorOf(choose(2048, 2048, 1, WeightFormat::Int8, 0,
+                           LinearOutput::Fp32, LinearEpilogue::Residual)),
+            "linear_gemv_quant: the residual and swiglu epilogues need a bf16 "
+            "output");
+  // fp8 keeps maxRows quantized rows of x in shared memory.
+  EXPECT_EQ(errorOf(choose(4096, 16384, 8, WeightFormat::Fp8, 0)),
+            "linear_gemv_quant: 262144 bytes of shared memory for 8 rows of "
+            "16384 features of fp8 activations, more than the 230400 bytes a "
+            "block may have beside its static shared memory");
+  EXPECT_EQ(errorOf(choose(4096, 16384, 8, WeightFormat::Int8, 0)), "");
+  EXPECT_EQ(errorOf(choose(0, 2048, 1, WeightFormat::Int8, 0)),
+            "linear_gemv_quant: out features (N) must be positive, got 0");
+  // Swiglu: gate/up pairs in one warp, and an even N.
+  QuantGemvSpec odd{WeightFormat::Int8, 2048, 1, 1, 4};
+  odd.epilogue = LinearEpilogue::Swiglu;
+  EXPECT_EQ(errorOf([&] { odd.instance(); }),
+            "linear_gemv_quant: the swiglu epilogue needs an even rowsPerWarp");
+  odd.rowsPerWarp = 2;
+  EXPECT_EQ(errorOf([&] { odd.dims(1001); }),
+            "linear_gemv_quant: out features (N) of a swiglu epilogue (1001) "
+            "must be a multiple of 2");
+  QuantGemvSpec wide{WeightFormat::Int8, 2048, 8, 8, 4};
+  EXPECT_EQ(errorOf([&] { wide.instance(); }),
+            "linear_gemv_quant: rowsPerWarp * maxRows must be at most 32, got "
+            "8 * 8");
+}
+
 } // namespace
 } // namespace sol::test

@@ -43,6 +43,11 @@ std::vector<PlanOp> everyKind() {
   PlanOp &concat = add(OpKind::ConcatColumns, {22, 9, 18, 19}, {});
   concat.columns = {0, 64, 0};
   concat.widths = {128, 64, 32};
+  // Quantized linears: W[, bias], then scales (and int4 zero points).
+  add(OpKind::Linear, {10, 5}, {23, 12, 24}).quant = fb::WeightQuant::Int8;
+  PlanOp &int4 = add(OpKind::NormLinear, {13, 4, 14}, {15, 25, 26, 27});
+  int4.quant = fb::WeightQuant::Int4, int4.groupSize = 128, int4.eps = 1e-5f;
+  add(OpKind::Linear, {10, 5}, {28, 29}).quant = fb::WeightQuant::Fp8;
   return ops;
 }
 
@@ -78,12 +83,42 @@ TEST(PlanOpTest, EveryKindRoundTrips) {
     EXPECT_EQ(d.epilogue, a.epilogue);
     EXPECT_EQ(d.columns, a.columns);
     EXPECT_EQ(d.widths, a.widths);
+    EXPECT_EQ(d.quant, a.quant);
+    EXPECT_EQ(d.groupSize, a.groupSize);
   }
   EXPECT_TRUE(decoded[1].hasResidual());
   EXPECT_FALSE(decoded[2].hasResidual());
   EXPECT_TRUE(decoded[4].hasBias());
   EXPECT_FALSE(decoded[5].hasBias());
   EXPECT_TRUE(decoded[6].hasBias());
+  // The quantized ones: bias, scales and zeros where they belong.
+  EXPECT_TRUE(decoded[13].hasBias());
+  EXPECT_EQ(decoded[13].scalesWeight(), 2u);
+  EXPECT_FALSE(decoded[14].hasBias());
+  EXPECT_EQ(decoded[14].quantOperands(), 2u);
+  EXPECT_EQ(decoded[14].weights[decoded[14].scalesWeight() + 1], 27);
+  EXPECT_FALSE(decoded[15].hasBias());
+  EXPECT_EQ(decoded[15].weights[decoded[15].scalesWeight()], 29);
+}
+
+TEST(PlanOpTest, QuantizedLinearsNeedTheirScales) {
+  flatbuffers::FlatBufferBuilder b;
+  auto params = fb::CreateLinearOp(b, 4, 5, 6, -1, fb::LinearEpilogue::None,
+                                   fb::WeightQuant::Int4, 7, -1, 128);
+  auto op =
+      fb::CreateOpDirect(b, "int4", fb::OpParams::LinearOp, params.Union());
+  auto vector = b.CreateVector(std::vector{op});
+  fb::PlanBuilder pb(b);
+  pb.add_ops(vector);
+  b.Finish(pb.Finish());
+  const fb::Plan *plan = flatbuffers::GetRoot<fb::Plan>(b.GetBufferPointer());
+  try {
+    decodePlanOps(*plan, "x.plan");
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "plan x.plan: op #0 'int4' has Int4 weights "
+                           "without their scales, zero points or group size");
+  }
 }
 
 TEST(PlanOpTest, UnknownKindsAreRefused) {

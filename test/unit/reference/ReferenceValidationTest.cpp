@@ -302,18 +302,39 @@ TEST(ReferencePlanCheck, BuffersAndDataFlow) {
       "run in place");
 }
 
+TEST(ReferencePlanCheck, QuantizedLinears) {
+  // An int8 linear whose codes are still bf16, and one whose scales are
+  // missing (the op names W twice: the second is taken as its scales).
+  auto makeInt8 = [](TestPlan &p) -> PlanOp & {
+    PlanOp &op = p.ops[opIndex(p, "model.layers.0.self_attn.o_proj")];
+    op.quant = fb::WeightQuant::Int8;
+    op.weights.push_back(op.weights[0]);
+    return op;
+  };
+  EXPECT_PLAN_ERROR(makeInt8(p),
+                    "weight 'model.layers.0.self_attn.o_proj.weight' has "
+                    "dtype BF16, expected I8");
+  EXPECT_PLAN_ERROR(
+      {
+        PlanOp &op = makeInt8(p);
+        op.weights.pop_back();
+      },
+      "has Int8 weights without their scales, zero points or group size");
+}
+
 TEST(ReferencePlanCheck, Weights) {
   EXPECT_PLAN_ERROR(p.weights[0].dtype = DType::I8,
                     "'model.embed_tokens' (Embedding): weight "
                     "'model.embed_tokens.weight' has dtype I8; the reference "
-                    "executor runs only BF16, F16 and F32 weights");
+                    "executor runs BF16, F16 and F32 weights, and int8, fp8 "
+                    "and int4 ones as the codes of a quantized linear");
   EXPECT_PLAN_ERROR(p.weights[0].bytes.resize(p.weights[0].bytes.size() - 2),
                     "weight 'model.embed_tokens.weight' has 926 bytes, but its "
                     "shape and dtype BF16 need 928");
   EXPECT_PLAN_ERROR(p.weights[0].shape[1] = 0, "has an invalid shape");
-  EXPECT_PLAN_ERROR(
-      p.ops[opIndex(p, "model.layers.0.input_layernorm")].eps = -1.0f,
-      "eps is -1; it must be finite and >= 0");
+  EXPECT_PLAN_ERROR(p.ops[opIndex(p, "model.layers.0.input_layernorm")].eps =
+                        -1.0f,
+                    "eps is -1; it must be finite and >= 0");
 }
 
 TEST(ReferencePlanCheck, Options) {

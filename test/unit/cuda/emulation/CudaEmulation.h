@@ -41,6 +41,10 @@ inline EmulatedDim3 gridDim, blockDim;
 struct float4 {
   float x, y, z, w;
 };
+struct float2 {
+  float x, y;
+};
+inline float2 make_float2(float x, float y) { return {x, y}; }
 struct int2 {
   int x, y;
 };
@@ -73,6 +77,15 @@ inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
+// PRMT: result byte i is byte (s >> 4i) & 7 of y:x.
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const unsigned long long both = x | static_cast<unsigned long long>(y) << 32;
+  unsigned out = 0;
+  for (int i = 0; i < 4; ++i)
+    out |= static_cast<unsigned>((both >> (8 * ((s >> (4 * i)) & 7u))) & 0xffu)
+           << (8 * i);
+  return out;
+}
 
 template <typename T, typename U> T atomicAdd(T *p, U v) {
   return __atomic_fetch_add(p, static_cast<T>(v), __ATOMIC_SEQ_CST);
@@ -134,6 +147,10 @@ template <typename T> T __shfl_up_sync(unsigned, T v, unsigned delta) {
   const int lane = threadIdx.x % 32;
   return cuda_emulation::exchange(v, lane - static_cast<int>(delta),
                                   lane >= static_cast<int>(delta));
+}
+template <typename T> T __shfl_down_sync(unsigned, T v, unsigned delta) {
+  const int src = threadIdx.x % 32 + static_cast<int>(delta);
+  return cuda_emulation::exchange(v, src, src < 32);
 }
 template <typename T> T __shfl_sync(unsigned, T v, int src) {
   return cuda_emulation::exchange(v, src, true);

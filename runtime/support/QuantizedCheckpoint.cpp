@@ -1,0 +1,165 @@
+//===- QuantizedCheckpoint.cpp - AutoAWQ and GPTQ int4 into Sol's ---------===//
+
+#include "runtime/support/QuantizedCheckpoint.h"
+
+#include "runtime/support/DType.h"
+#include "runtime/support/Error.h"
+
+#include <cmath>
+#include <string_view>
+
+namespace sol::quant {
+namespace {
+
+uint8_t nibble(int32_t word, int index) {
+  return (static_cast<uint32_t>(word) >> (4 * index)) & 0xF;
+}
+
+void checkTensor(std::string_view format, std::string_view tensor, size_t have,
+                 int64_t rows, int64_t cols) {
+  if (static_cast<int64_t>(have) != rows * cols)
+    fail(format, " tensor '", tensor, "' has ", have, " elements, expected [",
+         rows, ", ", cols, "] = ", rows * cols);
+}
+
+/// The common checks of both formats: Sol's int4 shape and N packable by 8.
+void checkPackedShape(std::string_view format, int64_t K, int64_t N,
+                      int64_t groupSize) {
+  checkShape(Scheme::Int4, N, K, groupSize,
+             std::string(format) + " weight [N, K]");
+  if (N % 8 != 0)
+    fail(format, " packs 8 output columns per int32, but N = ", N,
+         " is not a multiple of 8");
+}
+
+/// scales[n, group] of Sol's layout from fp16 [groups, N].
+std::vector<float> transposeScales(std::string_view format,
+                                   std::span<const uint16_t> scalesFp16,
+                                   int64_t groups, int64_t N) {
+  std::vector<float> scales(N * groups);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t n = 0; n < N; ++n) {
+      const float s = halfToFloat(scalesFp16[g * N + n]);
+      if (!std::isfinite(s))
+        fail(format, " scale of group ", g, ", column ", n, " is ", s,
+             "; the checkpoint is corrupt");
+      scales[n * groups + g] = s;
+    }
+  return scales;
+}
+
+} // namespace
+
+QuantizedWeight unpackAutoAwq(std::span<const int32_t> qweight,
+                              std::span<const int32_t> qzeros,
+                              std::span<const uint16_t> scalesFp16, int64_t K,
+                              int64_t N, int64_t groupSize) {
+  constexpr std::string_view kFormat = "AutoAWQ";
+  checkPackedShape(kFormat, K, N, groupSize);
+  const int64_t groups = K / groupSize;
+  const int64_t words = N / 8;
+  checkTensor(kFormat, "qweight", qweight.size(), K, words);
+  checkTensor(kFormat, "qzeros", qzeros.size(), groups, words);
+  checkTensor(kFormat, "scales", scalesFp16.size(), groups, N);
+
+  QuantizedWeight q{Scheme::Int4, N, K, groupSize, {}, {}, {}};
+  q.codes.assign(codeBytes(Scheme::Int4, N, K), 0);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < words; ++c) {
+      const int32_t word = qweight[k * words + c];
+      for (int i = 0; i < 8; ++i)
+        setInt4CodeAt(q.codes, K, c * 8 + kAwqOrder[i], k, nibble(word, i));
+    }
+  q.zeros.resize(N * groups);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t c = 0; c < words; ++c) {
+      const int32_t word = qzeros[g * words + c];
+      for (int i = 0; i < 8; ++i)
+        q.zeros[(c * 8 + kAwqOrder[i]) * groups + g] = nibble(word, i);
+    }
+  q.scales = transposeScales(kFormat, scalesFp16, groups, N);
+  return q;
+}
+
+GptqWeight unpackGptq(std::span<const int32_t> qweight,
+                      std::span<const int32_t> qzeros,
+                      std::span<const uint16_t> scalesFp16,
+                      std::span<const int32_t> gIdx, int64_t K, int64_t N,
+                      int64_t groupSize, GptqZeros zeroFormat) {
+  constexpr std::string_view kFormat = "GPTQ";
+  checkPackedShape(kFormat, K, N, groupSize);
+  if (K % 8 != 0)
+    fail(kFormat, " packs 8 inputs per int32, but K = ", K,
+         " is not a multiple of 8");
+  const int64_t groups = K / groupSize;
+  checkTensor(kFormat, "qweight", qweight.size(), K / 8, N);
+  checkTensor(kFormat, "qzeros", qzeros.size(), groups, N / 8);
+  checkTensor(kFormat, "scales", scalesFp16.size(), groups, N);
+  if (!gIdx.empty() && static_cast<int64_t>(gIdx.size()) != K)
+    fail(kFormat, " tensor 'g_idx' has ", gIdx.size(),
+         " elements, expected K = ", K);
+
+  // The permutation: inputs stably sorted by group (a counting sort), or
+  // none when every input already sits in group k / g.
+  GptqWeight result;
+  bool trivial = true;
+  for (int64_t k = 0; k < static_cast<int64_t>(gIdx.size()); ++k)
+    trivial = trivial && gIdx[k] == k / groupSize;
+  if (!trivial) {
+    std::vector<int64_t> next(groups + 1, 0);
+    for (int64_t k = 0; k < K; ++k) {
+      if (gIdx[k] < 0 || gIdx[k] >= groups)
+        fail(kFormat, " g_idx[", k, "] = ", gIdx[k], " is not a group of ",
+             groups, " (K / group size)");
+      ++next[gIdx[k] + 1];
+    }
+    for (int64_t g = 0; g < groups; ++g)
+      if (next[g + 1] != groupSize)
+        fail(kFormat, " g_idx puts ", next[g + 1], " inputs in group ", g,
+             ", but group size ", groupSize,
+             " needs exactly that many in each; g_idx and the quantization "
+             "config disagree");
+    for (int64_t g = 0; g < groups; ++g)
+      next[g + 1] += next[g];
+    result.inputPermutation.resize(K);
+    for (int64_t k = 0; k < K; ++k)
+      result.inputPermutation[next[gIdx[k]]++] = static_cast<int32_t>(k);
+  }
+
+  QuantizedWeight &q = result.weight;
+  q = {Scheme::Int4, N, K, groupSize, {}, {}, {}};
+  q.codes.assign(codeBytes(Scheme::Int4, N, K), 0);
+  if (trivial) {
+    // A word's bytes are already Sol's: nibble 2b (k even) low, 2b+1 high.
+    for (int64_t r = 0; r < K / 8; ++r)
+      for (int64_t n = 0; n < N; ++n) {
+        const auto word = static_cast<uint32_t>(qweight[r * N + n]);
+        for (int b = 0; b < 4; ++b)
+          q.codes[n * (K / 2) + r * 4 + b] = (word >> (8 * b)) & 0xFF;
+      }
+  } else {
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t k = result.inputPermutation[j];
+      for (int64_t n = 0; n < N; ++n)
+        setInt4CodeAt(q.codes, K, n, j,
+                      nibble(qweight[(k / 8) * N + n], k % 8));
+    }
+  }
+
+  q.zeros.resize(N * groups);
+  const int offset = zeroFormat == GptqZeros::StoredMinusOne ? 1 : 0;
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t n = 0; n < N; ++n) {
+      const int zero = nibble(qzeros[g * (N / 8) + n / 8], n % 8) + offset;
+      if (zero > kInt4Max)
+        fail(kFormat, " zero point of group ", g, ", column ", n,
+             " is stored as 15, which the classic format reads as 16, "
+             "outside 0..15 (a sym=false checkpoint whose zero 0 wrapped); "
+             "re-quantize with sym=true or in the gptq_v2 format");
+      q.zeros[n * groups + g] = static_cast<uint8_t>(zero);
+    }
+  q.scales = transposeScales(kFormat, scalesFp16, groups, N);
+  return result;
+}
+
+} // namespace sol::quant

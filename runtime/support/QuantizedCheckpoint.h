@@ -1,0 +1,75 @@
+//===- QuantizedCheckpoint.h - AutoAWQ and GPTQ int4 into Sol's -*- C++ -*-===//
+//
+// Already-quantized Hugging Face checkpoints store 4-bit weights packed into
+// int32 words along a different axis than Sol's int4 format (Quantize.h:
+// [N, K/2] bytes, low nibble = even k). These functions only repack: they
+// take the raw tensors of one linear (K inputs, N outputs, group size g)
+// and return the same codes, zero points and scales in Sol's layout, so
+// (q - zero) * scale gives the values the checkpoint's own kernels compute.
+// Finding the tensors in safetensors files is the importer's job.
+//
+// AutoAWQ, version "gemm" (quant_method "awq"):
+//   qweight int32 [K, N/8], qzeros int32 [K/g, N/8], scales fp16 [K/g, N].
+//   AutoAWQ packs word c of a row as
+//     word |= value[c*8 + kAwqOrder[i]] << (4*i),  i = 0..7,
+//   so nibble i of the word holds column c*8 + kAwqOrder[i]. qzeros uses the
+//   same packing and holds the zero points themselves.
+//
+// GPTQ (quant_method "gptq", 4 bits):
+//   qweight int32 [K/8, N]: nibble j (low first) of word (r, n) is input
+//   k = r*8 + j. qzeros int32 [K/g, N/8]: nibble j of word (group, c) is
+//   column c*8 + j. scales fp16 [K/g, N]. g_idx int32 [K]: the group of
+//   each input k. The classic (v1) format stores zero - 1, so zero =
+//   stored + 1 (8 for sym=true); "gptq_v2" checkpoints store the zero.
+//   With desc_act the groups are not contiguous in k; then the result's
+//   columns are the inputs reordered so that they are (see GptqWeight).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/support/Quantize.h"
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace sol::quant {
+
+/// AutoAWQ's AWQ_ORDER: nibble i of a packed word holds column
+/// c*8 + kAwqOrder[i].
+inline constexpr std::array<int, 8> kAwqOrder = {0, 2, 4, 6, 1, 3, 5, 7};
+
+/// One AutoAWQ GEMM linear as Sol's int4 [N, K] with group size g.
+QuantizedWeight unpackAutoAwq(std::span<const int32_t> qweight,
+                              std::span<const int32_t> qzeros,
+                              std::span<const uint16_t> scalesFp16, int64_t K,
+                              int64_t N, int64_t groupSize);
+
+/// How a GPTQ checkpoint stores its zero points.
+enum class GptqZeros {
+  StoredMinusOne, ///< classic format (checkpoint_format "gptq"): zero - 1
+  Stored,         ///< checkpoint_format "gptq_v2": the zero itself
+};
+
+/// A GPTQ linear in Sol's layout.
+struct GptqWeight {
+  /// int4 [N, K]; column j holds input inputPermutation[j] (or j when the
+  /// permutation is empty), so groups are contiguous runs of g columns.
+  QuantizedWeight weight;
+  /// Empty when g_idx is trivial (g_idx[k] == k / g). Otherwise the inputs
+  /// stably sorted by g_idx: the runtime must feed x[:, perm[j]] as input
+  /// j, i.e. permute the activations' columns exactly like W's.
+  std::vector<int32_t> inputPermutation;
+};
+
+/// One GPTQ linear; `gIdx` may be empty (then groups are k / g). Fails when
+/// g_idx does not give every group exactly g inputs.
+GptqWeight unpackGptq(std::span<const int32_t> qweight,
+                      std::span<const int32_t> qzeros,
+                      std::span<const uint16_t> scalesFp16,
+                      std::span<const int32_t> gIdx, int64_t K, int64_t N,
+                      int64_t groupSize,
+                      GptqZeros zeros = GptqZeros::StoredMinusOne);
+
+} // namespace sol::quant
