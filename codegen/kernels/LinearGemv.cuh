@@ -36,46 +36,6 @@
 namespace sol {
 namespace kernels {
 
-__host__ __device__ constexpr int log2OfPowerOfTwo(int v) {
-  int l = 0;
-  while ((1 << l) < v)
-    ++l;
-  return l;
-}
-
-// One butterfly step of warpReduceScatter: the lanes keep `Half` of their
-// 2 * Half values (upper or lower half by lane bit `Offset`) and add the
-// partner's copy of them. Recursion rather than a loop so that every array
-// index is a compile-time constant and `vals` stays in registers.
-template <int Half, int Offset>
-__device__ __forceinline__ void reduceScatterStep(float *vals, int lane) {
-  const bool upper = (lane & Offset) != 0;
-#pragma unroll
-  for (int i = 0; i < Half; ++i) {
-    const float send = upper ? vals[i] : vals[i + Half];
-    const float keep = upper ? vals[i + Half] : vals[i];
-    vals[i] = keep + __shfl_xor_sync(0xffffffffu, send, Offset);
-  }
-  if constexpr (Half > 1)
-    reduceScatterStep<Half / 2, Offset / 2>(vals, lane);
-}
-
-// Sums V (a power of two <= 32) values over the warp in about V shuffles
-// instead of 5 * V. Returns the warp total of value number
-// lane >> (5 - log2(V)).
-template <int V>
-__device__ __forceinline__ float warpReduceScatter(float (&vals)[V], int lane) {
-  static_assert(isPowerOfTwo(V) && V <= 32, "1, 2, 4, ..., 32 values");
-  constexpr int kSteps = log2OfPowerOfTwo(V);
-  if constexpr (V > 1)
-    reduceScatterStep<V / 2, 16>(vals, lane);
-  float total = vals[0];
-#pragma unroll
-  for (int offset = 16 >> kSteps; offset > 0; offset /= 2)
-    total += __shfl_xor_sync(0xffffffffu, total, offset);
-  return total;
-}
-
 // y = epilogue(x . W^T + b) for `rows` rows; with NormPrologue, x is first
 // replaced by rmsnorm(x) * normWeight (eps) in dynamic shared memory of
 // MaxRows * K bf16. Epilogue is one of kEpilogue* (Common.cuh); residual and

@@ -71,13 +71,6 @@ constexpr float kFp8Max = 448.0f;
 constexpr int kFp8XShift = 112;
 constexpr float kFp8SumScale = 256.0f;
 
-__host__ __device__ constexpr int log2Of(int v) {
-  int l = 0;
-  while ((1 << l) < v)
-    ++l;
-  return l;
-}
-
 // Word i of a vector; i is a constant once the callers' loops unroll.
 __device__ __forceinline__ unsigned vectorWord(const uint4 &v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
@@ -302,34 +295,6 @@ __device__ __forceinline__ void dotVector(const uint4 (&wv)[R],
   }
 }
 
-// linear_gemv's reduce-scatter (LinearGemv.cuh), under this namespace so
-// that both headers can share a translation unit.
-template <int Half, int Offset>
-__device__ __forceinline__ void reduceScatterStep(float *vals, int lane) {
-  const bool upper = (lane & Offset) != 0;
-#pragma unroll
-  for (int i = 0; i < Half; ++i) {
-    const float send = upper ? vals[i] : vals[i + Half];
-    const float keep = upper ? vals[i + Half] : vals[i];
-    vals[i] = keep + __shfl_xor_sync(0xffffffffu, send, Offset);
-  }
-  if constexpr (Half > 1)
-    reduceScatterStep<Half / 2, Offset / 2>(vals, lane);
-}
-
-// The warp total of value number lane >> (5 - log2(V)).
-template <int V>
-__device__ __forceinline__ float warpReduceScatter(float (&vals)[V], int lane) {
-  static_assert(isPowerOfTwo(V) && V <= 32, "1, 2, 4, ..., 32 values");
-  if constexpr (V > 1)
-    reduceScatterStep<V / 2, 16>(vals, lane);
-  float total = vals[0];
-#pragma unroll
-  for (int offset = 16 >> log2Of(V); offset > 0; offset /= 2)
-    total += __shfl_xor_sync(0xffffffffu, total, offset);
-  return total;
-}
-
 } // namespace quant_gemv
 
 // y = epilogue(x . W'^T + b) for `rows` rows (see the top of the file).
@@ -409,7 +374,7 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
   // r * MaxRows + t = lane >> kIndexShift; its row scale (int8, fp8) is
   // loaded now, with the weights.
   constexpr int kValues = R * MaxRows;
-  constexpr int kIndexShift = 5 - quant_gemv::log2Of(kValues);
+  constexpr int kIndexShift = 5 - log2OfPowerOfTwo(kValues);
   const int index = lane >> kIndexShift;
   const int n = n0 + index / MaxRows;
   const int t = index % MaxRows;
@@ -502,7 +467,7 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
 #pragma unroll
     for (int i = 0; i < MaxRows; ++i)
       flat[r * MaxRows + i] = acc[r][i];
-  float total = quant_gemv::warpReduceScatter<kValues>(flat, lane);
+  float total = warpReduceScatter<kValues>(flat, lane);
   const bool owner = (lane & ((1 << kIndexShift) - 1)) == 0;
 
   if constexpr (WarpsK > 1) {

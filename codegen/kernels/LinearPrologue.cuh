@@ -1,8 +1,9 @@
 //===- LinearPrologue.cuh - What the few-row linear kernels share ---------===//
 //
-// linear_gemv and linear_skinny run 256-thread blocks, store bf16 or fp32
-// outputs, and may fuse a decoder layer's RMS norm into their prologue:
-// every block normalises the few rows of x into shared memory.
+// linear_gemv, linear_gemv_quant and linear_skinny run 256-thread blocks,
+// store bf16 or fp32 outputs, reduce partial sums across a warp
+// (warpReduceScatter), and may fuse a decoder layer's RMS norm into their
+// prologue: every block normalises the few rows of x into shared memory.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -19,6 +20,46 @@ constexpr int kGemvWarps = kGemvThreads / 32;
 __device__ __forceinline__ void storeOutput(float *p, float v) { *p = v; }
 __device__ __forceinline__ void storeOutput(bf16 *p, float v) {
   *p = __float2bfloat16_rn(v);
+}
+
+__host__ __device__ constexpr int log2OfPowerOfTwo(int v) {
+  int l = 0;
+  while ((1 << l) < v)
+    ++l;
+  return l;
+}
+
+// One butterfly step of warpReduceScatter: the lanes keep `Half` of their
+// 2 * Half values (upper or lower half by lane bit `Offset`) and add the
+// partner's copy of them. Recursion rather than a loop so that every array
+// index is a compile-time constant and `vals` stays in registers.
+template <int Half, int Offset>
+__device__ __forceinline__ void reduceScatterStep(float *vals, int lane) {
+  const bool upper = (lane & Offset) != 0;
+#pragma unroll
+  for (int i = 0; i < Half; ++i) {
+    const float send = upper ? vals[i] : vals[i + Half];
+    const float keep = upper ? vals[i + Half] : vals[i];
+    vals[i] = keep + __shfl_xor_sync(0xffffffffu, send, Offset);
+  }
+  if constexpr (Half > 1)
+    reduceScatterStep<Half / 2, Offset / 2>(vals, lane);
+}
+
+// Sums V (a power of two <= 32) values over the warp in about V shuffles
+// instead of 5 * V. Returns the warp total of value number
+// lane >> (5 - log2(V)).
+template <int V>
+__device__ __forceinline__ float warpReduceScatter(float (&vals)[V], int lane) {
+  static_assert(isPowerOfTwo(V) && V <= 32, "1, 2, 4, ..., 32 values");
+  constexpr int kSteps = log2OfPowerOfTwo(V);
+  if constexpr (V > 1)
+    reduceScatterStep<V / 2, 16>(vals, lane);
+  float total = vals[0];
+#pragma unroll
+  for (int offset = 16 >> kSteps; offset > 0; offset /= 2)
+    total += __shfl_xor_sync(0xffffffffu, total, offset);
+  return total;
 }
 
 // The norm weight's 16-byte vectors a thread of a 256-thread block uses in
