@@ -19,7 +19,7 @@ holds run.json ({"date", "commit", "gpu"}, written by gpu-check) and any of:
   trained/quality-MODEL[-fp8].json
                                step 18: a plan of a trained model against
                                Transformers on held-out text (bench/quality.py)
-  ab/ab.json                   step 19: this build against an older one
+  ab/ab.json (or ab.json)      step 19: this build against an older one
                                (scripts/gpu-ab)
 
 Each report gives one or more rows, keyed by the workload (the first column).
@@ -233,7 +233,8 @@ def run_rows(run_dir, args):
             elif name.startswith("trained/") and re.fullmatch(r"quality-[^/]+\.json", base) \
                     and not base.endswith("-vs-bf16.json"):
                 rows += quality_rows(load(path), base)
-            elif name == os.path.join("ab", "ab.json"):
+            elif name == os.path.join("ab", "ab.json") or (
+                    name == "ab.json" and os.path.join("ab", "ab.json") not in names):
                 rows += ab_rows(load(path), meta.get("old_commit", args.old_commit or "older"))
         except (KeyError, StopIteration, ValueError, TypeError) as e:
             fail(f"{path}: not the report this script expects ({type(e).__name__}: {e})")
