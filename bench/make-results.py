@@ -21,6 +21,8 @@ holds run.json ({"date", "commit", "gpu"}, written by gpu-check) and any of:
                                Transformers on held-out text (bench/quality.py)
   ab/ab.json (or ab.json)      step 19: this build against an older one
                                (scripts/gpu-ab)
+  quant.json                   step 21: quantized plans against the bf16 plan
+                               and Transformers (bench/quant_bench.py)
 
 Each report gives one or more rows, keyed by the workload (the first column).
 A later RUN_DIR (by date, then by position on the command line) replaces an
@@ -196,6 +198,35 @@ def ab_rows(d, old_commit):
     return rows
 
 
+def quant_rows(d):
+    """bench/quant_bench.py: each quantized plan beside the bf16 plan."""
+    rows = []
+    for entry in d["shapes"]:
+        shape = SHAPES.get(entry["shape"], entry["shape"])
+        base = next((r for r in entry["rows"] if r["scheme"] == "bf16"), None)
+        hf = entry.get("transformers_bf16_tokens_per_s")
+        for r in entry["rows"]:
+            if r["scheme"] == "bf16" or base is None:
+                continue
+            rows.append((
+                f"{shape} shape, `--quant {r['scheme']}` ({r['weight_bytes'] / 1e9:.2f} GB of "
+                f"weights), batch 1, prompt {d['prompt_tokens']} + {d['new_tokens']} new: "
+                "decode tok/s",
+                f"{n(r['decode_tokens_per_s'])} ({r['decode_tokens_per_s'] / base['decode_tokens_per_s']:.2f}"
+                f"x bf16, {r['fraction_of_bandwidth_bound']:.0%} of its bound)",
+                f"{n(base['decode_tokens_per_s'])} (Sol bf16 plan)"
+                + (f"; {n(hf)} (Transformers bf16 `generate()`)" if hf else ""),
+                command(21, "quant_bench.py")))
+            rows.append((
+                f"{shape} shape, `--quant {r['scheme']}`, 64 sequences, prompt 128 + 256 new: "
+                "decode tok/s",
+                f"{n(r['decode_64_tokens_per_s'], 0)} "
+                f"({r['decode_64_tokens_per_s'] / base['decode_64_tokens_per_s']:.2f}x bf16)",
+                f"{n(base['decode_64_tokens_per_s'], 0)} (Sol bf16 plan)",
+                command(21, "quant_bench.py")))
+    return rows
+
+
 def load(path):
     with open(path) as f:
         return json.load(f)
@@ -226,6 +257,8 @@ def run_rows(run_dir, args):
                 rows += decode_rows(load(path), 9)
             elif re.fullmatch(r"prefill-.+-default\.json", name):
                 rows += decode_rows(load(path), 10)
+            elif name == "quant.json":
+                rows += quant_rows(load(path))
             elif name == "engine.json":
                 rows += engine_rows(load(path))
             elif re.fullmatch(r"serve-.+\.json", name):

@@ -441,6 +441,25 @@ SOL_ARGS_FIELD(QuantLinearArgs, n, 60)
 SOL_ARGS_FIELD(QuantLinearArgs, k, 64)
 SOL_ARGS_FIELD(QuantLinearArgs, eps, 68)
 
+/// dequantize_weight (Dequantize.cuh): out = bf16(W') for a quantized [n, k]
+/// weight in the instance's WeightFormat (codes, scales and zeros as
+/// QuantLinearArgs has them).
+struct DequantizeArgs {
+  SOL_DEVICE_PTR(bf16) out = nullptr; // [n, k]
+  SOL_DEVICE_PTR(const unsigned char) w = nullptr;
+  SOL_DEVICE_PTR(const float) scales = nullptr;
+  SOL_DEVICE_PTR(const unsigned char) zeros = nullptr;
+  int n = 0;
+  int k = 0;
+};
+SOL_ARGS_SIZE(DequantizeArgs, 40)
+SOL_ARGS_FIELD(DequantizeArgs, out, 0)
+SOL_ARGS_FIELD(DequantizeArgs, w, 8)
+SOL_ARGS_FIELD(DequantizeArgs, scales, 16)
+SOL_ARGS_FIELD(DequantizeArgs, zeros, 24)
+SOL_ARGS_FIELD(DequantizeArgs, n, 32)
+SOL_ARGS_FIELD(DequantizeArgs, k, 36)
+
 #undef SOL_ARGS_SIZE
 #undef SOL_ARGS_FIELD
 #undef SOL_OFFSETOF
@@ -484,6 +503,7 @@ SOL_LAUNCH_ARGS_NAME(GatherRowsArgs)
 SOL_LAUNCH_ARGS_NAME(ArgmaxArgs)
 SOL_LAUNCH_ARGS_NAME(SamplingArgs)
 SOL_LAUNCH_ARGS_NAME(QuantLinearArgs)
+SOL_LAUNCH_ARGS_NAME(DequantizeArgs)
 #undef SOL_LAUNCH_ARGS_NAME
 #endif
 

@@ -152,6 +152,14 @@ __device__ __forceinline__ void dequant(const uint4 &v, int c,
     dequantInt4(v, c, negativeZero, f);
 }
 
+// The E4M3 codes of f[j] / scale (low byte) and f[j + 1] / scale, rounded
+// to nearest even and saturated: the fp8 activation rule.
+__device__ __forceinline__ unsigned e4m3Pair(const float (&f)[8], int j,
+                                             float scale) {
+  return __nv_cvt_float2_to_fp8x2(make_float2(f[j] / scale, f[j + 1] / scale),
+                                  __NV_SATFINITE, __NV_E4M3);
+}
+
 // An E4M3 code as a float times 2^kFp8XShift, exactly (NaN stays NaN).
 __device__ __forceinline__ float e4m3Shifted(unsigned bits) {
   const unsigned mag = bits & 0x7fu;
@@ -167,21 +175,18 @@ __device__ __forceinline__ float e4m3Shifted(unsigned bits) {
   return bits & 0x80u ? -v : v;
 }
 
-// The fp8 activation prologue: rows t < rows of x (xs when FromShared,
-// where the norm prologue left them) become bf16(e4m3(x / sx) * 2^112) in
-// xs, and sx[t] their scales.
-template <int K, int MaxRows, bool FromShared>
-__device__ __forceinline__ void quantizeRowsFp8(bf16 *xs, const bf16 *x,
-                                                int rows, float *sx) {
+// The fp8 activation scales of a block's rows t < rows, sx[t] = max|x[t]| /
+// 448 (1 if 0), and their quantization: vector(t, v) gives the 16-byte
+// vector v (values 8v..8v + 7) of row t, and store(t, v, f, sx[t]) gets its
+// values f, to store as e4m3Pair(f, j, sx[t]) (j = 0, 2, 4, 6) in its own
+// form. Thread i of the 256-thread block handles vectors i, i + 256, ...;
+// ends with a barrier.
+template <int K, int MaxRows, typename Vector, typename Store>
+__device__ __forceinline__ void
+quantizeRowsFp8(const Vector &vector, const Store &store, int rows, float *sx) {
   constexpr int kVecs = K / 8;
   constexpr int kPer = ceilDiv(kVecs, kGemvThreads);
   __shared__ float partial[MaxRows][kGemvWarps];
-  auto vector = [&](int t, int v) {
-    if constexpr (FromShared)
-      return load16(xs + t * K + v * 8);
-    else
-      return loadActivation16(x + static_cast<long long>(t) * K + v * 8);
-  };
 #pragma unroll
   for (int t = 0; t < MaxRows; ++t) {
     float amax = 0.0f;
@@ -220,22 +225,40 @@ __device__ __forceinline__ void quantizeRowsFp8(bf16 *xs, const bf16 *x,
       for (int i = 0; i < kPer; ++i) {
         const int v = threadIdx.x + i * kGemvThreads;
         if (v < kVecs) {
-          float f[8], q[8];
+          float f[8];
           unpack8(vector(t, v), f);
-#pragma unroll
-          for (int j = 0; j < 8; j += 2) {
-            const unsigned pair = __nv_cvt_float2_to_fp8x2(
-                make_float2(f[j] / scale, f[j + 1] / scale), __NV_SATFINITE,
-                __NV_E4M3);
-            q[j] = e4m3Shifted(pair & 0xffu);
-            q[j + 1] = e4m3Shifted((pair >> 8) & 0xffu);
-          }
-          store16(xs + t * K + v * 8, pack8(q));
+          store(t, v, f, scale);
         }
       }
     }
   }
   __syncthreads();
+}
+
+// The fp8 activation prologue: rows t < rows of x (xs when FromShared,
+// where the norm prologue left them) become bf16(e4m3(x / sx) * 2^112) in
+// xs, and sx[t] their scales.
+template <int K, int MaxRows, bool FromShared>
+__device__ __forceinline__ void quantizeRowsFp8Shifted(bf16 *xs, const bf16 *x,
+                                                       int rows, float *sx) {
+  quantizeRowsFp8<K, MaxRows>(
+      [&](int t, int v) {
+        if constexpr (FromShared)
+          return load16(xs + t * K + v * 8);
+        else
+          return loadActivation16(x + static_cast<long long>(t) * K + v * 8);
+      },
+      [&](int t, int v, const float(&f)[8], float scale) {
+        float q[8];
+#pragma unroll
+        for (int j = 0; j < 8; j += 2) {
+          const unsigned pair = e4m3Pair(f, j, scale);
+          q[j] = e4m3Shifted(pair & 0xffu);
+          q[j + 1] = e4m3Shifted((pair >> 8) & 0xffu);
+        }
+        store16(xs + t * K + v * 8, pack8(q));
+      },
+      rows, sx);
 }
 
 // a[r][t] += W'(row r, vector v) . x(row t, vector v) for t < rows, W' up
@@ -427,8 +450,8 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
       if constexpr (NormPrologue)
         gemvNormPrologue<K, MaxRows>(xs, x, normW, args.eps, rows);
       if constexpr (kFp8)
-        quant_gemv::quantizeRowsFp8<K, MaxRows, NormPrologue>(xs, x, rows,
-                                                              activationScale);
+        quant_gemv::quantizeRowsFp8Shifted<K, MaxRows, NormPrologue>(
+            xs, x, rows, activationScale);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {

@@ -194,13 +194,94 @@ skinnyNormPrologue(bf16 *xs, float (*partial)[kSkinnyWarps], const bf16 *x,
 
 // One k step of one 16-row tile for one group of 8 tokens: lo and hi are
 // the lane's vectors of W rows g and g + 8, xv its vector of token g (see
-// the header comment for the mapping).
+// the header comment for the mapping). E4m3: the vectors hold 16 E4M3
+// codes instead of 8 bf16 values, and the mmas are m16n8k32
+// (LinearSkinnyQuant.cuh).
+template <bool E4m3 = false>
 __device__ __forceinline__ void skinnyMma(float (&d)[4], const uint4 &lo,
                                           const uint4 &hi, const uint4 &xv) {
   const unsigned a0[4] = {lo.x, hi.x, lo.y, hi.y};
-  mmaBf16(d, a0, xv.x, xv.y);
   const unsigned a1[4] = {lo.z, hi.z, lo.w, hi.w};
-  mmaBf16(d, a1, xv.z, xv.w);
+  if constexpr (E4m3) {
+    mmaE4m3(d, a0, xv.x, xv.y);
+    mmaE4m3(d, a1, xv.z, xv.w);
+  } else {
+    mmaBf16(d, a0, xv.x, xv.y);
+    mmaBf16(d, a1, xv.z, xv.w);
+  }
+}
+
+// The end of a skinny kernel: every warp's C fragments (acc[t][j]: tile t,
+// tokens 8j..8j + 7) go to reduce[warpK][token][feature] (Features + 4
+// floats a row), then the block's threads sum them over the K warps and run
+// the epilogue, one output element per thread and pass; consecutive threads
+// store consecutive features of a token. Tokens >= count and features >= N
+// are never stored.
+template <int MaxRows, int Tiles, int WarpsK, int Features, typename OutT,
+          bool HasBias, int Epilogue>
+__device__ __forceinline__ void
+skinnyReduceEpilogue(float *reduce, const float (&acc)[Tiles][MaxRows / 8][4],
+                     OutT *y, const bf16 *bias, int count, int N, int nBlock,
+                     int warpN, int warpK, int lane) {
+  constexpr int kGroups = MaxRows / 8;
+  constexpr int kStride = Features + 4;
+  const int g = lane / 4;
+  const int q = lane % 4;
+  // c0 and c1 are feature g of tokens 2q and 2q + 1, c2 and c3 feature
+  // g + 8.
+#pragma unroll
+  for (int t = 0; t < Tiles; ++t)
+#pragma unroll
+    for (int j = 0; j < kGroups; ++j) {
+      float *r = reduce + (warpK * MaxRows + 8 * j + 2 * q) * kStride +
+                 (warpN * Tiles + t) * 16 + g;
+      r[0] = acc[t][j][0];
+      r[kStride] = acc[t][j][1];
+      r[8] = acc[t][j][2];
+      r[kStride + 8] = acc[t][j][3];
+    }
+  __syncthreads();
+
+  constexpr int kOut = Epilogue == kEpilogueSwiglu ? Features / 2 : Features;
+  for (int e = threadIdx.x; e < count * kOut; e += kSkinnyThreads) {
+    const int t = e / kOut;
+    const int i = e % kOut;
+    if constexpr (Epilogue == kEpilogueSwiglu) {
+      // Features 2i (gate) and 2i + 1 (up) of the block.
+      const int n = nBlock + 2 * i;
+      if (n + 1 < N) {
+        float gate = 0.0f, up = 0.0f;
+#pragma unroll
+        for (int k = 0; k < WarpsK; ++k) {
+          const float *r = reduce + (k * MaxRows + t) * kStride + 2 * i;
+          gate += r[0];
+          up += r[1];
+        }
+        if constexpr (HasBias) {
+          gate += __bfloat162float(bias[n]);
+          up += __bfloat162float(bias[n + 1]);
+        }
+        const float gb = roundToBf16(gate);
+        storeOutput(y + static_cast<long long>(t) * (N / 2) + n / 2,
+                    roundToBf16(silu(gb)) * roundToBf16(up));
+      }
+    } else {
+      const int n = nBlock + i;
+      if (n < N) {
+        float total = 0.0f;
+#pragma unroll
+        for (int k = 0; k < WarpsK; ++k)
+          total += reduce[(k * MaxRows + t) * kStride + i];
+        if constexpr (HasBias)
+          total += __bfloat162float(bias[n]);
+        OutT *out = y + static_cast<long long>(t) * N + n;
+        if constexpr (Epilogue == kEpilogueResidual)
+          storeOutput(out, asFloat(*out) + roundToBf16(total));
+        else
+          storeOutput(out, total);
+      }
+    }
+  }
 }
 
 // y = epilogue(x . W^T + b) for `rows` (<= MaxRows) rows; with NormPrologue,
@@ -229,7 +310,6 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
   constexpr bool kWholeSteps = kSlice * WarpsK == kVecs;
   constexpr int kLoadsPerStep = 2 * Tiles + (NormPrologue ? 0 : kGroups);
   constexpr int kDepth = skinnyDepth(kSteps, kLoadsPerStep);
-  constexpr int kStride = Shape::kReduceStride;
 
   OutT *const y = static_cast<OutT *>(args.y);
   const bf16 *const x = args.x;
@@ -366,64 +446,9 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
     }
   }
 
-  // The warps' partial sums, reduce[warpK][token][feature]: c0 and c1 are
-  // feature g of tokens 2q and 2q + 1, c2 and c3 feature g + 8.
-#pragma unroll
-  for (int t = 0; t < Tiles; ++t)
-#pragma unroll
-    for (int j = 0; j < kGroups; ++j) {
-      float *r = reduce + (warpK * MaxRows + 8 * j + 2 * q) * kStride +
-                 (warpN * Tiles + t) * 16 + g;
-      r[0] = acc[t][j][0];
-      r[kStride] = acc[t][j][1];
-      r[8] = acc[t][j][2];
-      r[kStride + 8] = acc[t][j][3];
-    }
-  __syncthreads();
-
-  // The epilogue, one output element per thread and pass; consecutive
-  // threads store consecutive features of a token.
-  constexpr int kOut =
-      Epilogue == kEpilogueSwiglu ? Shape::kFeatures / 2 : Shape::kFeatures;
-  for (int e = threadIdx.x; e < count * kOut; e += kSkinnyThreads) {
-    const int t = e / kOut;
-    const int i = e % kOut;
-    if constexpr (Epilogue == kEpilogueSwiglu) {
-      // Features 2i (gate) and 2i + 1 (up) of the block.
-      const int n = nBlock + 2 * i;
-      if (n + 1 < N) {
-        float gate = 0.0f, up = 0.0f;
-#pragma unroll
-        for (int k = 0; k < WarpsK; ++k) {
-          const float *r = reduce + (k * MaxRows + t) * kStride + 2 * i;
-          gate += r[0];
-          up += r[1];
-        }
-        if constexpr (HasBias) {
-          gate += __bfloat162float(bias[n]);
-          up += __bfloat162float(bias[n + 1]);
-        }
-        const float gb = roundToBf16(gate);
-        storeOutput(y + static_cast<long long>(t) * (N / 2) + n / 2,
-                    roundToBf16(silu(gb)) * roundToBf16(up));
-      }
-    } else {
-      const int n = nBlock + i;
-      if (n < N) {
-        float total = 0.0f;
-#pragma unroll
-        for (int k = 0; k < WarpsK; ++k)
-          total += reduce[(k * MaxRows + t) * kStride + i];
-        if constexpr (HasBias)
-          total += __bfloat162float(bias[n]);
-        OutT *out = y + static_cast<long long>(t) * N + n;
-        if constexpr (Epilogue == kEpilogueResidual)
-          storeOutput(out, asFloat(*out) + roundToBf16(total));
-        else
-          storeOutput(out, total);
-      }
-    }
-  }
+  skinnyReduceEpilogue<MaxRows, Tiles, WarpsK, Shape::kFeatures, OutT, HasBias,
+                       Epilogue>(reduce, acc, y, bias, count, N, nBlock, warpN,
+                                 warpK, lane);
 }
 
 } // namespace kernels

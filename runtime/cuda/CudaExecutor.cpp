@@ -147,12 +147,6 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   for (PlanOp &op : decodePlanOps(plan, planFile.path().string())) {
     OpDesc d;
     static_cast<PlanOp &>(d) = std::move(op);
-    if (d.quant != fb::WeightQuant::None)
-      fail(planFile.path().string(), ": op ", d.name, " has ",
-           fb::EnumNameWeightQuant(d.quant),
-           " weights (solc --quant); this build's CUDA executor runs "
-           "unquantized linears only: run the plan with --device cpu (the "
-           "reference executor), or compile the model without --quant");
     if (d.buffers.empty())
       fail(planFile.path().string(), ": op ", d.name, " has no buffers");
     for (int32_t b : d.buffers) {
@@ -337,6 +331,17 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   splitKWorkspace_ =
       DeviceBuffer(std::max<std::size_t>(alignUp(splitFloats * 4), kAlign));
   splitKWorkspace_.fillBytes(0, stream_);
+  // The bf16 copy of the largest quantized W, for steps of more rows.
+  std::size_t dequantBytes = 0;
+  if (maxTokens_ > 1)
+    for (const OpDesc &d : ops_)
+      if (d.quant != fb::WeightQuant::None) {
+        const std::vector<int64_t> &w = d.weightShapes.at(d.linearWeight());
+        dequantBytes = std::max<std::size_t>(
+            dequantBytes, static_cast<std::size_t>(w.at(0) * w.at(1) * 2));
+      }
+  if (dequantBytes > 0)
+    dequantScratch_ = DeviceBuffer(alignUp(dequantBytes));
   // cuBLASLt for the GEMMs of more rows than linear_skinny takes (batched
   // decode and prompts), with its workspace and room for a fused gate/up
   // GEMM's output ahead of its SwiGLU.
@@ -448,9 +453,11 @@ void CudaExecutor::warmUpCublas() {
     const unsigned first = norm ? 1 : 0;
     const CUdeviceptr y = buffer(d.buffers[0]);
     const CUdeviceptr x = buffer(d.buffers[norm ? 2 : 1]);
-    const CUdeviceptr w = weight(d.weights[first]);
-    const CUdeviceptr bias =
-        d.weights.size() > first + 1 ? weight(d.weights[first + 1]) : 0;
+    // A quantized W's GEMMs read its bf16 copy.
+    const CUdeviceptr w = d.quant == fb::WeightQuant::None
+                              ? weight(d.weights[first])
+                              : dequantScratch_.address();
+    const CUdeviceptr bias = d.hasBias() ? weight(d.weights[first + 1]) : 0;
     const int n = static_cast<int>(d.weightShapes[first][0]);
     const int k = static_cast<int>(d.weightShapes[first][1]);
     for (int m : sizes)
@@ -901,6 +908,16 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       continue;
     for (KernelLaunch &launch : launches)
       launch.dims = dependent(launch.dims);
+    // A quantized W read as bf16 by this step's kernels: its copy first.
+    CUdeviceptr dequantized = 0;
+    if (isDequantize(launches[0].instance)) {
+      launchDequantize(d, launches[0]);
+      dequantized = dequantScratch_.address();
+      launches.erase(launches.begin());
+      // The kernels after it load weights before they wait for their
+      // predecessor: the first must not start before the copy is done.
+      launches.front().dims.dependent = false;
+    }
     const KernelLaunch &l = launches[0];
     const Kernel &k = kernel(l.instance);
     raiseSharedLimit(k, l);
@@ -968,12 +985,16 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       break;
     }
     case OpKind::Linear: {
-      CUdeviceptr y = buf(0), x = buf(1), wt = w(0);
+      CUdeviceptr y = buf(0), x = buf(1), wt = dequantized ? dequantized : w(0);
       CUdeviceptr bias = d.hasBias() ? w(1) : null;
       int n = static_cast<int>(d.weightShapes[0][0]);
       int kdim = static_cast<int>(d.weightShapes[0][1]);
       if (shape.fusedArgmax && i + 1 == ops_.size()) {
         launchArgmaxHead(y, x, wt, null, 0.0f, n);
+        break;
+      }
+      if (isQuantSinglePass(l.instance)) { // reads the quantized W
+        k.launch(l.dims, stream_, quantLinearArgs(d, y, x, 0, rows));
         break;
       }
       if (!cublasLinear(d, rows, y, x, wt, bias, n, kdim))
@@ -983,12 +1004,33 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     case OpKind::NormLinear: {
       // weights: norm, W[, bias]; buffers: out, in, normed (scratch).
       CUdeviceptr y = buf(0), x = buf(1), normed = buf(2), normW = w(0),
-                  wt = w(1);
+                  wt = dequantized ? dequantized : w(1);
       CUdeviceptr bias = d.hasBias() ? w(2) : null;
       int n = static_cast<int>(d.weightShapes[1][0]);
       int kdim = static_cast<int>(d.weightShapes[1][1]);
       if (shape.fusedArgmax && i + 1 == ops_.size()) {
         launchArgmaxHead(y, x, wt, normW, d.eps, n);
+        break;
+      }
+      if (isQuantSinglePass(l.instance)) { // the norm in its prologue
+        k.launch(l.dims, stream_, quantLinearArgs(d, y, x, normW, rows));
+        break;
+      }
+      const RmsNormArgs norm{.out = normed,
+                             .x = x,
+                             .weight = normW,
+                             .eps = d.eps,
+                             .rows = rows,
+                             .xStride = kdim,
+                             .outStride = kdim,
+                             .rowGroup = 1};
+      if (launches.size() > 1 && isQuantSinglePass(launches[1].instance)) {
+        // rms_norm into the scratch buffer, then the quantized kernel.
+        k.launch(l.dims, stream_, norm);
+        const KernelLaunch &q = launches[1];
+        const Kernel &quant = kernel(q.instance);
+        raiseSharedLimit(quant, q);
+        quant.launch(q.dims, stream_, quantLinearArgs(d, y, normed, 0, rows));
         break;
       }
       // Few rows: one launch of linear_gemv or linear_skinny, the norm in
@@ -1010,14 +1052,6 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       }
       // Normalise into the scratch buffer, then the GEMM. A fused launch has
       // no norm launch of its own in `launches`.
-      const RmsNormArgs norm{.out = normed,
-                             .x = x,
-                             .weight = normW,
-                             .eps = d.eps,
-                             .rows = rows,
-                             .xStride = kdim,
-                             .outStride = kdim,
-                             .rowGroup = 1};
       if (fusedNorm) {
         const RmsNormSpec spec{kdim};
         kernel(spec.instance())
@@ -1165,6 +1199,41 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                            .rows = shape.outputs,
                            .vocab = vocab});
   }
+}
+
+QuantLinearArgs CudaExecutor::quantLinearArgs(const OpDesc &d, CUdeviceptr y,
+                                              CUdeviceptr x, CUdeviceptr normW,
+                                              int rows) const {
+  const std::size_t scales = d.scalesWeight();
+  const std::vector<int64_t> &shape = d.weightShapes.at(d.linearWeight());
+  return {.y = y,
+          .x = x,
+          .w = weight(d.weights[d.linearWeight()]),
+          .scales = weight(d.weights[scales]),
+          .zeros = d.quant == fb::WeightQuant::Int4
+                       ? weight(d.weights[scales + 1])
+                       : 0,
+          .bias = d.hasBias() ? weight(d.weights[d.linearWeight() + 1]) : 0,
+          .normWeight = normW,
+          .rows = rows,
+          .n = static_cast<int>(shape.at(0)),
+          .k = static_cast<int>(shape.at(1)),
+          .eps = normW ? d.eps : 0.0f};
+}
+
+void CudaExecutor::launchDequantize(const OpDesc &d, const KernelLaunch &l) {
+  const std::size_t scales = d.scalesWeight();
+  const std::vector<int64_t> &shape = d.weightShapes.at(d.linearWeight());
+  kernel(l.instance)
+      .launch(l.dims, stream_,
+              DequantizeArgs{.out = dequantScratch_.address(),
+                             .w = weight(d.weights[d.linearWeight()]),
+                             .scales = weight(d.weights[scales]),
+                             .zeros = d.quant == fb::WeightQuant::Int4
+                                          ? weight(d.weights[scales + 1])
+                                          : 0,
+                             .n = static_cast<int>(shape.at(0)),
+                             .k = static_cast<int>(shape.at(1))});
 }
 
 void CudaExecutor::launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,

@@ -146,6 +146,13 @@ private:
   void raiseSharedLimit(const Kernel &k, const KernelLaunch &l);
   CUdeviceptr buffer(int index) const;
   CUdeviceptr weight(int index) const;
+  /// The launch arguments of a quantized single-pass linear for op `d`
+  /// (normW: the NormLinear's norm weight for the prologue, else 0).
+  kernels::QuantLinearArgs quantLinearArgs(const OpDesc &d, CUdeviceptr y,
+                                           CUdeviceptr x, CUdeviceptr normW,
+                                           int rows) const;
+  /// dequantize_weight of op `d`'s W into dequantScratch_.
+  void launchDequantize(const OpDesc &d, const KernelLaunch &l);
   /// Writes the step's SamplingRows and penalty lists into the staging
   /// buffer after its block tables; returns the end of the bytes to copy.
   std::size_t stageSampling(const StepBatch &batch, std::byte *host) const;
@@ -244,6 +251,9 @@ private:
   DeviceBuffer chainKey_;        // ChainSource::KeyCopy
   DeviceBuffer argmaxWorkspace_; // split argmax partials and counters
   DeviceBuffer splitKWorkspace_; // fp32 partial sums of split-K GEMMs
+  /// The bf16 copy of a quantized W that steps of more rows than the
+  /// quantized kernels take compute over (quantizedLinearLaunches).
+  DeviceBuffer dequantScratch_;
   /// prefill_attention tiles (int2 per tile, at most one per token) and
   /// their host staging; empty when no attention op can use the kernel.
   DeviceBuffer prefillTiles_;

@@ -61,13 +61,33 @@ struct LinearShape {
   bool bias = false;
 };
 
-/// W's shape and whether there is a bias (a NormLinear op's weights start
-/// with the norm's).
+/// W's (logical) shape and whether there is a bias (a NormLinear op's
+/// weights start with the norm's; a quantized W's scales follow).
 LinearShape linearShape(const OpDesc &op) {
-  const size_t first = op.kind == OpKind::NormLinear ? 1 : 0;
+  const size_t first = op.linearWeight();
   return {toInt(op.weightShapes.at(first).at(0)),
-          toInt(op.weightShapes.at(first).at(1)),
-          op.weightShapes.size() > first + 1};
+          toInt(op.weightShapes.at(first).at(1)), op.hasBias()};
+}
+
+/// The format the quantized kernels read for a quantized W.
+WeightFormat weightFormat(const OpDesc &op) {
+  switch (op.quant) {
+  case fb::WeightQuant::Int8:
+    return WeightFormat::Int8;
+  case fb::WeightQuant::Fp8:
+    return WeightFormat::Fp8;
+  case fb::WeightQuant::Int4:
+    return WeightFormat::Int4;
+  case fb::WeightQuant::None:
+    break;
+  }
+  fail("op ", op.name, ": weight quantization ", static_cast<int>(op.quant),
+       " is not one this runtime knows; compile the plan again with this "
+       "version's solc");
+}
+
+int quantGroupSize(const OpDesc &op) {
+  return op.quant == fb::WeightQuant::Int4 ? toInt(op.groupSize) : 0;
 }
 
 /// linear_skinny for `rows` rows, if it runs them (2..8) and its shared
@@ -116,6 +136,117 @@ std::vector<KernelLaunch> linearLaunches(const OpDesc &op, int rows,
 /// The rows up to which a Linear op is one launch of linear_gemv or
 /// linear_skinny.
 constexpr int kSinglePassRows = SkinnySpec::kSelectedMaxRows;
+
+/// The op with its quantized W taken as the bf16 copy dequantize_weight
+/// makes of it: no quantization, no scale operands.
+OpDesc dequantizedView(const OpDesc &op) {
+  OpDesc plain = op;
+  const size_t drop = op.quantOperands();
+  plain.weights.resize(plain.weights.size() - drop);
+  plain.weightShapes.resize(plain.weightShapes.size() - drop);
+  plain.quant = fb::WeightQuant::None;
+  plain.groupSize = 0;
+  return plain;
+}
+
+/// linear_gemv_quant for one row of a quantized Linear or NormLinear op
+/// (the norm in its prologue).
+KernelLaunch quantGemv(const OpDesc &op) {
+  const LinearShape s = linearShape(op);
+  const QuantGemvSpec spec = QuantGemvSpec::choose(
+      s.n, s.k, 1, weightFormat(op), linearOutput(op), s.bias,
+      linearEpilogue(op), op.kind == OpKind::NormLinear, quantGroupSize(op));
+  return {spec.instance(), spec.dims(s.n)};
+}
+
+/// The most rows linear_skinny_quant runs for a format, and whether it
+/// also runs one row (else linear_gemv_quant does). Measured on the H200
+/// (sol-kernel-check quant_skinny, Llama-3.2-1B and 3.1-8B shapes; batch-1
+/// and 8-sequence decode of the 1B shape, docs/gpu.md):
+///  * int4: one row is faster on linear_gemv_quant (1B decode 1,537 against
+///    1,178 tok/s); 8 and 16 rows on linear_skinny_quant are faster than
+///    bf16 linear_skinny (8B gate/up at 8 rows 38.6 against 71.5 us).
+///  * fp8: linear_skinny_quant wins from one row (1B decode 1,085 against
+///    994 tok/s) to 8; at 16 rows every block quantizing 16 rows of x
+///    costs more than the bf16 copy (8B down 183 us).
+///  * int8: linear_skinny_quant gives wrong results on the H200 (while its
+///    CPU emulation passes): not selected until that is found.
+struct QuantSkinnyRule {
+  int maxRows = 0;
+  bool oneRow = false;
+};
+QuantSkinnyRule quantSkinnyRule(WeightFormat format) {
+  switch (format) {
+  case WeightFormat::Int4:
+    return {QuantSkinnySpec::kMaxRows, false};
+  case WeightFormat::Fp8:
+    return {8, true};
+  case WeightFormat::Int8:
+    break;
+  }
+  return {};
+}
+
+/// linear_skinny_quant for `rows` rows, if it runs them: its int4 steps
+/// are whole groups (a group size that is a multiple of 128), and its
+/// shared memory must fit.
+std::optional<KernelLaunch> quantSkinny(const OpDesc &op, int rows,
+                                        bool normPrologue) {
+  const LinearShape s = linearShape(op);
+  const WeightFormat format = weightFormat(op);
+  const int values = format == WeightFormat::Int4 ? 32 : 16;
+  const QuantSkinnyRule rule = quantSkinnyRule(format);
+  if (rows < 1 || rows > rule.maxRows || (rows == 1 && !rule.oneRow) ||
+      s.k % values != 0 ||
+      (format == WeightFormat::Int4 && quantGroupSize(op) % 128 != 0))
+    return std::nullopt;
+  const QuantSkinnySpec spec = QuantSkinnySpec::choose(
+      s.n, s.k, rows, format, linearOutput(op), s.bias, linearEpilogue(op),
+      normPrologue, quantGroupSize(op), kPlannedMultiprocessors);
+  if (!spec.fits())
+    return std::nullopt;
+  return KernelLaunch{spec.instance(), spec.dims(s.n)};
+}
+
+} // namespace
+
+std::vector<KernelLaunch> quantizedLinearLaunches(const OpDesc &op, int rows,
+                                                  int maxContext) {
+  const LinearShape s = linearShape(op);
+  const bool norm = op.kind == OpKind::NormLinear;
+  // Up to 16 rows on the tensor cores, the codes read once. As for bf16
+  // (linear_skinny), a NormLinear of several rows normalises into its
+  // scratch buffer first; one row keeps the norm in the prologue.
+  if (!norm || rows == 1)
+    if (std::optional<KernelLaunch> skinny = quantSkinny(op, rows, norm))
+      return {*skinny};
+  if (norm)
+    if (std::optional<KernelLaunch> skinny = quantSkinny(op, rows, false)) {
+      const RmsNormSpec spec{s.k};
+      return {{spec.instance(), spec.dims(rows)}, *skinny};
+    }
+  if (rows == 1)
+    return {quantGemv(op)};
+  // More rows: W back to bf16 in a scratch copy, then the bf16 kernels
+  // (and the executor's cuBLASLt) over it.
+  const DequantizeSpec dequant{weightFormat(op), quantGroupSize(op)};
+  std::vector<KernelLaunch> launches = {
+      {dequant.instance(), dequant.dims(s.n, s.k)}};
+  for (KernelLaunch &l : selectKernels(dequantizedView(op), rows, maxContext))
+    launches.push_back(std::move(l));
+  return launches;
+}
+
+bool isDequantize(const KernelInstance &instance) {
+  return instance.header == "Dequantize.cuh";
+}
+
+bool isQuantSinglePass(const KernelInstance &instance) {
+  return instance.header == "LinearGemvQuant.cuh" ||
+         instance.header == "LinearSkinnyQuant.cuh";
+}
+
+namespace {
 
 bool kvFp8(const OpDesc &op) {
   if (op.kvDtype != fb::DType::BF16 && op.kvDtype != fb::DType::F8E4M3)
@@ -185,8 +316,12 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
     return {{spec.instance(), spec.dims(rows * toInt(op.heads))}};
   }
   case OpKind::Linear:
+    if (op.quant != fb::WeightQuant::None)
+      return quantizedLinearLaunches(op, rows, maxContext);
     return linearLaunches(op, rows, false);
   case OpKind::NormLinear: {
+    if (op.quant != fb::WeightQuant::None)
+      return quantizedLinearLaunches(op, rows, maxContext);
     // The norm in the prologue of linear_gemv (one row; more where
     // linear_skinny's shared memory does not fit) when it fits its shared
     // memory (a few rows of K features).
@@ -262,10 +397,6 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
       if (std::find(out.begin(), out.end(), l.instance) == out.end())
         out.push_back(l.instance);
   };
-  // No CUDA kernels read quantized weights yet (the executor refuses such
-  // plans): compile none for them.
-  if (op.quant != fb::WeightQuant::None)
-    return out;
   if (op.kind == OpKind::Linear || op.kind == OpKind::NormLinear) {
     for (int rows = 1; rows <= std::min(maxTokens, kSinglePassRows); ++rows)
       add(selectKernels(op, rows, 0));
@@ -331,7 +462,8 @@ bool isSinglePassLinear(const KernelInstance &instance) {
 }
 
 std::optional<KernelLaunch> selectArgmaxLmHead(const OpDesc &op) {
-  if (op.kind != OpKind::Linear && op.kind != OpKind::NormLinear)
+  if ((op.kind != OpKind::Linear && op.kind != OpKind::NormLinear) ||
+      op.quant != fb::WeightQuant::None)
     return std::nullopt;
   const LinearShape s = linearShape(op);
   if (linearOutput(op) != LinearOutput::Fp32 || s.bias ||

@@ -80,6 +80,24 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
                                         int maxContext, bool fusedRope = false,
                                         bool clusterMerge = false);
 
+/// selectKernels for a Linear or NormLinear op with a quantized W: the
+/// quantized kernels read its codes for up to 16 rows: linear_gemv_quant
+/// (one row, the norm in its prologue) or linear_skinny_quant (tensor
+/// cores; a NormLinear of several rows behind rms_norm), by the format's
+/// measured rule (KernelSelection.cpp). Other steps dequantize W into a
+/// bf16 scratch copy first (the dequantize_weight launch, isDequantize) and
+/// then take the launches of the same op over bf16 weights, which read the
+/// copy.
+std::vector<KernelLaunch> quantizedLinearLaunches(const OpDesc &op, int rows,
+                                                  int maxContext);
+
+/// Whether `instance` is dequantize_weight (its W is the op's quantized
+/// weight; the launches after it read the bf16 copy).
+bool isDequantize(const KernelInstance &instance);
+
+/// Whether `instance` is a quantized single-pass linear (QuantLinearArgs).
+bool isQuantSinglePass(const KernelInstance &instance);
+
 /// Every instance `op` may need in steps of up to `maxTokens` tokens and
 /// contexts of up to `maxContext` positions, without duplicates: what solc
 /// compiles into a plan.

@@ -275,24 +275,63 @@ const char *weightFormatName(WeightFormat format) {
   return "?";
 }
 
+// K and the group size of a quantized weight for a kernel whose lanes load
+// `vectorValues` values at a time and whose int4 groups must be a multiple
+// of `groupMultiple`.
+void checkQuantShape(WeightFormat format, int inFeatures, int groupSize,
+                     int vectorValues, int groupMultiple, const char *kernel) {
+  requirePositive(inFeatures, "in features (K)", kernel);
+  // A lane loads 16 bytes of codes: 16 int8 or fp8 values, 32 int4 values.
+  requireMultiple(inFeatures, vectorValues, "in features (K)", kernel);
+  if (format == WeightFormat::Int4) {
+    if (groupSize <= 0)
+      fail(kernel, ": int4 weights need their group size, got ", groupSize);
+    requireMultiple(groupSize, groupMultiple, "the int4 group size", kernel);
+    requireMultiple(inFeatures, groupSize, "in features (K)", kernel);
+  } else if (groupSize != 0) {
+    fail(kernel, ": ", weightFormatName(format),
+         " weights have one scale per row, not groups (group size ", groupSize,
+         ")");
+  }
+}
+
+// Codes, then a float scale per row (int8, fp8) or a float scale and a
+// byte zero per group (int4).
+long long quantWeightBytes(WeightFormat format, int outFeatures, int inFeatures,
+                           int groupSize) {
+  const long long n = outFeatures, k = inFeatures;
+  if (format != WeightFormat::Int4)
+    return n * k + 4 * n;
+  return n * k / 2 + (groupSize > 0 ? n * (k / groupSize) * 5 : 0);
+}
+
+} // namespace
+
+namespace {
+
+/// The launch of a quantized single-pass linear: 256 threads, a block per
+/// `featuresPerBlock` output features, `sharedBytes` of dynamic shared
+/// memory.
+LaunchDims quantLinearDims(int outFeatures, LinearEpilogue epilogue,
+                           int featuresPerBlock, int sharedBytes,
+                           const char *kernel) {
+  requirePositive(outFeatures, "out features (N)", kernel);
+  if (epilogue == LinearEpilogue::Swiglu)
+    requireMultiple(outFeatures, 2, "out features (N) of a swiglu epilogue",
+                    kernel);
+  LaunchDims dims;
+  dims.block.x = 256;
+  dims.grid.x = ceilDiv(outFeatures, featuresPerBlock);
+  dims.sharedBytes = static_cast<unsigned>(sharedBytes);
+  return dims;
+}
+
 } // namespace
 
 KernelInstance QuantGemvSpec::instance() const {
   constexpr const char *kKernel = "linear_gemv_quant";
-  requirePositive(inFeatures, "in features (K)", kKernel);
-  // A lane loads 16 bytes of codes: 16 int8 or fp8 values, 32 int4 values.
-  requireMultiple(inFeatures, vectorValues(), "in features (K)", kKernel);
-  if (format == WeightFormat::Int4) {
-    if (groupSize <= 0)
-      fail(kKernel, ": int4 weights need their group size, got ", groupSize);
-    // A 16-byte load must lie in one group.
-    requireMultiple(groupSize, 32, "the int4 group size", kKernel);
-    requireMultiple(inFeatures, groupSize, "in features (K)", kKernel);
-  } else if (groupSize != 0) {
-    fail(kKernel, ": ", weightFormatName(format),
-         " weights have one scale per row, not groups (group size ", groupSize,
-         ")");
-  }
+  // A 16-byte load must lie in one int4 group.
+  checkQuantShape(format, inFeatures, groupSize, vectorValues(), 32, kKernel);
   if (maxRows != 1 && maxRows != 2 && maxRows != 4 && maxRows != 8)
     fail(kKernel, ": maxRows must be 1, 2, 4 or 8, got ", maxRows);
   if (warpsK != 1 && warpsK != 2 && warpsK != 4 && warpsK != 8)
@@ -328,23 +367,12 @@ int QuantGemvSpec::sharedBytes() const {
 }
 
 long long QuantGemvSpec::weightBytes(int outFeatures) const {
-  const long long n = outFeatures, k = inFeatures;
-  if (format != WeightFormat::Int4)
-    return n * k + 4 * n;
-  // Packed codes, then a float scale and a byte zero per group.
-  return n * k / 2 + (groupSize > 0 ? n * (k / groupSize) * 5 : 0);
+  return quantWeightBytes(format, outFeatures, inFeatures, groupSize);
 }
 
 LaunchDims QuantGemvSpec::dims(int outFeatures) const {
-  requirePositive(outFeatures, "out features (N)", "linear_gemv_quant");
-  if (epilogue == LinearEpilogue::Swiglu)
-    requireMultiple(outFeatures, 2, "out features (N) of a swiglu epilogue",
-                    "linear_gemv_quant");
-  LaunchDims dims;
-  dims.block.x = kThreads;
-  dims.grid.x = ceilDiv(outFeatures, (8 / warpsK) * rowsPerWarp);
-  dims.sharedBytes = static_cast<unsigned>(sharedBytes());
-  return dims;
+  return quantLinearDims(outFeatures, epilogue, (8 / warpsK) * rowsPerWarp,
+                         sharedBytes(), "linear_gemv_quant");
 }
 
 QuantGemvSpec QuantGemvSpec::choose(int outFeatures, int inFeatures, int rows,
@@ -385,6 +413,29 @@ QuantGemvSpec QuantGemvSpec::choose(int outFeatures, int inFeatures, int rows,
   }
   spec.instance(); // fails here for what the kernel cannot run
   return spec;
+}
+
+KernelInstance DequantizeSpec::instance() const {
+  constexpr const char *kKernel = "dequantize_weight";
+  if (format == WeightFormat::Int4 ? groupSize <= 0 || groupSize % 32 != 0
+                                   : groupSize != 0)
+    fail(kKernel, ": ", weightFormatName(format),
+         " weights cannot have groups of ", groupSize,
+         " (int4: a multiple of 32; int8 and fp8: none)");
+  return {"Dequantize.cuh",
+          cat(kNamespace, "dequantize_weight<sol::kernels::WeightFormat::",
+              weightFormatName(format), ", ", groupSize, ">")};
+}
+
+LaunchDims DequantizeSpec::dims(int outFeatures, int inFeatures) const {
+  const int values = format == WeightFormat::Int4 ? 32 : 16;
+  requirePositive(outFeatures, "out features (N)", "dequantize_weight");
+  requireMultiple(inFeatures, values, "in features (K)", "dequantize_weight");
+  // A few waves of 16-byte vectors; the kernel loops over the rest.
+  LaunchDims dims =
+      vectorDims(static_cast<long long>(outFeatures) * (inFeatures / values));
+  dims.grid.x = std::min(dims.grid.x, 132u * 8);
+  return dims;
 }
 
 KernelInstance SkinnySpec::instance() const {
@@ -443,8 +494,8 @@ namespace {
 // at 384 blocks against 20.4 at 192, gate/up 74.5 at 448 against 69.9 at
 // 224), and a warp of 8 k steps keeps too few loads in flight with one
 // tile (Llama-3.2-1B o 5.4 us against 4.7 with two).
-bool chooseOneWave(SkinnySpec &spec, int outFeatures, int steps,
-                   long long wave) {
+template <typename Spec>
+bool chooseOneWave(Spec &spec, int outFeatures, int steps, long long wave) {
   int bestTiles = 0, bestWarpsK = 0;
   long long bestBlocks = 0;
   for (int warpsK = spec.warpsK; warpsK >= 1; warpsK /= 2)
@@ -466,6 +517,34 @@ bool chooseOneWave(SkinnySpec &spec, int outFeatures, int steps,
   return true;
 }
 
+// linear_skinny's tiles and warps along K for `steps` k steps of 64 bytes
+// of a weight row (32 bf16 values; 64 int8 or fp8, 128 int4 values) and
+// spec.maxRows rows. K is split over all 8 warps of a block, as
+// linear_gemv does best, unless a warp would get fewer than two steps. Up
+// to 8 rows, chooseOneWave. Otherwise every block reads (and under the
+// norm prologue normalises) all of x, so wider blocks cost less L2 traffic
+// per weight byte: two tiles per warp, then two warps along N, as long as
+// there are still two blocks per SM (the narrow projections, N =
+// 2,048..6,144, stay at one tile per block: 128..384 blocks).
+template <typename Spec>
+void chooseSkinnyGeometry(Spec &spec, int outFeatures, int steps,
+                          int multiprocessors) {
+  spec.warpsK = 8;
+  while (spec.warpsK > 1 && steps < 2 * spec.warpsK)
+    spec.warpsK /= 2;
+  const long long wanted = 2LL * multiprocessors;
+  auto blocks = [&](int features) {
+    return (static_cast<long long>(outFeatures) + features - 1) / features;
+  };
+  if (spec.maxRows == 8 && chooseOneWave(spec, outFeatures, steps, wanted))
+    return;
+  if (blocks(32 * (8 / spec.warpsK)) >= wanted)
+    spec.tiles = 2;
+  if (spec.tiles == 2 && spec.warpsK == 8 && steps >= 32 &&
+      blocks(64) >= wanted)
+    spec.warpsK = 4;
+}
+
 } // namespace
 
 SkinnySpec SkinnySpec::choose(int outFeatures, int inFeatures, int rows,
@@ -484,28 +563,91 @@ SkinnySpec SkinnySpec::choose(int outFeatures, int inFeatures, int rows,
   spec.epilogue = epilogue;
   spec.normPrologue = normPrologue;
   spec.maxRows = rows <= 8 ? 8 : 16;
-  // K split over all 8 warps of a block, as linear_gemv does best, unless a
-  // warp would get fewer than two k steps of 32.
-  const int steps = (inFeatures + 31) / 32;
-  spec.warpsK = 8;
-  while (spec.warpsK > 1 && steps < 2 * spec.warpsK)
-    spec.warpsK /= 2;
-  // Every block reads (and under the norm prologue normalises) all of x,
-  // so wider blocks cost less L2 traffic per weight byte: two tiles per
-  // warp, then two warps along N, as long as there are still two blocks
-  // per SM (the narrow projections, N = 2,048..6,144, stay at one tile per
-  // block: 128..384 blocks).
-  const long long wanted = 2LL * multiprocessors;
-  auto blocks = [&](int features) {
-    return (static_cast<long long>(outFeatures) + features - 1) / features;
-  };
-  if (spec.maxRows == 8 && chooseOneWave(spec, outFeatures, steps, wanted))
-    return spec;
-  if (blocks(32 * (8 / spec.warpsK)) >= wanted)
-    spec.tiles = 2;
-  if (spec.tiles == 2 && spec.warpsK == 8 && steps >= 32 &&
-      blocks(64) >= wanted)
-    spec.warpsK = 4;
+  chooseSkinnyGeometry(spec, outFeatures, (inFeatures + 31) / 32,
+                       multiprocessors);
+  return spec;
+}
+
+KernelInstance QuantSkinnySpec::instance() const {
+  constexpr const char *kKernel = "linear_skinny_quant";
+  // A k step of int4 (4 lanes x 32 values) must lie in one group.
+  checkQuantShape(format, inFeatures, groupSize, vectorValues(), 128, kKernel);
+  if (maxRows != 8 && maxRows != 16)
+    fail(kKernel, ": maxRows must be 8 or 16, got ", maxRows);
+  if (tiles != 1 && tiles != 2)
+    fail(kKernel, ": tiles must be 1 or 2, got ", tiles);
+  if (warpsK != 1 && warpsK != 2 && warpsK != 4 && warpsK != 8)
+    fail(kKernel, ": warpsK must be 1, 2, 4 or 8, got ", warpsK);
+  checkEpilogue(output, epilogue, kKernel);
+  if (!fits())
+    fail(kKernel, ": ", sharedBytes() + staticSharedBytes(),
+         " bytes of shared memory for ", maxRows, " rows of ", inFeatures,
+         " features", format == WeightFormat::Fp8 ? " of fp8 activations" : "",
+         normPrologue ? " with the norm prologue" : "", ", more than the ",
+         kMaxSharedBytes / 1024, " KB a block may have");
+  return {"LinearSkinnyQuant.cuh",
+          cat(kNamespace, "linear_skinny_quant<sol::kernels::WeightFormat::",
+              weightFormatName(format), ", ", inFeatures, ", ", maxRows, ", ",
+              tiles, ", ", warpsK, ", ", outputType(output), ", ",
+              bias ? "true" : "false", ", ", static_cast<int>(epilogue), ", ",
+              normPrologue ? "true" : "false", ", ", groupSize, ">")};
+}
+
+// QuantSkinnyShape::kSharedBytes of LinearSkinnyQuant.cuh.
+int QuantSkinnySpec::sharedBytes() const {
+  const bool fp8 = format == WeightFormat::Fp8;
+  const int k = inFeatures;
+  const int xBytes = normPrologue ? maxRows * ((k + 63) / 64 * 64 + 8) * 2 : 0;
+  const int qBytes = fp8 ? maxRows * ((k + 127) / 128 * 128 + 64) : 0;
+  const int reduceBytes = warpsK * maxRows * (featuresPerBlock() + 4) * 4;
+  const int normBytes = normPrologue ? maxRows * 8 * 4 : 0;
+  const int scaleBytes = fp8 ? maxRows * 4 : 0;
+  return std::max(xBytes + qBytes, reduceBytes) + normBytes + scaleBytes;
+}
+
+// quant_gemv::quantizeRowsFp8's partial maxima, [maxRows][8 warps].
+int QuantSkinnySpec::staticSharedBytes() const {
+  return format == WeightFormat::Fp8 ? maxRows * 8 * 4 : 0;
+}
+
+long long QuantSkinnySpec::weightBytes(int outFeatures) const {
+  return quantWeightBytes(format, outFeatures, inFeatures, groupSize);
+}
+
+LaunchDims QuantSkinnySpec::dims(int outFeatures) const {
+  return quantLinearDims(outFeatures, epilogue, featuresPerBlock(),
+                         sharedBytes(), "linear_skinny_quant");
+}
+
+QuantSkinnySpec QuantSkinnySpec::choose(int outFeatures, int inFeatures,
+                                        int rows, WeightFormat format,
+                                        LinearOutput output, bool bias,
+                                        LinearEpilogue epilogue,
+                                        bool normPrologue, int groupSize,
+                                        int multiprocessors) {
+  constexpr const char *kKernel = "linear_skinny_quant";
+  if (rows < 1 || rows > kMaxRows)
+    fail(kKernel, " handles 1..", kMaxRows, " rows, got ", rows);
+  requirePositive(outFeatures, "out features (N)", kKernel);
+  QuantSkinnySpec spec;
+  spec.format = format;
+  spec.inFeatures = inFeatures;
+  spec.output = output;
+  spec.bias = bias;
+  spec.epilogue = epilogue;
+  spec.normPrologue = normPrologue;
+  spec.groupSize = groupSize;
+  spec.maxRows = rows <= 8 ? 8 : 16;
+  checkQuantShape(format, inFeatures, groupSize, spec.vectorValues(), 128,
+                  kKernel);
+  checkEpilogue(output, epilogue, kKernel);
+  // linear_skinny's rule, not yet measured for the quantized formats: a
+  // step of 64 bytes of a row is what a warp's lanes load per k step in
+  // both kernels.
+  const int rowBytes =
+      format == WeightFormat::Int4 ? inFeatures / 2 : inFeatures;
+  chooseSkinnyGeometry(spec, outFeatures, (rowBytes + 63) / 64,
+                       multiprocessors);
   return spec;
 }
 

@@ -151,8 +151,8 @@ struct GemvSpec {
                          bool normPrologue = false, int multiprocessors = 132);
 };
 
-/// The quantized weight formats linear_gemv_quant reads (LinearGemvQuant.cuh;
-/// the layouts of runtime/support/Quantize.h).
+/// The quantized weight formats linear_gemv_quant and linear_skinny_quant
+/// read (LinearGemvQuant.cuh; the layouts of runtime/support/Quantize.h).
 enum class WeightFormat { Int8, Int4, Fp8 };
 
 /// linear_gemv_quant<Format, K, MaxRows, RowsPerWarp, WarpsK, Out, HasBias,
@@ -194,6 +194,18 @@ struct QuantGemvSpec {
                               bool bias,
                               LinearEpilogue epilogue = LinearEpilogue::None,
                               bool normPrologue = false, int groupSize = 0);
+};
+
+/// dequantize_weight<Format, GroupSize>(DequantizeArgs): a quantized [N, K]
+/// weight back to bf16 (Dequantize.cuh), for steps of more rows than the
+/// quantized single-pass kernels take: those run the bf16 kernels over the
+/// copy.
+struct DequantizeSpec {
+  WeightFormat format = WeightFormat::Int8;
+  /// int4: the group size along K; 0 for int8 and fp8.
+  int groupSize = 0;
+  KernelInstance instance() const;
+  LaunchDims dims(int outFeatures, int inFeatures) const;
 };
 
 /// linear_skinny<K, MaxRows, Tiles, WarpsK, Out, HasBias, Epilogue,
@@ -245,6 +257,67 @@ struct SkinnySpec {
                            LinearEpilogue epilogue = LinearEpilogue::None,
                            bool normPrologue = false,
                            int multiprocessors = 132);
+};
+
+/// linear_skinny_quant<Format, K, MaxRows, Tiles, WarpsK, Out, HasBias,
+/// Epilogue, NormPrologue, GroupSize>(QuantLinearArgs): linear_skinny for
+/// int8 (W8A16), int4 (W4A16, groups of groupSize along K) and fp8 (W8A8
+/// E4M3 on the E4M3 tensor cores, sm_89+; x quantized per row in the
+/// kernel) weights (LinearSkinnyQuant.cuh), 1..16 rows, with the same fused
+/// norm prologue and epilogues.
+struct QuantSkinnySpec {
+  /// Rows the kernel handles: 1..8 run with maxRows 8, 9..16 with 16.
+  static constexpr int kMaxRows = 16;
+  static constexpr int kThreads = 256;
+  /// The most shared memory a block may have (sm_90), which bounds K for
+  /// fp8 (maxRows E4M3 rows of x) and under the norm prologue (maxRows bf16
+  /// rows).
+  static constexpr int kMaxSharedBytes = 227 * 1024;
+  WeightFormat format = WeightFormat::Int8;
+  int inFeatures = 0; // K
+  /// 8 (one n8 mma per tile and chunk) or 16 (two).
+  int maxRows = 8;
+  /// 16-row tiles of W per warp: 1 or 2.
+  int tiles = 1;
+  /// Warps of a block along K (the rest, 8 / warpsK, along N).
+  int warpsK = 8;
+  LinearOutput output = LinearOutput::Bf16;
+  bool bias = false;
+  LinearEpilogue epilogue = LinearEpilogue::None;
+  bool normPrologue = false;
+  /// int4: the group size along K, a multiple of 128 (a k step of the
+  /// kernel) dividing K; 0 for int8 and fp8.
+  int groupSize = 0;
+
+  KernelInstance instance() const;
+  LaunchDims dims(int outFeatures) const;
+  /// Output features (rows of W) a block covers.
+  int featuresPerBlock() const { return 16 * tiles * (8 / warpsK); }
+  /// Weight values in one 16-byte load: 16 (int8, fp8) or 32 (int4).
+  int vectorValues() const { return format == WeightFormat::Int4 ? 32 : 16; }
+  /// Dynamic shared memory (QuantSkinnyShape::kSharedBytes): x's rows
+  /// under the norm prologue (bf16) and for fp8 (E4M3), or the warps'
+  /// partial sums if larger, the norm's sums of squares, fp8's row scales.
+  int sharedBytes() const;
+  /// Static shared memory beside it: fp8's per-warp row maxima.
+  int staticSharedBytes() const;
+  /// Whether the block's shared memory fits.
+  bool fits() const {
+    return sharedBytes() + staticSharedBytes() <= kMaxSharedBytes;
+  }
+  /// Bytes of codes, scales and zeros of an [outFeatures, inFeatures]
+  /// weight.
+  long long weightBytes(int outFeatures) const;
+  /// A configuration for `rows` (1..16) rows of x on a GPU of
+  /// `multiprocessors` SMs: linear_skinny's geometry rule
+  /// (SkinnySpec::choose) over 64-byte steps of a weight row. Fails for a
+  /// format, K or group size the kernel cannot run; may not fit() (fp8 or
+  /// the norm prologue at a large K).
+  static QuantSkinnySpec choose(int outFeatures, int inFeatures, int rows,
+                                WeightFormat format, LinearOutput output,
+                                bool bias, LinearEpilogue epilogue,
+                                bool normPrologue, int groupSize,
+                                int multiprocessors = 132);
 };
 
 /// linear_gemm<BM, BN, WarpsM, WarpsN, Stages, Out, HasBias, Epilogue,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CI gate of solc --quant on a trained model directory (models/sol-tiny).
 
-Compiles DIR with `solc --gpu none` unquantized and with each --quant scheme,
+Compiles DIR with `solc --gpu none` (with kernels for --device cuda) unquantized and with each --quant scheme,
 scores the first --positions ids of DIR/heldout.txt with every plan on the
 CPU reference executor (`solrun --perplexity --argmax-out`), and compares
 each quantized plan with the unquantized one:
@@ -53,16 +53,19 @@ def main():
     ap.add_argument("--positions", type=int, default=2048)
     ap.add_argument("--window", type=int, default=1024)
     ap.add_argument("--stride", type=int, default=512)
-    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu (plans compiled with --gpu none) or cuda")
+    ap.add_argument("--text", help="held-out text (default MODEL/heldout.txt)")
     args = ap.parse_args()
 
     model = Path(args.model)
-    text = str(model / "heldout.txt")
+    text = args.text or str(model / "heldout.txt")
+    gpu_flags = ["--gpu", "none"] if args.device == "cpu" else []
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         def compile_and_score(name, flags):
             plan = str(Path(tmp) / f"{name}.plan")
-            subprocess.run([args.solc, str(model), "--gpu", "none", "-q", "-o", plan, *flags],
+            subprocess.run([args.solc, str(model), *gpu_flags, "-q", "-o", plan, *flags],
                            check=True)
             return score(args.solrun, plan, text, args.positions, args.window, args.stride,
                          str(Path(tmp) / f"{name}.argmax"), args.device)

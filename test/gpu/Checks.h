@@ -23,6 +23,7 @@ std::vector<CheckFamily> linearChecks();
 std::vector<CheckFamily> fusedLinearChecks();
 std::vector<CheckFamily> skinnyChecks();
 std::vector<CheckFamily> quantGemvChecks();
+std::vector<CheckFamily> quantSkinnyChecks();
 std::vector<CheckFamily> attentionChecks();
 std::vector<CheckFamily> kvFp8Checks();
 std::vector<CheckFamily> fusedRopeChecks();

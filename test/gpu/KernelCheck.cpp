@@ -85,7 +85,7 @@ std::vector<CheckFamily> allFamilies() {
         kvFp8Checks(), fusedRopeChecks(), prefillAttentionChecks(),
         prefillAttentionFp8Checks(), chunkAttentionChecks(), linearChecks(),
         fusedLinearChecks(), skinnyChecks(), quantGemvChecks(),
-        samplingChecks()})
+        quantSkinnyChecks(), samplingChecks()})
     for (auto &family : group)
       all.push_back(std::move(family));
   return all;

@@ -28,6 +28,7 @@ OpDesc linearOp(int n, int k, LinearEpilogue epilogue,
   op.bufferWidths = {epilogue == LinearEpilogue::Swiglu ? n / 2 : n, k};
   op.outDtype = out;
   op.weightShapes = {{n, k}};
+  op.weights = {0};
   return op;
 }
 
@@ -37,6 +38,21 @@ OpDesc normLinearOp(int n, int k, LinearEpilogue epilogue,
   op.kind = OpKind::NormLinear;
   op.bufferWidths.push_back(k); // the normed scratch buffer
   op.weightShapes.insert(op.weightShapes.begin(), {k});
+  op.weights = {0, 1};
+  return op;
+}
+
+/// `op` with its W quantized as solc --quant writes it: the scales (and,
+/// for int4, the zero points) follow W and the bias.
+OpDesc quantized(OpDesc op, fb::WeightQuant quant, int groupSize = 0) {
+  const std::vector<int64_t> w = op.weightShapes.at(op.linearWeight());
+  op.quant = quant;
+  op.groupSize = groupSize;
+  const int64_t groups = groupSize > 0 ? w[1] / groupSize : 1;
+  for (std::size_t i = 0; i < op.quantOperands(); ++i) {
+    op.weightShapes.push_back({w[0], groups});
+    op.weights.push_back(static_cast<int32_t>(op.weights.size()));
+  }
   return op;
 }
 
@@ -259,6 +275,7 @@ TEST(KernelSelection, ArgmaxLmHeadIsTheOneRowGemvWithTheArgmaxEpilogue) {
           .has_value());
   OpDesc biased = head;
   biased.weightShapes.push_back({128256});
+  biased.weights.push_back(2);
   EXPECT_FALSE(selectArgmaxLmHead(biased).has_value());
   EXPECT_FALSE(
       selectArgmaxLmHead(normLinearOp(2048, 2048, LinearEpilogue::Residual))
@@ -270,6 +287,92 @@ TEST(KernelSelection, ArgmaxLmHeadIsTheOneRowGemvWithTheArgmaxEpilogue) {
   spec = GemvSpec::choose(32000, 2048, 1, LinearOutput::Bf16, false);
   spec.argmax = true;
   EXPECT_THROW(spec.instance(), sol::Error);
+}
+
+TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
+  // int4: one row on linear_gemv_quant, the norm in its prologue; 2..16
+  // rows: rms_norm, then linear_skinny_quant; more: dequantize_weight, then
+  // the bf16 kernels of the same op over the copy.
+  const OpDesc gateUp =
+      quantized(normLinearOp(16384, 2048, LinearEpilogue::Swiglu),
+                fb::WeightQuant::Int4, 128);
+  const std::vector<KernelLaunch> one = selectKernels(gateUp, 1, 0);
+  ASSERT_EQ(headers(one), Headers{"LinearGemvQuant.cuh"});
+  EXPECT_TRUE(isQuantSinglePass(one[0].instance));
+  EXPECT_FALSE(isSinglePassLinear(one[0].instance));
+  const QuantGemvSpec spec = QuantGemvSpec::choose(
+      16384, 2048, 1, WeightFormat::Int4, LinearOutput::Bf16, false,
+      LinearEpilogue::Swiglu, true, 128);
+  EXPECT_EQ(one[0].instance, spec.instance());
+  for (int rows : {2, 8, 9, 16}) {
+    const std::vector<KernelLaunch> l = selectKernels(gateUp, rows, 0);
+    ASSERT_EQ(headers(l), (Headers{"RmsNorm.cuh", "LinearSkinnyQuant.cuh"}))
+        << rows;
+    EXPECT_TRUE(isQuantSinglePass(l[1].instance));
+  }
+  OpDesc plain = normLinearOp(16384, 2048, LinearEpilogue::Swiglu);
+  for (int rows : {17, 64, 512}) {
+    const std::vector<KernelLaunch> l = selectKernels(gateUp, rows, 0);
+    ASSERT_FALSE(l.empty());
+    EXPECT_TRUE(isDequantize(l[0].instance)) << rows;
+    EXPECT_EQ(l[0].instance.nameExpression,
+              "sol::kernels::dequantize_weight<sol::kernels::WeightFormat::"
+              "Int4, 128>");
+    std::vector<KernelLaunch> rest(l.begin() + 1, l.end());
+    EXPECT_EQ(headers(rest), headers(selectKernels(plain, rows, 0))) << rows;
+  }
+
+  // fp8: linear_skinny_quant from one row (the norm in its prologue) to 8.
+  const OpDesc down = quantized(linearOp(2048, 8192, LinearEpilogue::Residual),
+                                fb::WeightQuant::Fp8);
+  EXPECT_EQ(headers(selectKernels(down, 1, 0)),
+            Headers{"LinearSkinnyQuant.cuh"});
+  EXPECT_EQ(headers(selectKernels(down, 5, 0)),
+            Headers{"LinearSkinnyQuant.cuh"});
+  EXPECT_TRUE(isDequantize(selectKernels(down, 9, 0).at(0).instance));
+  const OpDesc qkv8 = quantized(normLinearOp(3072, 2048, LinearEpilogue::None),
+                                fb::WeightQuant::Fp8);
+  EXPECT_EQ(headers(selectKernels(qkv8, 1, 0)),
+            Headers{"LinearSkinnyQuant.cuh"});
+  // int8: linear_gemv_quant for one row, the copy for more.
+  const OpDesc o8 = quantized(linearOp(2048, 2048, LinearEpilogue::Residual),
+                              fb::WeightQuant::Int8);
+  EXPECT_EQ(headers(selectKernels(o8, 1, 0)), Headers{"LinearGemvQuant.cuh"});
+  EXPECT_TRUE(isDequantize(selectKernels(o8, 4, 0).at(0).instance));
+
+  // int4 carries its group size; a bias sits between W and the scales.
+  OpDesc qkv = normLinearOp(3072, 2048, LinearEpilogue::None);
+  qkv.weightShapes.push_back({3072});
+  qkv.weights.push_back(2);
+  qkv = quantized(qkv, fb::WeightQuant::Int4, 128);
+  ASSERT_TRUE(qkv.hasBias());
+  EXPECT_EQ(qkv.scalesWeight(), 3u);
+  EXPECT_EQ(selectKernels(qkv, 1, 0).at(0).instance.nameExpression,
+            QuantGemvSpec::choose(3072, 2048, 1, WeightFormat::Int4,
+                                  LinearOutput::Bf16, true,
+                                  LinearEpilogue::None, true, 128)
+                .instance()
+                .nameExpression);
+  EXPECT_EQ(selectKernels(qkv, 32, 0).at(0).instance.nameExpression,
+            "sol::kernels::dequantize_weight<sol::kernels::WeightFormat::"
+            "Int4, 128>");
+  // linear_skinny_quant's int4 steps are groups of 128: smaller groups
+  // take the copy.
+  const OpDesc small = quantized(linearOp(2048, 2048, LinearEpilogue::None),
+                                 fb::WeightQuant::Int4, 64);
+  EXPECT_TRUE(isDequantize(selectKernels(small, 4, 0).at(0).instance));
+
+  // A quantized LM head has no argmax epilogue; plans hold every instance
+  // of every step size.
+  const OpDesc head = quantized(
+      normLinearOp(128256, 2048, LinearEpilogue::None, fb::DType::F32),
+      fb::WeightQuant::Fp8);
+  EXPECT_FALSE(selectArgmaxLmHead(head).has_value());
+  const std::vector<KernelInstance> plan = enumerateKernels(gateUp, 64, 4096);
+  for (int rows = 1; rows <= 64; ++rows)
+    for (const KernelLaunch &l : selectKernels(gateUp, rows, 0))
+      EXPECT_NE(std::find(plan.begin(), plan.end(), l.instance), plan.end())
+          << rows << " " << l.instance.nameExpression;
 }
 
 } // namespace
