@@ -1222,18 +1222,16 @@ QuantLinearArgs CudaExecutor::quantLinearArgs(const OpDesc &d, CUdeviceptr y,
 }
 
 void CudaExecutor::launchDequantize(const OpDesc &d, const KernelLaunch &l) {
-  const std::size_t scales = d.scalesWeight();
-  const std::vector<int64_t> &shape = d.weightShapes.at(d.linearWeight());
+  // The same codes, scales and zeros the quantized kernels read.
+  const QuantLinearArgs q = quantLinearArgs(d, 0, 0, 0, 0);
   kernel(l.instance)
       .launch(l.dims, stream_,
               DequantizeArgs{.out = dequantScratch_.address(),
-                             .w = weight(d.weights[d.linearWeight()]),
-                             .scales = weight(d.weights[scales]),
-                             .zeros = d.quant == fb::WeightQuant::Int4
-                                          ? weight(d.weights[scales + 1])
-                                          : 0,
-                             .n = static_cast<int>(shape.at(0)),
-                             .k = static_cast<int>(shape.at(1))});
+                             .w = q.w,
+                             .scales = q.scales,
+                             .zeros = q.zeros,
+                             .n = q.n,
+                             .k = q.k});
 }
 
 void CudaExecutor::launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
