@@ -3,6 +3,8 @@
 #include "QuantProblems.h"
 
 #include "ReferenceKernels.h"
+#include "runtime/support/Fp8.h"
+#include "runtime/support/Quantize.h"
 
 #include <algorithm>
 #include <cmath>
@@ -27,35 +29,6 @@ template <typename F> void parallelRanges(int count, F body) {
     t.join();
 }
 
-// E4M3 ("fn") on the host, as cvt.rn.satfinite.e4m3x2.f32: round to
-// nearest even, saturating at 448, NaN to 0x7F.
-float e4m3Decode(std::uint8_t code) {
-  const int e = (code >> 3) & 15, m = code & 7;
-  if ((code & 0x7f) == 0x7f)
-    return NAN;
-  const float v = e == 0 ? std::ldexp(static_cast<float>(m), -9)
-                         : std::ldexp(static_cast<float>(8 + m), e - 10);
-  return code & 0x80 ? -v : v;
-}
-
-std::uint8_t e4m3Encode(float f) {
-  if (std::isnan(f))
-    return 0x7f;
-  const unsigned sign = std::signbit(f) ? 0x80u : 0u;
-  const float a = std::fabs(f);
-  if (a >= 448.0f)
-    return static_cast<std::uint8_t>(sign | 0x7eu);
-  int e = 0;
-  std::frexp(a, &e);
-  const int exponent = std::max(e - 1, -6); // subnormals share 2^-6's quantum
-  const int units = static_cast<int>(
-      std::nearbyint(std::ldexp(a, 3 - exponent))); // exact scaling
-  const unsigned code =
-      units < 8 ? static_cast<unsigned>(units)
-                : static_cast<unsigned>((exponent + 7) * 8 + units - 8);
-  return static_cast<std::uint8_t>(sign | std::min(code, 0x7eu));
-}
-
 } // namespace
 
 const char *formatName(WeightFormat f) {
@@ -65,62 +38,18 @@ const char *formatName(WeightFormat f) {
 }
 
 HostQuant quantize(std::span<const Bf16> w, int n, int k, WeightFormat f) {
+  std::vector<float> wf(w.size());
+  std::transform(w.begin(), w.end(), wf.begin(), bf16ToFloat);
+  quant::QuantizedWeight qw =
+      f == WeightFormat::Int8  ? quant::quantizeInt8(wf, n, k)
+      : f == WeightFormat::Fp8 ? quant::quantizeFp8(wf, n, k)
+                               : quant::quantizeInt4(wf, n, k, kInt4Group);
   HostQuant q;
-  const std::size_t elems = static_cast<std::size_t>(n) * k;
-  q.dequantized.resize(elems);
-  const int groups = f == WeightFormat::Int4 ? k / kInt4Group : 1;
-  q.codes.resize(f == WeightFormat::Int4 ? elems / 2 : elems);
-  q.scales.resize(static_cast<std::size_t>(n) * groups);
-  if (f == WeightFormat::Int4)
-    q.zeros.resize(static_cast<std::size_t>(n) * groups);
-  parallelRanges(n, [&](int begin, int end) {
-    for (int row = begin; row < end; ++row) {
-      const std::size_t base = static_cast<std::size_t>(row) * k;
-      if (f == WeightFormat::Int4) {
-        for (int g = 0; g < groups; ++g) {
-          float lo = INFINITY, hi = -INFINITY;
-          for (int i = g * kInt4Group; i < (g + 1) * kInt4Group; ++i) {
-            lo = std::min(lo, bf16ToFloat(w[base + i]));
-            hi = std::max(hi, bf16ToFloat(w[base + i]));
-          }
-          const float scale = std::max(hi - lo, 1e-5f) / 15.0f;
-          const float zero =
-              std::clamp(std::nearbyint(-lo / scale), 0.0f, 15.0f);
-          q.scales[static_cast<std::size_t>(row) * groups + g] = scale;
-          q.zeros[static_cast<std::size_t>(row) * groups + g] =
-              static_cast<std::uint8_t>(zero);
-          for (int i = g * kInt4Group; i < (g + 1) * kInt4Group; ++i) {
-            const float code = std::clamp(
-                std::nearbyint(bf16ToFloat(w[base + i]) / scale) + zero, 0.0f,
-                15.0f);
-            std::uint8_t &byte = q.codes[(base + i) / 2];
-            byte |= static_cast<std::uint8_t>(static_cast<int>(code)
-                                              << (i % 2 ? 4 : 0));
-            q.dequantized[base + i] = (code - zero) * scale;
-          }
-        }
-        continue;
-      }
-      float amax = 0.0f;
-      for (int i = 0; i < k; ++i)
-        amax = std::max(amax, std::fabs(bf16ToFloat(w[base + i])));
-      const float limit = f == WeightFormat::Int8 ? 127.0f : 448.0f;
-      const float scale = amax == 0.0f ? 1.0f : amax / limit;
-      q.scales[row] = scale;
-      for (int i = 0; i < k; ++i) {
-        const float v = bf16ToFloat(w[base + i]) / scale;
-        if (f == WeightFormat::Int8) {
-          const float code = std::clamp(std::nearbyint(v), -127.0f, 127.0f);
-          q.codes[base + i] =
-              static_cast<std::uint8_t>(static_cast<std::int8_t>(code));
-          q.dequantized[base + i] = code * scale;
-        } else {
-          q.codes[base + i] = e4m3Encode(v);
-          q.dequantized[base + i] = e4m3Decode(q.codes[base + i]) * scale;
-        }
-      }
-    }
-  });
+  q.dequantized.resize(wf.size());
+  quant::dequantize(qw, q.dequantized);
+  q.codes = std::move(qw.codes);
+  q.scales = std::move(qw.scales);
+  q.zeros = std::move(qw.zeros);
   return q;
 }
 
@@ -131,18 +60,16 @@ std::vector<double> quantReference(const HostLinear &p, const HostQuant &q,
   if (p.norm)
     xs = referenceNormRows(xs, p.normW, rows, p.k, kEps);
   std::vector<double> xin(xs.size());
+  std::vector<float> row(p.k);
   for (int t = 0; t < rows; ++t) {
-    float amax = 0.0f;
     for (int i = 0; i < p.k; ++i)
-      amax = std::max(amax, std::fabs(bf16ToFloat(xs[t * p.k + i])));
-    const float sx = amax == 0.0f ? 1.0f : amax / 448.0f;
-    for (int i = 0; i < p.k; ++i) {
-      const float v = bf16ToFloat(xs[t * p.k + i]);
+      row[i] = bf16ToFloat(xs[t * p.k + i]);
+    const float sx = quant::fp8RowScale(row);
+    for (int i = 0; i < p.k; ++i)
       xin[t * p.k + i] =
           f == WeightFormat::Fp8
-              ? static_cast<double>(e4m3Decode(e4m3Encode(v / sx))) * sx
-              : v;
-    }
+              ? static_cast<double>(e4m3ToFloat(floatToE4M3(row[i] / sx))) * sx
+              : row[i];
   }
   std::vector<double> y(static_cast<std::size_t>(rows) * p.n);
   parallelRanges(p.n, [&](int begin, int end) {

@@ -5,8 +5,8 @@
 // with its weights in one of the formats of runtime/support/Quantize.h,
 // the float64 reference from the dequantized weights rounded where the
 // kernels round, and the comparison. The reference is written
-// independently of the kernels' bit tricks (E4M3 decoded arithmetically,
-// encoded by nearest-value search).
+// independently of the kernels' bit tricks; E4M3 values come from the
+// host's one definition (runtime/support/Fp8.h, tested on its own).
 //
 // With `exact` data the inputs are chosen so that every sum is exact in
 // fp32 (small integers, power-of-two scales; for fp8 rows whose max |x| is
@@ -20,6 +20,7 @@
 #pragma once
 
 #include "LinearGemvQuant.cuh"
+#include "runtime/support/Fp8.h"
 
 #include <gtest/gtest.h>
 
@@ -40,30 +41,6 @@ using Bf16 = __nv_bfloat16;
 inline constexpr float kEps = 1e-5f;
 
 inline float bf(float f) { return roundToBf16(f); }
-
-/// The value of E4M3 code `code` (0x7f / 0xff are NaN, never used here).
-inline double e4m3Value(std::uint8_t code) {
-  const int e = (code >> 3) & 15, m = code & 7;
-  const double v =
-      e == 0 ? m * std::ldexp(1.0, -9) : (8 + m) * std::ldexp(1.0, e - 10);
-  return code & 0x80 ? -v : v;
-}
-
-/// The E4M3 code nearest to f (ties to the even code), saturating at 448.
-inline std::uint8_t e4m3Nearest(float f) {
-  const double a = std::fabs(static_cast<double>(f));
-  int best = 0;
-  double bestErr = std::numeric_limits<double>::infinity();
-  for (int code = 0; code <= 0x7e; ++code) {
-    const double err =
-        std::fabs(e4m3Value(static_cast<std::uint8_t>(code)) - a);
-    if (err < bestErr || (err == bestErr && code % 2 == 0)) {
-      best = code;
-      bestErr = err;
-    }
-  }
-  return static_cast<std::uint8_t>((std::signbit(f) ? 0x80 : 0) | best);
-}
 
 /// A problem of `rows` rows: x [rows, k], quantized W [n, k] in `format`,
 /// bias [n], norm weight [k], residual [rows, n]. `exact`: integer x,
@@ -147,13 +124,13 @@ struct Problem {
             const float v = std::abs(pick) <= 7
                                 ? std::ldexp(static_cast<float>(pick), -9)
                                 : 0.5f * (pick > 0 ? pick - 7 : pick + 7);
-            code = e4m3Nearest(v);
+            code = sol::floatToE4M3(v);
           } else {
             do
               code = static_cast<std::uint8_t>(uniformInt(0, 255));
             while ((code & 0x7f) == 0x7f);
           }
-          value = e4m3Value(code);
+          value = sol::e4m3ToFloat(code);
         }
         codes.push_back(code);
         w[static_cast<std::size_t>(j) * k + i] = value * scales[j];
@@ -182,9 +159,10 @@ struct Problem {
       float sx = amax / 448.0f;
       sx = sx == 0.0f ? 1.0f : sx;
       for (int i = 0; i < k; ++i)
-        out[t * k + i] = format == WeightFormat::Fp8
-                             ? e4m3Value(e4m3Nearest(row[i] / sx)) * sx
-                             : row[i];
+        out[t * k + i] =
+            format == WeightFormat::Fp8
+                ? sol::e4m3ToFloat(sol::floatToE4M3(row[i] / sx)) * sx
+                : row[i];
     }
     return out;
   }
