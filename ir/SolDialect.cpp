@@ -76,6 +76,9 @@ std::string shapeString(RankedTensorType type) {
   return shapeString(type.getShape());
 }
 
+/// The float types weights are stored in before quantization.
+bool isFloatElement(Type t) { return t.isBF16() || t.isF16() || t.isF32(); }
+
 RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
@@ -294,8 +297,8 @@ LogicalResult ConvertWeightOp::verify() {
   if (in.getShape() != out.getShape())
     return emitOpError() << "result shape " << shapeString(out)
                          << " must equal the input's " << shapeString(in);
-  auto isFloat = [](Type t) { return t.isBF16() || t.isF16() || t.isF32(); };
-  if (!isFloat(in.getElementType()) || !isFloat(out.getElementType()))
+  if (!isFloatElement(in.getElementType()) ||
+      !isFloatElement(out.getElementType()))
     return emitOpError() << "converts between f32, f16 and bf16, not "
                          << in.getElementType() << " to "
                          << out.getElementType();
@@ -371,8 +374,7 @@ LogicalResult verifyQuantized(Operation *op, QuantScheme scheme,
 
 LogicalResult QuantizeWeightOp::verify() {
   auto in = getInput().getType();
-  auto isFloat = [](Type t) { return t.isBF16() || t.isF16() || t.isF32(); };
-  if (in.getRank() != 2 || !isFloat(in.getElementType()))
+  if (in.getRank() != 2 || !isFloatElement(in.getElementType()))
     return emitOpError() << "quantizes a 2-D float weight [out, in], not "
                          << in;
   if (getScheme() == QuantScheme::None)
@@ -400,6 +402,46 @@ LogicalResult TransposeWeightOp::verify() {
                          << ", " << in.getDimSize(0)
                          << "] of the input's element type, but has "
                          << shapeString(out);
+  return success();
+}
+
+LogicalResult ScaleWeightOp::verify() {
+  auto in = getInput().getType(), scales = getScales().getType();
+  if (!isFloatElement(in.getElementType()))
+    return emitOpError() << "scales f32, f16 or bf16 weights, not "
+                         << in.getElementType();
+  if (in.getRank() < 1 || in.getRank() > 2)
+    return emitOpError() << "scales 1-D or 2-D weights, but the input has "
+                         << "shape " << shapeString(in);
+  const int64_t axis = getAxis();
+  if (axis < 0 || axis >= in.getRank())
+    return emitOpError() << "axis " << axis << " is not a dimension of "
+                         << shapeString(in);
+  if (scales.getRank() != 1 || !scales.getElementType().isF32() ||
+      scales.getDimSize(0) != in.getDimSize(axis))
+    return emitOpError() << "scales must be tensor<" << in.getDimSize(axis)
+                         << "xf32> (dimension " << axis << " of "
+                         << shapeString(in) << "), not " << shapeString(scales)
+                         << " of " << scales.getElementType();
+  return success();
+}
+
+LogicalResult ClampWeightOp::verify() {
+  auto in = getInput().getType(), ratios = getRatios().getType();
+  if (!isFloatElement(in.getElementType()) || in.getRank() != 2)
+    return emitOpError() << "clamps 2-D float weights, not " << shapeString(in)
+                         << " of " << in.getElementType();
+  const int64_t g = getGroupSize();
+  if (g <= 0 || in.getDimSize(1) % g != 0)
+    return emitOpError() << "group size " << g << " must divide the "
+                         << in.getDimSize(1) << " inputs";
+  if (ratios.getRank() != 2 || !ratios.getElementType().isF32() ||
+      ratios.getDimSize(0) != in.getDimSize(0) ||
+      ratios.getDimSize(1) != in.getDimSize(1) / g)
+    return emitOpError() << "ratios must be tensor<" << in.getDimSize(0) << "x"
+                         << in.getDimSize(1) / g << "xf32>, not "
+                         << shapeString(ratios) << " of "
+                         << ratios.getElementType();
   return success();
 }
 
@@ -822,4 +864,31 @@ bool sol::unusedAfter(Value v, Operation *op) {
     return user == op ||
            (user->getBlock() == op->getBlock() && user->isBeforeInBlock(op));
   });
+}
+
+RopeParameters sol::ropeParameters(RopeAttr attr) {
+  RopeParameters p;
+  p.theta = attr.getTheta().convertToDouble();
+  switch (attr.getKind()) {
+  case RopeScalingKind::None:
+    p.scaling = RopeScaling::None;
+    break;
+  case RopeScalingKind::Linear:
+    p.scaling = RopeScaling::Linear;
+    break;
+  case RopeScalingKind::Llama3:
+    p.scaling = RopeScaling::Llama3;
+    break;
+  case RopeScalingKind::Yarn:
+    p.scaling = RopeScaling::Yarn;
+    break;
+  }
+  p.factor = attr.getFactor().convertToDouble();
+  p.lowFreqFactor = attr.getLowFreqFactor().convertToDouble();
+  p.highFreqFactor = attr.getHighFreqFactor().convertToDouble();
+  p.originalMaxPosition = attr.getOriginalMaxPosition();
+  p.betaFast = attr.getBetaFast().convertToDouble();
+  p.betaSlow = attr.getBetaSlow().convertToDouble();
+  p.attentionFactor = attr.getAttentionFactor().convertToDouble();
+  return p;
 }

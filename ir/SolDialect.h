@@ -14,6 +14,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "ir/RopeTable.h"
+
 #include "ir/SolDialect.h.inc"
 #include "ir/SolEnums.h.inc"
 
@@ -49,8 +51,8 @@ bool unusedAfter(mlir::Value v, mlir::Operation *op);
 
 namespace sol {
 template <typename ConcreteType>
-mlir::LogicalResult WeightTransform<ConcreteType>::verifyTrait(
-    mlir::Operation *op) {
+mlir::LogicalResult
+WeightTransform<ConcreteType>::verifyTrait(mlir::Operation *op) {
   for (auto [i, operand] : llvm::enumerate(op->getOperands()))
     if (!isWeight(operand))
       return op->emitOpError()
@@ -58,4 +60,9 @@ mlir::LogicalResult WeightTransform<ConcreteType>::verifyTrait(
              << " must be a weight (sol.weight or a weight transform)";
   return mlir::success();
 }
+} // namespace sol
+
+namespace sol {
+/// The rope table parameters a #sol.rope attribute stands for.
+RopeParameters ropeParameters(RopeAttr attr);
 } // namespace sol

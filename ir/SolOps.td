@@ -2,8 +2,9 @@
 //
 // Three groups of ops:
 //  * weights: `sol.weight` names a tensor of the weight store; the weight
-//    transforms (concat, interleave, convert, transpose) derive new weights
-//    from others and are materialised by sol-materialize-weights;
+//    transforms (concat, interleave, convert, transpose, scale, clamp,
+//    quantize) derive new weights from others and are materialised by
+//    sol-materialize-weights;
 //  * tensor-level layers, as importers produce them (`sol.linear`,
 //    `sol.rms_norm`, `sol.rope`, `sol.attention`, `sol.logits`...);
 //  * kernel-level ops, as the fusion passes and sol-lower-to-kernels produce
@@ -105,6 +106,57 @@ def Sol_TransposeWeightOp : Sol_WeightTransformOp<"transpose_weight"> {
   let arguments = (ins Sol_WeightTensor:$input);
   let results = (outs Sol_WeightTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Sol_ScaleWeightOp : Sol_WeightTransformOp<"scale_weight",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "a weight multiplied (or divided) by a per-channel vector";
+  let description = [{
+    `scales` is `tensor<Cxf32>`. A 2-D `[N, K]` weight has column `k`
+    multiplied by `scales[k]` when `axis = 1` (a linear's input channels) and
+    row `n` by `scales[n]` when `axis = 0`; a 1-D weight (a norm's, a bias)
+    element `i` by `scales[i]`. With `divide`, it is divided instead. The
+    result keeps the input's type (rounded to it, to nearest even).
+
+    AWQ's activation-aware scaling is a pair of these: a linear's input
+    channels times `s` and the producer of its input (the norm's weight, or
+    the rows of the linear before it) divided by `s`, so the unquantized
+    model computes the same function while the quantized one loses less on
+    the channels that carry large activations.
+
+    ```mlir
+    %q2 = sol.scale_weight %q, %s {axis = 1 : i64} : tensor<64x32xbf16>, tensor<32xf32>
+    %n2 = sol.scale_weight %n, %s {axis = 0 : i64, divide} : tensor<32xbf16>, tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Sol_WeightTensor:$input, Sol_WeightTensor:$scales,
+                       I64Attr:$axis, UnitAttr:$divide);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scales attr-dict `:` type($input) `,` type($scales)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sol_ClampWeightOp : Sol_WeightTransformOp<"clamp_weight",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "each group of a weight's rows clamped to a shrunk range";
+  let description = [{
+    `input` is a float `[N, K]` weight, `ratios` `tensor<Nx(K/g)xf32>` with
+    `g = group_size`. Each group of `g` consecutive inputs of a row, with
+    minimum `lo` and maximum `hi`, has its values clamped to
+    `[lo * r, hi * r]` for its ratio `r` in (0, 1]. An int4
+    `sol.quantize_weight` with the same group size then spans exactly the
+    shrunk range: AWQ's clipping, whose ratios calibration chose by the
+    error of the group's outputs on calibration inputs.
+  }];
+  let arguments = (ins Sol_WeightTensor:$input, Sol_WeightTensor:$ratios,
+                       I64Attr:$group_size);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $ratios attr-dict `:` type($input) `,` type($ratios)
+  }];
   let hasVerifier = 1;
 }
 

@@ -4,6 +4,7 @@
 #include "runtime/support/Error.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace sol {
 
@@ -87,6 +88,29 @@ WeightStore::contiguous(std::string_view name,
     scratch.insert(scratch.end(), piece.begin(), piece.end());
   });
   return scratch;
+}
+
+std::vector<float> WeightStore::readFloat(std::string_view name) const {
+  const DType dtype = get(name).dtype;
+  if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
+    fail("weight ", name, " is ", dtypeName(dtype),
+         ", not a float tensor (f32, f16 or bf16)");
+  std::vector<float> values;
+  read(name, [&](std::span<const std::byte> piece) {
+    const size_t bytes = dtypeBits(dtype) / 8, count = piece.size() / bytes;
+    const size_t at = values.size();
+    values.resize(at + count);
+    for (size_t i = 0; i < count; ++i) {
+      if (dtype == DType::F32) {
+        std::memcpy(&values[at + i], piece.data() + 4 * i, 4);
+        continue;
+      }
+      uint16_t h;
+      std::memcpy(&h, piece.data() + 2 * i, 2);
+      values[at + i] = dtype == DType::F16 ? halfToFloat(h) : bf16ToFloat(h);
+    }
+  });
+  return values;
 }
 
 std::vector<std::string> WeightStore::names() const {

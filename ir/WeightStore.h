@@ -77,6 +77,9 @@ public:
   /// output collected into `scratch`.
   std::span<const std::byte> contiguous(std::string_view name,
                                         std::vector<std::byte> &scratch) const;
+  /// The values of a f32, f16 or bf16 tensor as float32; throws sol::Error
+  /// for other dtypes.
+  std::vector<float> readFloat(std::string_view name) const;
   /// Every name, sorted.
   std::vector<std::string> names() const;
 

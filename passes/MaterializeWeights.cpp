@@ -2,9 +2,10 @@
 //
 // Weight layout is a compile-time decision expressed in the IR (a fused
 // projection's stacked rows, SwiGLU's interleaved gate/up rows, a converted
-// dtype). This pass turns each transform tree into one tensor of the weight
-// store, computed only when the plan writer streams it, so the writer
-// copies bytes and knows nothing of layouts.
+// dtype, AWQ's scaling and clipping, quantization). This pass turns each
+// transform tree into one tensor of the weight store, computed only when the
+// plan writer streams it, so the writer copies bytes and knows nothing of
+// layouts.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -14,6 +15,7 @@
 
 #include "llvm/ADT/StringSet.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -112,18 +114,11 @@ void convertElements(std::span<const std::byte> src, DType from, DType to,
   }
 }
 
-/// `src` (f32, f16 or bf16) as float32.
-std::vector<float> readAsFloat(const WeightStore &store, const std::string &src,
-                               DType from) {
-  std::vector<float> values;
-  std::vector<std::byte> converted;
-  store.read(src, [&](std::span<const std::byte> piece) {
-    convertElements(piece, from, DType::F32, converted);
-    const size_t at = values.size();
-    values.resize(at + converted.size() / 4);
-    std::memcpy(values.data() + at, converted.data(), converted.size());
-  });
-  return values;
+/// `values` as `to` (f32, f16 or bf16) bytes.
+std::vector<std::byte> fromFloat(std::span<const float> values, DType to) {
+  std::vector<std::byte> out;
+  convertElements(std::as_bytes(values), DType::F32, to, out);
+  return out;
 }
 
 /// One sol.quantize_weight's outputs, computed on the first read of any of
@@ -131,12 +126,10 @@ std::vector<float> readAsFloat(const WeightStore &store, const std::string &src,
 /// float32 while it is quantized).
 class QuantizedOnce {
 public:
-  QuantizedOnce(std::string source, DType from, quant::Scheme scheme,
-                int64_t rows, int64_t cols, int64_t groupSize, bool clipSearch,
-                int outputs)
-      : source_(std::move(source)), from_(from), scheme_(scheme), rows_(rows),
-        cols_(cols), groupSize_(groupSize), clipSearch_(clipSearch),
-        unread_(outputs) {}
+  QuantizedOnce(std::string source, quant::Scheme scheme, int64_t rows,
+                int64_t cols, int64_t groupSize, bool clipSearch, int outputs)
+      : source_(std::move(source)), scheme_(scheme), rows_(rows), cols_(cols),
+        groupSize_(groupSize), clipSearch_(clipSearch), unread_(outputs) {}
 
   /// Writes output `which` (0 codes, 1 scales, 2 zeros) to `sink`.
   void write(const WeightStore &store, int which, const ByteSink &sink) {
@@ -158,7 +151,7 @@ public:
 
 private:
   quant::QuantizedWeight compute(const WeightStore &store) const {
-    std::vector<float> w = readAsFloat(store, source_, from_);
+    std::vector<float> w = store.readFloat(source_);
     switch (scheme_) {
     case quant::Scheme::Int8:
       return quant::quantizeInt8(w, rows_, cols_);
@@ -174,7 +167,6 @@ private:
   }
 
   std::string source_;
-  DType from_;
   quant::Scheme scheme_;
   int64_t rows_, cols_, groupSize_;
   bool clipSearch_;
@@ -271,6 +263,39 @@ struct SolMaterializeWeightsPass
           sink(row);
         }
       };
+    } else if (auto scale = dyn_cast<ScaleWeightOp>(op)) {
+      name = sources[0] + "~scaled";
+      const int64_t axis = scale.getAxis();
+      const bool divide = scale.getDivide();
+      produce = [src = sources[0], scalesName = sources[1], dtype, shape, axis,
+                 divide](const WeightStore &s, const ByteSink &sink) {
+        std::vector<float> w = s.readFloat(src);
+        const std::vector<float> scales = s.readFloat(scalesName);
+        const int64_t cols = shape.size() == 2 ? shape[1] : shape[0];
+        for (size_t i = 0; i < w.size(); ++i) {
+          const int64_t at = static_cast<int64_t>(i);
+          const float f =
+              scales[axis == 1 || shape.size() == 1 ? at % cols : at / cols];
+          w[i] = divide ? w[i] / f : w[i] * f;
+        }
+        sink(fromFloat(w, dtype));
+      };
+    } else if (auto clamp = dyn_cast<ClampWeightOp>(op)) {
+      name = sources[0] + "~clamped";
+      const int64_t group = clamp.getGroupSize();
+      produce = [src = sources[0], ratiosName = sources[1], dtype, shape,
+                 group](const WeightStore &s, const ByteSink &sink) {
+        std::vector<float> w = s.readFloat(src);
+        const std::vector<float> ratios = s.readFloat(ratiosName);
+        for (size_t g = 0; g < ratios.size(); ++g) {
+          float *begin = w.data() + g * group, *end = begin + group;
+          const auto [lo, hi] = std::minmax_element(begin, end);
+          const float low = *lo * ratios[g], high = *hi * ratios[g];
+          for (float *v = begin; v != end; ++v)
+            *v = std::clamp(*v, low, high);
+        }
+        sink(fromFloat(w, dtype));
+      };
     } else {
       return op->emitOpError("is a weight transform this pass does not know");
     }
@@ -287,8 +312,8 @@ struct SolMaterializeWeightsPass
     const auto scheme = static_cast<quant::Scheme>(op.getScheme());
     const int outputs = op.getZeros() ? 3 : 2;
     auto once = std::make_shared<QuantizedOnce>(
-        source, storeDType(input.getElementType()), scheme, input.getDimSize(0),
-        input.getDimSize(1), op.getGroupSize(), op.getClipSearch(), outputs);
+        source, scheme, input.getDimSize(0), input.getDimSize(1),
+        op.getGroupSize(), op.getClipSearch(), outputs);
     const std::string base =
         source + "~" + std::string(quant::schemeName(scheme));
     static const char *const suffixes[] = {"", ".scales", ".zeros"};

@@ -17,6 +17,14 @@ namespace sol {
 /// sol-materialize-weights adding the tensors it derives to `store`.
 std::unique_ptr<mlir::Pass> createSolMaterializeWeights(WeightStore &store);
 
+/// sol-awq-calibrate over `sequences` (token ids, each from position 0),
+/// adding the scales and clipping ratios it computes to `store`; with
+/// `progress`, a progress line on a terminal's stderr.
+std::unique_ptr<mlir::Pass>
+createSolAwqCalibrate(WeightStore &store,
+                      std::vector<std::vector<int32_t>> sequences,
+                      const SolAwqCalibrateOptions &options, bool progress);
+
 /// Adds the passes of optimisation level `level` (0..3) to `pm`: the
 /// fusions from -O2, then the lowering to kernel-level ops, sol-quantize
 /// when `quantize` is given (solc's --quant flags), and the KV-cache plan at

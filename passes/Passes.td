@@ -138,18 +138,59 @@ def SolQuantize : Pass<"sol-quantize", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::sol::SolDialect"];
 }
 
+def SolAwqCalibrate : Pass<"sol-awq-calibrate", "::mlir::ModuleOp"> {
+  let summary = "AWQ: activation-aware scales and clipping from calibration text";
+  let description = [{
+    Runs on tensor-level IR (as importers produce it), before the fusions,
+    and prepares the linears for int4 (`sol-quantize` with the same group
+    size) as the AWQ paper does. The module is evaluated in float32 over the
+    calibration sequences (TensorEvaluator), layer by layer in program
+    order, each layer fed the unquantized output of the one before. Per
+    scaling group (a norm and the linears that read it; the up projection
+    and the down projection that reads its SwiGLU; V and O where their
+    shapes match, so not under grouped-query attention):
+
+    * per input channel, the mean |x| over the calibration tokens, and the
+      mean of |w| normalised by its int4 group's largest;
+    * for α in 0, 1/20, ... 19/20, scales s = x_mean^α / w_mean^(1−α)
+      normalised to a geometric mean of 1 between their extremes; the
+      group's linears quantized as W·s (round to nearest) and evaluated on
+      x/s through the ops up to the layer's residual add: the α whose
+      output differs least (mean squared error) from the float one wins;
+    * the linears' input channels become `sol.scale_weight` (× s) and the
+      producer of their input (the norm's weight, the up or V projection's
+      rows and bias) `sol.scale_weight` (÷ s).
+
+    Then each linear's int4 groups get a clipping ratio from a 20-point grid
+    (down to 0.5) by the error of the group's outputs on the calibration
+    inputs (`sol.clamp_weight`), except the projections that feed a rope
+    (queries and keys: their error shows in attention scores, not in their
+    outputs). Linears whose inputs are not a multiple of the group size get
+    scales but no clipping. Built with the weight store and the calibration
+    tokens (createSolAwqCalibrate); the scales and ratios are new tensors of
+    the store.
+  }];
+  let options = [
+    Option<"groupSize", "group-size", "int64_t", /*default=*/"128",
+           "inputs per int4 scale and zero point">,
+    Option<"gridPoints", "grid-points", "int", /*default=*/"20",
+           "points of the α grid and of the clipping grid">
+  ];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
 def SolMaterializeWeights : Pass<"sol-materialize-weights", "::mlir::ModuleOp"> {
   let summary = "compute the weight transforms into the weight store";
   let description = [{
     Replaces every tree of weight transforms (`sol.concat_weights`,
     `sol.interleave_rows`, `sol.convert_weight`, `sol.transpose_weight`,
-    `sol.quantize_weight`)
-    over `sol.weight` ops by one `sol.weight` naming a new tensor of the
+    `sol.scale_weight`, `sol.clamp_weight`, `sol.quantize_weight`) over
+    `sol.weight` ops by one `sol.weight` naming a new tensor of the
     weight store, whose bytes are computed when the plan writer reads them
     (nothing is copied before). Names say what was derived from what:
     `l.{q_proj,k_proj,v_proj}.weight` for a concatenation or an interleave
     of those weights, `name~BF16` for a conversion, `name~t` for a
-    transpose, `name~int8`, `name~int8.scales` (and `name~int4.zeros`) for a
+    transpose, `name~scaled` and `name~clamped` for AWQ's transforms, `name~int8`, `name~int8.scales` (and `name~int4.zeros`) for a
     quantization, `#2`, `#3`... appended where two derived tensors would share
     a name. Run without a weight store (solc-opt), it rewrites the IR only.
   }];

@@ -71,33 +71,6 @@ fb::LinearEpilogue planEpilogue(LinearEpilogue e) {
   return static_cast<fb::LinearEpilogue>(e);
 }
 
-RopeParameters ropeParameters(RopeAttr attr) {
-  RopeParameters p;
-  p.theta = attr.getTheta().convertToDouble();
-  switch (attr.getKind()) {
-  case RopeScalingKind::None:
-    p.scaling = RopeScaling::None;
-    break;
-  case RopeScalingKind::Linear:
-    p.scaling = RopeScaling::Linear;
-    break;
-  case RopeScalingKind::Llama3:
-    p.scaling = RopeScaling::Llama3;
-    break;
-  case RopeScalingKind::Yarn:
-    p.scaling = RopeScaling::Yarn;
-    break;
-  }
-  p.factor = attr.getFactor().convertToDouble();
-  p.lowFreqFactor = attr.getLowFreqFactor().convertToDouble();
-  p.highFreqFactor = attr.getHighFreqFactor().convertToDouble();
-  p.originalMaxPosition = attr.getOriginalMaxPosition();
-  p.betaFast = attr.getBetaFast().convertToDouble();
-  p.betaSlow = attr.getBetaSlow().convertToDouble();
-  p.attentionFactor = attr.getAttentionFactor().convertToDouble();
-  return p;
-}
-
 class Translator {
 public:
   explicit Translator(func::FuncOp fn) : fn(fn) {}

@@ -6,6 +6,7 @@
 #   OUT=... models/sol-tiny/run-on-gpu.sh tiny      # train sol-tiny (< 8 min)
 #   OUT=... models/sol-tiny/run-on-gpu.sh 1b        # Llama-3.2-1B shape on the same data (~6 min)
 #   OUT=... models/sol-tiny/run-on-gpu.sh quality   # solc + bench/quality.py on what was trained
+#                                                   # (QUALITY_MODELS="sol-tiny llama-1b" picks)
 #
 # The checkpoints stay in $WORK (default /tmp/sol-tiny-work) for solc and quality.py; $OUT
 # gets sol-tiny's files with model.safetensors in <= 15 MiB parts (join-parts.sh joins them),
@@ -47,7 +48,7 @@ case "${1:-tiny}" in
     # the fp8-KV plan (reported), and the fp8-KV plan against the bf16 one.
     python3 bench/quality.py --self-test
     POSITIONS="${POSITIONS:-16384}"
-    for m in sol-tiny llama-1b; do
+    for m in ${QUALITY_MODELS:-sol-tiny llama-1b}; do
       # sol-tiny: the one trained here, else the committed one.
       dir="$WORK/$m"
       [[ $m == sol-tiny && ! -f "$dir/config.json" ]] && dir=models/sol-tiny

@@ -4,6 +4,7 @@
 
 #include "runtime/support/Error.h"
 #include "runtime/support/Fp8.h"
+#include "runtime/support/ParallelChunks.h"
 
 #include <algorithm>
 #include <array>
@@ -15,51 +16,6 @@
 
 namespace sol::quant {
 namespace {
-
-/// Runs body(begin, end) over disjoint chunks covering [0, count) on up to
-/// hardware_concurrency() threads, the caller's included; inline when
-/// `work` (a rough operation count) is too small to pay for threads.
-/// Rethrows the first exception a chunk threw. Support code cannot use the
-/// reference executor's ParallelFor, hence this small copy of the idea.
-template <typename Body>
-void parallelChunks(int64_t count, int64_t work, const Body &body) {
-  constexpr int64_t kMinWorkPerThread = int64_t{1} << 18;
-  const int64_t cores =
-      std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t threads =
-      std::min({cores, count, std::max<int64_t>(1, work / kMinWorkPerThread)});
-  if (threads <= 1) {
-    if (count > 0)
-      body(int64_t{0}, count);
-    return;
-  }
-  std::exception_ptr error;
-  std::mutex mutex;
-  auto run = [&](int64_t begin, int64_t end) {
-    try {
-      body(begin, end);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!error)
-        error = std::current_exception();
-    }
-  };
-  const int64_t chunk = (count + threads - 1) / threads;
-  std::vector<std::thread> pool;
-  for (int64_t begin = chunk; begin < count; begin += chunk) {
-    const int64_t end = std::min(count, begin + chunk);
-    try {
-      pool.emplace_back(run, begin, end);
-    } catch (const std::system_error &) {
-      run(begin, end); // no thread to be had: do the chunk here
-    }
-  }
-  run(0, std::min(count, chunk));
-  for (std::thread &thread : pool)
-    thread.join();
-  if (error)
-    std::rethrow_exception(error);
-}
 
 void checkCount(std::string_view what, size_t have, int64_t rows,
                 int64_t cols) {

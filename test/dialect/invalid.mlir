@@ -1256,3 +1256,45 @@ func.func @quantize_clip() {
   %q, %s = sol.quantize_weight %w {scheme = #sol<quant fp8>, clip_search = true} : tensor<8x32xbf16> -> (tensor<8x32xf8E4M3FN>, tensor<8xf32>)
   return
 }
+
+// -----
+
+// sol.scale_weight: one scale per element of the scaled dimension.
+func.func @scale_weight_size() {
+  %w = sol.weight @w : tensor<8x32xbf16>
+  %s = sol.weight @s : tensor<8xf32>
+  // expected-error @+1 {{'sol.scale_weight' op scales must be tensor<32xf32> (dimension 1 of [8, 32]), not [8] of 'f32'}}
+  %x = sol.scale_weight %w, %s {axis = 1 : i64} : tensor<8x32xbf16>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @scale_weight_axis() {
+  %w = sol.weight @w : tensor<32xbf16>
+  %s = sol.weight @s : tensor<32xf32>
+  // expected-error @+1 {{'sol.scale_weight' op axis 1 is not a dimension of [32]}}
+  %x = sol.scale_weight %w, %s {axis = 1 : i64} : tensor<32xbf16>, tensor<32xf32>
+  return
+}
+
+// -----
+
+// sol.clamp_weight: one ratio per int4 group.
+func.func @clamp_weight_ratios() {
+  %w = sol.weight @w : tensor<8x32xbf16>
+  %r = sol.weight @r : tensor<8x4xf32>
+  // expected-error @+1 {{'sol.clamp_weight' op ratios must be tensor<8x2xf32>, not [8, 4] of 'f32'}}
+  %x = sol.clamp_weight %w, %r {group_size = 16 : i64} : tensor<8x32xbf16>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @clamp_weight_group() {
+  %w = sol.weight @w : tensor<8x32xbf16>
+  %r = sol.weight @r : tensor<8x2xf32>
+  // expected-error @+1 {{'sol.clamp_weight' op group size 12 must divide the 32 inputs}}
+  %x = sol.clamp_weight %w, %r {group_size = 12 : i64} : tensor<8x32xbf16>, tensor<8x2xf32>
+  return
+}

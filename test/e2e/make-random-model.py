@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Writes a small random bf16 Qwen3 checkpoint with a given vocabulary size
 (standard library only), so the text features of solc/solrun can be tested
-with a real tokenizer on the CPU: hidden 16, 1 layer, 2 heads, 1 KV head."""
+with a real tokenizer on the CPU: hidden 16, 1 layer, 2 heads, 1 KV head
+(or KV_HEADS, the optional third argument: 2 for full multi-head attention).
+
+  make-random-model.py OUT VOCAB [KV_HEADS]"""
 import json
 import random
 import struct
@@ -9,7 +12,8 @@ import sys
 from pathlib import Path
 
 out, vocab = Path(sys.argv[1]), int(sys.argv[2])
-H, I, NH, KV, HD = 16, 32, 2, 1, 8
+H, I, NH, HD = 16, 32, 2, 8
+KV = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 out.mkdir(parents=True, exist_ok=True)
 config = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": H,
           "intermediate_size": I, "num_hidden_layers": 1, "num_attention_heads": NH,

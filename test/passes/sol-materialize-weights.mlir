@@ -121,3 +121,20 @@ func.func @quantize() -> (tensor<16x64xi4>, tensor<16x2xf32>, tensor<16x2xui8>) 
   %q, %s, %z = sol.quantize_weight %w {scheme = #sol<quant int4>, group_size = 32} : tensor<16x64xbf16> -> (tensor<16x64xi4>, tensor<16x2xf32>, tensor<16x2xui8>)
   return %q, %s, %z : tensor<16x64xi4>, tensor<16x2xf32>, tensor<16x2xui8>
 }
+
+// AWQ's transforms: a scaling and a clamp name their source.
+// CHECK-LABEL: func.func @awq
+// CHECK-NOT: sol.scale_weight
+// CHECK-NOT: sol.clamp_weight
+// CHECK-DAG: sol.weight @"l.input_layernorm.weight~scaled" : tensor<64xbf16>
+// CHECK-DAG: sol.weight @"l.q_proj.weight~scaled~clamped" : tensor<16x64xbf16>
+func.func @awq() -> (tensor<64xbf16>, tensor<16x64xbf16>) {
+  %n = sol.weight @l.input_layernorm.weight : tensor<64xbf16>
+  %s = sol.weight @l.awq.scales : tensor<64xf32>
+  %r = sol.weight @l.awq.clip : tensor<16x2xf32>
+  %q = sol.weight @l.q_proj.weight : tensor<16x64xbf16>
+  %n2 = sol.scale_weight %n, %s {axis = 0 : i64, divide} : tensor<64xbf16>, tensor<64xf32>
+  %q2 = sol.scale_weight %q, %s {axis = 1 : i64} : tensor<16x64xbf16>, tensor<64xf32>
+  %q3 = sol.clamp_weight %q2, %r {group_size = 32 : i64} : tensor<16x64xbf16>, tensor<16x2xf32>
+  return %n2, %q3 : tensor<64xbf16>, tensor<16x64xbf16>
+}

@@ -4,8 +4,9 @@
 //   solc MODEL_DIR --emit=mlir [-O0..3]      print the kernel-level sol module
 //   solc MODEL_DIR --emit=imported           print the module as imported
 //   --kv-block-size N, --kv-cache-dtype bf16|fp8   the paged KV cache's layout
-//   --quant int8|fp8|int4-rtn [--group-size N] [--quant-lm-head]
+//   --quant int8|fp8|int4-rtn|int4-awq [--group-size N] [--quant-lm-head]
 //                                           quantize the linears' weights
+//   --calib FILE, --calib-tokens N          int4-awq's calibration text
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/KvCacheLayout.h"
@@ -15,6 +16,7 @@
 #include "frontend/import/ImportedModel.h"
 #include "passes/Passes.h"
 #include "runtime/support/Error.h"
+#include "tools/solc/Calibration.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -50,6 +52,8 @@ struct Options {
   std::string quant; // empty: weights as the checkpoint has them
   int64_t groupSize = 128;
   bool quantLmHead = false;
+  std::string calib;           // empty: the built-in text
+  int64_t calibTokens = 65536; // 128 sequences of 512
   bool quiet = false;
   std::string commandLine;
 };
@@ -57,6 +61,30 @@ struct Options {
 double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
       .count();
+}
+
+/// AWQ's scales and clipping (sol-awq-calibrate) on the imported module.
+void calibrate(mlir::ModuleOp module, sol::ImportedModel &model,
+               const Options &opts) {
+  auto start = std::chrono::steady_clock::now();
+  // AWQ's sequences of 512 tokens, shorter where the model's context is.
+  int64_t sequenceLength = 512;
+  if (auto info = module->getAttrOfType<sol::ModelAttr>("sol.model"))
+    sequenceLength =
+        std::min<int64_t>(sequenceLength, info.getMaxPositionEmbeddings());
+  std::vector<std::vector<int32_t>> sequences = sol::calibrationSequences(
+      model.assets, opts.calib, opts.calibTokens, sequenceLength, opts.quiet);
+  const size_t tokens = sequences.size() * sequences.front().size();
+  sol::SolAwqCalibrateOptions options;
+  options.groupSize = opts.groupSize;
+  mlir::PassManager pm(module.getContext());
+  pm.addPass(sol::createSolAwqCalibrate(model.weights, std::move(sequences),
+                                        options, !opts.quiet));
+  if (mlir::failed(pm.run(module)))
+    sol::fail("AWQ calibration of ", opts.input, " failed (see above)");
+  if (!opts.quiet)
+    std::cerr << "solc: AWQ calibration on " << tokens << " tokens in "
+              << secondsSince(start) << " s\n";
 }
 
 int run(const Options &opts) {
@@ -94,6 +122,9 @@ int run(const Options &opts) {
     return 0;
   }
 
+  if (opts.quant == "int4-awq")
+    calibrate(module, model, opts);
+
   mlir::PassManager pm(&context);
   sol::SolPlanKvCacheOptions kvOptions;
   kvOptions.blockSize = opts.kvBlockSize;
@@ -101,7 +132,7 @@ int run(const Options &opts) {
   std::optional<sol::SolQuantizeOptions> quantOptions;
   if (!opts.quant.empty()) {
     quantOptions.emplace();
-    quantOptions->scheme = opts.quant == "int4-rtn" ? "int4" : opts.quant;
+    quantOptions->scheme = opts.quant.starts_with("int4") ? "int4" : opts.quant;
     quantOptions->groupSize = opts.groupSize;
     quantOptions->lmHead = opts.quantLmHead;
   }
@@ -204,10 +235,12 @@ int main(int argc, char **argv) {
   app.add_option("--quant", opts.quant,
                  "quantize the linears' weights: int8 (W8A16, per-row "
                  "scales), fp8 (W8A8 E4M3, per-row weight and per-token "
-                 "activation scales) or int4-rtn (W4A16, round to nearest, "
-                 "scales and zero points per --group-size inputs); "
-                 "embeddings and the LM head stay as they are")
-      ->check(CLI::IsMember({"int8", "fp8", "int4-rtn"}));
+                 "activation scales), int4-rtn (W4A16, round to nearest, "
+                 "scales and zero points per --group-size inputs) or "
+                 "int4-awq (int4 after AWQ's activation-aware scaling and "
+                 "clipping, calibrated on --calib text); embeddings and the "
+                 "LM head stay as they are")
+      ->check(CLI::IsMember({"int8", "fp8", "int4-rtn", "int4-awq"}));
   app.add_option("--group-size", opts.groupSize,
                  "inputs per int4 scale and zero point (default 128; an even "
                  "divisor of every linear's input features, else that linear "
@@ -215,6 +248,14 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(int64_t(2), int64_t(1) << 20));
   app.add_flag("--quant-lm-head", opts.quantLmHead,
                "with --quant, quantize the LM head as well");
+  app.add_option("--calib", opts.calib,
+                 "int4-awq: calibration text, plain or JSON Lines (.jsonl, "
+                 "a \"text\" field per line); default: the Brown Corpus "
+                 "excerpt built into solc");
+  app.add_option("--calib-tokens", opts.calibTokens,
+                 "int4-awq: calibration tokens, in sequences of 512 "
+                 "(default 65536)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 26));
   app.add_flag("-q,--quiet", opts.quiet, "no progress or summary on stderr");
   try {
     app.parse(argc, argv);
@@ -224,6 +265,12 @@ int main(int argc, char **argv) {
   if (opts.quant.empty() && (opts.quantLmHead || app.count("--group-size"))) {
     std::cerr << "solc: error: --group-size and --quant-lm-head go with "
                  "--quant\n";
+    return 2;
+  }
+  if (opts.quant != "int4-awq" &&
+      (app.count("--calib") || app.count("--calib-tokens"))) {
+    std::cerr << "solc: error: --calib and --calib-tokens go with --quant "
+                 "int4-awq\n";
     return 2;
   }
   if (opts.emit.empty())

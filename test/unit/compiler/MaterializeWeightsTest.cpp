@@ -2,8 +2,8 @@
 //
 // The lit tests show the IR the pass leaves; these check the bytes its
 // producers write into the weight store: concatenation, gate/up
-// interleaving, dtype conversion (round to nearest even), transposition and
-// a chain of them.
+// interleaving, dtype conversion (round to nearest even), transposition, a
+// chain of them, and AWQ's scaling and clamping.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -127,6 +127,47 @@ func.func @f(%x: tensor<?x2xbf16>) -> (tensor<?x2xbf16>, tensor<?x1xbf16>) {
   EXPECT_EQ(names[1], "m.{gate,up}#2");
   EXPECT_EQ(readAs<uint16_t>(store, names[1]),
             (std::vector<uint16_t>{1, 2, 3, 4}));
+}
+
+TEST(MaterializeWeightsTest, AwqScaleAndClamp) {
+  // w: 2x4 f32 (two rows of two groups of 2), s: 4 column scales, r: per
+  // (row, group) clipping ratios.
+  const std::vector<float> w = {1.0f,  -2.0f, 4.0f,  8.0f,
+                                -1.0f, 3.0f,  -6.0f, 2.0f};
+  const std::vector<float> s = {2.0f, 0.5f, 1.0f, 0.25f};
+  const std::vector<float> r = {0.5f, 1.0f, 1.0f, 0.5f};
+  const std::vector<float> rows = {2.0f, 4.0f};
+  WeightStore store;
+  store.addView("l.w", DType::F32, {2, 4}, raw(w));
+  store.addView("l.s", DType::F32, {4}, raw(s));
+  store.addView("l.r", DType::F32, {2, 2}, raw(r));
+  store.addView("l.rows", DType::F32, {2}, raw(rows));
+  const std::string ir = R"mlir(
+func.func @f(%x: tensor<?x4xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>) {
+  %w = sol.weight @l.w : tensor<2x4xf32>
+  %s = sol.weight @l.s : tensor<4xf32>
+  %r = sol.weight @l.r : tensor<2x2xf32>
+  %rows = sol.weight @l.rows : tensor<2xf32>
+  %ws = sol.scale_weight %w, %s {axis = 1 : i64} : tensor<2x4xf32>, tensor<4xf32>
+  %wc = sol.clamp_weight %ws, %r {group_size = 2 : i64} : tensor<2x4xf32>, tensor<2x2xf32>
+  %wd = sol.scale_weight %w, %rows {axis = 0 : i64, divide} : tensor<2x4xf32>, tensor<2xf32>
+  %y1 = sol.linear %x, %wc : (tensor<?x4xf32>, tensor<2x4xf32>) -> tensor<?x2xf32>
+  %y2 = sol.linear %x, %wd : (tensor<?x4xf32>, tensor<2x4xf32>) -> tensor<?x2xf32>
+  return %y1, %y2 : tensor<?x2xf32>, tensor<?x2xf32>
+}
+)mlir";
+  std::vector<std::string> names = materialize(ir, store);
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(names[0], "l.w~scaled~clamped");
+  // Scaled: {2, -1, 4, 2 | -2, 1.5, -6, 0.5}. Group (0, 0) = {2, -1} with
+  // ratio 0.5 clamps to [-0.5, 1]; group (1, 1) = {-6, 0.5} to [-3, 0.25].
+  EXPECT_EQ(
+      readAs<float>(store, names[0]),
+      (std::vector<float>{1.0f, -0.5f, 4.0f, 2.0f, -2.0f, 1.5f, -3.0f, 0.25f}));
+  // Row 0 divided by 2, row 1 by 4.
+  EXPECT_EQ(readAs<float>(store, names[1]),
+            (std::vector<float>{0.5f, -1.0f, 2.0f, 4.0f, -0.25f, 0.75f, -1.5f,
+                                0.5f}));
 }
 
 } // namespace

@@ -1,0 +1,94 @@
+//===- TensorEvaluator.h - Tensor-level sol IR in float32 ------*- C++ -*-===//
+//
+// Calibration needs the activations a model computes on real text. This
+// evaluates a tensor-level `sol` function (as importers produce it) in
+// float32 on the CPU over a batch of whole sequences, in program order,
+// dropping each value after its last use: only the residual stream and the
+// current layer's values are held, never the whole model's activations.
+// Ops can also be evaluated again with a linear's weight replaced, which is
+// how AWQ measures what quantizing it does to the layer's output.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/SolDialect.h"
+#include "ir/WeightStore.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace sol {
+
+/// A token-major float32 activation: `rows` tokens of `cols` values.
+struct Activation {
+  int64_t rows = 0, cols = 0;
+  std::vector<float> values;
+
+  const float *row(int64_t t) const { return values.data() + t * cols; }
+  float *row(int64_t t) { return values.data() + t * cols; }
+};
+
+class TensorEvaluator {
+public:
+  /// Replaced weights, by the linear that reads them: [N, K] float32.
+  using WeightOverrides =
+      llvm::DenseMap<mlir::Operation *, std::span<const float>>;
+
+  /// `sequences` are the token ids of whole sequences, each from position
+  /// 0; `fn` is evaluated on all of them at once.
+  TensorEvaluator(mlir::func::FuncOp fn, const WeightStore &store,
+                  std::span<const std::vector<int32_t>> sequences);
+
+  /// Evaluates, in order, the ops before `op` not evaluated yet (all of
+  /// them when `op` is null). Fails, with a diagnostic on the op, on one it
+  /// cannot evaluate.
+  mlir::LogicalResult runUntil(mlir::Operation *op);
+
+  /// The value of `v`, which must be evaluated and still in use.
+  const Activation &value(mlir::Value v) const;
+
+  /// Evaluates `ops` (in program order) with the weights of the linears in
+  /// `overrides` replaced, taking operands from outside `ops` from the
+  /// evaluated values, and returns `results`, values of `ops`. Stores
+  /// nothing.
+  mlir::FailureOr<std::vector<Activation>>
+  evaluate(llvm::ArrayRef<mlir::Operation *> ops,
+           const WeightOverrides &overrides,
+           llvm::ArrayRef<mlir::Value> results) const;
+
+  /// A weight's values as float32: a sol.weight of the store, or a
+  /// conversion, transpose or scaling of one.
+  std::vector<float> weight(mlir::Value w) const;
+
+  int64_t tokens() const { return static_cast<int64_t>(tokens_.size()); }
+
+private:
+  using Values = llvm::DenseMap<mlir::Value, Activation>;
+  mlir::FailureOr<Activation> compute(mlir::Operation *op, const Values &local,
+                                      const WeightOverrides &overrides) const;
+  const Activation &lookup(mlir::Value v, const Values &local) const;
+  std::span<const int32_t> indices(mlir::Value v) const;
+
+  const WeightStore &store_;
+  std::vector<mlir::Operation *> ops_;
+  size_t next_ = 0;
+  /// The index in ops_ of each value's last user.
+  llvm::DenseMap<mlir::Value, size_t> lastUse_;
+  Values values_;
+  std::vector<int32_t> tokens_, positions_, tokenSeq_;
+  /// For each sequence, its first token row (and one past the last).
+  std::vector<int64_t> sequenceStarts_;
+  llvm::DenseMap<mlir::Value, std::span<const int32_t>> indexArgs_;
+};
+
+/// out = x · wᵀ (+ bias): x [rows, k], w [n, k], out [rows, n]. On all
+/// cores; the same bits whatever the thread count.
+void linearFloat(std::span<float> out, std::span<const float> x,
+                 std::span<const float> w, std::span<const float> bias,
+                 int64_t rows, int64_t n, int64_t k);
+
+} // namespace sol
