@@ -69,8 +69,10 @@ int run(const Options &opts) {
                          ? "error: "
                      : d.getSeverity() == mlir::DiagnosticSeverity::Warning
                          ? "warning: "
-                         : "note: ")
-                 << d.getLocation() << ": " << d.str() << "\n";
+                         : "note: ");
+    if (!llvm::isa<mlir::UnknownLoc>(d.getLocation()))
+      llvm::errs() << d.getLocation() << ": ";
+    llvm::errs() << d.str() << "\n";
     return mlir::success();
   });
 
@@ -206,7 +208,8 @@ int main(int argc, char **argv) {
                  "scales), fp8 (W8A8 E4M3, per-row weight and per-token "
                  "activation scales) or int4-rtn (W4A16, round to nearest, "
                  "scales and zero points per --group-size inputs); "
-                 "embeddings and the LM head stay as they are")
+                 "embeddings, the LM head and linears the checkpoint has "
+                 "quantized already (AWQ, GPTQ, fp8) stay as they are")
       ->check(CLI::IsMember({"int8", "fp8", "int4-rtn"}));
   app.add_option("--group-size", opts.groupSize,
                  "inputs per int4 scale and zero point (default 128; an even "
