@@ -229,7 +229,7 @@ def Sol_LinearOp : Sol_Op<"linear", [Pure,
       `2i` gate row `i`, row `2i + 1` up row `i`), and the result is
       `silu(g_i) · u_i`, `tensor<?x(N/2)>`.
 
-    A quantized weight (made by sol-quantize from a `sol.quantize_weight`)
+    A quantized weight (sol-quantize's `sol.quantize_weight`, or imported)
     comes with `weight_scales`, for `int4` also `weight_zeros`, and the
     `quant` scheme (and `group_size` for `int4`): the linear multiplies by
     the dequantized weight; with `fp8` it also rounds each input row to E4M3

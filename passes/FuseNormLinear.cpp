@@ -48,7 +48,9 @@ struct FuseNormLinear : OpRewritePattern<LinearOp> {
     auto fused = rewriter.create<NormLinearOp>(
         linear.getLoc(), linear.getType(), h, norm.getWeight(),
         norm.getEpsilonAttr(), linear.getWeight(), linear.getBias(),
-        linear.getResidual(), linear.getEpilogueAttr());
+        linear.getResidual(), linear.getWeightScales(), linear.getWeightZeros(),
+        linear.getEpilogueAttr(), linear.getQuantAttr(),
+        linear.getGroupSizeAttr());
     rewriter.replaceOp(linear, fused.getResult());
     rewriter.eraseOp(norm);
     return success();

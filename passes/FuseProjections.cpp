@@ -23,10 +23,19 @@ using namespace sol;
 
 namespace {
 
-/// A linear without an epilogue whose weight (and bias) are weights.
+/// A linear without an epilogue whose weight (and bias, scales, zeros) are
+/// weights.
 bool plainLinear(LinearOp op) {
   return op.getEpilogue() == LinearEpilogue::None && isWeight(op.getWeight()) &&
-         (!op.getBias() || isWeight(op.getBias()));
+         llvm::all_of(ValueRange{op.getBias(), op.getWeightScales(),
+                                 op.getWeightZeros()},
+                      [](Value v) { return !v || isWeight(v); });
+}
+
+/// Fused rows must be read with one scheme: codes, scales and zero points
+/// are stacked alike only when every part has the same scheme and group.
+bool sameQuantization(LinearOp a, LinearOp b) {
+  return a.getQuant() == b.getQuant() && a.getGroupSize() == b.getGroupSize();
 }
 
 /// True if all values have the same element type and trailing shape, so
@@ -77,6 +86,9 @@ struct FuseGateUp : OpRewritePattern<SwigluOp> {
       return rewriter.notifyMatchFailure(op, "not two plain linears of one x");
     if (gate.getWeight().getType() != up.getWeight().getType())
       return rewriter.notifyMatchFailure(op, "gate and up weights differ");
+    if (!sameQuantization(gate, up))
+      return rewriter.notifyMatchFailure(op, "gate and up are quantized "
+                                             "differently");
     if (bool(gate.getBias()) != bool(up.getBias()))
       return rewriter.notifyMatchFailure(op, "only one projection has a bias");
     if (gate.getBias() && gate.getBias().getType() != up.getBias().getType())
@@ -85,12 +97,16 @@ struct FuseGateUp : OpRewritePattern<SwigluOp> {
     Location loc = op.getLoc();
     Value weight =
         interleaveRows(rewriter, loc, gate.getWeight(), up.getWeight());
-    Value bias = gate.getBias() ? interleaveRows(rewriter, loc, gate.getBias(),
-                                                 up.getBias())
-                                : Value();
-    auto fused =
-        rewriter.create<LinearOp>(loc, op.getType(), gate.getInput(), weight,
-                                  bias, Value(), LinearEpilogue::Swiglu);
+    auto interleaved = [&](Value a, Value b) {
+      return a ? interleaveRows(rewriter, loc, a, b) : Value();
+    };
+    Value bias = interleaved(gate.getBias(), up.getBias());
+    Value scales = interleaved(gate.getWeightScales(), up.getWeightScales());
+    Value zeros = interleaved(gate.getWeightZeros(), up.getWeightZeros());
+    auto fused = rewriter.create<LinearOp>(
+        loc, op.getType(), gate.getInput(), weight, bias, Value(), scales,
+        zeros, LinearEpilogueAttr::get(getContext(), LinearEpilogue::Swiglu),
+        gate.getQuantAttr(), gate.getGroupSizeAttr());
     rewriter.replaceOp(op, fused.getResult());
     rewriter.eraseOp(gate);
     rewriter.eraseOp(up);
@@ -128,29 +144,46 @@ struct FuseSiblingLinears : OpRewritePattern<LinearOp> {
                [](LinearOp a, LinearOp b) { return a->isBeforeInBlock(b); });
     if (group.front() != op)
       return rewriter.notifyMatchFailure(op, "fused from the first sibling");
-    SmallVector<Value> weights, biases;
+    if (!llvm::all_of(group,
+                      [&](LinearOp l) { return sameQuantization(l, op); }))
+      return rewriter.notifyMatchFailure(op, "siblings quantized differently");
+    SmallVector<Value> weights, biases, scales, zeros;
     for (LinearOp l : group) {
       weights.push_back(l.getWeight());
       if (l.getBias())
         biases.push_back(l.getBias());
+      if (l.getWeightScales())
+        scales.push_back(l.getWeightScales());
+      if (l.getWeightZeros())
+        zeros.push_back(l.getWeightZeros());
     }
-    if (!stackable(weights) || (!biases.empty() && !stackable(biases)))
+    auto stackableOrNone = [](ArrayRef<Value> parts) {
+      return parts.empty() || stackable(parts);
+    };
+    if (!stackable(weights) || !stackableOrNone(biases) ||
+        !stackableOrNone(scales) || !stackableOrNone(zeros))
       return rewriter.notifyMatchFailure(op, "weights cannot be stacked");
 
     // The fused linear replaces the first sibling: the later siblings'
     // weights move up to it.
-    for (Value w : llvm::concat<Value>(weights, biases))
+    for (Value w : llvm::concat<Value>(weights, biases, scales, zeros))
       hoistWeightBefore(rewriter, w, op);
     rewriter.setInsertionPoint(op);
     Location loc = op.getLoc();
+    auto stacked = [&](ArrayRef<Value> parts) {
+      return parts.empty() ? Value() : concatWeights(rewriter, loc, parts);
+    };
     Value weight = concatWeights(rewriter, loc, weights);
-    Value bias =
-        biases.empty() ? Value() : concatWeights(rewriter, loc, biases);
+    Value bias = stacked(biases);
+    Value fusedScales = stacked(scales);
+    Value fusedZeros = stacked(zeros);
     int64_t n = cast<RankedTensorType>(weight.getType()).getDimSize(0);
     auto fusedType = RankedTensorType::get({ShapedType::kDynamic, n},
                                            op.getType().getElementType());
-    auto fused =
-        rewriter.create<LinearOp>(loc, fusedType, op.getInput(), weight, bias);
+    auto fused = rewriter.create<LinearOp>(
+        loc, fusedType, op.getInput(), weight, bias, Value(), fusedScales,
+        fusedZeros, LinearEpilogueAttr::get(getContext(), LinearEpilogue::None),
+        op.getQuantAttr(), op.getGroupSizeAttr());
     SmallVector<Type> partTypes;
     for (LinearOp l : group)
       partTypes.push_back(l.getType());

@@ -53,7 +53,10 @@ struct FuseResidualAdd : OpRewritePattern<AddOp> {
       rewriter.setInsertionPoint(linear);
       auto fused = rewriter.create<LinearOp>(
           linear.getLoc(), add.getType(), linear.getInput(), linear.getWeight(),
-          linear.getBias(), residual, LinearEpilogue::Residual);
+          linear.getBias(), residual, linear.getWeightScales(),
+          linear.getWeightZeros(),
+          LinearEpilogueAttr::get(getContext(), LinearEpilogue::Residual),
+          linear.getQuantAttr(), linear.getGroupSizeAttr());
       rewriter.replaceOp(add, fused.getResult());
       rewriter.eraseOp(linear);
       return success();

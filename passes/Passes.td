@@ -22,8 +22,11 @@ def SolFuseProjections : Pass<"sol-fuse-projections", "::mlir::func::FuncOp"> {
       linear with the `swiglu` epilogue, over the gate and up rows paired by
       `sol.interleave_rows`.
 
-    Linears with an epilogue, of different inputs, or where only some have
-    a bias are left alone.
+    Quantized linears (an AWQ, GPTQ or fp8 checkpoint's) are merged the
+    same way, their scales and zero points stacked or paired like the
+    codes, when every part has the same scheme and group size. Linears with
+    an epilogue, of different inputs, quantized differently, or where only
+    some have a bias are left alone.
   }];
   let dependentDialects = ["::sol::SolDialect"];
 }
@@ -122,8 +125,10 @@ def SolQuantize : Pass<"sol-quantize", "::mlir::func::FuncOp"> {
     The LM head (the linear whose results are f32 logits) keeps its weight
     unless `lm-head` is set. A linear that cannot take the scheme (int4 with
     input features that are not a multiple of the group size) keeps its
-    weight with a warning. Each linear left alone gets a `sol.quant_kept`
-    string attribute saying why, which the plan records.
+    weight with a warning. A linear that is quantized already (imported from
+    a quantized checkpoint) keeps its format; one warning counts them. Each
+    linear left alone gets a `sol.quant_kept` string attribute saying why,
+    which the plan records.
   }];
   let options = [
     Option<"scheme", "scheme", "std::string", /*default=*/"\"int8\"",

@@ -15,6 +15,8 @@
 
 #include "mlir/IR/PatternMatch.h"
 
+#include <map>
+
 namespace sol {
 #define GEN_PASS_DEF_SOLQUANTIZE
 #include "passes/Passes.h.inc"
@@ -49,6 +51,7 @@ struct SolQuantizePass : sol::impl::SolQuantizeBase<SolQuantizePass> {
           << "number, got " << groupSize.getValue();
       return signalPassFailure();
     }
+    alreadyQuantized.clear();
     SmallVector<Operation *> linears;
     getOperation().walk([&](Operation *op) {
       if (isa<LinearOp, NormLinearOp>(op))
@@ -59,6 +62,18 @@ struct SolQuantizePass : sol::impl::SolQuantizeBase<SolQuantizePass> {
         quantize(linear, target);
       else
         quantize(cast<NormLinearOp>(op), target);
+    // Linears a checkpoint brought quantized keep their format: say so once
+    // rather than per layer.
+    if (!alreadyQuantized.empty()) {
+      std::string schemes;
+      for (const auto &[name, count] : alreadyQuantized)
+        schemes +=
+            (schemes.empty() ? "" : ", ") + std::to_string(count) + " " + name;
+      getOperation().emitWarning()
+          << "keeps the weights of linears that are already quantized ("
+          << schemes << "); " << scheme.getValue()
+          << " applies to the float ones only";
+    }
   }
 
   /// Why `weight` of a linear with results `result` stays as it is, or ""
@@ -67,6 +82,18 @@ struct SolQuantizePass : sol::impl::SolQuantizeBase<SolQuantizePass> {
                            QuantScheme target) {
     auto type = cast<RankedTensorType>(weight.getType());
     Type element = type.getElementType();
+    QuantScheme current = isa<LinearOp>(op) ? cast<LinearOp>(op).getQuant()
+                                            : cast<NormLinearOp>(op).getQuant();
+    if (current != QuantScheme::None) {
+      const int64_t group = isa<LinearOp>(op)
+                                ? cast<LinearOp>(op).getGroupSize()
+                                : cast<NormLinearOp>(op).getGroupSize();
+      std::string name = stringifyQuantScheme(current).str();
+      if (group)
+        name += " in groups of " + std::to_string(group);
+      ++alreadyQuantized[name];
+      return "already " + name;
+    }
     if (!element.isBF16() && !element.isF16() && !element.isF32())
       return "already " + printed(element);
     if (result.getElementType().isF32() && !lmHead)
@@ -115,6 +142,9 @@ struct SolQuantizePass : sol::impl::SolQuantizeBase<SolQuantizePass> {
         b.getI64IntegerAttr(group),
         b.getBoolAttr(clipSearch && target == QuantScheme::Int4));
   }
+
+  /// Already-quantized linears met, by scheme (and group size).
+  std::map<std::string, int> alreadyQuantized;
 
   void quantize(LinearOp op, QuantScheme target) {
     std::string keep =

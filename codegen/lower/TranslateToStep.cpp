@@ -581,16 +581,30 @@ FailureOr<StepProgram> Translator::run(ModelAttr model) {
       return failure();
   if (s.logitsBuffer < 0)
     return fn.emitError("@forward computes no logits"), failure();
-  // In a quantized model, say that the embedding tables stay as they are.
+  // In a quantized model, say what stays as it is: the embedding tables, and
+  // the linears no pass gave a reason for (the LM head, or a linear that a
+  // quantized checkpoint leaves in float).
   const bool quantized = llvm::any_of(
       s.ops, [](const PlanOp &o) { return o.quant != fb::WeightQuant::None; });
+  auto kept = [&](int32_t w, StringRef why) {
+    note(w, "kept " +
+                StringRef(dtypeName(toDType(s.weights[w].dtype))).lower() +
+                ": " + why.str());
+  };
+  for (const PlanOp &o : s.ops) {
+    if (!quantized ||
+        (o.kind != OpKind::Linear && o.kind != OpKind::NormLinear) ||
+        o.quant != fb::WeightQuant::None)
+      continue;
+    const int32_t w = o.weights[o.linearWeight()];
+    if (s.weights[static_cast<size_t>(w)].note.empty())
+      kept(w, o.buffers[0] == s.logitsBuffer
+                  ? "LM head"
+                  : "not quantized in the source model");
+  }
   for (const PlanOp &o : s.ops)
     if (quantized && o.kind == OpKind::Embedding)
-      note(o.weights[0],
-           "kept " +
-               StringRef(dtypeName(toDType(s.weights[o.weights[0]].dtype)))
-                   .lower() +
-               ": embedding table");
+      kept(o.weights[0], "embedding table");
   s.assignArenaSlots();
   return std::move(s);
 }

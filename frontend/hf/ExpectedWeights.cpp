@@ -4,6 +4,7 @@
 
 #include "runtime/support/Error.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace sol::hf {
@@ -16,6 +17,59 @@ std::string formatShape(const std::vector<int64_t> &shape) {
     os << (i ? ", " : "") << shape[i];
   os << ']';
   return os.str();
+}
+
+/// The tensors of linear `module` ([n, k]) as the checkpoint stores it:
+/// `.weight`, or its quantization format's tensors.
+void addLinear(std::vector<ExpectedTensor> &out, const ModelConfig &config,
+               const std::string &module, int64_t n, int64_t k, bool bias) {
+  const QuantizationConfig *q =
+      config.quantization ? &*config.quantization : nullptr;
+  if (!q || !q->quantizes(module)) {
+    out.push_back({module + ".weight", {n, k}});
+  } else if (q->method == QuantMethod::CompressedTensorsFp8) {
+    out.push_back({module + ".weight", {n, k}, {DType::F8E4M3}});
+    const std::vector<DType> floats = {DType::BF16, DType::F16, DType::F32};
+    if (q->fp8Strategy == Fp8Strategy::Channel)
+      out.push_back({module + ".weight_scale", {n, 1}, floats, {{n}}});
+    else
+      out.push_back({module + ".weight_scale", {}, floats, {{1}}});
+  } else {
+    // 4-bit codes, eight to an int32 along N (and along K for GPTQ).
+    const int64_t g = q->groupSizeFor(k);
+    if (k % g != 0)
+      fail("config.json: quantization_config.group_size ", g,
+           " does not divide the ", k, " input features of ", module,
+           "; the checkpoint and its config disagree");
+    if (n % 8 != 0 || (q->method == QuantMethod::Gptq && k % 8 != 0))
+      fail(module, " is [", n, ", ", k, "]: ", q->describe(),
+           " packs eight 4-bit values into each int32, which needs ",
+           q->method == QuantMethod::Gptq ? "both sizes" : "the outputs",
+           " to be a multiple of 8");
+    const std::vector<DType> i32 = {DType::I32}, f16 = {DType::F16};
+    if (q->method == QuantMethod::Awq) {
+      out.push_back({module + ".qweight", {k, n / 8}, i32});
+    } else {
+      out.push_back({module + ".qweight", {k / 8, n}, i32});
+      out.push_back({module + ".g_idx", {k}, i32, {}, /*optional=*/true});
+    }
+    out.push_back({module + ".qzeros", {k / g, n / 8}, i32});
+    out.push_back({module + ".scales", {k / g, n}, f16});
+  }
+  if (bias)
+    out.push_back({module + ".bias", {n}});
+}
+
+std::string dtypeList(const std::vector<DType> &dtypes) {
+  if (dtypes.empty())
+    return "BF16, F16 or F32";
+  std::string list;
+  for (size_t i = 0; i < dtypes.size(); ++i)
+    list += cat(i == 0                   ? ""
+                : i + 1 == dtypes.size() ? " or "
+                                         : ", ",
+                dtypes[i]);
+  return list;
 }
 
 } // namespace
@@ -33,31 +87,22 @@ std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config) {
     auto add = [&](std::string_view name, std::vector<int64_t> shape) {
       out.push_back({p + std::string(name), std::move(shape)});
     };
+    auto linear = [&](std::string_view name, int64_t n, int64_t k, bool bias) {
+      addLinear(out, config, p + std::string(name), n, k, bias);
+    };
     add("input_layernorm.weight", {hidden});
-    add("self_attn.q_proj.weight", {qWidth, hidden});
-    add("self_attn.k_proj.weight", {kvWidth, hidden});
-    add("self_attn.v_proj.weight", {kvWidth, hidden});
-    if (config.qkvBias) {
-      add("self_attn.q_proj.bias", {qWidth});
-      add("self_attn.k_proj.bias", {kvWidth});
-      add("self_attn.v_proj.bias", {kvWidth});
-    }
-    add("self_attn.o_proj.weight", {hidden, qWidth});
-    if (config.oProjBias)
-      add("self_attn.o_proj.bias", {hidden});
+    linear("self_attn.q_proj", qWidth, hidden, config.qkvBias);
+    linear("self_attn.k_proj", kvWidth, hidden, config.qkvBias);
+    linear("self_attn.v_proj", kvWidth, hidden, config.qkvBias);
+    linear("self_attn.o_proj", hidden, qWidth, config.oProjBias);
     if (config.qkNorm) {
       add("self_attn.q_norm.weight", {config.headDim});
       add("self_attn.k_norm.weight", {config.headDim});
     }
     add("post_attention_layernorm.weight", {hidden});
-    add("mlp.gate_proj.weight", {inter, hidden});
-    add("mlp.up_proj.weight", {inter, hidden});
-    add("mlp.down_proj.weight", {hidden, inter});
-    if (config.mlpBias) {
-      add("mlp.gate_proj.bias", {inter});
-      add("mlp.up_proj.bias", {inter});
-      add("mlp.down_proj.bias", {hidden});
-    }
+    linear("mlp.gate_proj", inter, hidden, config.mlpBias);
+    linear("mlp.up_proj", inter, hidden, config.mlpBias);
+    linear("mlp.down_proj", hidden, inter, config.mlpBias);
   }
   out.push_back({"model.norm.weight", {hidden}});
   if (!config.tieWordEmbeddings)
@@ -71,21 +116,43 @@ void checkWeights(const Checkpoint &checkpoint, const ModelConfig &config) {
   for (const ExpectedTensor &expected : expectedWeights(config)) {
     const TensorView *tensor = checkpoint.find(expected.name);
     if (!tensor) {
-      missing.push_back(expected.name);
+      if (!expected.optional)
+        missing.push_back(expected.name);
       continue;
     }
-    if (tensor->shape != expected.shape)
+    if (tensor->shape != expected.shape &&
+        std::find(expected.otherShapes.begin(), expected.otherShapes.end(),
+                  tensor->shape) == expected.otherShapes.end())
       fail("checkpoint '", checkpoint.directory().string(), "': tensor '",
            expected.name, "' has shape ", formatShape(tensor->shape),
            " but config.json (", architectureName(config.architecture),
+           config.quantization ? cat(", ", config.quantization->describe())
+                               : std::string(),
            ") needs ", formatShape(expected.shape),
            "; the weights do not belong to this config");
-    if (tensor->dtype != DType::BF16 && tensor->dtype != DType::F16 &&
-        tensor->dtype != DType::F32)
+    const bool dtypeOk =
+        expected.dtypes.empty()
+            ? tensor->dtype == DType::BF16 || tensor->dtype == DType::F16 ||
+                  tensor->dtype == DType::F32
+            : std::find(expected.dtypes.begin(), expected.dtypes.end(),
+                        tensor->dtype) != expected.dtypes.end();
+    if (!dtypeOk) {
+      std::string why;
+      if (expected.name == "lm_head.weight")
+        why = " (a quantized LM head is not supported yet)";
+      else if (expected.dtypes.empty() && !config.quantization)
+        why = " (config.json has no quantization_config saying how the "
+              "weights are quantized)";
+      else if (expected.dtypes.empty())
+        why = " (quantization_config leaves this module unquantized)";
+      else if (isFloatingPoint(tensor->dtype) &&
+               expected.dtypes.front() == DType::F8E4M3)
+        why = " (quantization_config quantizes this module; if it is left "
+              "unquantized, list it in ignore)";
       fail("checkpoint '", checkpoint.directory().string(), "': tensor '",
-           expected.name, "' has dtype ", tensor->dtype,
-           "; expected BF16, F16 or F32 (quantized checkpoints are not read "
-           "here)");
+           expected.name, "' has dtype ", tensor->dtype, "; expected ",
+           dtypeList(expected.dtypes), why);
+    }
   }
   if (missing.empty())
     return;
@@ -100,6 +167,18 @@ void checkWeights(const Checkpoint &checkpoint, const ModelConfig &config) {
   if (missing.size() == 1 && missing[0] == "lm_head.weight")
     hint = "; if the model shares its embedding with the LM head, config.json "
            "should say \"tie_word_embeddings\": true";
+  // A quantized tensor missing where a float weight is: the module is left
+  // in float, but the config does not say so.
+  const std::string &first = missing.front();
+  const std::string module = first.substr(0, first.rfind('.'));
+  if (config.quantization && first != module + ".weight" &&
+      checkpoint.find(module + ".weight"))
+    hint = cat("; the checkpoint has '", module,
+               ".weight' instead: if that module is left unquantized, the "
+               "quantization_config should list it in ",
+               config.quantization->method == QuantMethod::CompressedTensorsFp8
+                   ? "ignore"
+                   : "modules_to_not_convert");
   fail("checkpoint '", checkpoint.directory().string(), "' lacks ",
        missing.size(), " tensor", missing.size() == 1 ? "" : "s", " that ",
        architectureName(config.architecture), " needs: ", names, more, hint);

@@ -19,20 +19,31 @@ namespace sol::hf {
 struct ExpectedTensor {
   std::string name;
   std::vector<int64_t> shape;
+  /// The dtypes it may have; empty for a float weight (BF16, F16 or F32).
+  std::vector<DType> dtypes = {};
+  /// Other shapes holding the same values (an fp8 weight_scale [N, 1] or
+  /// [N], a per-tensor scale [] or [1]).
+  std::vector<std::vector<int64_t>> otherShapes = {};
+  /// May be absent (GPTQ's g_idx).
+  bool optional = false;
 };
 
 /// Every weight the architecture needs, in model order: embed_tokens, then
 /// per layer input_layernorm, q/k/v/o_proj (+ biases as configured), q_norm/
 /// k_norm (Qwen3), post_attention_layernorm, gate/up/down_proj (+ biases),
-/// then model.norm and lm_head (omitted when tie_word_embeddings).
+/// then model.norm and lm_head (omitted when tie_word_embeddings). A linear
+/// that config.quantization quantizes has its format's tensors instead of
+/// `.weight` (QuantizationConfig.h); throws sol::Error when the format cannot
+/// hold a linear's shape (a group size that does not divide its inputs).
 std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config);
 
-/// Checks that every expected tensor is in `checkpoint` with its shape and a
-/// float dtype (BF16, F16 or F32). Throws sol::Error naming the missing
-/// tensors (the first few and how many), or a tensor whose shape (expected
-/// and actual) or dtype is wrong. Tensors the checkpoint has beyond the
-/// expected ones are ignored (e.g. rotary_emb.inv_freq of old exports, and
-/// lm_head.weight of a tied model, which the importer does not read).
+/// Checks that every expected tensor is in `checkpoint` with its shape and
+/// dtype (a float one, BF16, F16 or F32, unless the entry says otherwise).
+/// Throws sol::Error naming the missing tensors (the first few and how
+/// many), or a tensor whose shape (expected and actual) or dtype is wrong.
+/// Tensors the checkpoint has beyond the expected ones are ignored (e.g.
+/// rotary_emb.inv_freq of old exports, and lm_head.weight of a tied model,
+/// which the importer does not read).
 void checkWeights(const Checkpoint &checkpoint, const ModelConfig &config);
 
 } // namespace sol::hf

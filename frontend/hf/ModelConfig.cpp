@@ -411,6 +411,9 @@ ModelConfig parseModelConfig(std::string_view jsonText,
   for (int64_t id : config.eosTokenIds)
     if (id < 0)
       fail(fields.where("eos_token_id"), "must be >= 0, got ", id);
+  if (fields.has("quantization_config"))
+    config.quantization =
+        parseQuantizationConfig(fields.at("quantization_config"), source);
   return config;
 }
 

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "frontend/hf/QuantizationConfig.h"
 #include "runtime/support/DType.h"
 
 #include <cstdint>
@@ -92,6 +93,8 @@ struct ModelConfig {
   std::optional<DType> torchDtype;
   std::optional<int64_t> bosTokenId;
   std::vector<int64_t> eosTokenIds; // int or list in the JSON
+  /// `quantization_config` of an already-quantized checkpoint.
+  std::optional<QuantizationConfig> quantization;
 
   bool layerUsesSlidingWindow(int64_t layer) const {
     return slidingWindow && layer >= 0 &&

@@ -4,13 +4,17 @@
 #include "frontend/hf/DerivedRope.h"
 #include "ir/SolDialect.h"
 #include "runtime/support/Error.h"
+#include "runtime/support/QuantizedCheckpoint.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <optional>
 
 using namespace mlir;
 
@@ -85,16 +89,103 @@ GenerationDefaults generationDefaults(const HfModel &model) {
   return gen;
 }
 
+/// The elements of a checkpoint tensor (which may sit at any byte offset).
+template <typename T>
+std::vector<T> readArray(std::span<const std::byte> bytes) {
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+template <typename T>
+std::vector<T> readArray(const WeightStore &store, const std::string &name) {
+  std::vector<std::byte> scratch;
+  return readArray<T>(store.contiguous(name, scratch));
+}
+
+/// One AutoAWQ or GPTQ linear in Sol's int4 layout (codes, scales, zeros),
+/// unpacked on the first read of any of the three and dropped once each was
+/// read, so that only the linears being written are held unpacked.
+class UnpackedInt4 {
+public:
+  UnpackedInt4(const hf::QuantizationConfig &config, std::string module,
+               int64_t k, int64_t n)
+      : method_(config.method), gptqV2_(config.gptqV2),
+        module_(std::move(module)), k_(k), n_(n),
+        groupSize_(config.groupSizeFor(k)) {}
+
+  int64_t groupSize() const { return groupSize_; }
+
+  /// Writes output `which` (0 codes, 1 scales, 2 zeros) to `sink`.
+  void write(const WeightStore &store, int which, const ByteSink &sink) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!weight_)
+      weight_ = unpack(store);
+    auto bytes = [](const auto &v) {
+      return std::as_bytes(std::span(v.data(), v.size()));
+    };
+    sink(which == 0   ? bytes(weight_->codes)
+         : which == 1 ? bytes(weight_->scales)
+                      : bytes(weight_->zeros));
+    if (!read_[which]) {
+      read_[which] = true;
+      if (--unread_ == 0)
+        weight_.reset();
+    }
+  }
+
+private:
+  quant::QuantizedWeight unpack(const WeightStore &store) const {
+    try {
+      auto qweight = readArray<int32_t>(store, module_ + ".qweight");
+      auto qzeros = readArray<int32_t>(store, module_ + ".qzeros");
+      auto scales = readArray<uint16_t>(store, module_ + ".scales");
+      if (method_ == hf::QuantMethod::Awq)
+        return quant::unpackAutoAwq(qweight, qzeros, scales, k_, n_,
+                                    groupSize_);
+      // The importer checked that g_idx is trivial.
+      return quant::unpackGptq(qweight, qzeros, scales, {}, k_, n_, groupSize_,
+                               gptqV2_ ? quant::GptqZeros::Stored
+                                       : quant::GptqZeros::StoredMinusOne)
+          .weight;
+    } catch (const Error &e) {
+      fail(module_, ": ", e.what());
+    }
+  }
+
+  hf::QuantMethod method_;
+  bool gptqV2_;
+  std::string module_;
+  int64_t k_, n_, groupSize_;
+  std::mutex mutex_;
+  std::optional<quant::QuantizedWeight> weight_;
+  bool read_[3] = {false, false, false};
+  int unread_ = 3;
+};
+
+/// A linear's weight operands: codes (or the float weight), and for a
+/// quantized one its scales, zero points (int4), scheme and group size.
+struct LinearWeight {
+  Value weight, scales, zeros;
+  QuantScheme scheme = QuantScheme::None;
+  int64_t groupSize = 0;
+};
+
 /// Emits the ops of one model, in Hugging Face's order of computation.
 class Builder {
 public:
-  Builder(MLIRContext &ctx, const HfModel &model)
-      : ctx(ctx), model(model), config(model.config), b(&ctx) {}
+  Builder(MLIRContext &ctx, const HfModel &model, WeightStore &store)
+      : ctx(ctx), model(model), config(model.config), store(store), b(&ctx) {}
 
   OwningOpRef<ModuleOp> build();
 
 private:
   Value weight(const std::string &name);
+  /// A tensor of the store (already there, or produced) as a sol.weight.
+  Value storeWeight(const std::string &name, ArrayRef<int64_t> shape,
+                    Type element);
+  LinearWeight int4Weight(const std::string &module);
+  LinearWeight fp8Weight(const std::string &module);
   Value linear(Value x, const std::string &prefix, bool bias);
   Value rmsNorm(Value x, const std::string &weightName);
   RankedTensorType activation(int64_t width) {
@@ -105,6 +196,7 @@ private:
   MLIRContext &ctx;
   const HfModel &model;
   const hf::ModelConfig &config;
+  WeightStore &store;
   OpBuilder b;
   Location loc = UnknownLoc::get(&ctx);
   Type actType;
@@ -124,12 +216,133 @@ Value Builder::weight(const std::string &name) {
                                    w);
 }
 
+Value Builder::storeWeight(const std::string &name, ArrayRef<int64_t> shape,
+                           Type element) {
+  return b.create<WeightOp>(loc, RankedTensorType::get(shape, element),
+                            FlatSymbolRefAttr::get(&ctx, name));
+}
+
+/// An AutoAWQ or GPTQ linear as Sol's int4: the three tensors sol-quantize
+/// would make (`<module>.weight~int4`, `~int4.scales`, `~int4.zeros`), which
+/// the checkpoint's are unpacked into when the plan writer reads them.
+LinearWeight Builder::int4Weight(const std::string &module) {
+  const hf::QuantizationConfig &q = *config.quantization;
+  const hf::TensorView &packed = model.checkpoint.get(module + ".qweight");
+  const hf::TensorView &scales = model.checkpoint.get(module + ".scales");
+  // Shapes checked against the config by hf::checkWeights.
+  const int64_t n = scales.shape[1];
+  const int64_t k =
+      q.method == hf::QuantMethod::Awq ? packed.shape[0] : packed.shape[0] * 8;
+  auto unpacked = std::make_shared<UnpackedInt4>(q, module, k, n);
+  const int64_t g = unpacked->groupSize();
+
+  if (q.method == hf::QuantMethod::Gptq) {
+    if (const hf::TensorView *gIdx = model.checkpoint.find(module + ".g_idx")) {
+      std::vector<int32_t> groups = readArray<int32_t>(gIdx->bytes);
+      for (int64_t i = 0; i < k; ++i)
+        if (groups[i] != i / g)
+          fail("checkpoint '", model.directory.string(), "': tensor '",
+               gIdx->name, "' puts input ", i, " in group ", groups[i],
+               " rather than ", i / g,
+               ": the checkpoint was quantized with act-order (desc_act), "
+               "whose permuted input groups Sol does not support yet; use a "
+               "GPTQ checkpoint quantized with desc_act false");
+    }
+    // The classic format stores zero - 1: a stored 15 would be a zero of
+    // 16, outside int4 (a sym=false checkpoint whose zero 0 wrapped).
+    if (!q.gptqV2)
+      for (int32_t word :
+           readArray<int32_t>(model.checkpoint.get(module + ".qzeros").bytes))
+        for (int i = 0; i < 8; ++i)
+          if (((static_cast<uint32_t>(word) >> (4 * i)) & 0xF) == 0xF)
+            fail("checkpoint '", model.directory.string(), "': tensor '",
+                 module,
+                 ".qzeros' stores a zero point of 15, which the classic gptq "
+                 "format reads as 16, outside int4's 0..15 (an asymmetric "
+                 "checkpoint whose zero point 0 wrapped); re-export it in the "
+                 "gptq_v2 format (checkpoint_format \"gptq_v2\")");
+  }
+
+  const std::string base = module + ".weight~int4";
+  const std::vector<int64_t> codeShape = {n, k}, groupShape = {n, k / g};
+  const char *const suffixes[] = {"", ".scales", ".zeros"};
+  const DType dtypes[] = {DType::I4, DType::F32, DType::U8};
+  for (int which = 0; which < 3; ++which)
+    store.addProduced(
+        base + suffixes[which], dtypes[which],
+        which == 0 ? codeShape : groupShape,
+        [unpacked, which](const WeightStore &s, const ByteSink &sink) {
+          unpacked->write(s, which, sink);
+        });
+  LinearWeight w;
+  w.weight = storeWeight(base, codeShape, b.getIntegerType(4));
+  w.scales = storeWeight(base + ".scales", groupShape, b.getF32Type());
+  w.zeros = storeWeight(base + ".zeros", groupShape,
+                        b.getIntegerType(8, /*isSigned=*/false));
+  w.scheme = QuantScheme::Int4;
+  w.groupSize = g;
+  return w;
+}
+
+/// A compressed-tensors fp8 linear: the E4M3 weight as stored, and its
+/// scales as Sol's f32 per row (`<module>.weight~fp8.scales`, a per-tensor
+/// scale repeated for every row).
+LinearWeight Builder::fp8Weight(const std::string &module) {
+  const hf::TensorView &codes = model.checkpoint.get(module + ".weight");
+  const hf::TensorView &scale = model.checkpoint.get(module + ".weight_scale");
+  const int64_t n = codes.shape[0];
+  std::vector<float> scales;
+  switch (scale.dtype) {
+  case DType::F32:
+    scales = readArray<float>(scale.bytes);
+    break;
+  case DType::F16:
+    for (uint16_t h : readArray<uint16_t>(scale.bytes))
+      scales.push_back(halfToFloat(h));
+    break;
+  default: // BF16, as checked by hf::checkWeights
+    for (uint16_t h : readArray<uint16_t>(scale.bytes))
+      scales.push_back(bf16ToFloat(h));
+    break;
+  }
+  for (float s : scales)
+    if (!std::isfinite(s) || s <= 0)
+      fail("checkpoint '", model.directory.string(), "': tensor '", scale.name,
+           "' holds the scale ", s, "; fp8 scales must be positive and finite");
+  if (scales.size() == 1)
+    scales.assign(n, scales[0]);
+
+  const std::string name = module + ".weight~fp8.scales";
+  store.addProduced(
+      name, DType::F32, {n},
+      [scales = std::move(scales)](const WeightStore &, const ByteSink &sink) {
+        sink(std::as_bytes(std::span(scales)));
+      });
+  LinearWeight w;
+  w.weight = storeWeight(codes.name, codes.shape, b.getFloat8E4M3FNType());
+  w.scales = storeWeight(name, {n}, b.getF32Type());
+  w.scheme = QuantScheme::Fp8;
+  return w;
+}
+
+/// A linear as the checkpoint stores it: float weights, or quantized ones
+/// already in the form sol-quantize gives them.
 Value Builder::linear(Value x, const std::string &prefix, bool bias) {
-  Value w = weight(prefix + ".weight");
+  const auto &q = config.quantization;
+  LinearWeight w;
+  if (!q || !q->quantizes(prefix))
+    w.weight = weight(prefix + ".weight");
+  else if (q->method == hf::QuantMethod::CompressedTensorsFp8)
+    w = fp8Weight(prefix);
+  else
+    w = int4Weight(prefix);
   Value bv = bias ? weight(prefix + ".bias") : Value();
-  int64_t n = cast<RankedTensorType>(w.getType()).getDimSize(0);
-  return b.create<LinearOp>(NameLoc::get(b.getStringAttr(prefix)),
-                            activation(n), x, w, bv);
+  int64_t n = cast<RankedTensorType>(w.weight.getType()).getDimSize(0);
+  return b.create<LinearOp>(
+      NameLoc::get(b.getStringAttr(prefix)), activation(n), x, w.weight, bv,
+      /*residual=*/Value(), w.scales, w.zeros,
+      LinearEpilogueAttr::get(&ctx, LinearEpilogue::None),
+      QuantSchemeAttr::get(&ctx, w.scheme), b.getI64IntegerAttr(w.groupSize));
 }
 
 Value Builder::rmsNorm(Value x, const std::string &weightName) {
@@ -229,10 +442,10 @@ OwningOpRef<ModuleOp> Builder::build() {
 ImportedModel importHfModel(MLIRContext &context,
                             std::shared_ptr<const HfModel> model) {
   ImportedModel imported;
-  imported.module = Builder(context, *model).build();
   for (const hf::SafetensorsFile &file : model->checkpoint.files())
     for (const hf::TensorView &t : file.tensors())
       imported.weights.addView(t.name, t.dtype, t.shape, t.bytes);
+  imported.module = Builder(context, *model, imported.weights).build();
   ModelAssets &a = imported.assets;
   a.source = model->directory.string();
   a.sourceConfig = readText(model->directory / "config.json");

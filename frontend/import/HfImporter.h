@@ -24,6 +24,10 @@ namespace sol {
 /// token's sequence; `logit_rows` the tokens whose logits are wanted), so one
 /// function serves prefill chunks and batched decode alike. Activations are
 /// bf16; weights stored in f16 or f32 are converted by sol.convert_weight.
+/// The linears of an already-quantized checkpoint (model.config.quantization:
+/// AutoAWQ, GPTQ, compressed-tensors fp8) are quantized `sol.linear`s whose
+/// codes, scales and zero points are tensors of the store in Sol's formats
+/// (runtime/support/Quantize.h), repacked from the checkpoint's when read.
 /// The store keeps `model` (its mapped files) alive.
 ImportedModel importHfModel(mlir::MLIRContext &context,
                             std::shared_ptr<const HfModel> model);

@@ -136,3 +136,19 @@ func.func @residual_is_input(%ids: tensor<?xi32>) -> tensor<?x64xbf16> {
   %y = sol.linear %n, %w residual %h {epilogue = #sol<epilogue residual>} : (tensor<?x64xbf16>, tensor<64x64xbf16> residual tensor<?x64xbf16>) -> tensor<?x64xbf16>
   return %y : tensor<?x64xbf16>
 }
+
+// A quantized linear keeps its scales, scheme and bias.
+// CHECK-LABEL: func.func @quantized
+// CHECK: %[[Y:.*]] = sol.norm_linear %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scales %{{.*}} {epsilon = 9.99999974E-6 : f32, quant = #sol<quant fp8>} : (tensor<?x64xbf16>, tensor<64xbf16>, tensor<128x64xf8E4M3FN>, tensor<128xbf16> scales tensor<128xf32>) -> tensor<?x128xbf16>
+// CHECK: return %[[Y]]
+func.func @quantized(%ids: tensor<?xi32>) -> tensor<?x128xbf16> {
+  %e = sol.weight @embed : tensor<256x64xbf16>
+  %h = sol.embedding %ids, %e : (tensor<?xi32>, tensor<256x64xbf16>) -> tensor<?x64xbf16>
+  %nw = sol.weight @input_layernorm.weight : tensor<64xbf16>
+  %n = sol.rms_norm %h, %nw {epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+  %w = sol.weight @qkv.weight : tensor<128x64xf8E4M3FN>
+  %s = sol.weight @"qkv.weight~fp8.scales" : tensor<128xf32>
+  %b = sol.weight @qkv.bias : tensor<128xbf16>
+  %y = sol.linear %n, %w, %b scales %s {quant = #sol<quant fp8>} : (tensor<?x64xbf16>, tensor<128x64xf8E4M3FN>, tensor<128xbf16> scales tensor<128xf32>) -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}

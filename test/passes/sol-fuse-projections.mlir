@@ -296,3 +296,84 @@ func.func @gate_up_converted(%x: tensor<?x64xf16>) -> tensor<?x128xf16> {
   %s = sol.swiglu %g, %u : (tensor<?x128xf16>, tensor<?x128xf16>) -> tensor<?x128xf16>
   return %s : tensor<?x128xf16>
 }
+
+// Quantized projections (as an AWQ or GPTQ checkpoint imports them) are fused
+// like float ones: codes, scales and zero points stacked alike, the fused
+// linear with the parts' scheme and group size.
+// CHECK-LABEL: func.func @qkv_int4
+// CHECK-DAG: %[[QC:.*]] = sol.weight @"q~int4" :
+// CHECK-DAG: %[[KC:.*]] = sol.weight @"k~int4" :
+// CHECK-DAG: %[[QS:.*]] = sol.weight @"q~int4.scales" :
+// CHECK-DAG: %[[KS:.*]] = sol.weight @"k~int4.scales" :
+// CHECK-DAG: %[[QZ:.*]] = sol.weight @"q~int4.zeros" :
+// CHECK-DAG: %[[KZ:.*]] = sol.weight @"k~int4.zeros" :
+// CHECK: %[[C:.*]] = sol.concat_weights %[[QC]], %[[KC]] : (tensor<64x64xi4>, tensor<32x64xi4>) -> tensor<96x64xi4>
+// CHECK: %[[S:.*]] = sol.concat_weights %[[QS]], %[[KS]] : (tensor<64x2xf32>, tensor<32x2xf32>) -> tensor<96x2xf32>
+// CHECK: %[[Z:.*]] = sol.concat_weights %[[QZ]], %[[KZ]] : (tensor<64x2xui8>, tensor<32x2xui8>) -> tensor<96x2xui8>
+// CHECK: %[[L:.*]] = sol.linear %arg0, %[[C]] scales %[[S]] zeros %[[Z]] {group_size = 32 : i64, quant = #sol<quant int4>} : (tensor<?x64xbf16>, tensor<96x64xi4> scales tensor<96x2xf32> zeros tensor<96x2xui8>) -> tensor<?x96xbf16>
+// CHECK: sol.split %[[L]] : tensor<?x96xbf16> -> tensor<?x64xbf16>, tensor<?x32xbf16>
+func.func @qkv_int4(%x: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>) {
+  %qc = sol.weight @"q~int4" : tensor<64x64xi4>
+  %qs = sol.weight @"q~int4.scales" : tensor<64x2xf32>
+  %qz = sol.weight @"q~int4.zeros" : tensor<64x2xui8>
+  %q = sol.linear %x, %qc scales %qs zeros %qz {group_size = 32 : i64, quant = #sol<quant int4>} : (tensor<?x64xbf16>, tensor<64x64xi4> scales tensor<64x2xf32> zeros tensor<64x2xui8>) -> tensor<?x64xbf16>
+  %kc = sol.weight @"k~int4" : tensor<32x64xi4>
+  %ks = sol.weight @"k~int4.scales" : tensor<32x2xf32>
+  %kz = sol.weight @"k~int4.zeros" : tensor<32x2xui8>
+  %k = sol.linear %x, %kc scales %ks zeros %kz {group_size = 32 : i64, quant = #sol<quant int4>} : (tensor<?x64xbf16>, tensor<32x64xi4> scales tensor<32x2xf32> zeros tensor<32x2xui8>) -> tensor<?x32xbf16>
+  return %q, %k : tensor<?x64xbf16>, tensor<?x32xbf16>
+}
+
+// fp8 gate and up: their codes and per-row scales interleaved for the swiglu
+// epilogue.
+// CHECK-LABEL: func.func @gate_up_fp8
+// CHECK: %[[C:.*]] = sol.interleave_rows %{{.*}}, %{{.*}} : tensor<128x64xf8E4M3FN> -> tensor<256x64xf8E4M3FN>
+// CHECK: %[[S:.*]] = sol.interleave_rows %{{.*}}, %{{.*}} : tensor<128xf32> -> tensor<256xf32>
+// CHECK: sol.linear %arg0, %[[C]] scales %[[S]] {epilogue = #sol<epilogue swiglu>, quant = #sol<quant fp8>} : (tensor<?x64xbf16>, tensor<256x64xf8E4M3FN> scales tensor<256xf32>) -> tensor<?x128xbf16>
+// CHECK-NOT: sol.swiglu
+func.func @gate_up_fp8(%x: tensor<?x64xbf16>) -> tensor<?x128xbf16> {
+  %gc = sol.weight @gate : tensor<128x64xf8E4M3FN>
+  %gs = sol.weight @gate.scales : tensor<128xf32>
+  %uc = sol.weight @up : tensor<128x64xf8E4M3FN>
+  %us = sol.weight @up.scales : tensor<128xf32>
+  %g = sol.linear %x, %gc scales %gs {quant = #sol<quant fp8>} : (tensor<?x64xbf16>, tensor<128x64xf8E4M3FN> scales tensor<128xf32>) -> tensor<?x128xbf16>
+  %u = sol.linear %x, %uc scales %us {quant = #sol<quant fp8>} : (tensor<?x64xbf16>, tensor<128x64xf8E4M3FN> scales tensor<128xf32>) -> tensor<?x128xbf16>
+  %s = sol.swiglu %g, %u : (tensor<?x128xbf16>, tensor<?x128xbf16>) -> tensor<?x128xbf16>
+  return %s : tensor<?x128xbf16>
+}
+
+// Near-misses: parts quantized differently are not fused. Q in int4 groups
+// of 32 beside K in groups of 16 and V in bf16: all three stay apart.
+// CHECK-LABEL: func.func @mixed_quantization
+// CHECK-NOT: sol.concat_weights
+// CHECK-COUNT-3: sol.linear
+// CHECK-NOT: sol.split
+// CHECK: return
+func.func @mixed_quantization(%x: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>) {
+  %qc = sol.weight @q : tensor<64x64xi4>
+  %qs = sol.weight @q.scales : tensor<64x2xf32>
+  %qz = sol.weight @q.zeros : tensor<64x2xui8>
+  %q = sol.linear %x, %qc scales %qs zeros %qz {group_size = 32 : i64, quant = #sol<quant int4>} : (tensor<?x64xbf16>, tensor<64x64xi4> scales tensor<64x2xf32> zeros tensor<64x2xui8>) -> tensor<?x64xbf16>
+  %kc = sol.weight @k : tensor<32x64xi4>
+  %ks = sol.weight @k.scales : tensor<32x4xf32>
+  %kz = sol.weight @k.zeros : tensor<32x4xui8>
+  %k = sol.linear %x, %kc scales %ks zeros %kz {group_size = 16 : i64, quant = #sol<quant int4>} : (tensor<?x64xbf16>, tensor<32x64xi4> scales tensor<32x4xf32> zeros tensor<32x4xui8>) -> tensor<?x32xbf16>
+  %vw = sol.weight @v : tensor<32x64xbf16>
+  %v = sol.linear %x, %vw : (tensor<?x64xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
+  return %q, %k, %v : tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>
+}
+
+// An fp8 gate beside a bf16 up keeps the two-operand swiglu.
+// CHECK-LABEL: func.func @gate_up_mixed
+// CHECK-NOT: sol.interleave_rows
+// CHECK-COUNT-2: sol.linear
+// CHECK-NEXT: sol.swiglu %{{.*}}, %{{.*}} :
+func.func @gate_up_mixed(%x: tensor<?x64xbf16>) -> tensor<?x128xbf16> {
+  %gc = sol.weight @gate : tensor<128x64xf8E4M3FN>
+  %gs = sol.weight @gate.scales : tensor<128xf32>
+  %uw = sol.weight @up : tensor<128x64xbf16>
+  %g = sol.linear %x, %gc scales %gs {quant = #sol<quant fp8>} : (tensor<?x64xbf16>, tensor<128x64xf8E4M3FN> scales tensor<128xf32>) -> tensor<?x128xbf16>
+  %u = sol.linear %x, %uw : (tensor<?x64xbf16>, tensor<128x64xbf16>) -> tensor<?x128xbf16>
+  %s = sol.swiglu %g, %u : (tensor<?x128xbf16>, tensor<?x128xbf16>) -> tensor<?x128xbf16>
+  return %s : tensor<?x128xbf16>
+}

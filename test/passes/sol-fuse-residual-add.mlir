@@ -227,3 +227,20 @@ func.func @residual_defined_after_linear(%ids: tensor<?xi32>, %x: tensor<?x64xbf
   %s = sol.add %r, %y : tensor<?x64xbf16>
   return %s : tensor<?x64xbf16>
 }
+
+// A quantized linear keeps its scales, zero points, scheme and group size.
+// CHECK-LABEL: func.func @quantized
+// CHECK: %[[R:.*]] = sol.embedding
+// CHECK: %[[S:.*]] = sol.linear %arg1, %{{.*}} residual %[[R]] scales %{{.*}} zeros %{{.*}} {epilogue = #sol<epilogue residual>, group_size = 32 : i64, quant = #sol<quant int4>} : (tensor<?x64xbf16>, tensor<64x64xi4> residual tensor<?x64xbf16> scales tensor<64x2xf32> zeros tensor<64x2xui8>) -> tensor<?x64xbf16>
+// CHECK-NOT: sol.add
+// CHECK: return %[[S]]
+func.func @quantized(%ids: tensor<?xi32>, %x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %e = sol.weight @embed : tensor<256x64xbf16>
+  %r = sol.embedding %ids, %e : (tensor<?xi32>, tensor<256x64xbf16>) -> tensor<?x64xbf16>
+  %w = sol.weight @"o~int4" : tensor<64x64xi4>
+  %sc = sol.weight @"o~int4.scales" : tensor<64x2xf32>
+  %z = sol.weight @"o~int4.zeros" : tensor<64x2xui8>
+  %y = sol.linear %x, %w scales %sc zeros %z {group_size = 32 : i64, quant = #sol<quant int4>} : (tensor<?x64xbf16>, tensor<64x64xi4> scales tensor<64x2xf32> zeros tensor<64x2xui8>) -> tensor<?x64xbf16>
+  %s = sol.add %r, %y : tensor<?x64xbf16>
+  return %s : tensor<?x64xbf16>
+}

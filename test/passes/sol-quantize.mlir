@@ -3,6 +3,7 @@
 // RUN: solc-opt %s --pass-pipeline='builtin.module(func.func(sol-quantize{scheme=int4 group-size=32}))' 2>/dev/null | FileCheck %s --check-prefix=INT4
 // RUN: solc-opt %s --pass-pipeline='builtin.module(func.func(sol-quantize{scheme=int4 group-size=32}))' 2>&1 >/dev/null | FileCheck %s --check-prefix=WARN
 // RUN: solc-opt %s --pass-pipeline='builtin.module(func.func(sol-quantize{scheme=int4 group-size=32 clip-search=true lm-head=true}))' 2>&1 | FileCheck %s --check-prefix=LMHEAD
+// RUN: solc-opt %s --pass-pipeline='builtin.module(func.func(sol-quantize{scheme=int8}))' --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=ALREADY
 // RUN: not solc-opt %s --pass-pipeline='builtin.module(func.func(sol-quantize{scheme=int3}))' 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not solc-opt %s --pass-pipeline='builtin.module(func.func(sol-quantize{scheme=int4 group-size=7}))' 2>&1 | FileCheck %s --check-prefix=ODD
 
@@ -66,4 +67,25 @@ func.func @indivisible(%x: tensor<?x48xbf16>) -> tensor<?x16xbf16> {
   %w = sol.weight @w48 : tensor<16x48xbf16>
   %y = sol.linear %x, %w : (tensor<?x48xbf16>, tensor<16x48xbf16>) -> tensor<?x16xbf16>
   return %y : tensor<?x16xbf16>
+}
+
+// Linears a checkpoint brought quantized (AWQ, GPTQ, fp8) keep their weights
+// and say why; one warning per function counts them. The bf16 one beside
+// them takes the scheme.
+// ALREADY: warning: keeps the weights of linears that are already quantized (1 fp8, 1 int4 in groups of 32); int8 applies to the float ones only
+// ALREADY-LABEL: func.func @already
+// ALREADY: sol.linear %{{.*}}, %{{.*}} scales %{{.*}} zeros %{{.*}} {group_size = 32 : i64, quant = #sol<quant int4>, sol.quant_kept = "already int4 in groups of 32"}
+// ALREADY: sol.linear %{{.*}}, %{{.*}} scales %{{.*}} {quant = #sol<quant fp8>, sol.quant_kept = "already fp8"}
+// ALREADY: sol.quantize_weight %{{.*}} {scheme = #sol<quant int8>} : tensor<16x64xbf16>
+func.func @already(%x: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x16xbf16>) {
+  %qc = sol.weight @"q~int4" : tensor<64x64xi4>
+  %qs = sol.weight @"q~int4.scales" : tensor<64x2xf32>
+  %qz = sol.weight @"q~int4.zeros" : tensor<64x2xui8>
+  %q = sol.linear %x, %qc scales %qs zeros %qz {group_size = 32 : i64, quant = #sol<quant int4>} : (tensor<?x64xbf16>, tensor<64x64xi4> scales tensor<64x2xf32> zeros tensor<64x2xui8>) -> tensor<?x64xbf16>
+  %kc = sol.weight @k : tensor<32x64xf8E4M3FN>
+  %ks = sol.weight @k.scales : tensor<32xf32>
+  %k = sol.linear %x, %kc scales %ks {quant = #sol<quant fp8>} : (tensor<?x64xbf16>, tensor<32x64xf8E4M3FN> scales tensor<32xf32>) -> tensor<?x32xbf16>
+  %vw = sol.weight @v : tensor<16x64xbf16>
+  %v = sol.linear %x, %vw : (tensor<?x64xbf16>, tensor<16x64xbf16>) -> tensor<?x16xbf16>
+  return %q, %k, %v : tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x16xbf16>
 }

@@ -97,8 +97,10 @@ int run(const Options &opts) {
                          ? "error: "
                      : d.getSeverity() == mlir::DiagnosticSeverity::Warning
                          ? "warning: "
-                         : "note: ")
-                 << d.getLocation() << ": " << d.str() << "\n";
+                         : "note: ");
+    if (!llvm::isa<mlir::UnknownLoc>(d.getLocation()))
+      llvm::errs() << d.getLocation() << ": ";
+    llvm::errs() << d.str() << "\n";
     return mlir::success();
   });
 
@@ -238,8 +240,9 @@ int main(int argc, char **argv) {
                  "activation scales), int4-rtn (W4A16, round to nearest, "
                  "scales and zero points per --group-size inputs) or "
                  "int4-awq (int4 after AWQ's activation-aware scaling and "
-                 "clipping, calibrated on --calib text); embeddings and the "
-                 "LM head stay as they are")
+                 "clipping, calibrated on --calib text); embeddings, the LM "
+                 "head and linears the checkpoint has quantized already "
+                 "(AWQ, GPTQ, fp8) stay as they are")
       ->check(CLI::IsMember({"int8", "fp8", "int4-rtn", "int4-awq"}));
   app.add_option("--group-size", opts.groupSize,
                  "inputs per int4 scale and zero point (default 128; an even "

@@ -34,9 +34,10 @@ std::vector<T> readAs(const WeightStore &store, std::string_view name) {
 }
 
 /// Parses `ir`, runs the pass with `store`, returns the weight names the
-/// function's sol.linear ops read, in order.
-std::vector<std::string> materialize(const std::string &ir,
-                                     WeightStore &store) {
+/// function's sol.linear ops read, in order: each one's weight, then its
+/// scales and zero points when `quantOperands`.
+std::vector<std::string> materialize(const std::string &ir, WeightStore &store,
+                                     bool quantOperands = false) {
   mlir::MLIRContext context;
   context.loadDialect<SolDialect, mlir::func::FuncDialect>();
   mlir::OwningOpRef<mlir::ModuleOp> module =
@@ -47,10 +48,15 @@ std::vector<std::string> materialize(const std::string &ir,
   EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
   std::vector<std::string> names;
   module->walk([&](LinearOp op) {
-    auto w = op.getWeight().getDefiningOp<WeightOp>();
-    EXPECT_TRUE(w) << "a linear still reads a weight transform";
-    if (w)
-      names.push_back(w.getName().str());
+    for (mlir::Value v :
+         {op.getWeight(), op.getWeightScales(), op.getWeightZeros()}) {
+      if (!v || (!quantOperands && v != op.getWeight()))
+        continue;
+      auto w = v.getDefiningOp<WeightOp>();
+      EXPECT_TRUE(w) << "a linear still reads a weight transform";
+      if (w)
+        names.push_back(w.getName().str());
+    }
   });
   return names;
 }
@@ -168,6 +174,85 @@ func.func @f(%x: tensor<?x4xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>) {
   EXPECT_EQ(readAs<float>(store, names[1]),
             (std::vector<float>{0.5f, -1.0f, 2.0f, 4.0f, -0.25f, 0.75f, -1.5f,
                                 0.5f}));
+}
+
+TEST(MaterializeWeightsTest, QuantizedPartsStackAndInterleave) {
+  // int4 codes [N, 4]: two per byte, low nibble first, rows of 2 bytes.
+  const std::vector<uint8_t> q = {0x10, 0x32, 0x54, 0x76}, k = {0x98, 0xBA},
+                             qz = {1, 2, 3, 4}, kz = {5, 6};
+  const std::vector<float> qs = {0.5f, 1.5f, 2.5f, 3.5f}, ks = {4.5f, 5.5f};
+  // fp8 gate and up [2, 2] with per-row scales.
+  const std::vector<uint8_t> g = {0x01, 0x02, 0x03, 0x04},
+                             u = {0x81, 0x82, 0x83, 0x84};
+  const std::vector<float> gs = {1.0f, 2.0f}, us = {3.0f, 4.0f};
+  WeightStore store;
+  store.addView("a.q.w~int4", DType::I4, {2, 4}, raw(q));
+  store.addView("a.k.w~int4", DType::I4, {1, 4}, raw(k));
+  store.addView("a.q.w~int4.scales", DType::F32, {2, 2}, raw(qs));
+  store.addView("a.k.w~int4.scales", DType::F32, {1, 2}, raw(ks));
+  store.addView("a.q.w~int4.zeros", DType::U8, {2, 2}, raw(qz));
+  store.addView("a.k.w~int4.zeros", DType::U8, {1, 2}, raw(kz));
+  store.addView("m.gate.w", DType::F8E4M3, {2, 2}, raw(g));
+  store.addView("m.up.w", DType::F8E4M3, {2, 2}, raw(u));
+  store.addView("m.gate.w~fp8.scales", DType::F32, {2}, raw(gs));
+  store.addView("m.up.w~fp8.scales", DType::F32, {2}, raw(us));
+  const std::string ir = R"mlir(
+func.func @f(%x: tensor<?x4xbf16>, %x2: tensor<?x2xbf16>) -> (tensor<?x3xbf16>, tensor<?x4xbf16>, tensor<?x2xbf16>) {
+  %q = sol.weight @"a.q.w~int4" : tensor<2x4xi4>
+  %k = sol.weight @"a.k.w~int4" : tensor<1x4xi4>
+  %qs = sol.weight @"a.q.w~int4.scales" : tensor<2x2xf32>
+  %ks = sol.weight @"a.k.w~int4.scales" : tensor<1x2xf32>
+  %qz = sol.weight @"a.q.w~int4.zeros" : tensor<2x2xui8>
+  %kz = sol.weight @"a.k.w~int4.zeros" : tensor<1x2xui8>
+  %c = sol.concat_weights %q, %k : (tensor<2x4xi4>, tensor<1x4xi4>) -> tensor<3x4xi4>
+  %s = sol.concat_weights %qs, %ks : (tensor<2x2xf32>, tensor<1x2xf32>) -> tensor<3x2xf32>
+  %z = sol.concat_weights %qz, %kz : (tensor<2x2xui8>, tensor<1x2xui8>) -> tensor<3x2xui8>
+  %y1 = sol.linear %x, %c scales %s zeros %z {group_size = 2 : i64, quant = #sol<quant int4>} : (tensor<?x4xbf16>, tensor<3x4xi4> scales tensor<3x2xf32> zeros tensor<3x2xui8>) -> tensor<?x3xbf16>
+  %ic = sol.interleave_rows %q, %q : tensor<2x4xi4> -> tensor<4x4xi4>
+  %is = sol.interleave_rows %qs, %qs : tensor<2x2xf32> -> tensor<4x2xf32>
+  %iz = sol.interleave_rows %qz, %qz : tensor<2x2xui8> -> tensor<4x2xui8>
+  %y2 = sol.linear %x, %ic scales %is zeros %iz {group_size = 2 : i64, quant = #sol<quant int4>} : (tensor<?x4xbf16>, tensor<4x4xi4> scales tensor<4x2xf32> zeros tensor<4x2xui8>) -> tensor<?x4xbf16>
+  %g = sol.weight @m.gate.w : tensor<2x2xf8E4M3FN>
+  %u = sol.weight @m.up.w : tensor<2x2xf8E4M3FN>
+  %gs = sol.weight @"m.gate.w~fp8.scales" : tensor<2xf32>
+  %us = sol.weight @"m.up.w~fp8.scales" : tensor<2xf32>
+  %gu = sol.interleave_rows %g, %u : tensor<2x2xf8E4M3FN> -> tensor<4x2xf8E4M3FN>
+  %gus = sol.interleave_rows %gs, %us : tensor<2xf32> -> tensor<4xf32>
+  %y3 = sol.linear %x2, %gu scales %gus {epilogue = #sol<epilogue swiglu>, quant = #sol<quant fp8>} : (tensor<?x2xbf16>, tensor<4x2xf8E4M3FN> scales tensor<4xf32>) -> tensor<?x2xbf16>
+  return %y1, %y2, %y3 : tensor<?x3xbf16>, tensor<?x4xbf16>, tensor<?x2xbf16>
+}
+)mlir";
+  std::vector<std::string> names =
+      materialize(ir, store, /*quantOperands=*/true);
+  ASSERT_EQ(names.size(), 8u);
+  EXPECT_EQ(names[0], "a.{q,k}.w~int4");
+  EXPECT_EQ(names[1], "a.{q,k}.w~int4.scales");
+  EXPECT_EQ(names[2], "a.{q,k}.w~int4.zeros");
+  EXPECT_EQ(names[6], "m.{gate,up}.w");
+  EXPECT_EQ(names[7], "m.{gate,up}.w~fp8.scales");
+
+  // Stacked rows: q's bytes, then k's.
+  EXPECT_EQ(readAs<uint8_t>(store, names[0]),
+            (std::vector<uint8_t>{0x10, 0x32, 0x54, 0x76, 0x98, 0xBA}));
+  EXPECT_EQ(readAs<float>(store, names[1]),
+            (std::vector<float>{0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f}));
+  EXPECT_EQ(readAs<uint8_t>(store, names[2]),
+            (std::vector<uint8_t>{1, 2, 3, 4, 5, 6}));
+  // Interleaved rows: a packed int4 row is K/2 = 2 bytes, a scale or zero
+  // row one per group.
+  EXPECT_EQ(
+      readAs<uint8_t>(store, names[3]),
+      (std::vector<uint8_t>{0x10, 0x32, 0x10, 0x32, 0x54, 0x76, 0x54, 0x76}));
+  EXPECT_EQ(
+      readAs<float>(store, names[4]),
+      (std::vector<float>{0.5f, 1.5f, 0.5f, 1.5f, 2.5f, 3.5f, 2.5f, 3.5f}));
+  EXPECT_EQ(readAs<uint8_t>(store, names[5]),
+            (std::vector<uint8_t>{1, 2, 1, 2, 3, 4, 3, 4}));
+  EXPECT_EQ(
+      readAs<uint8_t>(store, names[6]),
+      (std::vector<uint8_t>{0x01, 0x02, 0x81, 0x82, 0x03, 0x04, 0x83, 0x84}));
+  EXPECT_EQ(readAs<float>(store, names[7]),
+            (std::vector<float>{1.0f, 3.0f, 2.0f, 4.0f}));
 }
 
 } // namespace

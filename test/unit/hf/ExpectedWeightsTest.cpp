@@ -114,16 +114,20 @@ TEST(ExpectedWeightsTest, BiasesNormsAndTying) {
 /// A checkpoint directory holding `tensors` (zero-filled).
 class CheckWeightsTest : public ::testing::Test {
 protected:
+  /// Float tensors get `dtype`, the others the first dtype they may have.
   void write(const std::vector<ExpectedTensor> &tensors,
              const std::string &dtype = "BF16") {
     std::vector<test::TensorData> data;
-    int bytesPerElement = dtype == "F32" ? 4 : dtype == "I8" ? 1 : 2;
     for (const ExpectedTensor &tensor : tensors) {
       int64_t elements = 1;
       for (int64_t d : tensor.shape)
         elements *= d;
-      data.push_back({tensor.name, dtype, tensor.shape,
-                      std::string(size_t(elements * bytesPerElement), '\0')});
+      const std::string name = tensor.dtypes.empty()
+                                   ? dtype
+                                   : std::string(dtypeName(tensor.dtypes[0]));
+      data.push_back(
+          {tensor.name, name, tensor.shape,
+           std::string(*dtypeStorageBytes(*parseDType(name), elements), '\0')});
     }
     test::writeFile(dir / "model.safetensors", test::validSafetensors(data));
   }
@@ -197,6 +201,141 @@ TEST_F(CheckWeightsTest, RejectsNonFloatDtype) {
   EXPECT_THAT(checkError(config),
               HasSubstr("tensor 'model.embed_tokens.weight' has dtype I8; "
                         "expected BF16, F16 or F32"));
+}
+
+/// tinyConfig with `method`'s quantization_config (int4 groups of 16).
+ModelConfig quantizedConfig(QuantMethod method) {
+  ModelConfig config = tinyConfig(Architecture::Llama);
+  QuantizationConfig q;
+  q.method = method;
+  q.groupSize = method == QuantMethod::CompressedTensorsFp8 ? 0 : 16;
+  if (method == QuantMethod::CompressedTensorsFp8)
+    q.notConverted = {"lm_head"};
+  config.quantization = q;
+  return config;
+}
+
+const ExpectedTensor &expectedTensor(const std::vector<ExpectedTensor> &list,
+                                     std::string_view name) {
+  const ExpectedTensor *tensor = findExpected(list, name);
+  if (!tensor)
+    ADD_FAILURE() << name << " is not expected";
+  static const ExpectedTensor none;
+  return tensor ? *tensor : none;
+}
+
+TEST(ExpectedWeightsTest, QuantizedLinearsHaveTheirFormatsTensors) {
+  // q_proj: [32, 32]; down_proj: [32, 48].
+  std::vector<ExpectedTensor> awq =
+      expectedWeights(quantizedConfig(QuantMethod::Awq));
+  EXPECT_EQ(findExpected(awq, "model.layers.0.self_attn.q_proj.weight"),
+            nullptr);
+  const ExpectedTensor &qweight =
+      expectedTensor(awq, "model.layers.0.self_attn.q_proj.qweight");
+  EXPECT_EQ(qweight.shape, (Shape{32, 4}));
+  EXPECT_EQ(qweight.dtypes, std::vector<DType>{DType::I32});
+  EXPECT_EQ(shapeOf(awq, "model.layers.0.mlp.down_proj.qzeros"), (Shape{3, 4}));
+  EXPECT_EQ(expectedTensor(awq, "model.layers.0.mlp.down_proj.scales").dtypes,
+            std::vector<DType>{DType::F16});
+  EXPECT_EQ(shapeOf(awq, "model.layers.0.mlp.down_proj.scales"),
+            (Shape{3, 32}));
+  // Embeddings, norms and the LM head stay in float.
+  EXPECT_TRUE(expectedTensor(awq, "lm_head.weight").dtypes.empty());
+
+  std::vector<ExpectedTensor> gptq =
+      expectedWeights(quantizedConfig(QuantMethod::Gptq));
+  EXPECT_EQ(shapeOf(gptq, "model.layers.0.mlp.down_proj.qweight"),
+            (Shape{6, 32}));
+  EXPECT_TRUE(
+      expectedTensor(gptq, "model.layers.0.mlp.down_proj.g_idx").optional);
+
+  std::vector<ExpectedTensor> fp8 =
+      expectedWeights(quantizedConfig(QuantMethod::CompressedTensorsFp8));
+  EXPECT_EQ(expectedTensor(fp8, "model.layers.1.mlp.up_proj.weight").dtypes,
+            std::vector<DType>{DType::F8E4M3});
+  const ExpectedTensor &scale =
+      expectedTensor(fp8, "model.layers.1.mlp.up_proj.weight_scale");
+  EXPECT_EQ(scale.shape, (Shape{48, 1}));
+  EXPECT_EQ(scale.otherShapes, std::vector<Shape>{Shape{48}});
+}
+
+TEST(ExpectedWeightsTest, GroupSizeMustFitEveryLinear) {
+  ModelConfig config = quantizedConfig(QuantMethod::Awq);
+  config.quantization->groupSize = 32;
+  EXPECT_THAT(errorOf([&] { expectedWeights(config); }),
+              HasSubstr("quantization_config.group_size 32 does not divide "
+                        "the 48 input features of "
+                        "model.layers.0.mlp.down_proj"));
+  // k_proj and v_proj with 4 outputs cannot be packed eight to a word.
+  config.quantization->groupSize = 16;
+  config.numAttentionHeads = 8;
+  config.numKeyValueHeads = 1;
+  config.headDim = 4;
+  EXPECT_THAT(errorOf([&] { expectedWeights(config); }),
+              HasSubstr("model.layers.0.self_attn.k_proj is [4, 32]: AutoAWQ "
+                        "int4 (group size 16) packs eight 4-bit values into "
+                        "each int32"));
+}
+
+TEST_F(CheckWeightsTest, AcceptsQuantizedCheckpoints) {
+  for (QuantMethod method : {QuantMethod::Awq, QuantMethod::Gptq,
+                             QuantMethod::CompressedTensorsFp8}) {
+    ModelConfig config = quantizedConfig(method);
+    std::vector<ExpectedTensor> tensors = expectedWeights(config);
+    // GPTQ's g_idx is optional.
+    std::erase_if(tensors, [](const ExpectedTensor &t) {
+      return t.name == "model.layers.0.self_attn.q_proj.g_idx";
+    });
+    write(tensors);
+    EXPECT_NO_THROW(checkWeights(Checkpoint::open(dir.path()), config));
+  }
+}
+
+TEST_F(CheckWeightsTest, QuantizedTensorErrorsSayWhatToDo) {
+  ModelConfig config = quantizedConfig(QuantMethod::Awq);
+  std::vector<ExpectedTensor> tensors = expectedWeights(config);
+  for (ExpectedTensor &t : tensors)
+    if (t.name == "model.layers.1.mlp.up_proj.qweight")
+      t.dtypes = {DType::F32};
+  write(tensors);
+  EXPECT_THAT(checkError(config),
+              HasSubstr("tensor 'model.layers.1.mlp.up_proj.qweight' has "
+                        "dtype F32; expected I32"));
+
+  // A module the config quantizes but the checkpoint keeps in float.
+  tensors = expectedWeights(config);
+  std::erase_if(tensors, [](const ExpectedTensor &t) {
+    return t.name.starts_with("model.layers.0.mlp.down_proj.");
+  });
+  tensors.push_back({"model.layers.0.mlp.down_proj.weight", {32, 48}});
+  write(tensors);
+  EXPECT_THAT(checkError(config),
+              AllOf(HasSubstr("lacks 3 tensors"),
+                    HasSubstr("'model.layers.0.mlp.down_proj.qweight'"),
+                    HasSubstr("the checkpoint has "
+                              "'model.layers.0.mlp.down_proj.weight' instead"),
+                    HasSubstr("modules_to_not_convert")));
+
+  config = quantizedConfig(QuantMethod::CompressedTensorsFp8);
+  tensors = expectedWeights(config);
+  for (ExpectedTensor &t : tensors)
+    if (t.name == "model.layers.0.mlp.gate_proj.weight")
+      t.dtypes = {};
+  write(tensors);
+  EXPECT_THAT(checkError(config),
+              AllOf(HasSubstr("tensor 'model.layers.0.mlp.gate_proj.weight' "
+                              "has dtype BF16; expected F8_E4M3"),
+                    HasSubstr("list it in ignore")));
+
+  // An fp8 LM head, which the config does not leave out.
+  tensors = expectedWeights(config);
+  for (ExpectedTensor &t : tensors)
+    if (t.name == "lm_head.weight")
+      t.dtypes = {DType::F8E4M3};
+  write(tensors);
+  EXPECT_THAT(checkError(config),
+              AllOf(HasSubstr("tensor 'lm_head.weight' has dtype F8_E4M3"),
+                    HasSubstr("a quantized LM head is not supported yet")));
 }
 
 } // namespace

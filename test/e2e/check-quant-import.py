@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Already-quantized checkpoints compile to the plans solc --quant makes.
+
+For each --formats entry, sol-make-quantized-checkpoint writes MODEL as an
+AutoAWQ, GPTQ or compressed-tensors fp8 checkpoint (quantized with Sol's own
+quantizer) and the bf16 reference checkpoint whose `solc --quant` gives the
+same codes and scales. Both are compiled with `solc --gpu none` (the
+quantized one without --quant) and run on the CPU reference executor:
+greedy ids from --prompt-ids and, with --text, the perplexity of its first
+--positions ids and the argmax at every position. The results must be
+identical, bit for bit. Prints one line per format and exits non-zero when
+one differs. Standard library only (CI has no numpy).
+"""
+import argparse
+import filecmp
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SOL_SCHEME = {"awq": "int4-rtn", "gptq": "int4-rtn", "gptq_v2": "int4-rtn",
+              "fp8-channel": "fp8", "fp8-tensor": "fp8"}
+
+
+def run(cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tool", required=True, help="sol-make-quantized-checkpoint")
+    ap.add_argument("--solc", required=True)
+    ap.add_argument("--solrun", required=True)
+    ap.add_argument("--model", required=True, help="bf16 checkpoint directory")
+    ap.add_argument("--formats", default="awq,gptq,gptq_v2,fp8-channel,fp8-tensor")
+    ap.add_argument("--group-size", type=int, default=128)
+    ap.add_argument("--opt-level", type=int, default=2, help="solc -O level of both plans")
+    ap.add_argument("--text", help="held-out text for the perplexity (needs a tokenizer)")
+    ap.add_argument("--positions", type=int, default=512)
+    ap.add_argument("--prompt-ids", default="0,100,200,300")
+    ap.add_argument("--max-tokens", type=int, default=16)
+    args = ap.parse_args()
+
+    model = Path(args.model)
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        results = {}  # reference checkpoint -> its results, reused when equal
+
+        def evaluate(name, checkpoint, flags):
+            plan = tmp / f"{name}.plan"
+            run([args.solc, str(checkpoint), "--gpu", "none", "-q", f"-O{args.opt_level}",
+                 "-o", str(plan), *flags])
+            greedy = json.loads(run([args.solrun, str(plan), "--device", "cpu",
+                                     "--prompt-ids", args.prompt_ids, "--max-tokens",
+                                     str(args.max_tokens), "--ignore-eos", "--json"]))
+            result = {"ids": greedy["ids"]}
+            if args.text:
+                argmax = tmp / f"{name}.argmax"
+                ppl = json.loads(run([args.solrun, str(plan), "--device", "cpu",
+                                      "--perplexity", args.text, "--limit-tokens",
+                                      str(args.positions), "--json",
+                                      "--argmax-out", str(argmax)]))
+                result["nll"] = ppl["nll"]
+                result["perplexity"] = ppl["perplexity"]
+                result["argmax"] = argmax.read_bytes()
+            return result
+
+        for fmt in args.formats.split(","):
+            out, ref = tmp / fmt, tmp / f"{fmt}-ref"
+            run([args.tool, str(model), "--format", fmt, "--group-size",
+                 str(args.group_size), "--out", str(out), "--reference", str(ref)])
+            scheme = SOL_SCHEME[fmt]
+            got = evaluate(fmt, out, [])
+            want = None
+            for (other_scheme, other_ref), other in results.items():
+                if other_scheme == scheme and filecmp.cmp(
+                        other_ref / "model.safetensors", ref / "model.safetensors",
+                        shallow=False):
+                    want = other
+            if want is None:
+                flags = ["--quant", scheme]
+                if scheme == "int4-rtn":
+                    flags += ["--group-size", str(args.group_size)]
+                want = evaluate(f"{fmt}-ref", ref, flags)
+                results[(scheme, ref)] = want
+            same = got == want
+            failures += not same
+            what = f"{len(got['ids'])} greedy ids"
+            if args.text:
+                what = (f"perplexity {got['perplexity']:.4f} over {args.positions} ids, "
+                        f"argmax at every position and {what}")
+            print(f"{model.name} {fmt}: {what} "
+                  f"{'equal' if same else 'DIFFER'} to solc --quant {scheme}"
+                  f": {'ok' if same else 'FAIL'}")
+            if not same:
+                for key in got:
+                    if got[key] != want[key] and key != "argmax":
+                        print(f"  {key}: {got[key]} != {want[key]}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
