@@ -359,6 +359,19 @@ bool feedsRope(LinearOp linear) {
 }
 
 LogicalResult SolAwqCalibratePass::calibrate(func::FuncOp fn) {
+  // Calibration evaluates the float model; a checkpoint that arrives
+  // quantized has no float weights to scale.
+  WalkResult quantized = fn.walk([&](LinearOp l) {
+    if (!l.getWeightScales())
+      return WalkResult::advance();
+    l.emitError() << "is already quantized in the checkpoint ("
+                  << stringifyQuantScheme(l.getQuant())
+                  << "); AWQ calibration needs float weights: compile this "
+                     "checkpoint without --quant";
+    return WalkResult::interrupt();
+  });
+  if (quantized.wasInterrupted())
+    return failure();
   findGroups(fn);
   // Which linears' rows a later group divides.
   llvm::DenseMap<Operation *, ScalingGroup *> dividedBy;

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
+#include "ir/QuantizedOutputs.h"
+
 #include "runtime/support/Error.h"
 #include "runtime/support/Quantize.h"
 
@@ -17,8 +19,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
-#include <optional>
 
 namespace sol {
 #define GEN_PASS_DEF_SOLMATERIALIZEWEIGHTS
@@ -121,60 +121,27 @@ std::vector<std::byte> fromFloat(std::span<const float> values, DType to) {
   return out;
 }
 
-/// One sol.quantize_weight's outputs, computed on the first read of any of
-/// them and dropped once each was read (a 14336 x 4096 weight is 235 MB of
-/// float32 while it is quantized).
-class QuantizedOnce {
-public:
-  QuantizedOnce(std::string source, quant::Scheme scheme, int64_t rows,
-                int64_t cols, int64_t groupSize, bool clipSearch, int outputs)
-      : source_(std::move(source)), scheme_(scheme), rows_(rows), cols_(cols),
-        groupSize_(groupSize), clipSearch_(clipSearch), unread_(outputs) {}
-
-  /// Writes output `which` (0 codes, 1 scales, 2 zeros) to `sink`.
-  void write(const WeightStore &store, int which, const ByteSink &sink) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!weight_)
-      weight_ = compute(store);
-    auto bytes = [](const auto &v) {
-      return std::as_bytes(std::span(v.data(), v.size()));
-    };
-    sink(which == 0   ? bytes(weight_->codes)
-         : which == 1 ? bytes(weight_->scales)
-                      : bytes(weight_->zeros));
-    if (!read_[which]) {
-      read_[which] = true;
-      if (--unread_ == 0)
-        weight_.reset();
-    }
+/// The codes, scales and zeros `scheme` gives the float weight `source`
+/// ([rows, cols]).
+quant::QuantizedWeight quantizeStored(const WeightStore &store,
+                                      const std::string &source,
+                                      quant::Scheme scheme, int64_t rows,
+                                      int64_t cols, int64_t groupSize,
+                                      bool clipSearch) {
+  std::vector<float> w = store.readFloat(source);
+  switch (scheme) {
+  case quant::Scheme::Int8:
+    return quant::quantizeInt8(w, rows, cols);
+  case quant::Scheme::Fp8:
+    return quant::quantizeFp8(w, rows, cols);
+  default: {
+    std::vector<float> clip;
+    if (clipSearch)
+      clip = quant::searchInt4Clip(w, rows, cols, groupSize);
+    return quant::quantizeInt4(w, rows, cols, groupSize, clip);
   }
-
-private:
-  quant::QuantizedWeight compute(const WeightStore &store) const {
-    std::vector<float> w = store.readFloat(source_);
-    switch (scheme_) {
-    case quant::Scheme::Int8:
-      return quant::quantizeInt8(w, rows_, cols_);
-    case quant::Scheme::Fp8:
-      return quant::quantizeFp8(w, rows_, cols_);
-    default: {
-      std::vector<float> clip;
-      if (clipSearch_)
-        clip = quant::searchInt4Clip(w, rows_, cols_, groupSize_);
-      return quant::quantizeInt4(w, rows_, cols_, groupSize_, clip);
-    }
-    }
   }
-
-  std::string source_;
-  quant::Scheme scheme_;
-  int64_t rows_, cols_, groupSize_;
-  bool clipSearch_;
-  std::mutex mutex_;
-  std::optional<quant::QuantizedWeight> weight_;
-  bool read_[3] = {false, false, false};
-  int unread_;
-};
+}
 
 struct SolMaterializeWeightsPass
     : sol::impl::SolMaterializeWeightsBase<SolMaterializeWeightsPass> {
@@ -311,9 +278,15 @@ struct SolMaterializeWeightsPass
     auto input = op.getInput().getType();
     const auto scheme = static_cast<quant::Scheme>(op.getScheme());
     const int outputs = op.getZeros() ? 3 : 2;
-    auto once = std::make_shared<QuantizedOnce>(
-        source, scheme, input.getDimSize(0), input.getDimSize(1),
-        op.getGroupSize(), op.getClipSearch(), outputs);
+    const int64_t rows = input.getDimSize(0), cols = input.getDimSize(1),
+                  group = op.getGroupSize();
+    const bool clip = op.getClipSearch();
+    // Computed on the first read of any output, dropped after the last.
+    auto once = std::make_shared<QuantizedOutputs>(
+        [=](const WeightStore &store) {
+          return quantizeStored(store, source, scheme, rows, cols, group, clip);
+        },
+        outputs);
     const std::string base =
         source + "~" + std::string(quant::schemeName(scheme));
     static const char *const suffixes[] = {"", ".scales", ".zeros"};

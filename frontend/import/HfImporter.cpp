@@ -2,6 +2,7 @@
 #include "frontend/import/HfImporter.h"
 
 #include "frontend/hf/DerivedRope.h"
+#include "ir/QuantizedOutputs.h"
 #include "ir/SolDialect.h"
 #include "runtime/support/Error.h"
 #include "runtime/support/QuantizedCheckpoint.h"
@@ -13,7 +14,6 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <mutex>
 #include <optional>
 
 using namespace mlir;
@@ -103,65 +103,27 @@ std::vector<T> readArray(const WeightStore &store, const std::string &name) {
   return readArray<T>(store.contiguous(name, scratch));
 }
 
-/// One AutoAWQ or GPTQ linear in Sol's int4 layout (codes, scales, zeros),
-/// unpacked on the first read of any of the three and dropped once each was
-/// read, so that only the linears being written are held unpacked.
-class UnpackedInt4 {
-public:
-  UnpackedInt4(const hf::QuantizationConfig &config, std::string module,
-               int64_t k, int64_t n)
-      : method_(config.method), gptqV2_(config.gptqV2),
-        module_(std::move(module)), k_(k), n_(n),
-        groupSize_(config.groupSizeFor(k)) {}
-
-  int64_t groupSize() const { return groupSize_; }
-
-  /// Writes output `which` (0 codes, 1 scales, 2 zeros) to `sink`.
-  void write(const WeightStore &store, int which, const ByteSink &sink) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!weight_)
-      weight_ = unpack(store);
-    auto bytes = [](const auto &v) {
-      return std::as_bytes(std::span(v.data(), v.size()));
-    };
-    sink(which == 0   ? bytes(weight_->codes)
-         : which == 1 ? bytes(weight_->scales)
-                      : bytes(weight_->zeros));
-    if (!read_[which]) {
-      read_[which] = true;
-      if (--unread_ == 0)
-        weight_.reset();
-    }
+/// One AutoAWQ or GPTQ linear ([k inputs, n outputs], groups of g) unpacked
+/// into Sol's int4 layout (codes, scales, zeros).
+quant::QuantizedWeight unpackInt4(const WeightStore &store,
+                                  const hf::QuantizationConfig &config,
+                                  const std::string &module, int64_t k,
+                                  int64_t n, int64_t g) {
+  try {
+    auto qweight = readArray<int32_t>(store, module + ".qweight");
+    auto qzeros = readArray<int32_t>(store, module + ".qzeros");
+    auto scales = readArray<uint16_t>(store, module + ".scales");
+    if (config.method == hf::QuantMethod::Awq)
+      return quant::unpackAutoAwq(qweight, qzeros, scales, k, n, g);
+    // The importer checked that g_idx is trivial.
+    return quant::unpackGptq(qweight, qzeros, scales, {}, k, n, g,
+                             config.gptqV2 ? quant::GptqZeros::Stored
+                                           : quant::GptqZeros::StoredMinusOne)
+        .weight;
+  } catch (const Error &e) {
+    fail(module, ": ", e.what());
   }
-
-private:
-  quant::QuantizedWeight unpack(const WeightStore &store) const {
-    try {
-      auto qweight = readArray<int32_t>(store, module_ + ".qweight");
-      auto qzeros = readArray<int32_t>(store, module_ + ".qzeros");
-      auto scales = readArray<uint16_t>(store, module_ + ".scales");
-      if (method_ == hf::QuantMethod::Awq)
-        return quant::unpackAutoAwq(qweight, qzeros, scales, k_, n_,
-                                    groupSize_);
-      // The importer checked that g_idx is trivial.
-      return quant::unpackGptq(qweight, qzeros, scales, {}, k_, n_, groupSize_,
-                               gptqV2_ ? quant::GptqZeros::Stored
-                                       : quant::GptqZeros::StoredMinusOne)
-          .weight;
-    } catch (const Error &e) {
-      fail(module_, ": ", e.what());
-    }
-  }
-
-  hf::QuantMethod method_;
-  bool gptqV2_;
-  std::string module_;
-  int64_t k_, n_, groupSize_;
-  std::mutex mutex_;
-  std::optional<quant::QuantizedWeight> weight_;
-  bool read_[3] = {false, false, false};
-  int unread_ = 3;
-};
+}
 
 /// A linear's weight operands: codes (or the float weight), and for a
 /// quantized one its scales, zero points (int4), scheme and group size.
@@ -233,8 +195,7 @@ LinearWeight Builder::int4Weight(const std::string &module) {
   const int64_t n = scales.shape[1];
   const int64_t k =
       q.method == hf::QuantMethod::Awq ? packed.shape[0] : packed.shape[0] * 8;
-  auto unpacked = std::make_shared<UnpackedInt4>(q, module, k, n);
-  const int64_t g = unpacked->groupSize();
+  const int64_t g = q.groupSizeFor(k);
 
   if (q.method == hf::QuantMethod::Gptq) {
     if (const hf::TensorView *gIdx = model.checkpoint.find(module + ".g_idx")) {
@@ -263,17 +224,15 @@ LinearWeight Builder::int4Weight(const std::string &module) {
                  "gptq_v2 format (checkpoint_format \"gptq_v2\")");
   }
 
+  // Unpacked when the plan writer first reads one of the three tensors,
+  // dropped after the last.
   const std::string base = module + ".weight~int4";
   const std::vector<int64_t> codeShape = {n, k}, groupShape = {n, k / g};
-  const char *const suffixes[] = {"", ".scales", ".zeros"};
-  const DType dtypes[] = {DType::I4, DType::F32, DType::U8};
-  for (int which = 0; which < 3; ++which)
-    store.addProduced(
-        base + suffixes[which], dtypes[which],
-        which == 0 ? codeShape : groupShape,
-        [unpacked, which](const WeightStore &s, const ByteSink &sink) {
-          unpacked->write(s, which, sink);
-        });
+  QuantizedOutputs::addTo(store, base, DType::I4, codeShape, groupShape,
+                          /*withZeros=*/true,
+                          [q, module, k, n, g](const WeightStore &s) {
+                            return unpackInt4(s, q, module, k, n, g);
+                          });
   LinearWeight w;
   w.weight = storeWeight(base, codeShape, b.getIntegerType(4));
   w.scales = storeWeight(base + ".scales", groupShape, b.getF32Type());
