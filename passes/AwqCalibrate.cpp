@@ -115,6 +115,8 @@ struct SolAwqCalibratePass
 
   std::vector<std::shared_ptr<ScalingGroup>> groups;
   llvm::DenseMap<Operation *, ScalingGroup *> groupOfLinear;
+  /// The group whose scales divide a linear's rows (up, V), by linear.
+  llvm::DenseMap<Operation *, ScalingGroup *> dividedBy;
   llvm::MapVector<Operation *, LinearPlan> plans;
 };
 
@@ -373,8 +375,6 @@ LogicalResult SolAwqCalibratePass::calibrate(func::FuncOp fn) {
   if (quantized.wasInterrupted())
     return failure();
   findGroups(fn);
-  // Which linears' rows a later group divides.
-  llvm::DenseMap<Operation *, ScalingGroup *> dividedBy;
   for (auto &group : groups)
     if (isa<LinearOp>(group->producer))
       dividedBy[group->producer] = group.get();
@@ -488,11 +488,7 @@ void SolAwqCalibratePass::rewrite(func::FuncOp fn) {
                                   scalesOf(groupOfLinear.lookup(linear), loc),
                                   b.getI64IntegerAttr(1), UnitAttr());
     if (plan.rowDivisors) {
-      ScalingGroup *divider = nullptr;
-      for (auto &group : groups)
-        if (group->producer == op)
-          divider = group.get();
-      Value s = scalesOf(divider, loc);
+      Value s = scalesOf(dividedBy.lookup(op), loc);
       w = b.create<ScaleWeightOp>(loc, w, s, b.getI64IntegerAttr(0),
                                   b.getUnitAttr());
       if (Value bias = linear.getBias())

@@ -158,16 +158,17 @@ def SolAwqCalibrate : Pass<"sol-awq-calibrate", "::mlir::ModuleOp"> {
     * per input channel, the mean |x| over the calibration tokens, and the
       mean of |w| normalised by its int4 group's largest;
     * for α in 0, 1/20, ... 19/20, scales s = x_mean^α / w_mean^(1−α)
-      normalised to a geometric mean of 1 between their extremes; the
-      group's linears quantized as W·s (round to nearest) and evaluated on
-      x/s through the ops up to the layer's residual add: the α whose
-      output differs least (mean squared error) from the float one wins;
+      normalised to a geometric mean of 1 between their extremes, and
+      s = 1; the group's linears quantized as W·s (round to nearest) and
+      evaluated on x/s through the ops up to the layer's residual add: the
+      candidate whose output differs least (mean squared error) from the
+      float one wins;
     * the linears' input channels become `sol.scale_weight` (× s) and the
       producer of their input (the norm's weight, the up or V projection's
       rows and bias) `sol.scale_weight` (÷ s).
 
-    Then each linear's int4 groups get a clipping ratio from a 20-point grid
-    (down to 0.5) by the error of the group's outputs on the calibration
+    Then each linear's int4 groups get a clipping ratio (1, 0.95, ... 0.55)
+    by the error of the group's outputs on the calibration
     inputs (`sol.clamp_weight`), except the projections that feed a rope
     (queries and keys: their error shows in attention scores, not in their
     outputs). Linears whose inputs are not a multiple of the group size get

@@ -273,20 +273,6 @@ std::vector<float> TensorEvaluator::weight(Value w) const {
         out[c * rows + r] = in[r * cols + c];
     return out;
   }
-  if (auto scale = dyn_cast_or_null<ScaleWeightOp>(def)) {
-    std::vector<float> values = weight(scale.getInput());
-    const std::vector<float> s = weight(scale.getScales());
-    auto type = scale.getInput().getType();
-    const int64_t cols = type.getDimSize(type.getRank() - 1);
-    const bool byColumn =
-        static_cast<int64_t>(scale.getAxis()) == type.getRank() - 1;
-    for (size_t i = 0; i < values.size(); ++i) {
-      const int64_t at = static_cast<int64_t>(i);
-      const float f = s[byColumn ? at % cols : at / cols];
-      values[i] = scale.getDivide() ? values[i] / f : values[i] * f;
-    }
-    return values;
-  }
   fail("internal error: calibration cannot read a weight made by ",
        def ? def->getName().getStringRef().str() : "a block argument");
 }

@@ -61,7 +61,7 @@ public:
            llvm::ArrayRef<mlir::Value> results) const;
 
   /// A weight's values as float32: a sol.weight of the store, or a
-  /// conversion, transpose or scaling of one.
+  /// conversion or transpose of one (what importers make).
   std::vector<float> weight(mlir::Value w) const;
 
   int64_t tokens() const { return static_cast<int64_t>(tokens_.size()); }
