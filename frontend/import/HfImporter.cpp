@@ -250,20 +250,8 @@ LinearWeight Builder::fp8Weight(const std::string &module) {
   const hf::TensorView &codes = model.checkpoint.get(module + ".weight");
   const hf::TensorView &scale = model.checkpoint.get(module + ".weight_scale");
   const int64_t n = codes.shape[0];
-  std::vector<float> scales;
-  switch (scale.dtype) {
-  case DType::F32:
-    scales = readArray<float>(scale.bytes);
-    break;
-  case DType::F16:
-    for (uint16_t h : readArray<uint16_t>(scale.bytes))
-      scales.push_back(halfToFloat(h));
-    break;
-  default: // BF16, as checked by hf::checkWeights
-    for (uint16_t h : readArray<uint16_t>(scale.bytes))
-      scales.push_back(bf16ToFloat(h));
-    break;
-  }
+  // f32, f16 or bf16, as checked by hf::checkWeights.
+  std::vector<float> scales = store.readFloat(scale.name);
   for (float s : scales)
     if (!std::isfinite(s) || s <= 0)
       fail("checkpoint '", model.directory.string(), "': tensor '", scale.name,
