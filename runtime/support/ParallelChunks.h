@@ -1,8 +1,9 @@
 //===- ParallelChunks.h - A loop split over std::threads --------*- C++ -*-===//
 //
-// For support and compiler code that cannot use the reference executor's
-// ParallelFor (quantization, calibration): threads are started per call,
-// which the loops worth splitting (milliseconds and up) easily pay for.
+// The one loop splitter of the runtime's CPU code and the compiler
+// (quantization, calibration, the reference executor's ParallelFor):
+// threads are started per call, which the loops worth splitting
+// (milliseconds and up) easily pay for.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -18,16 +19,20 @@
 namespace sol {
 
 /// Runs body(begin, end) over disjoint chunks covering [0, count) on up to
-/// hardware_concurrency() threads, the caller's included; inline when
-/// `work` (a rough operation count) is too small to pay for threads.
-/// Rethrows the first exception a chunk threw.
+/// `maxThreads` threads (0: hardware_concurrency()), the caller's included;
+/// one thread per `minWorkPerThread` of `work` (a rough operation count), so
+/// inline when the loop is too small to pay for threads. Rethrows the first
+/// exception a chunk threw.
 template <typename Body>
-void parallelChunks(int64_t count, int64_t work, const Body &body) {
-  constexpr int64_t kMinWorkPerThread = int64_t{1} << 18;
+void parallelChunks(int64_t count, int64_t work, const Body &body,
+                    int64_t maxThreads = 0,
+                    int64_t minWorkPerThread = int64_t{1} << 18) {
   const int64_t cores =
-      std::max<int64_t>(1, std::thread::hardware_concurrency());
+      maxThreads > 0
+          ? maxThreads
+          : std::max<int64_t>(1, std::thread::hardware_concurrency());
   const int64_t threads =
-      std::min({cores, count, std::max<int64_t>(1, work / kMinWorkPerThread)});
+      std::min({cores, count, std::max<int64_t>(1, work / minWorkPerThread)});
   if (threads <= 1) {
     if (count > 0)
       body(int64_t{0}, count);
