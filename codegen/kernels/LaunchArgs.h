@@ -441,6 +441,32 @@ SOL_ARGS_FIELD(QuantLinearArgs, n, 60)
 SOL_ARGS_FIELD(QuantLinearArgs, k, 64)
 SOL_ARGS_FIELD(QuantLinearArgs, eps, 68)
 
+/// linear_gemm_quant (LinearGemmQuant.cuh): y = epilogue(x . W'^T + bias)
+/// for `rows` rows of x [rows, k]; codes, scales and zeros as
+/// QuantLinearArgs has them. With split-K, y is the fp32 workspace of
+/// linear_splitk_finalize and bias is null.
+struct QuantGemmArgs {
+  SOL_DEVICE_PTR(void) y = nullptr;
+  SOL_DEVICE_PTR(const bf16) x = nullptr;
+  SOL_DEVICE_PTR(const unsigned char) w = nullptr;
+  SOL_DEVICE_PTR(const float) scales = nullptr;
+  SOL_DEVICE_PTR(const unsigned char) zeros = nullptr;
+  SOL_DEVICE_PTR(const bf16) bias = nullptr; // [n], or null
+  int rows = 0;
+  int n = 0;
+  int k = 0;
+};
+SOL_ARGS_SIZE(QuantGemmArgs, 64)
+SOL_ARGS_FIELD(QuantGemmArgs, y, 0)
+SOL_ARGS_FIELD(QuantGemmArgs, x, 8)
+SOL_ARGS_FIELD(QuantGemmArgs, w, 16)
+SOL_ARGS_FIELD(QuantGemmArgs, scales, 24)
+SOL_ARGS_FIELD(QuantGemmArgs, zeros, 32)
+SOL_ARGS_FIELD(QuantGemmArgs, bias, 40)
+SOL_ARGS_FIELD(QuantGemmArgs, rows, 48)
+SOL_ARGS_FIELD(QuantGemmArgs, n, 52)
+SOL_ARGS_FIELD(QuantGemmArgs, k, 56)
+
 /// dequantize_weight (Dequantize.cuh): out = bf16(W') for a quantized [n, k]
 /// weight in the instance's WeightFormat (codes, scales and zeros as
 /// QuantLinearArgs has them).
@@ -503,6 +529,7 @@ SOL_LAUNCH_ARGS_NAME(GatherRowsArgs)
 SOL_LAUNCH_ARGS_NAME(ArgmaxArgs)
 SOL_LAUNCH_ARGS_NAME(SamplingArgs)
 SOL_LAUNCH_ARGS_NAME(QuantLinearArgs)
+SOL_LAUNCH_ARGS_NAME(QuantGemmArgs)
 SOL_LAUNCH_ARGS_NAME(DequantizeArgs)
 #undef SOL_LAUNCH_ARGS_NAME
 #endif

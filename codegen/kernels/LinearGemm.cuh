@@ -22,6 +22,7 @@
 #pragma once
 
 #include "Common.cuh"
+#include "GemmEpilogue.cuh"
 #include "LaunchArgs.h"
 #include "TensorCore.cuh"
 
@@ -52,13 +53,6 @@ __device__ __forceinline__ int swizzled(int row, int chunk) {
   return row * 64 + ((chunk ^ (row & 7)) * 8);
 }
 
-__device__ __forceinline__ void storePair(float *p, float a, float b) {
-  *reinterpret_cast<float2 *>(p) = make_float2(a, b);
-}
-__device__ __forceinline__ void storePair(bf16 *p, float a, float b) {
-  *reinterpret_cast<unsigned *>(p) = packBf16Pair(a, b);
-}
-
 // Copies rows [row0, row0 + Rows) x columns [k0, k0 + 64) of a [rows, K]
 // matrix into a swizzled tile; out-of-range chunks become zeros.
 template <int Rows, int Threads>
@@ -74,29 +68,6 @@ __device__ __forceinline__ void loadTile(bf16 *tile, const bf16 *src, int row0,
     const bool ok = gRow < rows && gK < K;
     const bf16 *from = ok ? src + static_cast<long long>(gRow) * K + gK : src;
     copyAsync16(sharedAddress(tile + swizzled(r, c)), from, ok);
-  }
-}
-
-// The epilogue of columns (col, col + 1) of one row: a plain or residual
-// store, or, for kEpilogueSwiglu, the one output of that (gate, up) pair.
-template <int Epilogue>
-__device__ __forceinline__ void storeLinearPair(float *y, int N, int row,
-                                                int col, float a, float b) {
-  static_assert(Epilogue == kEpilogueNone, "fp32 output: no epilogue");
-  storePair(y + static_cast<long long>(row) * N + col, a, b);
-}
-template <int Epilogue>
-__device__ __forceinline__ void storeLinearPair(bf16 *y, int N, int row,
-                                                int col, float a, float b) {
-  if constexpr (Epilogue == kEpilogueSwiglu) {
-    y[static_cast<long long>(row) * (N / 2) + col / 2] =
-        __float2bfloat16_rn(roundToBf16(silu(roundToBf16(a))) * roundToBf16(b));
-  } else if constexpr (Epilogue == kEpilogueResidual) {
-    bf16 *p = y + static_cast<long long>(row) * N + col;
-    const unsigned old = *reinterpret_cast<const unsigned *>(p);
-    storePair(p, lowBf16(old) + roundToBf16(a), highBf16(old) + roundToBf16(b));
-  } else {
-    storePair(y + static_cast<long long>(row) * N + col, a, b);
   }
 }
 

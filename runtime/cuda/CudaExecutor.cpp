@@ -333,13 +333,12 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   splitKWorkspace_.fillBytes(0, stream_);
   // The bf16 copy of the largest quantized W, for steps of more rows.
   std::size_t dequantBytes = 0;
-  if (maxTokens_ > 1)
-    for (const OpDesc &d : ops_)
-      if (d.quant != fb::WeightQuant::None) {
-        const std::vector<int64_t> &w = d.weightShapes.at(d.linearWeight());
-        dequantBytes = std::max<std::size_t>(
-            dequantBytes, static_cast<std::size_t>(w.at(0) * w.at(1) * 2));
-      }
+  for (const OpDesc &d : ops_)
+    if (needsDequantizedCopy(d, maxTokens_)) {
+      const std::vector<int64_t> &w = d.weightShapes.at(d.linearWeight());
+      dequantBytes = std::max<std::size_t>(
+          dequantBytes, static_cast<std::size_t>(w.at(0) * w.at(1) * 2));
+    }
   if (dequantBytes > 0)
     dequantScratch_ = DeviceBuffer(alignUp(dequantBytes));
   // cuBLASLt for the GEMMs of more rows than linear_skinny takes (batched
@@ -791,6 +790,41 @@ void CudaExecutor::launchLinear(const std::vector<KernelLaunch> &launches,
               .y = y, .partial = partial, .bias = bias, .rows = rows, .n = n});
 }
 
+void CudaExecutor::launchQuantGemm(const std::vector<KernelLaunch> &launches,
+                                   std::size_t at, const OpDesc &d,
+                                   CUdeviceptr y, CUdeviceptr x, int rows) {
+  const KernelLaunch &g = launches.at(at);
+  const Kernel &gemm = kernel(g.instance);
+  raiseSharedLimit(gemm, g);
+  const QuantLinearArgs q = quantLinearArgs(d, y, x, 0, rows);
+  QuantGemmArgs args{.y = y,
+                     .x = x,
+                     .w = q.w,
+                     .scales = q.scales,
+                     .zeros = q.zeros,
+                     .bias = q.bias,
+                     .rows = rows,
+                     .n = q.n,
+                     .k = q.k};
+  if (launches.size() == at + 1) {
+    gemm.launch(g.dims, stream_, args);
+    return;
+  }
+  // Split K: partial sums into the workspace, then bias and epilogue.
+  const CUdeviceptr partial = splitKWorkspace_.address();
+  args.y = partial;
+  args.bias = nullptr;
+  gemm.launch(g.dims, stream_, args);
+  const KernelLaunch &f = launches.at(at + 1);
+  kernel(f.instance)
+      .launch(f.dims, stream_,
+              SplitKFinalizeArgs{.y = y,
+                                 .partial = partial,
+                                 .bias = q.bias,
+                                 .rows = rows,
+                                 .n = q.n});
+}
+
 bool CudaExecutor::cublasUsable(const OpDesc &d, int rows) const {
   if (!cublas_ || rows < kCublasMinRows || d.outDtype != fb::DType::BF16)
     return false;
@@ -997,6 +1031,10 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
         k.launch(l.dims, stream_, quantLinearArgs(d, y, x, 0, rows));
         break;
       }
+      if (isQuantGemm(l.instance)) {
+        launchQuantGemm(launches, 0, d, y, x, rows);
+        break;
+      }
       if (!cublasLinear(d, rows, y, x, wt, bias, n, kdim))
         launchLinear(launches, 0, y, x, wt, bias, rows, n, kdim);
       break;
@@ -1024,6 +1062,12 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                              .xStride = kdim,
                              .outStride = kdim,
                              .rowGroup = 1};
+      if (launches.size() > 1 && isQuantGemm(launches[1].instance)) {
+        // rms_norm into the scratch buffer, then the mixed-input GEMM.
+        k.launch(l.dims, stream_, norm);
+        launchQuantGemm(launches, 1, d, y, normed, rows);
+        break;
+      }
       if (launches.size() > 1 && isQuantSinglePass(launches[1].instance)) {
         // rms_norm into the scratch buffer, then the quantized kernel.
         k.launch(l.dims, stream_, norm);

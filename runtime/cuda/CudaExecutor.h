@@ -142,6 +142,11 @@ private:
   void launchLinear(const std::vector<KernelLaunch> &launches, std::size_t at,
                     CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
                     CUdeviceptr bias, int rows, int n, int k);
+  /// launches[at], linear_gemm_quant over op `d`'s quantized W for `rows`
+  /// rows of x, and its split-K finalize when launches[at + 1] is one.
+  void launchQuantGemm(const std::vector<KernelLaunch> &launches,
+                       std::size_t at, const OpDesc &d, CUdeviceptr y,
+                       CUdeviceptr x, int rows);
   /// Allows the launch's dynamic shared memory above 48 KB (once per kernel).
   void raiseSharedLimit(const Kernel &k, const KernelLaunch &l);
   CUdeviceptr buffer(int index) const;

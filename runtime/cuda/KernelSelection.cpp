@@ -208,6 +208,30 @@ std::optional<KernelLaunch> quantSkinny(const OpDesc &op, int rows,
   return KernelLaunch{spec.instance(), spec.dims(s.n)};
 }
 
+/// linear_gemm_quant for `rows` rows (behind rms_norm for a NormLinear),
+/// if it takes the op's weight and the step: from 2 rows (int8, which has no
+/// skinny kernel) or past linear_skinny_quant's rows, up to
+/// kQuantGemmMaxRows; the instance depends on the row bucket only.
+std::optional<std::vector<KernelLaunch>> quantGemm(const OpDesc &op, int rows) {
+  const LinearShape s = linearShape(op);
+  const WeightFormat format = weightFormat(op);
+  if (rows < 2 || rows > kQuantGemmMaxRows ||
+      !QuantGemmSpec::supports(format, s.n, s.k, quantGroupSize(op)))
+    return std::nullopt;
+  const QuantGemmSpec spec = QuantGemmSpec::choose(
+      gemmRowBucket(rows), s.n, s.k, format, linearOutput(op), s.bias,
+      linearEpilogue(op), quantGroupSize(op), kPlannedMultiprocessors);
+  std::vector<KernelLaunch> launches;
+  if (op.kind == OpKind::NormLinear) {
+    const RmsNormSpec norm{s.k};
+    launches.push_back({norm.instance(), norm.dims(rows)});
+  }
+  launches.push_back({spec.instance(), spec.dims(rows, s.n)});
+  if (spec.splitK > 1)
+    launches.push_back({spec.finalizeInstance(), spec.finalizeDims(rows, s.n)});
+  return launches;
+}
+
 } // namespace
 
 std::vector<KernelLaunch> quantizedLinearLaunches(const OpDesc &op, int rows,
@@ -227,6 +251,9 @@ std::vector<KernelLaunch> quantizedLinearLaunches(const OpDesc &op, int rows,
     }
   if (rows == 1)
     return {quantGemv(op)};
+  // Batched decode: the mixed-input GEMM reads the codes.
+  if (std::optional<std::vector<KernelLaunch>> gemm = quantGemm(op, rows))
+    return *gemm;
   // More rows: W back to bf16 in a scratch copy, then the bf16 kernels
   // (and the executor's cuBLASLt) over it.
   const DequantizeSpec dequant{weightFormat(op), quantGroupSize(op)};
@@ -239,6 +266,15 @@ std::vector<KernelLaunch> quantizedLinearLaunches(const OpDesc &op, int rows,
 
 bool isDequantize(const KernelInstance &instance) {
   return instance.header == "Dequantize.cuh";
+}
+
+bool isQuantGemm(const KernelInstance &instance) {
+  return instance.header == "LinearGemmQuant.cuh";
+}
+
+bool isSplitKFinalize(const KernelInstance &instance) {
+  return instance.nameExpression.find("linear_splitk_finalize<") !=
+         std::string::npos;
 }
 
 bool isQuantSinglePass(const KernelInstance &instance) {
@@ -375,18 +411,39 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   fail("no CUDA kernel for op kind ", static_cast<int>(op.kind));
 }
 
+namespace {
+
+/// After `rows`, the next step size whose launches may differ: every size
+/// up to the single-pass kernels' rows, then one per GEMM row bucket.
+int nextStepRows(int rows) {
+  return rows <= kSinglePassRows ? rows + 1 : gemmRowBucket(rows) + 1;
+}
+
+} // namespace
+
 std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens) {
   if (op.kind != OpKind::Linear && op.kind != OpKind::NormLinear)
     return 0;
   const std::size_t n = static_cast<std::size_t>(linearShape(op).n);
   std::size_t floats = 0;
-  for (int rows = GemvSpec::kMaxRows + 1; rows <= maxTokens;
-       rows = gemmRowBucket(rows) + 1)
+  for (int rows = 2; rows <= maxTokens; rows = nextStepRows(rows))
     for (const KernelLaunch &l : selectKernels(op, rows, 0))
-      if (l.dims.grid.z > 1) // the split GEMM: an M x N workspace
+      if (isSplitKFinalize(l.instance)) // a split GEMM: an M x N workspace
         floats =
             std::max(floats, static_cast<std::size_t>(gemmRowBucket(rows)) * n);
   return floats;
+}
+
+bool needsDequantizedCopy(const OpDesc &op, int maxTokens) {
+  if (op.quant == fb::WeightQuant::None ||
+      (op.kind != OpKind::Linear && op.kind != OpKind::NormLinear))
+    return false;
+  for (int rows = 2; rows <= maxTokens; rows = nextStepRows(rows)) {
+    const std::vector<KernelLaunch> launches = selectKernels(op, rows, 0);
+    if (!launches.empty() && isDequantize(launches.front().instance))
+      return true;
+  }
+  return false;
 }
 
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,

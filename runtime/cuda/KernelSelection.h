@@ -84,7 +84,9 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
 /// quantized kernels read its codes for up to 16 rows: linear_gemv_quant
 /// (one row, the norm in its prologue) or linear_skinny_quant (tensor
 /// cores; a NormLinear of several rows behind rms_norm), by the format's
-/// measured rule (KernelSelection.cpp). Other steps dequantize W into a
+/// measured rule (KernelSelection.cpp); then, up to kQuantGemmMaxRows rows,
+/// linear_gemm_quant (int8, int4; behind rms_norm for a NormLinear, then
+/// linear_splitk_finalize when it splits K). Other steps dequantize W into a
 /// bf16 scratch copy first (the dequantize_weight launch, isDequantize) and
 /// then take the launches of the same op over bf16 weights, which read the
 /// copy.
@@ -95,8 +97,25 @@ std::vector<KernelLaunch> quantizedLinearLaunches(const OpDesc &op, int rows,
 /// weight; the launches after it read the bf16 copy).
 bool isDequantize(const KernelInstance &instance);
 
+/// Whether `instance` is linear_gemm_quant (QuantGemmArgs; with a
+/// linear_splitk_finalize launch after it when it splits K).
+bool isQuantGemm(const KernelInstance &instance);
+
+/// Whether `instance` is linear_splitk_finalize, which follows a split-K
+/// GEMM and needs the split-K workspace.
+bool isSplitKFinalize(const KernelInstance &instance);
+
+/// The most rows linear_gemm_quant runs; larger steps (prefill) dequantize
+/// W once into the bf16 copy and run the bf16 GEMM, whose cost the many
+/// rows amortise.
+inline constexpr int kQuantGemmMaxRows = 128;
+
 /// Whether `instance` is a quantized single-pass linear (QuantLinearArgs).
 bool isQuantSinglePass(const KernelInstance &instance);
+
+/// Whether a step of up to `maxTokens` rows runs `op` over the bf16 copy of
+/// its quantized W (dequantize_weight), so the executor must hold one.
+bool needsDequantizedCopy(const OpDesc &op, int maxTokens);
 
 /// Every instance `op` may need in steps of up to `maxTokens` tokens and
 /// contexts of up to `maxContext` positions, without duplicates: what solc

@@ -726,6 +726,128 @@ GemmSpec GemmSpec::choose(int rows, int outFeatures, LinearOutput output,
   return medium;
 }
 
+bool QuantGemmSpec::supports(WeightFormat format, int outFeatures,
+                             int inFeatures, int groupSize) {
+  if (format == WeightFormat::Fp8 || inFeatures <= 0 || inFeatures % 64 != 0 ||
+      outFeatures <= 0 || outFeatures % 8 != 0)
+    return false;
+  return format != WeightFormat::Int4 ||
+         (groupSize > 0 && groupSize % 64 == 0 && inFeatures % groupSize == 0);
+}
+
+KernelInstance QuantGemmSpec::instance() const {
+  constexpr const char *kKernel = "linear_gemm_quant";
+  if (format == WeightFormat::Fp8)
+    fail(kKernel, ": fp8 weights are not supported (int8 and int4 are)");
+  if (format == WeightFormat::Int4) {
+    if (groupSize <= 0)
+      fail(kKernel, ": int4 weights need their group size, got ", groupSize);
+    requireMultiple(groupSize, 64, "the int4 group size", kKernel);
+  } else if (groupSize != 0) {
+    fail(kKernel,
+         ": int8 weights have one scale per row, not groups (group "
+         "size ",
+         groupSize, ")");
+  }
+  if (tileM % (warpsM * 16) != 0 || tileN % (warpsN * 16) != 0)
+    fail(kKernel, ": tile ", tileM, "x", tileN, " does not split into ", warpsM,
+         "x", warpsN, " warps of 16-multiples");
+  if (stages < 2)
+    fail(kKernel, ": at least two stages, got ", stages);
+  if (kSub != 1 && kSub != 2 && kSub != 4)
+    fail(kKernel, ": 1, 2 or 4 sub-tiles a stage, got ", kSub);
+  checkEpilogue(output, epilogue, kKernel);
+  if (splitK < 1)
+    fail(kKernel, ": splitK must be >= 1, got ", splitK);
+  const bool split = splitK > 1;
+  return {"LinearGemmQuant.cuh",
+          cat(kNamespace, "linear_gemm_quant<sol::kernels::WeightFormat::",
+              weightFormatName(format), ", ", tileM, ", ", tileN, ", ", warpsM,
+              ", ", warpsN, ", ", stages, ", ", kSub, ", ",
+              outputType(split ? LinearOutput::Fp32 : output), ", ",
+              bias && !split ? "true" : "false", ", ",
+              split ? 0 : static_cast<int>(epilogue), ", ",
+              split ? "true" : "false", ", ", groupSize, ">")};
+}
+
+KernelInstance QuantGemmSpec::finalizeInstance() const {
+  GemmSpec gemm;
+  gemm.output = output;
+  gemm.bias = bias;
+  gemm.epilogue = epilogue;
+  return gemm.finalizeInstance();
+}
+
+LaunchDims QuantGemmSpec::finalizeDims(int rows, int outFeatures) const {
+  return GemmSpec{}.finalizeDims(rows, outFeatures);
+}
+
+int QuantGemmSpec::sharedBytes() const {
+  const int codeBytes = format == WeightFormat::Int4 ? 32 : 64;
+  return stages * kSub * (tileM * 64 * 2 + tileN * codeBytes);
+}
+
+long long QuantGemmSpec::weightBytes(int outFeatures, int inFeatures) const {
+  return quantWeightBytes(format, outFeatures, inFeatures, groupSize);
+}
+
+LaunchDims QuantGemmSpec::dims(int rows, int outFeatures) const {
+  requirePositive(rows, "rows (M)", "linear_gemm_quant");
+  requireMultiple(outFeatures, 8, "out features (N)", "linear_gemm_quant");
+  LaunchDims dims;
+  dims.block.x = static_cast<unsigned>(threads());
+  dims.grid.x = static_cast<unsigned>(ceilDiv(rows, tileM) *
+                                      ceilDiv(outFeatures, tileN) * splitK);
+  dims.sharedBytes = static_cast<unsigned>(sharedBytes());
+  return dims;
+}
+
+void QuantGemmSpec::splitFor(int rows, int outFeatures, int inFeatures,
+                             int multiprocessors) {
+  const long long blocks = static_cast<long long>(ceilDiv(rows, tileM)) *
+                           ceilDiv(outFeatures, tileN);
+  const int stageTiles = ceilDiv(inFeatures / 64, kSub);
+  splitK = 1;
+  if (blocks < 2LL * multiprocessors)
+    splitK = static_cast<int>(std::clamp<long long>(
+        std::min<long long>({(2LL * multiprocessors + blocks - 1) / blocks,
+                             inFeatures / 512, stageTiles}),
+        1, 8));
+}
+
+QuantGemmSpec QuantGemmSpec::choose(int rows, int outFeatures, int inFeatures,
+                                    WeightFormat format, LinearOutput output,
+                                    bool bias, LinearEpilogue epilogue,
+                                    int groupSize, int multiprocessors) {
+  QuantGemmSpec spec;
+  spec.format = format;
+  spec.output = output;
+  spec.bias = bias;
+  spec.epilogue = epilogue;
+  spec.groupSize = format == WeightFormat::Int4 ? groupSize : 0;
+  // One warp along M, so that each code is dequantized once a block; the
+  // row bucket's tile up to 64 rows (more rows: neighbouring blocks share
+  // each code tile through L2). Stages and sub-tiles as measured on the
+  // H200 (sol-kernel-check --only quant_gemm, Llama-3.2-1B and 3.1-8B
+  // decode shapes; docs/gpu.md): at 16 rows a stage reads 128 bytes of
+  // each W row (int8 2 sub-tiles in 3 stages, int4 4 in 4); with more rows
+  // the x tiles grow with the stage's k and fewer registers win (int8 1
+  // sub-tile in 4 stages, int4 2 in 3).
+  const bool int4 = format == WeightFormat::Int4;
+  spec.tileM = std::min(rows, 64);
+  spec.warpsM = 1;
+  spec.warpsN = 8;
+  if (rows <= 16) {
+    spec.kSub = int4 ? 4 : 2;
+    spec.stages = int4 ? 4 : 3;
+  } else {
+    spec.kSub = int4 ? 2 : 1;
+    spec.stages = int4 ? 3 : 4;
+  }
+  spec.splitFor(rows, outFeatures, inFeatures, multiprocessors);
+  return spec;
+}
+
 KernelInstance RopeKvWriteSpec::instance() const {
   requireMultiple(headDim, 16, "head_dim", "rope_kv_write");
   if (kvHeads <= 0 || qHeads % kvHeads != 0)

@@ -352,6 +352,54 @@ struct GemmSpec {
                          int multiprocessors = 132, int inFeatures = 0);
 };
 
+/// linear_gemm_quant<Format, BM, BN, WarpsM, WarpsN, Stages, Out, HasBias,
+/// Epilogue, SplitK, GroupSize>(QuantGemmArgs): linear_gemm for int8 and
+/// int4 weights (LinearGemmQuant.cuh), the codes dequantized in registers
+/// before the mma; batched decode past linear_skinny_quant's rows. With
+/// splitK > 1 it adds fp32 partial sums into a zeroed [M, N] workspace and
+/// linear_splitk_finalize (GemmSpec::finalizeInstance) produces the output.
+struct QuantGemmSpec {
+  WeightFormat format = WeightFormat::Int8;
+  int tileM = 64;
+  int tileN = 128;
+  int warpsM = 1;
+  int warpsN = 8;
+  int stages = 4;
+  /// 64-k sub-tiles a stage: 1, 2 or 4 (a stage reads kSub * 64 bytes of
+  /// an int8 row of W, kSub * 32 of an int4 row).
+  int kSub = 1;
+  LinearOutput output = LinearOutput::Bf16;
+  bool bias = false;
+  LinearEpilogue epilogue = LinearEpilogue::None;
+  /// int4: the group size along K, a multiple of 64 (a k tile); 0 for int8.
+  int groupSize = 0;
+  int splitK = 1;
+
+  /// Whether the kernel takes a weight of this format and shape: int8 or
+  /// int4 (groups a multiple of 64), K a multiple of 64, N of 8.
+  static bool supports(WeightFormat format, int outFeatures, int inFeatures,
+                       int groupSize);
+  KernelInstance instance() const;
+  LaunchDims dims(int rows, int outFeatures) const;
+  /// linear_splitk_finalize for splitK > 1.
+  KernelInstance finalizeInstance() const;
+  LaunchDims finalizeDims(int rows, int outFeatures) const;
+  int threads() const { return warpsM * warpsN * 32; }
+  /// Dynamic shared memory (QuantGemmShape::kSharedBytes); above 48 KB.
+  int sharedBytes() const;
+  /// Bytes of codes, scales and zeros of an [outFeatures, inFeatures]
+  /// weight.
+  long long weightBytes(int outFeatures, int inFeatures) const;
+  /// Sets splitK for the tiles: split K until about two blocks per
+  /// multiprocessor stream codes, keeping at least 512 k a split.
+  void splitFor(int rows, int outFeatures, int inFeatures,
+                int multiprocessors = 132);
+  static QuantGemmSpec choose(int rows, int outFeatures, int inFeatures,
+                              WeightFormat format, LinearOutput output,
+                              bool bias, LinearEpilogue epilogue,
+                              int groupSize, int multiprocessors = 132);
+};
+
 /// rope_kv_write<Hq, Hkv, HD, BS>(qkv, k_cache, v_cache, inv_freq, scaling,
 /// positions, token_seq, block_tables, max_blocks, T); with fp8,
 /// rope_kv_write_fp8<Hq, Hkv, HD, BS>(qkv, k_cache, v_cache, k_scales,

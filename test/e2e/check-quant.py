@@ -35,11 +35,13 @@ GATES = {  # scheme: (max perplexity increase, min top-1 agreement)
 AWQ_SHARE_OF_RTN = 2 / 3
 
 
-def score(solrun, plan, text, positions, window, stride, argmax_path, device):
+def score(solrun, plan, text, positions, window, stride, argmax_path, device,
+          step_tokens=0):
+    steps = ["--max-num-batched-tokens", str(step_tokens)] if step_tokens else []
     out = subprocess.run(
         [solrun, plan, "--device", device, "--perplexity", text,
          "--limit-tokens", str(positions), "--window", str(window),
-         "--stride", str(stride), "--json", "--argmax-out", argmax_path],
+         "--stride", str(stride), "--json", "--argmax-out", argmax_path, *steps],
         check=True, capture_output=True, text=True)
     result = json.loads(out.stdout)
     ids = array.array("i")
@@ -64,6 +66,10 @@ def main():
     ap.add_argument("--device", default="cpu",
                     help="cpu (plans compiled with --gpu none) or cuda")
     ap.add_argument("--text", help="held-out text (default MODEL/heldout.txt)")
+    ap.add_argument("--step-tokens", type=int, default=0,
+                    help="run the windows in steps of at most this many tokens "
+                         "(solrun --max-num-batched-tokens), e.g. 64 for the "
+                         "quantized batched-decode kernels")
     args = ap.parse_args()
 
     model = Path(args.model)
@@ -76,7 +82,7 @@ def main():
             subprocess.run([args.solc, str(model), *gpu_flags, "-q", "-o", plan, *flags],
                            check=True)
             return score(args.solrun, plan, text, args.positions, args.window, args.stride,
-                         str(Path(tmp) / f"{name}.argmax"), args.device)
+                         str(Path(tmp) / f"{name}.argmax"), args.device, args.step_tokens)
 
         base, base_ids = compile_and_score("bf16", [])
         print(f"{model.name}: unquantized perplexity {base['perplexity']:.4f} over "

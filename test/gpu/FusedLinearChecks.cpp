@@ -44,48 +44,6 @@ using cuda::LinearEpilogue;
 using cuda::LinearOutput;
 using cuda::SkinnySpec;
 
-/// The fp32 partial sums of a split-K GEMM: zero before the first launch,
-/// and the finalize kernel leaves them zero again.
-DeviceBuffer splitKWorkspace(Checker &c, int rows, int n) {
-  DeviceBuffer buffer(static_cast<std::size_t>(rows) * n * 4);
-  buffer.fillBytes(0, c.stream);
-  c.stream.synchronize();
-  return buffer;
-}
-
-/// Fails the record when the finalize left partial sums behind.
-void judgeWorkspace(Checker &c, CheckRecord &r, const DeviceBuffer &dPartial) {
-  const std::vector<float> partial = c.download<float>(dPartial);
-  const auto left = std::count_if(partial.begin(), partial.end(),
-                                  [](float v) { return v != 0.0f; });
-  if (left) {
-    r.passed = false;
-    r.note += sol::cat(left, " split-K partial sums not reset to zero; ");
-  }
-}
-
-/// A GEMM as CudaExecutor::launchLinear runs it: straight into y, or
-/// (split K, `finalize` given) into the fp32 workspace and then the
-/// finalize.
-void launchGemm(Checker &c, const cuda::Kernel &gemm, const LaunchDims &dims,
-                const cuda::Kernel *finalize, const LaunchDims &finalizeDims,
-                float *partial, void *y, const Bf16 *x, const Bf16 *w,
-                const Bf16 *bias, int rows, int n, int k) {
-  kernels::LinearArgs args{
-      .y = y, .x = x, .w = w, .bias = bias, .rows = rows, .n = n, .k = k};
-  if (finalize == nullptr) {
-    gemm.launch(dims, c.stream, args);
-    return;
-  }
-  args.y = partial;
-  args.bias = nullptr;
-  gemm.launch(dims, c.stream, args);
-  finalize->launch(
-      finalizeDims, c.stream,
-      kernels::SplitKFinalizeArgs{
-          .y = y, .partial = partial, .bias = bias, .rows = rows, .n = n});
-}
-
 // ---------------------------------------------------------------------------
 // gemv_fused
 

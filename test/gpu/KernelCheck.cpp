@@ -85,7 +85,7 @@ std::vector<CheckFamily> allFamilies() {
         kvFp8Checks(), fusedRopeChecks(), prefillAttentionChecks(),
         prefillAttentionFp8Checks(), chunkAttentionChecks(), linearChecks(),
         fusedLinearChecks(), skinnyChecks(), quantGemvChecks(),
-        quantSkinnyChecks(), samplingChecks()})
+        quantSkinnyChecks(), quantGemmChecks(), samplingChecks()})
     for (auto &family : group)
       all.push_back(std::move(family));
   return all;

@@ -4,6 +4,7 @@
 
 #include "ReferenceKernels.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace sol::check {
@@ -238,6 +239,44 @@ void launchSinglePass(Checker &c, const cuda::Kernel &kernel,
                                     .rows = rows,
                                     .n = n,
                                     .eps = eps});
+}
+
+cuda::DeviceBuffer splitKWorkspace(Checker &c, int rows, int n) {
+  cuda::DeviceBuffer buffer(static_cast<std::size_t>(rows) * n * 4);
+  buffer.fillBytes(0, c.stream);
+  c.stream.synchronize();
+  return buffer;
+}
+
+void judgeWorkspace(Checker &c, CheckRecord &r,
+                    const cuda::DeviceBuffer &dPartial) {
+  const std::vector<float> partial = c.download<float>(dPartial);
+  const auto left = std::count_if(partial.begin(), partial.end(),
+                                  [](float v) { return v != 0.0f; });
+  if (left) {
+    r.passed = false;
+    r.note += sol::cat(left, " split-K partial sums not reset to zero; ");
+  }
+}
+
+void launchGemm(Checker &c, const cuda::Kernel &gemm,
+                const cuda::LaunchDims &dims, const cuda::Kernel *finalize,
+                const cuda::LaunchDims &finalizeDims, float *partial, void *y,
+                const Bf16 *x, const Bf16 *w, const Bf16 *bias, int rows, int n,
+                int k) {
+  kernels::LinearArgs args{
+      .y = y, .x = x, .w = w, .bias = bias, .rows = rows, .n = n, .k = k};
+  if (finalize == nullptr) {
+    gemm.launch(dims, c.stream, args);
+    return;
+  }
+  args.y = partial;
+  args.bias = nullptr;
+  gemm.launch(dims, c.stream, args);
+  finalize->launch(
+      finalizeDims, c.stream,
+      kernels::SplitKFinalizeArgs{
+          .y = y, .partial = partial, .bias = bias, .rows = rows, .n = n});
 }
 
 } // namespace sol::check

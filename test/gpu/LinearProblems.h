@@ -111,6 +111,23 @@ void launchSinglePass(Checker &c, const cuda::Kernel &kernel,
                       const Bf16 *x, const Bf16 *w, const Bf16 *bias, int rows,
                       int n, const Bf16 *normW, float eps);
 
+/// The fp32 partial sums of a split-K GEMM: zero before the first launch,
+/// and the finalize kernel leaves them zero again.
+cuda::DeviceBuffer splitKWorkspace(Checker &c, int rows, int n);
+
+/// Fails the record when the finalize left partial sums behind.
+void judgeWorkspace(Checker &c, CheckRecord &r,
+                    const cuda::DeviceBuffer &dPartial);
+
+/// A GEMM as CudaExecutor::launchLinear runs it: straight into y, or
+/// (split K, `finalize` given) into the fp32 workspace and then the
+/// finalize.
+void launchGemm(Checker &c, const cuda::Kernel &gemm,
+                const cuda::LaunchDims &dims, const cuda::Kernel *finalize,
+                const cuda::LaunchDims &finalizeDims, float *partial, void *y,
+                const Bf16 *x, const Bf16 *w, const Bf16 *bias, int rows,
+                int n, int k);
+
 /// The minimum bytes a GEMV (or a few-row GEMM) moves: W once, x, bias and
 /// norm weight once, the output (read too for the residual epilogue).
 double gemvBytes(const HostLinear &p, int rows, cuda::LinearOutput output);

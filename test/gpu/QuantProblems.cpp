@@ -116,15 +116,14 @@ double activationBytes(const QuantShape &s, int rows) {
   return bytes;
 }
 
-// Launches `launch(0)` on a fresh output, judges it against `ref` and times
-// it.
+} // namespace
+
 void checkLaunch(Checker &c, const char *family, const std::string &name,
                  const QuantProblem &p, int rows,
                  const cuda::KernelInstance &instance,
                  const cuda::LaunchDims &dims, double weightBytes,
-                 std::span<const double> ref,
-                 const std::function<void(const cuda::Kernel &,
-                                          cuda::DeviceBuffer &, int)> &run) {
+                 std::span<const double> ref, const LinearRun &run,
+                 const cuda::DeviceBuffer *workspace) {
   const QuantShape &s = p.shape;
   const cuda::Kernel &kernel = c.kernels.kernel(instance);
   allowSharedMemory(kernel, dims);
@@ -137,12 +136,12 @@ void checkLaunch(Checker &c, const char *family, const std::string &name,
   CheckRecord r = makeRecord(c, family, name, instance);
   judgeOutput(c, r, dOut, p.host, rows, cuda::LinearOutput::Bf16, p.cols,
               firstRows(rows), ref);
+  if (workspace)
+    judgeWorkspace(c, r, *workspace);
   r.bytes = weightBytes + activationBytes(s, rows);
   r.flops = 2.0 * rows * s.n * static_cast<double>(s.k);
   c.finish(std::move(r), &launch);
 }
-
-} // namespace
 
 void checkQuantLaunch(Checker &c, const char *family, const std::string &name,
                       const QuantProblem &p, const RotatedQuant &weights,

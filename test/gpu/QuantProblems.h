@@ -17,6 +17,7 @@
 #include "LinearProblems.h"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -112,6 +113,23 @@ struct QuantProblem {
   }
   float eps() const { return shape.norm ? kEps : 0.0f; }
 };
+
+/// Runs a linear kernel on output y with the weights of rotation
+/// `rotation`.
+using LinearRun =
+    std::function<void(const cuda::Kernel &, cuda::DeviceBuffer &y, int)>;
+
+/// Launches `run` on a fresh output over the first `rows` rows of `p`,
+/// judges it against `ref` (and that `workspace`, when given, the split-K
+/// partial sums, is zero again), times it with the weights rotated and
+/// records it as `name` in `family`. GB/s counts weightBytes and the
+/// activations.
+void checkLaunch(Checker &c, const char *family, const std::string &name,
+                 const QuantProblem &p, int rows,
+                 const cuda::KernelInstance &instance,
+                 const cuda::LaunchDims &dims, double weightBytes,
+                 std::span<const double> ref, const LinearRun &run,
+                 const cuda::DeviceBuffer *workspace = nullptr);
 
 /// One launch of `instance`, a kernel taking QuantLinearArgs
 /// (linear_gemv_quant, linear_skinny_quant), over the first `rows` rows of

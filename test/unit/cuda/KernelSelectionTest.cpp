@@ -291,8 +291,10 @@ TEST(KernelSelection, ArgmaxLmHeadIsTheOneRowGemvWithTheArgmaxEpilogue) {
 
 TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
   // int4: one row on linear_gemv_quant, the norm in its prologue; 2..16
-  // rows: rms_norm, then linear_skinny_quant; more: dequantize_weight, then
-  // the bf16 kernels of the same op over the copy.
+  // rows: rms_norm, then linear_skinny_quant; up to kQuantGemmMaxRows:
+  // rms_norm, then linear_gemm_quant (and its split-K finalize where it
+  // splits); more: dequantize_weight, then the bf16 kernels of the same op
+  // over the copy.
   const OpDesc gateUp =
       quantized(normLinearOp(16384, 2048, LinearEpilogue::Swiglu),
                 fb::WeightQuant::Int4, 128);
@@ -310,8 +312,26 @@ TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
         << rows;
     EXPECT_TRUE(isQuantSinglePass(l[1].instance));
   }
+  for (int rows : {17, 64, kQuantGemmMaxRows}) {
+    const std::vector<KernelLaunch> l = selectKernels(gateUp, rows, 0);
+    const QuantGemmSpec gemm = QuantGemmSpec::choose(
+        gemmRowBucket(rows), 16384, 2048, WeightFormat::Int4,
+        LinearOutput::Bf16, false, LinearEpilogue::Swiglu, 128);
+    // 128 column tiles split K (fewer than 2 blocks a multiprocessor); the
+    // finalize applies SwiGLU.
+    Headers want = {"RmsNorm.cuh", "LinearGemmQuant.cuh"};
+    if (gemm.splitK > 1)
+      want.push_back("LinearGemm.cuh");
+    ASSERT_EQ(headers(l), want) << rows;
+    EXPECT_GT(gemm.splitK, 1) << rows;
+    EXPECT_TRUE(isQuantGemm(l[1].instance));
+    EXPECT_EQ(l[1].instance, gemm.instance());
+    EXPECT_EQ(l[1].dims.grid.x, gemm.dims(rows, 16384).grid.x);
+    if (gemm.splitK > 1)
+      EXPECT_EQ(l[2].instance, gemm.finalizeInstance());
+  }
   OpDesc plain = normLinearOp(16384, 2048, LinearEpilogue::Swiglu);
-  for (int rows : {17, 64, 512}) {
+  for (int rows : {kQuantGemmMaxRows + 1, 512}) {
     const std::vector<KernelLaunch> l = selectKernels(gateUp, rows, 0);
     ASSERT_FALSE(l.empty());
     EXPECT_TRUE(isDequantize(l[0].instance)) << rows;
@@ -321,6 +341,8 @@ TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
     std::vector<KernelLaunch> rest(l.begin() + 1, l.end());
     EXPECT_EQ(headers(rest), headers(selectKernels(plain, rows, 0))) << rows;
   }
+  EXPECT_FALSE(needsDequantizedCopy(gateUp, kQuantGemmMaxRows));
+  EXPECT_TRUE(needsDequantizedCopy(gateUp, kQuantGemmMaxRows + 1));
 
   // fp8: linear_skinny_quant from one row (the norm in its prologue) to 8.
   const OpDesc down = quantized(linearOp(2048, 8192, LinearEpilogue::Residual),
@@ -330,15 +352,24 @@ TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
   EXPECT_EQ(headers(selectKernels(down, 5, 0)),
             Headers{"LinearSkinnyQuant.cuh"});
   EXPECT_TRUE(isDequantize(selectKernels(down, 9, 0).at(0).instance));
+  EXPECT_TRUE(needsDequantizedCopy(down, 9));
+  EXPECT_FALSE(needsDequantizedCopy(down, 8));
   const OpDesc qkv8 = quantized(normLinearOp(3072, 2048, LinearEpilogue::None),
                                 fb::WeightQuant::Fp8);
   EXPECT_EQ(headers(selectKernels(qkv8, 1, 0)),
             Headers{"LinearSkinnyQuant.cuh"});
-  // int8: linear_gemv_quant for one row, the copy for more.
+  // int8: linear_gemv_quant for one row, linear_gemm_quant from 2 rows
+  // (split K: 16 column tiles of the o projection leave the GPU idle).
   const OpDesc o8 = quantized(linearOp(2048, 2048, LinearEpilogue::Residual),
                               fb::WeightQuant::Int8);
   EXPECT_EQ(headers(selectKernels(o8, 1, 0)), Headers{"LinearGemvQuant.cuh"});
-  EXPECT_TRUE(isDequantize(selectKernels(o8, 4, 0).at(0).instance));
+  for (int rows : {2, 4, 40}) {
+    const std::vector<KernelLaunch> l = selectKernels(o8, rows, 0);
+    ASSERT_EQ(l.size(), 2u) << rows;
+    EXPECT_TRUE(isQuantGemm(l[0].instance)) << rows;
+    EXPECT_TRUE(isSplitKFinalize(l[1].instance)) << rows;
+  }
+  EXPECT_GE(splitKWorkspaceFloats(o8, 4), 16u * 2048);
 
   // int4 carries its group size; a bias sits between W and the scales.
   OpDesc qkv = normLinearOp(3072, 2048, LinearEpilogue::None);
@@ -353,14 +384,17 @@ TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
                                   LinearEpilogue::None, true, 128)
                 .instance()
                 .nameExpression);
-  EXPECT_EQ(selectKernels(qkv, 32, 0).at(0).instance.nameExpression,
+  EXPECT_EQ(selectKernels(qkv, 200, 0).at(0).instance.nameExpression,
             "sol::kernels::dequantize_weight<sol::kernels::WeightFormat::"
             "Int4, 128>");
   // linear_skinny_quant's int4 steps are groups of 128: smaller groups
-  // take the copy.
+  // take linear_gemm_quant (groups of 64 and more), or the copy.
   const OpDesc small = quantized(linearOp(2048, 2048, LinearEpilogue::None),
                                  fb::WeightQuant::Int4, 64);
-  EXPECT_TRUE(isDequantize(selectKernels(small, 4, 0).at(0).instance));
+  EXPECT_TRUE(isQuantGemm(selectKernels(small, 4, 0).at(0).instance));
+  const OpDesc tiny = quantized(linearOp(2048, 2048, LinearEpilogue::None),
+                                fb::WeightQuant::Int4, 32);
+  EXPECT_TRUE(isDequantize(selectKernels(tiny, 4, 0).at(0).instance));
 
   // A quantized LM head has no argmax epilogue; plans hold every instance
   // of every step size.

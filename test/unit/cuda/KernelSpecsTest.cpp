@@ -765,5 +765,71 @@ TEST(KernelSpecs, QuantGemvErrors) {
             "8 * 8");
 }
 
+TEST(KernelSpecs, QuantGemmNameGeometryAndErrors) {
+  // 64 rows of the 8B down projection: 32 column tiles split K 8 ways to
+  // give 256 blocks; int8 stages of 1 sub-tile.
+  QuantGemmSpec down = QuantGemmSpec::choose(
+      64, 4096, 14336, WeightFormat::Int8, LinearOutput::Bf16, false,
+      LinearEpilogue::Residual, 0, 132);
+  EXPECT_EQ(down.tileM, 64);
+  EXPECT_EQ(down.warpsM, 1);
+  EXPECT_EQ(down.warpsN, 8);
+  EXPECT_EQ(down.kSub, 1);
+  EXPECT_EQ(down.stages, 4);
+  EXPECT_EQ(down.splitK, 8);
+  EXPECT_EQ(down.instance().header, "LinearGemmQuant.cuh");
+  EXPECT_EQ(down.instance().nameExpression,
+            "sol::kernels::linear_gemm_quant<sol::kernels::WeightFormat::Int8, "
+            "64, 128, 1, 8, 4, 1, float, false, 0, true, 0>");
+  EXPECT_EQ(down.finalizeInstance().nameExpression,
+            "sol::kernels::linear_splitk_finalize<__nv_bfloat16, false, 1>");
+  EXPECT_EQ(down.dims(40, 4096).grid.x, 32u * 8);
+  EXPECT_EQ(down.dims(40, 4096).block.x, 256u);
+  EXPECT_EQ(down.sharedBytes(), 4 * (64 * 128 + 128 * 64));
+  EXPECT_EQ(down.weightBytes(4096, 14336), 4096LL * 14336 + 4 * 4096);
+  // 16 rows take 16-row tiles, int4 4 sub-tiles a stage (128 bytes of each
+  // W row); enough column tiles (224 for 100 multiprocessors) need no
+  // split.
+  const QuantGemmSpec gateUp = QuantGemmSpec::choose(
+      16, 28672, 4096, WeightFormat::Int4, LinearOutput::Bf16, false,
+      LinearEpilogue::Swiglu, 128, 100);
+  EXPECT_EQ(gateUp.tileM, 16);
+  EXPECT_EQ(gateUp.kSub, 4);
+  EXPECT_EQ(gateUp.splitK, 1);
+  EXPECT_EQ(gateUp.sharedBytes(), 4 * 4 * (16 * 128 + 128 * 32));
+  EXPECT_EQ(gateUp.instance().nameExpression,
+            "sol::kernels::linear_gemm_quant<sol::kernels::WeightFormat::Int4, "
+            "16, 128, 1, 8, 4, 4, __nv_bfloat16, false, 2, false, 128>");
+  // Splits keep 512 k each: K = 1024 splits at most twice.
+  EXPECT_EQ(QuantGemmSpec::choose(16, 128, 1024, WeightFormat::Int8,
+                                  LinearOutput::Bf16, false,
+                                  LinearEpilogue::None, 0, 132)
+                .splitK,
+            2);
+
+  EXPECT_TRUE(QuantGemmSpec::supports(WeightFormat::Int4, 4096, 4096, 64));
+  EXPECT_FALSE(QuantGemmSpec::supports(WeightFormat::Int4, 4096, 4096, 32));
+  EXPECT_FALSE(QuantGemmSpec::supports(WeightFormat::Fp8, 4096, 4096, 0));
+  EXPECT_FALSE(QuantGemmSpec::supports(WeightFormat::Int8, 4096, 4000, 0));
+  EXPECT_FALSE(QuantGemmSpec::supports(WeightFormat::Int8, 4100, 4096, 0));
+  QuantGemmSpec bad = gateUp;
+  bad.groupSize = 96;
+  EXPECT_THROW(bad.instance(), sol::Error);
+  bad = gateUp;
+  bad.format = WeightFormat::Fp8;
+  EXPECT_THROW(bad.instance(), sol::Error);
+  bad = down;
+  bad.groupSize = 128; // int8 has row scales
+  EXPECT_THROW(bad.instance(), sol::Error);
+  bad = down;
+  bad.warpsN = 3;
+  EXPECT_THROW(bad.instance(), sol::Error);
+  bad = down;
+  bad.kSub = 3;
+  EXPECT_THROW(bad.instance(), sol::Error);
+  EXPECT_THROW(down.dims(0, 4096), sol::Error);
+  EXPECT_THROW(down.dims(16, 4100), sol::Error);
+}
+
 } // namespace
 } // namespace sol::test

@@ -35,6 +35,7 @@ namespace {
 using cuda::KernelInstance;
 using cuda::LinearEpilogue;
 using cuda::LinearOutput;
+using cuda::QuantGemmSpec;
 using cuda::QuantGemvSpec;
 using cuda::QuantSkinnySpec;
 using cuda::WeightFormat;
@@ -104,19 +105,21 @@ std::vector<QuantCase> quantCases() {
 }
 
 /// Compiles `instances` for sm_90 as solc does and checks that each takes
-/// QuantLinearArgs, has 256 threads, no spills, no stack frame and at
-/// least two blocks per SM by registers. Resources by name expression.
+/// Args (QuantLinearArgs unless given), has 256 threads, no spills, no
+/// stack frame and at least `minBlocksPerSm` blocks per SM by registers.
+/// Resources by name expression.
+template <typename Args = kernels::QuantLinearArgs>
 std::map<std::string, KernelResources>
 compileAndCheck(const nvrtc::NvrtcCompiler &compiler,
-                const std::vector<KernelInstance> &instances) {
+                const std::vector<KernelInstance> &instances,
+                int minBlocksPerSm = 2) {
   const std::vector<nvrtc::KernelSource> sources =
       nvrtc::buildKernelSources(instances);
   const std::vector<nvrtc::CompiledKernels> compiled =
       compiler.compileAll(sources);
   EXPECT_EQ(compiled.size(), sources.size());
 
-  const std::string_view takes =
-      kernels::LaunchArgsName<kernels::QuantLinearArgs>::kMangled.view();
+  const std::string_view takes = kernels::LaunchArgsName<Args>::kMangled.view();
   std::map<std::string, KernelResources> resources;
   for (std::size_t i = 0; i < sources.size() && i < compiled.size(); ++i) {
     const nvrtc::CompiledKernels &kernels = compiled[i];
@@ -142,7 +145,7 @@ compileAndCheck(const nvrtc::NvrtcCompiler &compiler,
       EXPECT_EQ(r.threads, 256) << expr;
       EXPECT_EQ(r.spillBytes, 0) << expr << " spills";
       EXPECT_EQ(r.stackBytes, 0) << expr << " has a stack frame";
-      EXPECT_GE(r.blocksPerSm, 2)
+      EXPECT_GE(r.blocksPerSm, minBlocksPerSm)
           << expr << ": " << r.registers << " registers";
       resources[expr] = r;
     }
@@ -425,6 +428,62 @@ TEST(QuantSkinnySpec, ChooseFillsTheGpu) {
         const int rowBytes = f == WeightFormat::Int4 ? k / 2 : k;
         EXPECT_GE(rowBytes / 64, 2 * spec.warpsK);
       }
+}
+
+// Every linear_gemm_quant instance (and split-K finalize) QuantGemmSpec
+// picks for the Llama-3.2-1B and Llama-3.1-8B linears, int8 and int4, for
+// each row bucket of batched decode compiles for sm_90, takes
+// QuantGemmArgs, fits in registers without spills (one block per SM at
+// least: 64-row int4 tiles hold two sets of accumulators), and its shared
+// memory is the header's QuantGemmShape's.
+TEST(QuantGemmCompile, SelectedInstancesCompileForSm90) {
+  std::string reason;
+  nvrtc::NvrtcOptions options;
+  options.useCache = false; // really compile
+  options.ptxasVerbose = true;
+  auto compiler = makeCompiler(options, reason);
+  if (!compiler)
+    GTEST_SKIP() << "NVRTC not available: " << reason;
+  struct Linear {
+    int n, k;
+    LinearEpilogue epilogue;
+  };
+  const Linear linears[] = {{3072, 2048, LinearEpilogue::None},
+                            {2048, 2048, LinearEpilogue::Residual},
+                            {16384, 2048, LinearEpilogue::Swiglu},
+                            {2048, 8192, LinearEpilogue::Residual},
+                            {28672, 4096, LinearEpilogue::Swiglu},
+                            {4096, 14336, LinearEpilogue::Residual}};
+  std::vector<KernelInstance> instances;
+  std::string shapes = "#include \"LinearGemmQuant.cuh\"\n"
+                       "using namespace sol::kernels;\n";
+  for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Int4})
+    for (const Linear &l : linears)
+      for (int rows : {16, 32, 64, 128}) {
+        const QuantGemmSpec spec = QuantGemmSpec::choose(
+            rows, l.n, l.k, f, LinearOutput::Bf16, false, l.epilogue,
+            f == WeightFormat::Int4 ? 128 : 0);
+        if (std::find(instances.begin(), instances.end(), spec.instance()) !=
+            instances.end())
+          continue;
+        instances.push_back(spec.instance());
+        shapes +=
+            sol::cat("static_assert(QuantGemmShape<WeightFormat::", enumName(f),
+                     ", ", spec.tileM, ", ", spec.tileN, ", ", spec.warpsM,
+                     ", ", spec.warpsN, ", ", spec.stages, ", ", spec.kSub,
+                     ">::kSharedBytes == ", spec.sharedBytes(), ");\n");
+      }
+  const std::map<std::string, KernelResources> resources =
+      compileAndCheck<kernels::QuantGemmArgs>(*compiler, instances, 1);
+  for (const auto &[expr, r] : resources)
+    std::printf("%-100s %5d %6d\n", expr.c_str(), r.registers, r.blocksPerSm);
+
+  nvrtc::KernelSource source;
+  source.name = "quant_gemm_spec.cu";
+  source.code = shapes;
+  auto headers = nvrtc::embeddedKernelHeaders();
+  source.headers.assign(headers.begin(), headers.end());
+  EXPECT_NO_THROW(compiler->compile(source)) << shapes;
 }
 
 } // namespace

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <atomic>
 #include <barrier>
 #include <bit>
 #include <cmath>
@@ -22,6 +23,7 @@
 #include <math.h>
 #include <memory>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #define __device__
@@ -47,6 +49,9 @@ struct float2 {
 inline float2 make_float2(float x, float y) { return {x, y}; }
 struct int2 {
   int x, y;
+};
+struct uint2 {
+  unsigned x, y;
 };
 struct uint4 {
   unsigned x, y, z, w;
@@ -88,7 +93,10 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
 }
 
 template <typename T, typename U> T atomicAdd(T *p, U v) {
-  return __atomic_fetch_add(p, static_cast<T>(v), __ATOMIC_SEQ_CST);
+  if constexpr (std::is_floating_point_v<T>)
+    return std::atomic_ref<T>(*p).fetch_add(static_cast<T>(v));
+  else
+    return __atomic_fetch_add(p, static_cast<T>(v), __ATOMIC_SEQ_CST);
 }
 
 namespace cuda_emulation {

@@ -2,7 +2,7 @@
 //
 // codegen/kernels/TensorCore.cuh for the CPU emulation: cp.async copies at
 // once into the dynamic shared memory buffer (a "shared address" is an
-// offset into it), and mmaBf16 and mmaE4m3 gather the 32 lanes' fragments
+// offset into it), ldmatrix gathers rows by the lanes' addresses, and mmaBf16 and mmaE4m3 gather the 32 lanes' fragments
 // into whole matrices by the PTX ISA's layouts for mma.m16n8k16 with .bf16
 // inputs and mma.m16n8k32 with .e4m3 inputs (.f32 accumulators), written
 // out here independently of any kernel. With P values to a register (2
@@ -41,6 +41,17 @@ inline void copyAsync16(unsigned dst, const void *src, bool valid) {
     std::memset(to, 0, 16);
 }
 inline void copyAsyncCommit() {}
+
+/// ldmatrix .x4: lane l addresses row l % 8 of matrix l / 8 and receives,
+/// of each matrix m, the 4 bytes at 4 (l % 4) of row l / 4.
+inline void loadMatrixX4(unsigned (&r)[4], unsigned addr) {
+  const int lane = threadIdx.x % 32;
+  for (int m = 0; m < 4; ++m) {
+    const unsigned row = cuda_emulation::exchange(addr, 8 * m + lane / 4, true);
+    std::memcpy(&r[m], cuda_emulation::dynamicShared + row + 4 * (lane % 4),
+                4);
+  }
+}
 template <int Pending> inline void copyAsyncWait() {}
 
 /// d += a . b with P values a register (element e of a register from

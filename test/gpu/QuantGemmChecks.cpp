@@ -1,0 +1,216 @@
+//===- QuantGemmChecks.cpp - linear_gemm_quant: int8, int4 ----------------===//
+//
+// quant_gemm: linear_gemm_quant (LinearGemmQuant.cuh) as QuantGemmSpec
+// chooses it for the row bucket, on the decode linears of Llama-3.2-1B and
+// Llama-3.1-8B (QuantProblems.h, their inputs already normalised: a
+// NormLinear of many rows runs rms_norm first) at 16 to 128 rows, with
+// weights quantized on the host (int8 per row, int4 in groups of 128),
+// against the float64 reference from the dequantized weights. A split-K
+// launch is followed by linear_splitk_finalize, which must leave the
+// workspace zero. Timed with the codes rotated through copies larger than
+// L2. Beside them, on the same problems: the bf16 linear_gemm the step runs
+// for unquantized weights.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Checks.h"
+#include "QuantProblems.h"
+
+#include "runtime/cuda/KernelSelection.h"
+
+#include <algorithm>
+
+namespace sol::check {
+namespace {
+
+using cuda::GemmSpec;
+using cuda::LinearOutput;
+using cuda::QuantGemmSpec;
+using cuda::WeightFormat;
+
+constexpr int kRows[] = {16, 32, 64, 128};
+constexpr WeightFormat kGemmFormats[] = {WeightFormat::Int8,
+                                         WeightFormat::Int4};
+
+/// The shape with its norm taken out (the GEMM reads normalised rows).
+QuantShape withoutNorm(const QuantShape &s) {
+  QuantShape plain = s;
+  plain.norm = false;
+  return plain;
+}
+
+QuantGemmSpec quantGemmSpecFor(const QuantShape &s, int rows, WeightFormat f) {
+  return QuantGemmSpec::choose(cuda::gemmRowBucket(rows), s.n, s.k, f,
+                               LinearOutput::Bf16, false, s.epilogue,
+                               groupSizeOf(f), cuda::kPlannedMultiprocessors);
+}
+
+/// The chosen configuration first, then the variants the sweep compares:
+/// 1, 2 or 4 sub-tiles a stage, 3 to 6 stages, 4 warps, 256 columns a
+/// block, two warps along M, and 128-row tiles at 128 rows.
+std::vector<QuantGemmSpec> quantGemmSweep(const QuantShape &s, int rows,
+                                          WeightFormat f) {
+  const QuantGemmSpec chosen = quantGemmSpecFor(s, rows, f);
+  std::vector<QuantGemmSpec> out = {chosen};
+  const int bucket = cuda::gemmRowBucket(rows);
+  auto add = [&](int tileM, int tileN, int warpsM, int warpsN, int stages,
+                 int kSub) {
+    QuantGemmSpec v = chosen;
+    v.tileM = tileM;
+    v.tileN = tileN;
+    v.warpsM = warpsM;
+    v.warpsN = warpsN;
+    v.stages = stages;
+    v.kSub = kSub;
+    if (v.sharedBytes() > 227 * 1024)
+      return;
+    v.splitFor(bucket, s.n, s.k, cuda::kPlannedMultiprocessors);
+    for (const QuantGemmSpec &o : out)
+      if (o.instance() == v.instance() && o.splitK == v.splitK)
+        return;
+    out.push_back(v);
+  };
+  const int tileM = std::min(bucket, 64);
+  for (int kSub : {1, 2, 4})
+    add(tileM, 128, 1, 8, 4, kSub);
+  add(tileM, 128, 1, 8, 3, 2);
+  add(tileM, 128, 1, 8, 6, 2);
+  add(tileM, 128, 1, 4, 4, 2);
+  add(tileM, 256, 1, 8, 4, 2);
+  if (tileM >= 32)
+    add(tileM, 128, 2, 4, 4, 2);
+  if (bucket == 128)
+    add(128, 128, 1, 8, 4, 2);
+  return out;
+}
+
+GemmSpec bf16GemmSpecFor(const QuantShape &s, int rows) {
+  return GemmSpec::choose(cuda::gemmRowBucket(rows), s.n, LinearOutput::Bf16,
+                          false, s.epilogue, cuda::kPlannedMultiprocessors,
+                          s.k);
+}
+
+std::string shapeName(const QuantShape &s, int rows) {
+  return sol::cat(s.model, " ", s.name, " ", s.n, "x", s.k, " T=", rows);
+}
+
+void checkQuantGemmShape(Checker &c, const QuantShape &shape) {
+  const QuantShape s = withoutNorm(shape);
+  constexpr int kMaxRows = kRows[std::size(kRows) - 1];
+  const QuantProblem p(c, s, kMaxRows);
+  // Outputs of row t do not depend on the other rows: the references of
+  // the most rows serve every row count.
+  auto firstOf = [&](const std::vector<double> &ref, int rows) {
+    return std::span<const double>(ref).first(static_cast<std::size_t>(rows) *
+                                              p.cols);
+  };
+  for (WeightFormat f : kGemmFormats) {
+    const HostQuant q = quantize(p.host.w, s.n, s.k, f);
+    const RotatedQuant weights(c, q, true);
+    const std::vector<double> ref = quantReference(p.host, q, kMaxRows, f);
+    for (int rows : kRows)
+      for (const QuantGemmSpec &spec : quantGemmSweep(s, rows, f)) {
+        const bool chosen =
+            spec.instance() == quantGemmSpecFor(s, rows, f).instance() &&
+            spec.splitK == quantGemmSpecFor(s, rows, f).splitK;
+        const cuda::LaunchDims dims = spec.dims(rows, s.n);
+        const bool split = spec.splitK > 1;
+        const cuda::Kernel *finalize =
+            split ? &c.kernels.kernel(spec.finalizeInstance()) : nullptr;
+        const cuda::LaunchDims finalizeDims = spec.finalizeDims(rows, s.n);
+        cuda::DeviceBuffer partial = splitKWorkspace(c, split ? rows : 1, s.n);
+        checkLaunch(
+            c, "quant_gemm",
+            sol::cat(shapeName(s, rows), " ", formatName(f), " gemm ",
+                     spec.tileM, "x", spec.tileN, " w", spec.warpsM, "x",
+                     spec.warpsN, " s", spec.stages, " k", spec.kSub,
+                     split ? sol::cat(" splitK ", spec.splitK) : "",
+                     chosen ? " *" : ""),
+            p, rows, spec.instance(), dims,
+            static_cast<double>(spec.weightBytes(s.n, s.k)), firstOf(ref, rows),
+            [&](const cuda::Kernel &kernel, cuda::DeviceBuffer &y,
+                int rotation) {
+              const RotatedQuant::Copy &w = weights[rotation];
+              kernels::QuantGemmArgs args{
+                  .y = split ? partial.address() : y.address(),
+                  .x = p.x.as<const Bf16>(),
+                  .w = w.codes.address(),
+                  .scales = w.scales.address(),
+                  .zeros = f == WeightFormat::Int4 ? w.zeros.address() : 0ull,
+                  .rows = rows,
+                  .n = s.n,
+                  .k = s.k};
+              kernel.launch(dims, c.stream, args);
+              if (finalize)
+                finalize->launch(
+                    finalizeDims, c.stream,
+                    kernels::SplitKFinalizeArgs{.y = y.address(),
+                                                .partial = partial.as<float>(),
+                                                .rows = rows,
+                                                .n = s.n});
+            },
+            split ? &partial : nullptr);
+      }
+  }
+
+  // The bf16 GEMM on the same problem, for comparison.
+  const RotatedWeights weights(c, p.host.w, true);
+  const std::vector<double> bf16Ref = p.host.expected(firstRows(kMaxRows));
+  for (int rows : kRows) {
+    const GemmSpec spec = bf16GemmSpecFor(s, rows);
+    const cuda::LaunchDims dims = spec.dims(rows, s.n);
+    const bool split = spec.splitK > 1;
+    const cuda::Kernel *finalize =
+        split ? &c.kernels.kernel(spec.finalizeInstance()) : nullptr;
+    const cuda::LaunchDims finalizeDims = spec.finalizeDims(rows, s.n);
+    cuda::DeviceBuffer partial = splitKWorkspace(c, split ? rows : 1, s.n);
+    checkLaunch(
+        c, "quant_gemm",
+        sol::cat(shapeName(s, rows), " bf16 gemm ", spec.tileM, "x", spec.tileN,
+                 split ? sol::cat(" splitK ", spec.splitK) : ""),
+        p, rows, spec.instance(), dims, 2.0 * s.n * s.k, firstOf(bf16Ref, rows),
+        [&](const cuda::Kernel &kernel, cuda::DeviceBuffer &y, int rotation) {
+          launchGemm(c, kernel, dims, finalize, finalizeDims,
+                     partial.as<float>(), y.as<void>(), p.x.as<const Bf16>(),
+                     weights[rotation], nullptr, rows, s.n, s.k);
+        },
+        split ? &partial : nullptr);
+  }
+}
+
+void checkQuantGemm(Checker &c) {
+  for (const QuantShape &s : kQuantShapes) {
+    // --quick (also the sanitizer runs) keeps to the 1B shapes.
+    if (c.options.quick && std::string_view(s.model) != "1B")
+      continue;
+    checkQuantGemmShape(c, s);
+  }
+}
+
+} // namespace
+
+std::vector<CheckFamily> quantGemmChecks() {
+  return {
+      {"quant_gemm",
+       [](KernelLibrary &k) {
+         for (const QuantShape &shape : kQuantShapes) {
+           const QuantShape s = withoutNorm(shape);
+           for (int rows : kRows) {
+             for (WeightFormat f : kGemmFormats)
+               for (const QuantGemmSpec &spec : quantGemmSweep(s, rows, f)) {
+                 k.require(spec.instance());
+                 if (spec.splitK > 1)
+                   k.require(spec.finalizeInstance());
+               }
+             const GemmSpec bf16 = bf16GemmSpecFor(s, rows);
+             k.require(bf16.instance());
+             if (bf16.splitK > 1)
+               k.require(bf16.finalizeInstance());
+           }
+         }
+       },
+       checkQuantGemm},
+  };
+}
+
+} // namespace sol::check
