@@ -274,15 +274,8 @@ __global__ void __launch_bounds__(
     copyAsyncCommit();
   }
 
-  float acc[kMT][kNT][4];
+  float acc[kMT][kNT][4] = {};
   float part[kInt4 ? kMT : 1][kInt4 ? kNT : 1][4];
-#pragma unroll
-  for (int i = 0; i < kMT; ++i)
-#pragma unroll
-    for (int j = 0; j < kNT; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        acc[i][j][e] = 0.0f;
 
   // int4: the zero of the lane's B column g and the scales of its C columns
   // 2q, 2q + 1 in each n8 tile, for the group of sub-tile `sub`.

@@ -764,65 +764,56 @@ void CudaExecutor::launchOps(const StepShape &shape) {
   launchOps(shape, 0, ops_.size());
 }
 
-void CudaExecutor::launchLinear(const std::vector<KernelLaunch> &launches,
-                                std::size_t at, CUdeviceptr y, CUdeviceptr x,
-                                CUdeviceptr w, CUdeviceptr bias, int rows,
-                                int n, int k) {
+template <typename Args>
+void CudaExecutor::launchGemm(const std::vector<KernelLaunch> &launches,
+                              std::size_t at, Args args, int n) {
   const KernelLaunch &g = launches.at(at);
   const Kernel &gemm = kernel(g.instance);
   raiseSharedLimit(gemm, g);
-  LinearArgs args{
-      .y = y, .x = x, .w = w, .bias = bias, .rows = rows, .n = n, .k = k};
-  if (isSinglePassLinear(g.instance) || launches.size() == at + 1) {
+  if (launches.size() == at + 1 ||
+      !isSplitKFinalize(launches[at + 1].instance)) {
     gemm.launch(g.dims, stream_, args);
     return;
   }
   // Split K: partial sums into the workspace, then bias and epilogue.
-  const CUdeviceptr partial = splitKWorkspace_.address();
-  args.y = partial;
+  const SplitKFinalizeArgs finalize{.y = args.y,
+                                    .partial = splitKWorkspace_.address(),
+                                    .bias = args.bias,
+                                    .rows = args.rows,
+                                    .n = n};
+  args.y = finalize.partial;
   args.bias = nullptr;
   gemm.launch(g.dims, stream_, args);
-  const KernelLaunch &f = launches.at(at + 1);
-  kernel(f.instance)
-      .launch(
-          f.dims, stream_,
-          SplitKFinalizeArgs{
-              .y = y, .partial = partial, .bias = bias, .rows = rows, .n = n});
+  const KernelLaunch &f = launches[at + 1];
+  kernel(f.instance).launch(f.dims, stream_, finalize);
+}
+
+void CudaExecutor::launchLinear(const std::vector<KernelLaunch> &launches,
+                                std::size_t at, CUdeviceptr y, CUdeviceptr x,
+                                CUdeviceptr w, CUdeviceptr bias, int rows,
+                                int n, int k) {
+  launchGemm(
+      launches, at,
+      LinearArgs{
+          .y = y, .x = x, .w = w, .bias = bias, .rows = rows, .n = n, .k = k},
+      n);
 }
 
 void CudaExecutor::launchQuantGemm(const std::vector<KernelLaunch> &launches,
                                    std::size_t at, const OpDesc &d,
                                    CUdeviceptr y, CUdeviceptr x, int rows) {
-  const KernelLaunch &g = launches.at(at);
-  const Kernel &gemm = kernel(g.instance);
-  raiseSharedLimit(gemm, g);
   const QuantLinearArgs q = quantLinearArgs(d, y, x, 0, rows);
-  QuantGemmArgs args{.y = y,
-                     .x = x,
-                     .w = q.w,
-                     .scales = q.scales,
-                     .zeros = q.zeros,
-                     .bias = q.bias,
-                     .rows = rows,
-                     .n = q.n,
-                     .k = q.k};
-  if (launches.size() == at + 1) {
-    gemm.launch(g.dims, stream_, args);
-    return;
-  }
-  // Split K: partial sums into the workspace, then bias and epilogue.
-  const CUdeviceptr partial = splitKWorkspace_.address();
-  args.y = partial;
-  args.bias = nullptr;
-  gemm.launch(g.dims, stream_, args);
-  const KernelLaunch &f = launches.at(at + 1);
-  kernel(f.instance)
-      .launch(f.dims, stream_,
-              SplitKFinalizeArgs{.y = y,
-                                 .partial = partial,
-                                 .bias = q.bias,
-                                 .rows = rows,
-                                 .n = q.n});
+  launchGemm(launches, at,
+             QuantGemmArgs{.y = y,
+                           .x = x,
+                           .w = q.w,
+                           .scales = q.scales,
+                           .zeros = q.zeros,
+                           .bias = q.bias,
+                           .rows = rows,
+                           .n = q.n,
+                           .k = q.k},
+             q.n);
 }
 
 bool CudaExecutor::cublasUsable(const OpDesc &d, int rows) const {

@@ -135,6 +135,13 @@ private:
   void printProfile() const;
   void printStepProfile() const;
   const Kernel &kernel(const KernelInstance &instance);
+  /// launches[at], a linear kernel taking Args (LinearArgs, QuantGemmArgs:
+  /// y, bias and rows by those names; n output features), straight into
+  /// args.y, or, when launches[at + 1] is its split-K finalize, into the
+  /// fp32 workspace and then the finalize (bias and epilogue).
+  template <typename Args>
+  void launchGemm(const std::vector<KernelLaunch> &launches, std::size_t at,
+                  Args args, int n);
   /// The linear launches[at] (y = x . w^T + bias, rows x n x k): a
   /// one-pass kernel (linear_gemv, linear_skinny) without its norm
   /// prologue, or the GEMM and its split-K finalize when launches[at + 1]

@@ -90,6 +90,22 @@ GemmSpec bf16GemmSpecFor(const QuantShape &s, int rows) {
                           s.k);
 }
 
+/// A GEMM launch's split-K finalize and zeroed workspace, when it splits.
+struct SplitK {
+  const cuda::Kernel *finalize = nullptr;
+  cuda::LaunchDims dims;
+  cuda::DeviceBuffer partial;
+  const cuda::DeviceBuffer *workspace() const {
+    return finalize ? &partial : nullptr;
+  }
+};
+template <typename Spec>
+SplitK splitKOf(Checker &c, const Spec &spec, int rows, int n) {
+  const bool split = spec.splitK > 1;
+  return {split ? &c.kernels.kernel(spec.finalizeInstance()) : nullptr,
+          spec.finalizeDims(rows, n), splitKWorkspace(c, split ? rows : 1, n)};
+}
+
 std::string shapeName(const QuantShape &s, int rows) {
   return sol::cat(s.model, " ", s.name, " ", s.n, "x", s.k, " T=", rows);
 }
@@ -108,23 +124,19 @@ void checkQuantGemmShape(Checker &c, const QuantShape &shape) {
     const HostQuant q = quantize(p.host.w, s.n, s.k, f);
     const RotatedQuant weights(c, q, true);
     const std::vector<double> ref = quantReference(p.host, q, kMaxRows, f);
-    for (int rows : kRows)
+    for (int rows : kRows) {
+      const QuantGemmSpec selected = quantGemmSpecFor(s, rows, f);
       for (const QuantGemmSpec &spec : quantGemmSweep(s, rows, f)) {
-        const bool chosen =
-            spec.instance() == quantGemmSpecFor(s, rows, f).instance() &&
-            spec.splitK == quantGemmSpecFor(s, rows, f).splitK;
+        const bool chosen = spec.instance() == selected.instance() &&
+                            spec.splitK == selected.splitK;
         const cuda::LaunchDims dims = spec.dims(rows, s.n);
-        const bool split = spec.splitK > 1;
-        const cuda::Kernel *finalize =
-            split ? &c.kernels.kernel(spec.finalizeInstance()) : nullptr;
-        const cuda::LaunchDims finalizeDims = spec.finalizeDims(rows, s.n);
-        cuda::DeviceBuffer partial = splitKWorkspace(c, split ? rows : 1, s.n);
+        const SplitK split = splitKOf(c, spec, rows, s.n);
         checkLaunch(
             c, "quant_gemm",
             sol::cat(shapeName(s, rows), " ", formatName(f), " gemm ",
                      spec.tileM, "x", spec.tileN, " w", spec.warpsM, "x",
                      spec.warpsN, " s", spec.stages, " k", spec.kSub,
-                     split ? sol::cat(" splitK ", spec.splitK) : "",
+                     split.finalize ? sol::cat(" splitK ", spec.splitK) : "",
                      chosen ? " *" : ""),
             p, rows, spec.instance(), dims,
             static_cast<double>(spec.weightBytes(s.n, s.k)), firstOf(ref, rows),
@@ -132,7 +144,7 @@ void checkQuantGemmShape(Checker &c, const QuantShape &shape) {
                 int rotation) {
               const RotatedQuant::Copy &w = weights[rotation];
               kernels::QuantGemmArgs args{
-                  .y = split ? partial.address() : y.address(),
+                  .y = split.finalize ? split.partial.address() : y.address(),
                   .x = p.x.as<const Bf16>(),
                   .w = w.codes.address(),
                   .scales = w.scales.address(),
@@ -141,16 +153,17 @@ void checkQuantGemmShape(Checker &c, const QuantShape &shape) {
                   .n = s.n,
                   .k = s.k};
               kernel.launch(dims, c.stream, args);
-              if (finalize)
-                finalize->launch(
-                    finalizeDims, c.stream,
-                    kernels::SplitKFinalizeArgs{.y = y.address(),
-                                                .partial = partial.as<float>(),
-                                                .rows = rows,
-                                                .n = s.n});
+              if (split.finalize)
+                split.finalize->launch(split.dims, c.stream,
+                                       kernels::SplitKFinalizeArgs{
+                                           .y = y.address(),
+                                           .partial = split.partial.as<float>(),
+                                           .rows = rows,
+                                           .n = s.n});
             },
-            split ? &partial : nullptr);
+            split.workspace());
       }
+    }
   }
 
   // The bf16 GEMM on the same problem, for comparison.
@@ -159,22 +172,19 @@ void checkQuantGemmShape(Checker &c, const QuantShape &shape) {
   for (int rows : kRows) {
     const GemmSpec spec = bf16GemmSpecFor(s, rows);
     const cuda::LaunchDims dims = spec.dims(rows, s.n);
-    const bool split = spec.splitK > 1;
-    const cuda::Kernel *finalize =
-        split ? &c.kernels.kernel(spec.finalizeInstance()) : nullptr;
-    const cuda::LaunchDims finalizeDims = spec.finalizeDims(rows, s.n);
-    cuda::DeviceBuffer partial = splitKWorkspace(c, split ? rows : 1, s.n);
+    const SplitK split = splitKOf(c, spec, rows, s.n);
     checkLaunch(
         c, "quant_gemm",
         sol::cat(shapeName(s, rows), " bf16 gemm ", spec.tileM, "x", spec.tileN,
-                 split ? sol::cat(" splitK ", spec.splitK) : ""),
+                 split.finalize ? sol::cat(" splitK ", spec.splitK) : ""),
         p, rows, spec.instance(), dims, 2.0 * s.n * s.k, firstOf(bf16Ref, rows),
         [&](const cuda::Kernel &kernel, cuda::DeviceBuffer &y, int rotation) {
-          launchGemm(c, kernel, dims, finalize, finalizeDims,
-                     partial.as<float>(), y.as<void>(), p.x.as<const Bf16>(),
-                     weights[rotation], nullptr, rows, s.n, s.k);
+          launchGemm(c, kernel, dims, split.finalize, split.dims,
+                     split.partial.as<float>(), y.as<void>(),
+                     p.x.as<const Bf16>(), weights[rotation], nullptr, rows,
+                     s.n, s.k);
         },
-        split ? &partial : nullptr);
+        split.workspace());
   }
 }
 
