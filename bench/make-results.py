@@ -217,6 +217,9 @@ def quant_rows(d):
                 f"{n(base['decode_tokens_per_s'])} (Sol bf16 plan)"
                 + (f"; {n(hf)} (Transformers bf16 `generate()`)" if hf else ""),
                 command(21, "quant_bench.py")))
+            if r.get("decode_64_tokens_per_s") is None or \
+                    base.get("decode_64_tokens_per_s") is None:
+                continue  # a batch-1 run (quant_bench.py --sequences 1)
             rows.append((
                 f"{shape} shape, `--quant {r['scheme']}`, 64 sequences, prompt 128 + 256 new: "
                 "decode tok/s",

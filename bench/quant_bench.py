@@ -11,6 +11,7 @@ in /tmp, reused when there) and each --schemes entry (bf16 = no --quant):
             (weight bytes / --bandwidth per token)
   8, 64     solrun PLAN --bench --num-prompts S --input-len 128
   seqs      --output-len 256 --max-num-seqs S: decode tok/s = S / mean TPOT
+            (--sequences 1 leaves them out)
 
 beside Transformers bf16 generate() (sdpa, dynamic cache) on the same
 checkpoint and prompt (bench/decode_bench.py's measurement; --skip-hf leaves
@@ -59,6 +60,15 @@ def weight_bytes(solrun, plan):
     return float(m.group(1)) * 1e9
 
 
+def fmt(v, spec=".0f"):
+    """A figure, or '-' for one not measured."""
+    return "-" if v is None else format(v, spec)
+
+
+def ratio(a, b):
+    return None if a is None or not b else a / b
+
+
 def scheme_row(args, model, scheme, prompt):
     plan = f"/tmp/quant-bench-{model.name}-{scheme}.plan"
     flags = [] if scheme == "bf16" else ["--quant", scheme]
@@ -81,19 +91,20 @@ def scheme_row(args, model, scheme, prompt):
                "128", "--output-len", "256", "--max-num-seqs", str(seqs), "--device", "cuda"]
         return [seqs * 1000.0 / decode_bench.parse_solrun_json(run(cmd))["mean_tpot_ms"]
                 for _ in range(args.batch_runs)]
-    seqs8, seqs64 = batched(8), batched(64)
+    seqs8 = batched(8) if 8 in args.sequences else None
+    seqs64 = batched(64) if 64 in args.sequences else None
     tpot = statistics.median(tpots)
     bound_ms = wbytes / args.bandwidth * 1000.0
     row = {"scheme": scheme, "solc_s": solc_s, "plan_bytes": Path(plan).stat().st_size,
            "weight_bytes": wbytes, "tpot_ms": tpot, "decode_tokens_per_s": statistics.median(rates),
            "fraction_of_bandwidth_bound": bound_ms / tpot, "tpot_ms_runs": tpots,
-           "decode_8_tokens_per_s": statistics.median(seqs8),
-           "decode_64_tokens_per_s": statistics.median(seqs64), "decode_64_runs": seqs64,
-           "ids": ids}
+           "decode_8_tokens_per_s": statistics.median(seqs8) if seqs8 else None,
+           "decode_64_tokens_per_s": statistics.median(seqs64) if seqs64 else None,
+           "decode_64_runs": seqs64, "ids": ids}
     log(f"{model.name} {scheme}: {row['decode_tokens_per_s']:.1f} tok/s batch 1 "
         f"({100 * row['fraction_of_bandwidth_bound']:.1f}% of bound), "
-        f"{row['decode_8_tokens_per_s']:.0f} at 8 sequences, "
-        f"{row['decode_64_tokens_per_s']:.0f} at 64, plan {wbytes / 1e9:.2f} GB")
+        f"{fmt(row['decode_8_tokens_per_s'])} at 8 sequences, "
+        f"{fmt(row['decode_64_tokens_per_s'])} at 64, plan {wbytes / 1e9:.2f} GB")
     Path(plan).unlink(missing_ok=True)
     return row
 
@@ -108,12 +119,17 @@ def main():
     ap.add_argument("--schemes", default="bf16,int8,fp8,int4-rtn")
     ap.add_argument("--runs", type=int, default=3, help="timed batch-1 runs after a warm-up")
     ap.add_argument("--batch-runs", type=int, default=1, help="64-sequence runs")
+    ap.add_argument("--sequences", default="1,8,64",
+                    help="which of batch 1, 8 and 64 sequences to measure (batch 1 always)")
     ap.add_argument("--new-tokens", type=int, default=128)
     ap.add_argument("--hf-runs", type=int, default=3)
     ap.add_argument("--skip-hf", action="store_true")
     ap.add_argument("--bandwidth", type=float, default=4.3e12, help="bytes/s for the bound")
     ap.add_argument("--json-out")
     args = ap.parse_args()
+    args.sequences = {int(v) for v in args.sequences.split(",") if v}
+    if not args.sequences <= {1, 8, 64}:
+        ap.error(f"--sequences takes 1, 8 and 64, got {sorted(args.sequences)}")
     # decode_bench's Transformers measurement reads these.
     args.prompt_tokens, args.static_compile, args.compile_timeout = 128, False, 0
 
@@ -161,13 +177,16 @@ def main():
               f"{'solc s':>7}")
         base = next((r for r in entry["rows"] if r["scheme"] == "bf16"), None)
         for r in entry["rows"]:
-            rel1 = r["decode_tokens_per_s"] / base["decode_tokens_per_s"] if base else float("nan")
-            rel8 = r["decode_8_tokens_per_s"] / base["decode_8_tokens_per_s"] if base else float("nan")
-            rel64 = r["decode_64_tokens_per_s"] / base["decode_64_tokens_per_s"] if base else float("nan")
+            rel = {key: ratio(r[key], base[key] if base else None)
+                   for key in ("decode_tokens_per_s", "decode_8_tokens_per_s",
+                               "decode_64_tokens_per_s")}
             print(f"{r['scheme']:<10} {r['weight_bytes'] / 1e9:>8.2f} {r['decode_tokens_per_s']:>9.1f} "
-                  f"{100 * r['fraction_of_bandwidth_bound']:>8.1f}% {rel1:>8.3f} "
-                  f"{r['decode_8_tokens_per_s']:>12.0f} {rel8:>8.3f} "
-                  f"{r['decode_64_tokens_per_s']:>13.0f} {rel64:>8.3f} {r['solc_s']:>7.1f}")
+                  f"{100 * r['fraction_of_bandwidth_bound']:>8.1f}% "
+                  f"{fmt(rel['decode_tokens_per_s'], '.3f'):>8} "
+                  f"{fmt(r['decode_8_tokens_per_s']):>12} "
+                  f"{fmt(rel['decode_8_tokens_per_s'], '.3f'):>8} "
+                  f"{fmt(r['decode_64_tokens_per_s']):>13} "
+                  f"{fmt(rel['decode_64_tokens_per_s'], '.3f'):>8} {r['solc_s']:>7.1f}")
         for e in entry["errors"]:
             print(f"{e['scheme']:<10} failed: {e['error'][:300]}")
     if args.json_out:

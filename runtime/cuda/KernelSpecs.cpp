@@ -392,15 +392,27 @@ QuantGemvSpec QuantGemvSpec::choose(int outFeatures, int inFeatures, int rows,
   spec.normPrologue = normPrologue;
   spec.groupSize = groupSize;
   spec.maxRows = nextPowerOfTwo(rows);
-  // linear_gemv's rules (GemvSpec::choose) counted in 16-byte loads, not
-  // yet measured for the quantized formats: one row runs few weight rows
-  // per warp with K over 4 warps (8 when every warp still gets 2 loads
-  // per lane); more rows keep fewer weight rows per warp as the FMA work
-  // per byte grows. No warp gets less than one load per lane.
+  // Counted in 16-byte loads (quant_gemv_sweep of sol-kernel-check, one
+  // row on the H200): small weights run few weight rows per warp with K
+  // over 4 warps (8 when every warp still gets 2 loads per lane); large ones
+  // (int4 from 24 M weights, int8 from 32 M: the 8B QKV, gate/up and down,
+  // the 1B gate/up) 8 rows a warp, which shares each x value over more
+  // dequantized weights: 8B gate/up 34.5 -> 30.3 us (int4), 38.0 -> 34.7
+  // (int8, K over 1 warp when N >= 16384), 8B down 19.5 -> 17.4 and
+  // 23.7 -> 18.7. More rows keep fewer weight rows per warp as the FMA
+  // work per byte grows. No warp gets less than one load per lane.
   const int vectors = inFeatures / spec.vectorValues();
   if (spec.maxRows == 1) {
-    spec.rowsPerWarp = inFeatures <= 3072 ? 2 : 4;
-    spec.warpsK = vectors >= 8 * 64 ? 8 : 4;
+    const long long weights = static_cast<long long>(outFeatures) * inFeatures;
+    const bool large = format == WeightFormat::Fp8    ? false
+                       : format == WeightFormat::Int4 ? weights >= 24000000
+                                                      : weights >= 32000000;
+    spec.rowsPerWarp = large ? 8 : inFeatures <= 3072 ? 2 : 4;
+    spec.warpsK = large && format == WeightFormat::Int8 && outFeatures >= 16384
+                      ? 1
+                  : large             ? 4
+                  : vectors >= 8 * 64 ? 8
+                                      : 4;
     while (spec.warpsK > 1 && vectors / spec.warpsK < 32)
       spec.warpsK /= 2;
   } else {

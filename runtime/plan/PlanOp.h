@@ -37,14 +37,17 @@ std::string_view opKindName(OpKind kind);
 
 /// One op. Buffer and weight operands in role order:
 ///
-///   Embedding      buffers out, ids                weights table
-///   RmsNorm        buffers out, in[, residual]     weights weight
-///   HeadRmsNorm    buffers buf                     weights weight
-///   Linear         buffers out, in                 weights W[, bias][, q]
-///   NormLinear     buffers out, in, normed         weights norm, W[, bias][,
-///   q] RopeKvWrite    buffers qkv Attention      buffers out, qkv Swiglu
-///   buffers out, in Add            buffers out, lhs, rhs GatherRows buffers
-///   out, in, rows ConcatColumns  buffers out, in_0, in_1, ...
+///   Embedding      buffers out, ids              weights table
+///   RmsNorm        buffers out, in[, residual]   weights weight
+///   HeadRmsNorm    buffers buf                   weights weight
+///   Linear         buffers out, in               weights W[, bias][, q]
+///   NormLinear     buffers out, in, normed       weights norm, W[, bias][, q]
+///   RopeKvWrite    buffers qkv
+///   Attention      buffers out, qkv
+///   Swiglu         buffers out, in
+///   Add            buffers out, lhs, rhs
+///   GatherRows     buffers out, in, rows
+///   ConcatColumns  buffers out, in_0, in_1, ...
 ///
 /// where q is a quantized W's scales (and, for Int4, zero points).
 /// Only the parameters of the op's kind are meaningful.

@@ -278,9 +278,9 @@ struct NormLinearCase {
 // splits K, fp32 logits included).
 const NormLinearCase kNormLinearCases[] = {
     {"qkv", 3072, 2048, LinearOutput::Bf16, false, LinearEpilogue::None,
-     rowsOf(5, 9, 16, 100)},
+     rowsOf(5, 9, 16, 33, 100)},
     {"qkv+bias", 3072, 2048, LinearOutput::Bf16, true, LinearEpilogue::None,
-     rowsOf(33)},
+     rowsOf(9, 16, 33, 100)},
     {"gate_up", 16384, 2048, LinearOutput::Bf16, false, LinearEpilogue::Swiglu,
      rowsOf(5, 9, 512)},
     {"lm_head", 32000, 2048, LinearOutput::Fp32, false, LinearEpilogue::None,
@@ -302,8 +302,11 @@ cuda::OpDesc normLinearOp(const NormLinearCase &nl) {
       nl.output == LinearOutput::Fp32 ? fb::DType::F32 : fb::DType::BF16;
   op.outRows = fb::Rows::Tokens;
   op.weightShapes = {{nl.k}, {nl.n, nl.k}};
-  if (nl.bias)
+  op.weights = {0, 1};
+  if (nl.bias) { // PlanOp::hasBias() counts the weights
     op.weightShapes.push_back({nl.n});
+    op.weights.push_back(2);
+  }
   return op;
 }
 

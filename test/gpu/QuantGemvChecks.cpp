@@ -8,6 +8,7 @@
 // rotated through copies larger than L2; GB/s counts the bytes a launch
 // must move (quantized weights, x, norm weight, output, residual). Beside
 // each shape, the bf16 linear_gemv the plan would run otherwise.
+// quant_gemv_sweep times the other block geometries at one row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,6 +75,53 @@ void checkQuantGemv(Checker &c) {
   }
 }
 
+// quant_gemv_sweep: one row of every shape, int8 and int4, at weight rows
+// per warp 1..16 and K over 1..8 warps beside the chosen configuration
+// (not under --quick).
+
+constexpr WeightFormat kSweepFormats[] = {WeightFormat::Int8,
+                                          WeightFormat::Int4};
+
+/// The chosen configuration first, then every (rows per warp, warps along
+/// K) that gives each warp at least one load a lane.
+std::vector<QuantGemvSpec> quantGemvSweep(const QuantShape &s, WeightFormat f) {
+  const QuantGemvSpec chosen = quantSpecFor(s, 1, f);
+  std::vector<QuantGemvSpec> out = {chosen};
+  const int vectors = s.k / chosen.vectorValues();
+  for (int rowsPerWarp : {1, 2, 4, 8, 16})
+    for (int warpsK : {1, 2, 4, 8}) {
+      QuantGemvSpec v = chosen;
+      v.rowsPerWarp = rowsPerWarp;
+      v.warpsK = warpsK;
+      if (vectors / warpsK < 32 ||
+          (s.epilogue == cuda::LinearEpilogue::Swiglu && rowsPerWarp < 2) ||
+          (v.rowsPerWarp == chosen.rowsPerWarp && v.warpsK == chosen.warpsK))
+        continue;
+      out.push_back(v);
+    }
+  return out;
+}
+
+void checkQuantGemvSweep(Checker &c) {
+  if (c.options.quick)
+    return;
+  for (const QuantShape &s : kQuantShapes) {
+    const QuantProblem p(c, s, 1);
+    for (WeightFormat f : kSweepFormats) {
+      const HostQuant q = quantize(p.host.w, s.n, s.k, f);
+      const RotatedQuant weights(c, q, true);
+      const std::vector<double> ref = quantReference(p.host, q, 1, f);
+      for (const QuantGemvSpec &spec : quantGemvSweep(s, f))
+        checkQuantLaunch(c, "quant_gemv_sweep",
+                         sol::cat(s.model, " ", s.name, " ", s.n, "x", s.k,
+                                  " T=1 ", formatName(f), " R",
+                                  spec.rowsPerWarp, " WK", spec.warpsK),
+                         p, weights, f, 1, spec.instance(), spec.dims(s.n),
+                         spec.weightBytes(s.n), ref);
+    }
+  }
+}
+
 } // namespace
 
 std::vector<CheckFamily> quantGemvChecks() {
@@ -88,6 +136,14 @@ std::vector<CheckFamily> quantGemvChecks() {
            }
        },
        checkQuantGemv},
+      {"quant_gemv_sweep",
+       [](KernelLibrary &k) {
+         for (const QuantShape &s : kQuantShapes)
+           for (WeightFormat f : kSweepFormats)
+             for (const QuantGemvSpec &spec : quantGemvSweep(s, f))
+               k.require(spec.instance());
+       },
+       checkQuantGemvSweep},
   };
 }
 

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 namespace sol::test {
 namespace {
 
@@ -701,6 +703,23 @@ TEST(KernelSpecs, QuantGemvChoice) {
                                   LinearEpilogue::None, true, 128)
                 .warpsK,
             1);
+  // Large weights (int4 from 24 M, int8 from 32 M; not fp8): 8 weight rows
+  // a warp, K over 4 warps, or over 1 for int8 with N >= 16384.
+  auto oneRow = [](int n, int k, WeightFormat f) {
+    const QuantGemvSpec s = QuantGemvSpec::choose(
+        n, k, 1, f, LinearOutput::Bf16, false, LinearEpilogue::None, false,
+        f == WeightFormat::Int4 ? 128 : 0);
+    return std::pair{s.rowsPerWarp, s.warpsK};
+  };
+  using RowsSplit = std::pair<int, int>;
+  EXPECT_EQ(oneRow(28672, 4096, WeightFormat::Int4), RowsSplit(8, 4));
+  EXPECT_EQ(oneRow(28672, 4096, WeightFormat::Int8), RowsSplit(8, 1));
+  EXPECT_EQ(oneRow(4096, 14336, WeightFormat::Int8), RowsSplit(8, 4));
+  EXPECT_EQ(oneRow(6144, 4096, WeightFormat::Int4), RowsSplit(8, 4));
+  EXPECT_EQ(oneRow(6144, 4096, WeightFormat::Int8), RowsSplit(4, 4));
+  EXPECT_EQ(oneRow(16384, 2048, WeightFormat::Int4), RowsSplit(8, 2));
+  EXPECT_EQ(oneRow(4096, 4096, WeightFormat::Int4), RowsSplit(4, 4));
+  EXPECT_EQ(oneRow(28672, 4096, WeightFormat::Fp8), RowsSplit(4, 4));
   // 8 rows: 2 weight rows a warp, K over 8 warps when long.
   const QuantGemvSpec eight = QuantGemvSpec::choose(
       4096, 14336, 8, WeightFormat::Fp8, LinearOutput::Bf16, false,
