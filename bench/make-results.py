@@ -201,6 +201,9 @@ def ab_rows(d, old_commit):
 def quant_rows(d):
     """bench/quant_bench.py: each quantized plan beside the bf16 plan."""
     rows = []
+    # A run with options of its own (--sequences 1, --skip-hf) names them.
+    how = (f"`bench/quant_bench.py {d['options']}`" if d.get("options")
+           else command(21, "quant_bench.py"))
     for entry in d["shapes"]:
         shape = SHAPES.get(entry["shape"], entry["shape"])
         base = next((r for r in entry["rows"] if r["scheme"] == "bf16"), None)
@@ -216,7 +219,7 @@ def quant_rows(d):
                 f"x bf16, {r['fraction_of_bandwidth_bound']:.0%} of its bound)",
                 f"{n(base['decode_tokens_per_s'])} (Sol bf16 plan)"
                 + (f"; {n(hf)} (Transformers bf16 `generate()`)" if hf else ""),
-                command(21, "quant_bench.py")))
+                how))
             if r.get("decode_64_tokens_per_s") is None or \
                     base.get("decode_64_tokens_per_s") is None:
                 continue  # a batch-1 run (quant_bench.py --sequences 1)
@@ -226,7 +229,7 @@ def quant_rows(d):
                 f"{n(r['decode_64_tokens_per_s'], 0)} "
                 f"({r['decode_64_tokens_per_s'] / base['decode_64_tokens_per_s']:.2f}x bf16)",
                 f"{n(base['decode_64_tokens_per_s'], 0)} (Sol bf16 plan)",
-                command(21, "quant_bench.py")))
+                how))
     return rows
 
 

@@ -136,9 +136,15 @@ def main():
     prompt = [random.Random(0).randrange(1000, 30000) for _ in range(args.prompt_tokens)]
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip().splitlines()
+    # The options that change what is measured, for bench/make-results.py.
+    options = []
+    if args.sequences != {1, 8, 64}:
+        options.append("--sequences " + ",".join(map(str, sorted(args.sequences))))
+    if args.skip_hf:
+        options.append("--skip-hf")
     report = {"gpu": gpu[0] if gpu else None,
               "date": time.strftime("%Y-%m-%d"), "prompt_tokens": args.prompt_tokens,
-              "new_tokens": args.new_tokens, "shapes": []}
+              "new_tokens": args.new_tokens, "options": " ".join(options), "shapes": []}
     failed = False
     for shape in args.shape or ["llama-3.2-1b", "llama-3.1-8b"]:
         model = Path(f"/tmp/{shape}")
