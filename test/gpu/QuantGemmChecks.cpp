@@ -47,7 +47,8 @@ QuantGemmSpec quantGemmSpecFor(const QuantShape &s, int rows, WeightFormat f) {
 
 /// The chosen configuration first, then the variants the sweep compares:
 /// 1, 2 or 4 sub-tiles a stage, 3 to 6 stages, 4 warps, 256 columns a
-/// block, two warps along M, and 128-row tiles at 128 rows.
+/// block, two warps along M, 128-row tiles at 128 rows and 32-row tiles
+/// from 64.
 std::vector<QuantGemmSpec> quantGemmSweep(const QuantShape &s, int rows,
                                           WeightFormat f) {
   const QuantGemmSpec chosen = quantGemmSpecFor(s, rows, f);
@@ -81,6 +82,14 @@ std::vector<QuantGemmSpec> quantGemmSweep(const QuantShape &s, int rows,
     add(tileM, 128, 2, 4, 4, 2);
   if (bucket == 128)
     add(128, 128, 1, 8, 4, 2);
+  // 32-row tiles past 32 rows: every code dequantized by two blocks or
+  // more, but half the accumulators (int4's 64-row tiles take 170
+  // registers, one block an SM).
+  if (bucket >= 64) {
+    add(32, 128, 1, 8, 4, 2);
+    add(32, 128, 1, 8, 3, 2);
+    add(32, 128, 1, 8, 4, 1);
+  }
   return out;
 }
 
