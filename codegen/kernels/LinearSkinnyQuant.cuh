@@ -469,12 +469,16 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
 #pragma unroll
     for (int j = 0; j < kGroups; ++j) {
       float tokenScale[2] = {1.0f, 1.0f};
-      if constexpr (kFp8)
+      // Braced: NVCC's front end drops the loop after a discarded
+      // `if constexpr` whose statement begins with #pragma unroll (this
+      // multiply was gone from int8 instances, the row scales never applied).
+      if constexpr (kFp8) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int token = 8 * j + 2 * q + e;
           tokenScale[e] = token < count ? activationScale[token] : 0.0f;
         }
+      }
 #pragma unroll
       for (int t = 0; t < Tiles; ++t)
 #pragma unroll

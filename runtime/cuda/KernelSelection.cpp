@@ -169,8 +169,11 @@ KernelLaunch quantGemv(const OpDesc &op) {
 ///  * fp8: linear_skinny_quant wins from one row (1B decode 1,085 against
 ///    994 tok/s) to 8; at 16 rows every block quantizing 16 rows of x
 ///    costs more than the bf16 copy (8B down 183 us).
-///  * int8: linear_skinny_quant gives wrong results on the H200 (while its
-///    CPU emulation passes): not selected until that is found.
+///  * int8: linear_gemm_quant (2-16 rows) and linear_gemv_quant (one row).
+///    linear_skinny_quant's int8 instances are correct on the H200 since
+///    their row-scale multiply is no longer dropped by NVCC (a braced
+///    `if constexpr`), but not yet timed against linear_gemm_quant at the
+///    same rows in one run.
 struct QuantSkinnyRule {
   int maxRows = 0;
   bool oneRow = false;

@@ -39,5 +39,31 @@ TEST(EmbeddedKernelHeaders, MatchTheFilesInCodegenKernels) {
   EXPECT_EQ(nvrtc::findEmbeddedKernelHeader("NoSuch.cuh"), nullptr);
 }
 
+// NVCC's front end (NVRTC included) mis-scopes a discarded `if constexpr`
+// whose statement starts with `#pragma unroll`: the loop after that
+// statement is dropped too (linear_skinny_quant's int8 instances lost their
+// row-scale multiply that way, while the host-compiled emulation kept it).
+// Such a branch must be braced.
+TEST(EmbeddedKernelHeaders, NoPragmaRightAfterAnUnbracedIfConstexpr) {
+  for (const nvrtc::HeaderFile &header : nvrtc::embeddedKernelHeaders()) {
+    std::istringstream in{std::string(header.text)};
+    std::string line, previous;
+    for (int number = 1; std::getline(in, line); ++number) {
+      const auto first = line.find_first_not_of(' ');
+      const bool pragma =
+          first != std::string::npos && line.compare(first, 7, "#pragma") == 0;
+      const auto last = previous.find_last_not_of(' ');
+      const bool openBranch =
+          last != std::string::npos && previous[last] != '{' &&
+          (previous.find("if constexpr") != std::string::npos ||
+           previous.substr(previous.find_first_not_of(' ')) == "else");
+      EXPECT_FALSE(pragma && openBranch)
+          << header.name << ":" << number
+          << ": brace the `if constexpr` branch before this #pragma";
+      previous = line;
+    }
+  }
+}
+
 } // namespace
 } // namespace sol::test
