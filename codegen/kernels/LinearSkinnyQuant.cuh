@@ -365,12 +365,17 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
   // Before x exists (overlapping the previous kernel's tail): the per-row
   // scales of the lane's features, the norm weight, the ring's first Depth
   // steps of codes.
+  // (int8 only asks L2 for them now and loads them after the k loop: held
+  // through it, they made the 16-row two-tile instances spill.)
   float rowScale[Tiles][2];
 #pragma unroll
   for (int t = 0; t < Tiles; ++t)
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-      rowScale[t][h] = kInt4 ? 1.0f : args.scales[wRowIndex[t][h]];
+    for (int h = 0; h < 2; ++h) {
+      rowScale[t][h] = kFp8 ? args.scales[wRowIndex[t][h]] : 1.0f;
+      if constexpr (F == WeightFormat::Int8)
+        prefetchL2(args.scales + wRowIndex[t][h]);
+    }
   NormWeights<NormPrologue ? K : 8> normW;
   if constexpr (NormPrologue)
     normW.load(args.normWeight);
@@ -466,6 +471,13 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
   // The per-row scales (and fp8's per-token ones) of int8 and fp8: c0 and
   // c1 are feature g of tokens 2q and 2q + 1, c2 and c3 feature g + 8.
   if constexpr (!kInt4) {
+    if constexpr (F == WeightFormat::Int8) {
+#pragma unroll
+      for (int t = 0; t < Tiles; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          rowScale[t][h] = args.scales[wRowIndex[t][h]];
+    }
 #pragma unroll
     for (int j = 0; j < kGroups; ++j) {
       float tokenScale[2] = {1.0f, 1.0f};

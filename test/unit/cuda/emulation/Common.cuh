@@ -80,6 +80,7 @@ inline uint4 loadStreamingInOrder16(const void *p) { return load16(p); }
 inline uint4 loadShared16(const void *p) { return load16(p); }
 inline uint4 loadActivation16(const void *p) { return load16(p); }
 // An L2 prefetch changes no value; the emulation has no L2.
+inline void prefetchL2(const void *) {}
 inline void prefetchBulkL2(const void *, long long) {}
 
 template <int Width> inline float groupSum(float v) {
