@@ -270,6 +270,13 @@ int main(int argc, char **argv) {
                  "--quant\n";
     return 2;
   }
+  if (app.count("--group-size") && !opts.quant.empty() &&
+      !opts.quant.starts_with("int4")) {
+    std::cerr << "solc: error: --group-size is for the int4 schemes "
+                 "(int4-rtn, int4-awq); --quant "
+              << opts.quant << " has one scale per output channel\n";
+    return 2;
+  }
   if (opts.quant != "int4-awq" &&
       (app.count("--calib") || app.count("--calib-tokens"))) {
     std::cerr << "solc: error: --calib and --calib-tokens go with --quant "
