@@ -365,8 +365,8 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
   // Before x exists (overlapping the previous kernel's tail): the per-row
   // scales of the lane's features, the norm weight, the ring's first Depth
   // steps of codes.
-  // (int8 only asks L2 for them now and loads them after the k loop: held
-  // through it, they made the 16-row two-tile instances spill.)
+  // int8's are only asked of L2 here and loaded after the k loop: held
+  // through it, they make the 16-row two-tile instances spill.
   float rowScale[Tiles][2];
 #pragma unroll
   for (int t = 0; t < Tiles; ++t)
@@ -481,9 +481,9 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
 #pragma unroll
     for (int j = 0; j < kGroups; ++j) {
       float tokenScale[2] = {1.0f, 1.0f};
-      // Braced: NVCC's front end drops the loop after a discarded
-      // `if constexpr` whose statement begins with #pragma unroll (this
-      // multiply was gone from int8 instances, the row scales never applied).
+      // Braced: NVCC's front end also drops the statement after a discarded
+      // `if constexpr` whose body begins with #pragma unroll (for int8, the
+      // row-scale multiply below).
       if constexpr (kFp8) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
