@@ -274,7 +274,9 @@ int main(int argc, char **argv) {
       !opts.quant.starts_with("int4")) {
     std::cerr << "solc: error: --group-size is for the int4 schemes "
                  "(int4-rtn, int4-awq); --quant "
-              << opts.quant << " has one scale per output channel\n";
+              << opts.quant
+              << " has one scale per output channel; drop --group-size or "
+                 "choose --quant int4-rtn or int4-awq\n";
     return 2;
   }
   if (opts.quant != "int4-awq" &&
