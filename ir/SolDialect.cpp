@@ -892,3 +892,37 @@ RopeParameters sol::ropeParameters(RopeAttr attr) {
   p.attentionFactor = attr.getAttentionFactor().convertToDouble();
   return p;
 }
+
+//===----------------------------------------------------------------------===//
+// ONNX nodes before raising
+//===----------------------------------------------------------------------===//
+
+std::string OnnxOp::qualifiedType() {
+  if (getDomain().empty())
+    return getOpType().str();
+  return (getDomain() + "." + getOpType()).str();
+}
+
+LogicalResult OnnxConstantOp::verify() {
+  if (cast<ShapedType>(getValue().getType()) != getType())
+    return emitOpError() << "value of type " << getValue().getType()
+                         << " does not match the result type " << getType();
+  return success();
+}
+
+OpFoldResult BatchViewOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<BatchViewOp>())
+    if (inner.getInput().getType() == getType())
+      return inner.getInput();
+  // An ONNX Reshape keeps the elements' order, so a view of a reshaped view
+  // is a view too.
+  if (auto reshape = getInput().getDefiningOp<OnnxOp>();
+      reshape && reshape.getDomain().empty() &&
+      reshape.getOpType() == "Reshape")
+    if (auto inner = reshape.getInputs()[0].getDefiningOp<BatchViewOp>())
+      if (inner.getInput().getType() == getType())
+        return inner.getInput();
+  return {};
+}

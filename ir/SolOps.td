@@ -559,4 +559,6 @@ def Sol_ConcatColumnsOp : Sol_Op<"concat_columns", [Pure]> {
   let hasVerifier = 1;
 }
 
+include "ir/SolOnnxOps.td"
+
 #endif // SOL_OPS_TD

@@ -25,7 +25,12 @@ createSolAwqCalibrate(WeightStore &store,
                       std::vector<std::vector<int32_t>> sequences,
                       const SolAwqCalibrateOptions &options, bool progress);
 
-/// Adds the passes of optimisation level `level` (0..3) to `pm`: the
+/// Adds the sol-raise-* passes and sol-raise-check: an imported ONNX graph
+/// becomes the module the Hugging Face importer writes, or is refused.
+void buildSolRaisePipeline(mlir::OpPassManager &pm);
+
+/// Adds the raise passes, then the passes of optimisation level `level`
+/// (0..3) to `pm`: the
 /// fusions from -O2, then the lowering to kernel-level ops, sol-quantize
 /// when `quantize` is given (solc's --quant flags), and the KV-cache plan at
 /// every level. `kvCache` configures sol-plan-kv-cache (solc's --kv-*

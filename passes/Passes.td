@@ -5,6 +5,126 @@
 include "mlir/Pass/PassBase.td"
 
 //===----------------------------------------------------------------------===//
+// Raising (every level): an imported ONNX graph's idioms into Sol's layer
+// ops, one pass per idiom, then sol-raise-check. Modules from the Hugging
+// Face importer have nothing to raise.
+//===----------------------------------------------------------------------===//
+
+def SolRaiseInputs : Pass<"sol-raise-inputs", "::mlir::ModuleOp"> {
+  let summary = "Sol's arguments for an imported ONNX graph";
+  let description = [{
+    Adds `tokens`, `positions`, `token_seq` and `logit_rows` in front of the
+    graph's inputs and makes `input_ids` and `position_ids` views of the
+    first two (a batch of one sequence), so that the raise patterns can use
+    Sol's positions. Only modules the ONNX importer wrote
+    (`sol.onnx_source`).
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolRaiseEmbedding : Pass<"sol-raise-embedding", "::mlir::ModuleOp"> {
+  let summary = "ONNX Gather of a weight's rows into sol.embedding";
+  let description = [{
+    `Gather(table, ids)` along axis 0 of a 2-D weight becomes
+    `sol.embedding` of the ids seen as Sol's flat `tensor<?xi32>`.
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolRaiseRmsNorm : Pass<"sol-raise-rms-norm", "::mlir::ModuleOp"> {
+  let summary = "decomposed RMSNorm into sol.rms_norm";
+  let description = [{
+    `w * (x / sqrt(mean(x^2, axis -1) + eps))` in any of the exporters'
+    spellings (Pow(x, 2) or Mul(x, x); Div(x, s), Mul(x, Div(1, s)) or
+    Mul(x, Reciprocal(s)); float casts anywhere in between) becomes
+    `sol.rms_norm(x, w, eps)`. A norm over the last axis of a value whose
+    heads a Reshape split off (Qwen3's q/k norm) becomes the per-group norm
+    of the unsplit rows. Not raised: another exponent, a mean over another
+    axis or without keepdims, an epsilon outside (0, 1e-2], a norm whose
+    divided value differs from the squared one.
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolRaiseLinear : Pass<"sol-raise-linear", "::mlir::ModuleOp"> {
+  let summary = "MatMul by a weight (and its bias Add) into sol.linear";
+  let description = [{
+    `MatMul(x, Wt)` with `Wt` a 2-D weight stored transposed (`[in, out]`,
+    the exporters' layout) becomes `sol.linear(x, transpose_weight(Wt))`;
+    `MatMul(x, Transpose(W))` with `W` in `[out, in]` becomes
+    `sol.linear(x, W)`. An `Add` of a `[out]` weight right after (either
+    operand order) becomes the linear's bias. Weights of other float types
+    are converted to bf16 by `sol.convert_weight`.
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolRaiseSwiglu : Pass<"sol-raise-swiglu", "::mlir::ModuleOp"> {
+  let summary = "silu(gate) * up into sol.swiglu";
+  let description = [{
+    `Mul(Mul(g, Sigmoid(g)), u)` (any operand order, casts allowed) where
+    `g` and `u` are raised values of one width becomes `sol.swiglu(g, u)`.
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolRaiseResidualAdd : Pass<"sol-raise-residual-add", "::mlir::ModuleOp"> {
+  let summary = "Adds of two raised values into sol.add";
+  let description = [{
+    The residual stream's `Add`s: both operands raised values of one width.
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolRaiseRope : Pass<"sol-raise-rope", "::mlir::ModuleOp"> {
+  let summary = "rotary embeddings into sol.rope";
+  let description = [{
+    `x * cos + rotate_half(x) * sin` on the head view of a raised projection
+    (rotate_half as Slice, Neg, Concat on the last axis) becomes `sol.rope`.
+    cos and sin are evaluated for a few positions: they must be those of
+    position x inv_freq, and inv_freq one that `#sol.rope` computes (the
+    rope parameters of the config.json beside the graph, or plain or linear
+    scaling fitted from the frequencies).
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolRaiseAttention : Pass<"sol-raise-attention", "::mlir::ModuleOp"> {
+  let summary = "eager attention over past/present caches into sol.attention";
+  let description = [{
+    `Transpose(Softmax(q @ Transpose(k) * scale + mask) @ v)` where k and v
+    are a past input concatenated with the new tokens (and repeated for
+    GQA) becomes `sol.attention` of the layer the past input names. The mask
+    is evaluated for steps with and without cached tokens and must be
+    causal, or causal within a sliding window (which the op records).
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolRaiseOutputs : Pass<"sol-raise-outputs", "::mlir::ModuleOp"> {
+  let summary = "an ONNX graph's outputs and inputs into Sol's";
+  let description = [{
+    The logits (the LM head's linear of the final norm) become `sol.logits`
+    of the `logit_rows`; the present key/value outputs are dropped (Sol's
+    attention keeps the cache); inputs nothing reads any more are removed;
+    the module gets its `sol.model`. Leaves the function as it is when any
+    output is something else.
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+def SolRaiseCheck : Pass<"sol-raise-check", "::mlir::ModuleOp"> {
+  let summary = "refuse a graph that was not raised completely, with one report";
+  let description = [{
+    Removes what raising left unused, then fails if any ONNX node remains,
+    naming every unsupported op type (domain, type, count, node names) and
+    the inputs and outputs not yet turned into Sol's. No silent fallback: a
+    graph Sol cannot raise is not compiled.
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Fusions (-O2 and up): each rewrites tensor-level ops into kernel-level ops
 // that do more in one launch.
 //===----------------------------------------------------------------------===//

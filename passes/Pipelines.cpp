@@ -9,6 +9,7 @@ using namespace mlir;
 void sol::buildSolPipeline(OpPassManager &pm, unsigned level,
                            const SolPlanKvCacheOptions &kvCache,
                            const SolQuantizeOptions *quantize) {
+  buildSolRaisePipeline(pm);
   if (level >= 1) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -35,7 +36,26 @@ void sol::buildSolPipeline(OpPassManager &pm, unsigned level,
   pm.addPass(createSolPlanKvCache(kvCache));
 }
 
+void sol::buildSolRaisePipeline(OpPassManager &pm) {
+  // Order matters: each idiom is recognised among raised neighbours (a
+  // per-head norm of a raised projection, a SwiGLU between raised linears,
+  // a residual Add of raised values).
+  pm.addPass(createSolRaiseInputs());
+  pm.addPass(createSolRaiseEmbedding());
+  pm.addPass(createSolRaiseLinear());
+  pm.addPass(createSolRaiseRmsNorm());
+  pm.addPass(createSolRaiseSwiglu());
+  pm.addPass(createSolRaiseResidualAdd());
+  pm.addPass(createSolRaiseRope());
+  pm.addPass(createSolRaiseAttention());
+  pm.addPass(createSolRaiseOutputs());
+  pm.addPass(createSolRaiseCheck());
+}
+
 void sol::registerSolPipelines() {
+  PassPipelineRegistration<>(
+      "sol-raise", "sol-raise-* then sol-raise-check: an ONNX graph raised",
+      [](OpPassManager &pm) { buildSolRaisePipeline(pm); });
   static const char *const names[] = {"sol-O0", "sol-O1", "sol-O2", "sol-O3"};
   for (unsigned level = 0; level < 4; ++level) {
     PassPipelineRegistration<>(

@@ -1,6 +1,8 @@
 //===- HfImporter.cpp - Hugging Face checkpoint -> sol dialect ------------===//
 #include "frontend/import/HfImporter.h"
 
+#include "frontend/import/SideFiles.h"
+
 #include "frontend/hf/DerivedRope.h"
 #include "ir/QuantizedOutputs.h"
 #include "ir/SolDialect.h"
@@ -12,8 +14,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <optional>
 
 using namespace mlir;
@@ -36,7 +36,9 @@ Type elementType(OpBuilder &b, DType dtype) {
   }
 }
 
-RopeAttr ropeAttr(MLIRContext *ctx, const hf::ModelConfig &config) {
+} // namespace
+
+RopeAttr ropeAttrOf(MLIRContext *ctx, const hf::ModelConfig &config) {
   const RopeParameters p = hf::ropeParameters(config);
   RopeScalingKind kind = RopeScalingKind::None;
   switch (p.scaling) {
@@ -59,35 +61,7 @@ RopeAttr ropeAttr(MLIRContext *ctx, const hf::ModelConfig &config) {
       APFloat(kind == RopeScalingKind::Yarn ? p.attentionFactor : 0.0));
 }
 
-std::string readText(const std::filesystem::path &p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in)
-    fail("cannot read ", p.string());
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-/// The plan's generation defaults: config.json's token ids, overridden by
-/// generation_config.json where it sets them.
-GenerationDefaults generationDefaults(const HfModel &model) {
-  GenerationDefaults gen;
-  gen.eosTokenIds = model.config.eosTokenIds;
-  gen.bosTokenId = model.config.bosTokenId;
-  if (const auto &g = model.generation) {
-    if (!g->eosTokenIds.empty())
-      gen.eosTokenIds = g->eosTokenIds;
-    if (g->bosTokenId)
-      gen.bosTokenId = g->bosTokenId;
-    gen.padTokenId = g->padTokenId;
-    gen.doSample = g->doSample.value_or(false);
-    gen.temperature = static_cast<float>(g->temperature.value_or(1.0));
-    gen.topK = static_cast<int32_t>(g->topK.value_or(0));
-    gen.topP = static_cast<float>(g->topP.value_or(1.0));
-    gen.repetitionPenalty =
-        static_cast<float>(g->repetitionPenalty.value_or(1.0));
-    gen.maxNewTokens = g->maxNewTokens.value_or(-1);
-  }
-  return gen;
-}
+namespace {
 
 /// The elements of a checkpoint tensor (which may sit at any byte offset).
 template <typename T>
@@ -351,7 +325,7 @@ OwningOpRef<ModuleOp> Builder::build() {
 
   // Sol computes in bf16 whatever the checkpoint stores.
   actType = b.getBF16Type();
-  rope = ropeAttr(&ctx, config);
+  rope = ropeAttrOf(&ctx, config);
   auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
   auto logitsType = RankedTensorType::get(
       {ShapedType::kDynamic, config.vocabSize}, b.getF32Type());
@@ -400,19 +374,10 @@ ImportedModel importHfModel(MLIRContext &context,
     a.tokenizerJson = readText(*model->tokenizerJson);
   if (model->tokenizerConfigJson)
     a.tokenizerConfigJson = readText(*model->tokenizerConfigJson);
-  a.generation = generationDefaults(*model);
+  a.generation = generationDefaults(
+      model->config.eosTokenIds, model->config.bosTokenId, model->generation);
   imported.weights.retain(std::move(model));
   return imported;
-}
-
-ImportedModel importModel(MLIRContext &context,
-                          const std::filesystem::path &source) {
-  if (std::filesystem::is_regular_file(source) && source.extension() == ".onnx")
-    fail(source.string(), ": ONNX import is not supported yet; give a "
-                          "Hugging Face checkpoint directory (config.json "
-                          "and *.safetensors)");
-  return importHfModel(context,
-                       std::make_shared<const HfModel>(HfModel::open(source)));
 }
 
 } // namespace sol

@@ -9,6 +9,7 @@
 
 #include "frontend/import/HfModel.h"
 #include "frontend/import/ImportedModel.h"
+#include "ir/SolDialect.h"
 
 #include <memory>
 
@@ -31,5 +32,9 @@ namespace sol {
 /// The store keeps `model` (its mapped files) alive.
 ImportedModel importHfModel(mlir::MLIRContext &context,
                             std::shared_ptr<const HfModel> model);
+
+/// The #sol.rope of a checkpoint's config (theta, scaling and its
+/// parameters, with the format's defaults resolved).
+RopeAttr ropeAttrOf(mlir::MLIRContext *ctx, const hf::ModelConfig &config);
 
 } // namespace sol

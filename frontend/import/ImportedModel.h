@@ -24,9 +24,10 @@ struct ImportedModel {
   ModelAssets assets;
 };
 
-/// Imports the model at `source`: a Hugging Face checkpoint directory.
-/// Throws sol::Error naming the problem (not a model, an unsupported
-/// format or architecture, a malformed file).
+/// Imports the model at `source`: an ONNX file, a directory holding one
+/// (model.onnx), or a Hugging Face checkpoint directory. Throws sol::Error
+/// naming the problem (not a model, an unsupported format or architecture,
+/// a malformed file).
 ImportedModel importModel(mlir::MLIRContext &context,
                           const std::filesystem::path &source);
 

@@ -3,6 +3,7 @@
 //   solc MODEL_DIR -o model.plan [-O0..3] [--gpu sm_90|none] compile to a plan
 //   solc MODEL_DIR --emit=mlir [-O0..3]      print the kernel-level sol module
 //   solc MODEL_DIR --emit=imported           print the module as imported
+//   solc MODEL.onnx --emit=raised            print an ONNX graph raised
 //   --kv-block-size N, --kv-cache-dtype bf16|fp8   the paged KV cache's layout
 //   --quant int8|fp8|int4-rtn|int4-awq [--group-size N] [--quant-lm-head]
 //                                           quantize the linears' weights
@@ -123,6 +124,14 @@ int run(const Options &opts) {
     print(module);
     return 0;
   }
+  if (opts.emit == "raised") {
+    mlir::PassManager raise(&context);
+    sol::buildSolRaisePipeline(raise);
+    if (mlir::failed(raise.run(module)))
+      sol::fail("cannot raise ", opts.input, " into Sol's ops (see above)");
+    print(module);
+    return 0;
+  }
 
   if (opts.quant == "int4-awq")
     calibrate(module, model, opts);
@@ -191,12 +200,14 @@ int run(const Options &opts) {
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"solc: compile a Hugging Face checkpoint into a Sol plan"};
+  CLI::App app{"solc: compile a Hugging Face checkpoint or an ONNX graph into "
+               "a Sol plan"};
   Options opts;
   for (int i = 0; i < argc; ++i)
     opts.commandLine += (i ? " " : "") + std::string(argv[i]);
   app.add_option("input", opts.input,
-                 "Hugging Face model directory (config.json + *.safetensors)")
+                 "Hugging Face model directory (config.json + *.safetensors), "
+                 "an ONNX file, or a directory holding model.onnx")
       ->required();
   app.add_option("-o,--output", opts.output,
                  "output file: the plan, or the IR with --emit=mlir ('-' for "
@@ -204,9 +215,10 @@ int main(int argc, char **argv) {
   app.add_option("--emit", opts.emit,
                  "what to produce: plan (default with -o), mlir (the "
                  "kernel-level sol module after the -O pipeline; default "
-                 "without -o) or imported (the module as the importer made "
-                 "it)")
-      ->check(CLI::IsMember({"plan", "mlir", "imported"}));
+                 "without -o), imported (the module as the importer made "
+                 "it: an ONNX graph node for node) or raised (after the "
+                 "sol-raise passes, before the -O pipeline)")
+      ->check(CLI::IsMember({"plan", "mlir", "imported", "raised"}));
   app.add_option("-O", opts.optLevel, "optimisation level 0..3 (default 2)")
       ->check(CLI::Range(0u, 3u));
   app.add_option("--gpu", opts.gpu,

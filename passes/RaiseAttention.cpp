@@ -1,0 +1,467 @@
+//===- RaiseAttention.cpp - sol-raise-attention ---------------------------===//
+//
+// Eager attention as Hugging Face code exports it, over the KV cache the
+// graph takes as inputs and returns as outputs:
+//
+//   k = Concat(past_key, k_new, axis 2)          (also the present output)
+//   k = repeat_kv(k)                             (GQA: Unsqueeze, Expand,
+//                                                 Reshape)
+//   p = Softmax(q @ Transpose(k) * scale + mask) (Casts, an IsNaN guard)
+//   o = Transpose(p @ repeat_kv(v), [0, 2, 1, 3])
+//
+// becomes sol.attention over Sol's paged cache of that layer. The mask is
+// recognised by what it computes: it is evaluated for steps with and
+// without cached tokens, and must be 0 where a causal (or sliding-window)
+// attention lets a query see a key and very negative elsewhere (or true and
+// false, for a boolean mask). Opset 23's Attention op over the same caches
+// is raised the same way.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/OnnxEvaluator.h"
+#include "passes/OnnxMatch.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
+
+namespace sol {
+#define GEN_PASS_DEF_SOLRAISEATTENTION
+#include "passes/Passes.h.inc"
+} // namespace sol
+
+using namespace mlir;
+using namespace sol;
+using namespace sol::raise;
+
+namespace {
+
+/// Mask entries at or below this are "masked" (finfo.min of f16 is -65504,
+/// and some exporters use -1e4 or -inf).
+constexpr double kMaskedBelow = -1e4;
+
+/// The steps the mask is evaluated for: (cached tokens, new tokens). The
+/// last one is long enough to see sliding windows of up to 4096 tokens.
+const std::pair<int64_t, int64_t> kMaskSteps[] = {
+    {0, 5}, {3, 4}, {12, 5}, {4500, 2}};
+
+/// x without a GQA repeat_kv: Reshape(Expand(Unsqueeze(x, 2))) -> x.
+Value stripRepeatKv(Value v) {
+  v = skipFloatCasts(v);
+  if (OnnxOp reshape = producer(v, "Reshape"))
+    if (OnnxOp expand = producer(reshape.getInputs()[0], "Expand"))
+      if (OnnxOp unsqueeze = producer(expand.getInputs()[0], "Unsqueeze")) {
+        std::optional<SmallVector<int64_t>> axes = axesOf(unsqueeze);
+        if (axes && axes->size() == 1 && (*axes)[0] == 2)
+          return unsqueeze.getInputs()[0];
+      }
+  return v;
+}
+
+/// The cached sequence of one layer: Concat(past, new, axis 2) with `past`
+/// a function argument. Sets the two.
+bool matchCacheConcat(Value v, BlockArgument &past, Value &fresh) {
+  OnnxOp concat = producer(v, "Concat");
+  if (!concat || concat.getInputs().size() != 2)
+    return false;
+  int64_t axis = intAttr(concat, "axis", 0);
+  if (axis != 2 && axis != -2)
+    return false;
+  past = dyn_cast<BlockArgument>(skipFloatCasts(concat.getInputs()[0]));
+  fresh = concat.getInputs()[1];
+  return bool(past);
+}
+
+/// The token-major Sol value of a [batch, heads, seq, dim] head view: a
+/// Transpose([0, 2, 1, 3]) of a view of it.
+Value headsSource(Value v) {
+  OnnxOp transpose = producer(skipFloatCasts(v), "Transpose");
+  if (!transpose || !isPermutation(transpose, {0, 2, 1, 3}))
+    return {};
+  return viewedSolValue(transpose.getInputs()[0]);
+}
+
+/// The layer of a past input from its name ("past_key_values.3.key").
+std::optional<int64_t> layerOf(BlockArgument past) {
+  auto fn = cast<func::FuncOp>(past.getOwner()->getParentOp());
+  auto name = fn.getArgAttrOfType<StringAttr>(past.getArgNumber(), "sol.name");
+  if (!name)
+    return std::nullopt;
+  SmallVector<StringRef> parts;
+  name.getValue().split(parts, '.');
+  for (StringRef part : parts) {
+    int64_t layer;
+    if (!part.getAsInteger(10, layer))
+      return layer;
+  }
+  return std::nullopt;
+}
+
+/// The scores q @ kᵀ and their scale: Mul by a constant, Div by one, or
+/// both operands scaled (sdpa's decomposition, sqrt(scale) on each). Sets
+/// the two operands of the product, without their scaling.
+bool matchScores(Value v, Value &q, Value &kt, double &scale) {
+  v = skipFloatCasts(v);
+  scale = 1.0;
+  OnnxOp matmul;
+  if (OnnxOp mul = producer(v, "Mul")) {
+    for (int i = 0; i < 2 && !matmul; ++i)
+      if (std::optional<double> c = splatValue(mul.getInputs()[1 - i]))
+        if ((matmul = producer(skipFloatCasts(mul.getInputs()[i]), "MatMul")))
+          scale = *c;
+  } else if (OnnxOp div = producer(v, "Div")) {
+    std::optional<double> c = splatValue(div.getInputs()[1]);
+    matmul = producer(skipFloatCasts(div.getInputs()[0]), "MatMul");
+    if (!c || *c == 0)
+      return false;
+    scale = 1.0 / *c;
+  } else {
+    matmul = producer(v, "MatMul");
+  }
+  if (!matmul)
+    return false;
+  q = skipFloatCasts(matmul.getInputs()[0]);
+  kt = skipFloatCasts(matmul.getInputs()[1]);
+  // Each operand scaled by a constant.
+  for (Value *operand : {&q, &kt})
+    if (OnnxOp mul = producer(*operand, "Mul"))
+      for (int i = 0; i < 2; ++i)
+        if (std::optional<double> c = splatValue(mul.getInputs()[1 - i])) {
+          scale *= *c;
+          *operand = skipFloatCasts(mul.getInputs()[i]);
+          break;
+        }
+  return true;
+}
+
+/// k of kᵀ: Transpose(k, [0, 1, 3, 2]), or the exporters' detour through
+/// three dimensions, Reshape(Transpose(Reshape(k, [B·H, T, D]), [0, 2, 1]),
+/// [B, H, D, T]) (its shapes evaluated for a step to check them); or null
+/// with `why` set.
+Value keysOf(Operation *at, Value kt, std::string &why) {
+  why = "kᵀ is neither Transpose(k, [0, 1, 3, 2]) nor its 3-D detour";
+  if (OnnxOp t = producer(kt, "Transpose"))
+    return isPermutation(t, {0, 1, 3, 2}) ? t.getInputs()[0] : Value();
+  OnnxOp outer = producer(kt, "Reshape");
+  OnnxOp t = outer ? producer(outer.getInputs()[0], "Transpose") : OnnxOp();
+  OnnxOp inner = t ? producer(t.getInputs()[0], "Reshape") : OnnxOp();
+  if (!inner || !isPermutation(t, {0, 2, 1}))
+    return {};
+  OnnxEvaluator eval;
+  if (!bindStep(eval, at->getParentOfType<func::FuncOp>(), 3, {3, 4, 5, 6}))
+    return {};
+  std::optional<EvalTensor> s1 = eval.evaluate(inner.getInputs()[1]);
+  std::optional<EvalTensor> s2 = eval.evaluate(outer.getInputs()[1]);
+  if (!s1 || !s2 || s1->shapeOnly || s2->shapeOnly) {
+    why = "cannot evaluate the shapes of kᵀ's detour: " + eval.reason();
+    return {};
+  }
+  if (s1->size() != 3 || s2->size() != 4) {
+    why = "kᵀ's detour has shapes of other ranks";
+    return {};
+  }
+  const std::vector<double> &a = s1->data, &b = s2->data;
+  // [B·H (or -1), T, D] and [B, H, D, T] for a batch of one.
+  if (b[0] != 1 || !(a[0] == b[1] || a[0] == -1) || a[1] != b[3] ||
+      a[2] != b[2]) {
+    why = "kᵀ's detour reshapes to other shapes";
+    return {};
+  }
+  return inner.getInputs()[0];
+}
+
+/// What both spellings of attention give: queries, keys and values as
+/// [batch, heads, seq, dim] values (keys and values perhaps repeated for
+/// GQA), the mask (float: 0 visible, very negative hidden; or boolean:
+/// true visible), and the scale.
+struct AttentionParts {
+  Value q, k, v, mask;
+  bool booleanMask = false;
+  double scale = 1.0;
+};
+
+/// nullopt for a plain causal mask, the window of a sliding one, or
+/// failure when the mask is neither (or cannot be evaluated).
+FailureOr<std::optional<int64_t>>
+maskWindow(Operation *at, Value mask, bool booleanMask, std::string &why) {
+  auto fn = at->getParentOfType<func::FuncOp>();
+  std::optional<int64_t> window;
+  bool windowKnown = false;
+  for (auto [past, fresh] : kMaskSteps) {
+    OnnxEvaluator eval;
+    std::vector<int64_t> positions(fresh);
+    for (int64_t i = 0; i < fresh; ++i)
+      positions[i] = past + i;
+    if (!bindStep(eval, fn, past, positions)) {
+      why = "the past inputs' head count or head_dim is unknown";
+      return failure();
+    }
+    std::optional<EvalTensor> m = eval.evaluate(mask);
+    const int64_t total = past + fresh;
+    if (!m) {
+      why = "cannot evaluate the mask: " + eval.reason();
+      return failure();
+    }
+    if (m->shapeOnly) {
+      why = "the mask depends on the values of activations";
+      return failure();
+    }
+    if (m->size() != fresh * total) {
+      why = "the mask has " + std::to_string(m->size()) + " elements for " +
+            std::to_string(fresh) + " queries and " + std::to_string(total) +
+            " keys";
+      return failure();
+    }
+    why = "the mask of " + std::to_string(fresh) + " queries after " +
+          std::to_string(past) + " cached tokens is not causal";
+    // The earliest key each query sees fixes the window.
+    for (int64_t i = 0; i < fresh; ++i) {
+      const int64_t pos = past + i;
+      int64_t first = -1;
+      for (int64_t j = 0; j < total; ++j) {
+        double x = m->data[i * total + j];
+        bool visible = booleanMask ? x != 0.0 : x == 0.0;
+        bool hidden =
+            booleanMask ? x == 0.0 : (x <= kMaskedBelow || std::isnan(x));
+        if (!visible && !hidden)
+          return failure();
+        if (visible && j > pos)
+          return failure();
+        if (visible && first < 0)
+          first = j;
+        if (first >= 0 && !visible && j <= pos)
+          return failure();
+      }
+      if (first < 0)
+        return failure();
+      if (first > 0) {
+        int64_t w = pos - first + 1;
+        if (windowKnown && window != w)
+          return failure();
+        window = w;
+        windowKnown = true;
+      } else if (windowKnown && window && pos + 1 > *window) {
+        return failure();
+      }
+    }
+  }
+  return window;
+}
+
+/// sol.attention for `parts` (the root op `at` decides the insertion point
+/// and location), or failure with `why`.
+FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
+                                 const AttentionParts &parts,
+                                 std::string &why) {
+  Value q = headsSource(parts.q);
+  if (!q) {
+    why = "q is not the head view of a raised projection";
+    return failure();
+  }
+  BlockArgument pastK, pastV;
+  Value newK, newV;
+  if (!matchCacheConcat(stripRepeatKv(parts.k), pastK, newK) ||
+      !matchCacheConcat(stripRepeatKv(parts.v), pastV, newV)) {
+    why = "k or v is not a past input concatenated with new tokens";
+    return failure();
+  }
+  Value k = headsSource(newK), v = headsSource(newV);
+  if (!k || !v) {
+    why = "new k or v not recognised";
+    return failure();
+  }
+  auto pastType = dyn_cast<RankedTensorType>(pastK.getType());
+  if (!pastType || pastType.getRank() != 4 || pastType.isDynamicDim(1) ||
+      pastType.isDynamicDim(3)) {
+    why = "past keys of unknown shape";
+    return failure();
+  }
+  const int64_t kvHeads = pastType.getDimSize(1), dim = pastType.getDimSize(3);
+  const int64_t qWidth = cast<RankedTensorType>(q.getType()).getDimSize(1);
+  if (cast<RankedTensorType>(k.getType()).getDimSize(1) != kvHeads * dim ||
+      k.getType() != v.getType() || qWidth % dim != 0 ||
+      (qWidth / dim) % kvHeads != 0) {
+    why = "head counts do not agree";
+    return failure();
+  }
+  std::optional<int64_t> layer = layerOf(pastK);
+  if (!layer || layerOf(pastV) != layer) {
+    why = "cannot tell the layer";
+    return failure();
+  }
+  if (!parts.mask) {
+    why = "attention without a mask";
+    return failure();
+  }
+  FailureOr<std::optional<int64_t>> window =
+      maskWindow(at, parts.mask, parts.booleanMask, why);
+  if (failed(window))
+    return failure();
+  Value positions = solArgument(at, "positions");
+  Value tokenSeq = solArgument(at, "token_seq");
+  if (!positions || !tokenSeq) {
+    why = "no Sol arguments";
+    return failure();
+  }
+  rewriter.setInsertionPoint(at);
+  return rewriter
+      .create<AttentionOp>(
+          at->getLoc(), q.getType(), q, k, v, positions, tokenSeq,
+          rewriter.getI64IntegerAttr(*layer),
+          rewriter.getI64IntegerAttr(qWidth / dim),
+          rewriter.getI64IntegerAttr(kvHeads), rewriter.getI64IntegerAttr(dim),
+          rewriter.getF32FloatAttr(float(parts.scale)),
+          rewriter.getBoolAttr(true),
+          *window ? rewriter.getI64IntegerAttr(**window) : IntegerAttr())
+      .getResult();
+}
+
+/// The [batch, seq, heads, dim] view of a raised attention's result.
+SmallVector<int64_t> headsShape(Value attn, int64_t heads) {
+  int64_t width = cast<RankedTensorType>(attn.getType()).getDimSize(1);
+  return {ShapedType::kDynamic, ShapedType::kDynamic, heads, width / heads};
+}
+
+/// Decomposed (eager, or sdpa's decomposition).
+struct RaiseAttention : OpRewritePattern<OnnxOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnnxOp out,
+                                PatternRewriter &rewriter) const override {
+    if (out.getOpType() != "Transpose" || !out.getDomain().empty() ||
+        !isPermutation(out, {0, 2, 1, 3}))
+      return failure();
+    OnnxOp pv = producer(skipFloatCasts(out.getInputs()[0]), "MatMul");
+    if (!pv)
+      return failure();
+
+    // p = [Where(IsNaN(s), 0, s)] of s = Softmax(scores [+ mask]).
+    Value p = skipFloatCasts(pv.getInputs()[0]);
+    if (OnnxOp where = producer(p, "Where"))
+      if (OnnxOp isnan = producer(where.getInputs()[0], "IsNaN");
+          isnan && splatValue(where.getInputs()[1]) == 0.0 &&
+          skipFloatCasts(isnan.getInputs()[0]) ==
+              skipFloatCasts(where.getInputs()[2]))
+        p = skipFloatCasts(where.getInputs()[2]);
+    OnnxOp softmax = producer(p, "Softmax");
+    if (!softmax || !(intAttr(softmax, "axis", -1) == -1 ||
+                      intAttr(softmax, "axis", -1) == 3))
+      return failure();
+    Value logits = skipFloatCasts(softmax.getInputs()[0]);
+    AttentionParts parts;
+    Value kt;
+    bool found = false;
+    if (OnnxOp add = producer(logits, "Add")) {
+      for (int i = 0; i < 2 && !found; ++i)
+        if ((found = matchScores(add.getInputs()[i], parts.q, kt, parts.scale)))
+          parts.mask = add.getInputs()[1 - i];
+    } else {
+      found = matchScores(logits, parts.q, kt, parts.scale);
+    }
+    if (!found)
+      return nearMiss(rewriter, out, "not softmax(q @ kᵀ ...)");
+    std::string why;
+    parts.k = keysOf(out, kt, why);
+    if (!parts.k)
+      return nearMiss(rewriter, out, why);
+    parts.v = pv.getInputs()[1];
+    int64_t heads = 0;
+    FailureOr<Value> attn = createAttention(rewriter, out, parts, why);
+    if (failed(attn))
+      return nearMiss(rewriter, out, why);
+    heads = cast<AttentionOp>(attn->getDefiningOp()).getNumHeads();
+    replaceWithView(rewriter, out, *attn, headsShape(*attn, heads));
+    return success();
+  }
+};
+
+/// Opset 23's Attention(Q, K, V, mask) on [batch, heads, seq, dim] values.
+struct RaiseAttentionOp : OpRewritePattern<OnnxOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnnxOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getOpType() != "Attention" || !op.getDomain().empty())
+      return failure();
+    auto inputs = op.getInputs();
+    auto present = [&](unsigned i) {
+      return i < inputs.size() && !isa<NoneType>(inputs[i].getType());
+    };
+    if (present(4) || present(5) || present(6))
+      return nearMiss(rewriter, op,
+                      "past_key/past_value inputs of the op (the cache "
+                      "inside it) are not supported yet");
+    if (auto softcap = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("softcap"));
+        softcap && softcap.getValueAsDouble() != 0.0)
+      return nearMiss(rewriter, op, "softcap is not supported");
+    if (intAttr(op, "qk_matmul_output_mode", 0) != 0 ||
+        op->getNumResults() > 1 && !op->getResult(1).use_empty())
+      return nearMiss(rewriter, op, "extra outputs are read");
+    if (inputs.size() < 3 || !isa<RankedTensorType>(inputs[0].getType()) ||
+        cast<RankedTensorType>(inputs[0].getType()).getRank() != 4)
+      return nearMiss(rewriter, op, "not the 4-D form");
+    AttentionParts parts;
+    parts.q = inputs[0];
+    parts.k = inputs[1];
+    parts.v = inputs[2];
+    auto qType = cast<RankedTensorType>(inputs[0].getType());
+    const int64_t dim = qType.getDimSize(3);
+    parts.scale = 1.0 / std::sqrt(double(dim));
+    if (auto scale = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("scale")))
+      parts.scale = scale.getValueAsDouble();
+    if (present(3)) {
+      parts.mask = inputs[3];
+      parts.booleanMask =
+          getElementTypeOrSelf(inputs[3].getType()).isInteger(1);
+    } else if (intAttr(op, "is_causal", 0) == 0) {
+      return nearMiss(rewriter, op, "neither a mask nor is_causal");
+    }
+    if (!parts.mask)
+      return nearMiss(rewriter, op,
+                      "is_causal without a mask (the cached length is "
+                      "implicit) is not supported yet");
+    std::string why;
+    FailureOr<Value> attn = createAttention(rewriter, op, parts, why);
+    if (failed(attn))
+      return nearMiss(rewriter, op, why);
+    const int64_t heads =
+        cast<AttentionOp>(attn->getDefiningOp()).getNumHeads();
+    // Y is [batch, heads, seq, dim]; the graph transposes it back to
+    // [batch, seq, heads, dim] right after, which is the raised value's view.
+    Value y = op.getResult(0);
+    if (y.hasOneUse())
+      if (auto t = dyn_cast<OnnxOp>(*y.user_begin());
+          t && t.getOpType() == "Transpose" && isPermutation(t, {0, 2, 1, 3})) {
+        replaceWithView(rewriter, t, *attn, headsShape(*attn, heads));
+        if (op->use_empty())
+          rewriter.eraseOp(op);
+        return success();
+      }
+    auto viewType = RankedTensorType::get(headsShape(*attn, heads),
+                                          getElementTypeOrSelf(y.getType()));
+    Value view = rewriter.create<BatchViewOp>(op.getLoc(), viewType, *attn);
+    Value back =
+        createOnnx(rewriter, op.getLoc(), "Transpose", y.getType(), {view},
+                   {rewriter.getNamedAttr(
+                       "perm", rewriter.getDenseI64ArrayAttr({0, 2, 1, 3}))})
+            .getResult(0);
+    rewriter.replaceAllUsesWith(y, back);
+    if (op->use_empty())
+      rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct SolRaiseAttentionPass
+    : sol::impl::SolRaiseAttentionBase<SolRaiseAttentionPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<RaiseAttention, RaiseAttentionOp>(&getContext());
+    if (failed(applyRaisePatterns(getOperation(), std::move(patterns),
+                                  "sol-raise-attention")))
+      signalPassFailure();
+  }
+};
+
+} // namespace
