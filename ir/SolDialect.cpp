@@ -390,6 +390,69 @@ LogicalResult QuantizeWeightOp::verify() {
                          getZeros());
 }
 
+LogicalResult UnpackNBitsOp::verify() {
+  auto packed = getPacked().getType();
+  const int64_t bits = getBits(), block = getBlockSize();
+  if (!(bits == 2 || bits == 4 || bits == 8))
+    return emitOpError() << "unpacks 2, 4 or 8-bit codes, not " << bits;
+  if (block < 16 || (block & (block - 1)) != 0)
+    return emitOpError() << "needs a power-of-two block size of at least 16, "
+                         << "not " << block;
+  if (packed.getRank() != 3 || !packed.getElementType().isUnsignedInteger(8) ||
+      packed.getDimSize(2) != block * bits / 8)
+    return emitOpError() << "packed codes must be ui8 [N, blocks, "
+                         << block * bits / 8 << "], not "
+                         << shapeString(packed);
+  const int64_t n = packed.getDimSize(0), blocks = packed.getDimSize(1);
+  auto scales = getScales().getType();
+  if (!isFloatElement(scales.getElementType()) ||
+      scales.getNumElements() != n * blocks)
+    return emitOpError() << "scales must be " << n * blocks
+                         << " floats (one per row and block), not "
+                         << shapeString(scales);
+  if (Value zeros = getZeroPoints()) {
+    auto type = cast<RankedTensorType>(zeros.getType());
+    const int64_t perByte = 8 / bits;
+    const bool packedZeros =
+        type.getElementType().isUnsignedInteger(8) &&
+        type.getNumElements() == n * ((blocks + perByte - 1) / perByte);
+    const bool floatZeros = isFloatElement(type.getElementType()) &&
+                            type.getNumElements() == n * blocks;
+    if (!packedZeros && !floatZeros)
+      return emitOpError() << "zero points must be packed ui8 codes or one "
+                           << "float per row and block, not "
+                           << shapeString(type);
+  }
+  auto outputs = getOutputs();
+  if (outputs.size() == 1) {
+    auto w = cast<RankedTensorType>(outputs[0].getType());
+    if (w.getRank() != 2 || w.getDimSize(0) != n ||
+        w.getDimSize(1) > blocks * block || w.getDimSize(1) <= 0 ||
+        !w.getElementType().isBF16())
+      return emitOpError() << "dequantizes to a bf16 [" << n
+                           << ", K <= " << blocks * block << "] weight, not "
+                           << shapeString(w);
+    return success();
+  }
+  if (outputs.size() != 3 || bits != 4)
+    return emitOpError() << "has one result (bf16) or three (Sol's int4, "
+                         << "from 4-bit codes)";
+  auto codes = cast<RankedTensorType>(outputs[0].getType());
+  if (codes.getRank() != 2 || codes.getDimSize(0) != n ||
+      codes.getDimSize(1) != blocks * block ||
+      !codes.getElementType().isInteger(4))
+    return emitOpError() << "int4 codes must be [" << n << ", "
+                         << blocks * block << "] i4, not "
+                         << shapeString(codes);
+  if (Value zeros = getZeroPoints();
+      zeros && !cast<RankedTensorType>(zeros.getType())
+                    .getElementType()
+                    .isUnsignedInteger(8))
+    return emitOpError() << "Sol's int4 takes integer zero points only";
+  return verifyQuantized(*this, QuantScheme::Int4, block, codes, outputs[1],
+                         outputs[2]);
+}
+
 LogicalResult TransposeWeightOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   if (in.getRank() != 2)

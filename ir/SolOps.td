@@ -3,7 +3,7 @@
 // Three groups of ops:
 //  * weights: `sol.weight` names a tensor of the weight store; the weight
 //    transforms (concat, interleave, convert, transpose, scale, clamp,
-//    quantize) derive new weights from others and are materialised by
+//    quantize, unpack_nbits) derive new weights from others and are materialised by
 //    sol-materialize-weights;
 //  * tensor-level layers, as importers produce them (`sol.linear`,
 //    `sol.rms_norm`, `sol.rope`, `sol.attention`, `sol.logits`...);
@@ -191,6 +191,37 @@ def Sol_QuantizeWeightOp : Sol_WeightTransformOp<"quantize_weight"> {
   let assemblyFormat = [{
     $input attr-dict `:` type($input) `->` `(` type($codes) `,` type($scales)
     (`,` type($zeros)^)? `)`
+  }];
+  let hasVerifier = 1;
+}
+
+def Sol_UnpackNBitsOp : Sol_WeightTransformOp<"unpack_nbits"> {
+  let summary = "an onnxruntime MatMulNBits weight in Sol's layout";
+  let description = [{
+    The block-quantized weight of com.microsoft's `MatMulNBits` (and the
+    table of `GatherBlockQuantized`): `packed` holds `[N, blocks, bytes]`
+    codes of `bits` bits, low bits first, for N rows of K inputs in blocks
+    of `block_size`; `scales` `[N, blocks]` (or flat) floats; `zero_points`
+    (optional) packed codes of the same width per block, or floats. A code q
+    of block b stands for (q - z_b) · s_b, z_b defaulting to 2^(bits-1).
+
+    Two forms, by result types:
+    * `(tensor<NxKxi4>, tensor<Nx(K/g)xf32>, tensor<Nx(K/g)xui8>)`: Sol's
+      int4 (runtime/support/Quantize.h), for 4 bits with integer zero points
+      and K a multiple of the block size: the same values, repacked;
+    * `tensor<NxKxbf16>`: the weight dequantized.
+
+    ```mlir
+    %c, %s, %z = sol.unpack_nbits %q, %sc {bits = 4, block_size = 32} : (tensor<64x2x16xui8>, tensor<64x2xf32>) -> (tensor<64x64xi4>, tensor<64x2xf32>, tensor<64x2xui8>)
+    ```
+  }];
+  let arguments = (ins Sol_WeightTensor:$packed, Sol_WeightTensor:$scales,
+                       Optional<Sol_WeightTensor>:$zero_points,
+                       I64Attr:$bits, I64Attr:$block_size);
+  let results = (outs Variadic<Sol_WeightTensor>:$outputs);
+  let assemblyFormat = [{
+    $packed `,` $scales (`,` $zero_points^)? attr-dict `:` `(` type($packed)
+    `,` type($scales) (`,` type($zero_points)^)? `)` `->` `(` type($outputs) `)`
   }];
   let hasVerifier = 1;
 }

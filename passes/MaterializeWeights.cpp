@@ -14,6 +14,7 @@
 
 #include "runtime/support/Error.h"
 #include "runtime/support/Quantize.h"
+#include "runtime/support/QuantizedCheckpoint.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -174,6 +175,8 @@ struct SolMaterializeWeightsPass
     }
     if (auto q = dyn_cast<QuantizeWeightOp>(op))
       return materializeQuantized(q, sources[0]);
+    if (auto unpack = dyn_cast<UnpackNBitsOp>(op))
+      return materializeNBits(unpack, sources);
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
     const DType dtype = storeDType(type.getElementType());
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
@@ -293,6 +296,73 @@ struct SolMaterializeWeightsPass
     for (int which = 0; which < outputs; ++which)
       replaceByStored(
           op->getResult(which), base + suffixes[which],
+          [once, which](const WeightStore &s, const ByteSink &sink) {
+            once->write(s, which, sink);
+          });
+    op->erase();
+    return success();
+  }
+
+  /// A MatMulNBits weight: Sol's int4 (`packed~int4`, `.scales`, `.zeros`)
+  /// or a bf16 dequantization (`packed~bf16`).
+  LogicalResult materializeNBits(UnpackNBitsOp op,
+                                 const SmallVector<std::string> &sources) {
+    auto packedType = op.getPacked().getType();
+    const int64_t rows = packedType.getDimSize(0), bits = op.getBits(),
+                  block = op.getBlockSize();
+    const bool floatZeros =
+        op.getZeroPoints() &&
+        isa<FloatType>(getElementTypeOrSelf(op.getZeroPoints().getType()));
+    const bool dequantize = op.getOutputs().size() == 1;
+    const int64_t cols =
+        cast<RankedTensorType>(op.getOutputs()[0].getType()).getDimSize(1);
+    // Reads the op's tensors and calls `use` with them.
+    auto withWeight = [=](const WeightStore &s, auto &&use) {
+      std::vector<std::byte> packedBytes, zeroBytes;
+      auto packed = s.contiguous(sources[0], packedBytes);
+      std::vector<float> scales = s.readFloat(sources[1]), zeroFloats;
+      quant::NBitsWeight w;
+      w.rows = rows;
+      w.cols = cols;
+      w.bits = bits;
+      w.blockSize = block;
+      w.packed = {reinterpret_cast<const uint8_t *>(packed.data()),
+                  packed.size()};
+      w.scales = scales;
+      if (sources.size() > 2 && floatZeros) {
+        zeroFloats = s.readFloat(sources[2]);
+        w.zeroFloats = zeroFloats;
+      } else if (sources.size() > 2) {
+        auto zeros = s.contiguous(sources[2], zeroBytes);
+        w.zeroCodes = {reinterpret_cast<const uint8_t *>(zeros.data()),
+                       zeros.size()};
+      }
+      return use(w);
+    };
+    if (dequantize) {
+      replaceByStored(
+          op.getOutputs()[0], sources[0] + "~bf16",
+          [withWeight](const WeightStore &s, const ByteSink &sink) {
+            sink(fromFloat(withWeight(s,
+                                      [](const quant::NBitsWeight &w) {
+                                        return quant::dequantizeNBits(w);
+                                      }),
+                           DType::BF16));
+          });
+      op->erase();
+      return success();
+    }
+    auto once = std::make_shared<QuantizedOutputs>(
+        [withWeight](const WeightStore &s) {
+          return withWeight(s, [](const quant::NBitsWeight &w) {
+            return quant::unpackNBits(w);
+          });
+        },
+        3);
+    static const char *const suffixes[] = {"", ".scales", ".zeros"};
+    for (int which = 0; which < 3; ++which)
+      replaceByStored(
+          op.getOutputs()[which], sources[0] + "~int4" + suffixes[which],
           [once, which](const WeightStore &s, const ByteSink &sink) {
             once->write(s, which, sink);
           });

@@ -197,8 +197,10 @@ bool bindStep(OnnxEvaluator &eval, Operation *op, int64_t past,
     } else if (s == "attention_mask" && type.getRank() == 2) {
       eval.bind(arg, EvalTensor::filled({1, past + n}, 1, true));
     } else if (type.getRank() == 4 && s.starts_with("past")) {
+      // Sizes the graph leaves open (onnxruntime-genai's kv_cache_dim):
+      // unbound, so what reads the input cannot be evaluated.
       if (type.isDynamicDim(1) || type.isDynamicDim(3))
-        return false;
+        continue;
       eval.bind(arg, EvalTensor::filled(
                          {1, type.getDimSize(1), past, type.getDimSize(3)}, 0,
                          false));
@@ -211,6 +213,25 @@ std::optional<EvalTensor> OnnxEvaluator::compute(Value v) {
   Operation *def = v.getDefiningOp();
   if (!def)
     return fail("it reads a graph input the pattern did not set");
+  if (isa<OnnxConstantOp, WeightOp>(def) && store_) {
+    auto c = dyn_cast<OnnxConstantOp>(def);
+    FlatSymbolRefAttr name =
+        c ? c.getWeightAttr() : cast<WeightOp>(def).getNameAttr();
+    auto type = cast<RankedTensorType>(v.getType());
+    if (name && isa<FloatType>(type.getElementType())) {
+      EvalTensor out;
+      out.shape.assign(type.getShape().begin(), type.getShape().end());
+      try {
+        std::vector<float> values = store_->readFloat(name.getValue());
+        out.data.assign(values.begin(), values.end());
+      } catch (const std::exception &e) {
+        return fail(std::string("cannot read weight: ") + e.what());
+      }
+      if (int64_t(out.data.size()) != out.size())
+        return fail("a weight of another size than its type");
+      return out;
+    }
+  }
   if (auto c = dyn_cast<OnnxConstantOp>(def)) {
     auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
     if (!dense)
@@ -755,6 +776,64 @@ OnnxEvaluator::computeOp(OnnxOp op, Value v, std::vector<EvalTensor> &in) {
         for (int64_t j = 0; j < cols; ++j)
           if (upper ? j - i < k : j - i > k)
             out.data[base + i * cols + j] = 0;
+    return out;
+  }
+  if (type == "ReduceSum" || type == "ReduceMax" || type == "ReduceMin" ||
+      type == "ReduceMean") {
+    // Axes from the attribute (older opsets) or the second input; none
+    // means all, unless noop_with_empty_axes.
+    const EvalTensor &x = in.at(0);
+    const int64_t rank = x.shape.size();
+    std::vector<int64_t> axes;
+    if (auto attr = dyn_cast_or_null<DenseI64ArrayAttr>(op.getOnnxAttr("axes")))
+      axes.assign(attr.asArrayRef().begin(), attr.asArrayRef().end());
+    else if (in.size() > 1 && !in[1].data.empty())
+      axes = asInts(in[1]);
+    if (axes.empty() && intAttr(op, "noop_with_empty_axes", 0) != 0)
+      return x;
+    std::vector<bool> reduced(rank, axes.empty());
+    for (int64_t a : axes) {
+      a = normAxis(a, rank);
+      if (a < 0 || a >= rank)
+        return fail(type.str() + " over an axis out of range");
+      reduced[a] = true;
+    }
+    const bool keep = intAttr(op, "keepdims", 1) != 0;
+    EvalTensor out;
+    out.isInteger = x.isInteger;
+    std::vector<int64_t> outShape; // with the reduced axes as 1
+    for (int64_t i = 0; i < rank; ++i)
+      outShape.push_back(reduced[i] ? 1 : x.shape[i]);
+    const int64_t outSize = product(outShape);
+    const bool sum = type == "ReduceSum" || type == "ReduceMean";
+    out.data.assign(outSize,
+                    sum ? 0.0
+                        : (type == "ReduceMax"
+                               ? -std::numeric_limits<double>::infinity()
+                               : std::numeric_limits<double>::infinity()));
+    std::vector<int64_t> counts(outSize, 0);
+    std::vector<int64_t> index(rank, 0);
+    for (int64_t flat = 0; flat < x.size(); ++flat) {
+      int64_t o = 0;
+      for (int64_t i = 0; i < rank; ++i)
+        o = o * outShape[i] + (reduced[i] ? 0 : index[i]);
+      const double v = x.data[flat];
+      double &acc = out.data[o];
+      acc = sum ? acc + v
+                : (type == "ReduceMax" ? std::max(acc, v) : std::min(acc, v));
+      ++counts[o];
+      for (int64_t i = rank - 1; i >= 0; --i) {
+        if (++index[i] < x.shape[i])
+          break;
+        index[i] = 0;
+      }
+    }
+    if (type == "ReduceMean")
+      for (int64_t o = 0; o < outSize; ++o)
+        out.data[o] = counts[o] ? out.data[o] / double(counts[o]) : 0.0;
+    for (int64_t i = 0; i < rank; ++i)
+      if (keep || !reduced[i])
+        out.shape.push_back(outShape[i]);
     return out;
   }
   return fail("it uses " + type.str() + ", which the evaluator does not know");

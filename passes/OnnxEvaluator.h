@@ -8,12 +8,14 @@
 // subgraphs for chosen inputs (positions 0..n, a cache of p tokens) and
 // compare the result with what the idiom must compute. Float64 throughout;
 // shape ops, elementwise math, comparisons, Where, Gather, Slice, MatMul.
-// Anything else (a weight, a raised op) makes the value not evaluable.
+// Float weights are read from the weight store when the pattern has one;
+// anything else (a raised op) makes the value not evaluable.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "ir/SolDialect.h"
+#include "ir/WeightStore.h"
 
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
@@ -44,6 +46,9 @@ public:
   void bind(mlir::Value v, EvalTensor t) { values_[v] = std::move(t); }
   /// The rows of Sol's token-major activations in this step (its tokens).
   void setStepTokens(int64_t n) { stepTokens_ = n; }
+  /// Lets weights (initializers the store holds: rotary cos/sin caches) be
+  /// read; without a store they are not evaluable.
+  void setWeightStore(const WeightStore *store) { store_ = store; }
   /// The value of `v`, or nullopt with `reason()` saying why not. A result
   /// with `shapeOnly` set depends on a raised activation's values: only its
   /// shape is right.
@@ -60,6 +65,7 @@ private:
   std::string reason_;
   int depth_ = 0;
   int64_t stepTokens_ = -1;
+  const WeightStore *store_ = nullptr;
 };
 
 /// Binds the arguments of `fn` (a raised graph's function, whose Sol
@@ -68,7 +74,8 @@ private:
 /// step's length): tokens and token_seq zeros, positions as given,
 /// attention_mask all ones over past + new, each rank-4 past key/value
 /// [1, heads, past, head_dim] of zeros (its heads and head_dim from its
-/// type). False when an argument's type leaves a size unknown.
+/// type; left unbound when the type leaves them open). False when `fn` is
+/// not a function.
 bool bindStep(OnnxEvaluator &eval, mlir::Operation *fn, int64_t past,
               const std::vector<int64_t> &positions);
 

@@ -178,19 +178,20 @@ std::optional<SmallVector<int64_t>> weightShape(Value v) {
   return std::nullopt;
 }
 
+Value storedWeight(PatternRewriter &rewriter, Value v) {
+  if (auto weight = v.getDefiningOp<WeightOp>())
+    return weight;
+  if (auto c = v.getDefiningOp<OnnxConstantOp>(); c && c.getWeight())
+    return rewriter.create<WeightOp>(c.getLoc(), c.getType(),
+                                     c.getWeightAttr());
+  return {};
+}
+
 Value weightOf(PatternRewriter &rewriter, Value v) {
   v = skipFloatCasts(v);
-  Value w;
-  if (auto weight = v.getDefiningOp<WeightOp>()) {
-    w = weight;
-  } else if (auto c = v.getDefiningOp<OnnxConstantOp>()) {
-    if (!c.getWeight())
-      return {};
-    auto type = cast<RankedTensorType>(c.getType());
-    w = rewriter.create<WeightOp>(c.getLoc(), type, c.getWeightAttr());
-  } else {
+  Value w = storedWeight(rewriter, v);
+  if (!w)
     return {};
-  }
   auto type = cast<RankedTensorType>(w.getType());
   if (type.getElementType().isBF16())
     return w;

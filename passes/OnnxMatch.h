@@ -10,6 +10,7 @@
 #pragma once
 
 #include "ir/SolDialect.h"
+#include "ir/WeightStore.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -65,6 +66,9 @@ std::optional<llvm::SmallVector<int64_t>> axesOf(OnnxOp op);
 /// store, a Cast of either), in bf16, or null. Weights of other float types
 /// are converted (sol.convert_weight).
 mlir::Value weightOf(mlir::PatternRewriter &rewriter, mlir::Value v);
+/// The weight `v` stands for as the store holds it (no conversion), or
+/// null.
+mlir::Value storedWeight(mlir::PatternRewriter &rewriter, mlir::Value v);
 /// The dimensions of the weight `v` stands for, or nullopt.
 std::optional<llvm::SmallVector<int64_t>> weightShape(mlir::Value v);
 
@@ -98,5 +102,14 @@ bool isPermutation(OnnxOp op, llvm::ArrayRef<int64_t> perm);
 void replaceWithView(
     mlir::PatternRewriter &rewriter, mlir::Operation *root, mlir::Value sol,
     std::optional<llvm::SmallVector<int64_t>> shape = std::nullopt);
+
+/// The #sol.rope whose tables are the cos/sin caches `cos` and `sin`
+/// ([positions, dim/2]: row p holds cos and sin of p·inv_freq, as
+/// com.microsoft's RotaryEmbedding and GroupQueryAttention take them), read
+/// through `store`; nullopt with `why` set when they fit no rope Sol knows.
+std::optional<RopeAttr> ropeFromCaches(mlir::Operation *at, mlir::Value cos,
+                                       mlir::Value sin, int64_t dim,
+                                       const WeightStore *store,
+                                       std::string &why);
 
 } // namespace sol::raise

@@ -25,9 +25,17 @@ createSolAwqCalibrate(WeightStore &store,
                       std::vector<std::vector<int32_t>> sequences,
                       const SolAwqCalibrateOptions &options, bool progress);
 
+/// sol-raise-rope and sol-raise-attention reading the weights of `store`
+/// (the cos/sin caches of com.microsoft ops); without one, caches held only
+/// by the store cannot be recognised.
+std::unique_ptr<mlir::Pass> createSolRaiseRope(const WeightStore *store);
+std::unique_ptr<mlir::Pass> createSolRaiseAttention(const WeightStore *store);
+
 /// Adds the sol-raise-* passes and sol-raise-check: an imported ONNX graph
 /// becomes the module the Hugging Face importer writes, or is refused.
-void buildSolRaisePipeline(mlir::OpPassManager &pm);
+/// `store` holds the graph's initializers.
+void buildSolRaisePipeline(mlir::OpPassManager &pm,
+                           const WeightStore *store = nullptr);
 
 /// Adds the raise passes, then the passes of optimisation level `level`
 /// (0..3) to `pm`: the
@@ -37,7 +45,8 @@ void buildSolRaisePipeline(mlir::OpPassManager &pm);
 /// flags). Weights are materialised separately (code generation).
 void buildSolPipeline(mlir::OpPassManager &pm, unsigned level,
                       const SolPlanKvCacheOptions &kvCache = {},
-                      const SolQuantizeOptions *quantize = nullptr);
+                      const SolQuantizeOptions *quantize = nullptr,
+                      const WeightStore *store = nullptr);
 
 /// Registers `sol-O0` ... `sol-O3` as named pipelines.
 void registerSolPipelines();

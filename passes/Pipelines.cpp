@@ -8,8 +8,9 @@ using namespace mlir;
 
 void sol::buildSolPipeline(OpPassManager &pm, unsigned level,
                            const SolPlanKvCacheOptions &kvCache,
-                           const SolQuantizeOptions *quantize) {
-  buildSolRaisePipeline(pm);
+                           const SolQuantizeOptions *quantize,
+                           const WeightStore *store) {
+  buildSolRaisePipeline(pm, store);
   if (level >= 1) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -36,7 +37,7 @@ void sol::buildSolPipeline(OpPassManager &pm, unsigned level,
   pm.addPass(createSolPlanKvCache(kvCache));
 }
 
-void sol::buildSolRaisePipeline(OpPassManager &pm) {
+void sol::buildSolRaisePipeline(OpPassManager &pm, const WeightStore *store) {
   // Order matters: each idiom is recognised among raised neighbours (a
   // per-head norm of a raised projection, a SwiGLU between raised linears,
   // a residual Add of raised values).
@@ -46,8 +47,8 @@ void sol::buildSolRaisePipeline(OpPassManager &pm) {
   pm.addPass(createSolRaiseRmsNorm());
   pm.addPass(createSolRaiseSwiglu());
   pm.addPass(createSolRaiseResidualAdd());
-  pm.addPass(createSolRaiseRope());
-  pm.addPass(createSolRaiseAttention());
+  pm.addPass(createSolRaiseRope(store));
+  pm.addPass(createSolRaiseAttention(store));
   pm.addPass(createSolRaiseOutputs());
   pm.addPass(createSolRaiseCheck());
 }

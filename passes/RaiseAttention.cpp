@@ -453,15 +453,209 @@ struct RaiseAttentionOp : OpRewritePattern<OnnxOp> {
   }
 };
 
+/// The Sol value a [batch, seq, width] input of a com.microsoft op views,
+/// with its width; null when it is not a raised activation.
+Value raisedInput(Value v) { return viewedSolValue(skipFloatCasts(v)); }
+
+/// com.microsoft GroupQueryAttention, as onnxruntime-genai's model builder
+/// writes it: Q, K and V as [batch, seq, heads·dim] (or one packed QKV),
+/// the layer's past_key/past_value inputs (present outputs are the cache
+/// after the step), seqlens_k and total_sequence_length computed from the
+/// attention mask, and optionally the per-head q/k norms and the rotation
+/// (cos/sin caches) fused in. The cache lives in Sol's paged KV cache, so
+/// the op is sol.attention of the layer, with sol.rms_norm and sol.rope
+/// before it. local_window_size w is the sliding window (w keys, the query's
+/// own included), as onnxruntime 1.30 computes it and as the builder writes
+/// it from config.json's sliding_window.
+struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
+  RaiseGroupQueryAttention(MLIRContext *ctx, const WeightStore *store)
+      : OpRewritePattern(ctx), store(store) {}
+
+  LogicalResult matchAndRewrite(OnnxOp op,
+                                PatternRewriter &rewriter) const override {
+    // Raised already when its output is unused (the presents remain).
+    if (op.getOpType() != "GroupQueryAttention" ||
+        op.getDomain() != "com.microsoft" || op->getResult(0).use_empty())
+      return failure();
+    auto inputs = op.getInputs();
+    auto present = [&](unsigned i) {
+      return i < inputs.size() && !isa<NoneType>(inputs[i].getType());
+    };
+    const int64_t heads = intAttr(op, "num_heads", 0);
+    const int64_t kvHeads = intAttr(op, "kv_num_heads", 0);
+    if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
+      return nearMiss(rewriter, op, "num_heads / kv_num_heads do not agree");
+    if (auto softcap = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("softcap"));
+        softcap && softcap.getValueAsDouble() != 0.0)
+      return nearMiss(rewriter, op, "softcap is not supported");
+    if (intAttr(op, "smooth_softmax", 0) != 0 || present(11))
+      return nearMiss(rewriter, op,
+                      "smooth softmax / attention sinks are not supported");
+    if (present(10))
+      return nearMiss(rewriter, op, "an attention_bias input");
+    if (present(12) || present(13) || intAttr(op, "kv_cache_bit_width", 0))
+      return nearMiss(rewriter, op,
+                      "a quantized KV cache (k_scale/v_scale) is not "
+                      "supported; Sol's --kv-cache-dtype fp8 is");
+    if (present(9) &&
+        !(raisedInput(inputs[9]) || inputs[9].getDefiningOp<BatchViewOp>()))
+      return nearMiss(rewriter, op, "a position_ids input");
+    for (unsigned i = 3; i < op->getNumResults(); ++i)
+      if (!op->getResult(i).use_empty())
+        return nearMiss(rewriter, op, "the output_qk output is read");
+
+    // Q, K, V: separate, or one packed tensor split here.
+    Value q = raisedInput(inputs[0]), k, v;
+    if (!q)
+      return nearMiss(rewriter, op, "the query is not a raised projection");
+    const int64_t qWidth = cast<RankedTensorType>(q.getType()).getDimSize(1);
+    const bool packed = !present(1) && !present(2);
+    const int64_t dim =
+        packed ? qWidth / (heads + 2 * kvHeads) : qWidth / heads;
+    if (dim <= 0 || (packed ? qWidth % (heads + 2 * kvHeads) : qWidth % heads))
+      return nearMiss(rewriter, op, "the query's width is not heads x dim");
+    if (!packed) {
+      k = raisedInput(inputs[1]);
+      v = raisedInput(inputs[2]);
+      if (!k || !v)
+        return nearMiss(rewriter, op,
+                        "key or value is not a raised projection");
+      if (cast<RankedTensorType>(k.getType()).getDimSize(1) != kvHeads * dim ||
+          k.getType() != v.getType())
+        return nearMiss(rewriter, op,
+                        "key/value widths are not kv_num_heads "
+                        "x head_dim");
+    }
+
+    // The layer's cache inputs.
+    auto pastK = dyn_cast<BlockArgument>(skipFloatCasts(inputs[3]));
+    auto pastV = dyn_cast<BlockArgument>(skipFloatCasts(inputs[4]));
+    std::optional<int64_t> layer = pastK ? layerOf(pastK) : std::nullopt;
+    if (!layer || !pastV || layerOf(pastV) != layer)
+      return nearMiss(rewriter, op,
+                      "past_key/past_value are not the layer's inputs");
+
+    // seqlens_k = total - 1 and total_sequence_length = total for a batch
+    // of one whose mask is all ones: the op is then causal attention over
+    // the cache and the new tokens.
+    auto fn = op->getParentOfType<func::FuncOp>();
+    for (auto [past, fresh] :
+         {std::pair<int64_t, int64_t>{0, 5}, {3, 4}, {12, 1}}) {
+      OnnxEvaluator eval;
+      std::vector<int64_t> positions(fresh);
+      for (int64_t i = 0; i < fresh; ++i)
+        positions[i] = past + i;
+      if (!bindStep(eval, fn, past, positions))
+        return nearMiss(rewriter, op,
+                        "the graph's inputs have sizes the "
+                        "probe cannot set");
+      std::optional<EvalTensor> seqlens = eval.evaluate(inputs[5]);
+      std::optional<EvalTensor> total = eval.evaluate(inputs[6]);
+      if (!seqlens || !total || seqlens->shapeOnly || total->shapeOnly)
+        return nearMiss(rewriter, op,
+                        "cannot evaluate seqlens_k / total_sequence_length: " +
+                            eval.reason());
+      if (seqlens->size() != 1 || total->size() != 1 ||
+          seqlens->data[0] != double(past + fresh - 1) ||
+          total->data[0] != double(past + fresh))
+        return nearMiss(rewriter, op,
+                        "seqlens_k / total_sequence_length are not the "
+                        "mask's length - 1 and length");
+    }
+
+    RopeAttr rope;
+    if (intAttr(op, "do_rotary", 0) != 0) {
+      if (intAttr(op, "rotary_interleaved", 0) != 0)
+        return nearMiss(rewriter, op, "interleaved rotation (not rotate-half)");
+      if (!present(7) || !present(8))
+        return nearMiss(rewriter, op, "do_rotary without cos/sin caches");
+      std::string why;
+      std::optional<RopeAttr> fitted =
+          ropeFromCaches(op, inputs[7], inputs[8], dim, store, why);
+      if (!fitted)
+        return nearMiss(rewriter, op, why);
+      rope = *fitted;
+    }
+    Value qNorm, kNorm;
+    if (present(14) || present(15)) {
+      if (!present(14) || !present(15) ||
+          weightShape(inputs[14]) != SmallVector<int64_t>{dim} ||
+          weightShape(inputs[15]) != SmallVector<int64_t>{dim})
+        return nearMiss(rewriter, op, "q/k norm weights are not [head_dim]");
+    }
+    Value positions = solArgument(op, "positions");
+    Value tokenSeq = solArgument(op, "token_seq");
+    if (!positions || !tokenSeq)
+      return nearMiss(rewriter, op, "no Sol arguments");
+
+    rewriter.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    if (packed) {
+      auto part = [&](int64_t n) {
+        return activationType(getContext(), n * dim);
+      };
+      auto split = rewriter.create<SplitOp>(
+          loc, TypeRange{part(heads), part(kvHeads), part(kvHeads)}, q);
+      q = split.getResult(0);
+      k = split.getResult(1);
+      v = split.getResult(2);
+    }
+    if (present(14)) {
+      auto eps = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("qk_norm_epsilon"));
+      FloatAttr epsilon =
+          rewriter.getF32FloatAttr(eps ? eps.getValueAsDouble() : 1e-6);
+      q = rewriter.create<RmsNormOp>(loc, q.getType(), q,
+                                     weightOf(rewriter, inputs[14]), epsilon);
+      k = rewriter.create<RmsNormOp>(loc, k.getType(), k,
+                                     weightOf(rewriter, inputs[15]), epsilon);
+    }
+    if (rope) {
+      q = rewriter.create<RopeOp>(loc, q.getType(), q, positions, rope,
+                                  rewriter.getI64IntegerAttr(heads),
+                                  rewriter.getI64IntegerAttr(dim));
+      k = rewriter.create<RopeOp>(loc, k.getType(), k, positions, rope,
+                                  rewriter.getI64IntegerAttr(kvHeads),
+                                  rewriter.getI64IntegerAttr(dim));
+    }
+    double scale = 1.0 / std::sqrt(double(dim));
+    if (auto attr = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("scale"));
+        attr && attr.getValueAsDouble() != 0.0)
+      scale = attr.getValueAsDouble();
+    const int64_t localWindow = intAttr(op, "local_window_size", -1);
+    Value attn = rewriter.create<AttentionOp>(
+        loc, q.getType(), q, k, v, positions, tokenSeq,
+        rewriter.getI64IntegerAttr(*layer), rewriter.getI64IntegerAttr(heads),
+        rewriter.getI64IntegerAttr(kvHeads), rewriter.getI64IntegerAttr(dim),
+        rewriter.getF32FloatAttr(float(scale)), rewriter.getBoolAttr(true),
+        localWindow > 0 ? rewriter.getI64IntegerAttr(localWindow)
+                        : IntegerAttr());
+    // The present outputs stay until sol-raise-outputs drops them.
+    replaceWithView(rewriter, op, attn);
+    return success();
+  }
+
+  const WeightStore *store;
+};
+
 struct SolRaiseAttentionPass
     : sol::impl::SolRaiseAttentionBase<SolRaiseAttentionPass> {
+  SolRaiseAttentionPass() = default;
+  explicit SolRaiseAttentionPass(const WeightStore *store) : store(store) {}
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<RaiseAttention, RaiseAttentionOp>(&getContext());
+    patterns.add<RaiseGroupQueryAttention>(&getContext(), store);
     if (failed(applyRaisePatterns(getOperation(), std::move(patterns),
                                   "sol-raise-attention")))
       signalPassFailure();
   }
+
+  const WeightStore *store = nullptr;
 };
 
 } // namespace
+
+std::unique_ptr<Pass> sol::createSolRaiseAttention(const WeightStore *store) {
+  return std::make_unique<SolRaiseAttentionPass>(store);
+}

@@ -1,6 +1,8 @@
 //===- RaiseEmbedding.cpp - sol-raise-embedding ---------------------------===//
 //
-// An ONNX embedding lookup is a Gather of a weight's rows by token ids.
+// An ONNX embedding lookup is a Gather of a weight's rows by token ids (or
+// of a transposed LM head's, for tied embeddings), or onnxruntime's
+// GatherBlockQuantized of 4-bit rows.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/OnnxMatch.h"
@@ -19,6 +21,32 @@ using namespace sol::raise;
 
 namespace {
 
+bool isIntegerTensor(Value v) {
+  auto type = dyn_cast<ShapedType>(v.getType());
+  return type && isa<IntegerType>(type.getElementType());
+}
+
+/// Replaces `gather` by sol.embedding of `ids` in `table` [V, H].
+void replaceWithEmbedding(PatternRewriter &rewriter, OnnxOp gather, Value ids,
+                          Value table) {
+  const int64_t hidden = cast<RankedTensorType>(table.getType()).getDimSize(1);
+  auto idsFlat =
+      RankedTensorType::get({ShapedType::kDynamic}, rewriter.getI32Type());
+  Value flat =
+      ids.getType() == idsFlat
+          ? ids
+          : rewriter.create<BatchViewOp>(gather.getLoc(), idsFlat, ids);
+  Value embedded = rewriter.create<EmbeddingOp>(
+      gather.getLoc(), activationType(rewriter.getContext(), hidden), flat,
+      table);
+  std::optional<SmallVector<int64_t>> viewShape;
+  if (auto ranked = dyn_cast<RankedTensorType>(ids.getType())) {
+    viewShape = SmallVector<int64_t>(ranked.getShape());
+    viewShape->push_back(hidden);
+  }
+  replaceWithView(rewriter, gather, embedded, viewShape);
+}
+
 /// Gather(table [V, H], ids, axis 0) -> sol.embedding.
 struct RaiseEmbedding : OpRewritePattern<OnnxOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -30,32 +58,92 @@ struct RaiseEmbedding : OpRewritePattern<OnnxOp> {
       return failure();
     if (intAttr(gather, "axis", 0) != 0)
       return nearMiss(rewriter, gather, "not along the rows");
+    // The table, or the LM head's [H, V] weight transposed (tied
+    // embeddings, as onnxruntime-genai writes them).
+    Value tableInput = gather.getInputs()[0];
+    OnnxOp transpose = producer(skipFloatCasts(tableInput), "Transpose");
+    if (transpose && !isPermutation(transpose, {1, 0}) &&
+        transpose.getOnnxAttr("perm"))
+      transpose = {};
     std::optional<SmallVector<int64_t>> shape =
-        weightShape(gather.getInputs()[0]);
+        transpose ? weightShape(transpose.getInputs()[0])
+                  : weightShape(tableInput);
     if (!shape || shape->size() != 2)
       return failure();
+    if (transpose)
+      std::swap((*shape)[0], (*shape)[1]);
     Value ids = gather.getInputs()[1];
-    auto idsType = dyn_cast<ShapedType>(ids.getType());
-    if (!idsType || !isa<IntegerType>(idsType.getElementType()))
+    if (!isIntegerTensor(ids))
       return nearMiss(rewriter, gather, "the ids are not integers");
 
     rewriter.setInsertionPoint(gather);
-    Value table = weightOf(rewriter, gather.getInputs()[0]);
-    auto idsFlat =
-        RankedTensorType::get({ShapedType::kDynamic}, rewriter.getI32Type());
-    Value flat =
-        ids.getType() == idsFlat
-            ? ids
-            : rewriter.create<BatchViewOp>(gather.getLoc(), idsFlat, ids);
-    Value hidden = rewriter.create<EmbeddingOp>(
-        gather.getLoc(), activationType(getContext(), (*shape)[1]), flat,
-        table);
-    std::optional<SmallVector<int64_t>> viewShape;
-    if (auto ranked = dyn_cast<RankedTensorType>(ids.getType())) {
-      viewShape = SmallVector<int64_t>(ranked.getShape());
-      viewShape->push_back((*shape)[1]);
+    Value table;
+    if (transpose) {
+      Value w = weightOf(rewriter, transpose.getInputs()[0]);
+      table = rewriter.create<TransposeWeightOp>(
+          gather.getLoc(),
+          RankedTensorType::get(*shape, rewriter.getBF16Type()), w);
+    } else {
+      table = weightOf(rewriter, tableInput);
     }
-    replaceWithView(rewriter, gather, hidden, viewShape);
+    replaceWithEmbedding(rewriter, gather, ids, table);
+    return success();
+  }
+};
+
+/// com.microsoft GatherBlockQuantized(data, ids, scales[, zero_points]) of
+/// a table of 4-bit codes in blocks along the hidden axis: the table of
+/// onnxruntime-genai's int4 models with tied embeddings (the LM head's
+/// MatMulNBits codes, reshaped). Sol's embedding reads a bf16 table, so the
+/// codes are dequantized (sol.unpack_nbits).
+struct RaiseGatherBlockQuantized : OpRewritePattern<OnnxOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnnxOp gather,
+                                PatternRewriter &rewriter) const override {
+    if (gather.getOpType() != "GatherBlockQuantized" ||
+        gather.getDomain() != "com.microsoft")
+      return failure();
+    auto inputs = gather.getInputs();
+    if (inputs.size() < 3)
+      return nearMiss(rewriter, gather, "not (data, indices, scales)");
+    const int64_t bits = intAttr(gather, "bits", 4);
+    const int64_t block = intAttr(gather, "block_size", 128);
+    if (intAttr(gather, "gather_axis", 0) != 0 ||
+        intAttr(gather, "quantize_axis", 1) != 1)
+      return nearMiss(rewriter, gather,
+                      "not rows gathered, quantized along the hidden axis");
+    if (!isIntegerTensor(inputs[1]))
+      return nearMiss(rewriter, gather, "the ids are not integers");
+    // data: the [V, blocks, bytes] codes, reshaped to [V, bytes per row].
+    Value data = inputs[0];
+    if (OnnxOp reshape = producer(data, "Reshape"))
+      data = reshape.getInputs()[0];
+    std::optional<SmallVector<int64_t>> packed = weightShape(data);
+    std::optional<SmallVector<int64_t>> scales = weightShape(inputs[2]);
+    if (!packed || packed->size() != 3 || !scales || scales->size() != 2 ||
+        (*scales)[0] != (*packed)[0] || (*scales)[1] != (*packed)[1] ||
+        (*packed)[2] != block * bits / 8)
+      return nearMiss(rewriter, gather,
+                      "data is not a [rows, blocks, block_size·bits/8] "
+                      "initializer with a scale per block");
+    const bool zeros = inputs.size() > 3 && !isa<NoneType>(inputs[3].getType());
+    if (zeros && !weightShape(inputs[3]))
+      return nearMiss(rewriter, gather, "zero points are not an initializer");
+    const int64_t rows = (*packed)[0], hidden = (*packed)[1] * block;
+    rewriter.setInsertionPoint(gather);
+    Value table =
+        rewriter
+            .create<UnpackNBitsOp>(
+                gather.getLoc(),
+                TypeRange{RankedTensorType::get({rows, hidden},
+                                                rewriter.getBF16Type())},
+                storedWeight(rewriter, data), storedWeight(rewriter, inputs[2]),
+                zeros ? storedWeight(rewriter, inputs[3]) : Value(),
+                rewriter.getI64IntegerAttr(bits),
+                rewriter.getI64IntegerAttr(block))
+            .getResult(0);
+    replaceWithEmbedding(rewriter, gather, inputs[1], table);
     return success();
   }
 };
@@ -64,7 +152,7 @@ struct SolRaiseEmbeddingPass
     : sol::impl::SolRaiseEmbeddingBase<SolRaiseEmbeddingPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<RaiseEmbedding>(&getContext());
+    patterns.add<RaiseEmbedding, RaiseGatherBlockQuantized>(&getContext());
     if (failed(applyRaisePatterns(getOperation(), std::move(patterns),
                                   "sol-raise-embedding")))
       signalPassFailure();

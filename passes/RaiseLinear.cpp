@@ -47,6 +47,63 @@ Value outInWeight(PatternRewriter &rewriter, Value b, int64_t &in,
       w.getLoc(), RankedTensorType::get({out, in}, rewriter.getBF16Type()), w);
 }
 
+/// Marks the module while the pass runs, once the dequantization note is out.
+constexpr llvm::StringLiteral kNBitsNoted = "sol.nbits_noted";
+
+/// A linear's weight operands as sol.linear takes them.
+struct LinearWeight {
+  Value weight, scales, zeros;
+  QuantScheme scheme = QuantScheme::None;
+  int64_t groupSize = 0;
+  int64_t in = 0, out = 0;
+};
+
+/// The bias Add right after `matmul`: Add(b, y) or Add(y, b) of an [out]
+/// weight; null when there is none.
+OnnxOp biasAddOf(OnnxOp matmul, Value &bias) {
+  if (!matmul->hasOneUse())
+    return {};
+  auto add = dyn_cast<OnnxOp>(*matmul->user_begin());
+  if (!add || add.getOpType() != "Add" || !add.getDomain().empty())
+    return {};
+  for (Value operand : add.getInputs())
+    if (operand != matmul.getResult(0))
+      if (std::optional<SmallVector<int64_t>> s = weightShape(operand);
+          s && s->size() == 1) {
+        bias = operand;
+        return add;
+      }
+  return {};
+}
+
+/// Replaces `matmul` (and the bias Add after it, if any; `bias` is the op's
+/// own bias input otherwise) by sol.linear of `x` and `w`.
+LogicalResult replaceWithLinear(PatternRewriter &rewriter, OnnxOp matmul,
+                                Value x, const LinearWeight &w, Value bias) {
+  OnnxOp root = matmul;
+  if (!bias)
+    if (OnnxOp add = biasAddOf(matmul, bias))
+      root = add;
+  if (bias && (*weightShape(bias))[0] != w.out)
+    return nearMiss(rewriter, matmul, "a bias of another size");
+  rewriter.setInsertionPoint(root);
+  Value biasWeight = bias ? weightOf(rewriter, bias) : Value();
+  Value input = tokenMajor(rewriter, x, w.in);
+  Value y = rewriter.create<LinearOp>(
+      matmul.getLoc(), activationType(rewriter.getContext(), w.out), input,
+      w.weight, biasWeight, /*residual=*/Value(), w.scales, w.zeros,
+      LinearEpilogue::None, w.scheme, w.groupSize);
+  std::optional<SmallVector<int64_t>> shape;
+  if (auto ranked = dyn_cast<RankedTensorType>(x.getType())) {
+    shape = SmallVector<int64_t>(ranked.getShape().drop_back());
+    shape->push_back(w.out);
+  }
+  replaceWithView(rewriter, root, y, shape);
+  if (root != matmul && matmul->use_empty())
+    rewriter.eraseOp(matmul);
+  return success();
+}
+
 /// MatMul(x, Wᵀ) [+ b] -> sol.linear(x, W, b).
 struct RaiseLinear : OpRewritePattern<OnnxOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -61,41 +118,167 @@ struct RaiseLinear : OpRewritePattern<OnnxOp> {
       isWeight = weightShape(t.getInputs()[0]).has_value();
     if (!isWeight)
       return failure();
-
-    // A bias added right after: Add(b, y) or Add(y, b) of a [out] weight.
-    OnnxOp root = matmul;
-    Value bias;
-    if (matmul->hasOneUse())
-      if (auto add = dyn_cast<OnnxOp>(*matmul->user_begin());
-          add && add.getOpType() == "Add" && add.getDomain().empty())
-        for (Value operand : add.getInputs())
-          if (operand != matmul.getResult(0))
-            if (std::optional<SmallVector<int64_t>> s = weightShape(operand);
-                s && s->size() == 1) {
-              root = add;
-              bias = operand;
-            }
-
-    rewriter.setInsertionPoint(root);
-    int64_t in = 0, out = 0;
-    Value w = outInWeight(rewriter, b, in, out);
-    if (!w)
+    rewriter.setInsertionPoint(matmul);
+    LinearWeight w;
+    w.weight = outInWeight(rewriter, b, w.in, w.out);
+    if (!w.weight)
       return nearMiss(rewriter, matmul, "an unreadable weight");
-    if (bias && (*weightShape(bias))[0] != out)
-      return nearMiss(rewriter, matmul, "a bias of another size");
-    Value biasWeight = bias ? weightOf(rewriter, bias) : Value();
-    Value x = tokenMajor(rewriter, matmul.getInputs()[0], in);
-    Value y = rewriter.create<LinearOp>(
-        matmul.getLoc(), activationType(getContext(), out), x, w, biasWeight);
-    std::optional<SmallVector<int64_t>> shape;
-    if (auto ranked =
-            dyn_cast<RankedTensorType>(matmul.getInputs()[0].getType())) {
-      shape = SmallVector<int64_t>(ranked.getShape().drop_back());
-      shape->push_back(out);
+    return replaceWithLinear(rewriter, matmul, matmul.getInputs()[0], w, {});
+  }
+};
+
+/// com.microsoft MatMulNBits(A, B, scales[, zero_points, g_idx, bias]):
+/// block-quantized weights become Sol's int4 linear (4 bits, integer zero
+/// points, K a multiple of block_size), or are dequantized to bf16 at
+/// compile time (other bit widths, float zero points), with a note.
+struct RaiseMatMulNBits : OpRewritePattern<OnnxOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnnxOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getOpType() != "MatMulNBits" || op.getDomain() != "com.microsoft")
+      return failure();
+    auto inputs = op.getInputs();
+    auto present = [&](unsigned i) {
+      return i < inputs.size() && !isa<NoneType>(inputs[i].getType());
+    };
+    if (intAttr(op, "weight_prepacked", 0) != 0)
+      return nearMiss(rewriter, op,
+                      "weight_prepacked = " +
+                          std::to_string(intAttr(op, "weight_prepacked", 0)) +
+                          ": the weights are in a GPU kernel's prepacked "
+                          "layout; export them unpacked (onnxruntime-genai's "
+                          "matmulnbits_weights_prepacked=0)");
+    if (present(4))
+      return nearMiss(rewriter, op,
+                      "a g_idx input (act-order groups) is not supported");
+    const int64_t k = intAttr(op, "K", 0), n = intAttr(op, "N", 0),
+                  bits = intAttr(op, "bits", 4),
+                  block = intAttr(op, "block_size", 0);
+    auto packed = weightShape(inputs[1]);
+    if (!packed || inputs.size() < 3 || !weightShape(inputs[2]) ||
+        (present(3) && !weightShape(inputs[3])))
+      return nearMiss(rewriter, op,
+                      "B, scales or zero_points is not an "
+                      "initializer");
+    const int64_t blocks = block > 0 ? (k + block - 1) / block : 0;
+    if (k <= 0 || n <= 0 || block < 16 || packed->size() != 3 ||
+        (*packed)[0] != n || (*packed)[1] != blocks ||
+        (*packed)[2] != block * bits / 8)
+      return nearMiss(rewriter, op,
+                      "B is not [N, blocks, block_size·bits/8] "
+                      "for its K, N, bits and block_size");
+    auto raw = [&](Value v) { return storedWeight(rewriter, v); };
+    Value zeros = present(3) ? raw(inputs[3]) : Value();
+    const bool floatZeros =
+        zeros && isa<FloatType>(getElementTypeOrSelf(zeros.getType()));
+    const bool asInt4 = bits == 4 && k == blocks * block && !floatZeros;
+    rewriter.setInsertionPoint(op);
+    LinearWeight w;
+    w.in = k;
+    w.out = n;
+    Location loc = op.getLoc();
+    auto f32 = rewriter.getF32Type();
+    if (asInt4) {
+      SmallVector<Type> types = {
+          RankedTensorType::get({n, k}, rewriter.getIntegerType(4)),
+          RankedTensorType::get({n, blocks}, f32),
+          RankedTensorType::get({n, blocks},
+                                rewriter.getIntegerType(8, false))};
+      auto unpack = rewriter.create<UnpackNBitsOp>(
+          loc, types, raw(inputs[1]), raw(inputs[2]), zeros,
+          rewriter.getI64IntegerAttr(bits), rewriter.getI64IntegerAttr(block));
+      w.weight = unpack.getResult(0);
+      w.scales = unpack.getResult(1);
+      w.zeros = unpack.getResult(2);
+      w.scheme = QuantScheme::Int4;
+      w.groupSize = block;
+    } else {
+      w.weight =
+          rewriter
+              .create<UnpackNBitsOp>(loc,
+                                     TypeRange{RankedTensorType::get(
+                                         {n, k}, rewriter.getBF16Type())},
+                                     raw(inputs[1]), raw(inputs[2]), zeros,
+                                     rewriter.getI64IntegerAttr(bits),
+                                     rewriter.getI64IntegerAttr(block))
+              .getResult(0);
+      noteDequantized(op, bits);
     }
-    replaceWithView(rewriter, root, y, shape);
-    if (root != matmul && matmul->use_empty())
-      rewriter.eraseOp(matmul);
+    return replaceWithLinear(rewriter, op, inputs[0], w,
+                             present(5) ? inputs[5] : Value());
+  }
+
+  /// One note per module: the weights lose no precision but the plan
+  /// stores them in bf16.
+  static void noteDequantized(OnnxOp op, int64_t bits) {
+    auto module = op->getParentOfType<ModuleOp>();
+    if (module->hasAttr(kNBitsNoted))
+      return;
+    module->setAttr(kNBitsNoted, UnitAttr::get(op.getContext()));
+    emitRemark(op.getLoc())
+        << "MatMulNBits weights of " << bits
+        << " bits (or with float zero points) are dequantized to bf16: Sol's "
+           "quantized linears take 4-bit codes with integer zero points";
+  }
+};
+
+/// Split(x, sizes) of a raised [batch, seq, width] value along its last
+/// axis (onnxruntime-genai's packed QKV before per-head norms) ->
+/// sol.split.
+struct RaiseSplit : OpRewritePattern<OnnxOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnnxOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getOpType() != "Split" || !op.getDomain().empty())
+      return failure();
+    Value sol = viewedSolValue(skipFloatCasts(op.getInputs()[0]));
+    if (!sol)
+      return failure();
+    auto inType = dyn_cast<RankedTensorType>(op.getInputs()[0].getType());
+    const int64_t axis = intAttr(op, "axis", 0);
+    if (!(axis == -1 || (inType && axis == inType.getRank() - 1)))
+      return nearMiss(rewriter, op, "a split of another axis than the last");
+    const int64_t width = cast<RankedTensorType>(sol.getType()).getDimSize(1);
+    std::optional<SmallVector<int64_t>> sizes;
+    if (auto attr =
+            dyn_cast_or_null<DenseI64ArrayAttr>(op.getOnnxAttr("split")))
+      sizes = SmallVector<int64_t>(attr.asArrayRef());
+    else if (op.getInputs().size() > 1 &&
+             !isa<NoneType>(op.getInputs()[1].getType()))
+      sizes = intValues(op.getInputs()[1]);
+    else if (op->getNumResults() > 0 && width % op->getNumResults() == 0)
+      sizes = SmallVector<int64_t>(op->getNumResults(),
+                                   width / op->getNumResults());
+    int64_t total = 0;
+    if (sizes)
+      for (int64_t size : *sizes)
+        total += size > 0 ? size : width + 1;
+    if (!sizes || sizes->size() != op->getNumResults() || total != width)
+      return nearMiss(rewriter, op,
+                      "split sizes that do not add up to the "
+                      "width");
+    rewriter.setInsertionPoint(op);
+    SmallVector<Type> types;
+    for (int64_t size : *sizes)
+      types.push_back(activationType(getContext(), size));
+    auto split = rewriter.create<SplitOp>(op.getLoc(), types, sol);
+    for (auto [i, result] : llvm::enumerate(op->getResults())) {
+      Type type = result.getType();
+      if (auto unranked = dyn_cast<UnrankedTensorType>(type)) {
+        SmallVector<int64_t> shape(inType ? inType.getShape().drop_back()
+                                          : ArrayRef<int64_t>{});
+        if (!inType)
+          shape = {ShapedType::kDynamic, ShapedType::kDynamic};
+        shape.push_back((*sizes)[i]);
+        type = RankedTensorType::get(shape, unranked.getElementType());
+      }
+      rewriter.replaceAllUsesWith(
+          result,
+          rewriter.create<BatchViewOp>(op.getLoc(), type, split.getResult(i)));
+    }
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -103,10 +286,11 @@ struct RaiseLinear : OpRewritePattern<OnnxOp> {
 struct SolRaiseLinearPass : sol::impl::SolRaiseLinearBase<SolRaiseLinearPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<RaiseLinear>(&getContext());
+    patterns.add<RaiseLinear, RaiseMatMulNBits, RaiseSplit>(&getContext());
     if (failed(applyRaisePatterns(getOperation(), std::move(patterns),
                                   "sol-raise-linear")))
       signalPassFailure();
+    getOperation()->removeAttr(kNBitsNoted);
   }
 };
 

@@ -25,6 +25,65 @@ using namespace sol;
 
 namespace {
 
+/// The LM head's weight as sol.logits reads it (bf16): the linear's own,
+/// or an imported 4-bit one (MatMulNBits) dequantized; null otherwise.
+Value bf16HeadWeight(OpBuilder &b, LinearOp linear) {
+  if (linear.getQuant() == QuantScheme::None)
+    return linear.getWeight();
+  auto unpack = linear.getWeight().getDefiningOp<UnpackNBitsOp>();
+  if (!unpack)
+    return {};
+  auto codes = cast<RankedTensorType>(unpack.getOutputs()[0].getType());
+  return b
+      .create<UnpackNBitsOp>(
+          unpack.getLoc(),
+          TypeRange{RankedTensorType::get(codes.getShape(), b.getBF16Type())},
+          unpack.getPacked(), unpack.getScales(), unpack.getZeroPoints(),
+          unpack.getBitsAttr(), unpack.getBlockSizeAttr())
+      .getResult(0);
+}
+
+/// The config beside the graph must describe the graph: its sizes against
+/// the raised module's (a config.json of another model, or of another size
+/// of the same family, is a user error worth naming).
+LogicalResult checkSizes(ModuleOp module, DictionaryAttr source,
+                         func::FuncOp fn, LogitsOp logits) {
+  auto sizes = dyn_cast_or_null<DictionaryAttr>(source.get("sizes"));
+  if (!sizes)
+    return success();
+  auto from = dyn_cast_or_null<StringAttr>(source.get("sizes_from"));
+  AttentionOp first;
+  int64_t layers = 0;
+  fn.walk([&](AttentionOp op) {
+    if (!first)
+      first = op;
+    ++layers;
+  });
+  llvm::StringMap<int64_t> graph;
+  graph["hidden_size"] =
+      cast<RankedTensorType>(logits.getHidden().getType()).getDimSize(1);
+  graph["vocab_size"] = cast<RankedTensorType>(logits.getType()).getDimSize(1);
+  graph["num_layers"] = layers;
+  if (first) {
+    graph["num_heads"] = first.getNumHeads();
+    graph["num_kv_heads"] = first.getNumKvHeads();
+    graph["head_dim"] = first.getHeadDim();
+  }
+  for (NamedAttribute entry : sizes) {
+    auto it = graph.find(entry.getName().getValue());
+    auto stated = dyn_cast<IntegerAttr>(entry.getValue());
+    if (it == graph.end() || !stated || stated.getInt() == it->second)
+      continue;
+    return module.emitError()
+           << (from ? from.getValue() : "the config")
+           << " beside the graph states " << entry.getName().getValue() << " = "
+           << stated.getInt() << ", but the graph has " << it->second
+           << ": the config is not this graph's (put the config.json or "
+              "genai_config.json the graph was exported with beside it)";
+  }
+  return success();
+}
+
 struct SolRaiseOutputsPass
     : sol::impl::SolRaiseOutputsBase<SolRaiseOutputsPass> {
   void runOnOperation() override {
@@ -53,23 +112,32 @@ struct SolRaiseOutputsPass
           concat && concat.getInputs().size() == 2 &&
           isa<BlockArgument>(raise::skipFloatCasts(concat.getInputs()[0])))
         continue;
+      // A present output of a raised com.microsoft GroupQueryAttention
+      // (whose attention output nothing reads any more).
+      if (auto gqa = raise::skipFloatCasts(value).getDefiningOp<OnnxOp>();
+          gqa && gqa.getOpType() == "GroupQueryAttention" &&
+          gqa.getDomain() == "com.microsoft" && gqa->getResult(0).use_empty() &&
+          raise::skipFloatCasts(value) != gqa->getResult(0))
+        continue;
       // The logits: the LM head's linear of the final norm.
       if (Value head = raise::viewedSolValue(raise::skipFloatCasts(value)))
         if (auto linear = head.getDefiningOp<LinearOp>();
-            linear && !linear.getBias() &&
-            linear.getQuant() == QuantScheme::None && !logits)
+            linear && !linear.getBias() && !logits)
           if (auto norm = linear.getInput().getDefiningOp<RmsNormOp>()) {
+            Value headWeight = bf16HeadWeight(b, linear);
             auto normWeight =
                 cast<RankedTensorType>(norm.getWeight().getType());
-            auto headType =
-                cast<RankedTensorType>(linear.getWeight().getType());
-            if (normWeight.getDimSize(0) == headType.getDimSize(1)) {
+            auto headType = headWeight
+                                ? cast<RankedTensorType>(headWeight.getType())
+                                : RankedTensorType();
+            if (headWeight &&
+                normWeight.getDimSize(0) == headType.getDimSize(1)) {
               auto type = RankedTensorType::get(
                   {ShapedType::kDynamic, headType.getDimSize(0)},
                   b.getF32Type());
               logits = b.create<LogitsOp>(
                   linear.getLoc(), type, norm.getInput(), norm.getWeight(),
-                  linear.getWeight(), logitRows, norm.getEpsilonAttr());
+                  headWeight, logitRows, norm.getEpsilonAttr());
               results.push_back(logits);
               resultAttrs.push_back(b.getDictionaryAttr({}));
               continue;
@@ -109,6 +177,8 @@ struct SolRaiseOutputsPass
           "genai_config.json (context_length) beside it");
       return signalPassFailure();
     }
+    if (failed(checkSizes(module, source, fn, logits)))
+      return signalPassFailure();
     auto architecture =
         dyn_cast_or_null<StringAttr>(source.get("architecture"));
     module->setAttr(
@@ -117,6 +187,9 @@ struct SolRaiseOutputsPass
                        architecture ? architecture.getValue() : "onnx",
                        cast<RankedTensorType>(logits.getType()).getDimSize(1),
                        hidden, layers, maxPositions.getInt()));
+    // What the importer said of the source was for raising; the module is
+    // now the checkpoint importer's.
+    module->removeAttr("sol.onnx_source");
   }
 };
 

@@ -200,9 +200,18 @@ struct RaiseRmsNormalization : OpRewritePattern<OnnxOp> {
 
   LogicalResult matchAndRewrite(OnnxOp op,
                                 PatternRewriter &rewriter) const override {
-    if (op.getOpType() != "RMSNormalization" || !op.getDomain().empty() ||
+    // onnxruntime's SimplifiedLayerNormalization (in the default domain as
+    // onnxruntime-genai writes it, or com.microsoft) is the same norm.
+    const bool simplified =
+        op.getOpType() == "SimplifiedLayerNormalization" &&
+        (op.getDomain().empty() || op.getDomain() == "com.microsoft");
+    if (!(simplified ||
+          (op.getOpType() == "RMSNormalization" && op.getDomain().empty())) ||
         op.getInputs().size() != 2)
       return failure();
+    for (unsigned i = 1; i < op->getNumResults(); ++i)
+      if (!op->getResult(i).use_empty())
+        return nearMiss(rewriter, op, "its mean / inv_std_var output is read");
     Value x = skipFloatCasts(op.getInputs()[0]);
     std::optional<SmallVector<int64_t>> shape = weightShape(op.getInputs()[1]);
     auto type = dyn_cast<RankedTensorType>(x.getType());
@@ -218,11 +227,64 @@ struct RaiseRmsNormalization : OpRewritePattern<OnnxOp> {
   }
 };
 
+/// com.microsoft SkipSimplifiedLayerNormalization(input, skip, gamma): the
+/// residual sum input + skip (output 3) and its RMS norm (output 0), as
+/// onnxruntime-genai writes every norm after the first: sol.add and
+/// sol.rms_norm.
+struct RaiseSkipSimplifiedLayerNorm : OpRewritePattern<OnnxOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnnxOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getOpType() != "SkipSimplifiedLayerNormalization" ||
+        op.getDomain() != "com.microsoft")
+      return failure();
+    auto inputs = op.getInputs();
+    if (inputs.size() < 3)
+      return nearMiss(rewriter, op, "not (input, skip, gamma)");
+    if (inputs.size() > 3 && !isa<NoneType>(inputs[3].getType()))
+      return nearMiss(rewriter, op, "a bias input is not supported");
+    for (unsigned i = 1; i < 3 && i < op->getNumResults(); ++i)
+      if (!op->getResult(i).use_empty())
+        return nearMiss(rewriter, op, "its mean / inv_std_var output is read");
+    Value a = viewedSolValue(skipFloatCasts(inputs[0]));
+    Value b = viewedSolValue(skipFloatCasts(inputs[1]));
+    if (!a || !b)
+      return failure(); // Raised neighbours first.
+    std::optional<SmallVector<int64_t>> shape = weightShape(inputs[2]);
+    const int64_t width = cast<RankedTensorType>(a.getType()).getDimSize(1);
+    if (a.getType() != b.getType() || !shape || shape->size() != 1 ||
+        (*shape)[0] != width)
+      return nearMiss(rewriter, op, "input, skip and gamma sizes differ");
+    auto eps = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("epsilon"));
+    const double epsilon = eps ? eps.getValueAsDouble() : 1e-5;
+    if (!(epsilon > 0 && epsilon <= kMaxEpsilon))
+      return nearMiss(rewriter, op, "epsilon out of range");
+    rewriter.setInsertionPoint(op);
+    Value sum = rewriter.create<AddOp>(op.getLoc(), a, b);
+    Value normed = rewriter.create<RmsNormOp>(
+        op.getLoc(), sum.getType(), sum, weightOf(rewriter, inputs[2]),
+        rewriter.getF32FloatAttr(float(epsilon)));
+    if (op->getNumResults() > 3 && !op->getResult(3).use_empty()) {
+      Type type = op->getResult(3).getType();
+      if (isa<UnrankedTensorType>(type))
+        type = inputs[0].getType();
+      rewriter.replaceAllUsesWith(
+          op->getResult(3),
+          rewriter.create<BatchViewOp>(op.getLoc(), type, sum).getResult());
+    }
+    replaceWithView(rewriter, op, normed);
+    return success();
+  }
+};
+
 struct SolRaiseRmsNormPass
     : sol::impl::SolRaiseRmsNormBase<SolRaiseRmsNormPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<RaiseRmsNorm, RaiseRmsNormalization>(&getContext());
+    patterns
+        .add<RaiseRmsNorm, RaiseRmsNormalization, RaiseSkipSimplifiedLayerNorm>(
+            &getContext());
     if (failed(applyRaisePatterns(getOperation(), std::move(patterns),
                                   "sol-raise-rms-norm")))
       signalPassFailure();

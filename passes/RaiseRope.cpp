@@ -83,58 +83,123 @@ bool isRotateHalf(Value v, Value x, int64_t dim, int64_t rank) {
          isLastAxisSlice(concat.getInputs()[1], x, 0, dim / 2, rank);
 }
 
-/// The rope parameters whose table is `invFreq`: the hint (config.json's)
-/// when it matches, else plain or linear scaling fitted from it.
-std::optional<RopeAttr> fitRope(MLIRContext *ctx, ArrayRef<double> invFreq,
-                                int64_t dim, RopeAttr hint) {
-  auto matches = [&](const RopeParameters &p) {
-    try {
-      RopeTable table = RopeTable::compute(p, dim);
-      for (size_t i = 0; i < invFreq.size(); ++i)
-        if (std::fabs(table.invFreq[i] - invFreq[i]) >
-            1e-5 * std::fabs(invFreq[i]) + 1e-12)
-          return false;
-      return std::fabs(table.attentionScaling - 1.0f) < 1e-6;
-    } catch (const std::exception &) {
-      return false;
-    }
-  };
-  if (hint && matches(ropeParameters(hint)))
-    return hint;
-  if (invFreq.size() < 2 || invFreq[0] <= 0 || invFreq[1] <= 0)
-    return std::nullopt;
+/// A rope attribute for `p` (its kind from its scaling).
+RopeAttr ropeAttrFor(MLIRContext *ctx, const RopeParameters &p) {
+  RopeScalingKind kind =
+      p.scaling == RopeScaling::Linear   ? RopeScalingKind::Linear
+      : p.scaling == RopeScaling::Llama3 ? RopeScalingKind::Llama3
+                                         : RopeScalingKind::None;
+  return RopeAttr::get(ctx, APFloat(p.theta), kind, APFloat(p.factor),
+                       APFloat(p.lowFreqFactor), APFloat(p.highFreqFactor),
+                       p.scaling == RopeScaling::Llama3 ? p.originalMaxPosition
+                                                        : 0,
+                       APFloat(32.0), APFloat(1.0), APFloat(0.0));
+}
+
+/// `x` rounded to `digits` significant digits (0: unchanged).
+double rounded(double x, int digits) {
+  if (x <= 0 || digits == 0)
+    return x;
+  double scale = std::pow(10.0, digits - 1 - std::floor(std::log10(x)));
+  return std::round(x * scale) / scale;
+}
+
+/// Rope parameters that could give `invFreq` (heads of `dim`), most likely
+/// first: the hint, plain or linearly scaled theta fitted from the two
+/// highest frequencies, and llama3's scaling fitted from the lowest two
+/// (theta and factor) and the smoothed middle band (the band's edges).
+std::vector<RopeParameters> ropeCandidates(ArrayRef<double> invFreq,
+                                           int64_t dim, RopeAttr hint) {
+  std::vector<RopeParameters> out;
+  if (hint)
+    out.push_back(ropeParameters(hint));
+  const int64_t half = invFreq.size();
+  if (half < 2 || llvm::any_of(invFreq, [](double f) { return !(f > 0); }))
+    return out;
   // inv_freq[i] = theta^(-2i/dim) / factor; theta and factor are round
   // numbers in every config, so try them rounded first.
-  auto rounded = [](double x, int digits) {
-    if (x <= 0)
-      return x;
-    double scale = std::pow(10.0, digits - 1 - std::floor(std::log10(x)));
-    return std::round(x * scale) / scale;
-  };
   const double rawFactor = 1.0 / invFreq[0];
   const double rawTheta = std::pow(invFreq[1] * rawFactor, -double(dim) / 2.0);
-  RopeParameters p;
-  RopeScalingKind kind = RopeScalingKind::None;
-  bool found = false;
   for (int digits : {3, 4, 6, 0}) {
-    p.theta = digits ? rounded(rawTheta, digits) : rawTheta;
-    p.factor = digits ? rounded(rawFactor, digits) : rawFactor;
+    RopeParameters p;
+    p.theta = rounded(rawTheta, digits);
+    p.factor = rounded(rawFactor, digits);
     p.scaling = std::fabs(p.factor - 1.0) > 1e-6 ? RopeScaling::Linear
                                                  : RopeScaling::None;
     if (p.scaling == RopeScaling::None)
       p.factor = 1.0;
-    if (matches(p)) {
-      found = true;
-      break;
+    out.push_back(p);
+  }
+  // llama3: the lowest frequencies are divided by the factor, the highest
+  // kept, and those between blended by s = (orig / wavelen - low) /
+  // (high - low), a line in 1 / wavelen whose slope and intercept give
+  // orig / (high - low) and low / (high - low) (low taken as 1).
+  const double theta3 =
+      std::pow(invFreq[half - 1] / invFreq[half - 2], -double(dim) / 2.0);
+  for (int digits : {3, 4, 6}) {
+    RopeParameters p;
+    p.scaling = RopeScaling::Llama3;
+    p.theta = rounded(theta3, digits);
+    auto base = [&](int64_t i) {
+      return std::pow(p.theta, -2.0 * double(i) / double(dim));
+    };
+    p.factor = rounded(base(half - 1) / invFreq[half - 1], digits);
+    if (!(p.factor > 1.0))
+      continue;
+    SmallVector<std::pair<double, double>> band; // (1 / wavelen, s)
+    for (int64_t i = 0; i < half; ++i) {
+      const double ratio = invFreq[i] / base(i);
+      const double s = (ratio - 1.0 / p.factor) / (1.0 - 1.0 / p.factor);
+      if (s > 1e-4 && s < 1.0 - 1e-4)
+        band.push_back({base(i) / (2.0 * M_PI), s});
+    }
+    if (band.size() >= 2) {
+      auto [x0, s0] = band.front();
+      auto [x1, s1] = band.back();
+      const double slope = (s1 - s0) / (x1 - x0), intercept = s0 - slope * x0;
+      if (!(intercept < 0))
+        continue;
+      p.lowFreqFactor = 1.0;
+      p.highFreqFactor = rounded(1.0 - 1.0 / intercept, digits);
+      p.originalMaxPosition = static_cast<int64_t>(
+          std::llround(slope * (p.highFreqFactor - p.lowFreqFactor)));
+      out.push_back(p);
+    } else {
+      // No band to fit: Llama 3.1's own edges.
+      p.lowFreqFactor = 1.0;
+      p.highFreqFactor = 4.0;
+      p.originalMaxPosition = 8192;
+      out.push_back(p);
     }
   }
-  if (!found)
-    return std::nullopt;
-  if (p.scaling == RopeScaling::Linear)
-    kind = RopeScalingKind::Linear;
-  return RopeAttr::get(ctx, APFloat(p.theta), kind, APFloat(p.factor),
-                       APFloat(1.0), APFloat(4.0), 0, APFloat(32.0),
-                       APFloat(1.0), APFloat(0.0));
+  return out;
+}
+
+/// The first candidate for `invFreq` that `matches` accepts, as a #sol.rope
+/// (attention scaling 1: yarn's is not fitted).
+std::optional<RopeAttr>
+fitRope(MLIRContext *ctx, ArrayRef<double> invFreq, int64_t dim, RopeAttr hint,
+        llvm::function_ref<bool(const RopeTable &)> matches) {
+  std::vector<RopeParameters> candidates = ropeCandidates(invFreq, dim, hint);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    try {
+      RopeTable table = RopeTable::compute(candidates[i], dim);
+      if (std::fabs(table.attentionScaling - 1.0f) < 1e-6 && matches(table))
+        return hint && i == 0 ? hint : ropeAttrFor(ctx, candidates[i]);
+    } catch (const std::exception &) {
+      // Parameters RopeTable rejects: not this candidate.
+    }
+  }
+  return std::nullopt;
+}
+
+/// The hint of the config.json beside the graph, if any.
+RopeAttr ropeHint(Operation *at) {
+  if (auto source =
+          at->getParentOfType<ModuleOp>()->getAttrOfType<DictionaryAttr>(
+              "sol.onnx_source"))
+    return dyn_cast_or_null<RopeAttr>(source.get("rope"));
+  return {};
 }
 
 /// The #sol.rope whose cos and sin the subgraphs `cos` and `sin` compute
@@ -175,16 +240,80 @@ std::optional<RopeAttr> ropeFromTables(Operation *at, Value cos, Value sin,
         return std::nullopt;
       }
     }
-  RopeAttr hint;
-  if (auto source =
-          fn->getParentOfType<ModuleOp>()->getAttrOfType<DictionaryAttr>(
-              "sol.onnx_source"))
-    hint = dyn_cast_or_null<RopeAttr>(source.get("rope"));
-  std::optional<RopeAttr> rope = fitRope(at->getContext(), invFreq, dim, hint);
+  // Computed at run time from constants: the frequencies are exact.
+  std::optional<RopeAttr> rope = fitRope(
+      at->getContext(), invFreq, dim, ropeHint(at), [&](const RopeTable &t) {
+        for (int64_t i = 0; i < half; ++i)
+          if (std::fabs(t.invFreq[i] - invFreq[i]) >
+              1e-5 * std::fabs(invFreq[i]) + 1e-12)
+            return false;
+        return true;
+      });
   if (!rope)
     why = "the rotary frequencies fit no scaling Sol knows";
   return rope;
 }
+
+} // namespace
+
+std::optional<RopeAttr> sol::raise::ropeFromCaches(Operation *at, Value cos,
+                                                   Value sin, int64_t dim,
+                                                   const WeightStore *store,
+                                                   std::string &why) {
+  OnnxEvaluator eval;
+  eval.setWeightStore(store);
+  std::optional<EvalTensor> c = eval.evaluate(cos), s = eval.evaluate(sin);
+  if (!c || !s) {
+    why = "cannot read the cos/sin caches: " + eval.reason();
+    return std::nullopt;
+  }
+  const int64_t half = dim / 2;
+  if (c->shape.size() != 2 || c->shape != s->shape || c->shape[1] != half ||
+      c->shape[0] < 2) {
+    why = "the cos/sin caches are not [positions, head_dim / 2] tables";
+    return std::nullopt;
+  }
+  const int64_t rows = c->shape[0];
+  auto at2 = [&](const EvalTensor &t, int64_t p, int64_t i) {
+    return t.data[p * half + i];
+  };
+  // Each angle from row 1, refined on rows 2, 4, 8...: a row p pins the
+  // frequency to a p-th of the table's rounding error.
+  SmallVector<double> invFreq(half);
+  for (int64_t i = 0; i < half; ++i) {
+    double f = std::atan2(at2(*s, 1, i), at2(*c, 1, i));
+    for (int64_t p = 2; p < rows; p *= 2) {
+      const double a = std::atan2(at2(*s, p, i), at2(*c, p, i));
+      const double turns = std::round((double(p) * f - a) / (2.0 * M_PI));
+      f = (a + 2.0 * M_PI * turns) / double(p);
+    }
+    invFreq[i] = f;
+  }
+  // The tables are checked whole, to the precision their type holds:
+  // cos(p·f) and sin(p·f) with p·f rounded to float32 as exporters compute.
+  Type element = getElementTypeOrSelf(cos.getType());
+  const double tolerance = element.isF32() || element.isF64() ? 2e-5
+                           : element.isF16()                  ? 2e-3
+                                                              : 1e-2;
+  const int64_t stride = std::max<int64_t>(1, rows * half / 1000000);
+  std::optional<RopeAttr> rope = fitRope(
+      at->getContext(), invFreq, dim, ropeHint(at), [&](const RopeTable &t) {
+        for (int64_t p = 0; p < rows; p += stride)
+          for (int64_t i = 0; i < half; ++i) {
+            const double angle = float(p) * t.invFreq[i];
+            if (std::fabs(at2(*c, p, i) - std::cos(angle)) > tolerance ||
+                std::fabs(at2(*s, p, i) - std::sin(angle)) > tolerance)
+              return false;
+          }
+        return true;
+      });
+  if (!rope)
+    why = "the cos/sin caches are not those of a rope Sol knows (theta, "
+          "linear or llama3 scaling)";
+  return rope;
+}
+
+namespace {
 
 /// Replaces `root` (a rotation of the head view `heads` of the raised
 /// projection `sol`, transposed to [batch, heads, seq, dim] when
@@ -348,14 +477,85 @@ struct RaiseRotaryEmbedding : OpRewritePattern<OnnxOp> {
   }
 };
 
+/// True when `v` is the graph's position_ids: Sol's positions, viewed.
+bool isSolPositions(Operation *at, Value v) {
+  auto view = v.getDefiningOp<BatchViewOp>();
+  return view && view.getInput() == solArgument(at, "positions");
+}
+
+/// com.microsoft RotaryEmbedding(x, position_ids, cos_cache, sin_cache), as
+/// onnxruntime-genai writes it when the rotation is not fused into
+/// GroupQueryAttention: x [batch, seq, heads·dim], caches of dim/2 columns.
+struct RaiseMsRotaryEmbedding : OpRewritePattern<OnnxOp> {
+  RaiseMsRotaryEmbedding(MLIRContext *ctx, const WeightStore *store)
+      : OpRewritePattern(ctx), store(store) {}
+
+  LogicalResult matchAndRewrite(OnnxOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getOpType() != "RotaryEmbedding" ||
+        op.getDomain() != "com.microsoft")
+      return failure();
+    if (op.getInputs().size() != 4)
+      return nearMiss(rewriter, op, "not (input, position_ids, cos, sin)");
+    if (intAttr(op, "interleaved", 0) != 0)
+      return nearMiss(rewriter, op, "interleaved pairs (not rotate-half)");
+    if (intAttr(op, "is_packed_batching", 0) != 0)
+      return nearMiss(rewriter, op, "packed batching is not supported");
+    if (auto scale = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("scale"));
+        scale && scale.getValueAsDouble() != 1.0)
+      return nearMiss(rewriter, op, "a scale other than 1");
+    Value sol = viewedSolValue(skipFloatCasts(op.getInputs()[0]));
+    if (!sol)
+      return nearMiss(rewriter, op,
+                      "the input is not a raised [batch, seq, heads·dim] "
+                      "projection");
+    if (!isSolPositions(op, op.getInputs()[1]))
+      return nearMiss(rewriter, op,
+                      "positions other than the graph's "
+                      "position_ids");
+    auto cacheType = dyn_cast<RankedTensorType>(op.getInputs()[2].getType());
+    if (!cacheType || cacheType.getRank() != 2 || cacheType.isDynamicDim(1))
+      return nearMiss(rewriter, op, "cos cache of unknown shape");
+    const int64_t dim = 2 * cacheType.getDimSize(1);
+    const int64_t width = cast<RankedTensorType>(sol.getType()).getDimSize(1);
+    const int64_t partial = intAttr(op, "rotary_embedding_dim", 0);
+    if (width % dim != 0 || (partial != 0 && partial != dim))
+      return nearMiss(rewriter, op, "partial rotation is not supported");
+    std::string why;
+    std::optional<RopeAttr> rope = ropeFromCaches(
+        op, op.getInputs()[2], op.getInputs()[3], dim, store, why);
+    if (!rope)
+      return nearMiss(rewriter, op, why);
+    rewriter.setInsertionPoint(op);
+    Value rotated = rewriter.create<RopeOp>(
+        op.getLoc(), sol.getType(), sol, solArgument(op, "positions"), *rope,
+        rewriter.getI64IntegerAttr(width / dim),
+        rewriter.getI64IntegerAttr(dim));
+    replaceWithView(rewriter, op, rotated);
+    return success();
+  }
+
+  const WeightStore *store;
+};
+
 struct SolRaiseRopePass : sol::impl::SolRaiseRopeBase<SolRaiseRopePass> {
+  SolRaiseRopePass() = default;
+  explicit SolRaiseRopePass(const WeightStore *store) : store(store) {}
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<RaiseRope, RaiseRotaryEmbedding>(&getContext());
+    patterns.add<RaiseMsRotaryEmbedding>(&getContext(), store);
     if (failed(applyRaisePatterns(getOperation(), std::move(patterns),
                                   "sol-raise-rope")))
       signalPassFailure();
   }
+
+  const WeightStore *store = nullptr;
 };
 
 } // namespace
+
+std::unique_ptr<Pass> sol::createSolRaiseRope(const WeightStore *store) {
+  return std::make_unique<SolRaiseRopePass>(store);
+}

@@ -10,12 +10,17 @@ ImportedModel importModel(mlir::MLIRContext &context,
                           const std::filesystem::path &source) {
   namespace fs = std::filesystem;
   // A checkpoint directory may also hold an ONNX export; its safetensors
-  // (the original weights) win.
+  // weights (model.safetensors, model-0000x-of-0000n.safetensors or their
+  // index) win. Other safetensors files (goldens beside a graph) do not make
+  // a checkpoint.
   bool hasSafetensors = false;
   if (fs::is_directory(source))
-    for (const fs::directory_entry &e : fs::directory_iterator(source))
-      hasSafetensors |= e.path().extension() == ".safetensors" ||
-                        e.path().filename() == "model.safetensors.index.json";
+    for (const fs::directory_entry &e : fs::directory_iterator(source)) {
+      const std::string name = e.path().filename().string();
+      hasSafetensors |=
+          name == "model.safetensors.index.json" ||
+          (name.starts_with("model") && e.path().extension() == ".safetensors");
+    }
   if (!hasSafetensors)
     if (std::optional<fs::path> onnx = findOnnxModel(source))
       return importOnnxModel(context, *onnx);

@@ -418,7 +418,41 @@ struct SourceConfig {
   std::optional<int64_t> maxPositions;
   std::vector<int64_t> eosTokenIds;
   std::optional<int64_t> bosTokenId;
+  /// genai_config.json's search defaults, for a graph without a
+  /// generation_config.json.
+  std::optional<hf::GenerationConfig> genaiSearch;
+  /// The model's sizes as the config states them (Sol's names:
+  /// hidden_size, num_layers, vocab_size, num_heads, num_kv_heads,
+  /// head_dim), for sol-raise-outputs to check against the graph.
+  std::vector<std::pair<std::string, int64_t>> sizes;
+  std::string sizesSource;
 };
+
+/// The sizes `fields` states under `keys` (config key -> Sol's name).
+void readSizes(
+    const hf::detail::JsonFields &fields,
+    std::initializer_list<std::pair<const char *, const char *>> keys,
+    SourceConfig &config) {
+  for (auto [key, name] : keys)
+    if (std::optional<int64_t> v = fields.optInt(key))
+      config.sizes.push_back({name, *v});
+}
+
+/// onnxruntime-genai's search section as generation defaults.
+hf::GenerationConfig genaiSearchDefaults(const nlohmann::json &json,
+                                         const std::string &source) {
+  hf::GenerationConfig g;
+  if (!json.contains("search") || !json["search"].is_object())
+    return g;
+  hf::detail::JsonFields fields(json["search"], source, "search.");
+  g.doSample = fields.optBool("do_sample");
+  g.temperature = fields.optNumber("temperature");
+  g.topK = fields.optInt("top_k");
+  g.topP = fields.optNumber("top_p");
+  g.repetitionPenalty = fields.optNumber("repetition_penalty");
+  g.maxLength = fields.optInt("max_length");
+  return g;
+}
 
 SourceConfig readSourceConfig(const std::filesystem::path &dir) {
   SourceConfig config;
@@ -434,15 +468,29 @@ SourceConfig readSourceConfig(const std::filesystem::path &dir) {
     config.eosTokenIds =
         fields.optIntOrList("eos_token_id").value_or(std::vector<int64_t>{});
     config.bosTokenId = fields.optInt("bos_token_id");
+    readSizes(fields,
+              {{"hidden_size", "hidden_size"},
+               {"num_hidden_layers", "num_layers"},
+               {"vocab_size", "vocab_size"},
+               {"num_attention_heads", "num_heads"},
+               {"num_key_value_heads", "num_kv_heads"},
+               {"head_dim", "head_dim"}},
+              config);
+    config.sizesSource = "config.json";
     try {
       config.model = hf::parseModelConfig(config.text, source);
     } catch (const Error &) {
       // Not an architecture the checkpoint importer knows: no hint.
     }
-  } else if (std::filesystem::exists(dir / "genai_config.json")) {
+  }
+  if (std::filesystem::exists(dir / "genai_config.json")) {
     std::string source = (dir / "genai_config.json").string();
-    config.text = readText(dir / "genai_config.json");
-    nlohmann::json json = hf::detail::parseJsonObject(config.text, source);
+    std::string text = readText(dir / "genai_config.json");
+    nlohmann::json json = hf::detail::parseJsonObject(text, source);
+    config.genaiSearch = genaiSearchDefaults(json, source);
+    if (!config.text.empty())
+      return config; // config.json says the rest.
+    config.text = std::move(text);
     if (json.contains("model") && json["model"].is_object()) {
       hf::detail::JsonFields fields(json["model"], source, "model.");
       config.architecture = fields.optString("type").value_or("");
@@ -450,6 +498,18 @@ SourceConfig readSourceConfig(const std::filesystem::path &dir) {
       config.eosTokenIds =
           fields.optIntOrList("eos_token_id").value_or(std::vector<int64_t>{});
       config.bosTokenId = fields.optInt("bos_token_id");
+      readSizes(fields, {{"vocab_size", "vocab_size"}}, config);
+      if (json["model"].contains("decoder") &&
+          json["model"]["decoder"].is_object())
+        readSizes(hf::detail::JsonFields(json["model"]["decoder"], source,
+                                         "model.decoder."),
+                  {{"hidden_size", "hidden_size"},
+                   {"num_hidden_layers", "num_layers"},
+                   {"num_attention_heads", "num_heads"},
+                   {"num_key_value_heads", "num_kv_heads"},
+                   {"head_size", "head_dim"}},
+                  config);
+      config.sizesSource = "genai_config.json";
     }
   }
   return config;
@@ -507,6 +567,14 @@ ImportedModel importOnnxModel(MLIRContext &context,
   if (config.model)
     source.push_back(
         b.getNamedAttr("rope", ropeAttrOf(&context, *config.model)));
+  if (!config.sizes.empty()) {
+    SmallVector<NamedAttribute> sizes;
+    for (auto &[name, value] : config.sizes)
+      sizes.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(value)));
+    source.push_back(b.getNamedAttr("sizes", b.getDictionaryAttr(sizes)));
+    source.push_back(
+        b.getNamedAttr("sizes_from", b.getStringAttr(config.sizesSource)));
+  }
   (*imported.module)->setAttr("sol.onnx_source", b.getDictionaryAttr(source));
 
   ModelAssets &a = imported.assets;
@@ -516,8 +584,11 @@ ImportedModel importOnnxModel(MLIRContext &context,
     a.tokenizerJson = readText(dir / "tokenizer.json");
   if (std::filesystem::exists(dir / "tokenizer_config.json"))
     a.tokenizerConfigJson = readText(dir / "tokenizer_config.json");
-  a.generation = generationDefaults(config.eosTokenIds, config.bosTokenId,
-                                    hf::loadGenerationConfig(dir));
+  std::optional<hf::GenerationConfig> generation =
+      hf::loadGenerationConfig(dir);
+  a.generation =
+      generationDefaults(config.eosTokenIds, config.bosTokenId,
+                         generation ? generation : config.genaiSearch);
   return imported;
 }
 

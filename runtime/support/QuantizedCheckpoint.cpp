@@ -162,4 +162,91 @@ GptqWeight unpackGptq(std::span<const int32_t> qweight,
   return result;
 }
 
+namespace {
+
+/// Code `k` of a row of `bits`-bit codes packed low bits first.
+uint8_t codeAt(std::span<const uint8_t> row, int64_t k, int64_t bits) {
+  const int64_t bit = k * bits;
+  return (row[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
+}
+
+int64_t nbitsBlocks(const NBitsWeight &w) {
+  return (w.cols + w.blockSize - 1) / w.blockSize;
+}
+
+int64_t nbitsRowBytes(const NBitsWeight &w) {
+  return nbitsBlocks(w) * w.blockSize * w.bits / 8;
+}
+
+int64_t nbitsZeroRowBytes(const NBitsWeight &w) {
+  return (nbitsBlocks(w) * w.bits + 7) / 8;
+}
+
+/// The zero point of (row, block).
+float zeroAt(const NBitsWeight &w, int64_t row, int64_t block) {
+  if (!w.zeroFloats.empty())
+    return w.zeroFloats[row * nbitsBlocks(w) + block];
+  if (w.zeroCodes.empty())
+    return static_cast<float>(1 << (w.bits - 1));
+  const int64_t bytes = nbitsZeroRowBytes(w);
+  return codeAt(w.zeroCodes.subspan(row * bytes, bytes), block, w.bits);
+}
+
+} // namespace
+
+void checkNBits(const NBitsWeight &w, std::string_view what) {
+  if (!(w.bits == 2 || w.bits == 4 || w.bits == 8))
+    fail(what, ": MatMulNBits with ", w.bits, " bits (2, 4 or 8 are defined)");
+  if (w.rows <= 0 || w.cols <= 0 || w.blockSize < 16 ||
+      (w.blockSize & (w.blockSize - 1)) != 0)
+    fail(what, ": MatMulNBits shape N=", w.rows, " K=", w.cols,
+         " block_size=", w.blockSize,
+         " (block_size must be a power of two of at least 16)");
+  const int64_t blocks = nbitsBlocks(w);
+  checkTensor("MatMulNBits", std::string(what) + " codes", w.packed.size(),
+              w.rows, nbitsRowBytes(w));
+  checkTensor("MatMulNBits", std::string(what) + " scales", w.scales.size(),
+              w.rows, blocks);
+  if (!w.zeroCodes.empty())
+    checkTensor("MatMulNBits", std::string(what) + " zero points",
+                w.zeroCodes.size(), w.rows, nbitsZeroRowBytes(w));
+  if (!w.zeroFloats.empty())
+    checkTensor("MatMulNBits", std::string(what) + " zero points",
+                w.zeroFloats.size(), w.rows, blocks);
+}
+
+QuantizedWeight unpackNBits(const NBitsWeight &w) {
+  checkNBits(w, "weight");
+  const int64_t blocks = nbitsBlocks(w);
+  if (w.bits != 4 || w.cols != blocks * w.blockSize || !w.zeroFloats.empty())
+    fail("MatMulNBits weight: only 4-bit codes with integer zero points and "
+         "K a multiple of block_size are Sol's int4 (have ",
+         w.bits, " bits, K=", w.cols, ", block_size=", w.blockSize, ")");
+  QuantizedWeight q{Scheme::Int4, w.rows, w.cols, w.blockSize, {}, {}, {}};
+  // Row bytes are Sol's: code k at nibble k, low nibble first.
+  q.codes.assign(w.packed.begin(), w.packed.end());
+  q.scales.assign(w.scales.begin(), w.scales.end());
+  q.zeros.resize(static_cast<size_t>(w.rows * blocks));
+  for (int64_t n = 0; n < w.rows; ++n)
+    for (int64_t b = 0; b < blocks; ++b)
+      q.zeros[n * blocks + b] = static_cast<uint8_t>(zeroAt(w, n, b));
+  return q;
+}
+
+std::vector<float> dequantizeNBits(const NBitsWeight &w) {
+  checkNBits(w, "weight");
+  const int64_t blocks = nbitsBlocks(w), rowBytes = nbitsRowBytes(w);
+  std::vector<float> out(static_cast<size_t>(w.rows * w.cols));
+  for (int64_t n = 0; n < w.rows; ++n) {
+    std::span<const uint8_t> row = w.packed.subspan(n * rowBytes, rowBytes);
+    for (int64_t k = 0; k < w.cols; ++k) {
+      const int64_t b = k / w.blockSize;
+      out[n * w.cols + k] =
+          (static_cast<float>(codeAt(row, k, w.bits)) - zeroAt(w, n, b)) *
+          w.scales[n * blocks + b];
+    }
+  }
+  return out;
+}
+
 } // namespace sol::quant

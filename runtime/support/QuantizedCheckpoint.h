@@ -24,6 +24,16 @@
 //   With desc_act the groups are not contiguous in k; then the result's
 //   columns are the inputs reordered so that they are (see GptqWeight).
 //
+// onnxruntime's MatMulNBits (com.microsoft; also GatherBlockQuantized's
+// table), bits b in {2, 4, 8}, block size g:
+//   packed uint8 [N, blocks, g*b/8]: row n's codes in order, code k at bit
+//   offset k*b of the row's bytes (low bits first); K <= blocks * g.
+//   scales float [N * blocks]. zero points: packed the same way, each row
+//   padded to whole bytes ([N, ceil(blocks*b/8)]), or one float per block,
+//   or none (2^(b-1)). Value = (q - zero) * scale.
+//   For b = 4, K = blocks * g and integer zero points this is Sol's int4 with
+//   group g: the codes' bytes are already Sol's layout.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -71,5 +81,24 @@ GptqWeight unpackGptq(std::span<const int32_t> qweight,
                       std::span<const int32_t> gIdx, int64_t K, int64_t N,
                       int64_t groupSize,
                       GptqZeros zeros = GptqZeros::StoredMinusOne);
+
+/// One MatMulNBits weight (N rows of K inputs). `zeroCodes` and
+/// `zeroFloats` are both empty when the op has no zero points.
+struct NBitsWeight {
+  int64_t rows = 0, cols = 0, bits = 4, blockSize = 32;
+  std::span<const uint8_t> packed;
+  std::span<const float> scales;
+  std::span<const uint8_t> zeroCodes;
+  std::span<const float> zeroFloats;
+};
+
+/// Throws sol::Error (naming `what`) unless the arrays have the sizes the
+/// shape and bits give.
+void checkNBits(const NBitsWeight &w, std::string_view what);
+/// Sol's int4 with group blockSize; needs bits 4, cols == blocks * blockSize
+/// and no float zero points.
+QuantizedWeight unpackNBits(const NBitsWeight &w);
+/// The weight as float32 [rows, cols].
+std::vector<float> dequantizeNBits(const NBitsWeight &w);
 
 } // namespace sol::quant

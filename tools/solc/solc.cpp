@@ -126,7 +126,7 @@ int run(const Options &opts) {
   }
   if (opts.emit == "raised") {
     mlir::PassManager raise(&context);
-    sol::buildSolRaisePipeline(raise);
+    sol::buildSolRaisePipeline(raise, &model.weights);
     if (mlir::failed(raise.run(module)))
       sol::fail("cannot raise ", opts.input, " into Sol's ops (see above)");
     print(module);
@@ -148,7 +148,8 @@ int run(const Options &opts) {
     quantOptions->lmHead = opts.quantLmHead;
   }
   sol::buildSolPipeline(pm, opts.optLevel, kvOptions,
-                        quantOptions ? &*quantOptions : nullptr);
+                        quantOptions ? &*quantOptions : nullptr,
+                        &model.weights);
   if (mlir::failed(pm.run(module)))
     sol::fail("the -O", opts.optLevel, " pipeline failed on ", opts.input,
               " (see above)");

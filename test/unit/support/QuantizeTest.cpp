@@ -865,3 +865,119 @@ TEST(QuantizedCheckpoint, GptqInconsistentGIdx) {
 }
 
 } // namespace
+
+// onnxruntime's MatMulNBits layout, packed here as its quantizer packs it:
+// code k of a row at bit k*bits of the row's bytes, zero points per block
+// packed the same way with each row padded to whole bytes.
+namespace {
+struct NBitsFixture {
+  int64_t rows, cols, bits, block;
+  std::vector<uint8_t> codes;      ///< one per (row, k), unpacked
+  std::vector<uint8_t> zeroValues; ///< one per (row, block), unpacked
+  std::vector<float> scales;
+  std::vector<uint8_t> packed, packedZeros;
+
+  NBitsFixture(int64_t rows, int64_t cols, int64_t bits, int64_t block,
+               uint32_t seed)
+      : rows(rows), cols(cols), bits(bits), block(block) {
+    std::mt19937 rng(seed);
+    const int64_t blocks = (cols + block - 1) / block;
+    const int max = (1 << bits) - 1;
+    codes.resize(rows * cols);
+    for (uint8_t &c : codes)
+      c = static_cast<uint8_t>(rng() % (max + 1));
+    zeroValues.resize(rows * blocks);
+    for (uint8_t &z : zeroValues)
+      z = static_cast<uint8_t>(rng() % (max + 1));
+    scales.resize(rows * blocks);
+    for (float &s : scales)
+      s = 0.01f + static_cast<float>(rng() % 100) / 1000.0f;
+    const int64_t rowBytes = blocks * block * bits / 8;
+    packed.assign(rows * rowBytes, 0);
+    for (int64_t n = 0; n < rows; ++n)
+      for (int64_t k = 0; k < cols; ++k) {
+        const int64_t bit = k * bits;
+        packed[n * rowBytes + bit / 8] |=
+            static_cast<uint8_t>(codes[n * cols + k] << (bit % 8));
+      }
+    const int64_t zeroBytes = (blocks * bits + 7) / 8;
+    packedZeros.assign(rows * zeroBytes, 0);
+    for (int64_t n = 0; n < rows; ++n)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t bit = b * bits;
+        packedZeros[n * zeroBytes + bit / 8] |=
+            static_cast<uint8_t>(zeroValues[n * blocks + b] << (bit % 8));
+      }
+  }
+
+  NBitsWeight weight(bool withZeros) const {
+    NBitsWeight w;
+    w.rows = rows;
+    w.cols = cols;
+    w.bits = bits;
+    w.blockSize = block;
+    w.packed = packed;
+    w.scales = scales;
+    if (withZeros)
+      w.zeroCodes = packedZeros;
+    return w;
+  }
+
+  float value(int64_t n, int64_t k, bool withZeros) const {
+    const int64_t blocks = (cols + block - 1) / block, b = k / block;
+    const float zero = withZeros ? zeroValues[n * blocks + b]
+                                 : static_cast<float>(1 << (bits - 1));
+    return (static_cast<float>(codes[n * cols + k]) - zero) *
+           scales[n * blocks + b];
+  }
+};
+} // namespace
+
+TEST(QuantizedCheckpoint, NBitsDequantizeEveryWidth) {
+  for (int64_t bits : {2, 4, 8})
+    for (bool zeros : {false, true}) {
+      // K not a multiple of the block: the last block is padded.
+      NBitsFixture f(6, 80, bits, 32, 7 + bits);
+      const std::vector<float> w = dequantizeNBits(f.weight(zeros));
+      ASSERT_EQ(w.size(), size_t(6 * 80));
+      for (int64_t n = 0; n < 6; ++n)
+        for (int64_t k = 0; k < 80; ++k)
+          ASSERT_EQ(w[n * 80 + k], f.value(n, k, zeros))
+              << "bits " << bits << " zeros " << zeros << " at " << n << ","
+              << k;
+    }
+}
+
+TEST(QuantizedCheckpoint, NBitsInt4IsSolsInt4) {
+  for (bool zeros : {false, true}) {
+    NBitsFixture f(8, 96, 4, 32, 3);
+    const QuantizedWeight q = unpackNBits(f.weight(zeros));
+    EXPECT_EQ(q.scheme, Scheme::Int4);
+    EXPECT_EQ(q.groupSize, 32);
+    const std::vector<float> want = dequantizeNBits(f.weight(zeros));
+    for (int64_t n = 0; n < 8; ++n)
+      for (int64_t k = 0; k < 96; ++k) {
+        const int64_t g = n * 3 + k / 32;
+        const Int4Group group{q.scales[g], q.zeros[g]};
+        ASSERT_EQ(int4Dequantize(int4CodeAt(q.codes, 96, n, k), group),
+                  want[n * 96 + k]);
+      }
+  }
+}
+
+TEST(QuantizedCheckpoint, NBitsBadShapes) {
+  NBitsFixture f(4, 64, 4, 32, 1);
+  NBitsWeight w = f.weight(true);
+  w.packed = std::span(f.packed).first(f.packed.size() - 1);
+  EXPECT_ERROR_HAS(dequantizeNBits(w), "codes");
+  w = f.weight(true);
+  w.scales = std::span(f.scales).first(3);
+  EXPECT_ERROR_HAS(dequantizeNBits(w), "scales");
+  w = f.weight(true);
+  w.bits = 3;
+  EXPECT_ERROR_HAS(dequantizeNBits(w), "3 bits");
+  NBitsFixture padded(4, 48, 4, 32, 2);
+  EXPECT_ERROR_HAS(unpackNBits(padded.weight(false)), "multiple of block_size");
+  NBitsFixture eight(4, 64, 8, 32, 2);
+  EXPECT_ERROR_HAS(unpackNBits(eight.weight(false)), "4-bit codes");
+}

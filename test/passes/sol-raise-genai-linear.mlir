@@ -1,0 +1,64 @@
+// RUN: solc-opt %s --split-input-file --sol-raise-linear | FileCheck %s
+// RUN: solc-opt %s --split-input-file --sol-raise-linear 2>&1 >/dev/null | FileCheck %s --check-prefix=NOTE
+
+// com.microsoft MatMulNBits: 4-bit codes with integer zero points (or none)
+// and K a multiple of block_size are Sol's int4 linear, repacked by
+// sol.unpack_nbits; the bias Add after it is the linear's bias.
+
+// CHECK-LABEL: func.func @int4
+// CHECK: %[[C:.*]]:3 = sol.unpack_nbits %{{.*}}, %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 32 : i64} : (tensor<96x2x16xui8>, tensor<96x2xf32>, tensor<96x1xui8>) -> (tensor<96x64xi4>, tensor<96x2xf32>, tensor<96x2xui8>)
+// CHECK: sol.linear %arg0, %[[C]]#0, %{{.*}} scales %[[C]]#1 zeros %[[C]]#2 {group_size = 32 : i64, quant = #sol<quant int4>}
+// CHECK-NOT: "MatMulNBits"
+func.func @int4(%h: tensor<?x64xbf16>) -> tensor<1x?x96xf32> {
+  %q = sol.weight @"qkv.weight_Q4" : tensor<96x2x16xui8>
+  %s = sol.weight @"qkv.weight_scales" : tensor<96x2xf32>
+  %z = sol.weight @"qkv.weight_zero_points" : tensor<96x1xui8>
+  %b = sol.weight @"qkv.bias" : tensor<96xf32>
+  %x = sol.batch_view %h : tensor<?x64xbf16> -> tensor<1x?x64xf32>
+  %y = sol.onnx "MatMulNBits"(%x, %q, %s, %z) {domain = "com.microsoft", K = 64 : i64, N = 96 : i64, bits = 4 : i64, block_size = 32 : i64, accuracy_level = 4 : i64} : (tensor<1x?x64xf32>, tensor<96x2x16xui8>, tensor<96x2xf32>, tensor<96x1xui8>) -> tensor<1x?x96xf32>
+  %yb = sol.onnx "Add"(%y, %b) : (tensor<1x?x96xf32>, tensor<96xf32>) -> tensor<1x?x96xf32>
+  return %yb : tensor<1x?x96xf32>
+}
+
+// -----
+
+// 8-bit codes: dequantized to bf16, noted once.
+// NOTE: remark: MatMulNBits weights of 8 bits (or with float zero points) are dequantized to bf16
+// CHECK-LABEL: func.func @int8
+// CHECK: %[[W:.*]] = sol.unpack_nbits %{{.*}}, %{{.*}} {bits = 8 : i64, block_size = 32 : i64} : (tensor<16x2x32xui8>, tensor<16x2xf32>) -> (tensor<16x64xbf16>)
+// CHECK: sol.linear %arg0, %[[W]] : (tensor<?x64xbf16>, tensor<16x64xbf16>) -> tensor<?x16xbf16>
+// CHECK-NOT: sol.nbits_noted
+func.func @int8(%h: tensor<?x64xbf16>) -> tensor<1x?x16xf32> {
+  %q = sol.weight @"w.weight_Q8" : tensor<16x2x32xui8>
+  %s = sol.weight @"w.weight_scales" : tensor<16x2xf32>
+  %x = sol.batch_view %h : tensor<?x64xbf16> -> tensor<1x?x64xf32>
+  %y = sol.onnx "MatMulNBits"(%x, %q, %s) {domain = "com.microsoft", K = 64 : i64, N = 16 : i64, bits = 8 : i64, block_size = 32 : i64} : (tensor<1x?x64xf32>, tensor<16x2x32xui8>, tensor<16x2xf32>) -> tensor<1x?x16xf32>
+  return %y : tensor<1x?x16xf32>
+}
+
+// -----
+
+// Refused: weights prepacked for a GPU kernel.
+// CHECK: reason = "weight_prepacked = 2: the weights are in a GPU kernel's prepacked layout; export them unpacked (onnxruntime-genai's matmulnbits_weights_prepacked=0)"
+// CHECK-LABEL: func.func @prepacked
+// CHECK: sol.onnx "MatMulNBits"
+func.func @prepacked(%h: tensor<?x64xbf16>) -> tensor<1x?x16xf32> {
+  %q = sol.weight @"w.weight_Q4" : tensor<16x2x16xui8>
+  %s = sol.weight @"w.weight_scales" : tensor<16x2xf32>
+  %x = sol.batch_view %h : tensor<?x64xbf16> -> tensor<1x?x64xf32>
+  %y = sol.onnx "MatMulNBits"(%x, %q, %s) {domain = "com.microsoft", K = 64 : i64, N = 16 : i64, bits = 4 : i64, block_size = 32 : i64, weight_prepacked = 2 : i64} : (tensor<1x?x64xf32>, tensor<16x2x16xui8>, tensor<16x2xf32>) -> tensor<1x?x16xf32>
+  return %y : tensor<1x?x16xf32>
+}
+
+// -----
+
+// Split of a raised value's last axis (a packed QKV): sol.split.
+// CHECK-LABEL: func.func @split
+// CHECK: %[[S:.*]]:3 = sol.split %arg0 : tensor<?x256xbf16> -> tensor<?x128xbf16>, tensor<?x64xbf16>, tensor<?x64xbf16>
+// CHECK-NOT: "Split"
+func.func @split(%qkv: tensor<?x256xbf16>) -> (tensor<1x?x128xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>) {
+  %x = sol.batch_view %qkv : tensor<?x256xbf16> -> tensor<1x?x256xf32>
+  %sizes = sol.onnx_constant {value = dense<[128, 64, 64]> : tensor<3xi64>} : tensor<3xi64>
+  %p:3 = sol.onnx "Split"(%x, %sizes) {axis = -1 : i64} : (tensor<1x?x256xf32>, tensor<3xi64>) -> (tensor<1x?x128xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>)
+  return %p#0, %p#1, %p#2 : tensor<1x?x128xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>
+}
