@@ -390,6 +390,34 @@ LogicalResult QuantizeWeightOp::verify() {
                          getZeros());
 }
 
+LogicalResult DequantizeWeightOp::verify() {
+  auto codes = getCodes().getType(), out = getResult().getType();
+  if (codes.getRank() != 2 || !codes.getElementType().isInteger(8))
+    return emitOpError() << "dequantizes 2-D i8 or ui8 codes, not "
+                         << shapeString(codes);
+  if (out.getShape() != codes.getShape() || !out.getElementType().isBF16())
+    return emitOpError() << "result must be bf16 of the codes' shape "
+                         << shapeString(codes);
+  const int64_t axis = getAxis();
+  if (axis != 0 && axis != 1)
+    return emitOpError() << "axis must be 0 or 1, not " << axis;
+  auto scales = getScales().getType();
+  const int64_t n = scales.getNumElements();
+  if (!isFloatElement(scales.getElementType()) || scales.getRank() > 1 ||
+      (n != 1 && n != codes.getDimSize(axis)))
+    return emitOpError() << "scales must be one float, or one per index of "
+                         << "axis " << axis << " (" << codes.getDimSize(axis)
+                         << "), not " << shapeString(scales);
+  if (Value zeros = getZeroPoints()) {
+    auto type = cast<RankedTensorType>(zeros.getType());
+    if (type.getShape() != scales.getShape() ||
+        type.getElementType() != codes.getElementType())
+      return emitOpError() << "zero points must have the scales' shape and "
+                           << "the codes' type, not " << shapeString(type);
+  }
+  return success();
+}
+
 LogicalResult UnpackNBitsOp::verify() {
   auto packed = getPacked().getType();
   const int64_t bits = getBits(), block = getBlockSize();

@@ -3,7 +3,7 @@
 // Three groups of ops:
 //  * weights: `sol.weight` names a tensor of the weight store; the weight
 //    transforms (concat, interleave, convert, transpose, scale, clamp,
-//    quantize, unpack_nbits) derive new weights from others and are materialised by
+//    quantize, unpack_nbits, dequantize_weight) derive new weights from others and are materialised by
 //    sol-materialize-weights;
 //  * tensor-level layers, as importers produce them (`sol.linear`,
 //    `sol.rms_norm`, `sol.rope`, `sol.attention`, `sol.logits`...);
@@ -222,6 +222,31 @@ def Sol_UnpackNBitsOp : Sol_WeightTransformOp<"unpack_nbits"> {
   let assemblyFormat = [{
     $packed `,` $scales (`,` $zero_points^)? attr-dict `:` `(` type($packed)
     `,` type($scales) (`,` type($zero_points)^)? `)` `->` `(` type($outputs) `)`
+  }];
+  let hasVerifier = 1;
+}
+
+def Sol_DequantizeWeightOp : Sol_WeightTransformOp<"dequantize_weight"> {
+  let summary = "an integer weight with its scales (and zero points), in bf16";
+  let description = [{
+    ONNX's linear dequantization of a stored integer weight, as
+    `DequantizeLinear` or onnxruntime's dynamic quantization (`MatMulInteger`)
+    store it: `(codes - zero_points) · scales`, with `scales` (and
+    `zero_points`) one value for the whole tensor or one per index of
+    dimension `axis`. `codes` are i8 or ui8 of any 2-D shape; the result has
+    their shape.
+
+    ```mlir
+    %w = sol.dequantize_weight %q, %s {axis = 1} : (tensor<64x96xi8>, tensor<96xf32>) -> tensor<64x96xbf16>
+    ```
+  }];
+  let arguments = (ins Sol_WeightTensor:$codes, Sol_WeightTensor:$scales,
+                       Optional<Sol_WeightTensor>:$zero_points,
+                       DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = [{
+    $codes `,` $scales (`,` $zero_points^)? attr-dict `:` `(` type($codes) `,`
+    type($scales) (`,` type($zero_points)^)? `)` `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -177,6 +177,8 @@ struct SolMaterializeWeightsPass
       return materializeQuantized(q, sources[0]);
     if (auto unpack = dyn_cast<UnpackNBitsOp>(op))
       return materializeNBits(unpack, sources);
+    if (auto dequantize = dyn_cast<DequantizeWeightOp>(op))
+      return materializeDequantized(dequantize, sources);
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
     const DType dtype = storeDType(type.getElementType());
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
@@ -299,6 +301,43 @@ struct SolMaterializeWeightsPass
           [once, which](const WeightStore &s, const ByteSink &sink) {
             once->write(s, which, sink);
           });
+    op->erase();
+    return success();
+  }
+
+  /// (codes - zero points) * scales, per tensor or per index of `axis`.
+  LogicalResult
+  materializeDequantized(DequantizeWeightOp op,
+                         const SmallVector<std::string> &sources) {
+    auto codesType = op.getCodes().getType();
+    const int64_t rows = codesType.getDimSize(0),
+                  cols = codesType.getDimSize(1);
+    const bool isSigned = codesType.getElementType().isSignedInteger(8) ||
+                          codesType.getElementType().isSignlessInteger(8);
+    const int64_t axis = op.getAxis();
+    replaceByStored(
+        op.getResult(), sources[0] + "~bf16",
+        [=](const WeightStore &s, const ByteSink &sink) {
+          std::vector<std::byte> codeBytes, zeroBytes;
+          auto codes = s.contiguous(sources[0], codeBytes);
+          const std::vector<float> scales = s.readFloat(sources[1]);
+          std::span<const std::byte> zeros;
+          if (sources.size() > 2)
+            zeros = s.contiguous(sources[2], zeroBytes);
+          auto value = [&](std::span<const std::byte> bytes, size_t i) {
+            const auto b = static_cast<uint8_t>(bytes[i]);
+            return isSigned ? float(static_cast<int8_t>(b)) : float(b);
+          };
+          std::vector<float> w(static_cast<size_t>(rows * cols));
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c) {
+              const size_t g =
+                  scales.size() == 1 ? 0 : size_t(axis == 0 ? r : c);
+              const float zero = zeros.empty() ? 0.0f : value(zeros, g);
+              w[r * cols + c] = (value(codes, r * cols + c) - zero) * scales[g];
+            }
+          sink(fromFloat(w, DType::BF16));
+        });
     op->erase();
     return success();
   }

@@ -24,8 +24,55 @@ namespace {
 
 /// The weight a MatMul multiplies by, in [out, in] layout and bf16, with
 /// its [in, out] dimensions; null when the right operand is not a weight.
+/// (codes - zero) * scale of a stored [in, out] integer weight, in bf16
+/// [in, out]: a DequantizeLinear's inputs (or MatMulInteger's), per tensor
+/// or per index of `axis`; null when they are not initializers of those
+/// shapes.
+Value dequantizedWeight(PatternRewriter &rewriter, Location loc, Value codes,
+                        Value scales, Value zeros, int64_t axis) {
+  std::optional<SmallVector<int64_t>> shape = weightShape(codes);
+  std::optional<SmallVector<int64_t>> scaleShape = weightShape(scales);
+  if (!shape || shape->size() != 2 || !scaleShape ||
+      !getElementTypeOrSelf(codes.getType()).isInteger(8))
+    return {};
+  if (axis < 0)
+    axis += 2;
+  int64_t count = 1;
+  for (int64_t d : *scaleShape)
+    count *= d;
+  if ((axis != 0 && axis != 1) || scaleShape->size() > 1 ||
+      (count != 1 && count != (*shape)[axis]))
+    return {};
+  if (zeros && (!weightShape(zeros) || *weightShape(zeros) != *scaleShape))
+    return {};
+  Value z = zeros ? storedWeight(rewriter, zeros) : Value();
+  return rewriter.create<DequantizeWeightOp>(
+      loc, RankedTensorType::get(*shape, rewriter.getBF16Type()),
+      storedWeight(rewriter, codes), storedWeight(rewriter, scales), z,
+      rewriter.getI64IntegerAttr(axis));
+}
+
 Value outInWeight(PatternRewriter &rewriter, Value b, int64_t &in,
                   int64_t &out) {
+  // DequantizeLinear(Wq [in, out], scale, zero): QDQ weights.
+  if (OnnxOp dq = producer(skipFloatCasts(b), "DequantizeLinear")) {
+    auto inputs = dq.getInputs();
+    if (intAttr(dq, "block_size", 0) != 0 || inputs.size() < 2)
+      return {};
+    Value zeros = inputs.size() > 2 && !isa<NoneType>(inputs[2].getType())
+                      ? inputs[2]
+                      : Value();
+    Value w = dequantizedWeight(rewriter, dq.getLoc(), inputs[0], inputs[1],
+                                zeros, intAttr(dq, "axis", 1));
+    if (!w)
+      return {};
+    auto type = cast<RankedTensorType>(w.getType());
+    in = type.getDimSize(0);
+    out = type.getDimSize(1);
+    return rewriter.create<TransposeWeightOp>(
+        w.getLoc(), RankedTensorType::get({out, in}, rewriter.getBF16Type()),
+        w);
+  }
   // Transpose(W [out, in]): the original weight.
   if (OnnxOp t = producer(skipFloatCasts(b), "Transpose")) {
     auto perm = dyn_cast_or_null<DenseI64ArrayAttr>(t.getOnnxAttr("perm"));
@@ -116,6 +163,8 @@ struct RaiseLinear : OpRewritePattern<OnnxOp> {
     bool isWeight = weightShape(b).has_value();
     if (OnnxOp t = producer(b, "Transpose"))
       isWeight = weightShape(t.getInputs()[0]).has_value();
+    if (OnnxOp dq = producer(b, "DequantizeLinear"))
+      isWeight = weightShape(dq.getInputs()[0]).has_value();
     if (!isWeight)
       return failure();
     rewriter.setInsertionPoint(matmul);
@@ -223,6 +272,66 @@ struct RaiseMatMulNBits : OpRewritePattern<OnnxOp> {
   }
 };
 
+/// onnxruntime's dynamic quantization of a MatMul by a constant
+/// (quantize_dynamic; transformers.js's model_int8 / model_quantized.onnx):
+///
+///   xq, xs, xz = DynamicQuantizeLinear(x)
+///   y = Mul(Cast(MatMulInteger(xq, Wq, xz, Wz), FLOAT), Mul(xs, Ws))
+///
+/// is x · dequantize(Wq) up to the rounding of x to 8 bits, which Sol does
+/// not repeat: sol.linear of x and the dequantized weight (bf16).
+struct RaiseMatMulInteger : OpRewritePattern<OnnxOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnnxOp mul,
+                                PatternRewriter &rewriter) const override {
+    if (mul.getOpType() != "Mul" || !mul.getDomain().empty() ||
+        mul.getInputs().size() != 2)
+      return failure();
+    for (int i = 0; i < 2; ++i) {
+      OnnxOp toFloat = producer(mul.getInputs()[i], "Cast");
+      OnnxOp mm = toFloat ? producer(toFloat.getInputs()[0], "MatMulInteger")
+                          : OnnxOp();
+      if (!mm)
+        continue;
+      auto in = mm.getInputs();
+      auto dql = in[0].getDefiningOp<OnnxOp>();
+      if (!dql || dql.getOpType() != "DynamicQuantizeLinear" || in.size() < 3 ||
+          in[2] != dql->getResult(2))
+        return nearMiss(rewriter, mul,
+                        "MatMulInteger of an input other than "
+                        "DynamicQuantizeLinear's");
+      // The scale: Mul(x_scale, W_scale), either order.
+      OnnxOp scales = producer(mul.getInputs()[1 - i], "Mul");
+      Value weightScale;
+      if (scales)
+        for (int j = 0; j < 2; ++j)
+          if (scales.getInputs()[j] == dql->getResult(1))
+            weightScale = scales.getInputs()[1 - j];
+      if (!weightScale)
+        return nearMiss(rewriter, mul, "the scale is not x_scale · W_scale");
+      Value zeros =
+          in.size() > 3 && !isa<NoneType>(in[3].getType()) ? in[3] : Value();
+      rewriter.setInsertionPoint(mul);
+      Value w = dequantizedWeight(rewriter, mm.getLoc(), in[1], weightScale,
+                                  zeros, /*axis=*/1);
+      if (!w)
+        return nearMiss(rewriter, mul,
+                        "the weight, its scales or zero points are not "
+                        "initializers of matching shapes");
+      auto type = cast<RankedTensorType>(w.getType());
+      LinearWeight lw;
+      lw.in = type.getDimSize(0);
+      lw.out = type.getDimSize(1);
+      lw.weight = rewriter.create<TransposeWeightOp>(
+          w.getLoc(),
+          RankedTensorType::get({lw.out, lw.in}, rewriter.getBF16Type()), w);
+      return replaceWithLinear(rewriter, mul, dql.getInputs()[0], lw, {});
+    }
+    return failure();
+  }
+};
+
 /// Split(x, sizes) of a raised [batch, seq, width] value along its last
 /// axis (onnxruntime-genai's packed QKV before per-head norms) ->
 /// sol.split.
@@ -286,7 +395,8 @@ struct RaiseSplit : OpRewritePattern<OnnxOp> {
 struct SolRaiseLinearPass : sol::impl::SolRaiseLinearBase<SolRaiseLinearPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<RaiseLinear, RaiseMatMulNBits, RaiseSplit>(&getContext());
+    patterns.add<RaiseLinear, RaiseMatMulNBits, RaiseMatMulInteger, RaiseSplit>(
+        &getContext());
     if (failed(applyRaisePatterns(getOperation(), std::move(patterns),
                                   "sol-raise-linear")))
       signalPassFailure();

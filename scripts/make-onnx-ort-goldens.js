@@ -2,7 +2,7 @@
 // Writes onnxruntime's goldens beside an ONNX decoder graph: golden.json and
 // golden_logits.safetensors in the format of test/models/<model>/ (what
 // test/e2e/check-goldens.py reads), for graphs whose values differ from their
-// checkpoint's (quantized ones: MatMulNBits).
+// checkpoint's (quantized ones: MatMulNBits, QDQ).
 //
 // A dev tool (CI has no Node onnxruntime): it needs onnxruntime-node, found
 // through --ort, $ORT_NODE, or /tmp/ortnode/node_modules/onnxruntime-node
@@ -10,6 +10,9 @@
 //
 //   node scripts/make-onnx-ort-goldens.js --graph test/models/onnx/genai/int4/llama \
 //       --inputs test/models/llama/golden.json
+//
+// --graph is a folder holding model.onnx or a graph file; the goldens go
+// beside it. The cache's sizes come from genai_config.json, else config.json.
 //
 // The input ids and the greedy length are the checkpoint's (--inputs). The
 // graph runs on the CPU with graph optimizations off: the ids in one pass
@@ -89,18 +92,29 @@ function top2Margin(a, off, n) {
 async function main() {
   const args = parseArgs(process.argv);
   const ort = require(args.ort);
-  const graphFile = path.join(args.graph, 'model.onnx');
-  const genai = JSON.parse(fs.readFileSync(path.join(args.graph, 'genai_config.json'), 'utf8'));
-  const decoder = genai.model.decoder;
+  // A graph file, or a folder holding model.onnx.
+  const graphFile = fs.statSync(args.graph).isDirectory() ? path.join(args.graph, 'model.onnx') : args.graph;
+  const dir = path.dirname(graphFile);
+  // The cache's sizes: genai_config.json's, else config.json's.
+  let kv, hd;
+  if (fs.existsSync(path.join(dir, 'genai_config.json'))) {
+    const decoder = JSON.parse(fs.readFileSync(path.join(dir, 'genai_config.json'), 'utf8')).model.decoder;
+    kv = decoder.num_key_value_heads;
+    hd = decoder.head_size;
+  } else {
+    const cfg = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8'));
+    kv = cfg.num_key_value_heads;
+    hd = cfg.head_dim || cfg.hidden_size / cfg.num_attention_heads;
+  }
   const inputs = JSON.parse(fs.readFileSync(args.inputs, 'utf8'));
 
   const original = fs.readFileSync(graphFile);
   const patched = withAccuracyLevel1(original);
   const nodes = countOf(original, Buffer.from('MatMulNBits'));
-  if (patched.count === 0 || patched.count > nodes)
+  if (patched.count > nodes)
     throw new Error(`found ${patched.count} accuracy_level attributes for ${nodes} MatMulNBits mentions`);
   // Beside the original, so that its external data resolves.
-  const exact = path.join(args.graph, 'model_accuracy1.onnx');
+  const exact = path.join(dir, 'model_accuracy1.onnx');
   fs.writeFileSync(exact, patched.bytes);
   let session;
   try {
@@ -116,7 +130,6 @@ async function main() {
   const ids = inputs.input_ids;
   const steps = inputs.greedy_ids.length;
   const capacity = slidingCache ? ids.length + steps : 0;
-  const kv = decoder.num_key_value_heads, hd = decoder.head_size;
   let past = {};
   for (const n of pastNames) {
     const count = kv * capacity * hd;
@@ -158,7 +171,7 @@ async function main() {
   let minRowMargin = Infinity;
   for (let r = 0; r < ids.length; r++) minRowMargin = Math.min(minRowMargin, top2Margin(first.data, r * vocab, vocab).margin);
 
-  writeSafetensorsF32(path.join(args.graph, 'golden_logits.safetensors'), 'logits', [ids.length, vocab], first.data);
+  writeSafetensorsF32(path.join(dir, 'golden_logits.safetensors'), 'logits', [ids.length, vocab], first.data);
   const golden = {
     input_ids: ids,
     greedy_ids: greedy,
@@ -166,15 +179,16 @@ async function main() {
     logits_file: 'golden_logits.safetensors',
     logits_shape: [ids.length, vocab],
     min_top2_margin_logits: Number(minRowMargin.toPrecision(6)),
-    compute: `onnxruntime-node ${require(path.join(args.ort, 'package.json')).version} (CPU, graph optimizations off), ` +
-      'MatMulNBits at accuracy_level 1 (float32 arithmetic on the dequantized weights)',
+    compute: `onnxruntime-node ${require(path.join(args.ort, 'package.json')).version} (CPU, graph optimizations off) ` +
+      `on ${path.basename(graphFile)}` +
+      (patched.count ? ', MatMulNBits at accuracy_level 1 (float32 arithmetic on the dequantized weights)' : ''),
     source: 'scripts/make-onnx-ort-goldens.js',
   };
   // One key per line, arrays inline.
   const text = Object.entries(golden).map(([k, v]) => ` ${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(',\n');
-  fs.writeFileSync(path.join(args.graph, 'golden.json'), `{\n${text}\n}\n`);
+  fs.writeFileSync(path.join(dir, 'golden.json'), `{\n${text}\n}\n`);
   const tie = margins.findIndex((m) => m < 1e-3);
-  console.log(`${args.graph}: ${patched.count} MatMulNBits at accuracy_level 1, greedy ${greedy.slice(0, 8).join(',')}...` +
+  console.log(`${graphFile}: ${patched.count} MatMulNBits at accuracy_level 1, greedy ${greedy.slice(0, 8).join(',')}...` +
     (tie >= 0 ? ` (tie at step ${tie + 1})` : ''));
 }
 

@@ -532,9 +532,10 @@ VALIDATION_END = "<!-- validation:end -->"
 # the README.
 DYNAMO_BEGIN = "<!-- dynamo:begin -->"
 DYNAMO_END = "<!-- dynamo:end -->"
-# Likewise onnxruntime-genai's graphs (scripts/export-genai-onnx.py).
-GENAI_BEGIN = "<!-- genai:begin -->"
-GENAI_END = "<!-- genai:end -->"
+# Likewise the sections of onnxruntime-genai's graphs
+# (scripts/export-genai-onnx.py) and of the quantized graphs
+# (scripts/quantize-onnx-weights.py).
+KEPT_SECTIONS = ("genai", "quantized")
 
 PATTERNS = {
     "llama": "GQA 8q/2kv (repeat_kv n_rep 4), llama3 RoPE (inv_freq constant already scaled), q/k/v/o and "
@@ -563,15 +564,18 @@ DTYPE_NOTES = {
 
 def write_readme(out_dir, rows, onnx_version):
     readme = out_dir / "README.md"
-    validation = dynamo = genai = ""
+    validation = dynamo = ""
+    kept = []
     if readme.exists():
         old = readme.read_text()
         if VALIDATION_BEGIN in old and VALIDATION_END in old:
             validation = old[old.index(VALIDATION_BEGIN):old.index(VALIDATION_END) + len(VALIDATION_END)]
         if DYNAMO_BEGIN in old and DYNAMO_END in old:
             dynamo = old[old.index(DYNAMO_BEGIN):old.index(DYNAMO_END) + len(DYNAMO_END)]
-        if GENAI_BEGIN in old and GENAI_END in old:
-            genai = old[old.index(GENAI_BEGIN):old.index(GENAI_END) + len(GENAI_END)]
+        for section in KEPT_SECTIONS:
+            begin, end = f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
+            if begin in old and end in old:
+                kept.append(old[old.index(begin):old.index(end) + len(end)])
     if not validation:
         validation = f"{VALIDATION_BEGIN}\n(not run yet)\n{VALIDATION_END}"
     total = sum(r["bytes"] for r in rows)
@@ -673,8 +677,8 @@ def write_readme(out_dir, rows, onnx_version):
                  "fix, multi-index `aten::index` by flattening, `softmax(dtype=)` with a `Cast` before it.\n")
     if dynamo:
         lines.append(dynamo + "\n")
-    if genai:
-        lines.append(genai + "\n")
+    for section in kept:
+        lines.append(section + "\n")
     lines.append("## Validation\n")
     lines.append("    node scripts/check-onnx-test-models.js            # needs onnxruntime-node, see the script\n")
     lines.append(validation + "\n")
