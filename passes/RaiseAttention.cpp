@@ -497,9 +497,13 @@ struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
       return nearMiss(rewriter, op,
                       "a quantized KV cache (k_scale/v_scale) is not "
                       "supported; Sol's --kv-cache-dtype fp8 is");
-    if (present(9) &&
-        !(raisedInput(inputs[9]) || inputs[9].getDefiningOp<BatchViewOp>()))
-      return nearMiss(rewriter, op, "a position_ids input");
+    // Positions given to the op must be the graph's position_ids (Sol's).
+    if (present(9)) {
+      auto view = inputs[9].getDefiningOp<BatchViewOp>();
+      if (!view || view.getInput() != solArgument(op, "positions"))
+        return nearMiss(rewriter, op,
+                        "a position_ids input other than the graph's");
+    }
     for (unsigned i = 3; i < op->getNumResults(); ++i)
       if (!op->getResult(i).use_empty())
         return nearMiss(rewriter, op, "the output_qk output is read");
