@@ -25,6 +25,7 @@ holds run.json ({"date", "commit", "gpu"}, written by gpu-check) and any of:
                                and Transformers (bench/quant_bench.py)
   onnx.json                    step 22: a torch.onnx export's plan against the
                                checkpoint's (bench/onnx_bench.py)
+  onnx-genai.json              step 24: onnxruntime-genai's export, the same
 
 Each report gives one or more rows, keyed by the workload (the first column).
 A later RUN_DIR (by date, then by position on the command line) replaces an
@@ -235,20 +236,26 @@ def quant_rows(d):
     return rows
 
 
-def onnx_rows(d):
+ONNX_SOURCES = {
+    22: "a torch.onnx dynamo export (opset 18, float32 weights in external data)",
+    24: "onnxruntime-genai's model builder (bf16, CUDA: GroupQueryAttention, "
+        "SkipSimplifiedLayerNormalization, bf16 cos/sin caches)",
+}
+
+
+def onnx_rows(d, step=22):
     """bench/onnx_bench.py: the plan of an ONNX export beside the checkpoint's."""
     plans = d["plans"]
     ckpt, onnx = plans["checkpoint"], plans["onnx"]
     agree = ("same ops" if d["same_ops"] else "other ops") + ", " + (
         "same greedy ids" if d["same_ids"] else "other greedy ids")
     return [(
-        f"Llama-3.2-1B shape from a torch.onnx dynamo export (opset 18, float32 weights in "
-        f"external data), batch 1, prompt {d['prompt_tokens']} + {d['new_tokens']} new: "
-        "decode tok/s",
+        f"Llama-3.2-1B shape from {ONNX_SOURCES[step]}, batch 1, prompt "
+        f"{d['prompt_tokens']} + {d['new_tokens']} new: decode tok/s",
         f"{n(onnx['decode_tokens_per_s'])} ({d['onnx_over_checkpoint']:.3f}x the checkpoint's "
         f"plan; {agree}; {onnx['ops']} ops)",
         f"{n(ckpt['decode_tokens_per_s'])} (Sol plan of the safetensors checkpoint)",
-        command(22, "onnx_bench.py"))]
+        command(step, "onnx_bench.py"))]
 
 
 def load(path):
@@ -285,6 +292,8 @@ def run_rows(run_dir, args):
                 rows += quant_rows(load(path))
             elif name == "onnx.json":
                 rows += onnx_rows(load(path))
+            elif name == "onnx-genai.json":
+                rows += onnx_rows(load(path), 24)
             elif name == "engine.json":
                 rows += engine_rows(load(path))
             elif re.fullmatch(r"serve-.+\.json", name):
