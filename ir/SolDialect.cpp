@@ -984,6 +984,28 @@ RopeParameters sol::ropeParameters(RopeAttr attr) {
   return p;
 }
 
+RopeAttr sol::ropeAttr(MLIRContext *ctx, const RopeParameters &p) {
+  RopeScalingKind kind = RopeScalingKind::None;
+  switch (p.scaling) {
+  case RopeScaling::None:
+    break;
+  case RopeScaling::Linear:
+    kind = RopeScalingKind::Linear;
+    break;
+  case RopeScaling::Llama3:
+    kind = RopeScalingKind::Llama3;
+    break;
+  case RopeScaling::Yarn:
+    kind = RopeScalingKind::Yarn;
+    break;
+  }
+  return RopeAttr::get(
+      ctx, APFloat(p.theta), kind, APFloat(p.factor), APFloat(p.lowFreqFactor),
+      APFloat(p.highFreqFactor), p.originalMaxPosition, APFloat(p.betaFast),
+      APFloat(p.betaSlow),
+      APFloat(kind == RopeScalingKind::Yarn ? p.attentionFactor : 0.0));
+}
+
 //===----------------------------------------------------------------------===//
 // ONNX nodes before raising
 //===----------------------------------------------------------------------===//

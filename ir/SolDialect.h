@@ -65,4 +65,7 @@ WeightTransform<ConcreteType>::verifyTrait(mlir::Operation *op) {
 namespace sol {
 /// The rope table parameters a #sol.rope attribute stands for.
 RopeParameters ropeParameters(RopeAttr attr);
+/// The #sol.rope attribute of `params` (the inverse of ropeParameters; yarn's
+/// attention factor kept only under yarn).
+RopeAttr ropeAttr(mlir::MLIRContext *ctx, const RopeParameters &params);
 } // namespace sol

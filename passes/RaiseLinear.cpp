@@ -94,9 +94,6 @@ Value outInWeight(PatternRewriter &rewriter, Value b, int64_t &in,
       w.getLoc(), RankedTensorType::get({out, in}, rewriter.getBF16Type()), w);
 }
 
-/// Marks the module while the pass runs, once the dequantization note is out.
-constexpr llvm::StringLiteral kNBitsNoted = "sol.nbits_noted";
-
 /// A linear's weight operands as sol.linear takes them.
 struct LinearWeight {
   Value weight, scales, zeros;
@@ -260,16 +257,18 @@ struct RaiseMatMulNBits : OpRewritePattern<OnnxOp> {
 
   /// One note per module: the weights lose no precision but the plan
   /// stores them in bf16.
-  static void noteDequantized(OnnxOp op, int64_t bits) {
-    auto module = op->getParentOfType<ModuleOp>();
-    if (module->hasAttr(kNBitsNoted))
+  void noteDequantized(OnnxOp op, int64_t bits) const {
+    if (noted)
       return;
-    module->setAttr(kNBitsNoted, UnitAttr::get(op.getContext()));
+    noted = true;
     emitRemark(op.getLoc())
         << "MatMulNBits weights of " << bits
         << " bits (or with float zero points) are dequantized to bf16: Sol's "
            "quantized linears take 4-bit codes with integer zero points";
   }
+
+  /// One note per pass run (the patterns are made for each run).
+  mutable bool noted = false;
 };
 
 /// onnxruntime's dynamic quantization of a MatMul by a constant
@@ -400,7 +399,6 @@ struct SolRaiseLinearPass : sol::impl::SolRaiseLinearBase<SolRaiseLinearPass> {
     if (failed(applyRaisePatterns(getOperation(), std::move(patterns),
                                   "sol-raise-linear")))
       signalPassFailure();
-    getOperation()->removeAttr(kNBitsNoted);
   }
 };
 

@@ -83,19 +83,6 @@ bool isRotateHalf(Value v, Value x, int64_t dim, int64_t rank) {
          isLastAxisSlice(concat.getInputs()[1], x, 0, dim / 2, rank);
 }
 
-/// A rope attribute for `p` (its kind from its scaling).
-RopeAttr ropeAttrFor(MLIRContext *ctx, const RopeParameters &p) {
-  RopeScalingKind kind =
-      p.scaling == RopeScaling::Linear   ? RopeScalingKind::Linear
-      : p.scaling == RopeScaling::Llama3 ? RopeScalingKind::Llama3
-                                         : RopeScalingKind::None;
-  return RopeAttr::get(ctx, APFloat(p.theta), kind, APFloat(p.factor),
-                       APFloat(p.lowFreqFactor), APFloat(p.highFreqFactor),
-                       p.scaling == RopeScaling::Llama3 ? p.originalMaxPosition
-                                                        : 0,
-                       APFloat(32.0), APFloat(1.0), APFloat(0.0));
-}
-
 /// `x` rounded to `digits` significant digits (0: unchanged).
 double rounded(double x, int digits) {
   if (x <= 0 || digits == 0)
@@ -191,7 +178,7 @@ fitRope(MLIRContext *ctx, ArrayRef<double> invFreq, int64_t dim, RopeAttr hint,
     try {
       RopeTable table = RopeTable::compute(candidates[i], dim);
       if (std::fabs(table.attentionScaling - 1.0f) < 1e-6 && matches(table))
-        return hint && i == 0 ? hint : ropeAttrFor(ctx, candidates[i]);
+        return hint && i == 0 ? hint : ropeAttr(ctx, candidates[i]);
     } catch (const std::exception &) {
       // Parameters RopeTable rejects: not this candidate.
     }

@@ -12,7 +12,10 @@ namespace sol::hf {
 GenerationConfig parseGenerationConfig(std::string_view jsonText,
                                        std::string_view source) {
   nlohmann::json json = detail::parseJsonObject(jsonText, source);
-  detail::JsonFields fields(json, std::string(source));
+  return generationConfigFrom(detail::JsonFields(json, std::string(source)));
+}
+
+GenerationConfig generationConfigFrom(const detail::JsonFields &fields) {
   GenerationConfig config;
   config.eosTokenIds =
       fields.optIntOrList("eos_token_id").value_or(std::vector<int64_t>{});

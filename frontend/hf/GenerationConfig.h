@@ -28,6 +28,14 @@ struct GenerationConfig {
   std::optional<int64_t> maxLength;
 };
 
+namespace detail {
+class JsonFields;
+}
+
+/// The generation fields of one JSON object (generation_config.json, or
+/// genai_config.json's "search", which uses the same names), checked.
+GenerationConfig generationConfigFrom(const detail::JsonFields &fields);
+
 /// Parses the text of a generation_config.json; `source` names it in errors.
 GenerationConfig parseGenerationConfig(std::string_view jsonText,
                                        std::string_view source);

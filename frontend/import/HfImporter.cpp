@@ -39,26 +39,7 @@ Type elementType(OpBuilder &b, DType dtype) {
 } // namespace
 
 RopeAttr ropeAttrOf(MLIRContext *ctx, const hf::ModelConfig &config) {
-  const RopeParameters p = hf::ropeParameters(config);
-  RopeScalingKind kind = RopeScalingKind::None;
-  switch (p.scaling) {
-  case RopeScaling::None:
-    break;
-  case RopeScaling::Linear:
-    kind = RopeScalingKind::Linear;
-    break;
-  case RopeScaling::Llama3:
-    kind = RopeScalingKind::Llama3;
-    break;
-  case RopeScaling::Yarn:
-    kind = RopeScalingKind::Yarn;
-    break;
-  }
-  return RopeAttr::get(
-      ctx, APFloat(p.theta), kind, APFloat(p.factor), APFloat(p.lowFreqFactor),
-      APFloat(p.highFreqFactor), p.originalMaxPosition, APFloat(p.betaFast),
-      APFloat(p.betaSlow),
-      APFloat(kind == RopeScalingKind::Yarn ? p.attentionFactor : 0.0));
+  return ropeAttr(ctx, hf::ropeParameters(config));
 }
 
 namespace {

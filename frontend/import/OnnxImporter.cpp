@@ -438,20 +438,14 @@ void readSizes(
       config.sizes.push_back({name, *v});
 }
 
-/// onnxruntime-genai's search section as generation defaults.
+/// onnxruntime-genai's search section as generation defaults (the names
+/// of generation_config.json).
 hf::GenerationConfig genaiSearchDefaults(const nlohmann::json &json,
                                          const std::string &source) {
-  hf::GenerationConfig g;
   if (!json.contains("search") || !json["search"].is_object())
-    return g;
-  hf::detail::JsonFields fields(json["search"], source, "search.");
-  g.doSample = fields.optBool("do_sample");
-  g.temperature = fields.optNumber("temperature");
-  g.topK = fields.optInt("top_k");
-  g.topP = fields.optNumber("top_p");
-  g.repetitionPenalty = fields.optNumber("repetition_penalty");
-  g.maxLength = fields.optInt("max_length");
-  return g;
+    return {};
+  return hf::generationConfigFrom(
+      hf::detail::JsonFields(json["search"], source, "search."));
 }
 
 SourceConfig readSourceConfig(const std::filesystem::path &dir) {

@@ -27,7 +27,7 @@ func.func @int4(%h: tensor<?x64xbf16>) -> tensor<1x?x96xf32> {
 // CHECK-LABEL: func.func @int8
 // CHECK: %[[W:.*]] = sol.unpack_nbits %{{.*}}, %{{.*}} {bits = 8 : i64, block_size = 32 : i64} : (tensor<16x2x32xui8>, tensor<16x2xf32>) -> (tensor<16x64xbf16>)
 // CHECK: sol.linear %arg0, %[[W]] : (tensor<?x64xbf16>, tensor<16x64xbf16>) -> tensor<?x16xbf16>
-// CHECK-NOT: sol.nbits_noted
+// CHECK-NOT: sol.nbits
 func.func @int8(%h: tensor<?x64xbf16>) -> tensor<1x?x16xf32> {
   %q = sol.weight @"w.weight_Q8" : tensor<16x2x32xui8>
   %s = sol.weight @"w.weight_scales" : tensor<16x2xf32>
