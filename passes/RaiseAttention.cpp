@@ -16,6 +16,11 @@
 // false, for a boolean mask). Opset 23's Attention op over the same caches
 // is raised the same way.
 //
+// A graph without a cache (no past inputs: keys and values are the new
+// tokens' own, every call sees the whole sequence) computes what Sol's
+// cached attention computes; its layers are numbered in program order and
+// its mask is probed on whole sequences instead.
+//
 //===----------------------------------------------------------------------===//
 #include "passes/OnnxEvaluator.h"
 #include "passes/OnnxMatch.h"
@@ -45,6 +50,11 @@ constexpr double kMaskedBelow = -1e4;
 /// last one is long enough to see sliding windows of up to 4096 tokens.
 const std::pair<int64_t, int64_t> kMaskSteps[] = {
     {0, 5}, {3, 4}, {12, 5}, {4500, 2}};
+/// The same for a graph without a cache, where a step is a whole sequence
+/// (its mask is tokens x tokens, so the last probe is shorter: a longer
+/// window comes from config.json, see maskWindow).
+const std::pair<int64_t, int64_t> kWholeSequenceSteps[] = {
+    {0, 5}, {0, 12}, {0, 1100}};
 
 /// x without a GQA repeat_kv: Reshape(Expand(Unsqueeze(x, 2))) -> x.
 Value stripRepeatKv(Value v) {
@@ -181,14 +191,27 @@ struct AttentionParts {
   double scale = 1.0;
 };
 
+/// True when `fn` takes a KV cache (past_key_values inputs).
+bool takesPast(func::FuncOp fn) {
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    if (auto name = fn.getArgAttrOfType<StringAttr>(i, "sol.name");
+        name && name.getValue().starts_with("past"))
+      return true;
+  return false;
+}
+
 /// nullopt for a plain causal mask, the window of a sliding one, or
-/// failure when the mask is neither (or cannot be evaluated).
-FailureOr<std::optional<int64_t>>
-maskWindow(Operation *at, Value mask, bool booleanMask, std::string &why) {
+/// failure when the mask is neither (or cannot be evaluated). Without a
+/// cache the probes see windows up to 1,098 tokens; a causal mask there
+/// takes config.json's longer sliding_window, if it states one.
+FailureOr<std::optional<int64_t>> maskWindow(Operation *at, Value mask,
+                                             bool booleanMask, bool cached,
+                                             std::string &why) {
   auto fn = at->getParentOfType<func::FuncOp>();
   std::optional<int64_t> window;
   bool windowKnown = false;
-  for (auto [past, fresh] : kMaskSteps) {
+  for (auto [past, fresh] :
+       cached ? ArrayRef(kMaskSteps) : ArrayRef(kWholeSequenceSteps)) {
     OnnxEvaluator eval;
     std::vector<int64_t> positions(fresh);
     for (int64_t i = 0; i < fresh; ++i)
@@ -246,7 +269,33 @@ maskWindow(Operation *at, Value mask, bool booleanMask, std::string &why) {
       }
     }
   }
+  if (!cached && !window)
+    if (auto source =
+            at->getParentOfType<ModuleOp>()->getAttrOfType<DictionaryAttr>(
+                "sol.onnx_source"))
+      if (auto stated =
+              dyn_cast_or_null<IntegerAttr>(source.get("sliding_window"));
+          stated && stated.getInt() >= kWholeSequenceSteps[2].second)
+        window = stated.getInt();
   return window;
+}
+
+/// The heads and head_dim of a [batch, heads, seq, dim] value that
+/// headsSource() accepted: from the [batch, seq, heads, dim] view it
+/// transposes, or from the sol.rope it is a view of.
+std::optional<std::pair<int64_t, int64_t>> headGeometry(Value v) {
+  OnnxOp transpose = producer(skipFloatCasts(v), "Transpose");
+  if (!transpose)
+    return std::nullopt;
+  if (auto type =
+          dyn_cast<RankedTensorType>(transpose.getInputs()[0].getType());
+      type && type.getRank() == 4 && !type.isDynamicDim(2) &&
+      !type.isDynamicDim(3))
+    return std::pair{type.getDimSize(2), type.getDimSize(3)};
+  if (auto rope =
+          viewedSolValue(transpose.getInputs()[0]).getDefiningOp<RopeOp>())
+    return std::pair{rope.getNumHeads(), rope.getHeadDim()};
+  return std::nullopt;
 }
 
 /// sol.attention for `parts` (the root op `at` decides the insertion point
@@ -261,8 +310,13 @@ FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
   }
   BlockArgument pastK, pastV;
   Value newK, newV;
-  if (!matchCacheConcat(stripRepeatKv(parts.k), pastK, newK) ||
-      !matchCacheConcat(stripRepeatKv(parts.v), pastV, newV)) {
+  const bool cached = takesPast(at->getParentOfType<func::FuncOp>());
+  if (!cached) {
+    // Without a cache the keys and values are the new tokens'.
+    newK = stripRepeatKv(parts.k);
+    newV = stripRepeatKv(parts.v);
+  } else if (!matchCacheConcat(stripRepeatKv(parts.k), pastK, newK) ||
+             !matchCacheConcat(stripRepeatKv(parts.v), pastV, newV)) {
     why = "k or v is not a past input concatenated with new tokens";
     return failure();
   }
@@ -271,13 +325,23 @@ FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
     why = "new k or v not recognised";
     return failure();
   }
-  auto pastType = dyn_cast<RankedTensorType>(pastK.getType());
-  if (!pastType || pastType.getRank() != 4 || pastType.isDynamicDim(1) ||
-      pastType.isDynamicDim(3)) {
-    why = "past keys of unknown shape";
+  int64_t kvHeads = 0, dim = 0;
+  if (cached) {
+    auto pastType = dyn_cast<RankedTensorType>(pastK.getType());
+    if (!pastType || pastType.getRank() != 4 || pastType.isDynamicDim(1) ||
+        pastType.isDynamicDim(3)) {
+      why = "past keys of unknown shape";
+      return failure();
+    }
+    kvHeads = pastType.getDimSize(1);
+    dim = pastType.getDimSize(3);
+  } else if (std::optional<std::pair<int64_t, int64_t>> geometry =
+                 headGeometry(newK)) {
+    std::tie(kvHeads, dim) = *geometry;
+  } else {
+    why = "cannot tell the keys' heads and head_dim";
     return failure();
   }
-  const int64_t kvHeads = pastType.getDimSize(1), dim = pastType.getDimSize(3);
   const int64_t qWidth = cast<RankedTensorType>(q.getType()).getDimSize(1);
   if (cast<RankedTensorType>(k.getType()).getDimSize(1) != kvHeads * dim ||
       k.getType() != v.getType() || qWidth % dim != 0 ||
@@ -285,8 +349,9 @@ FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
     why = "head counts do not agree";
     return failure();
   }
-  std::optional<int64_t> layer = layerOf(pastK);
-  if (!layer || layerOf(pastV) != layer) {
+  // Without a cache, layers are numbered in program order after raising.
+  std::optional<int64_t> layer = cached ? layerOf(pastK) : 0;
+  if (!layer || (cached && layerOf(pastV) != layer)) {
     why = "cannot tell the layer";
     return failure();
   }
@@ -295,7 +360,7 @@ FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
     return failure();
   }
   FailureOr<std::optional<int64_t>> window =
-      maskWindow(at, parts.mask, parts.booleanMask, why);
+      maskWindow(at, parts.mask, parts.booleanMask, cached, why);
   if (failed(window))
     return failure();
   Value positions = solArgument(at, "positions");
@@ -652,7 +717,17 @@ struct SolRaiseAttentionPass
     patterns.add<RaiseGroupQueryAttention>(&getContext(), store);
     if (failed(applyRaisePatterns(getOperation(), std::move(patterns),
                                   "sol-raise-attention")))
-      signalPassFailure();
+      return signalPassFailure();
+    // A graph without a cache names no layers: number them in order.
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      if (takesPast(fn))
+        continue;
+      int64_t layer = 0;
+      fn.walk([&](AttentionOp op) {
+        op.setLayerAttr(
+            IntegerAttr::get(IntegerType::get(&getContext(), 64), layer++));
+      });
+    }
   }
 
   const WeightStore *store = nullptr;

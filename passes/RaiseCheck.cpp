@@ -119,8 +119,9 @@ struct SolRaiseCheckPass : sol::impl::SolRaiseCheckBase<SolRaiseCheckPass> {
         at.print(os);
       os << ": " << cast<StringAttr>(note.get("reason")).getValue();
     }
-    os << "\n  compile the model's Hugging Face checkpoint directory instead, or "
-          "export it with a KV cache (torch.onnx.export(..., dynamo=True), or "
+    os << "\n  compile the model's Hugging Face checkpoint directory instead, "
+          "or "
+          "export it again (torch.onnx.export(..., dynamo=True), or "
           "optimum-cli export onnx --task text-generation-with-past); "
           "SOL_RAISE_DEBUG=1 prints every near miss";
     module.emitError(report);

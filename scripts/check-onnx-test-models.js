@@ -1,5 +1,8 @@
 #!/usr/bin/env node
-// Checks the ONNX test models under test/models/onnx/optimum/ against the Transformers goldens.
+// Checks the ONNX test models under test/models/onnx/optimum*/ against the Transformers goldens:
+// graphs with past (optimum/), Optimum's merged decoders (optimum-merged/: use_cache_branch is
+// fed true when there is a past) and graphs without a cache (optimum-nocache/: each "cached"
+// step runs the whole sequence so far and reads its last rows).
 //
 // A dev tool (CI has no Node onnxruntime): it needs onnxruntime-node, found through
 // --ort, $ORT_NODE, or /tmp/ortnode/node_modules/onnxruntime-node.
@@ -51,7 +54,9 @@ function parseArgs(argv) {
 const args = parseArgs(process.argv);
 const ort = require(args.ort);
 const MODELS = ['llama', 'qwen2', 'qwen3', 'mistral'];
-const FILES = [['model.onnx', 'float32'], ['model_fp16.onnx', 'float16']];
+const FILES = [['model.onnx', 'float32'], ['model_fp16.onnx', 'float16'],
+  ['decoder_model_merged.onnx', 'float32'], ['decoder_model_merged_fp16.onnx', 'float16']];
+const FOLDERS = ['optimum', 'optimum-merged', 'optimum-nocache'];
 const MARGIN = 1e-2;
 
 function readSafetensors(file) {
@@ -116,6 +121,8 @@ class Runner {
     this.kv = cfg.num_key_value_heads;
     this.hd = cfg.head_dim || cfg.hidden_size / cfg.num_attention_heads;
     this.vocab = cfg.vocab_size;
+    this.hasPast = session.inputNames.includes('past_key_values.0.key');
+    this.merged = session.inputNames.includes('use_cache_branch');
   }
   emptyPast(batch) {
     const past = [];
@@ -129,9 +136,11 @@ class Runner {
   }
   // ids, mask, pos: arrays of rows (batch); returns {logits: [batch][seq] Float32Array(vocab), past}
   async run(ids, mask, pos, past) {
+    if (!this.hasPast) return this.runWhole(ids, mask, pos, past);
     const B = ids.length, S = ids[0].length, T = mask[0].length;
     const i64 = (rows, n) => new ort.Tensor('int64', BigInt64Array.from(rows.flat().map(BigInt)), [B, n]);
     const feeds = { input_ids: i64(ids, S), attention_mask: i64(mask, T), position_ids: i64(pos, S) };
+    if (this.merged) feeds.use_cache_branch = new ort.Tensor('bool', Uint8Array.from([past ? 1 : 0]), [1]);
     past = past || this.emptyPast(B);
     for (let i = 0; i < this.layers; i++) {
       feeds[`past_key_values.${i}.key`] = past[i].key;
@@ -154,6 +163,24 @@ class Runner {
     }
     return { logits, past: present };
   }
+  // A graph without a cache: the "past" is the ids and positions so far, run again whole.
+  async runWhole(ids, mask, pos, past) {
+    const B = ids.length, S = ids[0].length, T = mask[0].length;
+    const allIds = past ? ids.map((r, b) => [...past.ids[b], ...r]) : ids;
+    const allPos = past ? pos.map((r, b) => [...past.pos[b], ...r]) : pos;
+    const i64 = (rows, n) => new ort.Tensor('int64', BigInt64Array.from(rows.flat().map(BigInt)), [B, n]);
+    const out = await this.s.run({ input_ids: i64(allIds, T), attention_mask: i64(mask, T),
+      position_ids: i64(allPos, T) });
+    const lg = out.logits;
+    if (lg.dims.join() !== [B, T, this.vocab].join()) throw new Error(`logits dims ${lg.dims}`);
+    const logits = [];
+    for (let b = 0; b < B; b++) {
+      const rows = [];
+      for (let t = T - S; t < T; t++) rows.push(lg.data.slice((b * T + t) * this.vocab, (b * T + t + 1) * this.vocab));
+      logits.push(rows);
+    }
+    return { logits, past: { ids: allIds, pos: allPos } };
+  }
 }
 
 const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
@@ -171,7 +198,7 @@ async function checkModel(m, file, dtype) {
   const V = r.vocab;
   const ids = golden.input_ids, N = ids.length;
   const tol = dtype === 'float16' ? 1e-2 : 1e-4;
-  const res = { model: m, file: path.basename(file), dtype, tol, fails: [] };
+  const res = { model: m, file: path.relative(args.onnxDir, file), dtype, tol, fails: [] };
 
   // full
   const full = await r.run([ids], [ones(N)], [range(0, N)]);
@@ -262,14 +289,16 @@ function table(results) {
 
 async function main() {
   const results = [];
-  for (const m of MODELS) {
-    for (const [f, dtype] of FILES) {
-      const file = path.join(args.onnxDir, 'optimum', m, f);
-      if (!fs.existsSync(file)) continue;
-      results.push(await checkModel(m, file, dtype));
+  for (const folder of FOLDERS) {
+    for (const m of MODELS) {
+      for (const [f, dtype] of FILES) {
+        const file = path.join(args.onnxDir, folder, m, f);
+        if (!fs.existsSync(file)) continue;
+        results.push(await checkModel(m, file, dtype));
+      }
     }
   }
-  if (!results.length) { console.error(`no graphs under ${path.join(args.onnxDir, 'optimum')}`); process.exit(2); }
+  if (!results.length) { console.error(`no graphs under ${args.onnxDir}/optimum*`); process.exit(2); }
   const t = table(results);
   const header = `onnxruntime-node ${ort.env.versions.node}, CPU, graphOptimizationLevel ${args.opt}`;
   console.log(header + '\n\n' + t);

@@ -65,7 +65,20 @@ class WithCache(torch.nn.Module):
         return (out.logits, *presents)
 
 
-def export(model, config, out_dir, opset, external):
+class WithoutCache(torch.nn.Module):
+    """The model without a cache: every call sees the whole sequence."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, position_ids):
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                         position_ids=position_ids, use_cache=False)
+        return out.logits
+
+
+def export(model, config, out_dir, opset, external, cache=True):
     layers = config.num_hidden_layers
     kv = config.num_key_value_heads
     dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
@@ -90,10 +103,17 @@ def export(model, config, out_dir, opset, external):
     names_out = ["logits"] + [f"present.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "model.onnx")
-    wrapper = WithCache(model, layers).eval()
+    if cache:
+        wrapper, args = WithCache(model, layers).eval(), (ids, mask, pos, past)
+    else:
+        # Without past the mask covers just the sequence.
+        wrapper, args = WithoutCache(model).eval(), (ids, mask[:, :seq], pos - past_len)
+        dynamic = {"input_ids": {0: b, 1: s}, "attention_mask": {0: b, 1: s},
+                   "position_ids": {0: b, 1: s}}
+        names_in, names_out = names_in[:3], names_out[:1]
     with torch.no_grad():
         program = torch.onnx.export(
-            wrapper, (ids, mask, pos, past), dynamo=True, opset_version=opset,
+            wrapper, args, dynamo=True, opset_version=opset,
             input_names=names_in, output_names=names_out, dynamic_shapes=dynamic)
     program.save(path, external_data=external)
     return path
@@ -108,6 +128,8 @@ def main():
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--attn", choices=["eager", "sdpa"], default="eager",
                     help="transformers' attention: sdpa exports as opset 23's Attention op")
+    ap.add_argument("--no-cache", action="store_true",
+                    help="export without past_key_values/present (logits only)")
     ap.add_argument("--external-data", action="store_true",
                     help="weights in model.onnx.data beside the graph")
     args = ap.parse_args()
@@ -131,12 +153,14 @@ def main():
                 config, dtype=getattr(torch, args.dtype), attn_implementation=args.attn)
         model.eval()
         for opset in args.opset:
-            style = f"dynamo{opset}" + ("-sdpa" if args.attn == "sdpa" else "")
+            style = (f"dynamo{opset}" + ("-sdpa" if args.attn == "sdpa" else "")
+                     + ("-nocache" if args.no_cache else ""))
             out_dir = os.path.join(args.out, style, name)
             t = time.time()
             try:
                 path = export(model, config, out_dir, opset,
-                              external=src is None or args.external_data)
+                              external=src is None or args.external_data,
+                              cache=not args.no_cache)
                 if src:
                     for f in ("config.json", "generation_config.json"):
                         if os.path.exists(os.path.join(src, f)):

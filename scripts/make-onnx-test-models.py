@@ -47,12 +47,15 @@ except ImportError:  # pragma: no cover - environment problem
 OPSET = 17
 IR_VERSION = 8
 INT64_MAX = 2**63 - 1
-SIZE_BUDGET_BYTES = 3_500_000  # everything under test/models/onnx/optimum/ together
+SIZE_BUDGET_BYTES = 4_700_000  # everything under test/models/onnx/optimum*/ together
 MODELS = ("llama", "qwen2", "qwen3", "mistral")
 # The committed set: transformers.js' model_fp16.onnx for every model, plus model.onnx
 # (float32) for the smallest one.
-COMMITTED = (("llama", "float16"), ("qwen2", "float16"), ("qwen3", "float16"), ("mistral", "float16"),
-             ("qwen3", "float32"))
+# Then Optimum's merged decoders (an If on use_cache_branch) for qwen2, and a graph
+# without a cache (--task text-generation) for mistral.
+COMMITTED = (("llama", "float16", "past"), ("qwen2", "float16", "past"), ("qwen3", "float16", "past"),
+             ("mistral", "float16", "past"), ("qwen3", "float32", "past"), ("qwen2", "float16", "merged"),
+             ("mistral", "float16", "none"))
 
 # Per-model export style. All four follow what the TorchScript exporter writes for
 # transformers' eager code; where transformers versions differ, the models differ, so
@@ -216,8 +219,13 @@ class Graph:
 
 
 class Builder:
-    def __init__(self, name, cfg, weights, dtype):
+    """cache: "past" (text-generation-with-past: past inputs, present outputs), "first"
+    (Optimum's decoder_model.onnx: no past inputs, the new keys and values as presents)
+    or "none" (--task text-generation: logits only)."""
+
+    def __init__(self, name, cfg, weights, dtype, cache="past"):
         self.name = name
+        self.cache = cache
         self.cfg = cfg
         self.w = weights
         self.dtype = dtype
@@ -296,7 +304,10 @@ class Builder:
         sdpa_mask + eager_mask: bool mask from index comparisons and the 2D padding mask,
         then where(mask, 0, finfo(dtype).min)."""
         g, s = self.g, "/model"
-        past_len = g.dim(s, past_key, 2)                             # past_key_values.get_seq_length()
+        if past_key is None:                                         # an empty cache: traced as 0
+            past_len = g.i64(s, 0)
+        else:
+            past_len = g.dim(s, past_key, 2)                         # past_key_values.get_seq_length()
         q_len = g.dim(s, embeds, 1)
         batch = g.dim(s, embeds, 0)
         end = g.op(s, "Add", [past_len, q_len])
@@ -366,8 +377,11 @@ class Builder:
         sn = g.unsqueeze(s, sin, [1])
         q = g.op(s, "Add", [g.op(s, "Mul", [q, c]), g.op(s, "Mul", [self.rotate_half(s, q), sn])])
         k = g.op(s, "Add", [g.op(s, "Mul", [k, c]), g.op(s, "Mul", [self.rotate_half(s, k), sn])])
-        present_k = g.op(s, "Concat", [past_k, k], axis=-2)          # DynamicLayer.update: cat(dim=-2)
-        present_v = g.op(s, "Concat", [past_v, v], axis=-2)
+        if past_k is None:                                          # an empty layer keeps the new ones
+            present_k, present_v = k, v
+        else:
+            present_k = g.op(s, "Concat", [past_k, k], axis=-2)      # DynamicLayer.update: cat(dim=-2)
+            present_v = g.op(s, "Concat", [past_v, v], axis=-2)
         kr = self.repeat_kv(s, present_k)
         vr = self.repeat_kv(s, present_v)
         scores = g.op(s, "MatMul", [q, g.op(s, "Transpose", [kr], perm=[0, 1, 3, 2])])
@@ -404,19 +418,22 @@ class Builder:
     def build(self):
         g = self.g
         F = TensorProto.FLOAT
+        past = self.cache == "past"
+        total = "past_sequence_length + sequence_length" if past else "sequence_length"
         kv_dims = ["batch_size", self.kv_heads, "past_sequence_length", self.head_dim]
-        present_dims = ["batch_size", self.kv_heads, "past_sequence_length + sequence_length", self.head_dim]
+        present_dims = ["batch_size", self.kv_heads, total, self.head_dim]
         inputs = [
             helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]),
-            helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
-                                          ["batch_size", "past_sequence_length + sequence_length"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch_size", total]),
             helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["batch_size", "sequence_length"]),
         ]
         outputs = [helper.make_tensor_value_info("logits", F, ["batch_size", "sequence_length", self.vocab])]
         for i in range(self.layers):
             for kv in ("key", "value"):
-                inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.{kv}", F, kv_dims))
-                outputs.append(helper.make_tensor_value_info(f"present.{i}.{kv}", F, present_dims))
+                if past:
+                    inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.{kv}", F, kv_dims))
+                if self.cache != "none":
+                    outputs.append(helper.make_tensor_value_info(f"present.{i}.{kv}", F, present_dims))
 
         def io_in(name):  # keep_io_types: float32 graph input, Cast to float16 on entry
             if not g.fp16:
@@ -437,12 +454,14 @@ class Builder:
         h = g.op("/model/embed_tokens", "Gather", [self.param("model.embed_tokens.weight"), "input_ids"])
         cos, sin, inv = self.rotary("position_ids")
         self.inv_freq = inv
-        past0 = io_in("past_key_values.0.key")
+        past0 = io_in("past_key_values.0.key") if past else None
         mask = self.causal_mask("attention_mask", h, past0)
         presents = []
         for i in range(self.layers):
-            pk = past0 if i == 0 else io_in(f"past_key_values.{i}.key")
-            pv = io_in(f"past_key_values.{i}.value")
+            pk = pv = None
+            if past:
+                pk = past0 if i == 0 else io_in(f"past_key_values.{i}.key")
+                pv = io_in(f"past_key_values.{i}.value")
             s = f"/model/layers.{i}"
             x = self.rms_norm(f"{s}/input_layernorm", h, f"model.layers.{i}.input_layernorm.weight")
             a, present_k, present_v = self.attention(i, x, cos, sin, mask, pk, pv)
@@ -457,8 +476,9 @@ class Builder:
         self.tied_matmul = None
         logits = self.linear("/lm_head", h, "lm_head", tied_to="model.embed_tokens.weight" if tied else None)
         io_out(logits, "logits")
-        for value, name in presents:
-            io_out(value, name)
+        if self.cache != "none":
+            for value, name in presents:
+                io_out(value, name)
 
         unused = sorted(set(self.w) - self.used)
         if unused:
@@ -486,10 +506,69 @@ class Builder:
         return model
 
 
-def build_model(src_dir, name, dtype):
+def merge_decoders(first, with_past):
+    """Optimum's decoder_model_merged.onnx (optimum/onnx/graph_transformations.py
+    merge_decoders): one If on the bool input use_cache_branch, then_branch the decoder
+    with past, else_branch the one without; initializers shared by content at the top
+    (renamed in the branch that had another name), scalars and 1-D int64 ones kept in
+    their branch; inputs the union (the first decoder's entries first)."""
+    top, by_content, renames = [], {}, {}
+    branches = {}
+    for key, model in (("with_past", with_past), ("no_past", first)):
+        kept, rename = [], {}
+        for t in model.graph.initializer:
+            if len(t.dims) == 0 or (len(t.dims) == 1 and t.data_type in (6, 7)):
+                kept.append(t)
+                continue
+            content = (t.data_type, tuple(t.dims), t.raw_data)
+            if content in by_content:
+                rename[t.name] = by_content[content]
+                continue
+            name = t.name
+            if any(x.name == name for x in top):
+                name = f"{name}_merged_{len(top)}"
+            by_content[content] = name
+            rename[t.name] = name
+            u = onnx.TensorProto()
+            u.CopyFrom(t)
+            u.name = name
+            top.append(u)
+        nodes = []
+        for n in model.graph.node:
+            m = onnx.NodeProto()
+            m.CopyFrom(n)
+            for j, x in enumerate(m.input):
+                m.input[j] = rename.get(x, x)
+            nodes.append(m)
+        branches[key] = helper.make_graph(nodes, key, [], list(model.graph.output), initializer=kept)
+        renames[key] = rename
+    inputs, seen = [], set()
+    for model in (first, with_past):
+        for v in model.graph.input:
+            if v.name not in seen:
+                seen.add(v.name)
+                inputs.append(v)
+    inputs.append(helper.make_tensor_value_info("use_cache_branch", TensorProto.BOOL, [1]))
+    outputs = list(with_past.graph.output)
+    node = helper.make_node("If", ["use_cache_branch"], [o.name for o in outputs], name="optimum::if",
+                            then_branch=branches["with_past"], else_branch=branches["no_past"])
+    graph = helper.make_graph([node], "merged", inputs, outputs, initializer=top)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="sol scripts/make-onnx-test-models.py", producer_version="1")
+    model.ir_version = IR_VERSION
+    model.doc_string = with_past.doc_string.replace("an Optimum", "Optimum's merged decoders of an")
+    return model
+
+
+def build_model(src_dir, name, dtype, cache="past"):
     cfg = json.loads((src_dir / "config.json").read_text())
     weights = read_safetensors(src_dir / "model.safetensors")
-    b = Builder(name, cfg, weights, dtype)
+    if cache == "merged":
+        first = build_model(src_dir, name, dtype, cache="first")
+        model = merge_decoders(first, build_model(src_dir, name, dtype))
+        onnx.checker.check_model(model, full_check=True)
+        return model
+    b = Builder(name, cfg, weights, dtype, cache=cache)
     model = b.build()
     golden = json.loads((src_dir / "golden.json").read_text())
     want = np.array(golden["rope_inv_freq"], dtype=np.float32)
@@ -499,6 +578,12 @@ def build_model(src_dir, name, dtype):
     return model
 
 
+def count_nodes(graph):
+    """Nodes of the graph and of its subgraphs (an If's branches)."""
+    return sum(1 + sum(count_nodes(a.g) for a in n.attribute if a.type == onnx.AttributeProto.GRAPH)
+               for n in graph.node)
+
+
 def node_stats(model):
     ops = {}
     for n in model.graph.node:
@@ -506,17 +591,22 @@ def node_stats(model):
     return ops
 
 
-def write_model(models_dir, out_dir, name, dtype):
-    model = build_model(models_dir / name, name, dtype)
-    dst = out_dir / name
+# Where each kind of graph goes (under the output root) and its file name.
+FOLDERS = {"past": "optimum", "merged": "optimum-merged", "none": "optimum-nocache", "first": "optimum-first"}
+STEMS = {"past": "model", "merged": "decoder_model_merged", "none": "model", "first": "decoder_model"}
+
+
+def write_model(models_dir, out_root, name, dtype, cache="past"):
+    model = build_model(models_dir / name, name, dtype, cache)
+    dst = out_root / FOLDERS[cache] / name
     dst.mkdir(parents=True, exist_ok=True)
-    fname = "model_fp16.onnx" if dtype == "float16" else "model.onnx"
+    fname = STEMS[cache] + ("_fp16.onnx" if dtype == "float16" else ".onnx")
     data = model.SerializeToString()
     (dst / fname).write_bytes(data)
     for f in ("config.json", "generation_config.json"):
         shutil.copyfile(models_dir / name / f, dst / f)
     ops = node_stats(model)
-    log(f"{name} {dtype}: {dst / fname} {len(data)} bytes, {len(model.graph.node)} nodes, "
+    log(f"{name} {dtype} ({cache}): {dst / fname} {len(data)} bytes, {count_nodes(model.graph)} nodes, "
         f"{len(model.graph.initializer)} initializers")
     return dst / fname, model, ops
 
@@ -554,6 +644,15 @@ PATTERNS = {
                "present grows, the mask does the windowing), untied LM head, no biases, no attention_scaling "
                "`Mul`, `IsNaN` guard",
 }
+
+MERGED_NOTE = ("Optimum's `decoder_model_merged` layout: one `If` (`optimum::if`) on the bool input "
+               "`use_cache_branch`, `then_branch` the decoder with past (the graph above), `else_branch` the "
+               "decoder without (no past inputs; the mask's past length a constant 0; presents the new keys "
+               "and values); weights at the top level, shared by both branches, scalar and 1-D int64 "
+               "initializers inside each")
+NOCACHE_NOTE = ("`--task text-generation` (no cache): inputs `input_ids`, `attention_mask` [batch, sequence], "
+                "`position_ids`; `logits` the only output; keys and values are the new tokens' own, the mask's "
+                "past length a constant 0 (the sliding window still in the mask)")
 
 DTYPE_NOTES = {
     "float16": "float16 weights and compute, float32 I/O through `Cast`s, mask fill -65504",
@@ -609,12 +708,14 @@ def write_readme(out_dir, rows, onnx_version):
     lines.append("|---|---|---|---|---|---|")
     for r in rows:
         extra = DTYPE_NOTES[r["dtype"]]
-        lines.append(f"| `optimum/{r['name']}/{r['file']}` | {r['dtype']} | {r['bytes']} | {r['nodes']} | "
-                     f"{r['inits']} | {PATTERNS[r['name']]}; {extra} |")
+        what = {"past": PATTERNS[r["name"]], "merged": MERGED_NOTE, "none": NOCACHE_NOTE}[r["cache"]]
+        lines.append(f"| `{r['file']}` | {r['dtype']} | {r['bytes']} | {r['nodes']} | "
+                     f"{r['inits']} | {what}; {extra} |")
     lines.append("")
-    lines.append(f"Graph files total {total} bytes; the script fails when everything under `test/models/onnx/optimum/` "
-                 f"exceeds {SIZE_BUDGET_BYTES} bytes. The other float32 graphs (about 0.9 to 2.2 MB each) are "
-                 "left out for size; `--dtype float32 --models llama --out DIR` writes one elsewhere.\n")
+    lines.append(f"Graph files total {total} bytes; the script fails when everything under `test/models/onnx/optimum*/` "
+                 f"exceeds {SIZE_BUDGET_BYTES} bytes. The other float32 graphs (about 0.9 to 2.2 MB each) and the "
+                 "other models' merged and cache-less graphs are left out for size; "
+                 "`--dtype float32 --models llama [--cache merged|none] --out DIR` writes one elsewhere.\n")
     lines.append("## Interface\n")
     lines.append("- inputs: `input_ids` int64 [batch_size, sequence_length]; `attention_mask` int64 "
                  "[batch_size, past_sequence_length + sequence_length]; `position_ids` int64 [batch_size, "
@@ -696,6 +797,9 @@ def main():
     ap.add_argument("--out", default=None, help="output root (default: test/models/onnx); graphs go to <out>/optimum/<model>/")
     ap.add_argument("--dtype", choices=["float32", "float16"], help="write this dtype only (with --models)")
     ap.add_argument("--models", nargs="+", choices=MODELS, help="models to write with --dtype")
+    ap.add_argument("--cache", choices=sorted(FOLDERS), default="past",
+                    help="with --dtype: past (with past), merged (decoder_model_merged), first "
+                         "(decoder_model: presents, no past) or none (no cache)")
     args = ap.parse_args()
 
     root = Path(__file__).resolve().parent.parent
@@ -705,19 +809,20 @@ def main():
         if not (args.dtype and args.models):
             fail("--dtype and --models go together")
         for name in args.models:
-            write_model(models_dir, out_root / "optimum", name, args.dtype)
+            write_model(models_dir, out_root, name, args.dtype, args.cache)
         return
 
     rows = []
-    for name, dtype in COMMITTED:
-        path, model, ops = write_model(models_dir, out_root / "optimum", name, dtype)
-        rows.append(dict(name=name, dtype=dtype, file=path.name, bytes=path.stat().st_size,
-                         nodes=len(model.graph.node), inits=len(model.graph.initializer)))
+    for name, dtype, cache in COMMITTED:
+        path, model, ops = write_model(models_dir, out_root, name, dtype, cache)
+        rows.append(dict(name=name, dtype=dtype, cache=cache, file=f"{FOLDERS[cache]}/{name}/{path.name}",
+                         bytes=path.stat().st_size, nodes=count_nodes(model.graph),
+                         inits=len(model.graph.initializer)))
     readme = write_readme(out_root, rows, onnx.__version__)
-    total = dir_size(out_root / "optimum")
-    log(f"wrote {readme}; {out_root / 'optimum'} holds {total} bytes (budget {SIZE_BUDGET_BYTES})")
+    total = sum(dir_size(out_root / folder) for folder in FOLDERS.values())
+    log(f"wrote {readme}; the Optimum-style folders hold {total} bytes (budget {SIZE_BUDGET_BYTES})")
     if total > SIZE_BUDGET_BYTES:
-        fail(f"{out_root / 'optimum'} holds {total} bytes, over the budget of {SIZE_BUDGET_BYTES}")
+        fail(f"the Optimum-style folders hold {total} bytes, over the budget of {SIZE_BUDGET_BYTES}")
 
 
 if __name__ == "__main__":

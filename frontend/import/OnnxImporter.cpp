@@ -113,6 +113,8 @@ private:
   Attribute convertAttribute(const onnx::Node &node,
                              const onnx::Attribute &attr);
   void importNode(const onnx::Node &node);
+  bool isCacheBranchIf(const onnx::Node &node) const;
+  void inlineBranch(const onnx::Node &node, const onnx::Graph &branch);
 
   MLIRContext &ctx;
   const onnx::Model &model;
@@ -303,9 +305,64 @@ Value GraphImporter::constant(const onnx::Node &node) {
                                   FlatSymbolRefAttr());
 }
 
+/// Optimum's merged decoders (decoder_model_merged.onnx): an If on the
+/// boolean graph input `use_cache_branch` (`use_cache` in older Optimum)
+/// choosing between the decoder with past (then_branch) and the one without
+/// (else_branch). Sol keeps its own cache, for which the decoder with past
+/// is the whole story.
+bool GraphImporter::isCacheBranchIf(const onnx::Node &node) const {
+  if (node.opType != "If" || !node.domain.empty() || node.inputs.size() != 1 ||
+      (node.inputs[0] != "use_cache_branch" && node.inputs[0] != "use_cache"))
+    return false;
+  return std::any_of(
+      graph.inputs.begin(), graph.inputs.end(), [&](const onnx::ValueInfo &v) {
+        return v.name == node.inputs[0] && v.elemType == onnx::ElemType::Bool;
+      });
+}
+
+/// Imports the nodes of `branch` (a subgraph reading the enclosing graph's
+/// values) in place of `node`, whose outputs become the branch's.
+void GraphImporter::inlineBranch(const onnx::Node &node,
+                                 const onnx::Graph &branch) {
+  if (branch.outputs.size() != node.outputs.size())
+    failAt(node, "its branch '" + branch.name + "' has " +
+                     std::to_string(branch.outputs.size()) +
+                     " outputs for the node's " +
+                     std::to_string(node.outputs.size()));
+  if (branch.sparseInitializerCount > 0)
+    failAt(node, "its branch '" + branch.name +
+                     "' has sparse initializers, which Sol does not read");
+  for (const onnx::Tensor &t : branch.initializers) {
+    // A branch's own constants (Optimum keeps scalars there); one that
+    // shadows an enclosing name would need scopes Sol does not keep.
+    if (initializers.count(t.name) || values.count(t.name))
+      failAt(node, "its branch '" + branch.name + "' redefines '" + t.name +
+                       "', a name the enclosing graph already has");
+    initializers[t.name] = &t;
+    if (std::optional<DType> dtype = onnx::toDType(t.elemType))
+      store.addView(t.name, *dtype, t.dims, t.bytes);
+  }
+  for (const onnx::ValueInfo &v : branch.valueInfo)
+    infos[v.name] = &v;
+  for (const onnx::Node &inner : branch.nodes)
+    importNode(inner);
+  for (auto [i, out] : llvm::enumerate(branch.outputs)) {
+    Value v = lookup(node, out.name);
+    if (!node.outputs[i].empty())
+      values[node.outputs[i]] = v;
+  }
+}
+
 void GraphImporter::importNode(const onnx::Node &node) {
   if (node.opType == "Constant" && node.domain.empty()) {
     values[node.outputs[0]] = constant(node);
+    return;
+  }
+  if (isCacheBranchIf(node)) {
+    const onnx::Attribute *then = node.attribute("then_branch");
+    if (!then || then->type != onnx::Attribute::Type::Graph || !then->g)
+      failAt(node, "an If without a then_branch graph");
+    inlineBranch(node, *then->g);
     return;
   }
   SmallVector<Value> inputs;
@@ -518,8 +575,12 @@ findOnnxModel(const std::filesystem::path &source) {
     return source.extension() == ".onnx" ? std::optional(source) : std::nullopt;
   if (!fs::is_directory(source))
     return std::nullopt;
-  if (fs::is_regular_file(source / "model.onnx"))
-    return source / "model.onnx";
+  // model.onnx, else Optimum's decoders (merged, else with past), which
+  // older exports write beside the decoder without past.
+  for (const char *name : {"model.onnx", "decoder_model_merged.onnx",
+                           "decoder_with_past_model.onnx"})
+    if (fs::is_regular_file(source / name))
+      return source / name;
   std::vector<fs::path> found;
   for (const fs::directory_entry &e : fs::directory_iterator(source))
     if (e.is_regular_file() && e.path().extension() == ".onnx")
@@ -561,6 +622,15 @@ ImportedModel importOnnxModel(MLIRContext &context,
   if (config.model)
     source.push_back(
         b.getNamedAttr("rope", ropeAttrOf(&context, *config.model)));
+  // For graphs without a cache, whose masks are probed on shorter sequences
+  // than such windows (only where every layer slides: the probe cannot
+  // tell which layer a mask is for).
+  if (config.model && config.model->slidingWindow &&
+      std::all_of(config.model->slidingWindowLayers.begin(),
+                  config.model->slidingWindowLayers.end(),
+                  [](bool slides) { return slides; }))
+    source.push_back(b.getNamedAttr(
+        "sliding_window", b.getI64IntegerAttr(*config.model->slidingWindow)));
   if (!config.sizes.empty()) {
     SmallVector<NamedAttribute> sizes;
     for (auto &[name, value] : config.sizes)

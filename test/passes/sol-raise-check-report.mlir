@@ -10,7 +10,7 @@
 // CHECK-NEXT: com.microsoft GroupQueryAttention: 1 (gqa)
 // CHECK-NEXT: graph inputs still read by ONNX nodes: attention_mask
 // CHECK-NEXT: 1 values where raised ops meet ONNX nodes that are not raised
-// CHECK-NEXT: compile the model's Hugging Face checkpoint directory instead, or export it with a KV cache
+// CHECK-NEXT: compile the model's Hugging Face checkpoint directory instead, or export it again
 func.func @forward(%x: tensor<?x64xbf16> {sol.name = "tokens"}, %mask: tensor<?x?xi64> {sol.name = "attention_mask"}) -> (tensor<*xf32>, tensor<*xf32>, tensor<*xf32>) {
   %v = sol.batch_view %x : tensor<?x64xbf16> -> tensor<1x?x64xf32>
   %a = sol.onnx "Softmax"(%v) {axis = -1 : i64} : (tensor<1x?x64xf32>) -> tensor<*xf32> loc("attn.0/Softmax")
