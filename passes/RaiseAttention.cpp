@@ -83,6 +83,32 @@ bool matchCacheConcat(Value v, BlockArgument &past, Value &fresh) {
   return bool(past);
 }
 
+/// How many tokens a layer's cache keeps when its present output is cropped
+/// (transformers 5's sliding-window layers: present = Slice(Concat(past,
+/// new), -c, end, axis 2)); nullopt when the concatenation is kept whole.
+std::optional<int64_t> croppedCache(Value concat) {
+  for (Operation *user : concat.getUsers()) {
+    auto slice = dyn_cast<OnnxOp>(user);
+    if (!slice || slice.getOpType() != "Slice" || !slice.getDomain().empty() ||
+        slice.getInputs().size() < 4)
+      continue;
+    auto in = slice.getInputs();
+    std::optional<SmallVector<int64_t>> starts = intValues(in[1]),
+                                        ends = intValues(in[2]),
+                                        axes = intValues(in[3]);
+    std::optional<SmallVector<int64_t>> steps =
+        in.size() > 4 && !isa<NoneType>(in[4].getType())
+            ? intValues(in[4])
+            : SmallVector<int64_t>{1};
+    if (starts && ends && axes && steps && starts->size() == 1 &&
+        ends->size() == 1 && axes->size() == 1 && steps->size() == 1 &&
+        (*starts)[0] < 0 && (*ends)[0] >= INT32_MAX &&
+        ((*axes)[0] == 2 || (*axes)[0] == -2) && (*steps)[0] == 1)
+      return -(*starts)[0];
+  }
+  return std::nullopt;
+}
+
 /// The token-major Sol value of a [batch, heads, seq, dim] head view: a
 /// Transpose([0, 2, 1, 3]) of a view of it.
 Value headsSource(Value v) {
@@ -203,15 +229,21 @@ bool takesPast(func::FuncOp fn) {
 /// nullopt for a plain causal mask, the window of a sliding one, or
 /// failure when the mask is neither (or cannot be evaluated). Without a
 /// cache the probes see windows up to 1,098 tokens; a causal mask there
-/// takes config.json's longer sliding_window, if it states one.
+/// takes config.json's longer sliding_window, if it states one. A cache
+/// cropped to `kept` tokens is probed with at most that many (what the
+/// graph is fed), in the cropped cache's positions.
 FailureOr<std::optional<int64_t>> maskWindow(Operation *at, Value mask,
                                              bool booleanMask, bool cached,
+                                             std::optional<int64_t> kept,
                                              std::string &why) {
   auto fn = at->getParentOfType<func::FuncOp>();
   std::optional<int64_t> window;
   bool windowKnown = false;
-  for (auto [past, fresh] :
-       cached ? ArrayRef(kMaskSteps) : ArrayRef(kWholeSequenceSteps)) {
+  SmallVector<std::pair<int64_t, int64_t>> steps(
+      cached ? ArrayRef(kMaskSteps) : ArrayRef(kWholeSequenceSteps));
+  if (kept)
+    steps = {{0, 5}, {std::min<int64_t>(3, *kept), 4}, {*kept, 1}, {*kept, 5}};
+  for (auto [past, fresh] : steps) {
     OnnxEvaluator eval;
     std::vector<int64_t> positions(fresh);
     for (int64_t i = 0; i < fresh; ++i)
@@ -325,6 +357,14 @@ FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
     why = "new k or v not recognised";
     return failure();
   }
+  std::optional<int64_t> kept;
+  if (cached) {
+    kept = croppedCache(stripRepeatKv(parts.k));
+    if (kept != croppedCache(stripRepeatKv(parts.v))) {
+      why = "the key and value caches are cropped differently";
+      return failure();
+    }
+  }
   int64_t kvHeads = 0, dim = 0;
   if (cached) {
     auto pastType = dyn_cast<RankedTensorType>(pastK.getType());
@@ -360,9 +400,18 @@ FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
     return failure();
   }
   FailureOr<std::optional<int64_t>> window =
-      maskWindow(at, parts.mask, parts.booleanMask, cached, why);
+      maskWindow(at, parts.mask, parts.booleanMask, cached, kept, why);
   if (failed(window))
     return failure();
+  // Sol keeps the whole cache; a cropped one must only drop what the
+  // window hides.
+  if (kept && (!*window || **window > *kept + 1)) {
+    why = "the cache is cropped to " + std::to_string(*kept) +
+          " tokens but the mask " +
+          (*window ? "has a window of " + std::to_string(**window)
+                   : std::string("has no sliding window"));
+    return failure();
+  }
   Value positions = solArgument(at, "positions");
   Value tokenSeq = solArgument(at, "token_seq");
   if (!positions || !tokenSeq) {

@@ -123,8 +123,12 @@ struct SolRaiseOutputsPass
     LogitsOp logits;
     bool complete = true;
     for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-      // A present output: the past input and the new tokens.
-      if (auto concat = raise::producer(raise::skipFloatCasts(value), "Concat");
+      // A present output: the past input and the new tokens (cropped to
+      // a sliding window's last tokens by a Slice, in transformers 5).
+      Value present = raise::skipFloatCasts(value);
+      if (auto crop = raise::producer(present, "Slice"))
+        present = crop.getInputs()[0];
+      if (auto concat = raise::producer(present, "Concat");
           concat && concat.getInputs().size() == 2 &&
           isa<BlockArgument>(raise::skipFloatCasts(concat.getInputs()[0])))
         continue;
