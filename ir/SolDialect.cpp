@@ -1029,12 +1029,16 @@ OpFoldResult BatchViewOp::fold(FoldAdaptor) {
   if (auto inner = getInput().getDefiningOp<BatchViewOp>())
     if (inner.getInput().getType() == getType())
       return inner.getInput();
-  // An ONNX Reshape keeps the elements' order, so a view of a reshaped view
-  // is a view too.
-  if (auto reshape = getInput().getDefiningOp<OnnxOp>();
-      reshape && reshape.getDomain().empty() &&
-      reshape.getOpType() == "Reshape")
-    if (auto inner = reshape.getInputs()[0].getDefiningOp<BatchViewOp>())
+  // An ONNX Reshape keeps the elements' order, so a view of reshapes of a
+  // view is a view too.
+  Value v = getInput();
+  while (auto reshape = v.getDefiningOp<OnnxOp>()) {
+    if (!reshape.getDomain().empty() || reshape.getOpType() != "Reshape")
+      break;
+    v = reshape.getInputs()[0];
+  }
+  if (v != getInput())
+    if (auto inner = v.getDefiningOp<BatchViewOp>())
       if (inner.getInput().getType() == getType())
         return inner.getInput();
   return {};

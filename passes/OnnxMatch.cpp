@@ -211,9 +211,11 @@ Value viewedSolValue(Value v) {
   if (auto view = v.getDefiningOp<BatchViewOp>())
     return view.getInput();
   // A Reshape keeps the elements' order: a reshaped view is a view too.
-  if (OnnxOp reshape = producer(v, "Reshape"))
-    if (auto view = reshape.getInputs()[0].getDefiningOp<BatchViewOp>())
+  while (OnnxOp reshape = producer(v, "Reshape")) {
+    v = reshape.getInputs()[0];
+    if (auto view = v.getDefiningOp<BatchViewOp>())
       return view.getInput();
+  }
   return {};
 }
 

@@ -81,8 +81,8 @@ mlir::RankedTensorType activationType(mlir::MLIRContext *ctx, int64_t width);
 /// [batch, heads, sequence, dim] value).
 mlir::Value tokenMajor(mlir::PatternRewriter &rewriter, mlir::Value v,
                        int64_t width, mlir::Type element = {});
-/// The Sol value `v` is a view of (after raising; through a Reshape, which
-/// keeps the order of the elements), or null.
+/// The Sol value `v` is a view of (after raising; through Reshapes, which
+/// keep the order of the elements), or null.
 mlir::Value viewedSolValue(mlir::Value v);
 /// The argument of `op`'s function called `name` (its sol.name), or null.
 mlir::Value solArgument(mlir::Operation *op, llvm::StringRef name);

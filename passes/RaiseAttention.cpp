@@ -231,11 +231,14 @@ bool takesPast(func::FuncOp fn) {
 /// cache the probes see windows up to 1,098 tokens; a causal mask there
 /// takes config.json's longer sliding_window, if it states one. A cache
 /// cropped to `kept` tokens is probed with at most that many (what the
-/// graph is fed), in the cropped cache's positions.
+/// graph is fed), in the cropped cache's positions. With `causalToo` (an
+/// op that also applies causality, is_causal) keys after a query are hidden
+/// whatever the mask says, and a mask of one row (padding only) applies to
+/// every query.
 FailureOr<std::optional<int64_t>> maskWindow(Operation *at, Value mask,
                                              bool booleanMask, bool cached,
                                              std::optional<int64_t> kept,
-                                             std::string &why) {
+                                             bool causalToo, std::string &why) {
   auto fn = at->getParentOfType<func::FuncOp>();
   std::optional<int64_t> window;
   bool windowKnown = false;
@@ -262,7 +265,8 @@ FailureOr<std::optional<int64_t>> maskWindow(Operation *at, Value mask,
       why = "the mask depends on the values of activations";
       return failure();
     }
-    if (m->size() != fresh * total) {
+    const bool oneRow = causalToo && m->size() == total;
+    if (m->size() != fresh * total && !oneRow) {
       why = "the mask has " + std::to_string(m->size()) + " elements for " +
             std::to_string(fresh) + " queries and " + std::to_string(total) +
             " keys";
@@ -275,10 +279,12 @@ FailureOr<std::optional<int64_t>> maskWindow(Operation *at, Value mask,
       const int64_t pos = past + i;
       int64_t first = -1;
       for (int64_t j = 0; j < total; ++j) {
-        double x = m->data[i * total + j];
+        double x = m->data[(oneRow ? 0 : i * total) + j];
         bool visible = booleanMask ? x != 0.0 : x == 0.0;
         bool hidden =
             booleanMask ? x == 0.0 : (x <= kMaskedBelow || std::isnan(x));
+        if (causalToo && j > pos)
+          visible = false, hidden = true;
         if (!visible && !hidden)
           return failure();
         if (visible && j > pos)
@@ -330,20 +336,32 @@ std::optional<std::pair<int64_t, int64_t>> headGeometry(Value v) {
   return std::nullopt;
 }
 
-/// sol.attention for `parts` (the root op `at` decides the insertion point
-/// and location), or failure with `why`.
-FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
-                                 const AttentionParts &parts,
-                                 std::string &why) {
-  Value q = headsSource(parts.q);
-  if (!q) {
+/// What sol.attention needs, found from either spelling: the Sol values of
+/// the queries and of the new tokens' keys and values, the geometry, the
+/// layer (nullopt without a cache: numbered after raising), and how many
+/// tokens a cropped cache keeps.
+struct ResolvedAttention {
+  Value q, k, v;
+  int64_t kvHeads = 0, dim = 0;
+  std::optional<int64_t> layer;
+  bool cached = false;
+  std::optional<int64_t> kept;
+};
+
+/// Resolves [batch, heads, seq, dim] q, k, v (k and v perhaps repeated
+/// for GQA, and concatenated to the layer's past inputs in a graph with a
+/// cache) into `r`; failure with `why`.
+LogicalResult resolveHeadViews(Operation *at, const AttentionParts &parts,
+                               ResolvedAttention &r, std::string &why) {
+  r.q = headsSource(parts.q);
+  if (!r.q) {
     why = "q is not the head view of a raised projection";
     return failure();
   }
   BlockArgument pastK, pastV;
   Value newK, newV;
-  const bool cached = takesPast(at->getParentOfType<func::FuncOp>());
-  if (!cached) {
+  r.cached = takesPast(at->getParentOfType<func::FuncOp>());
+  if (!r.cached) {
     // Without a cache the keys and values are the new tokens'.
     newK = stripRepeatKv(parts.k);
     newV = stripRepeatKv(parts.v);
@@ -352,64 +370,82 @@ FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
     why = "k or v is not a past input concatenated with new tokens";
     return failure();
   }
-  Value k = headsSource(newK), v = headsSource(newV);
-  if (!k || !v) {
+  r.k = headsSource(newK);
+  r.v = headsSource(newV);
+  if (!r.k || !r.v) {
     why = "new k or v not recognised";
     return failure();
   }
-  std::optional<int64_t> kept;
-  if (cached) {
-    kept = croppedCache(stripRepeatKv(parts.k));
-    if (kept != croppedCache(stripRepeatKv(parts.v))) {
-      why = "the key and value caches are cropped differently";
+  if (!r.cached) {
+    std::optional<std::pair<int64_t, int64_t>> geometry = headGeometry(newK);
+    if (!geometry) {
+      why = "cannot tell the keys' heads and head_dim";
       return failure();
     }
+    std::tie(r.kvHeads, r.dim) = *geometry;
+    return success();
   }
-  int64_t kvHeads = 0, dim = 0;
-  if (cached) {
-    auto pastType = dyn_cast<RankedTensorType>(pastK.getType());
-    if (!pastType || pastType.getRank() != 4 || pastType.isDynamicDim(1) ||
-        pastType.isDynamicDim(3)) {
-      why = "past keys of unknown shape";
-      return failure();
-    }
-    kvHeads = pastType.getDimSize(1);
-    dim = pastType.getDimSize(3);
-  } else if (std::optional<std::pair<int64_t, int64_t>> geometry =
-                 headGeometry(newK)) {
-    std::tie(kvHeads, dim) = *geometry;
-  } else {
-    why = "cannot tell the keys' heads and head_dim";
+  r.kept = croppedCache(stripRepeatKv(parts.k));
+  if (r.kept != croppedCache(stripRepeatKv(parts.v))) {
+    why = "the key and value caches are cropped differently";
     return failure();
   }
-  const int64_t qWidth = cast<RankedTensorType>(q.getType()).getDimSize(1);
-  if (cast<RankedTensorType>(k.getType()).getDimSize(1) != kvHeads * dim ||
-      k.getType() != v.getType() || qWidth % dim != 0 ||
-      (qWidth / dim) % kvHeads != 0) {
-    why = "head counts do not agree";
+  auto pastType = dyn_cast<RankedTensorType>(pastK.getType());
+  if (!pastType || pastType.getRank() != 4 || pastType.isDynamicDim(1) ||
+      pastType.isDynamicDim(3)) {
+    why = "past keys of unknown shape";
     return failure();
   }
-  // Without a cache, layers are numbered in program order after raising.
-  std::optional<int64_t> layer = cached ? layerOf(pastK) : 0;
-  if (!layer || (cached && layerOf(pastV) != layer)) {
+  r.kvHeads = pastType.getDimSize(1);
+  r.dim = pastType.getDimSize(3);
+  r.layer = layerOf(pastK);
+  if (!r.layer || layerOf(pastV) != r.layer) {
     why = "cannot tell the layer";
     return failure();
   }
-  if (!parts.mask) {
+  return success();
+}
+
+/// sol.attention of `r` (the root op `at` decides the insertion point and
+/// location) with the window `parts.mask` computes (or, with `causalToo`,
+/// the window of the mask and causality together; `window` when the op
+/// states it), or failure with `why`.
+FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
+                                 const ResolvedAttention &r,
+                                 const AttentionParts &parts, bool causalToo,
+                                 std::optional<int64_t> statedWindow,
+                                 std::string &why) {
+  const int64_t qWidth = cast<RankedTensorType>(r.q.getType()).getDimSize(1);
+  if (cast<RankedTensorType>(r.k.getType()).getDimSize(1) !=
+          r.kvHeads * r.dim ||
+      r.k.getType() != r.v.getType() || qWidth % r.dim != 0 ||
+      (qWidth / r.dim) % r.kvHeads != 0) {
+    why = "head counts do not agree";
+    return failure();
+  }
+  std::optional<int64_t> window = statedWindow;
+  if (parts.mask) {
+    FailureOr<std::optional<int64_t>> probed = maskWindow(
+        at, parts.mask, parts.booleanMask, r.cached, r.kept, causalToo, why);
+    if (failed(probed))
+      return failure();
+    if (*probed && window && **probed != *window) {
+      why = "the mask's window differs from the op's";
+      return failure();
+    }
+    if (*probed)
+      window = *probed;
+  } else if (!causalToo) {
     why = "attention without a mask";
     return failure();
   }
-  FailureOr<std::optional<int64_t>> window =
-      maskWindow(at, parts.mask, parts.booleanMask, cached, kept, why);
-  if (failed(window))
-    return failure();
   // Sol keeps the whole cache; a cropped one must only drop what the
   // window hides.
-  if (kept && (!*window || **window > *kept + 1)) {
-    why = "the cache is cropped to " + std::to_string(*kept) +
+  if (r.kept && (!window || *window > *r.kept + 1)) {
+    why = "the cache is cropped to " + std::to_string(*r.kept) +
           " tokens but the mask " +
-          (*window ? "has a window of " + std::to_string(**window)
-                   : std::string("has no sliding window"));
+          (window ? "has a window of " + std::to_string(*window)
+                  : std::string("has no sliding window"));
     return failure();
   }
   Value positions = solArgument(at, "positions");
@@ -419,15 +455,17 @@ FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
     return failure();
   }
   rewriter.setInsertionPoint(at);
+  // Without a cache, layers are numbered in program order after raising.
   return rewriter
       .create<AttentionOp>(
-          at->getLoc(), q.getType(), q, k, v, positions, tokenSeq,
-          rewriter.getI64IntegerAttr(*layer),
-          rewriter.getI64IntegerAttr(qWidth / dim),
-          rewriter.getI64IntegerAttr(kvHeads), rewriter.getI64IntegerAttr(dim),
+          at->getLoc(), r.q.getType(), r.q, r.k, r.v, positions, tokenSeq,
+          rewriter.getI64IntegerAttr(r.layer.value_or(0)),
+          rewriter.getI64IntegerAttr(qWidth / r.dim),
+          rewriter.getI64IntegerAttr(r.kvHeads),
+          rewriter.getI64IntegerAttr(r.dim),
           rewriter.getF32FloatAttr(float(parts.scale)),
           rewriter.getBoolAttr(true),
-          *window ? rewriter.getI64IntegerAttr(**window) : IntegerAttr())
+          window ? rewriter.getI64IntegerAttr(*window) : IntegerAttr())
       .getResult();
 }
 
@@ -481,7 +519,11 @@ struct RaiseAttention : OpRewritePattern<OnnxOp> {
       return nearMiss(rewriter, out, why);
     parts.v = pv.getInputs()[1];
     int64_t heads = 0;
-    FailureOr<Value> attn = createAttention(rewriter, out, parts, why);
+    ResolvedAttention resolved;
+    if (failed(resolveHeadViews(out, parts, resolved, why)))
+      return nearMiss(rewriter, out, why);
+    FailureOr<Value> attn = createAttention(rewriter, out, resolved, parts,
+                                            /*causalToo=*/false, {}, why);
     if (failed(attn))
       return nearMiss(rewriter, out, why);
     heads = cast<AttentionOp>(attn->getDefiningOp()).getNumHeads();
@@ -490,60 +532,151 @@ struct RaiseAttention : OpRewritePattern<OnnxOp> {
   }
 };
 
-/// Opset 23's Attention(Q, K, V, mask) on [batch, heads, seq, dim] values.
+/// The Sol value a [batch, seq, width] input of an op views, with its
+/// width; null when it is not a raised activation.
+Value raisedInput(Value v) { return viewedSolValue(skipFloatCasts(v)); }
+
+/// The Sol value a [batch, seq, heads·dim] value holds: a raised
+/// activation's view, or a head view transposed back and flattened
+/// (Reshape(Transpose(x, [0, 2, 1, 3]))).
+Value flatSource(Value v) {
+  if (Value sol = raisedInput(v))
+    return sol;
+  if (OnnxOp reshape = producer(skipFloatCasts(v), "Reshape"))
+    if (OnnxOp back =
+            producer(skipFloatCasts(reshape.getInputs()[0]), "Transpose");
+        back && isPermutation(back, {0, 2, 1, 3}))
+      return headsSource(back.getInputs()[0]);
+  return {};
+}
+
+/// The standard Attention op (opset 23; 24's window attributes): Q, K, V as
+/// [batch, heads, seq, dim] (K and V with kv heads, or repeated) or as
+/// [batch, seq, heads·dim] (q_num_heads, kv_num_heads); the cache
+/// concatenated outside the op, or inside it (past_key/past_value inputs,
+/// present outputs 1 and 2); a mask, is_causal (from the cached length on,
+/// as onnx's reference and onnxruntime compute it), or both.
 struct RaiseAttentionOp : OpRewritePattern<OnnxOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(OnnxOp op,
                                 PatternRewriter &rewriter) const override {
-    if (op.getOpType() != "Attention" || !op.getDomain().empty())
+    // Raised already when Y is unused (the presents remain).
+    if (op.getOpType() != "Attention" || !op.getDomain().empty() ||
+        op->getResult(0).use_empty())
       return failure();
     auto inputs = op.getInputs();
     auto present = [&](unsigned i) {
       return i < inputs.size() && !isa<NoneType>(inputs[i].getType());
     };
-    if (present(4) || present(5) || present(6))
+    const bool internalCache = present(4) || present(5);
+    if (internalCache && !(present(4) && present(5)))
+      return nearMiss(rewriter, op, "past_key without past_value");
+    if (present(6))
       return nearMiss(rewriter, op,
-                      "past_key/past_value inputs of the op (the cache "
-                      "inside it) are not supported yet");
+                      "a nonpad_kv_seqlen input (a static cache) is not "
+                      "supported");
     if (auto softcap = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("softcap"));
         softcap && softcap.getValueAsDouble() != 0.0)
       return nearMiss(rewriter, op, "softcap is not supported");
-    if (intAttr(op, "qk_matmul_output_mode", 0) != 0 ||
-        op->getNumResults() > 1 && !op->getResult(1).use_empty())
-      return nearMiss(rewriter, op, "extra outputs are read");
-    if (inputs.size() < 3 || !isa<RankedTensorType>(inputs[0].getType()) ||
-        cast<RankedTensorType>(inputs[0].getType()).getRank() != 4)
-      return nearMiss(rewriter, op, "not the 4-D form");
+    // Outputs 1 and 2 (the presents) may only be graph outputs.
+    for (unsigned i = 1; i < op->getNumResults(); ++i)
+      for (Operation *user : op->getResult(i).getUsers())
+        if (i >= 3 || !isa<func::ReturnOp>(user))
+          return nearMiss(rewriter, op, "extra outputs are read");
+    if (inputs.size() < 3)
+      return nearMiss(rewriter, op, "fewer than three inputs");
+    const bool causal = intAttr(op, "is_causal", 0) != 0;
+    std::optional<int64_t> window;
+    const int64_t left = intAttr(op, "left_window_size", -1),
+                  right = intAttr(op, "right_window_size", -1);
+    if (left >= 0 || right >= 0) {
+      if (!causal || left < 0 || right > 0)
+        return nearMiss(rewriter, op,
+                        "a window other than the keys up to the query");
+      window = left + 1;
+    }
+    // 3-D inputs come with the head counts (and may be of unknown rank).
+    auto qType = dyn_cast<RankedTensorType>(inputs[0].getType());
+    const bool flat =
+        op.getOnnxAttr("q_num_heads") || (qType && qType.getRank() == 3);
+    if (qType && qType.getRank() != (flat ? 3 : 4))
+      return nearMiss(rewriter, op, "Q is not 3-D or 4-D");
+
     AttentionParts parts;
-    parts.q = inputs[0];
-    parts.k = inputs[1];
-    parts.v = inputs[2];
-    auto qType = cast<RankedTensorType>(inputs[0].getType());
-    const int64_t dim = qType.getDimSize(3);
-    parts.scale = 1.0 / std::sqrt(double(dim));
-    if (auto scale = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("scale")))
-      parts.scale = scale.getValueAsDouble();
     if (present(3)) {
       parts.mask = inputs[3];
       parts.booleanMask =
           getElementTypeOrSelf(inputs[3].getType()).isInteger(1);
-    } else if (intAttr(op, "is_causal", 0) == 0) {
+    } else if (!causal) {
       return nearMiss(rewriter, op, "neither a mask nor is_causal");
     }
-    if (!parts.mask)
-      return nearMiss(rewriter, op,
-                      "is_causal without a mask (the cached length is "
-                      "implicit) is not supported yet");
     std::string why;
-    FailureOr<Value> attn = createAttention(rewriter, op, parts, why);
+    ResolvedAttention r;
+    if (!flat && !internalCache) {
+      parts.q = inputs[0];
+      parts.k = inputs[1];
+      parts.v = inputs[2];
+      if (failed(resolveHeadViews(op, parts, r, why)))
+        return nearMiss(rewriter, op, why);
+    } else {
+      // The new tokens' own keys and values, 3-D or 4-D.
+      auto sol = [&](Value x) { return flat ? flatSource(x) : headsSource(x); };
+      r.q = sol(inputs[0]);
+      r.k = sol(inputs[1]);
+      r.v = sol(inputs[2]);
+      if (!r.q || !r.k || !r.v)
+        return nearMiss(rewriter, op, "Q, K or V is not a raised projection");
+      if (flat) {
+        const int64_t heads = intAttr(op, "q_num_heads", 0);
+        r.kvHeads = intAttr(op, "kv_num_heads", 0);
+        const int64_t qWidth =
+            cast<RankedTensorType>(r.q.getType()).getDimSize(1);
+        if (heads <= 0 || r.kvHeads <= 0 || qWidth % heads != 0)
+          return nearMiss(rewriter, op,
+                          "3-D inputs without q_num_heads/kv_num_heads");
+        r.dim = qWidth / heads;
+      } else if (std::optional<std::pair<int64_t, int64_t>> geometry =
+                     headGeometry(inputs[1])) {
+        std::tie(r.kvHeads, r.dim) = *geometry;
+      } else {
+        return nearMiss(rewriter, op,
+                        "cannot tell the keys' heads and head_dim");
+      }
+      r.cached = internalCache;
+      if (internalCache) {
+        auto pastK = dyn_cast<BlockArgument>(skipFloatCasts(inputs[4]));
+        auto pastV = dyn_cast<BlockArgument>(skipFloatCasts(inputs[5]));
+        r.layer = pastK ? layerOf(pastK) : std::nullopt;
+        if (!r.layer || !pastV || layerOf(pastV) != r.layer)
+          return nearMiss(rewriter, op,
+                          "past_key/past_value are not the layer's inputs");
+      } else if (takesPast(op->getParentOfType<func::FuncOp>())) {
+        return nearMiss(rewriter, op,
+                        "keys without the cache in a graph that has one");
+      }
+    }
+    const int64_t dim = r.dim;
+    parts.scale = 1.0 / std::sqrt(double(dim));
+    if (auto scale = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("scale")))
+      parts.scale = scale.getValueAsDouble();
+    FailureOr<Value> attn =
+        createAttention(rewriter, op, r, parts, causal, window, why);
     if (failed(attn))
       return nearMiss(rewriter, op, why);
     const int64_t heads =
         cast<AttentionOp>(attn->getDefiningOp()).getNumHeads();
+    Value y = op.getResult(0);
+    if (flat) {
+      const int64_t width =
+          cast<RankedTensorType>(attn->getType()).getDimSize(1);
+      replaceWithView(rewriter, op, *attn,
+                      SmallVector<int64_t>{ShapedType::kDynamic,
+                                           ShapedType::kDynamic, width});
+      return success();
+    }
     // Y is [batch, heads, seq, dim]; the graph transposes it back to
     // [batch, seq, heads, dim] right after, which is the raised value's view.
-    Value y = op.getResult(0);
     if (y.hasOneUse())
       if (auto t = dyn_cast<OnnxOp>(*y.user_begin());
           t && t.getOpType() == "Transpose" && isPermutation(t, {0, 2, 1, 3})) {
@@ -566,10 +699,6 @@ struct RaiseAttentionOp : OpRewritePattern<OnnxOp> {
     return success();
   }
 };
-
-/// The Sol value a [batch, seq, width] input of a com.microsoft op views,
-/// with its width; null when it is not a raised activation.
-Value raisedInput(Value v) { return viewedSolValue(skipFloatCasts(v)); }
 
 /// com.microsoft GroupQueryAttention, as onnxruntime-genai's model builder
 /// writes it: Q, K and V as [batch, seq, heads·dim] (or one packed QKV),

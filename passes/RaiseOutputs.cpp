@@ -134,12 +134,16 @@ struct SolRaiseOutputsPass
         continue;
       if (isFreshPresent(value))
         continue;
-      // A present output of a raised com.microsoft GroupQueryAttention
-      // (whose attention output nothing reads any more).
-      if (auto gqa = raise::skipFloatCasts(value).getDefiningOp<OnnxOp>();
-          gqa && gqa.getOpType() == "GroupQueryAttention" &&
-          gqa.getDomain() == "com.microsoft" && gqa->getResult(0).use_empty() &&
-          raise::skipFloatCasts(value) != gqa->getResult(0))
+      // A present output of a raised com.microsoft GroupQueryAttention or
+      // of an Attention op with the cache inside (whose attention output
+      // nothing reads any more).
+      if (auto attn = raise::skipFloatCasts(value).getDefiningOp<OnnxOp>();
+          attn &&
+          ((attn.getOpType() == "GroupQueryAttention" &&
+            attn.getDomain() == "com.microsoft") ||
+           (attn.getOpType() == "Attention" && attn.getDomain().empty())) &&
+          attn->getResult(0).use_empty() &&
+          raise::skipFloatCasts(value) != attn->getResult(0))
         continue;
       // The logits: the LM head's linear of the final norm.
       if (Value head = raise::viewedSolValue(raise::skipFloatCasts(value)))
