@@ -391,31 +391,73 @@ LogicalResult QuantizeWeightOp::verify() {
 }
 
 LogicalResult DequantizeWeightOp::verify() {
-  auto codes = getCodes().getType(), out = getResult().getType();
-  if (codes.getRank() != 2 || !codes.getElementType().isInteger(8))
-    return emitOpError() << "dequantizes 2-D i8 or ui8 codes, not "
+  auto codes = getCodes().getType();
+  Type element = codes.getElementType();
+  if (codes.getRank() != 2 || !(element.isInteger(8) || element.isInteger(4)))
+    return emitOpError() << "dequantizes 2-D 8- or 4-bit integer codes, not "
                          << shapeString(codes);
-  if (out.getShape() != codes.getShape() || !out.getElementType().isBF16())
-    return emitOpError() << "result must be bf16 of the codes' shape "
-                         << shapeString(codes);
-  const int64_t axis = getAxis();
+  const int64_t axis = getAxis(), block = getBlockSize();
   if (axis != 0 && axis != 1)
     return emitOpError() << "axis must be 0 or 1, not " << axis;
+  if (block < 0)
+    return emitOpError() << "block_size must not be negative";
   auto scales = getScales().getType();
-  const int64_t n = scales.getNumElements();
-  if (!isFloatElement(scales.getElementType()) || scales.getRank() > 1 ||
-      (n != 1 && n != codes.getDimSize(axis)))
-    return emitOpError() << "scales must be one float, or one per index of "
-                         << "axis " << axis << " (" << codes.getDimSize(axis)
-                         << "), not " << shapeString(scales);
+  const int64_t rows = codes.getDimSize(0), cols = codes.getDimSize(1);
+  const int64_t n = scales.getNumElements(), along = codes.getDimSize(axis);
+  const int64_t blocked =
+      block > 0 ? (along + block - 1) / block * codes.getDimSize(1 - axis)
+                : along;
+  if (!isFloatElement(scales.getElementType()) || (n != 1 && n != blocked) ||
+      (block == 0 && scales.getRank() > 1))
+    return emitOpError() << "scales must be one float, or one per index (or "
+                         << "block) of axis " << axis << ", not "
+                         << shapeString(scales);
   if (Value zeros = getZeroPoints()) {
     auto type = cast<RankedTensorType>(zeros.getType());
     if (type.getShape() != scales.getShape() ||
-        type.getElementType() != codes.getElementType())
+        type.getElementType() != element)
       return emitOpError() << "zero points must have the scales' shape and "
                            << "the codes' type, not " << shapeString(type);
   }
-  return success();
+  auto outs = getOutputs();
+  auto type = [&](unsigned i) {
+    return cast<RankedTensorType>(outs[i].getType());
+  };
+  Builder b(getContext());
+  if (outs.size() == 1) {
+    if (type(0).getShape() != codes.getShape() ||
+        !type(0).getElementType().isBF16())
+      return emitOpError() << "result must be bf16 of the codes' shape "
+                           << shapeString(codes);
+    return success();
+  }
+  if (outs.size() == 2) {
+    if (!element.isInteger(8) || element.isUnsignedInteger() || block != 0 ||
+        (n != 1 && axis != 1))
+      return emitOpError() << "gives Sol's int8 only for signed 8-bit codes "
+                           << "scaled per tensor or per column";
+    if (type(0) != RankedTensorType::get({cols, rows}, b.getIntegerType(8)) ||
+        type(1) != RankedTensorType::get({cols}, b.getF32Type()))
+      return emitOpError() << "int8 results must be [" << cols << ", " << rows
+                           << "] i8 codes and [" << cols << "] f32 scales";
+    return success();
+  }
+  if (outs.size() == 3) {
+    if (!element.isInteger(4) || axis != 0 || block <= 0 || rows % block != 0 ||
+        rows % 2 != 0)
+      return emitOpError() << "gives Sol's int4 only for 4-bit codes in "
+                           << "blocks along axis 0 that divide it";
+    const int64_t groups = rows / block;
+    if (type(0) != RankedTensorType::get({cols, rows}, b.getIntegerType(4)) ||
+        type(1) != RankedTensorType::get({cols, groups}, b.getF32Type()) ||
+        type(2) !=
+            RankedTensorType::get({cols, groups}, b.getIntegerType(8, false)))
+      return emitOpError() << "int4 results must be [" << cols << ", " << rows
+                           << "] i4 codes, [" << cols << ", " << groups
+                           << "] f32 scales and ui8 zeros";
+    return success();
+  }
+  return emitOpError() << "has 1, 2 or 3 results, not " << outs.size();
 }
 
 LogicalResult UnpackNBitsOp::verify() {

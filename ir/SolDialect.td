@@ -43,7 +43,7 @@ def Sol_StorageType
     : AnyTypeOf<[BF16, F16, F32, F8E4M3FN, I8, I4], "a Sol storage type">;
 
 def Sol_FloatTensor : RankedTensorOf<[BF16, F16, F32]>;
-def Sol_WeightTensor : RankedTensorOf<[BF16, F16, F32, F8E4M3FN, I8, UI8, I4]>;
+def Sol_WeightTensor : RankedTensorOf<[BF16, F16, F32, F8E4M3FN, I8, UI8, I4, UI<4>]>;
 def Sol_IndexTensor : RankedTensorOf<[I32]>;
 
 #endif // SOL_DIALECT_TD

@@ -227,26 +227,40 @@ def Sol_UnpackNBitsOp : Sol_WeightTransformOp<"unpack_nbits"> {
 }
 
 def Sol_DequantizeWeightOp : Sol_WeightTransformOp<"dequantize_weight"> {
-  let summary = "an integer weight with its scales (and zero points), in bf16";
+  let summary = "an ONNX integer weight, dequantized or in Sol's layout";
   let description = [{
     ONNX's linear dequantization of a stored integer weight, as
     `DequantizeLinear` or onnxruntime's dynamic quantization (`MatMulInteger`)
-    store it: `(codes - zero_points) · scales`, with `scales` (and
-    `zero_points`) one value for the whole tensor or one per index of
-    dimension `axis`. `codes` are i8 or ui8 of any 2-D shape; the result has
-    their shape.
+    store it: `(codes - zero_points) · scales`. `codes` are a 2-D `[R, C]`
+    tensor of i8, ui8, i4 or ui4; `scales` (and `zero_points`, of the
+    codes' type) one value for the whole tensor, one per index of dimension
+    `axis`, or with `block_size` one per block of that many along `axis`
+    (the codes' shape with that dimension divided, rounded up).
+
+    Three forms, by result types:
+    * `tensor<RxCxbf16>`: the weight dequantized;
+    * `(tensor<CxRxi8>, tensor<Cxf32>)`: Sol's int8 of the transposed weight
+      (a MatMul's `[in, out]` as a linear's `[out, in]`), for signed 8-bit
+      codes with zero points 0 and scales per tensor or per column;
+    * `(tensor<CxRxi4>, tensor<Cx(R/g)xf32>, tensor<Cx(R/g)xui8>)`: Sol's
+      int4 of the transposed weight (group g = `block_size`), for 4-bit
+      codes in blocks along axis 0 that divide R.
+
+    runtime/support/QuantizedCheckpoint.h has the conversions.
 
     ```mlir
-    %w = sol.dequantize_weight %q, %s {axis = 1} : (tensor<64x96xi8>, tensor<96xf32>) -> tensor<64x96xbf16>
+    %w = sol.dequantize_weight %q, %s {axis = 1} : (tensor<64x96xi8>, tensor<96xf32>) -> (tensor<64x96xbf16>)
+    %c, %sc = sol.dequantize_weight %q, %s {axis = 1} : (tensor<64x96xi8>, tensor<96xf32>) -> (tensor<96x64xi8>, tensor<96xf32>)
     ```
   }];
   let arguments = (ins Sol_WeightTensor:$codes, Sol_WeightTensor:$scales,
                        Optional<Sol_WeightTensor>:$zero_points,
-                       DefaultValuedAttr<I64Attr, "1">:$axis);
-  let results = (outs Sol_WeightTensor:$result);
+                       DefaultValuedAttr<I64Attr, "1">:$axis,
+                       DefaultValuedAttr<I64Attr, "0">:$block_size);
+  let results = (outs Variadic<Sol_WeightTensor>:$outputs);
   let assemblyFormat = [{
     $codes `,` $scales (`,` $zero_points^)? attr-dict `:` `(` type($codes) `,`
-    type($scales) (`,` type($zero_points)^)? `)` `->` type($result)
+    type($scales) (`,` type($zero_points)^)? `)` `->` `(` type($outputs) `)`
   }];
   let hasVerifier = 1;
 }

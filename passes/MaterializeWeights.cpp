@@ -305,39 +305,68 @@ struct SolMaterializeWeightsPass
     return success();
   }
 
-  /// (codes - zero points) * scales, per tensor or per index of `axis`.
+  /// (codes - zero points) * scales: `codes~bf16`, or Sol's int8 or int4
+  /// of the transposed weight (`codes~int8`, `.scales`, `.zeros`).
   LogicalResult
   materializeDequantized(DequantizeWeightOp op,
                          const SmallVector<std::string> &sources) {
     auto codesType = op.getCodes().getType();
+    Type element = codesType.getElementType();
     const int64_t rows = codesType.getDimSize(0),
-                  cols = codesType.getDimSize(1);
-    const bool isSigned = codesType.getElementType().isSignedInteger(8) ||
-                          codesType.getElementType().isSignlessInteger(8);
-    const int64_t axis = op.getAxis();
-    replaceByStored(
-        op.getResult(), sources[0] + "~bf16",
-        [=](const WeightStore &s, const ByteSink &sink) {
-          std::vector<std::byte> codeBytes, zeroBytes;
-          auto codes = s.contiguous(sources[0], codeBytes);
-          const std::vector<float> scales = s.readFloat(sources[1]);
-          std::span<const std::byte> zeros;
-          if (sources.size() > 2)
-            zeros = s.contiguous(sources[2], zeroBytes);
-          auto value = [&](std::span<const std::byte> bytes, size_t i) {
-            const auto b = static_cast<uint8_t>(bytes[i]);
-            return isSigned ? float(static_cast<int8_t>(b)) : float(b);
-          };
-          std::vector<float> w(static_cast<size_t>(rows * cols));
-          for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < cols; ++c) {
-              const size_t g =
-                  scales.size() == 1 ? 0 : size_t(axis == 0 ? r : c);
-              const float zero = zeros.empty() ? 0.0f : value(zeros, g);
-              w[r * cols + c] = (value(codes, r * cols + c) - zero) * scales[g];
-            }
-          sink(fromFloat(w, DType::BF16));
-        });
+                  cols = codesType.getDimSize(1),
+                  bits = element.isInteger(4) ? 4 : 8, axis = op.getAxis(),
+                  block = op.getBlockSize();
+    const bool isSigned = !element.isUnsignedInteger();
+    // Reads the op's tensors and calls `use` with them.
+    auto withWeight = [=](const WeightStore &s, auto &&use) {
+      std::vector<std::byte> codeBytes, zeroBytes;
+      auto codes = s.contiguous(sources[0], codeBytes);
+      const std::vector<float> scales = s.readFloat(sources[1]);
+      std::span<const std::byte> zeros;
+      if (sources.size() > 2)
+        zeros = s.contiguous(sources[2], zeroBytes);
+      quant::LinearQuantWeight w;
+      w.rows = rows;
+      w.cols = cols;
+      w.bits = bits;
+      w.isSigned = isSigned;
+      w.axis = axis;
+      w.blockSize = block;
+      w.codes = {reinterpret_cast<const uint8_t *>(codes.data()), codes.size()};
+      w.scales = scales;
+      w.zeros = {reinterpret_cast<const uint8_t *>(zeros.data()), zeros.size()};
+      return use(w);
+    };
+    auto outputs = op.getOutputs();
+    if (outputs.size() == 1) {
+      replaceByStored(
+          outputs[0], sources[0] + "~bf16",
+          [withWeight](const WeightStore &s, const ByteSink &sink) {
+            sink(fromFloat(withWeight(s,
+                                      [](const quant::LinearQuantWeight &w) {
+                                        return quant::dequantizeLinear(w);
+                                      }),
+                           DType::BF16));
+          });
+      op->erase();
+      return success();
+    }
+    const bool int8 = outputs.size() == 2;
+    auto once = std::make_shared<QuantizedOutputs>(
+        [withWeight, int8](const WeightStore &s) {
+          return withWeight(s, [int8](const quant::LinearQuantWeight &w) {
+            return int8 ? quant::toSolInt8(w) : quant::toSolInt4(w);
+          });
+        },
+        static_cast<int>(outputs.size()));
+    static const char *const suffixes[] = {"", ".scales", ".zeros"};
+    for (unsigned which = 0; which < outputs.size(); ++which)
+      replaceByStored(
+          outputs[which],
+          sources[0] + (int8 ? "~int8" : "~int4") + suffixes[which],
+          [once, which](const WeightStore &s, const ByteSink &sink) {
+            once->write(s, static_cast<int>(which), sink);
+          });
     op->erase();
     return success();
   }

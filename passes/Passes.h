@@ -25,9 +25,11 @@ createSolAwqCalibrate(WeightStore &store,
                       std::vector<std::vector<int32_t>> sequences,
                       const SolAwqCalibrateOptions &options, bool progress);
 
-/// sol-raise-rope and sol-raise-attention reading the weights of `store`
-/// (the cos/sin caches of com.microsoft ops); without one, caches held only
-/// by the store cannot be recognised.
+/// sol-raise-linear, sol-raise-rope and sol-raise-attention reading the
+/// weights of `store` (integer weights' zero points, the cos/sin caches of
+/// com.microsoft ops); without one, what only the store holds cannot be
+/// read (zero points are then taken for nonzero).
+std::unique_ptr<mlir::Pass> createSolRaiseLinear(const WeightStore *store);
 std::unique_ptr<mlir::Pass> createSolRaiseRope(const WeightStore *store);
 std::unique_ptr<mlir::Pass> createSolRaiseAttention(const WeightStore *store);
 

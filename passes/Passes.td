@@ -54,7 +54,10 @@ def SolRaiseLinear : Pass<"sol-raise-linear", "::mlir::ModuleOp"> {
     `MatMul(x, Transpose(W))` with `W` in `[out, in]` becomes
     `sol.linear(x, W)`. An `Add` of a `[out]` weight right after (either
     operand order) becomes the linear's bias. Weights of other float types
-    are converted to bf16 by `sol.convert_weight`.
+    are converted to bf16 by `sol.convert_weight`. Integer weights
+    (`DequantizeLinear`, onnxruntime's `MatMulInteger`, `MatMulNBits`) become
+    Sol's int8 or int4 linears where their codes are that already, else are
+    dequantized to bf16 with a note.
   }];
   let dependentDialects = ["::sol::SolDialect"];
 }

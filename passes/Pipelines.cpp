@@ -43,7 +43,7 @@ void sol::buildSolRaisePipeline(OpPassManager &pm, const WeightStore *store) {
   // a residual Add of raised values).
   pm.addPass(createSolRaiseInputs());
   pm.addPass(createSolRaiseEmbedding());
-  pm.addPass(createSolRaiseLinear());
+  pm.addPass(createSolRaiseLinear(store));
   pm.addPass(createSolRaiseRmsNorm());
   pm.addPass(createSolRaiseSwiglu());
   pm.addPass(createSolRaiseResidualAdd());

@@ -22,78 +22,6 @@ using namespace sol::raise;
 
 namespace {
 
-/// The weight a MatMul multiplies by, in [out, in] layout and bf16, with
-/// its [in, out] dimensions; null when the right operand is not a weight.
-/// (codes - zero) * scale of a stored [in, out] integer weight, in bf16
-/// [in, out]: a DequantizeLinear's inputs (or MatMulInteger's), per tensor
-/// or per index of `axis`; null when they are not initializers of those
-/// shapes.
-Value dequantizedWeight(PatternRewriter &rewriter, Location loc, Value codes,
-                        Value scales, Value zeros, int64_t axis) {
-  std::optional<SmallVector<int64_t>> shape = weightShape(codes);
-  std::optional<SmallVector<int64_t>> scaleShape = weightShape(scales);
-  if (!shape || shape->size() != 2 || !scaleShape ||
-      !getElementTypeOrSelf(codes.getType()).isInteger(8))
-    return {};
-  if (axis < 0)
-    axis += 2;
-  int64_t count = 1;
-  for (int64_t d : *scaleShape)
-    count *= d;
-  if ((axis != 0 && axis != 1) || scaleShape->size() > 1 ||
-      (count != 1 && count != (*shape)[axis]))
-    return {};
-  if (zeros && (!weightShape(zeros) || *weightShape(zeros) != *scaleShape))
-    return {};
-  Value z = zeros ? storedWeight(rewriter, zeros) : Value();
-  return rewriter.create<DequantizeWeightOp>(
-      loc, RankedTensorType::get(*shape, rewriter.getBF16Type()),
-      storedWeight(rewriter, codes), storedWeight(rewriter, scales), z,
-      rewriter.getI64IntegerAttr(axis));
-}
-
-Value outInWeight(PatternRewriter &rewriter, Value b, int64_t &in,
-                  int64_t &out) {
-  // DequantizeLinear(Wq [in, out], scale, zero): QDQ weights.
-  if (OnnxOp dq = producer(skipFloatCasts(b), "DequantizeLinear")) {
-    auto inputs = dq.getInputs();
-    if (intAttr(dq, "block_size", 0) != 0 || inputs.size() < 2)
-      return {};
-    Value zeros = inputs.size() > 2 && !isa<NoneType>(inputs[2].getType())
-                      ? inputs[2]
-                      : Value();
-    Value w = dequantizedWeight(rewriter, dq.getLoc(), inputs[0], inputs[1],
-                                zeros, intAttr(dq, "axis", 1));
-    if (!w)
-      return {};
-    auto type = cast<RankedTensorType>(w.getType());
-    in = type.getDimSize(0);
-    out = type.getDimSize(1);
-    return rewriter.create<TransposeWeightOp>(
-        w.getLoc(), RankedTensorType::get({out, in}, rewriter.getBF16Type()),
-        w);
-  }
-  // Transpose(W [out, in]): the original weight.
-  if (OnnxOp t = producer(skipFloatCasts(b), "Transpose")) {
-    auto perm = dyn_cast_or_null<DenseI64ArrayAttr>(t.getOnnxAttr("perm"));
-    std::optional<SmallVector<int64_t>> shape = weightShape(t.getInputs()[0]);
-    if (!shape || shape->size() != 2 ||
-        (perm && perm.asArrayRef() != ArrayRef<int64_t>{1, 0}))
-      return {};
-    out = (*shape)[0];
-    in = (*shape)[1];
-    return weightOf(rewriter, t.getInputs()[0]);
-  }
-  std::optional<SmallVector<int64_t>> shape = weightShape(b);
-  if (!shape || shape->size() != 2)
-    return {};
-  in = (*shape)[0];
-  out = (*shape)[1];
-  Value w = weightOf(rewriter, b);
-  return rewriter.create<TransposeWeightOp>(
-      w.getLoc(), RankedTensorType::get({out, in}, rewriter.getBF16Type()), w);
-}
-
 /// A linear's weight operands as sol.linear takes them.
 struct LinearWeight {
   Value weight, scales, zeros;
@@ -101,6 +29,141 @@ struct LinearWeight {
   int64_t groupSize = 0;
   int64_t in = 0, out = 0;
 };
+
+/// Whether every zero point in `zeros` is 0: a constant is read, a weight
+/// through `store`; nullopt when neither can be read.
+std::optional<bool> allZero(Value zeros, const WeightStore *store) {
+  if (std::optional<SmallVector<int64_t>> values = intValues(zeros))
+    return llvm::all_of(*values, [](int64_t z) { return z == 0; });
+  auto weight = zeros.getDefiningOp<WeightOp>();
+  if (!weight || !store || !store->contains(weight.getName().str()))
+    return std::nullopt;
+  std::vector<std::byte> scratch;
+  auto bytes = store->contiguous(weight.getName().str(), scratch);
+  return std::all_of(bytes.begin(), bytes.end(),
+                     [](std::byte b) { return b == std::byte{0}; });
+}
+
+/// The linear weight of stored integer codes [in, out] (a DequantizeLinear's
+/// or MatMulInteger's inputs: per tensor, per index of `axis`, or in blocks
+/// of `block` along it): Sol's int8 or int4 where the codes are that as
+/// they are, else dequantized to bf16 (`dequantized` set). No weight when
+/// they are not initializers of matching shapes.
+LinearWeight integerWeight(PatternRewriter &rewriter, Location loc, Value codes,
+                           Value scales, Value zeros, int64_t axis,
+                           int64_t block, const WeightStore *store,
+                           bool &dequantized) {
+  LinearWeight w;
+  std::optional<SmallVector<int64_t>> shape = weightShape(codes);
+  std::optional<SmallVector<int64_t>> scaleShape = weightShape(scales);
+  Type element = getElementTypeOrSelf(codes.getType());
+  if (!shape || shape->size() != 2 || !scaleShape ||
+      !(element.isInteger(8) || element.isInteger(4)) ||
+      !isa<FloatType>(getElementTypeOrSelf(scales.getType())))
+    return w;
+  if (axis < 0)
+    axis += 2;
+  if ((axis != 0 && axis != 1) || block < 0)
+    return w;
+  const int64_t in = (*shape)[0], out = (*shape)[1];
+  int64_t count = 1;
+  for (int64_t d : *scaleShape)
+    count *= d;
+  const int64_t along = (*shape)[axis];
+  const int64_t wanted =
+      block > 0 ? (along + block - 1) / block * (*shape)[1 - axis] : along;
+  if ((count != 1 && count != wanted) || (block == 0 && scaleShape->size() > 1))
+    return w;
+  if (zeros && (weightShape(zeros) != scaleShape ||
+                getElementTypeOrSelf(zeros.getType()) != element))
+    return w;
+  w.in = in;
+  w.out = out;
+  Value stored = storedWeight(rewriter, codes);
+  Value storedScales = storedWeight(rewriter, scales);
+  Value storedZeros = zeros ? storedWeight(rewriter, zeros) : Value();
+  if (!stored || !storedScales || (zeros && !storedZeros))
+    return LinearWeight{};
+  auto create = [&](ArrayRef<Type> types) {
+    return rewriter.create<DequantizeWeightOp>(
+        loc, types, stored, storedScales, storedZeros,
+        rewriter.getI64IntegerAttr(axis), rewriter.getI64IntegerAttr(block));
+  };
+  auto f32 = rewriter.getF32Type();
+  if (element.isInteger(8) && !element.isUnsignedInteger() && block == 0 &&
+      (count == 1 || axis == 1) &&
+      (!zeros || allZero(zeros, store).value_or(false))) {
+    auto op = create({RankedTensorType::get({out, in}, element),
+                      RankedTensorType::get({out}, f32)});
+    w.weight = op.getOutputs()[0];
+    w.scales = op.getOutputs()[1];
+    w.scheme = QuantScheme::Int8;
+    return w;
+  }
+  if (element.isInteger(4) && axis == 0 && block > 0 && in % block == 0 &&
+      in % 2 == 0) {
+    auto op =
+        create({RankedTensorType::get({out, in}, rewriter.getIntegerType(4)),
+                RankedTensorType::get({out, in / block}, f32),
+                RankedTensorType::get({out, in / block},
+                                      rewriter.getIntegerType(8, false))});
+    w.weight = op.getOutputs()[0];
+    w.scales = op.getOutputs()[1];
+    w.zeros = op.getOutputs()[2];
+    w.scheme = QuantScheme::Int4;
+    w.groupSize = block;
+    return w;
+  }
+  dequantized = true;
+  Value bf16 =
+      create({RankedTensorType::get({in, out}, rewriter.getBF16Type())})
+          .getOutputs()[0];
+  w.weight = rewriter.create<TransposeWeightOp>(
+      loc, RankedTensorType::get({out, in}, rewriter.getBF16Type()), bf16);
+  return w;
+}
+
+/// The weight a MatMul multiplies by, as a linear takes it ([out, in]),
+/// with its [in, out] dimensions; no weight when the right operand is not
+/// one.
+LinearWeight outInWeight(PatternRewriter &rewriter, Value b,
+                         const WeightStore *store, bool &dequantized) {
+  // DequantizeLinear(Wq [in, out], scale, zero): QDQ weights.
+  if (OnnxOp dq = producer(skipFloatCasts(b), "DequantizeLinear")) {
+    auto inputs = dq.getInputs();
+    if (inputs.size() < 2)
+      return {};
+    Value zeros = inputs.size() > 2 && !isa<NoneType>(inputs[2].getType())
+                      ? inputs[2]
+                      : Value();
+    return integerWeight(rewriter, dq.getLoc(), inputs[0], inputs[1], zeros,
+                         intAttr(dq, "axis", 1), intAttr(dq, "block_size", 0),
+                         store, dequantized);
+  }
+  LinearWeight w;
+  // Transpose(W [out, in]): the original weight.
+  if (OnnxOp t = producer(skipFloatCasts(b), "Transpose")) {
+    auto perm = dyn_cast_or_null<DenseI64ArrayAttr>(t.getOnnxAttr("perm"));
+    std::optional<SmallVector<int64_t>> shape = weightShape(t.getInputs()[0]);
+    if (!shape || shape->size() != 2 ||
+        (perm && perm.asArrayRef() != ArrayRef<int64_t>{1, 0}))
+      return w;
+    w.out = (*shape)[0];
+    w.in = (*shape)[1];
+    w.weight = weightOf(rewriter, t.getInputs()[0]);
+    return w;
+  }
+  std::optional<SmallVector<int64_t>> shape = weightShape(b);
+  if (!shape || shape->size() != 2)
+    return w;
+  w.in = (*shape)[0];
+  w.out = (*shape)[1];
+  Value stored = weightOf(rewriter, b);
+  w.weight = rewriter.create<TransposeWeightOp>(
+      stored.getLoc(),
+      RankedTensorType::get({w.out, w.in}, rewriter.getBF16Type()), stored);
+  return w;
+}
 
 /// The bias Add right after `matmul`: Add(b, y) or Add(y, b) of an [out]
 /// weight; null when there is none.
@@ -148,9 +211,26 @@ LogicalResult replaceWithLinear(PatternRewriter &rewriter, OnnxOp matmul,
   return success();
 }
 
+/// One note per pass run that integer weights Sol's quantized linears do
+/// not take as they are (zero points, unsigned or per-input codes) are
+/// dequantized to bf16: nothing is lost but the plan is larger.
+struct DequantizedNote {
+  void note(Operation *op) {
+    if (noted)
+      return;
+    noted = true;
+    emitRemark(op->getLoc())
+        << "integer weights that are not Sol's int8 (signed, symmetric, per "
+           "output) or int4 (4-bit blocks along the inputs) are dequantized "
+           "to bf16";
+  }
+  bool noted = false;
+};
+
 /// MatMul(x, Wᵀ) [+ b] -> sol.linear(x, W, b).
 struct RaiseLinear : OpRewritePattern<OnnxOp> {
-  using OpRewritePattern::OpRewritePattern;
+  RaiseLinear(MLIRContext *ctx, const WeightStore *store, DequantizedNote &note)
+      : OpRewritePattern(ctx), store(store), note(note) {}
 
   LogicalResult matchAndRewrite(OnnxOp matmul,
                                 PatternRewriter &rewriter) const override {
@@ -165,12 +245,17 @@ struct RaiseLinear : OpRewritePattern<OnnxOp> {
     if (!isWeight)
       return failure();
     rewriter.setInsertionPoint(matmul);
-    LinearWeight w;
-    w.weight = outInWeight(rewriter, b, w.in, w.out);
+    bool dequantized = false;
+    LinearWeight w = outInWeight(rewriter, b, store, dequantized);
     if (!w.weight)
       return nearMiss(rewriter, matmul, "an unreadable weight");
+    if (dequantized)
+      note.note(matmul);
     return replaceWithLinear(rewriter, matmul, matmul.getInputs()[0], w, {});
   }
+
+  const WeightStore *store;
+  DequantizedNote &note;
 };
 
 /// com.microsoft MatMulNBits(A, B, scales[, zero_points, g_idx, bias]):
@@ -278,9 +363,12 @@ struct RaiseMatMulNBits : OpRewritePattern<OnnxOp> {
 ///   y = Mul(Cast(MatMulInteger(xq, Wq, xz, Wz), FLOAT), Mul(xs, Ws))
 ///
 /// is x · dequantize(Wq) up to the rounding of x to 8 bits, which Sol does
-/// not repeat: sol.linear of x and the dequantized weight (bf16).
+/// not repeat: sol.linear of x and Wq (Sol's int8 when symmetric, else the
+/// dequantized weight in bf16).
 struct RaiseMatMulInteger : OpRewritePattern<OnnxOp> {
-  using OpRewritePattern::OpRewritePattern;
+  RaiseMatMulInteger(MLIRContext *ctx, const WeightStore *store,
+                     DequantizedNote &note)
+      : OpRewritePattern(ctx), store(store), note(note) {}
 
   LogicalResult matchAndRewrite(OnnxOp mul,
                                 PatternRewriter &rewriter) const override {
@@ -312,23 +400,23 @@ struct RaiseMatMulInteger : OpRewritePattern<OnnxOp> {
       Value zeros =
           in.size() > 3 && !isa<NoneType>(in[3].getType()) ? in[3] : Value();
       rewriter.setInsertionPoint(mul);
-      Value w = dequantizedWeight(rewriter, mm.getLoc(), in[1], weightScale,
-                                  zeros, /*axis=*/1);
-      if (!w)
+      bool dequantized = false;
+      LinearWeight lw =
+          integerWeight(rewriter, mm.getLoc(), in[1], weightScale, zeros,
+                        /*axis=*/1, /*block=*/0, store, dequantized);
+      if (!lw.weight)
         return nearMiss(rewriter, mul,
                         "the weight, its scales or zero points are not "
                         "initializers of matching shapes");
-      auto type = cast<RankedTensorType>(w.getType());
-      LinearWeight lw;
-      lw.in = type.getDimSize(0);
-      lw.out = type.getDimSize(1);
-      lw.weight = rewriter.create<TransposeWeightOp>(
-          w.getLoc(),
-          RankedTensorType::get({lw.out, lw.in}, rewriter.getBF16Type()), w);
+      if (dequantized)
+        note.note(mul);
       return replaceWithLinear(rewriter, mul, dql.getInputs()[0], lw, {});
     }
     return failure();
   }
+
+  const WeightStore *store;
+  DequantizedNote &note;
 };
 
 /// Split(x, sizes) of a raised [batch, seq, width] value along its last
@@ -392,14 +480,24 @@ struct RaiseSplit : OpRewritePattern<OnnxOp> {
 };
 
 struct SolRaiseLinearPass : sol::impl::SolRaiseLinearBase<SolRaiseLinearPass> {
+  SolRaiseLinearPass() = default;
+  explicit SolRaiseLinearPass(const WeightStore *store) : store(store) {}
+
   void runOnOperation() override {
+    DequantizedNote note;
     RewritePatternSet patterns(&getContext());
-    patterns.add<RaiseLinear, RaiseMatMulNBits, RaiseMatMulInteger, RaiseSplit>(
-        &getContext());
+    patterns.add<RaiseMatMulNBits, RaiseSplit>(&getContext());
+    patterns.add<RaiseLinear, RaiseMatMulInteger>(&getContext(), store, note);
     if (failed(applyRaisePatterns(getOperation(), std::move(patterns),
                                   "sol-raise-linear")))
       signalPassFailure();
   }
+
+  const WeightStore *store = nullptr;
 };
 
 } // namespace
+
+std::unique_ptr<Pass> sol::createSolRaiseLinear(const WeightStore *store) {
+  return std::make_unique<SolRaiseLinearPass>(store);
+}

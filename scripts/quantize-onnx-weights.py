@@ -10,9 +10,16 @@ do, for Sol's tests of quantized ONNX graphs (CI has no onnxruntime):
                      with the ..._quant, ..._output_quantized, ..._cast_output,
                      ..._scales_mul names quantize_dynamic gives.
   --format qdq       QDQ weights: MatMul(x, DequantizeLinear(Wq, Ws, Wz, axis=1)).
+  --format qdq4      opset 21's blocked QDQ weights, as onnxruntime's
+                     MatMulNBitsQuantizer writes them with quant_format QDQ:
+                     MatMul(x, DequantizeLinear(Wq, Ws, Wz, axis=0,
+                     block_size=32)), uint4 codes and zero points
+                     asymmetric in blocks of 32 along K (scale =
+                     (max - min) / 15 over the block, zero = round(-min /
+                     scale)); the graph's opset is raised to 21.
 
 Every MatMul whose second input is a 2-D float initializer [K, N] is rewritten;
-weights are symmetric int8 per output column (scale = max|w| / 127, zero
+int8 weights are symmetric per output column (scale = max|w| / 127, zero
 point 0), as onnxruntime quantizes int8 weights. Needs onnx and numpy
 (/usr/bin/python3 has them):
 
@@ -39,9 +46,40 @@ def quantize_columns(w):
     return codes, scale
 
 
+BLOCK = 32
+
+
+def quantize_blocks_uint4(w):
+    """Asymmetric uint4 in blocks of BLOCK rows of w [K, N]: codes [K, N],
+    scales and zero points [K / BLOCK, N]."""
+    k, n = w.shape
+    blocks = w.reshape(k // BLOCK, BLOCK, n)
+    lo, hi = np.minimum(blocks.min(axis=1), 0), np.maximum(blocks.max(axis=1), 0)
+    scale = ((hi - lo) / 15.0).astype(np.float32)
+    scale = np.where(scale == 0, 1.0, scale).astype(np.float32)
+    zero = np.clip(np.rint(-lo / scale), 0, 15).astype(np.uint8)
+    codes = np.clip(np.rint(blocks / scale[:, None, :]) + zero[:, None, :], 0, 15).astype(np.uint8)
+    return codes.reshape(k, n), scale, zero
+
+
+def uint4_tensor(name, values):
+    """A UINT4 (21) initializer: two codes a byte, the first in the low nibble
+    (onnx 1.12's helpers predate 4-bit types)."""
+    flat = values.reshape(-1)
+    if flat.size % 2:
+        flat = np.append(flat, 0)
+    packed = (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8)
+    t = TensorProto()
+    t.name = name
+    t.data_type = 21
+    t.dims.extend(values.shape)
+    t.raw_data = packed.tobytes()
+    return t
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--format", choices=["dynamic", "qdq"], required=True)
+    ap.add_argument("--format", choices=["dynamic", "qdq", "qdq4"], required=True)
     ap.add_argument("input")
     ap.add_argument("output")
     args = ap.parse_args()
@@ -56,14 +94,26 @@ def main():
         if w is None or len(w.dims) != 2 or w.data_type != TensorProto.FLOAT:
             nodes.append(node)
             continue
-        codes, scale = quantize_columns(numpy_helper.to_array(w))
         base = w.name
         q, s, z = base + "_quantized", base + "_scale", base + "_zero_point"
+        x, y, name = node.input[0], node.output[0], node.name
+        if args.format == "qdq4":
+            if q not in used:
+                used.add(q)
+                codes, scale, zero = quantize_blocks_uint4(numpy_helper.to_array(w))
+                graph.initializer.extend([uint4_tensor(q, codes), numpy_helper.from_array(scale, s),
+                                          uint4_tensor(z, zero)])
+            deq = base + "_DequantizeLinear_Output"
+            nodes.append(helper.make_node("DequantizeLinear", [q, s, z], [deq], name=base + "_DequantizeLinear",
+                                          axis=0, block_size=BLOCK))
+            nodes.append(helper.make_node("MatMul", [x, deq], [y], name=name))
+            quantized += 1
+            continue
+        codes, scale = quantize_columns(numpy_helper.to_array(w))
         if q not in used:
             used.add(q)
             graph.initializer.extend([numpy_helper.from_array(codes, q), numpy_helper.from_array(scale, s),
                                       numpy_helper.from_array(np.zeros_like(codes[0]), z)])
-        x, y, name = node.input[0], node.output[0], node.name
         if args.format == "qdq":
             deq = base + "_DequantizeLinear_Output"
             nodes.append(helper.make_node("DequantizeLinear", [q, s, z], [deq], name=base + "_DequantizeLinear",
@@ -91,9 +141,18 @@ def main():
     if args.format == "dynamic" and not any(o.domain in ("", "ai.onnx") and o.version >= 11
                                             for o in model.opset_import):
         sys.exit("quantize-onnx-weights: DynamicQuantizeLinear needs opset 11 or later")
-    onnx.checker.check_model(model, full_check=True)
+    if args.format == "qdq4":
+        # block_size and 4-bit types are opset 21's (onnx 1.12's checker
+        # knows neither).
+        for o in model.opset_import:
+            if o.domain in ("", "ai.onnx"):
+                o.version = max(o.version, 21)
+        model.ir_version = max(model.ir_version, 10)
+    else:
+        onnx.checker.check_model(model, full_check=True)
     onnx.save(model, args.output)
-    print(f"quantize-onnx-weights: {quantized} MatMul weights to int8 ({args.format}): {args.output}")
+    bits = "uint4" if args.format == "qdq4" else "int8"
+    print(f"quantize-onnx-weights: {quantized} MatMul weights to {bits} ({args.format}): {args.output}")
 
 
 if __name__ == "__main__":

@@ -86,6 +86,14 @@ DenseElementsAttr denseValue(RankedTensorType type, const onnx::Tensor &t) {
                            t.bytes.size()));
 }
 
+/// The store's dtype for an initializer's bytes: its Sol dtype, or I4 for
+/// uint4 codes (the same packing; the IR type keeps the signedness).
+std::optional<DType> storeDType(onnx::ElemType type) {
+  if (type == onnx::ElemType::Uint4)
+    return DType::I4;
+  return onnx::toDType(type);
+}
+
 /// Weight element types of the dialect (Sol_WeightTensor).
 bool isWeightElement(Type t) {
   return t.isBF16() || t.isF16() || t.isF32() || t.isFloat8E4M3FN() ||
@@ -339,7 +347,7 @@ void GraphImporter::inlineBranch(const onnx::Node &node,
       failAt(node, "its branch '" + branch.name + "' redefines '" + t.name +
                        "', a name the enclosing graph already has");
     initializers[t.name] = &t;
-    if (std::optional<DType> dtype = onnx::toDType(t.elemType))
+    if (std::optional<DType> dtype = storeDType(t.elemType))
       store.addView(t.name, *dtype, t.dims, t.bytes);
   }
   for (const onnx::ValueInfo &v : branch.valueInfo)
@@ -409,7 +417,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
 
   for (const onnx::Tensor &t : graph.initializers) {
     initializers[t.name] = &t;
-    if (std::optional<DType> dtype = onnx::toDType(t.elemType))
+    if (std::optional<DType> dtype = storeDType(t.elemType))
       store.addView(t.name, *dtype, t.dims, t.bytes);
   }
   for (const onnx::ValueInfo &v : graph.valueInfo)

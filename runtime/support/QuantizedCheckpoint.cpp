@@ -5,6 +5,7 @@
 #include "runtime/support/DType.h"
 #include "runtime/support/Error.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 
@@ -247,6 +248,128 @@ std::vector<float> dequantizeNBits(const NBitsWeight &w) {
     }
   }
   return out;
+}
+
+namespace {
+
+/// Code `i` of a flat array of 8- or 4-bit codes, as a number.
+int linearCodeAt(std::span<const uint8_t> codes, int64_t i, int64_t bits,
+                 bool isSigned) {
+  if (bits == 8)
+    return isSigned ? static_cast<int8_t>(codes[i]) : codes[i];
+  const int nibble = (codes[i / 2] >> (i % 2 * 4)) & 0xF;
+  return isSigned && nibble >= 8 ? nibble - 16 : nibble;
+}
+
+/// The scale (and zero point) index of element (r, c).
+int64_t linearParamIndex(const LinearQuantWeight &w, int64_t r, int64_t c) {
+  if (w.scales.size() == 1)
+    return 0;
+  if (w.blockSize == 0)
+    return w.axis == 0 ? r : c;
+  if (w.axis == 0)
+    return (r / w.blockSize) * w.cols + c;
+  return r * ((w.cols + w.blockSize - 1) / w.blockSize) + c / w.blockSize;
+}
+
+int linearZeroAt(const LinearQuantWeight &w, int64_t index) {
+  return w.zeros.empty() ? 0 : linearCodeAt(w.zeros, index, w.bits, w.isSigned);
+}
+
+} // namespace
+
+void checkLinearQuant(const LinearQuantWeight &w, std::string_view what) {
+  if (w.bits != 8 && w.bits != 4)
+    fail(what, ": ", w.bits, "-bit codes (Sol reads 8- and 4-bit ones)");
+  if (w.rows <= 0 || w.cols <= 0 || (w.axis != 0 && w.axis != 1) ||
+      w.blockSize < 0)
+    fail(what, ": codes [", w.rows, ", ", w.cols, "] with axis ", w.axis,
+         " and block size ", w.blockSize);
+  const int64_t count = w.rows * w.cols;
+  if (static_cast<int64_t>(w.codes.size()) != (count * w.bits + 7) / 8)
+    fail(what, ": ", w.codes.size(), " bytes of codes for [", w.rows, ", ",
+         w.cols, "] at ", w.bits, " bits");
+  int64_t params = w.axis == 0 ? w.rows : w.cols;
+  if (w.blockSize > 0)
+    params = (params + w.blockSize - 1) / w.blockSize *
+             (w.axis == 0 ? w.cols : w.rows);
+  if (w.scales.size() != 1 && static_cast<int64_t>(w.scales.size()) != params)
+    fail(what, ": ", w.scales.size(), " scales where ", params,
+         " (or one) are needed");
+  if (!w.zeros.empty() &&
+      static_cast<int64_t>(w.zeros.size()) !=
+          (static_cast<int64_t>(w.scales.size()) * w.bits + 7) / 8)
+    fail(what, ": ", w.zeros.size(), " bytes of zero points for ",
+         w.scales.size(), " scales");
+}
+
+std::vector<float> dequantizeLinear(const LinearQuantWeight &w) {
+  checkLinearQuant(w, "weight");
+  std::vector<float> out(static_cast<size_t>(w.rows * w.cols));
+  for (int64_t r = 0; r < w.rows; ++r)
+    for (int64_t c = 0; c < w.cols; ++c) {
+      const int64_t p = linearParamIndex(w, r, c);
+      out[r * w.cols + c] =
+          static_cast<float>(
+              linearCodeAt(w.codes, r * w.cols + c, w.bits, w.isSigned) -
+              linearZeroAt(w, p)) *
+          w.scales[p];
+    }
+  return out;
+}
+
+bool isSolInt8(const LinearQuantWeight &w) {
+  return w.bits == 8 && w.isSigned && w.blockSize == 0 &&
+         (w.scales.size() == 1 || w.axis == 1) &&
+         std::all_of(w.zeros.begin(), w.zeros.end(),
+                     [](uint8_t z) { return z == 0; });
+}
+
+QuantizedWeight toSolInt8(const LinearQuantWeight &w) {
+  checkLinearQuant(w, "weight");
+  if (!isSolInt8(w))
+    fail("an int8 weight with zero points, unsigned codes, blocks or "
+         "per-input scales is not Sol's int8");
+  QuantizedWeight q{Scheme::Int8, w.cols, w.rows, 0, {}, {}, {}};
+  q.codes.resize(static_cast<size_t>(w.rows * w.cols));
+  for (int64_t r = 0; r < w.rows; ++r)
+    for (int64_t c = 0; c < w.cols; ++c)
+      q.codes[c * w.rows + r] = w.codes[r * w.cols + c];
+  q.scales.resize(static_cast<size_t>(w.cols));
+  for (int64_t c = 0; c < w.cols; ++c)
+    q.scales[c] = w.scales[w.scales.size() == 1 ? 0 : c];
+  return q;
+}
+
+bool isSolInt4(const LinearQuantWeight &w) {
+  return w.bits == 4 && w.axis == 0 && w.blockSize > 0 &&
+         w.rows % w.blockSize == 0 && w.rows % 2 == 0;
+}
+
+QuantizedWeight toSolInt4(const LinearQuantWeight &w) {
+  checkLinearQuant(w, "weight");
+  if (!isSolInt4(w))
+    fail("a 4-bit weight not in blocks along its inputs (axis 0) that "
+         "divide them is not Sol's int4");
+  const int64_t groups = w.rows / w.blockSize, shift = w.isSigned ? 8 : 0;
+  QuantizedWeight q{Scheme::Int4, w.cols, w.rows, w.blockSize, {}, {}, {}};
+  q.codes.assign(static_cast<size_t>(w.cols * w.rows / 2), 0);
+  q.scales.resize(static_cast<size_t>(w.cols * groups));
+  q.zeros.resize(static_cast<size_t>(w.cols * groups));
+  for (int64_t r = 0; r < w.rows; ++r)
+    for (int64_t c = 0; c < w.cols; ++c)
+      setInt4CodeAt(
+          q.codes, w.rows, c, r,
+          static_cast<uint8_t>(
+              linearCodeAt(w.codes, r * w.cols + c, 4, w.isSigned) + shift));
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t c = 0; c < w.cols; ++c) {
+      const int64_t p = g * w.cols + c;
+      q.scales[c * groups + g] = w.scales[w.scales.size() == 1 ? 0 : p];
+      q.zeros[c * groups + g] = static_cast<uint8_t>(
+          linearZeroAt(w, w.scales.size() == 1 ? 0 : p) + shift);
+    }
+  return q;
 }
 
 } // namespace sol::quant

@@ -101,4 +101,39 @@ QuantizedWeight unpackNBits(const NBitsWeight &w);
 /// The weight as float32 [rows, cols].
 std::vector<float> dequantizeNBits(const NBitsWeight &w);
 
+/// An integer weight as ONNX's DequantizeLinear (or MatMulInteger) stores
+/// it: codes [rows, cols] row-major, 8 bits a byte or 4 bits two a byte
+/// (element i in the low nibble of byte i / 2 when i is even), signed or
+/// not; `scales` one for the tensor, one per index of `axis`, or with
+/// `blockSize` > 0 one per block of that many along `axis` (the codes'
+/// shape with dimension `axis` divided, rounded up); `zeros` (empty: 0)
+/// codes of the scales' shape in the codes' type and packing.
+struct LinearQuantWeight {
+  int64_t rows = 0, cols = 0, bits = 8;
+  bool isSigned = true;
+  int64_t axis = 1, blockSize = 0;
+  std::span<const uint8_t> codes;
+  std::span<const float> scales;
+  std::span<const uint8_t> zeros;
+};
+
+/// Throws sol::Error (naming `what`) unless the arrays have the sizes the
+/// shape, bits, axis and block size give.
+void checkLinearQuant(const LinearQuantWeight &w, std::string_view what);
+/// (q - z) * s as float32 [rows, cols], in the stored layout.
+std::vector<float> dequantizeLinear(const LinearQuantWeight &w);
+/// Whether the transposed weight ([cols, rows]: a MatMul's [in, out] as a
+/// linear's [out, in]) is Sol's int8 as it is: signed 8-bit codes, no zero
+/// point but 0, scales per tensor or per column (axis 1).
+bool isSolInt8(const LinearQuantWeight &w);
+/// That int8 weight (scales broadcast to one per row).
+QuantizedWeight toSolInt8(const LinearQuantWeight &w);
+/// Whether the transposed weight is Sol's int4 as it is: 4-bit codes in
+/// blocks along axis 0 (the MatMul's inputs) that divide the rows, an even
+/// row count.
+bool isSolInt4(const LinearQuantWeight &w);
+/// That int4 weight, group = blockSize (signed codes and zero points moved
+/// up by 8 into 0..15; a missing zero point is the type's 0).
+QuantizedWeight toSolInt4(const LinearQuantWeight &w);
+
 } // namespace sol::quant

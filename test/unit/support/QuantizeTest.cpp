@@ -981,3 +981,178 @@ TEST(QuantizedCheckpoint, NBitsBadShapes) {
   NBitsFixture eight(4, 64, 8, 32, 2);
   EXPECT_ERROR_HAS(unpackNBits(eight.weight(false)), "4-bit codes");
 }
+
+// ONNX DequantizeLinear weights: codes [rows, cols] (a MatMul's [in, out]),
+// scales per tensor, per index of an axis or in blocks along it, written
+// here element by element from a list of code values.
+namespace {
+struct LinearQuantFixture {
+  int64_t rows, cols, bits, axis, block;
+  bool isSigned;
+  std::vector<int> codes, zeroValues;
+  std::vector<float> scales;
+  std::vector<uint8_t> packed, packedZeros;
+
+  static std::vector<uint8_t> pack(const std::vector<int> &values,
+                                   int64_t bits) {
+    if (bits == 8) {
+      std::vector<uint8_t> out(values.size());
+      for (size_t i = 0; i < values.size(); ++i)
+        out[i] = static_cast<uint8_t>(values[i]);
+      return out;
+    }
+    std::vector<uint8_t> out((values.size() + 1) / 2, 0);
+    for (size_t i = 0; i < values.size(); ++i)
+      out[i / 2] |= static_cast<uint8_t>((values[i] & 0xF) << (i % 2 * 4));
+    return out;
+  }
+
+  LinearQuantFixture(int64_t rows, int64_t cols, int64_t bits, bool isSigned,
+                     int64_t axis, int64_t block, int64_t scaleCount,
+                     bool withZeros, uint32_t seed)
+      : rows(rows), cols(cols), bits(bits), axis(axis), block(block),
+        isSigned(isSigned) {
+    std::mt19937 rng(seed);
+    const int lo = isSigned ? -(1 << (bits - 1)) : 0;
+    const int span = 1 << bits;
+    auto code = [&] { return lo + static_cast<int>(rng() % span); };
+    codes.resize(rows * cols);
+    for (int &c : codes)
+      c = code();
+    scales.resize(scaleCount);
+    for (float &s : scales)
+      s = 0.01f + static_cast<float>(rng() % 100) / 1000.0f;
+    if (withZeros) {
+      zeroValues.resize(scaleCount);
+      for (int &z : zeroValues)
+        z = code();
+      packedZeros = pack(zeroValues, bits);
+    }
+    packed = pack(codes, bits);
+  }
+
+  LinearQuantWeight weight() const {
+    LinearQuantWeight w;
+    w.rows = rows;
+    w.cols = cols;
+    w.bits = bits;
+    w.isSigned = isSigned;
+    w.axis = axis;
+    w.blockSize = block;
+    w.codes = packed;
+    w.scales = scales;
+    w.zeros = packedZeros;
+    return w;
+  }
+
+  float value(int64_t r, int64_t c) const {
+    int64_t p = 0;
+    if (scales.size() > 1) {
+      if (block == 0)
+        p = axis == 0 ? r : c;
+      else if (axis == 0)
+        p = (r / block) * cols + c;
+      else
+        p = r * ((cols + block - 1) / block) + c / block;
+    }
+    const int zero = zeroValues.empty() ? 0 : zeroValues[p];
+    return static_cast<float>(codes[r * cols + c] - zero) * scales[p];
+  }
+};
+} // namespace
+
+TEST(QuantizedCheckpoint, LinearQuantDequantizeEveryLayout) {
+  struct Case {
+    int64_t bits;
+    bool isSigned;
+    int64_t axis, block, scaleCount;
+    bool zeros;
+  };
+  const Case cases[] = {
+      {8, true, 1, 0, 1, false},   {8, true, 1, 0, 12, true},
+      {8, false, 0, 0, 10, true},  {4, false, 0, 4, 3 * 12, true},
+      {4, true, 0, 4, 3 * 12, false}, {4, true, 1, 5, 10 * 3, true},
+      {8, true, 1, 8, 10 * 2, true}};
+  for (const Case &c : cases) {
+    LinearQuantFixture f(10, 12, c.bits, c.isSigned, c.axis, c.block,
+                         c.scaleCount, c.zeros, 11);
+    const std::vector<float> w = dequantizeLinear(f.weight());
+    ASSERT_EQ(w.size(), size_t(120));
+    for (int64_t r = 0; r < 10; ++r)
+      for (int64_t col = 0; col < 12; ++col)
+        ASSERT_EQ(w[r * 12 + col], f.value(r, col))
+            << c.bits << " bits, axis " << c.axis << ", block " << c.block
+            << " at " << r << "," << col;
+  }
+}
+
+TEST(QuantizedCheckpoint, LinearQuantInt8IsSolsInt8Transposed) {
+  for (int64_t scaleCount : {1, 12}) {
+    LinearQuantFixture f(10, 12, 8, true, 1, 0, scaleCount, false, 5);
+    ASSERT_TRUE(isSolInt8(f.weight()));
+    const QuantizedWeight q = toSolInt8(f.weight());
+    EXPECT_EQ(q.scheme, Scheme::Int8);
+    EXPECT_EQ(q.rows, 12);
+    EXPECT_EQ(q.cols, 10);
+    std::vector<float> got(120);
+    dequantize(q, got);
+    // Row n of Sol's weight is column n of the stored one.
+    for (int64_t n = 0; n < 12; ++n)
+      for (int64_t k = 0; k < 10; ++k)
+        ASSERT_EQ(got[n * 10 + k], f.value(k, n));
+  }
+  // Zero points that are all zero are no zero points.
+  LinearQuantFixture zero(10, 12, 8, true, 1, 0, 12, true, 6);
+  std::fill(zero.zeroValues.begin(), zero.zeroValues.end(), 0);
+  zero.packedZeros = LinearQuantFixture::pack(zero.zeroValues, 8);
+  EXPECT_TRUE(isSolInt8(zero.weight()));
+  LinearQuantFixture shifted(10, 12, 8, true, 1, 0, 12, true, 7);
+  shifted.zeroValues[3] = 1;
+  shifted.packedZeros = LinearQuantFixture::pack(shifted.zeroValues, 8);
+  EXPECT_FALSE(isSolInt8(shifted.weight()));
+  EXPECT_ERROR_HAS(toSolInt8(shifted.weight()), "not Sol's int8");
+  EXPECT_FALSE(isSolInt8(
+      LinearQuantFixture(10, 12, 8, false, 1, 0, 12, false, 8).weight()));
+  EXPECT_FALSE(isSolInt8(
+      LinearQuantFixture(10, 12, 8, true, 0, 0, 10, false, 8).weight()));
+}
+
+TEST(QuantizedCheckpoint, LinearQuantInt4BlocksAreSolsInt4) {
+  for (bool isSigned : {false, true})
+    for (bool zeros : {false, true}) {
+      LinearQuantFixture f(16, 6, 4, isSigned, 0, 8, 2 * 6, zeros, 9);
+      ASSERT_TRUE(isSolInt4(f.weight()));
+      const QuantizedWeight q = toSolInt4(f.weight());
+      EXPECT_EQ(q.scheme, Scheme::Int4);
+      EXPECT_EQ(q.groupSize, 8);
+      EXPECT_EQ(q.rows, 6);
+      EXPECT_EQ(q.cols, 16);
+      std::vector<float> got(96);
+      dequantize(q, got);
+      for (int64_t n = 0; n < 6; ++n)
+        for (int64_t k = 0; k < 16; ++k)
+          ASSERT_EQ(got[n * 16 + k], f.value(k, n))
+              << "signed " << isSigned << " zeros " << zeros;
+    }
+  // Blocks along the outputs, or ones that do not divide the inputs.
+  EXPECT_FALSE(isSolInt4(
+      LinearQuantFixture(16, 6, 4, false, 1, 3, 16 * 2, false, 1).weight()));
+  EXPECT_FALSE(isSolInt4(
+      LinearQuantFixture(15, 6, 4, false, 0, 8, 2 * 6, false, 1).weight()));
+}
+
+TEST(QuantizedCheckpoint, LinearQuantBadShapes) {
+  LinearQuantFixture f(10, 12, 8, true, 1, 0, 12, true, 2);
+  LinearQuantWeight w = f.weight();
+  w.codes = std::span(f.packed).first(119);
+  EXPECT_ERROR_HAS(dequantizeLinear(w), "bytes of codes");
+  w = f.weight();
+  w.scales = std::span(f.scales).first(11);
+  EXPECT_ERROR_HAS(dequantizeLinear(w), "11 scales where 12");
+  w = f.weight();
+  w.zeros = std::span(f.packedZeros).first(5);
+  EXPECT_ERROR_HAS(dequantizeLinear(w), "zero points");
+  w = f.weight();
+  w.bits = 2;
+  EXPECT_ERROR_HAS(dequantizeLinear(w), "2-bit codes");
+}
