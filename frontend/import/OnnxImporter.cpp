@@ -121,6 +121,7 @@ private:
   Attribute convertAttribute(const onnx::Node &node,
                              const onnx::Attribute &attr);
   void importNode(const onnx::Node &node);
+  void addInitializer(const onnx::Tensor &t);
   bool isCacheBranchIf(const onnx::Node &node) const;
   void inlineBranch(const onnx::Node &node, const onnx::Graph &branch);
 
@@ -313,6 +314,14 @@ Value GraphImporter::constant(const onnx::Node &node) {
                                   FlatSymbolRefAttr());
 }
 
+/// Makes `t` an initializer the nodes can read, held by the store when Sol
+/// has a dtype for it.
+void GraphImporter::addInitializer(const onnx::Tensor &t) {
+  initializers[t.name] = &t;
+  if (std::optional<DType> dtype = storeDType(t.elemType))
+    store.addView(t.name, *dtype, t.dims, t.bytes);
+}
+
 /// Optimum's merged decoders (decoder_model_merged.onnx): an If on the
 /// boolean graph input `use_cache_branch` (`use_cache` in older Optimum)
 /// choosing between the decoder with past (then_branch) and the one without
@@ -346,9 +355,7 @@ void GraphImporter::inlineBranch(const onnx::Node &node,
     if (initializers.count(t.name) || values.count(t.name))
       failAt(node, "its branch '" + branch.name + "' redefines '" + t.name +
                        "', a name the enclosing graph already has");
-    initializers[t.name] = &t;
-    if (std::optional<DType> dtype = storeDType(t.elemType))
-      store.addView(t.name, *dtype, t.dims, t.bytes);
+    addInitializer(t);
   }
   for (const onnx::ValueInfo &v : branch.valueInfo)
     infos[v.name] = &v;
@@ -415,11 +422,8 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
          " local functions, which Sol does not inline; export it with "
          "functions inlined");
 
-  for (const onnx::Tensor &t : graph.initializers) {
-    initializers[t.name] = &t;
-    if (std::optional<DType> dtype = storeDType(t.elemType))
-      store.addView(t.name, *dtype, t.dims, t.bytes);
-  }
+  for (const onnx::Tensor &t : graph.initializers)
+    addInitializer(t);
   for (const onnx::ValueInfo &v : graph.valueInfo)
     infos[v.name] = &v;
   for (const onnx::ValueInfo &v : graph.outputs)
