@@ -17,6 +17,12 @@ do, for Sol's tests of quantized ONNX graphs (CI has no onnxruntime):
                      asymmetric in blocks of 32 along K (scale =
                      (max - min) / 15 over the block, zero = round(-min /
                      scale)); the graph's opset is raised to 21.
+  --format nbits4    com.microsoft MatMulNBits, as transformers.js's
+                     model_q4.onnx (onnxruntime's MatMul4BitsQuantizer,
+                     symmetric, block 32): MatMulNBits(x, B, scales) with B
+                     [N, K / 32, 16] uint8 (code k of a row in the low nibble
+                     first), codes q + 8 in 0..15 (no zero points: 8),
+                     scale = max|w| / 7 over the block.
 
 Every MatMul whose second input is a 2-D float initializer [K, N] is rewritten;
 int8 weights are symmetric per output column (scale = max|w| / 127, zero
@@ -62,6 +68,18 @@ def quantize_blocks_uint4(w):
     return codes.reshape(k, n), scale, zero
 
 
+def quantize_nbits4(w):
+    """MatMulNBits' symmetric 4-bit blocks of w [K, N]: packed [N, K / BLOCK,
+    BLOCK / 2] uint8 and scales [N * K / BLOCK]."""
+    k, n = w.shape
+    blocks = w.T.reshape(n, k // BLOCK, BLOCK)
+    scale = (np.abs(blocks).max(axis=2) / 7.0).astype(np.float32)
+    scale = np.where(scale == 0, 1.0, scale).astype(np.float32)
+    codes = (np.clip(np.rint(blocks / scale[:, :, None]), -8, 7) + 8).astype(np.uint8)
+    packed = (codes[:, :, 0::2] | (codes[:, :, 1::2] << 4)).astype(np.uint8)
+    return packed, scale.reshape(-1)
+
+
 def uint4_tensor(name, values):
     """A UINT4 (21) initializer: two codes a byte, the first in the low nibble
     (onnx 1.12's helpers predate 4-bit types)."""
@@ -79,7 +97,7 @@ def uint4_tensor(name, values):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--format", choices=["dynamic", "qdq", "qdq4"], required=True)
+    ap.add_argument("--format", choices=["dynamic", "qdq", "qdq4", "nbits4"], required=True)
     ap.add_argument("input")
     ap.add_argument("output")
     args = ap.parse_args()
@@ -97,6 +115,17 @@ def main():
         base = w.name
         q, s, z = base + "_quantized", base + "_scale", base + "_zero_point"
         x, y, name = node.input[0], node.output[0], node.name
+        if args.format == "nbits4":
+            wf = numpy_helper.to_array(w)
+            if q not in used:
+                used.add(q)
+                packed, scale = quantize_nbits4(wf)
+                graph.initializer.extend([numpy_helper.from_array(packed, q), numpy_helper.from_array(scale, s)])
+            nodes.append(helper.make_node("MatMulNBits", [x, q, s], [y], name=name + "_Q4", domain="com.microsoft",
+                                          K=wf.shape[0], N=wf.shape[1], bits=4, block_size=BLOCK,
+                                          accuracy_level=4))
+            quantized += 1
+            continue
         if args.format == "qdq4":
             if q not in used:
                 used.add(q)
@@ -141,7 +170,10 @@ def main():
     if args.format == "dynamic" and not any(o.domain in ("", "ai.onnx") and o.version >= 11
                                             for o in model.opset_import):
         sys.exit("quantize-onnx-weights: DynamicQuantizeLinear needs opset 11 or later")
-    if args.format == "qdq4":
+    if args.format == "nbits4":
+        if not any(o.domain == "com.microsoft" for o in model.opset_import):
+            model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    elif args.format == "qdq4":
         # block_size and 4-bit types are opset 21's (onnx 1.12's checker
         # knows neither).
         for o in model.opset_import:
@@ -151,7 +183,7 @@ def main():
     else:
         onnx.checker.check_model(model, full_check=True)
     onnx.save(model, args.output)
-    bits = "uint4" if args.format == "qdq4" else "int8"
+    bits = {"qdq4": "uint4", "nbits4": "4-bit MatMulNBits"}.get(args.format, "int8")
     print(f"quantize-onnx-weights: {quantized} MatMul weights to {bits} ({args.format}): {args.output}")
 
 
