@@ -328,6 +328,10 @@ LaunchDims quantLinearDims(int outFeatures, LinearEpilogue epilogue,
 
 } // namespace
 
+long long QuantLinearShape::weightBytes(int outFeatures) const {
+  return quantWeightBytes(format, outFeatures, inFeatures, groupSize);
+}
+
 KernelInstance QuantGemvSpec::instance() const {
   constexpr const char *kKernel = "linear_gemv_quant";
   // A 16-byte load must lie in one int4 group.
@@ -366,10 +370,6 @@ int QuantGemvSpec::sharedBytes() const {
                                                      : 0;
 }
 
-long long QuantGemvSpec::weightBytes(int outFeatures) const {
-  return quantWeightBytes(format, outFeatures, inFeatures, groupSize);
-}
-
 LaunchDims QuantGemvSpec::dims(int outFeatures) const {
   return quantLinearDims(outFeatures, epilogue, (8 / warpsK) * rowsPerWarp,
                          sharedBytes(), "linear_gemv_quant");
@@ -384,13 +384,8 @@ QuantGemvSpec QuantGemvSpec::choose(int outFeatures, int inFeatures, int rows,
   requirePositive(outFeatures, "out features (N)", "linear_gemv_quant");
   requirePositive(inFeatures, "in features (K)", "linear_gemv_quant");
   QuantGemvSpec spec;
-  spec.format = format;
-  spec.inFeatures = inFeatures;
-  spec.output = output;
-  spec.bias = bias;
-  spec.epilogue = epilogue;
-  spec.normPrologue = normPrologue;
-  spec.groupSize = groupSize;
+  static_cast<QuantLinearShape &>(spec) = {
+      format, inFeatures, output, bias, epilogue, normPrologue, groupSize};
   spec.maxRows = nextPowerOfTwo(rows);
   // Counted in 16-byte loads (quant_gemv_sweep of sol-kernel-check, one
   // row on the H200): small weights run few weight rows per warp with K
@@ -622,10 +617,6 @@ int QuantSkinnySpec::staticSharedBytes() const {
   return format == WeightFormat::Fp8 ? maxRows * 8 * 4 : 0;
 }
 
-long long QuantSkinnySpec::weightBytes(int outFeatures) const {
-  return quantWeightBytes(format, outFeatures, inFeatures, groupSize);
-}
-
 LaunchDims QuantSkinnySpec::dims(int outFeatures) const {
   return quantLinearDims(outFeatures, epilogue, featuresPerBlock(),
                          sharedBytes(), "linear_skinny_quant");
@@ -642,13 +633,8 @@ QuantSkinnySpec QuantSkinnySpec::choose(int outFeatures, int inFeatures,
     fail(kKernel, " handles 1..", kMaxRows, " rows, got ", rows);
   requirePositive(outFeatures, "out features (N)", kKernel);
   QuantSkinnySpec spec;
-  spec.format = format;
-  spec.inFeatures = inFeatures;
-  spec.output = output;
-  spec.bias = bias;
-  spec.epilogue = epilogue;
-  spec.normPrologue = normPrologue;
-  spec.groupSize = groupSize;
+  static_cast<QuantLinearShape &>(spec) = {
+      format, inFeatures, output, bias, epilogue, normPrologue, groupSize};
   spec.maxRows = rows <= 8 ? 8 : 16;
   checkQuantShape(format, inFeatures, groupSize, spec.vectorValues(), 128,
                   kKernel);

@@ -155,39 +155,46 @@ struct GemvSpec {
 /// read (LinearGemvQuant.cuh; the layouts of runtime/support/Quantize.h).
 enum class WeightFormat { Int8, Int4, Fp8 };
 
-/// linear_gemv_quant<Format, K, MaxRows, RowsPerWarp, WarpsK, Out, HasBias,
-/// Epilogue, NormPrologue, GroupSize>(QuantLinearArgs): linear_gemv for
-/// int8 (W8A16), int4 (W4A16, groups of groupSize along K) and fp8 (W8A8
-/// E4M3, x quantized per row in the kernel) weights, 1..8 rows, with the
-/// same fused norm prologue and epilogues.
-struct QuantGemvSpec {
-  static constexpr int kMaxRows = 8;
-  static constexpr int kThreads = 256;
-  /// The most shared memory a block may have (sm_90).
-  static constexpr int kMaxSharedBytes = 227 * 1024;
+/// What a quantized single-pass linear kernel (linear_gemv_quant,
+/// linear_skinny_quant) computes, whatever its geometry: the weight format
+/// and K, the output type, bias, epilogue and fused norm prologue.
+struct QuantLinearShape {
   WeightFormat format = WeightFormat::Int8;
   int inFeatures = 0; // K
-  int maxRows = 1;
-  int rowsPerWarp = 2;
-  int warpsK = 1;
   LinearOutput output = LinearOutput::Bf16;
   bool bias = false;
   LinearEpilogue epilogue = LinearEpilogue::None;
   bool normPrologue = false;
-  /// int4: the group size g along K (a multiple of 32 dividing K); 0 for
-  /// int8 and fp8.
+  /// int4: the group size g along K (a multiple of the kernel's k step
+  /// dividing K); 0 for int8 and fp8.
   int groupSize = 0;
 
-  KernelInstance instance() const;
-  LaunchDims dims(int outFeatures) const;
   /// Weight values in one 16-byte load: 16 (int8, fp8) or 32 (int4).
   int vectorValues() const { return format == WeightFormat::Int4 ? 32 : 16; }
-  /// Dynamic shared memory: maxRows rows of x in bf16 under the norm
-  /// prologue or with fp8 (the quantized rows), else none.
-  int sharedBytes() const;
   /// Bytes of codes, scales and zeros of an [outFeatures, inFeatures]
   /// weight.
   long long weightBytes(int outFeatures) const;
+};
+
+/// linear_gemv_quant<Format, K, MaxRows, RowsPerWarp, WarpsK, Out, HasBias,
+/// Epilogue, NormPrologue, GroupSize>(QuantLinearArgs): linear_gemv for
+/// int8 (W8A16), int4 (W4A16, groups of groupSize, a multiple of 32, along
+/// K) and fp8 (W8A8 E4M3, x quantized per row in the kernel) weights, 1..8
+/// rows, with the same fused norm prologue and epilogues.
+struct QuantGemvSpec : QuantLinearShape {
+  static constexpr int kMaxRows = 8;
+  static constexpr int kThreads = 256;
+  /// The most shared memory a block may have (sm_90).
+  static constexpr int kMaxSharedBytes = 227 * 1024;
+  int maxRows = 1;
+  int rowsPerWarp = 2;
+  int warpsK = 1;
+
+  KernelInstance instance() const;
+  LaunchDims dims(int outFeatures) const;
+  /// Dynamic shared memory: maxRows rows of x in bf16 under the norm
+  /// prologue or with fp8 (the quantized rows), else none.
+  int sharedBytes() const;
   /// A configuration for `rows` (1..8) rows of x; groupSize as the field.
   static QuantGemvSpec choose(int outFeatures, int inFeatures, int rows,
                               WeightFormat format, LinearOutput output,
@@ -261,11 +268,12 @@ struct SkinnySpec {
 
 /// linear_skinny_quant<Format, K, MaxRows, Tiles, WarpsK, Out, HasBias,
 /// Epilogue, NormPrologue, GroupSize>(QuantLinearArgs): linear_skinny for
-/// int8 (W8A16), int4 (W4A16, groups of groupSize along K) and fp8 (W8A8
-/// E4M3 on the E4M3 tensor cores, sm_89+; x quantized per row in the
-/// kernel) weights (LinearSkinnyQuant.cuh), 1..16 rows, with the same fused
-/// norm prologue and epilogues.
-struct QuantSkinnySpec {
+/// int8 (W8A16), int4 (W4A16, groups of groupSize, a multiple of 128, a k
+/// step of the kernel, along K) and fp8 (W8A8 E4M3 on the E4M3 tensor
+/// cores, sm_89+; x quantized per row in the kernel) weights
+/// (LinearSkinnyQuant.cuh), 1..16 rows, with the same fused norm prologue
+/// and epilogues.
+struct QuantSkinnySpec : QuantLinearShape {
   /// Rows the kernel handles: 1..8 run with maxRows 8, 9..16 with 16.
   static constexpr int kMaxRows = 16;
   static constexpr int kThreads = 256;
@@ -273,28 +281,17 @@ struct QuantSkinnySpec {
   /// fp8 (maxRows E4M3 rows of x) and under the norm prologue (maxRows bf16
   /// rows).
   static constexpr int kMaxSharedBytes = 227 * 1024;
-  WeightFormat format = WeightFormat::Int8;
-  int inFeatures = 0; // K
   /// 8 (one n8 mma per tile and chunk) or 16 (two).
   int maxRows = 8;
   /// 16-row tiles of W per warp: 1 or 2.
   int tiles = 1;
   /// Warps of a block along K (the rest, 8 / warpsK, along N).
   int warpsK = 8;
-  LinearOutput output = LinearOutput::Bf16;
-  bool bias = false;
-  LinearEpilogue epilogue = LinearEpilogue::None;
-  bool normPrologue = false;
-  /// int4: the group size along K, a multiple of 128 (a k step of the
-  /// kernel) dividing K; 0 for int8 and fp8.
-  int groupSize = 0;
 
   KernelInstance instance() const;
   LaunchDims dims(int outFeatures) const;
   /// Output features (rows of W) a block covers.
   int featuresPerBlock() const { return 16 * tiles * (8 / warpsK); }
-  /// Weight values in one 16-byte load: 16 (int8, fp8) or 32 (int4).
-  int vectorValues() const { return format == WeightFormat::Int4 ? 32 : 16; }
   /// Dynamic shared memory (QuantSkinnyShape::kSharedBytes): x's rows
   /// under the norm prologue (bf16) and for fp8 (E4M3), or the warps'
   /// partial sums if larger, the norm's sums of squares, fp8's row scales.
@@ -305,9 +302,6 @@ struct QuantSkinnySpec {
   bool fits() const {
     return sharedBytes() + staticSharedBytes() <= kMaxSharedBytes;
   }
-  /// Bytes of codes, scales and zeros of an [outFeatures, inFeatures]
-  /// weight.
-  long long weightBytes(int outFeatures) const;
   /// A configuration for `rows` (1..16) rows of x on a GPU of
   /// `multiprocessors` SMs: linear_skinny's geometry rule
   /// (SkinnySpec::choose) over 64-byte steps of a weight row. Fails for a
@@ -396,8 +390,8 @@ struct QuantGemmSpec {
                 int multiprocessors = 132);
   static QuantGemmSpec choose(int rows, int outFeatures, int inFeatures,
                               WeightFormat format, LinearOutput output,
-                              bool bias, LinearEpilogue epilogue,
-                              int groupSize, int multiprocessors = 132);
+                              bool bias, LinearEpilogue epilogue, int groupSize,
+                              int multiprocessors = 132);
 };
 
 /// rope_kv_write<Hq, Hkv, HD, BS>(qkv, k_cache, v_cache, inv_freq, scaling,

@@ -649,7 +649,7 @@ TEST(KernelSpecs, QuantGemvNameAndGeometry) {
   EXPECT_EQ(d.sharedBytes, 8u * 2048 * 2); // the normalised rows
   EXPECT_EQ(spec.weightBytes(16384), 16384LL * 1024 + 16384LL * 16 * 5);
 
-  QuantGemvSpec fp8{WeightFormat::Fp8, 4096, 1, 4, 8, LinearOutput::Fp32};
+  QuantGemvSpec fp8{{WeightFormat::Fp8, 4096, LinearOutput::Fp32}, 1, 4, 8};
   EXPECT_EQ(fp8.instance().nameExpression,
             "sol::kernels::linear_gemv_quant<sol::kernels::WeightFormat::Fp8, "
             "4096, 1, 4, 8, float, false, 0, false, 0>");
@@ -657,7 +657,7 @@ TEST(KernelSpecs, QuantGemvNameAndGeometry) {
   EXPECT_EQ(fp8.dims(1000).sharedBytes, 4096u * 2); // quantized x, always
   EXPECT_EQ(fp8.weightBytes(1000), 1000LL * 4096 + 4000);
 
-  QuantGemvSpec int8{WeightFormat::Int8, 8192, 2, 4, 8};
+  QuantGemvSpec int8{{WeightFormat::Int8, 8192}, 2, 4, 8};
   EXPECT_EQ(int8.instance().nameExpression,
             "sol::kernels::linear_gemv_quant<sol::kernels::WeightFormat::Int8, "
             "8192, 2, 4, 8, __nv_bfloat16, false, 0, false, 0>");
@@ -770,7 +770,7 @@ TEST(KernelSpecs, QuantGemvErrors) {
   EXPECT_EQ(errorOf(choose(0, 2048, 1, WeightFormat::Int8, 0)),
             "linear_gemv_quant: out features (N) must be positive, got 0");
   // Swiglu: gate/up pairs in one warp, and an even N.
-  QuantGemvSpec odd{WeightFormat::Int8, 2048, 1, 1, 4};
+  QuantGemvSpec odd{{WeightFormat::Int8, 2048}, 1, 1, 4};
   odd.epilogue = LinearEpilogue::Swiglu;
   EXPECT_EQ(errorOf([&] { odd.instance(); }),
             "linear_gemv_quant: the swiglu epilogue needs an even rowsPerWarp");
@@ -778,7 +778,7 @@ TEST(KernelSpecs, QuantGemvErrors) {
   EXPECT_EQ(errorOf([&] { odd.dims(1001); }),
             "linear_gemv_quant: out features (N) of a swiglu epilogue (1001) "
             "must be a multiple of 2");
-  QuantGemvSpec wide{WeightFormat::Int8, 2048, 8, 8, 4};
+  QuantGemvSpec wide{{WeightFormat::Int8, 2048}, 8, 8, 4};
   EXPECT_EQ(errorOf([&] { wide.instance(); }),
             "linear_gemv_quant: rowsPerWarp * maxRows must be at most 32, got "
             "8 * 8");

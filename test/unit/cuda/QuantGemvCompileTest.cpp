@@ -301,10 +301,12 @@ TEST(QuantSkinnyCompile, SpecMatchesTheKernelShape) {
   for (int warpsK : {1, 2, 4, 8})
     for (WeightFormat f :
          {WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Fp8})
-      specs.push_back({f, f == WeightFormat::Int4 ? 384 : 208, 16,
-                       warpsK % 2 + 1, warpsK, LinearOutput::Fp32, true,
-                       LinearEpilogue::None, warpsK > 2,
-                       f == WeightFormat::Int4 ? 128 : 0});
+      specs.push_back({{f, f == WeightFormat::Int4 ? 384 : 208,
+                        LinearOutput::Fp32, true, LinearEpilogue::None,
+                        warpsK > 2, f == WeightFormat::Int4 ? 128 : 0},
+                       16,
+                       warpsK % 2 + 1,
+                       warpsK});
   std::string code = "#include \"LinearSkinnyQuant.cuh\"\n"
                      "using namespace sol::kernels;\n";
   for (const QuantSkinnySpec &spec : specs) {
@@ -338,9 +340,11 @@ std::string instanceFailure(const QuantSkinnySpec &spec) {
 }
 
 TEST(QuantSkinnySpec, RefusesWhatTheKernelCannotRun) {
-  const QuantSkinnySpec good{
-      WeightFormat::Int4,   2048,  8,  1, 8, LinearOutput::Bf16, false,
-      LinearEpilogue::None, false, 128};
+  const QuantSkinnySpec good{{WeightFormat::Int4, 2048, LinearOutput::Bf16,
+                              false, LinearEpilogue::None, false, 128},
+                             8,
+                             1,
+                             8};
   EXPECT_EQ(instanceFailure(good), "");
   EXPECT_EQ(good.instance().header, "LinearSkinnyQuant.cuh");
   EXPECT_EQ(good.instance().nameExpression,
