@@ -30,6 +30,8 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
+#include <map>
+#include <tuple>
 
 namespace sol {
 #define GEN_PASS_DEF_SOLRAISEATTENTION
@@ -318,6 +320,41 @@ FailureOr<std::optional<int64_t>> maskWindow(Operation *at, Value mask,
   return window;
 }
 
+/// maskWindow's answers in one pass run: exporters compute one mask for
+/// every layer, whose probes (1,100 x 1,100 entries without a cache) need
+/// not be repeated per layer.
+class MaskWindowCache {
+public:
+  FailureOr<std::optional<int64_t>> get(Operation *at, Value mask,
+                                        bool booleanMask, bool cached,
+                                        std::optional<int64_t> kept,
+                                        bool causalToo, std::string &why) {
+    const Key key{mask.getAsOpaquePointer(), kept.value_or(-1), causalToo};
+    auto it = answers.find(key);
+    if (it == answers.end()) {
+      Answer answer;
+      FailureOr<std::optional<int64_t>> window = maskWindow(
+          at, mask, booleanMask, cached, kept, causalToo, answer.why);
+      if (succeeded(window))
+        answer.window = *window;
+      it = answers.emplace(key, std::move(answer)).first;
+    }
+    if (!it->second.window) {
+      why = it->second.why;
+      return failure();
+    }
+    return *it->second.window;
+  }
+
+private:
+  using Key = std::tuple<const void *, int64_t, bool>;
+  struct Answer {
+    std::optional<std::optional<int64_t>> window;
+    std::string why;
+  };
+  std::map<Key, Answer> answers;
+};
+
 /// The heads and head_dim of a [batch, heads, seq, dim] value that
 /// headsSource() accepted: from the [batch, seq, heads, dim] view it
 /// transposes, or from the sol.rope it is a view of.
@@ -414,7 +451,7 @@ FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
                                  const ResolvedAttention &r,
                                  const AttentionParts &parts, bool causalToo,
                                  std::optional<int64_t> statedWindow,
-                                 std::string &why) {
+                                 MaskWindowCache &masks, std::string &why) {
   const int64_t qWidth = cast<RankedTensorType>(r.q.getType()).getDimSize(1);
   if (cast<RankedTensorType>(r.k.getType()).getDimSize(1) !=
           r.kvHeads * r.dim ||
@@ -425,7 +462,7 @@ FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
   }
   std::optional<int64_t> window = statedWindow;
   if (parts.mask) {
-    FailureOr<std::optional<int64_t>> probed = maskWindow(
+    FailureOr<std::optional<int64_t>> probed = masks.get(
         at, parts.mask, parts.booleanMask, r.cached, r.kept, causalToo, why);
     if (failed(probed))
       return failure();
@@ -477,7 +514,8 @@ SmallVector<int64_t> headsShape(Value attn, int64_t heads) {
 
 /// Decomposed (eager, or sdpa's decomposition).
 struct RaiseAttention : OpRewritePattern<OnnxOp> {
-  using OpRewritePattern::OpRewritePattern;
+  RaiseAttention(MLIRContext *ctx, MaskWindowCache &masks)
+      : OpRewritePattern(ctx), masks(masks) {}
 
   LogicalResult matchAndRewrite(OnnxOp out,
                                 PatternRewriter &rewriter) const override {
@@ -522,14 +560,17 @@ struct RaiseAttention : OpRewritePattern<OnnxOp> {
     ResolvedAttention resolved;
     if (failed(resolveHeadViews(out, parts, resolved, why)))
       return nearMiss(rewriter, out, why);
-    FailureOr<Value> attn = createAttention(rewriter, out, resolved, parts,
-                                            /*causalToo=*/false, {}, why);
+    FailureOr<Value> attn =
+        createAttention(rewriter, out, resolved, parts,
+                        /*causalToo=*/false, {}, masks, why);
     if (failed(attn))
       return nearMiss(rewriter, out, why);
     heads = cast<AttentionOp>(attn->getDefiningOp()).getNumHeads();
     replaceWithView(rewriter, out, *attn, headsShape(*attn, heads));
     return success();
   }
+
+  MaskWindowCache &masks;
 };
 
 /// The Sol value a [batch, seq, width] input of an op views, with its
@@ -557,7 +598,8 @@ Value flatSource(Value v) {
 /// present outputs 1 and 2); a mask, is_causal (from the cached length on,
 /// as onnx's reference and onnxruntime compute it), or both.
 struct RaiseAttentionOp : OpRewritePattern<OnnxOp> {
-  using OpRewritePattern::OpRewritePattern;
+  RaiseAttentionOp(MLIRContext *ctx, MaskWindowCache &masks)
+      : OpRewritePattern(ctx), masks(masks) {}
 
   LogicalResult matchAndRewrite(OnnxOp op,
                                 PatternRewriter &rewriter) const override {
@@ -661,7 +703,7 @@ struct RaiseAttentionOp : OpRewritePattern<OnnxOp> {
     if (auto scale = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("scale")))
       parts.scale = scale.getValueAsDouble();
     FailureOr<Value> attn =
-        createAttention(rewriter, op, r, parts, causal, window, why);
+        createAttention(rewriter, op, r, parts, causal, window, masks, why);
     if (failed(attn))
       return nearMiss(rewriter, op, why);
     const int64_t heads =
@@ -698,6 +740,8 @@ struct RaiseAttentionOp : OpRewritePattern<OnnxOp> {
       rewriter.eraseOp(op);
     return success();
   }
+
+  MaskWindowCache &masks;
 };
 
 /// com.microsoft GroupQueryAttention, as onnxruntime-genai's model builder
@@ -890,8 +934,9 @@ struct SolRaiseAttentionPass
   explicit SolRaiseAttentionPass(const WeightStore *store) : store(store) {}
 
   void runOnOperation() override {
+    MaskWindowCache masks;
     RewritePatternSet patterns(&getContext());
-    patterns.add<RaiseAttention, RaiseAttentionOp>(&getContext());
+    patterns.add<RaiseAttention, RaiseAttentionOp>(&getContext(), masks);
     patterns.add<RaiseGroupQueryAttention>(&getContext(), store);
     if (failed(applyRaisePatterns(getOperation(), std::move(patterns),
                                   "sol-raise-attention")))
