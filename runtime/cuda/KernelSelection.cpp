@@ -169,11 +169,14 @@ KernelLaunch quantGemv(const OpDesc &op) {
 ///  * fp8: linear_skinny_quant wins from one row (1B decode 1,085 against
 ///    994 tok/s) to 8; at 16 rows every block quantizing 16 rows of x
 ///    costs more than the bf16 copy (8B down 183 us).
-///  * int8: linear_gemm_quant (2-16 rows) and linear_gemv_quant (one row).
-///    linear_skinny_quant's int8 instances are correct on the H200 since
-///    their row-scale multiply is no longer dropped by NVCC (a braced
-///    `if constexpr`), but not yet timed against linear_gemm_quant at the
-///    same rows in one run.
+///  * int8: linear_skinny_quant for 2..8 rows, beside linear_gemm_quant in
+///    one run (sol-kernel-check quant_skinny,quant_gemm): a layer's four
+///    linears take 34.1 against 42.3 us (1B, 2 rows), 39.1 against 44.5
+///    (1B, 8 rows), 85.8 against 97.4 (8B, 2 rows), 97.1 against 100.8 (8B,
+///    8 rows; the skinny figures include the norm prologue of qkv and
+///    gate/up, which plans of several rows run as rms_norm first). At 16
+///    rows linear_gemm_quant wins (8B gate/up 51.3 against 94.0 us); one
+///    row stays on linear_gemv_quant (8B gate/up 34.4 against 43.5).
 struct QuantSkinnyRule {
   int maxRows = 0;
   bool oneRow = false;
@@ -185,7 +188,7 @@ QuantSkinnyRule quantSkinnyRule(WeightFormat format) {
   case WeightFormat::Fp8:
     return {8, true};
   case WeightFormat::Int8:
-    break;
+    return {8, false};
   }
   return {};
 }

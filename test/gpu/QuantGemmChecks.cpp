@@ -3,7 +3,7 @@
 // quant_gemm: linear_gemm_quant (LinearGemmQuant.cuh) as QuantGemmSpec
 // chooses it for the row bucket, on the decode linears of Llama-3.2-1B and
 // Llama-3.1-8B (QuantProblems.h, their inputs already normalised: a
-// NormLinear of many rows runs rms_norm first) at 16 to 128 rows, with
+// NormLinear of many rows runs rms_norm first) at 2 to 128 rows, with
 // weights quantized on the host (int8 per row, int4 in groups of 128),
 // against the float64 reference from the dequantized weights. A split-K
 // launch is followed by linear_splitk_finalize, which must leave the
@@ -28,7 +28,9 @@ using cuda::LinearOutput;
 using cuda::QuantGemmSpec;
 using cuda::WeightFormat;
 
-constexpr int kRows[] = {16, 32, 64, 128};
+/// 2 and 8 rows (the chosen configuration only) are set beside
+/// linear_skinny_quant's records of the same shapes (quant_skinny).
+constexpr int kRows[] = {2, 8, 16, 32, 64, 128};
 constexpr WeightFormat kGemmFormats[] = {WeightFormat::Int8,
                                          WeightFormat::Int4};
 
@@ -48,11 +50,13 @@ QuantGemmSpec quantGemmSpecFor(const QuantShape &s, int rows, WeightFormat f) {
 /// The chosen configuration first, then the variants the sweep compares:
 /// 1, 2 or 4 sub-tiles a stage, 3 to 6 stages, 4 warps, 256 columns a
 /// block, two warps along M, 128-row tiles at 128 rows and 32-row tiles
-/// from 64.
+/// from 64. Below 16 rows the chosen configuration only.
 std::vector<QuantGemmSpec> quantGemmSweep(const QuantShape &s, int rows,
                                           WeightFormat f) {
   const QuantGemmSpec chosen = quantGemmSpecFor(s, rows, f);
   std::vector<QuantGemmSpec> out = {chosen};
+  if (rows < 16)
+    return out;
   const int bucket = cuda::gemmRowBucket(rows);
   auto add = [&](int tileM, int tileN, int warpsM, int warpsN, int stages,
                  int kSub) {

@@ -358,18 +358,23 @@ TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
                                 fb::WeightQuant::Fp8);
   EXPECT_EQ(headers(selectKernels(qkv8, 1, 0)),
             Headers{"LinearSkinnyQuant.cuh"});
-  // int8: linear_gemv_quant for one row, linear_gemm_quant from 2 rows
-  // (split K: 16 column tiles of the o projection leave the GPU idle).
+  // int8: linear_gemv_quant for one row, linear_skinny_quant for 2..8,
+  // linear_gemm_quant from 9 rows (split K: 16 column tiles of the o
+  // projection leave the GPU idle).
   const OpDesc o8 = quantized(linearOp(2048, 2048, LinearEpilogue::Residual),
                               fb::WeightQuant::Int8);
   EXPECT_EQ(headers(selectKernels(o8, 1, 0)), Headers{"LinearGemvQuant.cuh"});
-  for (int rows : {2, 4, 40}) {
+  for (int rows : {2, 4, 8})
+    EXPECT_EQ(headers(selectKernels(o8, rows, 0)),
+              Headers{"LinearSkinnyQuant.cuh"})
+        << rows;
+  for (int rows : {9, 16, 40}) {
     const std::vector<KernelLaunch> l = selectKernels(o8, rows, 0);
     ASSERT_EQ(l.size(), 2u) << rows;
     EXPECT_TRUE(isQuantGemm(l[0].instance)) << rows;
     EXPECT_TRUE(isSplitKFinalize(l[1].instance)) << rows;
   }
-  EXPECT_GE(splitKWorkspaceFloats(o8, 4), 16u * 2048);
+  EXPECT_GE(splitKWorkspaceFloats(o8, 16), 16u * 2048);
 
   // int4 carries its group size; a bias sits between W and the scales.
   OpDesc qkv = normLinearOp(3072, 2048, LinearEpilogue::None);
