@@ -390,6 +390,33 @@ LogicalResult QuantizeWeightOp::verify() {
                          getZeros());
 }
 
+bool sol::dequantizeScalesFit(ArrayRef<int64_t> codeShape,
+                              ArrayRef<int64_t> scaleShape, int64_t axis,
+                              int64_t block) {
+  if (codeShape.size() != 2 || (axis != 0 && axis != 1) || block < 0 ||
+      (block == 0 && scaleShape.size() > 1))
+    return false;
+  int64_t count = 1;
+  for (int64_t d : scaleShape)
+    count *= d;
+  const int64_t along = codeShape[axis];
+  const int64_t wanted =
+      block > 0 ? (along + block - 1) / block * codeShape[1 - axis] : along;
+  return count == 1 || count == wanted;
+}
+
+bool sol::dequantizesToInt8(Type element, int64_t scaleCount, int64_t axis,
+                            int64_t block) {
+  return element.isInteger(8) && !element.isUnsignedInteger() && block == 0 &&
+         (scaleCount == 1 || axis == 1);
+}
+
+bool sol::dequantizesToInt4(Type element, int64_t rows, int64_t axis,
+                            int64_t block) {
+  return element.isInteger(4) && axis == 0 && block > 0 && rows % block == 0 &&
+         rows % 2 == 0;
+}
+
 LogicalResult DequantizeWeightOp::verify() {
   auto codes = getCodes().getType();
   Type element = codes.getElementType();
@@ -403,12 +430,8 @@ LogicalResult DequantizeWeightOp::verify() {
     return emitOpError() << "block_size must not be negative";
   auto scales = getScales().getType();
   const int64_t rows = codes.getDimSize(0), cols = codes.getDimSize(1);
-  const int64_t n = scales.getNumElements(), along = codes.getDimSize(axis);
-  const int64_t blocked =
-      block > 0 ? (along + block - 1) / block * codes.getDimSize(1 - axis)
-                : along;
-  if (!isFloatElement(scales.getElementType()) || (n != 1 && n != blocked) ||
-      (block == 0 && scales.getRank() > 1))
+  if (!isFloatElement(scales.getElementType()) ||
+      !dequantizeScalesFit(codes.getShape(), scales.getShape(), axis, block))
     return emitOpError() << "scales must be one float, or one per index (or "
                          << "block) of axis " << axis << ", not "
                          << shapeString(scales);
@@ -432,8 +455,7 @@ LogicalResult DequantizeWeightOp::verify() {
     return success();
   }
   if (outs.size() == 2) {
-    if (!element.isInteger(8) || element.isUnsignedInteger() || block != 0 ||
-        (n != 1 && axis != 1))
+    if (!dequantizesToInt8(element, scales.getNumElements(), axis, block))
       return emitOpError() << "gives Sol's int8 only for signed 8-bit codes "
                            << "scaled per tensor or per column";
     if (type(0) != RankedTensorType::get({cols, rows}, b.getIntegerType(8)) ||
@@ -443,8 +465,7 @@ LogicalResult DequantizeWeightOp::verify() {
     return success();
   }
   if (outs.size() == 3) {
-    if (!element.isInteger(4) || axis != 0 || block <= 0 || rows % block != 0 ||
-        rows % 2 != 0)
+    if (!dequantizesToInt4(element, rows, axis, block))
       return emitOpError() << "gives Sol's int4 only for 4-bit codes in "
                            << "blocks along axis 0 that divide it";
     const int64_t groups = rows / block;

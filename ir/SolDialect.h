@@ -68,4 +68,21 @@ RopeParameters ropeParameters(RopeAttr attr);
 /// The #sol.rope attribute of `params` (the inverse of ropeParameters; yarn's
 /// attention factor kept only under yarn).
 RopeAttr ropeAttr(mlir::MLIRContext *ctx, const RopeParameters &params);
+
+/// sol.dequantize_weight's rules, for its verifier and the patterns that
+/// build one. Codes are [rows, cols] of 8- or 4-bit integers (`element`);
+/// `scaleShape` must hold one value, one per index of `axis`, or (block > 0)
+/// one per block of `block` along it.
+bool dequantizeScalesFit(llvm::ArrayRef<int64_t> codeShape,
+                         llvm::ArrayRef<int64_t> scaleShape, int64_t axis,
+                         int64_t block);
+/// Whether the transposed weight is Sol's int8 as it is (zero points aside,
+/// which only their values can tell): signed 8-bit codes, no blocks, scales
+/// per tensor or per column.
+bool dequantizesToInt8(mlir::Type element, int64_t scaleCount, int64_t axis,
+                       int64_t block);
+/// Whether the transposed weight is Sol's int4 as it is: 4-bit codes in
+/// blocks along axis 0 that divide the (even) row count.
+bool dequantizesToInt4(mlir::Type element, int64_t rows, int64_t axis,
+                       int64_t block);
 } // namespace sol

@@ -57,26 +57,20 @@ LinearWeight integerWeight(PatternRewriter &rewriter, Location loc, Value codes,
   std::optional<SmallVector<int64_t>> shape = weightShape(codes);
   std::optional<SmallVector<int64_t>> scaleShape = weightShape(scales);
   Type element = getElementTypeOrSelf(codes.getType());
-  if (!shape || shape->size() != 2 || !scaleShape ||
-      !(element.isInteger(8) || element.isInteger(4)) ||
-      !isa<FloatType>(getElementTypeOrSelf(scales.getType())))
-    return w;
   if (axis < 0)
     axis += 2;
-  if ((axis != 0 && axis != 1) || block < 0)
+  if (!shape || !scaleShape ||
+      !(element.isInteger(8) || element.isInteger(4)) ||
+      !isa<FloatType>(getElementTypeOrSelf(scales.getType())) ||
+      !dequantizeScalesFit(*shape, *scaleShape, axis, block))
+    return w;
+  if (zeros && (weightShape(zeros) != scaleShape ||
+                getElementTypeOrSelf(zeros.getType()) != element))
     return w;
   const int64_t in = (*shape)[0], out = (*shape)[1];
   int64_t count = 1;
   for (int64_t d : *scaleShape)
     count *= d;
-  const int64_t along = (*shape)[axis];
-  const int64_t wanted =
-      block > 0 ? (along + block - 1) / block * (*shape)[1 - axis] : along;
-  if ((count != 1 && count != wanted) || (block == 0 && scaleShape->size() > 1))
-    return w;
-  if (zeros && (weightShape(zeros) != scaleShape ||
-                getElementTypeOrSelf(zeros.getType()) != element))
-    return w;
   w.in = in;
   w.out = out;
   Value stored = storedWeight(rewriter, codes);
@@ -90,8 +84,7 @@ LinearWeight integerWeight(PatternRewriter &rewriter, Location loc, Value codes,
         rewriter.getI64IntegerAttr(axis), rewriter.getI64IntegerAttr(block));
   };
   auto f32 = rewriter.getF32Type();
-  if (element.isInteger(8) && !element.isUnsignedInteger() && block == 0 &&
-      (count == 1 || axis == 1) &&
+  if (dequantizesToInt8(element, count, axis, block) &&
       (!zeros || allZero(zeros, store).value_or(false))) {
     auto op = create({RankedTensorType::get({out, in}, element),
                       RankedTensorType::get({out}, f32)});
@@ -100,8 +93,7 @@ LinearWeight integerWeight(PatternRewriter &rewriter, Location loc, Value codes,
     w.scheme = QuantScheme::Int8;
     return w;
   }
-  if (element.isInteger(4) && axis == 0 && block > 0 && in % block == 0 &&
-      in % 2 == 0) {
+  if (dequantizesToInt4(element, in, axis, block)) {
     auto op =
         create({RankedTensorType::get({out, in}, rewriter.getIntegerType(4)),
                 RankedTensorType::get({out, in / block}, f32),

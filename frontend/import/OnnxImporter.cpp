@@ -354,7 +354,10 @@ void GraphImporter::inlineBranch(const onnx::Node &node,
     // shadows an enclosing name would need scopes Sol does not keep.
     if (initializers.count(t.name) || values.count(t.name))
       failAt(node, "its branch '" + branch.name + "' redefines '" + t.name +
-                       "', a name the enclosing graph already has");
+                       "', a name the enclosing graph already has, which Sol "
+                       "does not scope; compile the decoder with past "
+                       "(decoder_with_past_model.onnx) instead of the merged "
+                       "graph");
     addInitializer(t);
   }
   for (const onnx::ValueInfo &v : branch.valueInfo)
@@ -376,7 +379,8 @@ void GraphImporter::importNode(const onnx::Node &node) {
   if (isCacheBranchIf(node)) {
     const onnx::Attribute *then = node.attribute("then_branch");
     if (!then || then->type != onnx::Attribute::Type::Graph || !then->g)
-      failAt(node, "an If without a then_branch graph");
+      failAt(node, "an If without a then_branch graph (the file is "
+                   "malformed); export the model again");
     inlineBranch(node, *then->g);
     return;
   }

@@ -1298,3 +1298,127 @@ func.func @clamp_weight_group() {
   %x = sol.clamp_weight %w, %r {group_size = 12 : i64} : tensor<8x32xbf16>, tensor<8x2xf32>
   return
 }
+
+// -----
+
+// sol.dequantize_weight: 8- or 4-bit codes, scales per tensor, per index or
+// per block of the axis, zero points like the scales, and the result forms
+// (bf16, Sol's int8, Sol's int4) only where the codes are that.
+func.func @dequantize_weight_codes() {
+  %q = sol.weight @q : tensor<8x32xbf16>
+  %s = sol.weight @s : tensor<32xf32>
+  // expected-error @+1 {{'sol.dequantize_weight' op dequantizes 2-D 8- or 4-bit integer codes, not [8, 32]}}
+  %w = sol.dequantize_weight %q, %s : (tensor<8x32xbf16>, tensor<32xf32>) -> (tensor<8x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @dequantize_weight_axis() {
+  %q = sol.weight @q : tensor<8x32xi8>
+  %s = sol.weight @s : tensor<32xf32>
+  // expected-error @+1 {{'sol.dequantize_weight' op axis must be 0 or 1, not 2}}
+  %w = sol.dequantize_weight %q, %s {axis = 2 : i64} : (tensor<8x32xi8>, tensor<32xf32>) -> (tensor<8x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @dequantize_weight_scales() {
+  %q = sol.weight @q : tensor<8x32xi8>
+  %s = sol.weight @s : tensor<8xf32>
+  // expected-error @+1 {{'sol.dequantize_weight' op scales must be one float, or one per index (or block) of axis 1, not [8]}}
+  %w = sol.dequantize_weight %q, %s : (tensor<8x32xi8>, tensor<8xf32>) -> (tensor<8x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @dequantize_weight_block_scales() {
+  %q = sol.weight @q : tensor<64x16xi4>
+  %s = sol.weight @s : tensor<3x16xf32>
+  // expected-error @+1 {{'sol.dequantize_weight' op scales must be one float, or one per index (or block) of axis 0, not [3, 16]}}
+  %w = sol.dequantize_weight %q, %s {axis = 0 : i64, block_size = 32 : i64} : (tensor<64x16xi4>, tensor<3x16xf32>) -> (tensor<64x16xbf16>)
+  return
+}
+
+// -----
+
+func.func @dequantize_weight_zeros() {
+  %q = sol.weight @q : tensor<8x32xi8>
+  %s = sol.weight @s : tensor<32xf32>
+  %z = sol.weight @z : tensor<32xui8>
+  // expected-error @+1 {{'sol.dequantize_weight' op zero points must have the scales' shape and the codes' type, not [32]}}
+  %w = sol.dequantize_weight %q, %s, %z : (tensor<8x32xi8>, tensor<32xf32>, tensor<32xui8>) -> (tensor<8x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @dequantize_weight_bf16() {
+  %q = sol.weight @q : tensor<8x32xi8>
+  %s = sol.weight @s : tensor<32xf32>
+  // expected-error @+1 {{'sol.dequantize_weight' op result must be bf16 of the codes' shape [8, 32]}}
+  %w = sol.dequantize_weight %q, %s : (tensor<8x32xi8>, tensor<32xf32>) -> (tensor<32x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @dequantize_weight_int8_form() {
+  %q = sol.weight @q : tensor<8x32xi8>
+  %s = sol.weight @s : tensor<8xf32>
+  // expected-error @+1 {{'sol.dequantize_weight' op gives Sol's int8 only for signed 8-bit codes scaled per tensor or per column}}
+  %c, %cs = sol.dequantize_weight %q, %s {axis = 0 : i64} : (tensor<8x32xi8>, tensor<8xf32>) -> (tensor<32x8xi8>, tensor<32xf32>)
+  return
+}
+
+// -----
+
+func.func @dequantize_weight_int8_types() {
+  %q = sol.weight @q : tensor<8x32xi8>
+  %s = sol.weight @s : tensor<32xf32>
+  // expected-error @+1 {{'sol.dequantize_weight' op int8 results must be [32, 8] i8 codes and [32] f32 scales}}
+  %c, %cs = sol.dequantize_weight %q, %s : (tensor<8x32xi8>, tensor<32xf32>) -> (tensor<8x32xi8>, tensor<32xf32>)
+  return
+}
+
+// -----
+
+func.func @dequantize_weight_int4_form() {
+  %q = sol.weight @q : tensor<64x16xi4>
+  %s = sol.weight @s : tensor<64xf32>
+  // expected-error @+1 {{'sol.dequantize_weight' op gives Sol's int4 only for 4-bit codes in blocks along axis 0 that divide it}}
+  %c, %cs, %cz = sol.dequantize_weight %q, %s {axis = 0 : i64} : (tensor<64x16xi4>, tensor<64xf32>) -> (tensor<16x64xi4>, tensor<16x2xf32>, tensor<16x2xui8>)
+  return
+}
+
+// -----
+
+func.func @dequantize_weight_int4_types() {
+  %q = sol.weight @q : tensor<64x16xi4>
+  %s = sol.weight @s : tensor<2x16xf32>
+  // expected-error @+1 {{'sol.dequantize_weight' op int4 results must be [16, 64] i4 codes, [16, 2] f32 scales and ui8 zeros}}
+  %c, %cs, %cz = sol.dequantize_weight %q, %s {axis = 0 : i64, block_size = 32 : i64} : (tensor<64x16xi4>, tensor<2x16xf32>) -> (tensor<16x64xi4>, tensor<16x2xf32>, tensor<16x2xi8>)
+  return
+}
+
+// -----
+
+func.func @dequantize_weight_results() {
+  %q = sol.weight @q : tensor<8x32xi8>
+  %s = sol.weight @s : tensor<32xf32>
+  // expected-error @+1 {{'sol.dequantize_weight' op has 1, 2 or 3 results, not 4}}
+  %a, %b, %c, %d = sol.dequantize_weight %q, %s : (tensor<8x32xi8>, tensor<32xf32>) -> (tensor<8x32xbf16>, tensor<8x32xbf16>, tensor<8x32xbf16>, tensor<8x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @dequantize_weight_block() {
+  %q = sol.weight @q : tensor<8x32xi8>
+  %s = sol.weight @s : tensor<32xf32>
+  // expected-error @+1 {{'sol.dequantize_weight' op block_size must not be negative}}
+  %w = sol.dequantize_weight %q, %s {block_size = -1 : i64} : (tensor<8x32xi8>, tensor<32xf32>) -> (tensor<8x32xbf16>)
+  return
+}
