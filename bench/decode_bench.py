@@ -300,7 +300,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--model", help="Hugging Face checkpoint folder (default: make --shape in /tmp)")
     ap.add_argument("--shape", default="llama-3.2-1b",
-                    choices=["llama-3.2-1b", "llama-3.1-8b", "qwen2.5-1.5b", "qwen2.5-7b"],
+                    choices=["llama-3.2-1b", "llama-3.1-8b", "qwen2.5-1.5b", "qwen2.5-7b",
+                             "phi-3.5-mini", "gemma-2-9b", "gemma-3-4b"],
                     help="shape for make-shape-model.py when --model is not given")
     ap.add_argument("--regenerate", action="store_true", help="remake the /tmp shape model")
     ap.add_argument("--solc", help="path of solc")

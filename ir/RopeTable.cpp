@@ -104,6 +104,8 @@ const char *scalingName(RopeScaling s) {
     return "llama3";
   case RopeScaling::Yarn:
     return "yarn";
+  case RopeScaling::LongRope:
+    return "longrope";
   }
   return "?";
 }
@@ -123,8 +125,13 @@ RopeTable RopeTable::compute(const RopeParameters &p, int64_t headDim) {
     fail("cannot build the RoPE table: ", scalingName(p.scaling),
          " factor must be positive, got ", p.factor);
 
+  const int64_t dim = p.rotaryDim ? p.rotaryDim : headDim;
+  if (dim <= 0 || dim % 2 != 0 || dim > headDim)
+    fail("cannot build the RoPE table: rotary_dim must be a positive even "
+         "number up to head_dim ",
+         headDim, ", got ", dim);
   RopeTable table;
-  table.invFreq = defaultInvFreq(p.theta, headDim);
+  table.invFreq = defaultInvFreq(p.theta, dim);
   switch (p.scaling) {
   case RopeScaling::None:
     break;
@@ -144,9 +151,41 @@ RopeTable RopeTable::compute(const RopeParameters &p, int64_t headDim) {
     if (!(p.betaFast > 0) || !(p.betaSlow > 0) || p.originalMaxPosition <= 0)
       fail("cannot build the yarn RoPE table: beta_fast, beta_slow and "
            "original_max_position_embeddings must be positive");
-    table.attentionScaling = applyYarn(p, headDim, table.invFreq);
+    table.attentionScaling = applyYarn(p, dim, table.invFreq);
+    break;
+  case RopeScaling::LongRope: {
+    if (p.originalMaxPosition <= 0 || p.shortFactor.size() != size_t(dim / 2) ||
+        p.longFactor.size() != size_t(dim / 2))
+      fail("cannot build the longrope RoPE table: it needs "
+           "original_max_position_embeddings > 0 and ",
+           dim / 2, " short and long factors, got ", p.shortFactor.size(),
+           " and ", p.longFactor.size());
+    // 1 / (factor[i] * base^(2i/dim)), the product in float32 as torch does.
+    table.longInvFreq.resize(table.invFreq.size());
+    const auto baseF = static_cast<float>(p.theta);
+    for (int64_t i = 0; i < dim / 2; ++i) {
+      const float pow =
+          std::pow(baseF, static_cast<float>(2 * i) / static_cast<float>(dim));
+      table.invFreq[size_t(i)] =
+          1.0f / (static_cast<float>(p.shortFactor[size_t(i)]) * pow);
+      table.longInvFreq[size_t(i)] =
+          1.0f / (static_cast<float>(p.longFactor[size_t(i)]) * pow);
+    }
+    table.longFrom = p.originalMaxPosition;
+    double factor = p.factor;
+    table.attentionScaling = static_cast<float>(
+        p.attentionFactor > 0 ? p.attentionFactor
+        : factor <= 1
+            ? 1.0
+            : std::sqrt(1 + std::log(factor) /
+                                std::log(double(p.originalMaxPosition))));
     break;
   }
+  }
+  // Partial rotary: the pairs of the dims that pass through.
+  table.invFreq.resize(size_t(headDim / 2), 0.0f);
+  if (!table.longInvFreq.empty())
+    table.longInvFreq.resize(size_t(headDim / 2), 0.0f);
   return table;
 }
 

@@ -9,7 +9,8 @@ def Sol_RopeScalingKind : I32EnumAttr<"RopeScalingKind",
       I32EnumAttrCase<"None", 0, "none">,
       I32EnumAttrCase<"Linear", 1, "linear">,
       I32EnumAttrCase<"Llama3", 2, "llama3">,
-      I32EnumAttrCase<"Yarn", 3, "yarn">
+      I32EnumAttrCase<"Yarn", 3, "yarn">,
+      I32EnumAttrCase<"LongRope", 4, "longrope">
     ]> {
   let cppNamespace = "::sol";
   let genSpecializedAttr = 0;
@@ -29,6 +30,18 @@ def Sol_RopeAttr : Sol_Attr<"Rope", "rope"> {
       `original_max_position` (Llama 3.1 / 3.2).
     * `yarn`: `factor`, `original_max_position`, `beta_fast`, `beta_slow`,
       `attention_factor` (0 means the default `0.1 ln(factor) + 1`).
+    * `longrope` (Phi-3): each pair's frequency divided by `short_factor[i]`
+      below `original_max_position` and by `long_factor[i]` from there on
+      (a position's own choice; Hugging Face switches once the sequence is
+      longer, which is the same for every token a decode step adds);
+      cos and sin times `attention_factor`.
+
+    `rotary_dim` (0: the whole head) rotates only that many dims of each
+    head (Phi-4-mini's partial_rotary_factor), with frequencies of a head of
+    `rotary_dim`. Importers reorder the query and key dims of each head so
+    that the rotated pairs come first in each half (`sol.permute_head_dims`);
+    the plan's table then has a zero frequency for the pairs of the dims
+    that pass through.
 
     Example: `#sol.rope<theta = 500000.0, kind = llama3, factor = 32.0,
     low_freq_factor = 1.0, high_freq_factor = 4.0,
@@ -44,12 +57,16 @@ def Sol_RopeAttr : Sol_Attr<"Rope", "rope"> {
     DefaultValuedParameter<"int64_t", "0">:$original_max_position,
     DefaultValuedParameter<"::llvm::APFloat", "::llvm::APFloat(32.0)">:$beta_fast,
     DefaultValuedParameter<"::llvm::APFloat", "::llvm::APFloat(1.0)">:$beta_slow,
-    DefaultValuedParameter<"::llvm::APFloat", "::llvm::APFloat(0.0)">:$attention_factor
+    DefaultValuedParameter<"::llvm::APFloat", "::llvm::APFloat(0.0)">:$attention_factor,
+    DefaultValuedParameter<"int64_t", "0">:$rotary_dim,
+    OptionalParameter<"::mlir::DenseF64ArrayAttr">:$short_factor,
+    OptionalParameter<"::mlir::DenseF64ArrayAttr">:$long_factor
   );
   let assemblyFormat = [{
     `<` struct($theta, $kind, $factor, $low_freq_factor, $high_freq_factor,
                $original_max_position, $beta_fast, $beta_slow,
-               $attention_factor) `>`
+               $attention_factor, $rotary_dim, $short_factor,
+               $long_factor) `>`
   }];
   let genVerifyDecl = 1;
 }
@@ -65,6 +82,17 @@ def Sol_LinearEpilogue : I32EnumAttr<"LinearEpilogue",
 }
 def Sol_LinearEpilogueAttr
     : EnumAttr<Sol_Dialect, Sol_LinearEpilogue, "epilogue">;
+
+def Sol_GateActivation : I32EnumAttr<"GateActivation",
+    "the activation of a gated MLP's gate (values as in Plan.fbs)", [
+      I32EnumAttrCase<"Silu", 0, "silu">,
+      I32EnumAttrCase<"GeluTanh", 1, "gelu_tanh">
+    ]> {
+  let cppNamespace = "::sol";
+  let genSpecializedAttr = 0;
+}
+def Sol_GateActivationAttr
+    : EnumAttr<Sol_Dialect, Sol_GateActivation, "activation">;
 
 def Sol_QuantScheme : I32EnumAttr<"QuantScheme",
     "how a linear's weight is stored (values as in Plan.fbs and "

@@ -146,8 +146,26 @@ LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                APFloat thetaF, RopeScalingKind kind,
                                APFloat factorF, APFloat lowF, APFloat highF,
                                int64_t originalMaxPosition, APFloat betaFast,
-                               APFloat betaSlow, APFloat attentionFactor) {
+                               APFloat betaSlow, APFloat attentionFactor,
+                               int64_t rotaryDim, DenseF64ArrayAttr shortFactor,
+                               DenseF64ArrayAttr longFactor) {
   double theta = thetaF.convertToDouble(), factor = factorF.convertToDouble();
+  if (rotaryDim < 0 || rotaryDim % 2 != 0)
+    return emitError() << "rope rotary_dim must be even and >= 0, got "
+                       << rotaryDim;
+  if (bool(shortFactor) != (kind == RopeScalingKind::LongRope) ||
+      bool(longFactor) != (kind == RopeScalingKind::LongRope))
+    return emitError() << "short_factor and long_factor go with longrope "
+                          "scaling, and only with it";
+  if (shortFactor && shortFactor.size() != longFactor.size())
+    return emitError() << "longrope needs as many short factors as long ones, "
+                       << "got " << shortFactor.size() << " and "
+                       << longFactor.size();
+  if (shortFactor)
+    for (DenseF64ArrayAttr list : {shortFactor, longFactor})
+      for (double f : list.asArrayRef())
+        if (!(f > 0) || !std::isfinite(f))
+          return emitError() << "longrope factors must be positive, got " << f;
   double lowFreqFactor = lowF.convertToDouble(),
          highFreqFactor = highF.convertToDouble();
   if (!(theta > 0) || !std::isfinite(theta))
@@ -166,8 +184,10 @@ LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          << highFreqFactor << ") > low_freq_factor ("
                          << lowFreqFactor << ")";
   }
-  if (kind == RopeScalingKind::Yarn && originalMaxPosition <= 0)
-    return emitError() << "yarn rope scaling needs original_max_position > 0";
+  if ((kind == RopeScalingKind::Yarn || kind == RopeScalingKind::LongRope) &&
+      originalMaxPosition <= 0)
+    return emitError() << stringifyRopeScalingKind(kind)
+                       << " rope scaling needs original_max_position > 0";
   return success();
 }
 
@@ -544,6 +564,74 @@ LogicalResult UnpackNBitsOp::verify() {
                          outputs[2]);
 }
 
+OpFoldResult ConcatWeightsOp::fold(FoldAdaptor) {
+  Value source;
+  int64_t next = 0;
+  for (Value input : getInputs()) {
+    auto slice = input.getDefiningOp<SliceRowsOp>();
+    if (!slice || (source && slice.getInput() != source) ||
+        static_cast<int64_t>(slice.getOffset()) != next)
+      return {};
+    source = slice.getInput();
+    next += slice.getType().getDimSize(0);
+  }
+  if (source && source.getType() == getType())
+    return source;
+  return {};
+}
+
+LogicalResult SliceRowsOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  const int64_t offset = getOffset();
+  if (in.getRank() < 1 || in.getRank() > 2 || out.getRank() != in.getRank() ||
+      out.getElementType() != in.getElementType() ||
+      (in.getRank() == 2 && out.getDimSize(1) != in.getDimSize(1)))
+    return emitOpError() << "slices rows of a 1-D or 2-D weight into one of "
+                         << "the same element type and row size; input "
+                         << shapeString(in) << ", result " << shapeString(out);
+  if (offset < 0 || out.getDimSize(0) <= 0 ||
+      offset + out.getDimSize(0) > in.getDimSize(0))
+    return emitOpError() << "rows [" << offset << ", "
+                         << offset + out.getDimSize(0)
+                         << ") must lie within the input's "
+                         << in.getDimSize(0);
+  return success();
+}
+
+LogicalResult PermuteHeadDimsOp::verify() {
+  auto in = getInput().getType();
+  const int64_t headDim = getHeadDim(), rotary = getRotaryDim();
+  if (headDim <= 0 || headDim % 2 != 0 || rotary <= 0 || rotary % 2 != 0 ||
+      rotary > headDim || (headDim - rotary) % 2 != 0)
+    return emitOpError() << "needs an even head_dim and an even rotary_dim "
+                         << "up to it, got " << headDim << " and " << rotary;
+  if (in.getRank() < 1 || in.getRank() > 2 || in.getDimSize(0) % headDim != 0)
+    return emitOpError() << "permutes the rows of 1-D or 2-D weights made of "
+                         << "heads of " << headDim << " rows, but the input "
+                         << "has shape " << shapeString(in);
+  return success();
+}
+
+LogicalResult OffsetWeightOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (!isFloatElement(in.getElementType()) || !out.getElementType().isF32() ||
+      out.getShape() != in.getShape())
+    return emitOpError() << "adds to a float weight, giving f32 of its shape; "
+                         << "input " << in << ", result " << out;
+  if (!std::isfinite(getOffset().convertToDouble()))
+    return emitOpError() << "offset must be finite";
+  return success();
+}
+
+LogicalResult SoftcapOp::verify() {
+  if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)))
+    return failure();
+  const double cap = getCap().convertToDouble();
+  if (!(cap > 0) || !std::isfinite(cap))
+    return emitOpError() << "cap must be positive, got " << cap;
+  return success();
+}
+
 LogicalResult TransposeWeightOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   if (in.getRank() != 2)
@@ -619,6 +707,11 @@ LogicalResult EmbeddingOp::verify() {
     return emitOpError() << "result element type " << result.getElementType()
                          << " must match the table's "
                          << table.getElementType();
+  if (std::optional<APFloat> scale = getScale();
+      scale && (!(scale->convertToDouble() > 0) ||
+                !std::isfinite(scale->convertToDouble())))
+    return emitOpError() << "scale must be positive, got "
+                         << scale->convertToDouble();
   return success();
 }
 
@@ -822,9 +915,24 @@ LogicalResult verifyPackedQkv(Operation *op, Value qkv, Value positions,
 
 } // namespace
 
+namespace {
+
+/// A soft cap (attention scores, logits) must be a positive finite number.
+LogicalResult checkSoftcap(Operation *op, std::optional<APFloat> cap) {
+  if (cap &&
+      (!(cap->convertToDouble() > 0) || !std::isfinite(cap->convertToDouble())))
+    return op->emitOpError()
+           << "softcap must be positive, got " << cap->convertToDouble();
+  return success();
+}
+
+} // namespace
+
 LogicalResult AttentionOp::verify() {
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(),
           headDim = getHeadDim();
+  if (failed(checkSoftcap(*this, getSoftcap())))
+    return failure();
   if (failed(verifyAttentionShape(*this, heads, kvHeads, headDim,
                                   static_cast<int64_t>(getLayer()),
                                   getSlidingWindow())))
@@ -868,6 +976,8 @@ LogicalResult RopeKvWriteOp::verify() {
 }
 
 LogicalResult KvAttentionOp::verify() {
+  if (failed(checkSoftcap(*this, getSoftcap())))
+    return failure();
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(),
           headDim = getHeadDim();
   if (failed(verifyAttentionShape(*this, heads, kvHeads, headDim,
@@ -979,6 +1089,8 @@ LogicalResult LogitsOp::verify() {
                          << "], but has shape " << shapeString(head);
   if (failed(checkTokenCount(*this, getRows(), "operand #3 (rows)")))
     return failure();
+  if (failed(checkSoftcap(*this, getSoftcap())))
+    return failure();
   auto result = getResult().getType();
   if (result.getRank() != 2 || result.getDimSize(1) != head.getDimSize(0))
     return emitOpError() << "result must have shape [?, " << head.getDimSize(0)
@@ -1036,7 +1148,15 @@ RopeParameters sol::ropeParameters(RopeAttr attr) {
   case RopeScalingKind::Yarn:
     p.scaling = RopeScaling::Yarn;
     break;
+  case RopeScalingKind::LongRope:
+    p.scaling = RopeScaling::LongRope;
+    p.shortFactor.assign(attr.getShortFactor().asArrayRef().begin(),
+                         attr.getShortFactor().asArrayRef().end());
+    p.longFactor.assign(attr.getLongFactor().asArrayRef().begin(),
+                        attr.getLongFactor().asArrayRef().end());
+    break;
   }
+  p.rotaryDim = attr.getRotaryDim();
   p.factor = attr.getFactor().convertToDouble();
   p.lowFreqFactor = attr.getLowFreqFactor().convertToDouble();
   p.highFreqFactor = attr.getHighFreqFactor().convertToDouble();
@@ -1061,12 +1181,22 @@ RopeAttr sol::ropeAttr(MLIRContext *ctx, const RopeParameters &p) {
   case RopeScaling::Yarn:
     kind = RopeScalingKind::Yarn;
     break;
+  case RopeScaling::LongRope:
+    kind = RopeScalingKind::LongRope;
+    break;
   }
+  const bool longRope = kind == RopeScalingKind::LongRope;
   return RopeAttr::get(
       ctx, APFloat(p.theta), kind, APFloat(p.factor), APFloat(p.lowFreqFactor),
       APFloat(p.highFreqFactor), p.originalMaxPosition, APFloat(p.betaFast),
       APFloat(p.betaSlow),
-      APFloat(kind == RopeScalingKind::Yarn ? p.attentionFactor : 0.0));
+      APFloat(kind == RopeScalingKind::Yarn || longRope ? p.attentionFactor
+                                                        : 0.0),
+      p.rotaryDim,
+      longRope ? DenseF64ArrayAttr::get(ctx, p.shortFactor)
+               : DenseF64ArrayAttr(),
+      longRope ? DenseF64ArrayAttr::get(ctx, p.longFactor)
+               : DenseF64ArrayAttr());
 }
 
 //===----------------------------------------------------------------------===//

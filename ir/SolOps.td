@@ -2,9 +2,10 @@
 //
 // Three groups of ops:
 //  * weights: `sol.weight` names a tensor of the weight store; the weight
-//    transforms (concat, interleave, convert, transpose, scale, clamp,
-//    quantize, unpack_nbits, dequantize_weight) derive new weights from others and are materialised by
-//    sol-materialize-weights;
+//    transforms (concat, slice, interleave, permute_head_dims, convert,
+//    offset, transpose, scale, clamp, quantize, unpack_nbits,
+//    dequantize_weight) derive new weights from others and are materialised
+//    by sol-materialize-weights;
 //  * tensor-level layers, as importers produce them (`sol.linear`,
 //    `sol.rms_norm`, `sol.rope`, `sol.attention`, `sol.logits`...);
 //  * kernel-level ops, as the fusion passes and sol-lower-to-kernels produce
@@ -66,6 +67,64 @@ def Sol_ConcatWeightsOp : Sol_WeightTransformOp<"concat_weights"> {
   let assemblyFormat = [{
     $inputs attr-dict `:` `(` type($inputs) `)` `->` type($result)
   }];
+  let hasVerifier = 1;
+  // The consecutive row slices of one weight that cover it (a fused
+  // checkpoint projection taken apart and fused again) fold to the weight.
+  let hasFolder = 1;
+}
+
+def Sol_SliceRowsOp : Sol_WeightTransformOp<"slice_rows"> {
+  let summary = "consecutive rows of a weight";
+  let description = [{
+    Rows `[offset, offset + R)` of `input` (elements, for a 1-D weight),
+    where `R` is the result's first dimension: the parts of a projection
+    that a checkpoint stores fused (Phi-3's `qkv_proj` and `gate_up_proj`),
+    taken apart so that the fusion passes see the usual projections.
+
+    ```mlir
+    %q = sol.slice_rows %qkv {offset = 0 : i64} : tensor<192x64xbf16> -> tensor<64x64xbf16>
+    ```
+  }];
+  let arguments = (ins Sol_WeightTensor:$input, I64Attr:$offset);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Sol_PermuteHeadDimsOp : Sol_WeightTransformOp<"permute_head_dims",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "each head's dims reordered for a partial rotary embedding";
+  let description = [{
+    `input` holds heads of `head_dim` rows (a query or key projection's
+    weight `[H·D, K]`, or its bias `[H·D]`). With `R = rotary_dim` of the
+    `D` dims rotating (rotate-half pairs `(i, i + R/2)`, `i < R/2`) and the
+    rest passing through, each head's rows become: rotated first half
+    `[0, R/2)`, passed first half `[R, R + (D-R)/2)`, rotated second half
+    `[R/2, R)`, passed second half `[R + (D-R)/2, D)`. The pairs then sit
+    `D/2` apart, as in a full rotary embedding whose pairs `i >= R/2` have
+    frequency 0; queries and keys permuted alike give the same scores.
+  }];
+  let arguments = (ins Sol_WeightTensor:$input, I64Attr:$head_dim,
+                       I64Attr:$rotary_dim);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Sol_OffsetWeightOp : Sol_WeightTransformOp<"offset_weight"> {
+  let summary = "a weight plus a constant, in float32";
+  let description = [{
+    `input + offset`, elementwise, as an `f32` weight of the same shape:
+    Gemma's RMSNorm multiplies by `1 + w` computed in float32, which a
+    bf16 weight could not hold exactly.
+
+    ```mlir
+    %n = sol.offset_weight %w {offset = 1.0 : f32} : tensor<64xbf16> -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Sol_WeightTensor:$input, F32Attr:$offset);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -273,9 +332,12 @@ def Sol_EmbeddingOp : Sol_Op<"embedding", [Pure]> {
   let summary = "looks up one row of the embedding table per token";
   let description = [{
     `ids` is `tensor<?xi32>`, `table` is `tensor<VxDxT>`; the result is
-    `tensor<?xDxT>`.
+    `tensor<?xDxT>`. With `scale`, each row is multiplied by it (Gemma's
+    sqrt(hidden_size), rounded to the activation type first as Gemma's
+    bf16 models do).
   }];
-  let arguments = (ins Sol_IndexTensor:$ids, Sol_WeightTensor:$table);
+  let arguments = (ins Sol_IndexTensor:$ids, Sol_WeightTensor:$table,
+                       OptionalAttr<F32Attr>:$scale);
   let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
     $ids `,` $table attr-dict `:` `(` type($ids) `,` type($table) `)` `->` type($result)
@@ -351,7 +413,8 @@ def Sol_RmsNormOp : Sol_Op<"rms_norm", [Pure]> {
     `input` is `tensor<?xN>` and `weight` is `tensor<G>` with `N % G == 0`:
     each group of `G` consecutive elements of a row is normalised on its own
     (`G == N` for the usual layer norm of a hidden state; `G == head_dim` for
-    Qwen3's per-head `q_norm` / `k_norm`).
+    Qwen3's per-head `q_norm` / `k_norm`). The weight may be `f32` (Gemma's
+    `1 + w`, from `sol.offset_weight`).
   }];
   let arguments = (ins Sol_FloatTensor:$input, Sol_WeightTensor:$weight,
                        F32Attr:$epsilon);
@@ -389,7 +452,9 @@ def Sol_AttentionOp : Sol_Op<"attention",
     sequences named by `token_seq` to the paged KV cache of layer `layer`,
     then lets every query token (`tensor<?x(H·D)>`) attend to the cached
     tokens of its own sequence: causally up to its own position, and within
-    the last `sliding_window` positions when that is set. The result has the
+    the last `sliding_window` positions when that is set. Scores are
+    `q·k · scale`, with `softcap` then `softcap · tanh(score / softcap)`
+    (Gemma 2). The result has the
     query's type. Because it reads and writes the cache, it is not pure.
     sol-lower-to-kernels turns it into `sol.rope_kv_write` and
     `sol.kv_attention`.
@@ -400,7 +465,8 @@ def Sol_AttentionOp : Sol_Op<"attention",
                        I64Attr:$num_heads, I64Attr:$num_kv_heads,
                        I64Attr:$head_dim, F32Attr:$scale,
                        DefaultValuedAttr<BoolAttr, "true">:$causal,
-                       OptionalAttr<I64Attr>:$sliding_window);
+                       OptionalAttr<I64Attr>:$sliding_window,
+                       OptionalAttr<F32Attr>:$softcap);
   let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $positions `,` $token_seq attr-dict `:`
@@ -419,13 +485,17 @@ def Sol_AddOp : Sol_Op<"add", [Pure, Elementwise, SameOperandsAndResultType,
 }
 
 def Sol_SwigluOp : Sol_Op<"swiglu", [Pure]> {
-  let summary = "silu(gate) · up";
+  let summary = "act(gate) · up: SwiGLU, or GeGLU with `gelu_tanh`";
   let description = [{
     Two forms: `sol.swiglu %gate, %up` with both `tensor<?xI>` (tensor
     level), or `sol.swiglu %gate_up` with one `tensor<?x(2·I)>` whose first
     half of columns is the gate (kernel level). The result is `tensor<?xI>`.
+    `activation` is `silu` (default) or `gelu_tanh` (Gemma's
+    `gelu_pytorch_tanh`: 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))).
   }];
-  let arguments = (ins Sol_FloatTensor:$gate, Optional<Sol_FloatTensor>:$up);
+  let arguments = (ins Sol_FloatTensor:$gate, Optional<Sol_FloatTensor>:$up,
+                       DefaultValuedAttr<Sol_GateActivationAttr,
+                                         "::sol::GateActivation::Silu">:$activation);
   let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
     $gate (`,` $up^)? attr-dict `:` `(` type($gate) (`,` type($up)^)? `)` `->` type($result)
@@ -453,11 +523,13 @@ def Sol_LogitsOp : Sol_Op<"logits", [Pure]> {
     Picks the rows `rows` (`tensor<?xi32>`, typically the last token of each
     sequence) of `hidden` (`tensor<?xD>`), normalises them with
     `norm_weight` (`tensor<D>`) and multiplies by `lm_head` (`tensor<VxD>`).
-    The result is float32 logits `tensor<?xVxf32>`, one row per selected row.
+    The result is float32 logits `tensor<?xVxf32>`, one row per selected row,
+    with `softcap` then `softcap · tanh(logit / softcap)` (Gemma 2's
+    final_logit_softcapping).
   }];
   let arguments = (ins Sol_FloatTensor:$hidden, Sol_WeightTensor:$norm_weight,
                        Sol_WeightTensor:$lm_head, Sol_IndexTensor:$rows,
-                       F32Attr:$epsilon);
+                       F32Attr:$epsilon, OptionalAttr<F32Attr>:$softcap);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
     $hidden `,` $norm_weight `,` $lm_head `,` $rows attr-dict `:` `(`
@@ -585,18 +657,33 @@ def Sol_KvAttentionOp : Sol_Op<"kv_attention", [
   let description = [{
     The query heads of `qkv` (after `sol.rope_kv_write`) attend, causally and
     within `sliding_window` positions when set, to the cached K/V of `layer`
-    of their sequence; the result is `tensor<?x(H·D)>`.
+    of their sequence, scores soft-capped by `softcap` when set (as
+    `sol.attention`); the result is `tensor<?x(H·D)>`.
   }];
   let arguments = (ins Sol_FloatTensor:$qkv, Sol_IndexTensor:$positions,
                        Sol_IndexTensor:$token_seq, I64Attr:$layer,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads,
                        I64Attr:$head_dim, F32Attr:$scale,
-                       OptionalAttr<I64Attr>:$sliding_window);
+                       OptionalAttr<I64Attr>:$sliding_window,
+                       OptionalAttr<F32Attr>:$softcap);
   let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
     $qkv `,` $positions `,` $token_seq attr-dict `:` `(` type($qkv) `,`
     type($positions) `,` type($token_seq) `)` `->` type($result)
   }];
+  let hasVerifier = 1;
+}
+
+def Sol_SoftcapOp : Sol_Op<"softcap", [Pure,
+                                         AllTypesMatch<["input", "result"]>]> {
+  let summary = "cap · tanh(x / cap) of float32 logits, in place";
+  let description = [{
+    Gemma 2's final-logit soft-capping on the LM head's f32 results
+    (`sol.logits` with `softcap`); code generation works in place.
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input, F32Attr:$cap);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 

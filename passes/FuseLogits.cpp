@@ -45,19 +45,20 @@ struct FuseLogits : OpRewritePattern<LogitsOp> {
       auto norm = rewriter.create<AddRmsNormOp>(
           loc, lhs.getType(), lhs.getType(), rhs, lhs, logits.getNormWeight(),
           logits.getEpsilonAttr());
-      rewriter.replaceOpWithNewOp<LinearOp>(logits, logits.getType(),
-                                            norm.getNormed(),
-                                            logits.getLmHead(), Value());
+      Value head = rewriter.create<LinearOp>(
+          loc, logits.getType(), norm.getNormed(), logits.getLmHead(), Value());
+      rewriter.replaceOp(logits, softcapLogits(rewriter, logits, head));
       rewriter.eraseOp(add);
       return success();
     }
     Value hidden = logits.getHidden();
     Value gathered =
         rewriter.create<GatherRowsOp>(loc, rowsType(hidden), hidden, rows);
-    rewriter.replaceOpWithNewOp<NormLinearOp>(
-        logits, logits.getType(), gathered, logits.getNormWeight(),
+    Value head = rewriter.create<NormLinearOp>(
+        loc, logits.getType(), gathered, logits.getNormWeight(),
         logits.getEpsilonAttr(), logits.getLmHead(), Value(), Value(),
         LinearEpilogueAttr::get(getContext(), LinearEpilogue::None));
+    rewriter.replaceOp(logits, softcapLogits(rewriter, logits, head));
     return success();
   }
 };

@@ -21,6 +21,13 @@ namespace sol {
 using namespace mlir;
 using namespace sol;
 
+Value sol::softcapLogits(OpBuilder &b, LogitsOp logits, Value result) {
+  if (!logits.getSoftcap())
+    return result;
+  return b.create<SoftcapOp>(logits.getLoc(), result.getType(), result,
+                             logits.getSoftcapAttr());
+}
+
 namespace {
 
 RankedTensorType rowsOf(Type element, int64_t width) {
@@ -120,12 +127,14 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
         hkv, d, q.getRopeAttr());
     rewriter.replaceOpWithNewOp<KvAttentionOp>(
         op, op.getType(), rotated, op.getPositions(), op.getTokenSeq(), layer,
-        h, hkv, d, op.getScaleAttr(), op.getSlidingWindowAttr());
+        h, hkv, d, op.getScaleAttr(), op.getSlidingWindowAttr(),
+        op.getSoftcapAttr());
     return success();
   }
 };
 
-/// swiglu(gate, up) -> swiglu(concat_columns(gate, up)).
+/// swiglu(gate, up) -> swiglu(concat_columns(gate, up)), or of the tensor
+/// gate and up were split from when they are its two halves.
 struct LowerSwiglu : OpRewritePattern<SwigluOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -134,15 +143,22 @@ struct LowerSwiglu : OpRewritePattern<SwigluOp> {
     if (!op.getUp())
       return rewriter.notifyMatchFailure(op, "already kernel-level");
     auto gate = op.getGate().getType();
-    Value packed = rewriter.create<ConcatColumnsOp>(
-        op.getLoc(), rowsOf(gate.getElementType(), 2 * gate.getDimSize(1)),
-        ValueRange{op.getGate(), op.getUp()});
-    rewriter.replaceOpWithNewOp<SwigluOp>(op, op.getType(), packed, Value());
+    Value packed;
+    if (auto split = op.getGate().getDefiningOp<SplitOp>();
+        split && split.getNumResults() == 2 &&
+        split.getResult(0) == op.getGate() && split.getResult(1) == op.getUp())
+      packed = split.getInput();
+    else
+      packed = rewriter.create<ConcatColumnsOp>(
+          op.getLoc(), rowsOf(gate.getElementType(), 2 * gate.getDimSize(1)),
+          ValueRange{op.getGate(), op.getUp()});
+    rewriter.replaceOpWithNewOp<SwigluOp>(op, op.getType(), packed, Value(),
+                                          op.getActivationAttr());
     return success();
   }
 };
 
-/// logits -> gather_rows, rms_norm, linear with f32 results.
+/// logits -> gather_rows, rms_norm, linear with f32 results (and softcap).
 struct LowerLogits : OpRewritePattern<LogitsOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -155,8 +171,9 @@ struct LowerLogits : OpRewritePattern<LogitsOp> {
     Value normed =
         rewriter.create<RmsNormOp>(loc, hidden.getType(), gathered,
                                    op.getNormWeight(), op.getEpsilonAttr());
-    rewriter.replaceOpWithNewOp<LinearOp>(op, op.getType(), normed,
-                                          op.getLmHead(), Value());
+    Value head = rewriter.create<LinearOp>(loc, op.getType(), normed,
+                                           op.getLmHead(), Value());
+    rewriter.replaceOp(op, softcapLogits(rewriter, op, head));
     return success();
   }
 };

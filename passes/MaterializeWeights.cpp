@@ -17,6 +17,7 @@
 #include "runtime/support/QuantizedCheckpoint.h"
 
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <cstring>
@@ -203,6 +204,63 @@ struct SolMaterializeWeightsPass
           sink(a.subspan(r * rowBytes, rowBytes));
           sink(b.subspan(r * rowBytes, rowBytes));
         }
+      };
+    } else if (auto slice = dyn_cast<SliceRowsOp>(op)) {
+      auto inType = slice.getInput().getType();
+      const int64_t first = slice.getOffset(), count = shape[0];
+      const int64_t rowBits = (inType.getNumElements() / inType.getDimSize(0)) *
+                              static_cast<int64_t>(dtypeBits(dtype));
+      if (rowBits % 8 != 0)
+        return op->emitOpError("cannot slice rows of packed 4-bit weights "
+                               "that do not fill whole bytes");
+      name = sources[0] + "~rows" + std::to_string(first) + "+" +
+             std::to_string(count);
+      const size_t rowBytes = static_cast<size_t>(rowBits / 8);
+      produce = [src = sources[0], first, count,
+                 rowBytes](const WeightStore &s, const ByteSink &sink) {
+        std::vector<std::byte> scratch;
+        auto in = s.contiguous(src, scratch);
+        sink(in.subspan(static_cast<size_t>(first) * rowBytes,
+                        static_cast<size_t>(count) * rowBytes));
+      };
+    } else if (auto permute = dyn_cast<PermuteHeadDimsOp>(op)) {
+      const int64_t headDim = permute.getHeadDim(),
+                    rotary = permute.getRotaryDim();
+      const int64_t rowBits = (type.getNumElements() / type.getDimSize(0)) *
+                              static_cast<int64_t>(dtypeBits(dtype));
+      if (rowBits % 8 != 0)
+        return op->emitOpError("cannot permute rows of packed 4-bit weights "
+                               "that do not fill whole bytes");
+      name = sources[0] + "~rot" + std::to_string(rotary);
+      const size_t rowBytes = static_cast<size_t>(rowBits / 8);
+      produce = [src = sources[0], headDim, rotary, rowBytes,
+                 rows = shape[0]](const WeightStore &s, const ByteSink &sink) {
+        std::vector<std::byte> scratch;
+        auto in = s.contiguous(src, scratch);
+        // Within a head: rotated first half, passed first half, rotated
+        // second half, passed second half.
+        const int64_t r2 = rotary / 2, p2 = (headDim - rotary) / 2;
+        for (int64_t head = 0; head < rows / headDim; ++head) {
+          auto rowsOf = [&](int64_t from, int64_t n) {
+            sink(in.subspan(static_cast<size_t>(head * headDim + from) *
+                                rowBytes,
+                            static_cast<size_t>(n) * rowBytes));
+          };
+          rowsOf(0, r2);
+          rowsOf(rotary, p2);
+          rowsOf(r2, r2);
+          rowsOf(rotary + p2, p2);
+        }
+      };
+    } else if (auto offset = dyn_cast<OffsetWeightOp>(op)) {
+      const float add = offset.getOffset().convertToFloat();
+      name = sources[0] + "~plus" + llvm::formatv("{0}", add).str();
+      produce = [src = sources[0], add](const WeightStore &s,
+                                        const ByteSink &sink) {
+        std::vector<float> w = s.readFloat(src);
+        for (float &v : w)
+          v += add;
+        sink(std::as_bytes(std::span<const float>(w)));
       };
     } else if (auto convert = dyn_cast<ConvertWeightOp>(op)) {
       name = sources[0] + "~" + std::string(dtypeName(dtype));

@@ -50,6 +50,12 @@ void buildSolPipeline(mlir::OpPassManager &pm, unsigned level,
                       const SolQuantizeOptions *quantize = nullptr,
                       const WeightStore *store = nullptr);
 
+/// `result` (the lowered LM head of `logits`) soft-capped by a sol.softcap
+/// when `logits` has a softcap; else `result`. Shared by the lowerings of
+/// sol.logits (sol-lower-to-kernels, sol-fuse-logits).
+mlir::Value softcapLogits(mlir::OpBuilder &b, LogitsOp logits,
+                          mlir::Value result);
+
 /// Registers `sol-O0` ... `sol-O3` as named pipelines.
 void registerSolPipelines();
 

@@ -312,14 +312,17 @@ def SolMaterializeWeights : Pass<"sol-materialize-weights", "::mlir::ModuleOp"> 
   let summary = "compute the weight transforms into the weight store";
   let description = [{
     Replaces every tree of weight transforms (`sol.concat_weights`,
-    `sol.interleave_rows`, `sol.convert_weight`, `sol.transpose_weight`,
+    `sol.slice_rows`, `sol.interleave_rows`, `sol.permute_head_dims`,
+    `sol.convert_weight`, `sol.offset_weight`, `sol.transpose_weight`,
     `sol.scale_weight`, `sol.clamp_weight`, `sol.quantize_weight`,
-    `sol.unpack_nbits`) over
+    `sol.unpack_nbits`, `sol.dequantize_weight`) over
     `sol.weight` ops by one `sol.weight` naming a new tensor of the
     weight store, whose bytes are computed when the plan writer reads them
     (nothing is copied before). Names say what was derived from what:
     `l.{q_proj,k_proj,v_proj}.weight` for a concatenation or an interleave
-    of those weights, `name~BF16` for a conversion, `name~t` for a
+    of those weights, `name~BF16` for a conversion, `name~rows64+32` for a
+    slice, `name~rot96` for a partial-rotary permutation, `name~plus1` for
+    an offset, `name~t` for a
     transpose, `name~scaled` and `name~clamped` for AWQ's transforms, `name~int8`, `name~int8.scales` (and `name~int4.zeros`) for a
     quantization, `name~int4` or `name~bf16` for an unpacked MatMulNBits weight, `#2`, `#3`... appended where two derived tensors would share
     a name. Run without a weight store (solc-opt), it rewrites the IR only.

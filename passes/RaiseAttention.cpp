@@ -502,7 +502,8 @@ FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
           rewriter.getI64IntegerAttr(r.dim),
           rewriter.getF32FloatAttr(float(parts.scale)),
           rewriter.getBoolAttr(true),
-          window ? rewriter.getI64IntegerAttr(*window) : IntegerAttr())
+          window ? rewriter.getI64IntegerAttr(*window) : IntegerAttr(),
+          /*softcap=*/FloatAttr())
       .getResult();
 }
 
@@ -919,7 +920,8 @@ struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
         rewriter.getI64IntegerAttr(kvHeads), rewriter.getI64IntegerAttr(dim),
         rewriter.getF32FloatAttr(float(scale)), rewriter.getBoolAttr(true),
         localWindow > 0 ? rewriter.getI64IntegerAttr(localWindow)
-                        : IntegerAttr());
+                        : IntegerAttr(),
+        /*softcap=*/FloatAttr());
     // The present outputs stay until sol-raise-outputs drops them.
     replaceWithView(rewriter, op, attn);
     return success();

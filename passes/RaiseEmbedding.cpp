@@ -38,7 +38,7 @@ void replaceWithEmbedding(PatternRewriter &rewriter, OnnxOp gather, Value ids,
           : rewriter.create<BatchViewOp>(gather.getLoc(), idsFlat, ids);
   Value embedded = rewriter.create<EmbeddingOp>(
       gather.getLoc(), activationType(rewriter.getContext(), hidden), flat,
-      table);
+      table, /*scale=*/FloatAttr());
   std::optional<SmallVector<int64_t>> viewShape;
   if (auto ranked = dyn_cast<RankedTensorType>(ids.getType())) {
     viewShape = SmallVector<int64_t>(ranked.getShape());

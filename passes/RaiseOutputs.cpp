@@ -163,7 +163,8 @@ struct SolRaiseOutputsPass
                   b.getF32Type());
               logits = b.create<LogitsOp>(
                   linear.getLoc(), type, norm.getInput(), norm.getWeight(),
-                  headWeight, logitRows, norm.getEpsilonAttr());
+                  headWeight, logitRows, norm.getEpsilonAttr(),
+                  /*softcap=*/FloatAttr());
               results.push_back(logits);
               resultAttrs.push_back(b.getDictionaryAttr({}));
               continue;

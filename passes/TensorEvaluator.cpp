@@ -1,6 +1,8 @@
 //===- TensorEvaluator.cpp - Tensor-level sol IR in float32 ---------------===//
 #include "passes/TensorEvaluator.h"
 
+#include "runtime/support/Activations.h"
+
 #include "ir/RopeTable.h"
 #include "runtime/support/Error.h"
 #include "runtime/support/ParallelChunks.h"
@@ -87,6 +89,7 @@ void linearTile(float *out, const float *x, const float *panel,
 struct AttentionShape {
   int64_t heads, kvHeads, dim, window;
   float scale;
+  float softcap; // 0: none
 };
 
 // Token t's causal attention over rows [start, t] of its sequence (the last
@@ -117,6 +120,8 @@ SOL_HOT_BODY void attendRowBody(float *out, const Activation &q,
       for (int64_t d = d8; d < s.dim; ++d)
         dot += qh[d] * kj[d];
       p[j - first] = dot * s.scale;
+      if (s.softcap > 0)
+        p[j - first] = s.softcap * std::tanh(p[j - first] / s.softcap);
       best = std::max(best, p[j - first]);
     }
     float total = 0.0f;
@@ -273,6 +278,35 @@ std::vector<float> TensorEvaluator::weight(Value w) const {
         out[c * rows + r] = in[r * cols + c];
     return out;
   }
+  if (auto slice = dyn_cast_or_null<SliceRowsOp>(def)) {
+    const std::vector<float> in = weight(slice.getInput());
+    auto type = slice.getType();
+    const int64_t row = type.getNumElements() / type.getDimSize(0);
+    const auto first = in.begin() + slice.getOffset() * row;
+    return {first, first + type.getNumElements()};
+  }
+  if (auto permute = dyn_cast_or_null<PermuteHeadDimsOp>(def)) {
+    const std::vector<float> in = weight(permute.getInput());
+    auto type = permute.getType();
+    const int64_t row = type.getNumElements() / type.getDimSize(0);
+    const int64_t d = permute.getHeadDim(), r = permute.getRotaryDim();
+    const int64_t r2 = r / 2, p2 = (d - r) / 2;
+    std::vector<float> out;
+    out.reserve(in.size());
+    for (int64_t head = 0; head < type.getDimSize(0) / d; ++head)
+      for (auto [from, n] : {std::pair{int64_t(0), r2}, std::pair{r, p2},
+                             std::pair{r2, r2}, std::pair{r + p2, p2}}) {
+        const auto first = in.begin() + (head * d + from) * row;
+        out.insert(out.end(), first, first + n * row);
+      }
+    return out;
+  }
+  if (auto offset = dyn_cast_or_null<OffsetWeightOp>(def)) {
+    std::vector<float> out = weight(offset.getInput());
+    for (float &v : out)
+      v += offset.getOffset().convertToFloat();
+    return out;
+  }
   fail("internal error: calibration cannot read a weight made by ",
        def ? def->getName().getStringRef().str() : "a block argument");
 }
@@ -340,6 +374,9 @@ TensorEvaluator::compute(Operation *op, const Values &local,
       std::memcpy(out.row(t), table.data() + ids[t] * width,
                   width * sizeof(float));
     }
+    if (std::optional<APFloat> scale = embedding.getScale())
+      for (float &v : out.values)
+        v *= scale->convertToFloat();
     return out;
   }
   if (auto norm = dyn_cast<RmsNormOp>(op)) {
@@ -395,12 +432,13 @@ TensorEvaluator::compute(Operation *op, const Values &local,
       std::vector<float> c(half), s(half);
       for (int64_t t = b; t < e; ++t) {
         // As transformers: the angle rounded to float, cos/sin of it.
+        const std::vector<float> &freq = table.invFreqAt(pos[t]);
         for (int64_t i = 0; i < half; ++i) {
-          const float angle = static_cast<float>(pos[t]) * table.invFreq[i];
+          const float angle = static_cast<float>(pos[t]) * freq[i];
           c[i] = static_cast<float>(std::cos(static_cast<double>(angle))) *
-                 table.attentionScaling;
+                 table.scalingFor(freq[i]);
           s[i] = static_cast<float>(std::sin(static_cast<double>(angle))) *
-                 table.attentionScaling;
+                 table.scalingFor(freq[i]);
         }
         for (int64_t h = 0; h < heads; ++h) {
           float *v = out.row(t) + h * dim;
@@ -425,9 +463,11 @@ TensorEvaluator::compute(Operation *op, const Values &local,
                   dim = attention.getHeadDim();
     const int64_t window = attention.getSlidingWindow().value_or(0);
     const float scale = attention.getScale().convertToFloat();
+    const float softcap =
+        attention.getSoftcap() ? attention.getSoftcap()->convertToFloat() : 0;
     std::span<const int32_t> seq = indices(attention.getTokenSeq());
     Activation out = makeActivation(T, heads * dim);
-    AttentionShape shape{heads, kvHeads, dim, window, scale};
+    AttentionShape shape{heads, kvHeads, dim, window, scale, softcap};
     parallelChunks(T, T * heads * dim * 256, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t)
         attendRow(out.row(t), q, k, v, t, sequenceStarts_[seq[t]], shape);
@@ -447,10 +487,10 @@ TensorEvaluator::compute(Operation *op, const Values &local,
                              "(importer's) form only");
     const Activation &g = in(swiglu.getGate()), &u = in(swiglu.getUp());
     Activation out = makeActivation(g.rows, g.cols);
-    for (size_t i = 0; i < out.values.size(); ++i) {
-      const float x = g.values[i];
-      out.values[i] = x / (1.0f + std::exp(-x)) * u.values[i];
-    }
+    const bool gelu = swiglu.getActivation() == GateActivation::GeluTanh;
+    for (size_t i = 0; i < out.values.size(); ++i)
+      out.values[i] =
+          (gelu ? geluTanh(g.values[i]) : silu(g.values[i])) * u.values[i];
     return out;
   }
   return op->emitOpError("calibration cannot evaluate this op (it evaluates "

@@ -9,7 +9,8 @@ on real shapes and to benchmark decode speed.
 
   python3 scripts/make-shape-model.py --shape llama-3.2-1b --out /tmp/llama-3.2-1b
 
-Shapes: llama-3.2-1b, llama-3.1-8b, qwen2.5-1.5b, qwen2.5-7b. The model is
+Shapes: llama-3.2-1b, llama-3.1-8b, qwen2.5-1.5b, qwen2.5-7b, phi-3.5-mini,
+gemma-2-9b, gemma-3-4b (the text model). The model is
 built on the GPU in bf16 (no float32 copy), re-initialised from a seeded
 generator (matrices N(0, 0.02^2), norm weights 1 + 0.05*N(0,1), biases
 0.02*N(0,1)), checked with one forward pass (finite, non-constant logits) and
@@ -161,6 +162,108 @@ QWEN2_5_7B = {
     "vocab_size": 152064,
 }
 
+# Phi-3.5-mini's shape and rope settings; its 48 short and long longrope
+# factors are not at hand, so these rise smoothly over the same ranges (1 to
+# about 3, and 1 to about 60); they change the frequencies, not the cost.
+PHI_3_5_MINI = {
+    "architectures": ["Phi3ForCausalLM"],
+    "attention_dropout": 0.0,
+    "bos_token_id": 1,
+    "embd_pdrop": 0.0,
+    "eos_token_id": 32000,
+    "hidden_act": "silu",
+    "hidden_size": 3072,
+    "initializer_range": 0.02,
+    "intermediate_size": 8192,
+    "max_position_embeddings": 131072,
+    "model_type": "phi3",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 32,
+    "original_max_position_embeddings": 4096,
+    "pad_token_id": 32000,
+    "resid_pdrop": 0.0,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": {
+        "long_factor": [round(1.0 + 59.0 * (i / 47) ** 3, 4) for i in range(48)],
+        "short_factor": [round(1.0 + 2.0 * (i / 47) ** 2, 4) for i in range(48)],
+        "type": "longrope",
+    },
+    "rope_theta": 10000.0,
+    "sliding_window": 262144,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "vocab_size": 32064,
+}
+
+GEMMA_2_9B = {
+    "architectures": ["Gemma2ForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "attn_logit_softcapping": 50.0,
+    "bos_token_id": 2,
+    "cache_implementation": "hybrid",
+    "eos_token_id": 1,
+    "final_logit_softcapping": 30.0,
+    "head_dim": 256,
+    "hidden_act": "gelu_pytorch_tanh",
+    "hidden_activation": "gelu_pytorch_tanh",
+    "hidden_size": 3584,
+    "initializer_range": 0.02,
+    "intermediate_size": 14336,
+    "max_position_embeddings": 8192,
+    "model_type": "gemma2",
+    "num_attention_heads": 16,
+    "num_hidden_layers": 42,
+    "num_key_value_heads": 8,
+    "pad_token_id": 0,
+    "query_pre_attn_scalar": 256,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 10000.0,
+    "sliding_window": 4096,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "vocab_size": 256000,
+}
+
+# The text model of Gemma-3-4B (its text_config, as Gemma3ForCausalLM reads it).
+GEMMA_3_4B = {
+    "architectures": ["Gemma3ForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "attn_logit_softcapping": None,
+    "bos_token_id": 2,
+    "eos_token_id": [1, 106],
+    "final_logit_softcapping": None,
+    "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh",
+    "hidden_size": 2560,
+    "initializer_range": 0.02,
+    "intermediate_size": 10240,
+    "max_position_embeddings": 131072,
+    "model_type": "gemma3_text",
+    "num_attention_heads": 8,
+    "num_hidden_layers": 34,
+    "num_key_value_heads": 4,
+    "pad_token_id": 0,
+    "query_pre_attn_scalar": 256,
+    "rms_norm_eps": 1e-06,
+    "rope_local_base_freq": 10000.0,
+    "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+    "rope_theta": 1000000.0,
+    "sliding_window": 1024,
+    "sliding_window_pattern": 6,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "vocab_size": 262208,
+}
+
+PHI_GENERATION = {"bos_token_id": 1, "eos_token_id": [32007, 32001, 32000], "pad_token_id": 32000}
+GEMMA_GENERATION = {"bos_token_id": 2, "eos_token_id": [1, 106], "pad_token_id": 0}
+
 LLAMA_GENERATION = {"bos_token_id": 128000, "do_sample": True, "eos_token_id": 128001,
                     "temperature": 0.6, "top_p": 0.9}
 QWEN_GENERATION = {"bos_token_id": 151643, "do_sample": False, "eos_token_id": 151643,
@@ -173,6 +276,10 @@ SHAPES = {
     "llama-3.1-8b": (LLAMA_3_1_8B, LLAMA_GENERATION, "llama3.1", 8_030_261_248),
     "qwen2.5-1.5b": (QWEN2_5_1_5B, QWEN_GENERATION, "qwen3", 1_543_714_304),
     "qwen2.5-7b": (QWEN2_5_7B, QWEN_GENERATION, "qwen3", 7_615_616_512),
+    # No tokenizer of these families is fetched (none).
+    "phi-3.5-mini": (PHI_3_5_MINI, PHI_GENERATION, None, 3_821_079_552),
+    "gemma-2-9b": (GEMMA_2_9B, GEMMA_GENERATION, None, 9_241_705_984),
+    "gemma-3-4b": (GEMMA_3_4B, GEMMA_GENERATION, None, 3_880_263_168),
 }
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
@@ -190,7 +297,10 @@ def expected_parameters(cfg):
     if cfg.get("attention_bias", False):
         attn += h  # o_proj bias
     mlp = 3 * h * inter
-    per_layer = attn + mlp + 2 * h
+    gemma = cfg["model_type"] in ("gemma2", "gemma3_text")
+    per_layer = attn + mlp + (4 if gemma else 2) * h  # Gemma: norms around both
+    if cfg["model_type"] == "gemma3_text":
+        per_layer += 2 * hd  # q_norm, k_norm
     embed = cfg["vocab_size"] * h
     return layers * per_layer + h + embed * (1 if cfg["tie_word_embeddings"] else 2)
 
@@ -316,7 +426,7 @@ def main():
         f"{' + ' + index.name if index.exists() else ''} in {t_save - t_check:.1f}s")
 
     # 5. Tokenizer.
-    if not args.no_tokenizer:
+    if not args.no_tokenizer and tokenizer_family:
         tok_dir = Path(args.tokenizer_dir) if args.tokenizer_dir else (
             Path(__file__).resolve().parent.parent / "third_party" / "tokenizers" / tokenizer_family)
         copied = []

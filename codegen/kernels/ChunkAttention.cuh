@@ -29,7 +29,8 @@
 // those positions (rope_kv_write writes the chunk's own, after them).
 //
 // chunk_attention_fp8 reads an fp8 (E4M3) cache with its per-(block, slot,
-// kv head) scales through prefill_attention_fp8's PrefillFp8Kv.
+// kv head) scales through prefill_attention_fp8's PrefillFp8Kv. Head dims
+// and the Softcap variants are prefill_attention's.
 //
 // Launch: TiledAttentionArgs (LaunchArgs.h, prefill_attention's), grid
 // (tiles * Hkv, splits), cluster (1, splits, 1) when splits >
@@ -97,7 +98,7 @@ template <int Hq, int Hkv, int HD, int BS, typename Kv>
 __device__ __forceinline__ void
 attendChunk(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
             const int *positions, const int *token_seq, const int *block_tables,
-            int max_blocks, float scale, int sliding_window,
+            int max_blocks, float scale, int sliding_window, float softcap,
             const int2 *tiles) {
   using namespace prefill_detail;
   constexpr int G = Hq / Hkv;
@@ -129,8 +130,8 @@ attendChunk(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
   const bool early = kvBegin + (tileFirst + 1) * kPrefillKeys <= firstPos;
   AttendState<HD> st;
   attendTiles<Hq, Hkv, HD, BS, G>(shared, kv, qkv, positions, table, rows, g,
-                                  scale, sliding_window, kvBegin, kvEnd,
-                                  tileFirst, tileEnd, early, st);
+                                  scale, sliding_window, softcap, kvBegin,
+                                  kvEnd, tileFirst, tileEnd, early, st);
   if (splits == 1)
     writeNormalized<Hq, HD, G>(st, out, rows);
   else
@@ -139,7 +140,7 @@ attendChunk(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
 
 } // namespace chunk_detail
 
-template <int Hq, int Hkv, int HD, int BS>
+template <int Hq, int Hkv, int HD, int BS, bool Softcap = false>
 __global__ void __launch_bounds__(kPrefillThreads)
     chunk_attention(const __grid_constant__ TiledAttentionArgs args) {
   static_assert(Hq % Hkv == 0, "chunk_attention: Hq must be k * Hkv");
@@ -151,11 +152,11 @@ __global__ void __launch_bounds__(kPrefillThreads)
   chunk_detail::attendChunk<Hq, Hkv, HD, BS>(
       chunkShared, kv, args.out, args.qkv, args.positions, args.tokenSeq,
       args.blockTables, args.maxBlocks, args.scale, args.slidingWindow,
-      args.tiles);
+      Softcap ? args.softcap : 0.0f, args.tiles);
 }
 
 // k_scales, v_scales: [num_blocks, BS, Hkv] float32 (PrefillAttention.cuh).
-template <int Hq, int Hkv, int HD, int BS>
+template <int Hq, int Hkv, int HD, int BS, bool Softcap = false>
 __global__ void __launch_bounds__(kPrefillThreads)
     chunk_attention_fp8(const __grid_constant__ TiledAttentionArgs args) {
   static_assert(Hq % Hkv == 0, "chunk_attention_fp8: Hq must be k * Hkv");
@@ -168,7 +169,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
   chunk_detail::attendChunk<Hq, Hkv, HD, BS>(
       chunkShared, kv, args.out, args.qkv, args.positions, args.tokenSeq,
       args.blockTables, args.maxBlocks, args.scale, args.slidingWindow,
-      args.tiles);
+      Softcap ? args.softcap : 0.0f, args.tiles);
 }
 
 } // namespace kernels

@@ -303,6 +303,12 @@ __device__ __forceinline__ float silu(float g) {
   return g / (1.0f + __expf(-g));
 }
 
+// PyTorch's gelu(x, approximate="tanh"): Gemma's gelu_pytorch_tanh.
+__device__ __forceinline__ float geluTanh(float x) {
+  return 0.5f * x *
+         (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
 // Negative infinity without <cmath>/<limits> (unavailable under NVRTC).
 __device__ __forceinline__ float negativeInfinity() {
   return __int_as_float(0xff800000);
@@ -315,6 +321,22 @@ __device__ __forceinline__ float negativeInfinity() {
 constexpr float kLog2e = 1.4426950408889634f;
 __device__ __forceinline__ float softmaxRescale(float m, float mNew) {
   return m == negativeInfinity() ? 0.0f : exp2f(m - mNew);
+}
+
+// Attention-logit soft-capping (Gemma 2: softcap * tanh(s / softcap), on
+// the scaled score, before the mask) of a score in the log2 domain,
+// capLog2 = softcap * kLog2e: capLog2 * tanh(s / capLog2), as
+// capLog2 - 2 capLog2 / (1 + 2^(s * 2 kLog2e / capLog2)) with the hardware
+// exp2 and reciprocal (absolute error about 1e-7 of capLog2; few registers,
+// where tanhf's polynomial cost the decode kernels their occupancy).
+// twiceLog2eOverCap = 2 * kLog2e / capLog2. It is monotonic, so the cap of
+// a running maximum is the maximum of the capped scores.
+__device__ __forceinline__ float softcapScore(float s, float capLog2,
+                                              float twiceLog2eOverCap) {
+  float e, r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(s * twiceLog2eOverCap));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
+  return fmaf(-2.0f * capLog2, r, capLog2);
 }
 
 // The merge of the running softmax states of the first `splits` (<= Max)

@@ -1,8 +1,10 @@
 //===- Embedding.cuh - Token embedding lookup -----------------------------===//
 //
-// out[t, :] = table[ids[t], :] for t < T. Each thread copies 16 bytes, so the
-// grid is ceil(T * D / 8 / 256) blocks of 256 threads. Token ids are
-// validated on the host (the tokenizer and the engine own the vocabulary).
+// out[t, :] = table[ids[t], :] for t < T, times bf16(scale) (rounded after
+// the product, as a bf16 model multiplies by its bf16 normalizer) when scale
+// is not 1 (Gemma's sqrt(hidden)). Each thread copies 16 bytes, so the grid
+// is ceil(T * D / 8 / 256) blocks of 256 threads. Token ids are validated
+// on the host (the tokenizer and the engine own the vocabulary).
 //
 // Chained steps (async scheduling) are queued before the previous step's
 // ids reach the host: a negative id -1 - r names row r of the previous
@@ -48,8 +50,17 @@ __global__ void __launch_bounds__(kEmbeddingThreads)
     if (row < 0)
       row = previousKey != nullptr ? argmaxKeyIndex(*previousKey)
                                    : previousIds[-1 - row];
-    store16(out + static_cast<long long>(t) * D + c * 8,
-            loadShared16(table + row * D + c * 8));
+    uint4 v = loadShared16(table + row * D + c * 8);
+    if (args.scale != 1.0f) {
+      const float s = roundToBf16(args.scale);
+      float x[8];
+      unpack8(v, x);
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        x[j] *= s;
+      v = pack8(x);
+    }
+    store16(out + static_cast<long long>(t) * D + c * 8, v);
   }
   if (args.clearKey) {
     __syncthreads();

@@ -120,8 +120,9 @@ struct EmbeddingArgs {
   SOL_DEVICE_PTR(unsigned long long) previousKey = nullptr;
   int tokens = 0;
   int clearKey = 0;
+  float scale = 1.0f; // rows times bf16(scale) when != 1 (Gemma)
 };
-SOL_ARGS_SIZE(EmbeddingArgs, 48)
+SOL_ARGS_SIZE(EmbeddingArgs, 56)
 SOL_ARGS_FIELD(EmbeddingArgs, out, 0)
 SOL_ARGS_FIELD(EmbeddingArgs, table, 8)
 SOL_ARGS_FIELD(EmbeddingArgs, ids, 16)
@@ -129,6 +130,7 @@ SOL_ARGS_FIELD(EmbeddingArgs, previousIds, 24)
 SOL_ARGS_FIELD(EmbeddingArgs, previousKey, 32)
 SOL_ARGS_FIELD(EmbeddingArgs, tokens, 40)
 SOL_ARGS_FIELD(EmbeddingArgs, clearKey, 44)
+SOL_ARGS_FIELD(EmbeddingArgs, scale, 48)
 
 /// rms_norm<D> (RmsNorm.cuh): rows of D elements in groups of rowGroup
 /// rows, consecutive groups xStride / outStride elements apart; with a
@@ -211,19 +213,22 @@ SOL_ARGS_FIELD(SplitKFinalizeArgs, n, 28)
 
 /// rope_kv_write and rope_kv_write_fp8 (RopeKvWrite.cuh): rotate q and k of
 /// qkv [tokens, (Hq + 2 Hkv) HD] in place and append k and v to the cache.
+/// invFreq holds HD / 2 inverse frequencies, then (LongRoPE) the HD / 2 of
+/// the long set, which positions >= ropeLongFrom use; 0x7fffffff: none.
 struct RopeKvWriteArgs {
   SOL_DEVICE_PTR(bf16) qkv = nullptr;
   SOL_DEVICE_PTR(void) kCache = nullptr;
   SOL_DEVICE_PTR(void) vCache = nullptr;
   SOL_DEVICE_PTR(float) kScales = nullptr;
   SOL_DEVICE_PTR(float) vScales = nullptr;
-  SOL_DEVICE_PTR(const float) invFreq = nullptr; // [HD / 2]
+  SOL_DEVICE_PTR(const float) invFreq = nullptr; // [HD / 2] (or [HD])
   SOL_DEVICE_PTR(const int) positions = nullptr;
   SOL_DEVICE_PTR(const int) tokenSeq = nullptr;
   SOL_DEVICE_PTR(const int) blockTables = nullptr;
   float attentionScaling = 1.0f;
   int maxBlocks = 0;
   int tokens = 0;
+  int ropeLongFrom = 0x7fffffff;
 };
 SOL_ARGS_SIZE(RopeKvWriteArgs, 88)
 SOL_ARGS_FIELD(RopeKvWriteArgs, qkv, 0)
@@ -238,12 +243,15 @@ SOL_ARGS_FIELD(RopeKvWriteArgs, blockTables, 64)
 SOL_ARGS_FIELD(RopeKvWriteArgs, attentionScaling, 72)
 SOL_ARGS_FIELD(RopeKvWriteArgs, maxBlocks, 76)
 SOL_ARGS_FIELD(RopeKvWriteArgs, tokens, 80)
+SOL_ARGS_FIELD(RopeKvWriteArgs, ropeLongFrom, 84)
 
 /// paged_attention and paged_attention_fp8 (PagedAttention.cuh): out
 /// [tokens, Hq HD] from q of qkv and the cache. With splits > 1 (grid y)
 /// outside a cluster the blocks merge through `partials` and `arrivals`
 /// (else both may be null). The FusedRope variants also rotate q and k
-/// with invFreq and attentionScaling and append k and v to the cache.
+/// with invFreq, attentionScaling and ropeLongFrom (as RopeKvWriteArgs) and
+/// append k and v to the cache. softcap > 0 caps every score s (q.k *
+/// scale) to softcap * tanh(s / softcap) before the mask (Gemma 2).
 struct PagedAttentionArgs {
   SOL_DEVICE_PTR(bf16) out = nullptr;
   SOL_DEVICE_PTR(const bf16) qkv = nullptr;
@@ -262,8 +270,10 @@ struct PagedAttentionArgs {
   int slidingWindow = 0; // 0: none
   int tokens = 0;
   float attentionScaling = 1.0f;
+  float softcap = 0.0f; // 0: none
+  int ropeLongFrom = 0x7fffffff;
 };
-SOL_ARGS_SIZE(PagedAttentionArgs, 120)
+SOL_ARGS_SIZE(PagedAttentionArgs, 128)
 SOL_ARGS_FIELD(PagedAttentionArgs, out, 0)
 SOL_ARGS_FIELD(PagedAttentionArgs, qkv, 8)
 SOL_ARGS_FIELD(PagedAttentionArgs, kCache, 16)
@@ -281,10 +291,13 @@ SOL_ARGS_FIELD(PagedAttentionArgs, scale, 100)
 SOL_ARGS_FIELD(PagedAttentionArgs, slidingWindow, 104)
 SOL_ARGS_FIELD(PagedAttentionArgs, tokens, 108)
 SOL_ARGS_FIELD(PagedAttentionArgs, attentionScaling, 112)
+SOL_ARGS_FIELD(PagedAttentionArgs, softcap, 116)
+SOL_ARGS_FIELD(PagedAttentionArgs, ropeLongFrom, 120)
 
 /// The tensor-core attention kernels over host-planned tiles:
 /// prefill_attention(_fp8) (PrefillAttention.cuh) and chunk_attention(_fp8)
 /// (ChunkAttention.cuh). tiles[i] = (first token, tokens) of one sequence.
+/// softcap as in PagedAttentionArgs.
 struct TiledAttentionArgs {
   SOL_DEVICE_PTR(bf16) out = nullptr;
   SOL_DEVICE_PTR(const bf16) qkv = nullptr;
@@ -299,6 +312,7 @@ struct TiledAttentionArgs {
   int maxBlocks = 0;
   float scale = 0.0f;
   int slidingWindow = 0; // 0: none
+  float softcap = 0.0f;  // 0: none
 };
 SOL_ARGS_SIZE(TiledAttentionArgs, 96)
 SOL_ARGS_FIELD(TiledAttentionArgs, out, 0)
@@ -314,6 +328,7 @@ SOL_ARGS_FIELD(TiledAttentionArgs, tiles, 72)
 SOL_ARGS_FIELD(TiledAttentionArgs, maxBlocks, 80)
 SOL_ARGS_FIELD(TiledAttentionArgs, scale, 84)
 SOL_ARGS_FIELD(TiledAttentionArgs, slidingWindow, 88)
+SOL_ARGS_FIELD(TiledAttentionArgs, softcap, 92)
 
 /// swiglu<I> and swiglu_pairs<I> (Swiglu.cuh): out [tokens, I] from gateUp
 /// [tokens, 2 I].
@@ -321,11 +336,25 @@ struct SwigluArgs {
   SOL_DEVICE_PTR(bf16) out = nullptr;
   SOL_DEVICE_PTR(const bf16) gateUp = nullptr;
   int tokens = 0;
+  int geluTanh = 0; // the gate's activation: silu, or (1) tanh GELU (GeGLU)
 };
 SOL_ARGS_SIZE(SwigluArgs, 24)
 SOL_ARGS_FIELD(SwigluArgs, out, 0)
 SOL_ARGS_FIELD(SwigluArgs, gateUp, 8)
 SOL_ARGS_FIELD(SwigluArgs, tokens, 16)
+SOL_ARGS_FIELD(SwigluArgs, geluTanh, 20)
+
+/// softcap (Softcap.cuh): x = cap * tanh(x / cap) over `count` floats, in
+/// place (Gemma 2's final-logit soft-capping).
+struct SoftcapArgs {
+  SOL_DEVICE_PTR(float) values = nullptr;
+  long long count = 0;
+  float cap = 0.0f;
+};
+SOL_ARGS_SIZE(SoftcapArgs, 24)
+SOL_ARGS_FIELD(SoftcapArgs, values, 0)
+SOL_ARGS_FIELD(SoftcapArgs, count, 8)
+SOL_ARGS_FIELD(SoftcapArgs, cap, 16)
 
 /// add<D> (Add.cuh): out = a + b over [tokens, D]; out may alias a.
 struct AddArgs {
@@ -524,6 +553,7 @@ SOL_LAUNCH_ARGS_NAME(RopeKvWriteArgs)
 SOL_LAUNCH_ARGS_NAME(PagedAttentionArgs)
 SOL_LAUNCH_ARGS_NAME(TiledAttentionArgs)
 SOL_LAUNCH_ARGS_NAME(SwigluArgs)
+SOL_LAUNCH_ARGS_NAME(SoftcapArgs)
 SOL_LAUNCH_ARGS_NAME(AddArgs)
 SOL_LAUNCH_ARGS_NAME(GatherRowsArgs)
 SOL_LAUNCH_ARGS_NAME(ArgmaxArgs)

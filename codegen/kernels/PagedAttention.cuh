@@ -13,7 +13,16 @@
 // Each block handles one (token, kv head) pair, i.e. all Hq / Hkv query heads
 // of the group, so each K/V row is loaded once per group. HD / 8 lanes share a
 // cache position (16 bytes each); the block's 4 warps walk the positions with
-// independent running softmax states that are merged at the end.
+// independent running softmax states that are merged at the end. A head dim
+// whose HD / 8 is not a power of two (80, 96) takes the next power of two
+// lanes a position (16); the lanes past HD / 8 load nothing and hold zeros,
+// so they add nothing to the dot products and write nothing. Head dims 8 to
+// 256 in steps of 8 run; 64, 128 and 256 have no idle lanes.
+//
+// With Softcap (Gemma 2), softcap > 0 replaces each score s = q.k * scale
+// by softcap * tanh(s / softcap) before the mask and the softmax. It is a
+// template flag, not only a runtime value: a uniform branch on it took the
+// plain kernels from 128 to 156 registers (4 blocks an SM to 3).
 //
 // Flash-decoding: gridDim.y = splits > 1 cuts each token's context into
 // `splits` equal ranges, one block each; the blocks write unnormalised partial
@@ -54,8 +63,12 @@
 // applied once per position, to the score (q . k8 * k_scale) and to the
 // softmax weight (p * v_scale), not per element. A lane loads 16 fp8 values
 // (16 bytes, HD / 16 lanes per position) when the group's registers allow
-// (Hq / Hkv <= 4), else 8 (8 bytes, the bf16 kernel's HD / 8 lanes), so q
-// and the accumulators never hold more than 128 floats per lane.
+// (Hq / Hkv <= 4) and HD is a power of two or a multiple of 32 (80 takes 8,
+// so that each half of a head spans whole lanes for the fused rope), else
+// 8 (8 bytes, the bf16
+// kernel's HD / 8 lanes), so q and the accumulators never hold more than
+// 128 floats per lane. Lane counts that are not a power of two are padded
+// as in the bf16 kernel (80: 10 lanes of 16, 96: 6 of 8 or 12 of 16).
 //
 // Launch: PagedAttentionArgs (LaunchArgs.h), grid (T * Hkv, splits),
 // kPagedAttentionThreads threads.
@@ -79,10 +92,13 @@ constexpr int kMaxClusterSplits = 8;
 
 template <int Hq, int Hkv, int HD, int BS> struct PagedAttentionShape {
   static_assert(Hq % Hkv == 0, "paged_attention: Hq must be a multiple of Hkv");
-  static_assert(HD % 8 == 0 && isPowerOfTwo(HD / 8) && HD / 8 <= 32,
-                "paged_attention: head_dim must be 8, 16, ..., 256");
+  static_assert(HD % 8 == 0 && HD >= 8 && HD / 8 <= 32,
+                "paged_attention: head_dim must be a multiple of 8, <= 256");
   static constexpr int kGroup = Hq / Hkv;
-  static constexpr int kLanesPerPos = HD / 8;
+  // Lanes holding a position's values, and lanes per position (padded to a
+  // power of two; the rest idle).
+  static constexpr int kValueLanes = HD / 8;
+  static constexpr int kLanesPerPos = nextPowerOfTwo(HD / 8);
   static constexpr int kPosPerWarp = 32 / kLanesPerPos;
   static constexpr int kWarps = kPagedAttentionThreads / 32;
   static constexpr int kPosPerStep = kWarps * kPosPerWarp;
@@ -96,11 +112,14 @@ template <int Hq, int Hkv, int HD, int BS> struct PagedAttentionShape {
 template <int Hq, int Hkv, int HD, int BS> struct PagedAttentionFp8Shape {
   static_assert(Hq % Hkv == 0,
                 "paged_attention_fp8: Hq must be a multiple of Hkv");
-  static_assert(HD >= 16 && HD <= 256 && isPowerOfTwo(HD),
-                "paged_attention_fp8: head_dim must be 16, 32, ..., 256");
+  static_assert(HD % 16 == 0 && HD >= 16 && HD <= 256,
+                "paged_attention_fp8: head_dim must be a multiple of 16, "
+                "<= 256");
   static constexpr int kGroup = Hq / Hkv;
-  static constexpr int kElems = kGroup <= 4 ? 16 : 8;
-  static constexpr int kLanesPerPos = HD / kElems;
+  static constexpr int kElems =
+      kGroup <= 4 && (isPowerOfTwo(HD) || HD % 32 == 0) ? 16 : 8;
+  static constexpr int kValueLanes = HD / kElems;
+  static constexpr int kLanesPerPos = nextPowerOfTwo(HD / kElems);
   static constexpr int kPosPerWarp = 32 / kLanesPerPos;
   static constexpr int kWarps = kPagedAttentionThreads / 32;
   static constexpr int kPosPerStep = kWarps * kPosPerWarp;
@@ -120,8 +139,8 @@ mergeCluster(bf16 *out, const float *mergedM, const float *mergedL,
 
 // Merges the running softmax states of a block's position groups (lanes
 // with equal `sub` hold head-dim values [sub * E, sub * E + E) of each of the
-// G heads) and its warps, then writes out (splits == 1) or the split's
-// partials.
+// G heads; kLpp lanes a group, of which the first HD / E hold values) and
+// its warps, then writes out (splits == 1) or the split's partials.
 template <int Hq, int HD, int G, int kLpp, int E, int kWarps>
 __device__ __forceinline__ void
 mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
@@ -154,7 +173,7 @@ mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
   __shared__ float sharedM[kWarps][G];
   __shared__ float sharedL[kWarps][G];
   __shared__ float sharedAcc[kWarps][G][HD];
-  if (lane < kLpp) {
+  if (lane < HD / E) {
 #pragma unroll
     for (int gi = 0; gi < G; ++gi) {
 #pragma unroll
@@ -348,6 +367,12 @@ template <int E> struct RawBf16 {
     for (int c = 0; c < E / 8; ++c)
       chunk[c] = load16(p + c * 8);
   }
+  // load(p) for a lane that holds values, zeros for an idle one.
+  __device__ __forceinline__ void loadIf(bool holds, const bf16 *p) {
+#pragma unroll
+    for (int c = 0; c < E / 8; ++c)
+      chunk[c] = holds ? load16(p + c * 8) : make_uint4(0, 0, 0, 0);
+  }
   __device__ __forceinline__ void unpack(float (&f)[E]) const {
 #pragma unroll
     for (int c = 0; c < E / 8; ++c) {
@@ -371,16 +396,16 @@ __device__ __forceinline__ void loadBf16(const bf16 *p, float (&f)[E]) {
 // FusedRope's work before griddepcontrol.wait: L2 prefetches of this lane's
 // chunks (E elements of T) of the K and V rows of the walk's step at `base`
 // (the first; with PreloadWalk, which loads the first, the second),
-// positions below pos only (pos is appended after the wait). Prefetches
-// hold no registers.
+// positions below pos only (pos is appended after the wait), by the lanes
+// that hold values (`holds`). Prefetches hold no registers.
 template <int Hkv, int HD, int BS, int E, int kPosPerStep, int U, typename T>
 __device__ __forceinline__ void
 prefetchStep(const T *k_cache, const T *v_cache, const int *table, int base,
-             int end, int pos, int posGroup, int g, int sub) {
+             int end, int pos, int posGroup, int g, int sub, bool holds) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const int p = base + u * kPosPerStep + posGroup;
-    if (p < end && p < pos) {
+    if (holds && p < end && p < pos) {
       const long long row =
           (table[p / BS] * static_cast<long long>(BS) + p % BS) * Hkv + g;
       prefetchL2(k_cache + row * HD + sub * E);
@@ -427,38 +452,50 @@ template <int Hq, int Hkv, int HD>
 __device__ __forceinline__ void
 appendKvBf16(const bf16 *row, bf16 *k_cache, bf16 *v_cache, long long offset,
              int g, const float *cosT, const float *sinT) {
-  constexpr int kLpp = HD / 8;
+  constexpr int kLanes = HD / 8;
+  constexpr int kLpp = nextPowerOfTwo(kLanes);
   const int lane = threadIdx.x % 32;
   const int sub = lane % kLpp;
   float k[8];
-  unpack8(load16(row + (Hq + g) * HD + sub * 8), k);
+  unpack8(kLanes == kLpp || sub < kLanes ? load16(row + (Hq + g) * HD + sub * 8)
+                                         : make_uint4(0, 0, 0, 0),
+          k);
   rope_detail::rotateLane<HD, 8>(k, sub, cosT, sinT);
-  if (lane < kLpp) {
+  if (lane < kLanes) {
     store16(k_cache + offset + sub * 8, pack8(k));
     store16(v_cache + offset + sub * 8,
             load16(row + (Hq + Hkv + g) * HD + sub * 8));
   }
 }
 
-// The same for an fp8 cache: lanes hold E values (HD / E lanes per row), and
-// each row gets its scale (Rope.cuh) at scale index `row` of the caches.
+// The same for an fp8 cache: lanes hold E values (HD / E lanes per row,
+// padded to a power of two with lanes of zeros), and each row gets its
+// scale (Rope.cuh) at scale index `row` of the caches.
 template <int Hq, int Hkv, int HD, int E>
 __device__ __forceinline__ void
 appendKvFp8(const bf16 *row, unsigned char *k_cache, unsigned char *v_cache,
             float *k_scales, float *v_scales, long long cacheRow, int g,
             const float *cosT, const float *sinT) {
-  constexpr int kLpp = HD / E;
+  constexpr int kLanes = HD / E;
+  constexpr int kLpp = nextPowerOfTwo(kLanes);
   const int lane = threadIdx.x % 32;
   const int sub = lane % kLpp;
+  const bool holds = kLanes == kLpp || sub < kLanes;
 #pragma unroll
   for (int isV = 0; isV < 2; ++isV) {
     float x[E];
-    loadBf16<E>(row + (Hq + isV * Hkv + g) * HD + sub * E, x);
+    if (holds) {
+      loadBf16<E>(row + (Hq + isV * Hkv + g) * HD + sub * E, x);
+    } else {
+#pragma unroll
+      for (int j = 0; j < E; ++j)
+        x[j] = 0.0f;
+    }
     if (!isV)
       rope_detail::rotateLane<HD, E>(x, sub, cosT, sinT);
     float scale;
     const uint4 raw = quantizeFp8<E, kLpp>(x, scale);
-    if (lane < kLpp)
+    if (lane < kLanes)
       storeFp8Raw<E>((isV ? v_cache : k_cache) + cacheRow * HD + sub * E, raw);
     if (lane == 0)
       (isV ? v_scales : k_scales)[cacheRow] = scale;
@@ -503,7 +540,7 @@ template <int E> __device__ __forceinline__ uint4 loadFp8(const void *p) {
 } // namespace attention_detail
 
 template <int Hq, int Hkv, int HD, int BS, bool FusedRope,
-          bool PreloadWalk = false>
+          bool PreloadWalk = false, bool Softcap = false>
 __global__ void __launch_bounds__(kPagedAttentionThreads)
     paged_attention(const __grid_constant__ PagedAttentionArgs args) {
   allowDependentLaunch();
@@ -522,6 +559,10 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   unsigned *const arrivals = args.arrivals;
   const float *const inv_freq = args.invFreq;
   const float attention_scaling = args.attentionScaling;
+  const int rope_long_from = args.ropeLongFrom;
+  // Only the Softcap variants read it: a branch on it in every kernel cost
+  // registers, and occupancy, even when never taken.
+  const float softcap = Softcap ? args.softcap : 0.0f;
   // Unfused: rope_kv_write, the predecessor, wrote this step's K/V rows
   // (a prompt chunk's tokens read each other's), so wait at once.
   static_assert(FusedRope || !PreloadWalk,
@@ -544,6 +585,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int sub = lane % kLpp;
+  // Whether this lane holds values of its position (not a padding lane).
+  const bool holds = Shape::kValueLanes == kLpp || sub < Shape::kValueLanes;
   const int posGroup = warp * Shape::kPosPerWarp + lane / kLpp;
 
   const int seq = token_seq[t];
@@ -567,7 +610,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   auto loadQ = [&] {
 #pragma unroll
     for (int gi = 0; gi < G; ++gi)
-      qRaw[gi].load(qRow + gi * HD);
+      qRaw[gi].loadIf(holds, qRow + gi * HD);
   };
 
   // One step of the walk: U positions per position group.
@@ -578,7 +621,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     for (int u = 0; u < U; ++u) {
       const int p = base + u * Shape::kPosPerStep + posGroup;
       ok[u] = p < end;
-      if (ok[u]) {
+      if (ok[u] && holds) {
         const long long block = table[p / BS];
         const long long offset =
             ((block * BS + p % BS) * Hkv + g) * HD + sub * 8;
@@ -616,14 +659,14 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
   if constexpr (FusedRope && PreloadWalk) {
     if (seq >= 0)
-      rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
-                                 attention_scaling);
+      rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, pos, attention_scaling,
+                                 rope_long_from);
     loadStep(begin);
     if (begin + Shape::kPosPerStep * U < end)
       prefetchStep<Hkv, HD, BS, 8, Shape::kPosPerStep, U>(
           k_cache, v_cache, table, begin + Shape::kPosPerStep * U, end, pos,
-          posGroup, g, sub);
-    const bool writesPos = begin <= pos && pos < end &&
+          posGroup, g, sub, holds);
+    const bool writesPos = holds && begin <= pos && pos < end &&
                            (pos - begin) % Shape::kPosPerStep == posGroup;
     long long newOffset = 0;
     if (writesPos)
@@ -637,8 +680,11 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     loadQ();
     const bool ownsPos = seq >= 0 && begin <= pos && pos < end;
     if (ownsPos) {
-      uint4 kNew = load16(tokenRow + (Hq + g) * HD + sub * 8);
-      const uint4 vNew = load16(tokenRow + (Hq + Hkv + g) * HD + sub * 8);
+      uint4 kNew = holds ? load16(tokenRow + (Hq + g) * HD + sub * 8)
+                         : make_uint4(0, 0, 0, 0);
+      const uint4 vNew = holds
+                             ? load16(tokenRow + (Hq + Hkv + g) * HD + sub * 8)
+                             : make_uint4(0, 0, 0, 0);
       float k[8];
       unpack8(kNew, k);
       rope_detail::rotateLane<HD, 8>(k, sub, cosT, sinT);
@@ -657,10 +703,10 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     }
   } else if constexpr (FusedRope) {
     if (seq >= 0) {
-      rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
-                                 attention_scaling);
+      rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, pos, attention_scaling,
+                                 rope_long_from);
       prefetchStep<Hkv, HD, BS, 8, Shape::kPosPerStep, U>(
-          k_cache, v_cache, table, begin, end, pos, posGroup, g, sub);
+          k_cache, v_cache, table, begin, end, pos, posGroup, g, sub, holds);
     }
     waitForPredecessor();
     loadQ();
@@ -703,6 +749,10 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       acc[gi][j] = 0.0f;
   }
 
+  // Soft-capping, in the log2 domain of the scores.
+  const float capLog2 = softcap * kLog2e;
+  const float capRate = softcap > 0.0f ? 2.0f / softcap : 0.0f;
+
   // begin/end are uniform over the block, so every lane runs every iteration
   // and the shuffles below always see the full warp.
   for (int base = begin; base < end; base += Shape::kPosPerStep * U) {
@@ -724,6 +774,14 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
         d = groupSum<kLpp>(d);
         s[u][gi] = ok[u] ? d : negativeInfinity();
       }
+    }
+    if (softcap > 0.0f) { // uniform
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int gi = 0; gi < G; ++gi)
+          if (ok[u])
+            s[u][gi] = softcapScore(s[u][gi], capLog2, capRate);
     }
 #pragma unroll
     for (int gi = 0; gi < G; ++gi) {
@@ -755,7 +813,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
 }
 
 template <int Hq, int Hkv, int HD, int BS, bool FusedRope,
-          bool PreloadWalk = false>
+          bool PreloadWalk = false, bool Softcap = false>
 __global__ void __launch_bounds__(kPagedAttentionThreads)
     paged_attention_fp8(const __grid_constant__ PagedAttentionArgs args) {
   allowDependentLaunch();
@@ -776,6 +834,10 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   unsigned *const arrivals = args.arrivals;
   const float *const inv_freq = args.invFreq;
   const float attention_scaling = args.attentionScaling;
+  const int rope_long_from = args.ropeLongFrom;
+  // Only the Softcap variants read it: a branch on it in every kernel cost
+  // registers, and occupancy, even when never taken.
+  const float softcap = Softcap ? args.softcap : 0.0f;
   // Unfused: rope_kv_write, the predecessor, wrote this step's K/V rows
   // (a prompt chunk's tokens read each other's), so wait at once.
   static_assert(FusedRope || !PreloadWalk,
@@ -799,6 +861,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int sub = lane % kLpp;
+  // Whether this lane holds values of its position (not a padding lane).
+  const bool holds = Shape::kValueLanes == kLpp || sub < Shape::kValueLanes;
   const int posGroup = warp * Shape::kPosPerWarp + lane / kLpp;
 
   const int seq = token_seq[t];
@@ -822,7 +886,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   auto loadQ = [&] {
 #pragma unroll
     for (int gi = 0; gi < G; ++gi)
-      qRaw[gi].load(qRow + gi * HD);
+      qRaw[gi].loadIf(holds, qRow + gi * HD);
   };
 
   // One step of the walk, as in paged_attention.
@@ -837,8 +901,10 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       if (ok[u]) {
         const long long block = table[p / BS];
         const long long row = (block * BS + p % BS) * Hkv + g;
-        kRaw[u] = loadFp8<E>(k_cache + row * HD + sub * E);
-        vRaw[u] = loadFp8<E>(v_cache + row * HD + sub * E);
+        kRaw[u] = holds ? loadFp8<E>(k_cache + row * HD + sub * E)
+                        : make_uint4(0, 0, 0, 0);
+        vRaw[u] = holds ? loadFp8<E>(v_cache + row * HD + sub * E)
+                        : make_uint4(0, 0, 0, 0);
         kScale[u] = k_scales[row];
         vScale[u] = v_scales[row];
       } else {
@@ -856,13 +922,13 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
   if constexpr (FusedRope && PreloadWalk) {
     if (seq >= 0)
-      rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
-                                 attention_scaling);
+      rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, pos, attention_scaling,
+                                 rope_long_from);
     loadStep(begin);
     if (begin + Shape::kPosPerStep * U < end)
       prefetchStep<Hkv, HD, BS, E, Shape::kPosPerStep, U>(
           k_cache, v_cache, table, begin + Shape::kPosPerStep * U, end, pos,
-          posGroup, g, sub);
+          posGroup, g, sub, holds);
     const bool writesPos = begin <= pos && pos < end &&
                            (pos - begin) % Shape::kPosPerStep == posGroup;
     long long newRow = 0;
@@ -875,8 +941,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     const bool ownsPos = seq >= 0 && begin <= pos && pos < end;
     if (ownsPos) {
       RawBf16<E> kIn, vIn;
-      kIn.load(tokenRow + (Hq + g) * HD + sub * E);
-      vIn.load(tokenRow + (Hq + Hkv + g) * HD + sub * E);
+      kIn.loadIf(holds, tokenRow + (Hq + g) * HD + sub * E);
+      vIn.loadIf(holds, tokenRow + (Hq + Hkv + g) * HD + sub * E);
       float k[E], v[E];
       kIn.unpack(k);
       vIn.unpack(v);
@@ -885,8 +951,10 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       const uint4 kNew = quantizeFp8<E, kLpp>(k, kNewScale);
       const uint4 vNew = quantizeFp8<E, kLpp>(v, vNewScale);
       if (writesPos) {
-        storeFp8Raw<E>(k_cache + newRow * HD + sub * E, kNew);
-        storeFp8Raw<E>(v_cache + newRow * HD + sub * E, vNew);
+        if (holds) {
+          storeFp8Raw<E>(k_cache + newRow * HD + sub * E, kNew);
+          storeFp8Raw<E>(v_cache + newRow * HD + sub * E, vNew);
+        }
         if (sub == 0) {
           k_scales[newRow] = kNewScale;
           v_scales[newRow] = vNewScale;
@@ -904,10 +972,10 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     }
   } else if constexpr (FusedRope) {
     if (seq >= 0) {
-      rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
-                                 attention_scaling);
+      rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, pos, attention_scaling,
+                                 rope_long_from);
       prefetchStep<Hkv, HD, BS, E, Shape::kPosPerStep, U>(
-          k_cache, v_cache, table, begin, end, pos, posGroup, g, sub);
+          k_cache, v_cache, table, begin, end, pos, posGroup, g, sub, holds);
     }
     waitForPredecessor();
     loadQ();
@@ -950,6 +1018,10 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       acc[gi][j] = 0.0f;
   }
 
+  // Soft-capping, in the log2 domain of the scores.
+  const float capLog2 = softcap * kLog2e;
+  const float capRate = softcap > 0.0f ? 2.0f / softcap : 0.0f;
+
   // begin/end are uniform over the block, so every lane runs every iteration
   // and the shuffles below always see the full warp.
   for (int base = begin; base < end; base += Shape::kPosPerStep * U) {
@@ -969,6 +1041,14 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
         d = groupSum<kLpp>(d);
         s[u][gi] = ok[u] ? d * kScale[u] : negativeInfinity();
       }
+    }
+    if (softcap > 0.0f) { // uniform
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int gi = 0; gi < G; ++gi)
+          if (ok[u])
+            s[u][gi] = softcapScore(s[u][gi], capLog2, capRate);
     }
     // New running maxima first, so that each V row is converted once and
     // used by every head of the group.

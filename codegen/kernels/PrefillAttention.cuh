@@ -50,6 +50,19 @@
 //    values instead of the 4 of cvt.f16x2.e4m3x2 -> f32 -> bf16. E4M3 NaN
 //    (0x7F/0xFF, only written for NaN inputs) reads as +-480 * scale.
 //
+// Head dims: 64, 80, 96, 128 and 256 (any multiple of 16 up to 256
+// compiles). The mma tiling needs only multiples of 16; rows of 80 and 96
+// (10 and 12 chunks of 16 bytes) cannot take the XOR swizzle, so their
+// tiles' rows are padded to an odd number of chunks (88, 104 elements),
+// which spreads eight rows' same chunk over the banks by itself. At 256 the
+// O accumulators take 128 registers a thread, so Q stays in shared memory
+// and each warp reads its fragments once per K/V tile (64 more registers
+// otherwise); its tiles take 160 KB (194 KB with fp8): one block an SM.
+//
+// The Softcap variants (Gemma 2) cap every visible score s (q . k * scale)
+// to softcap * tanh(s / softcap) before the softmax; the plain kernels do
+// not read args.softcap.
+//
 // Launch: TiledAttentionArgs (LaunchArgs.h), grid (tiles, Hq),
 // kPrefillThreads threads,
 // PrefillAttentionShape<HD>::kSharedBytes (bf16) or ::kFp8SharedBytes (fp8)
@@ -70,10 +83,18 @@ constexpr int kPrefillKeys = 64;     // cached positions per K/V tile
 constexpr int kPrefillThreads = 128; // 4 warps
 
 template <int HD> struct PrefillAttentionShape {
-  static_assert(HD == 64 || HD == 128,
-                "prefill_attention: head_dim must be 64 or 128");
+  static_assert(HD % 16 == 0 && HD >= 16 && HD <= 256,
+                "prefill_attention: head_dim must be a multiple of 16, <= 256");
   static constexpr int kChunks = HD / 8; // 16-byte chunks per row
-  static constexpr int kTileElems = kPrefillRows * HD;
+  // Elements from one tile row to the next: HD when the XOR swizzle spreads
+  // the rows over the banks (rows of a multiple of 8 chunks), else HD + 8,
+  // an odd number of chunks, which spreads them by itself (80: 11 chunks).
+  static constexpr int kRowStride = HD % 64 == 0 ? HD : HD + 8;
+  static constexpr int kTileElems = kPrefillRows * kRowStride;
+  // Q fragments stay in registers for the whole walk up to head dim 128; at
+  // 256 they would take 64 of them beside the 128 of O, so each warp reads
+  // its Q fragments from shared memory once per K/V tile instead.
+  static constexpr bool kQInRegisters = HD <= 128;
   // Q, then two stages of (K, V).
   static constexpr int kSharedBytes = (kTileElems + 4 * kTileElems) * 2;
   // fp8: then one staging tile of E4M3 K and V bytes, then two stages of
@@ -87,10 +108,15 @@ template <int HD> struct PrefillAttentionShape {
 namespace prefill_detail {
 
 // Element offset of 16-byte chunk `chunk` of row `row` in a tile of
-// HD-element rows; rows are 128 or 256 bytes, so XOR-ing the low three chunk
-// bits with the row spreads eight rows' same chunk over all banks.
+// HD-element rows. Rows of 128, 256 or 512 bytes: XOR-ing the low three
+// chunk bits with the row spreads eight rows' same chunk over all banks.
+// Other head dims (80, 96) pad each row to an odd number of chunks
+// (PrefillAttentionShape::kRowStride), which does the same unswizzled.
 template <int HD> __device__ __forceinline__ int swizzle(int row, int chunk) {
-  return row * HD + ((chunk ^ (row & 7)) * 8);
+  if constexpr (HD % 64 == 0)
+    return row * HD + ((chunk ^ (row & 7)) * 8);
+  else
+    return row * PrefillAttentionShape<HD>::kRowStride + chunk * 8;
 }
 
 // K/V tiles from a bf16 cache: cp.async straight into the ring's stage.
@@ -105,7 +131,7 @@ template <int Hkv, int HD, int BS> struct PrefillBf16Kv {
                                         int kvBegin, int kvEnd,
                                         const int *table, int g) const {
     constexpr int kChunks = HD / 8;
-    constexpr int kTileElems = kPrefillKeys * HD;
+    constexpr int kTileElems = PrefillAttentionShape<HD>::kTileElems;
     bf16 *sK = sKV + 2 * stage * kTileElems;
     bf16 *sV = sK + kTileElems;
     const int p0 = kvBegin + kvTile * kPrefillKeys;
@@ -162,7 +188,11 @@ __device__ __forceinline__ void e4m3x4ToBf16(unsigned w, unsigned &lo,
 template <int Hkv, int HD, int BS> struct PrefillFp8Kv {
   static constexpr bool kScaled = true;
   static constexpr int kChunks = HD / 16; // 16-byte fp8 chunks per row
-  static constexpr int kPerThread = kPrefillKeys * kChunks / kPrefillThreads;
+  // Chunks of a tile per thread; when they do not divide evenly (head dim
+  // 80: 320 chunks) the last round's threads past the tile copy nothing.
+  static constexpr int kTileChunks = kPrefillKeys * kChunks;
+  static constexpr int kPerThread = ceilDiv(kTileChunks, kPrefillThreads);
+  static constexpr bool kRagged = kTileChunks % kPrefillThreads != 0;
   static_assert(2 * kPrefillKeys == kPrefillThreads,
                 "prefill_attention_fp8: one scale per thread and tile");
   const unsigned char *k_cache;
@@ -179,6 +209,8 @@ template <int Hkv, int HD, int BS> struct PrefillFp8Kv {
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int idx = threadIdx.x + i * kPrefillThreads;
+      if (kRagged && idx >= kTileChunks)
+        break;
       const int r = idx / kChunks;
       const int c = idx % kChunks;
       const int p = p0 + r;
@@ -212,6 +244,8 @@ template <int Hkv, int HD, int BS> struct PrefillFp8Kv {
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int idx = threadIdx.x + i * kPrefillThreads;
+      if (kRagged && idx >= kTileChunks)
+        break;
       const int r = idx / kChunks;
       const int c = idx % kChunks;
       // This fp8 chunk is bf16 chunks 2c and 2c + 1 of the row. Storing
@@ -297,13 +331,14 @@ struct AttendRows {
 // positions from kvEnd on read as zeros), flash-attention style, leaving
 // the unnormalised state in `st`. With earlyFetch the first K/V tile is
 // requested before waitForPredecessor (its positions must be older than the
-// step); Q always after.
+// step); Q always after. softcap > 0 caps the scores (LaunchArgs.h).
 template <int Hq, int Hkv, int HD, int BS, int G, typename Kv>
 __device__ __forceinline__ void
 attendTiles(unsigned char *shared, const Kv &kv, const bf16 *qkv,
             const int *positions, const int *table, AttendRows rows, int g,
-            float scale, int sliding_window, int kvBegin, int kvEnd,
-            int tileFirst, int tileEnd, bool earlyFetch, AttendState<HD> &st) {
+            float scale, int sliding_window, float softcap, int kvBegin,
+            int kvEnd, int tileFirst, int tileEnd, bool earlyFetch,
+            AttendState<HD> &st) {
   using Shape = PrefillAttentionShape<HD>;
   constexpr int kRowElems = (Hq + 2 * Hkv) * HD;
   constexpr int kChunks = Shape::kChunks;
@@ -356,10 +391,13 @@ attendTiles(unsigned char *shared, const Kv &kv, const bf16 *qkv,
   const int loA = sliding_window > 0 ? posA - sliding_window + 1 : 0;
   const int loB = sliding_window > 0 ? posB - sliding_window + 1 : 0;
   const float qScale = scale * kLog2e; // scores in the log2 domain
+  const float capLog2 = softcap * kLog2e;
+  const float capRate = softcap > 0.0f ? 2.0f / softcap : 0.0f;
   // Warps whose 16 rows are all past the tile only help with the copies.
   const bool warpHasRows = warp * 16 < qRows;
 
-  unsigned q[kSlices][4];
+  constexpr bool kQInRegisters = Shape::kQInRegisters;
+  unsigned q[kQInRegisters ? kSlices : 1][4];
   float(&o)[kDimTiles][4] = st.o;
 #pragma unroll
   for (int j = 0; j < kDimTiles; ++j)
@@ -383,11 +421,14 @@ attendTiles(unsigned char *shared, const Kv &kv, const bf16 *qkv,
     const bf16 *sK = sKV + 2 * stage * Shape::kTileElems;
     const bf16 *sV = sK + Shape::kTileElems;
     const int p0 = kvBegin + kt * kPrefillKeys;
-    if (kt == tileFirst) {
+    if constexpr (kQInRegisters) {
+      if (kt == tileFirst) {
 #pragma unroll
-      for (int s = 0; s < kSlices; ++s)
-        loadMatrixX4(q[s], sharedAddress(sQ + swizzle<HD>(warp * 16 + lane % 16,
-                                                          s * 2 + lane / 16)));
+        for (int s = 0; s < kSlices; ++s)
+          loadMatrixX4(q[s],
+                       sharedAddress(sQ + swizzle<HD>(warp * 16 + lane % 16,
+                                                      s * 2 + lane / 16)));
+      }
     }
 
     if (warpHasRows) {
@@ -398,8 +439,8 @@ attendTiles(unsigned char *shared, const Kv &kv, const bf16 *qkv,
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           s[j][e] = 0.0f;
-#pragma unroll
-      for (int ks = 0; ks < kSlices; ++ks) {
+      // The k-slice of S = Q K^T with Q fragment qs.
+      auto sliceQK = [&](int ks, const unsigned(&qs)[4]) {
 #pragma unroll
         for (int jp = 0; jp < kKeyTiles / 2; ++jp) {
           unsigned b[4];
@@ -407,8 +448,21 @@ attendTiles(unsigned char *shared, const Kv &kv, const bf16 *qkv,
               b, sharedAddress(sK +
                                swizzle<HD>(jp * 16 + lane % 8 + (lane / 16) * 8,
                                            ks * 2 + (lane / 8) % 2)));
-          mmaBf16(s[2 * jp], q[ks], b[0], b[1]);
-          mmaBf16(s[2 * jp + 1], q[ks], b[2], b[3]);
+          mmaBf16(s[2 * jp], qs, b[0], b[1]);
+          mmaBf16(s[2 * jp + 1], qs, b[2], b[3]);
+        }
+      };
+      if constexpr (kQInRegisters) {
+#pragma unroll
+        for (int ks = 0; ks < kSlices; ++ks)
+          sliceQK(ks, q[ks]);
+      } else {
+#pragma unroll 1
+        for (int ks = 0; ks < kSlices; ++ks) {
+          unsigned qs[4];
+          loadMatrixX4(qs, sharedAddress(sQ + swizzle<HD>(warp * 16 + lane % 16,
+                                                          ks * 2 + lane / 16)));
+          sliceQK(ks, qs);
         }
       }
 
@@ -423,8 +477,8 @@ attendTiles(unsigned char *shared, const Kv &kv, const bf16 *qkv,
         }
       }
 
-      // Mask, scale, and the running max of each row (4 lanes share a
-      // row).
+      // Scale, cap (Softcap variants), mask, and the running max of each
+      // row (4 lanes share a row).
       float maxA = negativeInfinity(), maxB = negativeInfinity();
 #pragma unroll
       for (int j = 0; j < kKeyTiles; ++j)
@@ -438,7 +492,10 @@ attendTiles(unsigned char *shared, const Kv &kv, const bf16 *qkv,
           float factor = qScale;
           if constexpr (Kv::kScaled)
             factor = (e & 1) ? keyFactor[j].y : keyFactor[j].x;
-          const float v = visible ? s[j][e] * factor : negativeInfinity();
+          float v = s[j][e] * factor;
+          if (softcap > 0.0f) // Softcap variants only (else constant)
+            v = softcapScore(v, capLog2, capRate);
+          v = visible ? v : negativeInfinity();
           s[j][e] = v;
           if (rowIsA)
             maxA = fmaxf(maxA, v);
@@ -569,7 +626,8 @@ template <int Hq, int Hkv, int HD, int BS, typename Kv>
 __device__ __forceinline__ void
 attend(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
        const int *positions, const int *token_seq, const int *block_tables,
-       int max_blocks, float scale, int sliding_window, const int2 *tiles) {
+       int max_blocks, float scale, int sliding_window, float softcap,
+       const int2 *tiles) {
   const int2 tile = tiles[blockIdx.x];
   const AttendRows rows{tile.x, tile.y, static_cast<int>(blockIdx.y)};
   const int g = rows.headBase / (Hq / Hkv);
@@ -587,14 +645,15 @@ attend(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
   const int *table = block_tables + static_cast<long long>(seq) * max_blocks;
   AttendState<HD> st;
   attendTiles<Hq, Hkv, HD, BS, 1>(shared, kv, qkv, positions, table, rows, g,
-                                  scale, sliding_window, kvBegin, kvEnd, 0,
-                                  kvTiles, false, st);
+                                  scale, sliding_window, softcap, kvBegin,
+                                  kvEnd, 0, kvTiles, false, st);
   writeNormalized<Hq, HD, 1>(st, out, rows);
 }
 
 } // namespace prefill_detail
 
-template <int Hq, int Hkv, int HD, int BS = kDefaultKvBlockSize>
+template <int Hq, int Hkv, int HD, int BS = kDefaultKvBlockSize,
+          bool Softcap = false>
 __global__ void __launch_bounds__(kPrefillThreads)
     prefill_attention(const __grid_constant__ TiledAttentionArgs args) {
   static_assert(Hq % Hkv == 0, "prefill_attention: Hq must be k * Hkv");
@@ -607,11 +666,12 @@ __global__ void __launch_bounds__(kPrefillThreads)
   prefill_detail::attend<Hq, Hkv, HD, BS>(
       prefillShared, kv, args.out, args.qkv, args.positions, args.tokenSeq,
       args.blockTables, args.maxBlocks, args.scale, args.slidingWindow,
-      args.tiles);
+      Softcap ? args.softcap : 0.0f, args.tiles);
 }
 
 // kScales, vScales: [num_blocks, BS, Hkv] float32 (see the header).
-template <int Hq, int Hkv, int HD, int BS = kDefaultKvBlockSize>
+template <int Hq, int Hkv, int HD, int BS = kDefaultKvBlockSize,
+          bool Softcap = false>
 __global__ void __launch_bounds__(kPrefillThreads)
     prefill_attention_fp8(const __grid_constant__ TiledAttentionArgs args) {
   static_assert(Hq % Hkv == 0, "prefill_attention_fp8: Hq must be k * Hkv");
@@ -625,7 +685,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
   prefill_detail::attend<Hq, Hkv, HD, BS>(
       prefillShared, kv, args.out, args.qkv, args.positions, args.tokenSeq,
       args.blockTables, args.maxBlocks, args.scale, args.slidingWindow,
-      args.tiles);
+      Softcap ? args.softcap : 0.0f, args.tiles);
 }
 
 } // namespace kernels

@@ -6,7 +6,11 @@
 //  - Hugging Face's rotate-half RoPE on bf16 values: angles pos * inv_freq[i]
 //    in fp32, cos/sin times attention_scaling rounded to bf16, then
 //    x * cos + rotate_half(x) * sin with bf16 rounding after each op, as
-//    PyTorch does on bf16 tensors;
+//    PyTorch does on bf16 tensors. A pair whose inverse frequency is 0 passes
+//    through (cos 1, sin 0, unscaled): partial rotary, whose unrotated dims
+//    the importer moves after the rotated ones in each half. A table may
+//    hold two sets of HD / 2 frequencies back to back (LongRoPE: short,
+//    then long); positions >= longFrom take the long set;
 //  - fp8 E4M3 rows with a dynamic scale, amax(|row|) / 448 (1 when amax is
 //    0), each value stored as e4m3(x / scale), rounded to nearest even and
 //    saturated to +-448 (NaN stays NaN). The reference executor
@@ -27,10 +31,17 @@ constexpr float kFp8E4M3Max = 448.0f;
 
 namespace rope_detail {
 
-// cos and sin of pos * inv_freq, times attention_scaling, rounded to bf16.
+// cos and sin of pos * inv_freq, times attention_scaling, rounded to bf16;
+// exactly 1 and 0 for a pass-through pair (inv_freq 0), which Hugging Face
+// concatenates unrotated and unscaled.
 __device__ __forceinline__ void ropeAngle(float pos, float invFreq,
                                           float attentionScaling, float &co,
                                           float &s) {
+  if (invFreq == 0.0f) {
+    co = 1.0f;
+    s = 0.0f;
+    return;
+  }
   sincosf(pos * invFreq, &s, &co);
   co = roundToBf16(co * attentionScaling);
   s = roundToBf16(s * attentionScaling);
@@ -69,24 +80,39 @@ rotateChunkWith(bf16 *row, int head, int c, const float *cosT,
   store16(p + kHalf, r2);
 }
 
-// A token's rope table: cosT[i], sinT[i] = ropeAngle(pos, inv_freq[i]) for
-// i < HD / 2, filled by the block's first HD / 2 threads (the caller
-// synchronises before reading it). Every head of the token shares it.
+// The value of ropeLongFrom (LaunchArgs.h) of a table without a long set.
+constexpr int kNoLongRope = 0x7fffffff;
+
+// A token's rope table: cosT[i], sinT[i] = ropeAngle(pos, f[i]) for
+// i < HD / 2, f = inv_freq, or its long set (the HD / 2 floats after it)
+// from position longFrom on; filled by the block's first HD / 2 threads
+// (the caller synchronises before reading it). Every head of the token
+// shares it.
 template <int HD>
-__device__ __forceinline__ void ropeTable(float *cosT, float *sinT,
-                                          const float *inv_freq, float pos,
-                                          float attention_scaling) {
+__device__ __forceinline__ void
+ropeTable(float *cosT, float *sinT, const float *inv_freq, int pos,
+          float attention_scaling, int longFrom) {
   static_assert(HD / 2 <= 128, "ropeTable: one thread per frequency");
-  if (threadIdx.x < HD / 2)
-    ropeAngle(pos, inv_freq[threadIdx.x], attention_scaling, cosT[threadIdx.x],
-              sinT[threadIdx.x]);
+  if (threadIdx.x < HD / 2) {
+    // Neither load's address waits for pos (itself a load): picking the
+    // set by address put the two loads in series, 0.25 us of a batch-1
+    // decode attention.
+    const float shortF = inv_freq[threadIdx.x];
+    const float longF =
+        longFrom != kNoLongRope ? inv_freq[HD / 2 + threadIdx.x] : shortF;
+    ropeAngle(static_cast<float>(pos), pos >= longFrom ? longF : shortF,
+              attention_scaling, cosT[threadIdx.x], sinT[threadIdx.x]);
+  }
 }
 
 // Rotates one head spread over HD / E lanes of aligned lane groups: the lane
 // with `sub` = its index in the group holds dims [sub * E, sub * E + E) in
 // x (bf16-exact values) and gets them rotated and rounded to bf16, the same
 // bits as rotateChunkWith, with the angles of ropeTable. The partner dims
-// +-HD/2 sit HD / (2E) lanes away. Every lane of the warp must call it.
+// +-HD/2 sit HD / (2E) lanes away. When HD / E is not a power of two
+// (head dims 80, 96) the groups are padded to the next one and the lanes
+// past HD / E get zeros (an fp8 row's amax and the padded dot products
+// count them). Every lane of the warp must call it.
 template <int HD, int E>
 __device__ __forceinline__ void
 rotateLane(float (&x)[E], int sub, const float *cosT, const float *sinT) {
@@ -95,9 +121,22 @@ rotateLane(float (&x)[E], int sub, const float *cosT, const float *sinT) {
                 "rotateLane: each half of a head must span whole lanes");
   const bool secondHalf = sub >= kLanes / 2;
   float partner[E];
+  if constexpr (isPowerOfTwo(kLanes)) {
 #pragma unroll
-  for (int j = 0; j < E; ++j)
-    partner[j] = __shfl_xor_sync(0xffffffffu, x[j], kLanes / 2);
+    for (int j = 0; j < E; ++j)
+      partner[j] = __shfl_xor_sync(0xffffffffu, x[j], kLanes / 2);
+  } else {
+    const int lane = threadIdx.x % 32;
+    const int from = secondHalf ? lane - kLanes / 2 : lane + kLanes / 2;
+#pragma unroll
+    for (int j = 0; j < E; ++j)
+      partner[j] = __shfl_sync(0xffffffffu, x[j], from);
+    if (sub >= kLanes) { // a padding lane: its partner is a real lane
+#pragma unroll
+      for (int j = 0; j < E; ++j)
+        partner[j] = 0.0f;
+    }
+  }
 #pragma unroll
   for (int j = 0; j < E; ++j) {
     const int i = (sub * E + j) % (HD / 2);

@@ -18,7 +18,13 @@
 //
 // Each block computes its token's angles once (Rope.cuh's ropeTable) before
 // waiting for the QKV projection, not 8 per rotated chunk: 32 distinct
-// angles of a head dim of 64 cost 8 * 160 sincosf a token that way.
+// angles of a head dim of 64 cost 8 * 160 sincosf a token that way. The
+// angles follow Rope.cuh: pass-through pairs (inverse frequency 0) and
+// LongRoPE's second set of frequencies from args.ropeLongFrom on.
+//
+// Head dims: multiples of 16 up to 256 (64, 80, 96, 128, 256 among them);
+// the fp8 variant gives each row a warp whose first HD / 8 lanes hold 8
+// values each.
 //
 // Decode-only steps (one token per sequence) skip this kernel when the plan
 // has paged_attention with the rope fused into its prologue.
@@ -77,8 +83,8 @@ __global__ void __launch_bounds__(kRopeThreads)
   // projection finishes: positions and inv_freq are step inputs and plan
   // constants.
   __shared__ float cosT[kHalf], sinT[kHalf];
-  rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
-                             attention_scaling);
+  rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, pos, attention_scaling,
+                             args.ropeLongFrom);
   __syncthreads();
   waitForPredecessor();
 
@@ -144,8 +150,8 @@ __global__ void __launch_bounds__(kRopeThreads)
   bf16 *row = qkv + static_cast<long long>(t) * kRowElems;
   // The token's angles once, before waiting (as in rope_kv_write).
   __shared__ float cosT[HD / 2], sinT[HD / 2];
-  rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, static_cast<float>(pos),
-                             attention_scaling);
+  rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, pos, attention_scaling,
+                             args.ropeLongFrom);
   __syncthreads();
   waitForPredecessor();
   for (int item = threadIdx.x; item < kRotateItems; item += blockDim.x) {

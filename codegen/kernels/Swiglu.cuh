@@ -2,8 +2,9 @@
 //
 // gate_up is [T, 2I]: the gate half then the up half of each row.
 // out[t, i] = bf16(bf16(silu(g)) * u), the rounding points of Hugging Face's
-// `act_fn(gate_proj(x)) * up_proj(x)` in bf16. Grid: ceil(T * I / 8 / 256)
-// blocks of 256 threads, 8 outputs per thread.
+// `act_fn(gate_proj(x)) * up_proj(x)` in bf16; with args.geluTanh, GeGLU
+// (tanh GELU instead of silu). Grid: ceil(T * I / 8 / 256) blocks of 256
+// threads, 8 outputs per thread.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -36,9 +37,15 @@ __global__ void __launch_bounds__(kSwigluThreads)
     float g[8], u[8], o[8];
     unpack8(load16(row + c * 8), g);
     unpack8(load16(row + I + c * 8), u);
+    if (args.geluTanh) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
-      o[j] = roundToBf16(silu(g[j])) * u[j];
+      for (int j = 0; j < 8; ++j)
+        o[j] = roundToBf16(geluTanh(g[j])) * u[j];
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        o[j] = roundToBf16(silu(g[j])) * u[j];
+    }
     store16(out + t * I + c * 8, pack8(o));
   }
 }

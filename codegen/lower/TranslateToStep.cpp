@@ -217,7 +217,8 @@ int32_t Translator::rope(RopeAttr attr, int64_t headDim) {
     if (key.first == attr && key.second == headDim)
       return static_cast<int32_t>(i);
   RopeTable table = RopeTable::compute(ropeParameters(attr), headDim);
-  s.ropes.push_back({std::move(table.invFreq), table.attentionScaling});
+  s.ropes.push_back({std::move(table.invFreq), table.attentionScaling,
+                     std::move(table.longInvFreq), table.longFrom});
   ropeKeys.emplace_back(attr, headDim);
   return static_cast<int32_t>(s.ropes.size() - 1);
 }
@@ -335,6 +336,7 @@ LogicalResult Translator::translate(Operation *op) {
     PlanOp &o = emit(OpKind::Embedding, op);
     o.buffers = {out, StepProgram::kTokens};
     o.weights = {*w};
+    o.embeddingScale = e.getScale() ? e.getScale()->convertToFloat() : 1.0f;
     define(e.getResult(), {out, 0, s.buffers[out].width});
     return success();
   }
@@ -455,6 +457,7 @@ LogicalResult Translator::translate(Operation *op) {
     o.headDim = static_cast<int64_t>(a.getHeadDim());
     o.slidingWindow = static_cast<int64_t>(a.getSlidingWindow().value_or(0));
     o.scale = a.getScale().convertToFloat();
+    o.softcap = a.getSoftcap() ? a.getSoftcap()->convertToFloat() : 0.0f;
     define(a.getResult(), {out, 0, s.buffers[out].width});
     return success();
   }
@@ -522,7 +525,21 @@ LogicalResult Translator::translate(Operation *op) {
     int32_t out = newBuffer("act", swiglu.getResult(), rowsOf(*in));
     PlanOp &o = emit(OpKind::Swiglu, op);
     o.buffers = {out, in->buffer};
+    static_assert(static_cast<int>(GateActivation::GeluTanh) ==
+                  static_cast<int>(fb::GateActivation::GeluTanh));
+    o.activation = static_cast<fb::GateActivation>(swiglu.getActivation());
     define(swiglu.getResult(), {out, 0, s.buffers[out].width});
+    return success();
+  }
+
+  if (auto cap = dyn_cast<SoftcapOp>(op)) {
+    FailureOr<View> in = whole(op, cap.getInput());
+    if (failed(in) || failed(inPlace(op, cap.getInput())))
+      return failure();
+    PlanOp &o = emit(OpKind::Softcap, op);
+    o.buffers = {in->buffer};
+    o.softcap = cap.getCap().convertToFloat();
+    define(cap.getResult(), *in);
     return success();
   }
 

@@ -131,8 +131,9 @@ void emitPlan(const std::filesystem::path &path, const StepProgram &program,
 
   std::vector<flatbuffers::Offset<fb::RopeTable>> ropes;
   for (const ProgramRope &r : program.ropes)
-    ropes.push_back(
-        fb::CreateRopeTableDirect(b, &r.invFreq, r.attentionScaling));
+    ropes.push_back(fb::CreateRopeTableDirect(
+        b, &r.invFreq, r.attentionScaling,
+        r.longInvFreq.empty() ? nullptr : &r.longInvFreq, r.longFrom));
   std::vector<flatbuffers::Offset<fb::Weight>> weightTables;
   for (size_t i = 0; i < program.weights.size(); ++i) {
     const ProgramWeight &w = program.weights[i];

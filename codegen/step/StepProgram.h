@@ -38,6 +38,9 @@ struct ProgramBuffer {
 struct ProgramRope {
   std::vector<float> invFreq;
   float attentionScaling = 1.0f;
+  /// longrope: the frequencies of positions >= longFrom (else empty).
+  std::vector<float> longInvFreq;
+  int64_t longFrom = 0;
 };
 
 /// What the plan records about the model (from the module's sol.model).

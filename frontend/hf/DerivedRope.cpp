@@ -20,10 +20,12 @@ double yarnMscale(double scale, double mscale) {
 
 } // namespace
 
-RopeParameters ropeParameters(const ModelConfig &config) {
-  const RopeScaling &s = config.ropeScaling;
+RopeParameters ropeParameters(const ModelConfig &config, int64_t layer) {
+  const RopeSettings settings = config.ropeOf(layer);
+  const RopeScaling &s = settings.scaling;
   RopeParameters p;
-  p.theta = config.ropeTheta;
+  p.theta = settings.theta;
+  p.rotaryDim = config.rotaryDim == config.headDim ? 0 : config.rotaryDim;
   p.factor = s.factor;
   p.lowFreqFactor = s.lowFreqFactor;
   p.highFreqFactor = s.highFreqFactor;
@@ -43,8 +45,8 @@ RopeParameters ropeParameters(const ModelConfig &config) {
     break;
   case RopeScalingType::Yarn:
     p.scaling = sol::RopeScaling::Yarn;
-    p.originalMaxPosition = s.originalMaxPositionEmbeddings.value_or(
-        config.maxPositionEmbeddings);
+    p.originalMaxPosition =
+        s.originalMaxPositionEmbeddings.value_or(config.maxPositionEmbeddings);
     if (s.attentionFactor)
       p.attentionFactor = *s.attentionFactor;
     else if (s.mscale.value_or(0) != 0 && s.mscaleAllDim.value_or(0) != 0)
@@ -53,12 +55,26 @@ RopeParameters ropeParameters(const ModelConfig &config) {
     else
       p.attentionFactor = yarnMscale(s.factor, 1.0);
     break;
+  case RopeScalingType::LongRope:
+    p.scaling = sol::RopeScaling::LongRope;
+    p.originalMaxPosition =
+        s.originalMaxPositionEmbeddings.value_or(config.maxPositionEmbeddings);
+    p.shortFactor = s.shortFactor;
+    p.longFactor = s.longFactor;
+    // transformers: sqrt(1 + ln(factor) / ln(original)) unless given.
+    p.attentionFactor = s.attentionFactor.value_or(
+        s.factor <= 1
+            ? 1.0
+            : std::sqrt(1 + std::log(s.factor) /
+                                std::log(double(p.originalMaxPosition))));
+    break;
   }
   return p;
 }
 
-DerivedRope DerivedRope::compute(const ModelConfig &config) {
-  RopeTable table = RopeTable::compute(ropeParameters(config), config.headDim);
+DerivedRope DerivedRope::compute(const ModelConfig &config, int64_t layer) {
+  RopeTable table =
+      RopeTable::compute(ropeParameters(config, layer), config.headDim);
   return {std::move(table.invFreq), table.attentionScaling};
 }
 

@@ -80,10 +80,11 @@ std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config) {
   const int64_t kvWidth = config.numKeyValueHeads * config.headDim;
   const int64_t inter = config.intermediateSize;
 
+  const std::string &m = config.weightPrefix;
   std::vector<ExpectedTensor> out;
-  out.push_back({"model.embed_tokens.weight", {config.vocabSize, hidden}});
+  out.push_back({m + "embed_tokens.weight", {config.vocabSize, hidden}});
   for (int64_t layer = 0; layer < config.numHiddenLayers; ++layer) {
-    const std::string p = cat("model.layers.", layer, ".");
+    const std::string p = cat(m, "layers.", layer, ".");
     auto add = [&](std::string_view name, std::vector<int64_t> shape) {
       out.push_back({p + std::string(name), std::move(shape)});
     };
@@ -91,20 +92,33 @@ std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config) {
       addLinear(out, config, p + std::string(name), n, k, bias);
     };
     add("input_layernorm.weight", {hidden});
-    linear("self_attn.q_proj", qWidth, hidden, config.qkvBias);
-    linear("self_attn.k_proj", kvWidth, hidden, config.qkvBias);
-    linear("self_attn.v_proj", kvWidth, hidden, config.qkvBias);
+    if (config.fusedProjections) {
+      linear("self_attn.qkv_proj", qWidth + 2 * kvWidth, hidden,
+             config.qkvBias);
+    } else {
+      linear("self_attn.q_proj", qWidth, hidden, config.qkvBias);
+      linear("self_attn.k_proj", kvWidth, hidden, config.qkvBias);
+      linear("self_attn.v_proj", kvWidth, hidden, config.qkvBias);
+    }
     linear("self_attn.o_proj", hidden, qWidth, config.oProjBias);
     if (config.qkNorm) {
       add("self_attn.q_norm.weight", {config.headDim});
       add("self_attn.k_norm.weight", {config.headDim});
     }
     add("post_attention_layernorm.weight", {hidden});
-    linear("mlp.gate_proj", inter, hidden, config.mlpBias);
-    linear("mlp.up_proj", inter, hidden, config.mlpBias);
+    if (config.sandwichNorms) {
+      add("pre_feedforward_layernorm.weight", {hidden});
+      add("post_feedforward_layernorm.weight", {hidden});
+    }
+    if (config.fusedProjections) {
+      linear("mlp.gate_up_proj", 2 * inter, hidden, config.mlpBias);
+    } else {
+      linear("mlp.gate_proj", inter, hidden, config.mlpBias);
+      linear("mlp.up_proj", inter, hidden, config.mlpBias);
+    }
     linear("mlp.down_proj", hidden, inter, config.mlpBias);
   }
-  out.push_back({"model.norm.weight", {hidden}});
+  out.push_back({m + "norm.weight", {hidden}});
   if (!config.tieWordEmbeddings)
     out.push_back({"lm_head.weight", {config.vocabSize, hidden}});
   return out;

@@ -12,11 +12,24 @@
 //   sliding_window           none         4096 (*)     4096 (*)     4096
 //   bos / eos                1 / 2        none         none         1 / 2
 //
+//   field                    Phi3         Gemma2       Gemma3 (text)
+//   num_key_value_heads      = heads      4            4
+//   head_dim                 hidden/heads 256          256
+//   max_position_embeddings  4096         8192         131072
+//   rms_norm_eps             1e-5         1e-6         1e-6
+//   tie_word_embeddings      false        true         true
+//   sliding_window           none (**)    4096 (***)   4096 (***)
+//   bos / eos                1 / 32000    2 / 1        2 / 1
+//
 // (*) only when use_sliding_window is true (default false), and then only in
 // layers >= max_window_layers (default 28) unless layer_types says otherwise.
+// (**) every layer when set. (***) in the layers layer_types names
+// "sliding_attention"; without layer_types Gemma 2 alternates (layer 0
+// slides) and Gemma 3 slides except in every sliding_window_pattern-th
+// layer (default 6).
 // A null num_key_value_heads means "= heads"; a null sliding_window means no
 // window. Small Qwen2/Qwen3 and Llama-3.2 checkpoints tie their embeddings
-// by writing tie_word_embeddings: true explicitly; no class defaults to true.
+// by writing tie_word_embeddings: true explicitly.
 //
 // Unlike transformers, the core sizes (hidden_size, intermediate_size,
 // num_hidden_layers, num_attention_heads, vocab_size) are required: a config
@@ -47,6 +60,8 @@ struct ArchitectureInfo {
   int64_t defaultMaxPositions;
   std::optional<int64_t> defaultBos;
   std::optional<int64_t> defaultEos;
+  double defaultEps = 1e-6;
+  bool defaultTied = false;
 };
 
 constexpr ArchitectureInfo kArchitectures[] = {
@@ -57,13 +72,22 @@ constexpr ArchitectureInfo kArchitectures[] = {
      std::nullopt, std::nullopt},
     {Architecture::Mistral, "MistralForCausalLM", "mistral", 8, 0, 131072, 1,
      2},
+    {Architecture::Phi3, "Phi3ForCausalLM", "phi3", 0, 0, 4096, 1, 32000, 1e-5},
+    {Architecture::Gemma2, "Gemma2ForCausalLM", "gemma2", 4, 256, 8192, 2, 1,
+     1e-6, true},
+    {Architecture::Gemma3, "Gemma3ForCausalLM", "gemma3_text", 4, 256, 131072,
+     2, 1, 1e-6, true},
 };
+
+/// Gemma 3's multimodal class: its text model is Gemma3ForCausalLM with the
+/// settings of config.json's text_config.
+constexpr std::string_view kGemma3Multimodal = "Gemma3ForConditionalGeneration";
 
 std::string supportedArchitectures() {
   std::string list;
   for (const ArchitectureInfo &info : kArchitectures)
     list += cat(list.empty() ? "" : ", ", info.className);
-  return list;
+  return cat(list, ", ", kGemma3Multimodal, " (its text model)");
 }
 
 const ArchitectureInfo &architectureInfo(Architecture arch) {
@@ -116,71 +140,51 @@ double positiveFinite(const JsonFields &fields, std::string_view key,
   return value;
 }
 
-/// The object holding RoPE settings: `rope_scaling` (transformers 4) or
-/// `rope_parameters` (transformers 5; also holds rope_theta). transformers
-/// prefers rope_scaling when both are set; so do we. Per-layer-type
-/// rope_parameters ({"full_attention": {...}, ...}) are accepted when every
-/// layer type uses the same settings, the only case these models produce.
-const Json *findRopeObject(const JsonFields &fields, std::string &name) {
-  for (const char *key : {"rope_scaling", "rope_parameters"}) {
-    if (!fields.has(key))
-      continue;
-    const Json &value = fields.at(key);
-    if (!value.is_object())
-      fail(fields.where(key), "must be an object, got ", value.dump());
-    if (value.empty())
-      continue;
-    name = key;
-    bool perLayerType = true;
-    for (auto &[layerType, settings] : value.items())
-      perLayerType =
-          perLayerType && settings.is_object() &&
-          (layerType == "full_attention" || layerType == "sliding_attention");
-    if (!perLayerType)
-      return &value;
-    const Json &first = value.begin().value();
-    for (auto &[layerType, settings] : value.items())
-      if (settings != first)
-        fail(fields.where(key),
-             "gives different RoPE settings per layer type, which "
-             "Sol does not support for this architecture");
-    name = cat(key, ".", value.begin().key());
-    return &first;
+/// A list of positive numbers (longrope's factors) of `count` entries.
+std::vector<double> readFactors(const JsonFields &params, std::string_view key,
+                                int64_t count) {
+  if (!params.has(key))
+    fail(params.where(key), "is missing; longrope needs short_factor and "
+                            "long_factor");
+  const Json &list = params.at(key);
+  if (!list.is_array() || list.size() != size_t(count))
+    fail(params.where(key), "must list ", count,
+         " numbers (one per rotated pair of head dims), got ", list.dump());
+  std::vector<double> out;
+  for (const Json &v : list) {
+    if (!v.is_number() || !(v.get<double>() > 0) ||
+        !std::isfinite(v.get<double>()))
+      fail(params.where(key), "must hold positive numbers, got ", v.dump());
+    out.push_back(v.get<double>());
   }
-  return nullptr;
+  return out;
 }
 
-void readRope(const JsonFields &fields, ModelConfig &config) {
-  std::string ropeName;
-  const Json *rope = findRopeObject(fields, ropeName);
-  std::optional<double> topTheta = fields.optNumber("rope_theta");
-  config.ropeTheta = topTheta.value_or(10000.0);
-  if (!rope) {
-    positiveFinite(fields, "rope_theta", config.ropeTheta);
-    return;
-  }
-  JsonFields params(*rope, fields.source(), ropeName + ".");
-  if (std::optional<double> theta = params.optNumber("rope_theta")) {
-    config.ropeTheta = *theta;
-    positiveFinite(params, "rope_theta", *theta);
-  } else {
-    positiveFinite(fields, "rope_theta", config.ropeTheta);
-  }
+/// One rope object (rope_scaling, rope_parameters or one layer type's
+/// entry of it) into settings; `theta` is the base when it names none.
+RopeSettings readRopeObject(const JsonFields &top, const JsonFields &params,
+                            double theta, const ModelConfig &config) {
+  RopeSettings out;
+  out.theta = theta;
+  if (std::optional<double> t = params.optNumber("rope_theta"))
+    out.theta = *t;
+  if (!(out.theta > 0) || !std::isfinite(out.theta))
+    fail(params.has("rope_theta") ? params.where("rope_theta")
+                                  : top.where("rope_theta"),
+         "must be a positive number, got ", out.theta);
 
   std::string type =
       params.optString("rope_type")
           .value_or(params.optString("type").value_or("default"));
-  RopeScaling &scaling = config.ropeScaling;
-  if (type == "default") {
-    scaling.type = RopeScalingType::None;
-    return;
-  }
+  RopeScaling &scaling = out.scaling;
+  if (type == "default")
+    return out;
   if (type == "dynamic")
     fail(params.where("rope_type"),
          "is \"dynamic\" (dynamic NTK scaling), which recomputes the "
          "frequencies as the sequence grows; Sol bakes a fixed RoPE table "
          "into the plan and cannot run it. Supported: default, linear, "
-         "llama3, yarn");
+         "llama3, yarn, longrope");
   auto requireFactor = [&] {
     return positiveFinite(params, "factor", params.requireNumber("factor"));
   };
@@ -233,26 +237,149 @@ void readRope(const JsonFields &fields, ModelConfig &config) {
     scaling.mscale = params.optNumber("mscale");
     scaling.mscaleAllDim = params.optNumber("mscale_all_dim");
     scaling.truncate = params.optBool("truncate").value_or(true);
+  } else if (type == "longrope" || type == "su") {
+    // Phi-3: the short factors up to original_max_position_embeddings
+    // (in the rope object or, as Phi3Config writes it, at the top level),
+    // the long ones from there on.
+    scaling.type = RopeScalingType::LongRope;
+    const int64_t pairs = config.rotaryDim / 2;
+    scaling.shortFactor = readFactors(params, "short_factor", pairs);
+    scaling.longFactor = readFactors(params, "long_factor", pairs);
+    std::optional<int64_t> original =
+        params.optInt("original_max_position_embeddings");
+    const JsonFields &where = original ? params : top;
+    if (!original)
+      original = top.optInt("original_max_position_embeddings");
+    scaling.originalMaxPositionEmbeddings =
+        original
+            ? positive(where, "original_max_position_embeddings", *original)
+            : config.maxPositionEmbeddings;
+    // transformers 5: an explicit factor, else the context extension ratio
+    // (which sets the default attention factor).
+    scaling.factor = params.has("factor")
+                         ? requireFactor()
+                         : double(config.maxPositionEmbeddings) /
+                               double(*scaling.originalMaxPositionEmbeddings);
+    if (std::optional<double> factor = params.optNumber("attention_factor"))
+      scaling.attentionFactor =
+          positiveFinite(params, "attention_factor", *factor);
   } else {
     fail(params.where("rope_type"), "is \"", type,
          "\", which Sol does not support. Supported: default, linear, "
-         "llama3, yarn");
+         "llama3, yarn, longrope");
   }
+  return out;
+}
+
+/// Rope settings: `rope_scaling` (transformers 4) or `rope_parameters`
+/// (transformers 5; also holds rope_theta), preferring rope_scaling as
+/// transformers does. Per-layer-type rope_parameters ({"full_attention":
+/// {...}, "sliding_attention": {...}}) must agree, except for Gemma 3, whose
+/// sliding layers have their own (as rope_local_base_freq says in
+/// transformers 4's configs).
+void readRope(const JsonFields &fields, ModelConfig &config) {
+  const double topTheta = fields.optNumber("rope_theta").value_or(10000.0);
+  const bool gemma3 = config.architecture == Architecture::Gemma3;
+  if (gemma3)
+    if (std::optional<double> local = fields.optNumber("rope_local_base_freq"))
+      config.slidingRope = RopeSettings{
+          positiveFinite(fields, "rope_local_base_freq", *local), {}};
+  for (const char *key : {"rope_scaling", "rope_parameters"}) {
+    if (!fields.has(key))
+      continue;
+    const Json &value = fields.at(key);
+    if (!value.is_object())
+      fail(fields.where(key), "must be an object, got ", value.dump());
+    if (value.empty())
+      continue;
+    bool perLayerType = true;
+    for (auto &[layerType, settings] : value.items())
+      perLayerType =
+          perLayerType && settings.is_object() &&
+          (layerType == "full_attention" || layerType == "sliding_attention");
+    if (!perLayerType) {
+      JsonFields params(value, fields.source(), cat(fields.prefix(), key, "."));
+      RopeSettings rope = readRopeObject(fields, params, topTheta, config);
+      config.ropeTheta = rope.theta;
+      config.ropeScaling = rope.scaling;
+      return;
+    }
+    const Json &first = value.begin().value();
+    bool same = true;
+    for (auto &[layerType, settings] : value.items())
+      same = same && settings == first;
+    if (!same && !gemma3)
+      fail(fields.where(key),
+           "gives different RoPE settings per layer type, which "
+           "Sol does not support for this architecture");
+    for (auto &[layerType, settings] : value.items()) {
+      JsonFields params(settings, fields.source(),
+                        cat(fields.prefix(), key, ".", layerType, "."));
+      RopeSettings rope = readRopeObject(fields, params, topTheta, config);
+      if (layerType == "full_attention" || same) {
+        config.ropeTheta = rope.theta;
+        config.ropeScaling = rope.scaling;
+      }
+      if (layerType == "sliding_attention" && gemma3)
+        config.slidingRope = rope;
+    }
+    return;
+  }
+  config.ropeTheta = topTheta;
+  positiveFinite(fields, "rope_theta", config.ropeTheta);
+}
+
+/// Marks the layers `layer_types` names "sliding_attention"; false when the
+/// config has no layer_types.
+bool readLayerTypes(const JsonFields &fields, ModelConfig &config) {
+  if (!fields.has("layer_types"))
+    return false;
+  const Json &types = fields.at("layer_types");
+  if (!types.is_array() || types.size() != size_t(config.numHiddenLayers))
+    fail(fields.where("layer_types"), "must list one entry per layer (",
+         config.numHiddenLayers, "), got ", types.dump());
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i] == "sliding_attention")
+      config.slidingWindowLayers[i] = true;
+    else if (types[i] != "full_attention")
+      fail(fields.where("layer_types"), "entry ", i, " is ", types[i].dump(),
+           "; expected \"full_attention\" or \"sliding_attention\"");
+  }
+  return true;
 }
 
 void readSlidingWindow(const JsonFields &fields, ModelConfig &config) {
   config.slidingWindowLayers.assign(size_t(config.numHiddenLayers), false);
-  if (config.architecture == Architecture::Llama)
+  const Architecture arch = config.architecture;
+  if (arch == Architecture::Llama)
     return;
-  std::optional<int64_t> window = fields.contains("sliding_window")
-                                      ? fields.optInt("sliding_window")
-                                      : std::optional<int64_t>(4096);
+  const bool windowByDefault = arch != Architecture::Phi3;
+  std::optional<int64_t> window =
+      fields.contains("sliding_window")
+          ? fields.optInt("sliding_window")
+          : (windowByDefault ? std::optional<int64_t>(4096) : std::nullopt);
   if (window)
     positive(fields, "sliding_window", *window);
-  if (config.architecture == Architecture::Mistral) {
+  if (arch == Architecture::Mistral || arch == Architecture::Phi3) {
     config.slidingWindow = window;
     if (window)
       config.slidingWindowLayers.assign(size_t(config.numHiddenLayers), true);
+    return;
+  }
+  if (arch == Architecture::Gemma2 || arch == Architecture::Gemma3) {
+    if (!window)
+      return;
+    config.slidingWindow = window;
+    if (readLayerTypes(fields, config))
+      return;
+    // transformers' defaults without layer_types.
+    const int64_t pattern =
+        arch == Architecture::Gemma2
+            ? 2
+            : positive(fields, "sliding_window_pattern",
+                       fields.optInt("sliding_window_pattern").value_or(6));
+    for (int64_t layer = 0; layer < config.numHiddenLayers; ++layer)
+      config.slidingWindowLayers[size_t(layer)] = (layer + 1) % pattern != 0;
     return;
   }
   // Qwen2 / Qwen3: the window only applies with use_sliding_window.
@@ -264,20 +391,8 @@ void readSlidingWindow(const JsonFields &fields, ModelConfig &config) {
   if (!use || !window)
     return;
   config.slidingWindow = window;
-  if (fields.has("layer_types")) {
-    const Json &types = fields.at("layer_types");
-    if (!types.is_array() || types.size() != size_t(config.numHiddenLayers))
-      fail(fields.where("layer_types"), "must list one entry per layer (",
-           config.numHiddenLayers, "), got ", types.dump());
-    for (size_t i = 0; i < types.size(); ++i) {
-      if (types[i] == "sliding_attention")
-        config.slidingWindowLayers[i] = true;
-      else if (types[i] != "full_attention")
-        fail(fields.where("layer_types"), "entry ", i, " is ", types[i].dump(),
-             "; expected \"full_attention\" or \"sliding_attention\"");
-    }
+  if (readLayerTypes(fields, config))
     return;
-  }
   for (int64_t layer = config.maxWindowLayers; layer < config.numHiddenLayers;
        ++layer)
     config.slidingWindowLayers[size_t(layer)] = true;
@@ -299,18 +414,79 @@ std::string_view ropeScalingTypeName(RopeScalingType type) {
     return "llama3";
   case RopeScalingType::Yarn:
     return "yarn";
+  case RopeScalingType::LongRope:
+    return "longrope";
   }
   return "?";
 }
 
+namespace {
+
+const ArchitectureInfo *multimodalText(const JsonFields &top) {
+  if (top.has("architectures")) {
+    const Json &list = top.at("architectures");
+    if (list.is_array() && !list.empty() && list[0] == kGemma3Multimodal)
+      return &architectureInfo(Architecture::Gemma3);
+    return nullptr;
+  }
+  return top.optString("model_type") == "gemma3"
+             ? &architectureInfo(Architecture::Gemma3)
+             : nullptr;
+}
+
+/// The gated MLP's activation: silu, or Gemma's tanh-approximated GELU
+/// (hidden_activation; Gemma configs also carry a hidden_act, which
+/// transformers' Gemma 2/3 ignore).
+void readActivation(const JsonFields &fields, const ArchitectureInfo &arch,
+                    ModelConfig &config) {
+  const bool gemma =
+      arch.arch == Architecture::Gemma2 || arch.arch == Architecture::Gemma3;
+  const char *key = gemma && fields.has("hidden_activation")
+                        ? "hidden_activation"
+                        : "hidden_act";
+  config.hiddenAct =
+      fields.optString(key).value_or(gemma ? "gelu_pytorch_tanh" : "silu");
+  if (config.hiddenAct == "gelu_new")
+    config.hiddenAct = "gelu_pytorch_tanh"; // the same tanh approximation
+  if (config.hiddenAct != "silu" && config.hiddenAct != "gelu_pytorch_tanh")
+    fail(fields.where(key), "is \"", config.hiddenAct,
+         "\"; Sol supports \"silu\" and \"gelu_pytorch_tanh\" for ",
+         arch.className);
+}
+
+std::optional<double> readSoftcap(const JsonFields &fields,
+                                  std::string_view key) {
+  std::optional<double> cap = fields.optNumber(key);
+  if (cap)
+    positiveFinite(fields, key, *cap);
+  return cap;
+}
+
+} // namespace
+
 ModelConfig parseModelConfig(std::string_view jsonText,
                              std::string_view source) {
   Json json = detail::parseJsonObject(jsonText, source);
-  JsonFields fields(json, std::string(source));
-  const ArchitectureInfo &arch = readArchitecture(fields);
+  JsonFields top(json, std::string(source));
+  // Gemma 3's multimodal checkpoints: the text model's settings are in
+  // text_config; bos/eos and tying may be at the top.
+  const ArchitectureInfo *multimodal = multimodalText(top);
+  if (multimodal &&
+      (!top.has("text_config") || !top.at("text_config").is_object()))
+    fail(top.where("text_config"),
+         "must be an object holding the text "
+         "model's settings for ",
+         kGemma3Multimodal);
+  JsonFields fields = multimodal
+                          ? JsonFields(top.at("text_config"),
+                                       std::string(source), "text_config.")
+                          : top;
+  const ArchitectureInfo &arch =
+      multimodal ? *multimodal : readArchitecture(fields);
 
   ModelConfig config;
   config.architecture = arch.arch;
+  config.multimodal = multimodal != nullptr;
   config.modelType =
       fields.optString("model_type").value_or(std::string(arch.modelType));
 
@@ -348,23 +524,50 @@ ModelConfig parseModelConfig(std::string_view jsonText,
   if (config.headDim % 2 != 0)
     fail(fields.where("head_dim"), "must be even for rotary embeddings, got ",
          config.headDim);
+  config.rotaryDim = config.headDim;
+  // transformers 5 may keep partial_rotary_factor in rope_parameters.
+  const JsonFields *partialAt = &fields;
+  std::optional<JsonFields> ropeFields;
+  if (!fields.has("partial_rotary_factor"))
+    for (const char *key : {"rope_parameters", "rope_scaling"})
+      if (fields.has(key) && fields.at(key).is_object() &&
+          fields.at(key).contains("partial_rotary_factor")) {
+        ropeFields.emplace(fields.at(key), fields.source(),
+                           cat(fields.prefix(), key, "."));
+        partialAt = &*ropeFields;
+        break;
+      }
+  if (std::optional<double> partial =
+          partialAt->optNumber("partial_rotary_factor")) {
+    const JsonFields &fields = *partialAt;
+    if (!(*partial > 0 && *partial <= 1))
+      fail(fields.where("partial_rotary_factor"), "must be in (0, 1], got ",
+           *partial);
+    // transformers: int(head_dim * partial_rotary_factor).
+    config.rotaryDim = int64_t(double(config.headDim) * *partial);
+    if (config.rotaryDim < 2 || config.rotaryDim % 2 != 0)
+      fail(fields.where("partial_rotary_factor"), "gives ", config.rotaryDim,
+           " rotated dims of the ", config.headDim,
+           " of a head; rotary embeddings need an even number");
+  }
 
   config.maxPositionEmbeddings =
       positive(fields, "max_position_embeddings",
                fields.optInt("max_position_embeddings")
                    .value_or(arch.defaultMaxPositions));
   config.rmsNormEps = positiveFinite(
-      fields, "rms_norm_eps", fields.optNumber("rms_norm_eps").value_or(1e-6));
+      fields, "rms_norm_eps",
+      fields.optNumber("rms_norm_eps").value_or(arch.defaultEps));
 
-  config.hiddenAct = fields.optString("hidden_act").value_or("silu");
-  if (config.hiddenAct != "silu")
-    fail(fields.where("hidden_act"), "is \"", config.hiddenAct,
-         "\"; Sol supports only \"silu\" for ", arch.className);
-
+  readActivation(fields, arch, config);
   readRope(fields, config);
 
+  // Multimodal Gemma 3 ties at the top level (text_config may repeat it).
   config.tieWordEmbeddings =
-      fields.optBool("tie_word_embeddings").value_or(false);
+      fields.optBool("tie_word_embeddings")
+          .value_or(
+              top.optBool("tie_word_embeddings").value_or(arch.defaultTied));
+  config.attentionScale = 1.0 / std::sqrt(double(config.headDim));
   switch (arch.arch) {
   case Architecture::Llama:
     config.qkvBias = config.oProjBias =
@@ -381,39 +584,67 @@ ModelConfig parseModelConfig(std::string_view jsonText,
     break;
   case Architecture::Mistral:
     break;
+  case Architecture::Phi3:
+    config.fusedProjections = true;
+    break;
+  case Architecture::Gemma2:
+  case Architecture::Gemma3: {
+    config.qkvBias = config.oProjBias =
+        fields.optBool("attention_bias").value_or(false);
+    config.qkNorm = arch.arch == Architecture::Gemma3;
+    config.normPlusOne = config.scaleEmbeddings = config.sandwichNorms = true;
+    const double scalar =
+        positiveFinite(fields, "query_pre_attn_scalar",
+                       fields.optNumber("query_pre_attn_scalar").value_or(256));
+    config.attentionScale = 1.0 / std::sqrt(scalar);
+    config.attnLogitSoftcap = readSoftcap(fields, "attn_logit_softcapping");
+    config.finalLogitSoftcap = readSoftcap(fields, "final_logit_softcapping");
+    if (fields.optBool("use_bidirectional_attention").value_or(false))
+      fail(fields.where("use_bidirectional_attention"),
+           "is true (an embedding model's bidirectional attention); Sol "
+           "compiles causal decoders only");
+    break;
   }
+  }
+  if (config.multimodal)
+    config.weightPrefix = "model.language_model.";
 
   readSlidingWindow(fields, config);
 
   // transformers 5 writes "dtype", older versions "torch_dtype".
-  for (const char *key : {"dtype", "torch_dtype"}) {
-    std::optional<std::string> name = fields.optString(key);
-    if (!name || config.torchDtype)
-      continue;
-    config.torchDtype = parseTorchDType(*name);
-    if (!config.torchDtype)
-      fail(fields.where(key), "is \"", *name,
-           "\", not a dtype Sol knows (e.g. \"bfloat16\", \"float16\", "
-           "\"float32\")");
-  }
+  for (const JsonFields *f : {&fields, &top})
+    for (const char *key : {"dtype", "torch_dtype"}) {
+      std::optional<std::string> name = f->optString(key);
+      if (!name || config.torchDtype)
+        continue;
+      config.torchDtype = parseTorchDType(*name);
+      if (!config.torchDtype)
+        fail(f->where(key), "is \"", *name,
+             "\", not a dtype Sol knows (e.g. \"bfloat16\", \"float16\", "
+             "\"float32\")");
+    }
 
-  config.bosTokenId = fields.contains("bos_token_id")
-                          ? fields.optInt("bos_token_id")
-                          : arch.defaultBos;
-  if (fields.contains("eos_token_id"))
+  // A multimodal checkpoint's top-level ids win over text_config's.
+  const JsonFields &ids = multimodal && (top.contains("eos_token_id") ||
+                                         top.contains("bos_token_id"))
+                              ? top
+                              : fields;
+  config.bosTokenId = ids.contains("bos_token_id") ? ids.optInt("bos_token_id")
+                                                   : arch.defaultBos;
+  if (ids.contains("eos_token_id"))
     config.eosTokenIds =
-        fields.optIntOrList("eos_token_id").value_or(std::vector<int64_t>{});
+        ids.optIntOrList("eos_token_id").value_or(std::vector<int64_t>{});
   else if (arch.defaultEos)
     config.eosTokenIds = {*arch.defaultEos};
   if (config.bosTokenId && *config.bosTokenId < 0)
-    fail(fields.where("bos_token_id"), "must be >= 0, got ",
-         *config.bosTokenId);
+    fail(ids.where("bos_token_id"), "must be >= 0, got ", *config.bosTokenId);
   for (int64_t id : config.eosTokenIds)
     if (id < 0)
-      fail(fields.where("eos_token_id"), "must be >= 0, got ", id);
-  if (fields.has("quantization_config"))
-    config.quantization =
-        parseQuantizationConfig(fields.at("quantization_config"), source);
+      fail(ids.where("eos_token_id"), "must be >= 0, got ", id);
+  for (const JsonFields *f : {&fields, &top})
+    if (f->has("quantization_config") && !config.quantization)
+      config.quantization =
+          parseQuantizationConfig(f->at("quantization_config"), source);
   return config;
 }
 

@@ -4,7 +4,8 @@
 // decoder-only architectures Sol supports, with transformers' per-architecture
 // defaults applied and every value validated up front, so the importer never
 // sees a half-valid config. Defaults follow transformers' config classes
-// (LlamaConfig, Qwen2Config, Qwen3Config, MistralConfig); see ModelConfig.cpp.
+// (LlamaConfig, Qwen2Config, Qwen3Config, MistralConfig, Phi3Config,
+// Gemma2Config, Gemma3TextConfig); see ModelConfig.cpp.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -21,12 +22,12 @@
 
 namespace sol::hf {
 
-enum class Architecture { Llama, Qwen2, Qwen3, Mistral };
+enum class Architecture { Llama, Qwen2, Qwen3, Mistral, Phi3, Gemma2, Gemma3 };
 
 /// The transformers class name, e.g. "Qwen3ForCausalLM".
 std::string_view architectureName(Architecture arch);
 
-enum class RopeScalingType { None, Linear, Llama3, Yarn };
+enum class RopeScalingType { None, Linear, Llama3, Yarn, LongRope };
 
 std::string_view ropeScalingTypeName(RopeScalingType type);
 
@@ -49,6 +50,15 @@ struct RopeScaling {
   std::optional<double> mscale;
   std::optional<double> mscaleAllDim;
   bool truncate = true;
+  // longrope (Phi-3): per-pair divisors of the frequencies below and from
+  // originalMaxPositionEmbeddings on; attentionFactor as for yarn.
+  std::vector<double> shortFactor, longFactor;
+};
+
+/// The rotary embedding of a set of layers: its base and scaling.
+struct RopeSettings {
+  double theta = 10000.0;
+  RopeScaling scaling;
 };
 
 struct ModelConfig {
@@ -67,6 +77,13 @@ struct ModelConfig {
 
   double ropeTheta = 10000.0;
   RopeScaling ropeScaling;
+  /// Gemma 3: the rope of the sliding-window layers (rope_local_base_freq,
+  /// or rope_parameters.sliding_attention); the other layers use ropeTheta
+  /// and ropeScaling.
+  std::optional<RopeSettings> slidingRope;
+  /// Dimensions of each head that rotate: head_dim * partial_rotary_factor
+  /// (Phi-4-mini: 0.75); the rest pass through.
+  int64_t rotaryDim = 0;
 
   bool tieWordEmbeddings = false;
   /// Bias on q_proj/k_proj/v_proj (Llama/Qwen3: attention_bias; Qwen2:
@@ -76,8 +93,31 @@ struct ModelConfig {
   bool oProjBias = false;
   /// Bias on gate/up/down_proj (Llama: mlp_bias; others: never).
   bool mlpBias = false;
-  /// RMSNorm over head_dim on queries and keys before RoPE (Qwen3).
+  /// RMSNorm over head_dim on queries and keys before RoPE (Qwen3, Gemma 3).
   bool qkNorm = false;
+  /// Phi-3: q/k/v stored as one `qkv_proj`, gate/up as one `gate_up_proj`.
+  bool fusedProjections = false;
+  /// Gemma: RMSNorms multiply by (1 + weight), computed in float32.
+  bool normPlusOne = false;
+  /// Gemma: the embeddings are multiplied by sqrt(hidden_size).
+  bool scaleEmbeddings = false;
+  /// Gemma 2/3: norms after attention and after the MLP as well
+  /// (post_attention_layernorm on the attention's output,
+  /// pre_feedforward_layernorm, post_feedforward_layernorm).
+  bool sandwichNorms = false;
+  /// Attention scores are scaled by this (head_dim^-0.5, or Gemma's
+  /// query_pre_attn_scalar^-0.5).
+  double attentionScale = 0.0;
+  /// Gemma 2: scores become cap * tanh(score / cap) (attn_logit_softcapping),
+  /// and the logits likewise (final_logit_softcapping).
+  std::optional<double> attnLogitSoftcap, finalLogitSoftcap;
+  /// Where the decoder's tensors live: "model." (Gemma 3's multimodal
+  /// checkpoints: "model.language_model." or "language_model.model.", which
+  /// the importer resolves against the checkpoint).
+  std::string weightPrefix = "model.";
+  /// Gemma3ForConditionalGeneration: the text model of a multimodal
+  /// checkpoint (config.json's text_config).
+  bool multimodal = false;
 
   /// Sliding-window attention span in tokens, or nullopt for full attention
   /// in every layer. For Qwen2/Qwen3 only set when use_sliding_window is true.
@@ -88,6 +128,7 @@ struct ModelConfig {
   /// Per layer: true when the layer attends within slidingWindow only.
   std::vector<bool> slidingWindowLayers;
 
+  /// "silu" or "gelu_pytorch_tanh" (Gemma's GeGLU).
   std::string hiddenAct = "silu";
   /// `torch_dtype` (transformers 4) or `dtype` (transformers 5), if given.
   std::optional<DType> torchDtype;
@@ -95,6 +136,13 @@ struct ModelConfig {
   std::vector<int64_t> eosTokenIds; // int or list in the JSON
   /// `quantization_config` of an already-quantized checkpoint.
   std::optional<QuantizationConfig> quantization;
+
+  /// The rope of `layer` (slidingRope for Gemma 3's sliding layers).
+  RopeSettings ropeOf(int64_t layer) const {
+    if (slidingRope && layerUsesSlidingWindow(layer))
+      return *slidingRope;
+    return {ropeTheta, ropeScaling};
+  }
 
   bool layerUsesSlidingWindow(int64_t layer) const {
     return slidingWindow && layer >= 0 &&

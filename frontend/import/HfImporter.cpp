@@ -38,8 +38,9 @@ Type elementType(OpBuilder &b, DType dtype) {
 
 } // namespace
 
-RopeAttr ropeAttrOf(MLIRContext *ctx, const hf::ModelConfig &config) {
-  return ropeAttr(ctx, hf::ropeParameters(config));
+RopeAttr ropeAttrOf(MLIRContext *ctx, const hf::ModelConfig &config,
+                    int64_t layer) {
+  return ropeAttr(ctx, hf::ropeParameters(config, layer));
 }
 
 namespace {
@@ -83,7 +84,7 @@ quant::QuantizedWeight unpackInt4(const WeightStore &store,
 /// A linear's weight operands: codes (or the float weight), and for a
 /// quantized one its scales, zero points (int4), scheme and group size.
 struct LinearWeight {
-  Value weight, scales, zeros;
+  Value weight, scales, zeros, bias;
   QuantScheme scheme = QuantScheme::None;
   int64_t groupSize = 0;
 };
@@ -103,7 +104,18 @@ private:
                     Type element);
   LinearWeight int4Weight(const std::string &module);
   LinearWeight fp8Weight(const std::string &module);
-  Value linear(Value x, const std::string &prefix, bool bias);
+  /// A linear's weight (and bias) as the checkpoint stores it.
+  LinearWeight linearWeight(const std::string &prefix, bool bias);
+  /// Rows [offset, offset + rows) of a fused projection's weight.
+  LinearWeight sliceRows(const LinearWeight &w, int64_t offset, int64_t rows);
+  /// A query or key projection's heads with the rotated dims of a partial
+  /// rotary embedding moved to rotate-half distance (sol.permute_head_dims).
+  LinearWeight permuteForRope(const LinearWeight &w);
+  Value linear(Value x, const LinearWeight &w, const std::string &name);
+  Value linear(Value x, const std::string &prefix, bool bias) {
+    return linear(x, linearWeight(prefix, bias), prefix);
+  }
+  Value rmsNormWeight(const std::string &name);
   Value rmsNorm(Value x, const std::string &weightName);
   RankedTensorType activation(int64_t width) {
     return RankedTensorType::get({ShapedType::kDynamic, width}, actType);
@@ -118,7 +130,6 @@ private:
   Location loc = UnknownLoc::get(&ctx);
   Type actType;
   Value positions, tokenSeq;
-  RopeAttr rope;
 };
 
 /// A checkpoint tensor as a weight of the activation type: f16 and f32
@@ -229,7 +240,7 @@ LinearWeight Builder::fp8Weight(const std::string &module) {
 
 /// A linear as the checkpoint stores it: float weights, or quantized ones
 /// already in the form sol-quantize gives them.
-Value Builder::linear(Value x, const std::string &prefix, bool bias) {
+LinearWeight Builder::linearWeight(const std::string &prefix, bool bias) {
   const auto &q = config.quantization;
   LinearWeight w;
   if (!q || !q->quantizes(prefix))
@@ -238,35 +249,113 @@ Value Builder::linear(Value x, const std::string &prefix, bool bias) {
     w = fp8Weight(prefix);
   else
     w = int4Weight(prefix);
-  Value bv = bias ? weight(prefix + ".bias") : Value();
+  if (bias)
+    w.bias = weight(prefix + ".bias");
+  return w;
+}
+
+LinearWeight Builder::sliceRows(const LinearWeight &w, int64_t offset,
+                                int64_t rows) {
+  auto slice = [&](Value v) -> Value {
+    if (!v)
+      return v;
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = rows;
+    return b.create<SliceRowsOp>(
+        loc, RankedTensorType::get(shape, type.getElementType()), v,
+        b.getI64IntegerAttr(offset));
+  };
+  LinearWeight out = w;
+  out.weight = slice(w.weight);
+  out.scales = slice(w.scales);
+  out.zeros = slice(w.zeros);
+  out.bias = slice(w.bias);
+  return out;
+}
+
+LinearWeight Builder::permuteForRope(const LinearWeight &w) {
+  if (config.rotaryDim == config.headDim)
+    return w;
+  auto permute = [&](Value v) -> Value {
+    if (!v)
+      return v;
+    return b.create<PermuteHeadDimsOp>(loc, v.getType(), v,
+                                       b.getI64IntegerAttr(config.headDim),
+                                       b.getI64IntegerAttr(config.rotaryDim));
+  };
+  LinearWeight out = w;
+  out.weight = permute(w.weight);
+  out.scales = permute(w.scales);
+  out.zeros = permute(w.zeros);
+  out.bias = permute(w.bias);
+  return out;
+}
+
+Value Builder::linear(Value x, const LinearWeight &w, const std::string &name) {
   int64_t n = cast<RankedTensorType>(w.weight.getType()).getDimSize(0);
   return b.create<LinearOp>(
-      NameLoc::get(b.getStringAttr(prefix)), activation(n), x, w.weight, bv,
+      NameLoc::get(b.getStringAttr(name)), activation(n), x, w.weight, w.bias,
       /*residual=*/Value(), w.scales, w.zeros,
       LinearEpilogueAttr::get(&ctx, LinearEpilogue::None),
       QuantSchemeAttr::get(&ctx, w.scheme), b.getI64IntegerAttr(w.groupSize));
 }
 
+/// Gemma's norms multiply by 1 + w in float32: an f32 weight holding it.
+Value Builder::rmsNormWeight(const std::string &name) {
+  Value w = weight(name);
+  if (!config.normPlusOne)
+    return w;
+  return b.create<OffsetWeightOp>(
+      loc,
+      RankedTensorType::get(cast<RankedTensorType>(w.getType()).getShape(),
+                            b.getF32Type()),
+      w, b.getF32FloatAttr(1.0f));
+}
+
 Value Builder::rmsNorm(Value x, const std::string &weightName) {
-  Value w = weight(weightName);
-  return b.create<RmsNormOp>(loc, x.getType(), x, w,
+  return b.create<RmsNormOp>(loc, x.getType(), x, rmsNormWeight(weightName),
                              b.getF32FloatAttr(float(config.rmsNormEps)));
 }
 
 Value Builder::decoderLayer(Value hidden, int64_t layer) {
-  const std::string p = "model.layers." + std::to_string(layer);
+  const std::string p = cat(config.weightPrefix, "layers.", layer);
   const int64_t heads = config.numAttentionHeads,
                 kvHeads = config.numKeyValueHeads, headDim = config.headDim;
   loc = NameLoc::get(b.getStringAttr(p));
 
   Value x = rmsNorm(hidden, p + ".input_layernorm.weight");
-  Value q = linear(x, p + ".self_attn.q_proj", config.qkvBias);
-  Value k = linear(x, p + ".self_attn.k_proj", config.qkvBias);
-  Value v = linear(x, p + ".self_attn.v_proj", config.qkvBias);
+  Value q, k, v;
+  if (config.fusedProjections) {
+    // Phi-3's qkv_proj: the rows of q, then k, then v.
+    const std::string name = p + ".self_attn.qkv_proj";
+    LinearWeight qkv = linearWeight(name, config.qkvBias);
+    q = linear(x, permuteForRope(sliceRows(qkv, 0, heads * headDim)), name);
+    k = linear(
+        x, permuteForRope(sliceRows(qkv, heads * headDim, kvHeads * headDim)),
+        name);
+    v = linear(x,
+               sliceRows(qkv, (heads + kvHeads) * headDim, kvHeads * headDim),
+               name);
+  } else {
+    // Each projection's weights right before it, as the checkpoint lists
+    // them.
+    auto projection = [&](const char *which, bool rotated) {
+      const std::string name = p + ".self_attn." + which;
+      LinearWeight w = linearWeight(name, config.qkvBias);
+      return linear(x, rotated ? permuteForRope(w) : w, name);
+    };
+    q = projection("q_proj", true);
+    k = projection("k_proj", true);
+    v = projection("v_proj", false);
+  }
   if (config.qkNorm) {
+    // Per-head norms commute with the head-dim permutation only with the
+    // weight permuted alike; no supported architecture has both.
     q = rmsNorm(q, p + ".self_attn.q_norm.weight");
     k = rmsNorm(k, p + ".self_attn.k_norm.weight");
   }
+  RopeAttr rope = ropeAttrOf(&ctx, config, layer);
   q = b.create<RopeOp>(loc, q.getType(), q, positions, rope,
                        b.getI64IntegerAttr(heads),
                        b.getI64IntegerAttr(headDim));
@@ -276,20 +365,42 @@ Value Builder::decoderLayer(Value hidden, int64_t layer) {
   IntegerAttr window;
   if (config.layerUsesSlidingWindow(layer))
     window = b.getI64IntegerAttr(*config.slidingWindow);
+  FloatAttr softcap;
+  if (config.attnLogitSoftcap)
+    softcap = b.getF32FloatAttr(float(*config.attnLogitSoftcap));
   Value attn = b.create<AttentionOp>(
       loc, q.getType(), q, k, v, positions, tokenSeq,
       b.getI64IntegerAttr(layer), b.getI64IntegerAttr(heads),
       b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
-      b.getF32FloatAttr(float(1.0 / std::sqrt(double(headDim)))),
-      b.getBoolAttr(true), window);
+      b.getF32FloatAttr(float(config.attentionScale)), b.getBoolAttr(true),
+      window, softcap);
   Value o = linear(attn, p + ".self_attn.o_proj", config.oProjBias);
+  if (config.sandwichNorms)
+    o = rmsNorm(o, p + ".post_attention_layernorm.weight");
   hidden = b.create<AddOp>(loc, hidden, o);
 
-  x = rmsNorm(hidden, p + ".post_attention_layernorm.weight");
-  Value gate = linear(x, p + ".mlp.gate_proj", config.mlpBias);
-  Value up = linear(x, p + ".mlp.up_proj", config.mlpBias);
-  Value act = b.create<SwigluOp>(loc, gate.getType(), gate, up);
-  Value down = linear(act, p + ".mlp.down_proj", config.mlpBias);
+  x = rmsNorm(hidden,
+              p + (config.sandwichNorms ? ".pre_feedforward_layernorm.weight"
+                                        : ".post_attention_layernorm.weight"));
+  Value gate, up;
+  if (config.fusedProjections) {
+    // Phi-3's gate_up_proj: the gate's rows, then up's.
+    const int64_t inter = config.intermediateSize;
+    LinearWeight gu = linearWeight(p + ".mlp.gate_up_proj", config.mlpBias);
+    gate = linear(x, sliceRows(gu, 0, inter), p + ".mlp.gate_up_proj");
+    up = linear(x, sliceRows(gu, inter, inter), p + ".mlp.gate_up_proj");
+  } else {
+    gate = linear(x, p + ".mlp.gate_proj", config.mlpBias);
+    up = linear(x, p + ".mlp.up_proj", config.mlpBias);
+  }
+  const GateActivation act = config.hiddenAct == "gelu_pytorch_tanh"
+                                 ? GateActivation::GeluTanh
+                                 : GateActivation::Silu;
+  Value h = b.create<SwigluOp>(loc, gate.getType(), gate, up,
+                               GateActivationAttr::get(&ctx, act));
+  Value down = linear(h, p + ".mlp.down_proj", config.mlpBias);
+  if (config.sandwichNorms)
+    down = rmsNorm(down, p + ".post_feedforward_layernorm.weight");
   return b.create<AddOp>(loc, hidden, down);
 }
 
@@ -306,7 +417,6 @@ OwningOpRef<ModuleOp> Builder::build() {
 
   // Sol computes in bf16 whatever the checkpoint stores.
   actType = b.getBF16Type();
-  rope = ropeAttrOf(&ctx, config);
   auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
   auto logitsType = RankedTensorType::get(
       {ShapedType::kDynamic, config.vocabSize}, b.getF32Type());
@@ -322,19 +432,26 @@ OwningOpRef<ModuleOp> Builder::build() {
   tokenSeq = fn.getArgument(2);
   Value logitRows = fn.getArgument(3);
 
-  loc = NameLoc::get(b.getStringAttr("model.embed_tokens"));
-  Value table = weight("model.embed_tokens.weight");
-  Value hidden =
-      b.create<EmbeddingOp>(loc, activation(config.hiddenSize), tokens, table);
+  const std::string &prefix = config.weightPrefix;
+  loc = NameLoc::get(b.getStringAttr(prefix + "embed_tokens"));
+  Value table = weight(prefix + "embed_tokens.weight");
+  FloatAttr embedScale;
+  if (config.scaleEmbeddings)
+    embedScale = b.getF32FloatAttr(float(std::sqrt(double(config.hiddenSize))));
+  Value hidden = b.create<EmbeddingOp>(loc, activation(config.hiddenSize),
+                                       tokens, table, embedScale);
   for (int64_t layer = 0; layer < config.numHiddenLayers; ++layer)
     hidden = decoderLayer(hidden, layer);
 
   loc = NameLoc::get(b.getStringAttr("lm_head"));
-  Value norm = weight("model.norm.weight");
+  Value norm = rmsNormWeight(prefix + "norm.weight");
   Value head = config.tieWordEmbeddings ? table : weight("lm_head.weight");
+  FloatAttr softcap;
+  if (config.finalLogitSoftcap)
+    softcap = b.getF32FloatAttr(float(*config.finalLogitSoftcap));
   Value logits =
       b.create<LogitsOp>(loc, logitsType, hidden, norm, head, logitRows,
-                         b.getF32FloatAttr(float(config.rmsNormEps)));
+                         b.getF32FloatAttr(float(config.rmsNormEps)), softcap);
   b.create<func::ReturnOp>(loc, logits);
   return module;
 }

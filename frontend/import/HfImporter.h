@@ -35,6 +35,7 @@ ImportedModel importHfModel(mlir::MLIRContext &context,
 
 /// The #sol.rope of a checkpoint's config (theta, scaling and its
 /// parameters, with the format's defaults resolved).
-RopeAttr ropeAttrOf(mlir::MLIRContext *ctx, const hf::ModelConfig &config);
+RopeAttr ropeAttrOf(mlir::MLIRContext *ctx, const hf::ModelConfig &config,
+                    int64_t layer = 0);
 
 } // namespace sol

@@ -17,6 +17,13 @@ HfModel HfModel::open(const std::filesystem::path &dir) {
                 hf::loadGenerationConfig(dir),
                 std::nullopt,
                 std::nullopt};
+  // transformers 4 saved a multimodal Gemma 3's text model under
+  // language_model.model., transformers 5 under model.language_model.
+  if (model.config.multimodal &&
+      !model.checkpoint.find(model.config.weightPrefix +
+                             "embed_tokens.weight") &&
+      model.checkpoint.find("language_model.model.embed_tokens.weight"))
+    model.config.weightPrefix = "language_model.model.";
   hf::checkWeights(model.checkpoint, model.config);
   if (std::filesystem::exists(dir / "tokenizer.json"))
     model.tokenizerJson = dir / "tokenizer.json";

@@ -13,6 +13,10 @@ bool ChunkAttentionSpec::supported() const {
          qHeads / kvHeads <= kRows;
 }
 
+bool ChunkAttentionSpec::planned() const {
+  return supported() && headDim <= 128;
+}
+
 int ChunkAttentionSpec::tokensPerTile() const {
   if (!supported())
     fail("chunk_attention: ", qHeads, " query heads over ", kvHeads,
@@ -24,13 +28,14 @@ KernelInstance ChunkAttentionSpec::instance() const {
   if (!supported())
     fail("chunk_attention: ", qHeads, " query heads over ", kvHeads,
          " kv heads of head_dim ", headDim,
-         " is not supported (head_dim 64 or 128, query heads a multiple of "
-         "kv heads, at most ",
+         " is not supported (head_dim 64, 80, 96, 128 or 256, query heads "
+         "a multiple of kv heads, at most ",
          kRows, " per kv head)");
   return {
       "ChunkAttention.cuh",
       cat("sol::kernels::", kvFp8 ? "chunk_attention_fp8<" : "chunk_attention<",
-          qHeads, ", ", kvHeads, ", ", headDim, ", ", blockSize, ">")};
+          qHeads, ", ", kvHeads, ", ", headDim, ", ", blockSize,
+          softcap ? ", true>" : ">")};
 }
 
 unsigned ChunkAttentionSpec::sharedBytes() const {

@@ -5,6 +5,7 @@
 #include "runtime/cuda/Event.h"
 #include "runtime/cuda/StepPadding.h"
 #include "runtime/sampling/StepSampling.h"
+#include "runtime/support/DType.h"
 #include "runtime/support/Error.h"
 
 #include <algorithm>
@@ -81,6 +82,17 @@ SamplingResults samplingResults(int rows, int numTop) {
   res.topLogprobs = res.topIds + alignUp(top);
   res.bytes = res.topLogprobs + top;
   return res;
+}
+
+/// The rope kernels' ropeLongFrom (LaunchArgs.h): the first position of a
+/// LongRoPE table's long frequencies (uploaded right after its short ones),
+/// kNoLongRope when it has none.
+int ropeLongFrom(const fb::RopeTable &table) {
+  constexpr int kNoLongRope = 0x7fffffff;
+  if (!table.long_inv_freq() || table.long_inv_freq()->size() == 0)
+    return kNoLongRope;
+  return static_cast<int>(
+      std::clamp<int64_t>(table.long_from(), 0, int64_t{kNoLongRope}));
 }
 
 } // namespace
@@ -187,15 +199,35 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
              k.nameExpression, " needed by op ", ops_[i].name,
              "; compile the model again with this version's solc");
 
-  // Weights, uploaded once.
+  // Weights, uploaded once. The norm kernels read bf16 weights: an f32
+  // norm weight (Gemma's 1 + w, exact in the plan for the reference
+  // executor) is rounded to bf16 here.
+  std::vector<bool> normWeight(plan.weights()->size(), false);
+  for (const OpDesc &d : ops_)
+    if (d.kind == OpKind::RmsNorm || d.kind == OpKind::HeadRmsNorm ||
+        d.kind == OpKind::NormLinear)
+      normWeight[static_cast<size_t>(d.weights.at(0))] = true;
   std::size_t total = 0;
   for (const fb::Weight *w : *plan.weights()) {
     weightOffsets_.push_back(total);
     total += alignUp(w->data()->size());
   }
   weights_ = DeviceBuffer(std::max<std::size_t>(total, kAlign));
+  std::vector<uint16_t> rounded;
   for (unsigned i = 0; i < plan.weights()->size(); ++i) {
     auto bytes = planFile.weightBytes(static_cast<int>(i));
+    if (normWeight[i] && plan.weights()->Get(i)->dtype() == fb::DType::F32) {
+      rounded.resize(bytes.size() / sizeof(float));
+      for (std::size_t j = 0; j < rounded.size(); ++j) {
+        float f;
+        std::memcpy(&f, bytes.data() + j * sizeof(float), sizeof f);
+        rounded[j] = floatToBf16(f);
+      }
+      weights_.copyFromHost(rounded.data(), rounded.size() * 2, stream_,
+                            weightOffsets_[i]);
+      stream_.synchronize(); // `rounded` is reused for the next one
+      continue;
+    }
     weights_.copyFromHost(bytes.data(), bytes.size(), stream_,
                           weightOffsets_[i]);
   }
@@ -208,6 +240,11 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
       if (r->inv_freq())
         ropeData.insert(ropeData.end(), r->inv_freq()->begin(),
                         r->inv_freq()->end());
+      // longrope: the long set right after the short one (the kernels add
+      // head_dim / 2 from ropeLongFrom on).
+      if (r->long_inv_freq() && r->long_inv_freq()->size() > 0)
+        ropeData.insert(ropeData.end(), r->long_inv_freq()->begin(),
+                        r->long_inv_freq()->end());
       while (ropeData.size() % (kAlign / sizeof(float)))
         ropeData.push_back(0);
     }
@@ -385,7 +422,8 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     const bool same =
         !chunkAttention_ || (chunkAttention_->qHeads == spec.qHeads &&
                              chunkAttention_->kvHeads == spec.kvHeads &&
-                             chunkAttention_->headDim == spec.headDim);
+                             chunkAttention_->headDim == spec.headDim &&
+                             chunkAttention_->softcap == spec.softcap);
     if (!usable || !same) {
       chunkAttention_.reset();
       break;
@@ -953,8 +991,11 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     auto w = [&](unsigned j) { return weight(d.weights[j]); };
     switch (d.kind) {
     case OpKind::Embedding: {
-      EmbeddingArgs args{
-          .out = buf(0), .table = w(0), .ids = buf(1), .tokens = rows};
+      EmbeddingArgs args{.out = buf(0),
+                         .table = w(0),
+                         .ids = buf(1),
+                         .tokens = rows,
+                         .scale = d.embeddingScale};
       LaunchDims dims = l.dims;
       switch (shape.chain) {
       case ChainSource::None:
@@ -1106,8 +1147,8 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       const CUdeviceptr vc = kc + kvArrayBytes_;
       const CUdeviceptr invFreq =
           ropes_.address() + ropeOffsets_.at(static_cast<size_t>(rope));
-      const float scaling =
-          plan.rope()->Get(static_cast<unsigned>(rope))->attention_scaling();
+      const fb::RopeTable *table =
+          plan.rope()->Get(static_cast<unsigned>(rope));
       // The fp8 cache's scales follow its values (null for bf16).
       const CUdeviceptr ks = kvFp8() ? vc + kvArrayBytes_ : null;
       const CUdeviceptr vs = kvFp8() ? ks + kvScaleBytes_ : null;
@@ -1121,9 +1162,10 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                                .positions = positions,
                                .tokenSeq = tokenSeq,
                                .blockTables = blockTables,
-                               .attentionScaling = scaling,
+                               .attentionScaling = table->attention_scaling(),
                                .maxBlocks = shape.maxBlocks,
-                               .tokens = rows});
+                               .tokens = rows,
+                               .ropeLongFrom = ropeLongFrom(*table)});
       break;
     }
     case OpKind::Attention: {
@@ -1149,7 +1191,8 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                                   .tiles = tiles,
                                   .maxBlocks = shape.maxBlocks,
                                   .scale = d.scale,
-                                  .slidingWindow = window};
+                                  .slidingWindow = window,
+                                  .softcap = d.softcap};
       };
       if (shape.prefillTiles > 0 && prefillAttentionUsable(d)) {
         const PrefillAttentionSpec spec = prefillAttentionSpec(d);
@@ -1186,20 +1229,34 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
           .maxBlocks = shape.maxBlocks,
           .scale = d.scale,
           .slidingWindow = window,
-          .tokens = rows};
+          .tokens = rows,
+          .softcap = d.softcap};
       // The fused variant rotates q and k and appends k and v itself.
       if (shape.fusedRope) {
         const auto rope = static_cast<std::size_t>(attentionRope_.at(i));
         args.invFreq = ropes_.address() + ropeOffsets_.at(rope);
-        args.attentionScaling =
-            plan.rope()->Get(static_cast<unsigned>(rope))->attention_scaling();
+        const fb::RopeTable *table =
+            plan.rope()->Get(static_cast<unsigned>(rope));
+        args.attentionScaling = table->attention_scaling();
+        args.ropeLongFrom = ropeLongFrom(*table);
       }
       k.launch(l.dims, stream_, args);
       break;
     }
     case OpKind::Swiglu:
-      k.launch(l.dims, stream_,
-               SwigluArgs{.out = buf(0), .gateUp = buf(1), .tokens = rows});
+      k.launch(
+          l.dims, stream_,
+          SwigluArgs{.out = buf(0),
+                     .gateUp = buf(1),
+                     .tokens = rows,
+                     .geluTanh = d.activation == fb::GateActivation::GeluTanh});
+      break;
+    case OpKind::Softcap:
+      k.launch(
+          l.dims, stream_,
+          SoftcapArgs{.values = buf(0),
+                      .count = static_cast<long long>(rows) * d.bufferWidths[0],
+                      .cap = d.softcap});
       break;
     case OpKind::GatherRows:
       k.launch(

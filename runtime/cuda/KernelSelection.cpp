@@ -298,8 +298,10 @@ bool kvFp8(const OpDesc &op) {
 }
 
 PagedAttentionSpec attentionSpec(const OpDesc &op) {
-  return {toInt(op.heads), toInt(op.kvHeads), toInt(op.headDim), op.blockSize,
-          kvFp8(op)};
+  PagedAttentionSpec spec{toInt(op.heads), toInt(op.kvHeads), toInt(op.headDim),
+                          op.blockSize, kvFp8(op)};
+  spec.softcap = op.softcap > 0.0f;
+  return spec;
 }
 
 } // namespace
@@ -311,13 +313,13 @@ bool attentionFusesRope(const OpDesc &op) {
 }
 
 PrefillAttentionSpec prefillAttentionSpec(const OpDesc &op) {
-  return {toInt(op.heads), toInt(op.kvHeads), toInt(op.headDim), op.blockSize,
-          kvFp8(op)};
+  return {toInt(op.heads), toInt(op.kvHeads), toInt(op.headDim),
+          op.blockSize,    kvFp8(op),         op.softcap > 0.0f};
 }
 
 ChunkAttentionSpec chunkAttentionSpec(const OpDesc &op) {
-  return {toInt(op.heads), toInt(op.kvHeads), toInt(op.headDim), op.blockSize,
-          kvFp8(op)};
+  return {toInt(op.heads), toInt(op.kvHeads), toInt(op.headDim),
+          op.blockSize,    kvFp8(op),         op.softcap > 0.0f};
 }
 
 int attentionSplits(const OpDesc &op, int tokens, int maxContext,
@@ -413,6 +415,10 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   }
   case OpKind::ConcatColumns:
     return {}; // strided copies (cuMemcpy2DAsync), no kernel
+  case OpKind::Softcap: {
+    SoftcapSpec spec{toInt(op.bufferWidths.at(0))};
+    return {{spec.instance(), spec.dims(rows)}};
+  }
   }
   fail("no CUDA kernel for op kind ", static_cast<int>(op.kind));
 }
@@ -495,7 +501,7 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     // Graph-sized steps with a short prompt chunk: the tensor-core kernel
     // with split K/V ranges (chunk_attention_fp8 over an fp8 cache).
     const ChunkAttentionSpec chunk = chunkAttentionSpec(op);
-    if (maxTokens >= 2 && chunk.supported())
+    if (maxTokens >= 2 && chunk.planned())
       out.push_back(chunk.instance());
     return out;
   }

@@ -54,13 +54,13 @@ void requireKvBlockSize(int blockSize, const char *kernel) {
          blockSize);
 }
 
-// fp8 kernels load 16 E4M3 values per lane, a power of two lanes per
-// cache position.
+// fp8 kernels load 8 or 16 E4M3 values per lane and quantise each half of
+// a head's k row in whole lanes: head dims that are multiples of 16.
 void requireFp8HeadDim(int headDim, const char *kernel) {
-  if (headDim < 16 || headDim > 256 || (headDim & (headDim - 1)) != 0)
+  if (headDim < 16 || headDim > 256 || headDim % 16 != 0)
     fail(kernel,
-         ": the fp8 KV cache supports head dims 16, 32, 64, 128 and "
-         "256, got ",
+         ": the fp8 KV cache supports head dims that are multiples of 16 "
+         "up to 256 (64, 80, 96, 128, 256, ...), got ",
          headDim);
 }
 
@@ -100,6 +100,15 @@ KernelInstance SwigluSpec::instance() const {
 }
 LaunchDims SwigluSpec::dims(int tokens) const {
   return vectorDims(static_cast<long long>(tokens) * (intermediate / 8));
+}
+
+KernelInstance SoftcapSpec::instance() const {
+  requirePositive(width, "width", "softcap");
+  return {"Softcap.cuh", cat(kNamespace, "softcap")};
+}
+LaunchDims SoftcapSpec::dims(int rows) const {
+  // One value a thread (grid-stride beyond the grid's limit).
+  return vectorDims(static_cast<long long>(std::max(rows, 1)) * width);
 }
 
 KernelInstance SwigluPairsSpec::instance() const {
@@ -866,10 +875,11 @@ LaunchDims RopeKvWriteSpec::dims(int tokens) const {
 }
 
 KernelInstance PagedAttentionSpec::instance() const {
-  const int lanes = headDim / 8;
-  if (headDim % 8 != 0 || lanes > 32 || (lanes & (lanes - 1)) != 0)
+  // 16 bytes of a position per lane, at most a warp a position (head dims
+  // that are not a power of two use the next power of two lanes).
+  if (headDim <= 0 || headDim % 8 != 0 || headDim > 256)
     fail("paged_attention: head_dim ", headDim,
-         " is not supported (8, 16, 32, 64, 128 or 256)");
+         " is not supported (a multiple of 8 up to 256)");
   if (kvHeads <= 0 || qHeads % kvHeads != 0)
     fail("paged_attention: ", qHeads, " query heads do not split into ",
          kvHeads, " kv heads");
@@ -881,15 +891,22 @@ KernelInstance PagedAttentionSpec::instance() const {
          fp8 ? " with an fp8 cache" : "");
   if (preloadWalk && !fusedRope)
     fail("paged_attention: the walk preload needs the fused rope");
+  // PreloadWalk and Softcap default to false; name them only when needed.
+  const char *flags = softcap ? (preloadWalk ? ", true, true" : ", false, true")
+                      : preloadWalk ? ", true"
+                                    : "";
   return {"PagedAttention.cuh",
           cat(kNamespace, fp8 ? "paged_attention_fp8<" : "paged_attention<",
               qHeads, ", ", kvHeads, ", ", headDim, ", ", blockSize, ", ",
-              fusedRope ? "true" : "false", preloadWalk ? ", true" : "", ">")};
+              fusedRope ? "true" : "false", flags, ">")};
 }
 bool PagedAttentionSpec::fusedRopeSupported() const {
-  // Lanes hold 8 values (bf16), or 16 (fp8 with groups of at most 4, as
-  // PagedAttentionFp8Shape picks); both halves of a head need >= 1 lane.
-  const int perLane = fp8 && kvHeads > 0 && qHeads / kvHeads <= 4 ? 16 : 8;
+  // Lanes hold 8 values (bf16), or 16 (fp8 with groups of at most 4 and a
+  // head dim that is a power of two or a multiple of 32, as
+  // PagedAttentionFp8Shape picks); both halves of a head need whole lanes.
+  const bool wide = fp8 && kvHeads > 0 && qHeads / kvHeads <= 4 &&
+                    ((headDim & (headDim - 1)) == 0 || headDim % 32 == 0);
+  const int perLane = wide ? 16 : 8;
   return headDim >= 2 * perLane && headDim % (2 * perLane) == 0;
 }
 bool PagedAttentionSpec::mergesInCluster(int tokens, int splits,

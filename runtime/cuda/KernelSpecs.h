@@ -64,6 +64,13 @@ struct SwigluSpec {
   LaunchDims dims(int tokens) const;
 };
 
+/// softcap over the f32 logits of `rows` rows of `width` (Softcap.cuh).
+struct SoftcapSpec {
+  int width = 0;
+  KernelInstance instance() const;
+  LaunchDims dims(int rows) const;
+};
+
 /// swiglu_pairs<I>(out, gate_up, T): gate_up rows of interleaved (gate, up)
 /// pairs, the output of a fused gate/up GEMM run without its epilogue.
 struct SwigluPairsSpec {
@@ -417,7 +424,9 @@ struct RopeKvWriteSpec {
 /// thread-block cluster of the splits when mergesInCluster, else in the last
 /// block of each token and kv head to arrive, counting arrivals in `arrivals`.
 /// `fusedRope`: the variant that does rope_kv_write's work in its prologue, for
-/// steps whose sequences each have one token.
+/// steps whose sequences each have one token. Head dims: multiples of 8 up
+/// to 256 (16 with fp8); 80 and 96 pad a position's lanes to 16 (8 for fp8
+/// at 96 with groups of at most 4).
 struct PagedAttentionSpec {
   int qHeads = 0;
   int kvHeads = 0;
@@ -433,6 +442,9 @@ struct PagedAttentionSpec {
   /// waiting for the QKV projection (PagedAttention.cuh's PreloadWalk);
   /// selection sets it where preloadsWalk.
   bool preloadWalk = false;
+  /// The variant that soft-caps the scores (PagedAttentionArgs::softcap;
+  /// Gemma 2); the plain one ignores the field.
+  bool softcap = false;
   /// The most splits chooseSplits picks.
   static constexpr int kMaxSplits = 64;
   /// The most splits a cluster merges (the portable cluster size).

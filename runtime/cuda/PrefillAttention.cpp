@@ -8,25 +8,31 @@
 namespace sol::cuda {
 
 bool PrefillAttentionSpec::supported() const {
-  return (headDim == 64 || headDim == 128) && kvHeads > 0 &&
-         qHeads % kvHeads == 0 && blockSize > 0;
+  return (headDim == 64 || headDim == 80 || headDim == 96 || headDim == 128 ||
+          headDim == 256) &&
+         kvHeads > 0 && qHeads % kvHeads == 0 && blockSize > 0;
 }
 
 KernelInstance PrefillAttentionSpec::instance() const {
   if (!supported())
     fail("prefill_attention: ", qHeads, " query heads over ", kvHeads,
          " kv heads of head_dim ", headDim,
-         " is not supported (head_dim 64 or 128, query heads a multiple of "
-         "kv heads)");
+         " is not supported (head_dim 64, 80, 96, 128 or 256, query heads a "
+         "multiple of kv heads)");
   return {"PrefillAttention.cuh",
           cat("sol::kernels::",
               kvFp8 ? "prefill_attention_fp8<" : "prefill_attention<", qHeads,
-              ", ", kvHeads, ", ", headDim, ", ", blockSize, ">")};
+              ", ", kvHeads, ", ", headDim, ", ", blockSize,
+              softcap ? ", true>" : ">")};
+}
+
+int PrefillAttentionSpec::rowStride() const {
+  return headDim % 64 == 0 ? headDim : headDim + 8;
 }
 
 unsigned PrefillAttentionSpec::sharedBytes() const {
   // PrefillAttentionShape<HD>::kSharedBytes / kFp8SharedBytes.
-  const int bf16Bytes = 5 * kRows * headDim * 2;
+  const int bf16Bytes = 5 * kRows * rowStride() * 2;
   if (!kvFp8)
     return static_cast<unsigned>(bf16Bytes);
   return static_cast<unsigned>(bf16Bytes + 2 * kKeys * headDim +

@@ -28,6 +28,8 @@ struct PrefillAttentionSpec {
   int headDim = 0;
   int blockSize = 16;
   bool kvFp8 = false;
+  /// The variant that soft-caps the scores (TiledAttentionArgs::softcap).
+  bool softcap = false;
 
   /// Query tokens per tile, K/V positions per step, threads: the kernel's
   /// kPrefillRows, kPrefillKeys and kPrefillThreads.
@@ -35,12 +37,17 @@ struct PrefillAttentionSpec {
   static constexpr int kKeys = 64;
   static constexpr int kThreads = 128;
 
-  /// Whether the kernel handles this shape (head dims 64 and 128, GQA).
+  /// Whether the kernel handles this shape (head dims 64, 80, 96, 128 and
+  /// 256; GQA).
   bool supported() const;
   KernelInstance instance() const;
+  /// Elements from one row of a shared-memory tile to the next
+  /// (PrefillAttentionShape::kRowStride): the head dim, padded by one
+  /// 16-byte chunk when it is not a multiple of 64 (80, 96).
+  int rowStride() const;
   /// Bytes of dynamic shared memory: Q and two stages of bf16 K and V tiles;
   /// fp8 adds a staging tile of E4M3 K and V rows and two stages of their
-  /// scales.
+  /// scales. Head dim 256: 160 KB (194 KB with fp8), one block an SM.
   unsigned sharedBytes() const;
   LaunchDims dims(int tiles) const;
 };

@@ -29,6 +29,8 @@ std::string_view opKindName(OpKind kind) {
     return "NormLinear";
   case OpKind::ConcatColumns:
     return "ConcatColumns";
+  case OpKind::Softcap:
+    return "Softcap";
   }
   return "unknown";
 }
@@ -95,6 +97,7 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
         missing();
       op.buffers = {p->out(), p->ids()};
       op.weights = {p->table()};
+      op.embeddingScale = p->scale();
       break;
     }
     case OpKind::RmsNorm: {
@@ -167,6 +170,7 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
       op.headDim = p->head_dim();
       op.slidingWindow = p->sliding_window();
       op.scale = p->scale();
+      op.softcap = p->softcap();
       break;
     }
     case OpKind::Swiglu: {
@@ -174,6 +178,20 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
       if (!p)
         missing();
       op.buffers = {p->out(), p->input()};
+      op.activation = p->activation();
+      if (op.activation > fb::GateActivation::MAX)
+        fail("plan ", planPath, ": op #", i, " '", op.name,
+             "' has gate activation ", static_cast<int>(op.activation),
+             ", which this runtime does not know; this plan needs a newer "
+             "Sol runtime");
+      break;
+    }
+    case OpKind::Softcap: {
+      const fb::SoftcapOp *p = src->params_as_SoftcapOp();
+      if (!p)
+        missing();
+      op.buffers = {p->buffer()};
+      op.softcap = p->cap();
       break;
     }
     case OpKind::Add: {
@@ -224,7 +242,9 @@ flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
   flatbuffers::Offset<void> params;
   switch (op.kind) {
   case OpKind::Embedding:
-    params = fb::CreateEmbeddingOp(b, buffer(0), buffer(1), weight(0)).Union();
+    params = fb::CreateEmbeddingOp(b, buffer(0), buffer(1), weight(0),
+                                   op.embeddingScale)
+                 .Union();
     break;
   case OpKind::RmsNorm:
     params = fb::CreateRmsNormOp(b, buffer(0), buffer(1), buffer(2), weight(0),
@@ -271,11 +291,14 @@ flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
             b, buffer(0), buffer(1), static_cast<int32_t>(op.layer),
             static_cast<int32_t>(op.heads), static_cast<int32_t>(op.kvHeads),
             static_cast<int32_t>(op.headDim),
-            static_cast<int32_t>(op.slidingWindow), op.scale)
+            static_cast<int32_t>(op.slidingWindow), op.scale, op.softcap)
             .Union();
     break;
   case OpKind::Swiglu:
-    params = fb::CreateSwigluOp(b, buffer(0), buffer(1)).Union();
+    params = fb::CreateSwigluOp(b, buffer(0), buffer(1), op.activation).Union();
+    break;
+  case OpKind::Softcap:
+    params = fb::CreateSoftcapOp(b, buffer(0), op.softcap).Union();
     break;
   case OpKind::Add:
     params = fb::CreateAddOp(b, buffer(0), buffer(1), buffer(2)).Union();

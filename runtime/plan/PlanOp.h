@@ -31,8 +31,9 @@ enum class OpKind : uint8_t {
   GatherRows,
   NormLinear,
   ConcatColumns,
+  Softcap,
 };
-inline constexpr int kNumOpKinds = static_cast<int>(OpKind::ConcatColumns) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::Softcap) + 1;
 std::string_view opKindName(OpKind kind);
 
 /// One op. Buffer and weight operands in role order:
@@ -48,6 +49,7 @@ std::string_view opKindName(OpKind kind);
 ///   Add            buffers out, lhs, rhs
 ///   GatherRows     buffers out, in, rows
 ///   ConcatColumns  buffers out, in_0, in_1, ...
+///   Softcap        buffers buf
 ///
 /// where q is a quantized W's scales (and, for Int4, zero points).
 /// Only the parameters of the op's kind are meaningful.
@@ -56,18 +58,21 @@ struct PlanOp {
   std::string name;
   std::vector<int32_t> buffers;
   std::vector<int32_t> weights;
-  float eps = 0.0f;          // RmsNorm, HeadRmsNorm, NormLinear
-  float scale = 0.0f;        // Attention
-  int64_t column = 0;        // HeadRmsNorm: its first column
-  int64_t heads = 0;         // HeadRmsNorm, RopeKvWrite, Attention
-  int64_t kvHeads = 0;       // RopeKvWrite, Attention
-  int64_t headDim = 0;       // HeadRmsNorm, RopeKvWrite, Attention
-  int64_t layer = 0;         // RopeKvWrite, Attention
-  int64_t rope = 0;          // RopeKvWrite: index into Plan.rope
-  int64_t slidingWindow = 0; // Attention: 0 = unlimited
+  float eps = 0.0f;            // RmsNorm, HeadRmsNorm, NormLinear
+  float scale = 0.0f;          // Attention
+  float embeddingScale = 1.0f; // Embedding: rows times it (1: none)
+  float softcap = 0.0f;        // Attention (0: none), Softcap: the cap
+  int64_t column = 0;          // HeadRmsNorm: its first column
+  int64_t heads = 0;           // HeadRmsNorm, RopeKvWrite, Attention
+  int64_t kvHeads = 0;         // RopeKvWrite, Attention
+  int64_t headDim = 0;         // HeadRmsNorm, RopeKvWrite, Attention
+  int64_t layer = 0;           // RopeKvWrite, Attention
+  int64_t rope = 0;            // RopeKvWrite: index into Plan.rope
+  int64_t slidingWindow = 0;   // Attention: 0 = unlimited
   fb::LinearEpilogue epilogue = fb::LinearEpilogue::None; // Linear, NormLinear
   fb::WeightQuant quant = fb::WeightQuant::None;          // Linear, NormLinear
   int64_t groupSize = 0; // Linear, NormLinear: inputs per Int4 scale
+  fb::GateActivation activation = fb::GateActivation::Silu; // Swiglu
   std::vector<int64_t> columns, widths; // ConcatColumns: per input
 
   /// RmsNorm: whether it adds a residual first (a third buffer).

@@ -27,7 +27,10 @@ void ropeKvWriteRows(std::span<float> qkv, int64_t rows, const PlanOp &op,
     const int32_t pos = placement.positions[static_cast<size_t>(t)];
     // q heads then k heads are contiguous: rotate all of them.
     for (int64_t h = 0; h < op.heads + op.kvHeads; ++h)
-      rotateHalf({row + h * hd, static_cast<size_t>(hd)}, rope.invFreq,
+      rotateHalf({row + h * hd, static_cast<size_t>(hd)},
+                 !rope.longInvFreq.empty() && pos >= rope.longFrom
+                     ? rope.longInvFreq
+                     : rope.invFreq,
                  rope.attentionScaling, pos);
     const int32_t seq = placement.tokenSeq[static_cast<size_t>(t)];
     const int64_t block = placement.block(seq, pos, blockSize);
@@ -87,7 +90,9 @@ void attentionRows(std::span<float> out, std::span<const float> qkv,
             double dot = 0.0;
             for (int64_t d = 0; d < hd; ++d)
               dot += static_cast<double>(q[d]) * k[d];
-            const double s = dot * op.scale;
+            double s = dot * op.scale;
+            if (op.softcap > 0) // Gemma 2's attention-logit soft-capping
+              s = op.softcap * std::tanh(s / op.softcap);
             scores[static_cast<size_t>(j - lo)] = s;
             maxScore = std::max(maxScore, s);
           }

@@ -342,7 +342,7 @@ void ReferenceExecutor::runOps(const StepBatch &batch) {
     switch (op.kind) {
     case OpKind::Embedding:
       embeddingRows(act(op.buffers[0]), inputs[op.buffers[1]], weight(op, 0),
-                    width);
+                    width, op.embeddingScale);
       break;
     case OpKind::RmsNorm:
       rmsNormRows(act(op.buffers[0]), act(op.buffers[1]),
@@ -377,7 +377,8 @@ void ReferenceExecutor::runOps(const StepBatch &batch) {
                     *cache_, numThreads_);
       break;
     case OpKind::Swiglu:
-      swigluRows(act(op.buffers[0]), act(op.buffers[1]), rows, width);
+      swigluRows(act(op.buffers[0]), act(op.buffers[1]), rows, width,
+                 op.activation == fb::GateActivation::GeluTanh);
       break;
     case OpKind::Add:
       addValues(act(op.buffers[0]), act(op.buffers[1]), act(op.buffers[2]),
@@ -386,6 +387,9 @@ void ReferenceExecutor::runOps(const StepBatch &batch) {
     case OpKind::GatherRows:
       gatherRows(act(op.buffers[0]), act(op.buffers[1]), inputs[op.buffers[2]],
                  width);
+      break;
+    case OpKind::Softcap:
+      softcapValues(act(op.buffers[0]), op.softcap);
       break;
     case OpKind::ConcatColumns: {
       std::span<float> out = act(op.buffers[0]);

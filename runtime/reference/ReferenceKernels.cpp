@@ -2,6 +2,8 @@
 
 #include "runtime/reference/ReferenceKernels.h"
 
+#include "runtime/support/Activations.h"
+
 #include "runtime/reference/ParallelFor.h"
 
 #include <algorithm>
@@ -12,11 +14,15 @@
 namespace sol::reference {
 
 void embeddingRows(std::span<float> out, std::span<const int32_t> ids,
-                   std::span<const float> table, int64_t width) {
-  for (size_t t = 0; t < ids.size(); ++t)
-    std::memcpy(out.data() + static_cast<int64_t>(t) * width,
-                table.data() + static_cast<int64_t>(ids[t]) * width,
+                   std::span<const float> table, int64_t width, float scale) {
+  for (size_t t = 0; t < ids.size(); ++t) {
+    float *row = out.data() + static_cast<int64_t>(t) * width;
+    std::memcpy(row, table.data() + static_cast<int64_t>(ids[t]) * width,
                 static_cast<size_t>(width) * sizeof(float));
+    if (scale != 1.0f)
+      for (int64_t j = 0; j < width; ++j)
+        row[j] *= scale;
+  }
 }
 
 namespace {
@@ -81,9 +87,9 @@ constexpr int64_t kColumnBlock = 16;
 // Built for AVX2 too, picked at load time where the CPU has it: wider
 // vectors over the same kLanes partial sums give the same bits, faster.
 __attribute__((target_clones("avx2", "default"))) void
-linearColumns(float *out, const float *in, const float *w,
-                   const float *bias, int64_t rows, int64_t n, int64_t k,
-                   int64_t nBegin, int64_t nEnd) {
+linearColumns(float *out, const float *in, const float *w, const float *bias,
+              int64_t rows, int64_t n, int64_t k, int64_t nBegin,
+              int64_t nEnd) {
   for (int64_t nb = nBegin; nb < nEnd; nb += kColumnBlock) {
     const int64_t ne = std::min(nb + kColumnBlock, nEnd);
     for (int64_t t = 0; t < rows; ++t) {
@@ -125,16 +131,19 @@ void linearRows(std::span<float> out, std::span<const float> in,
 }
 
 void swigluRows(std::span<float> out, std::span<const float> in, int64_t rows,
-                int64_t width) {
+                int64_t width, bool geluTanhGate) {
   for (int64_t t = 0; t < rows; ++t) {
     const float *gate = in.data() + t * 2 * width;
     const float *up = gate + width;
     float *y = out.data() + t * width;
-    for (int64_t j = 0; j < width; ++j) {
-      const float g = gate[j];
-      y[j] = g / (1.0f + std::exp(-g)) * up[j];
-    }
+    for (int64_t j = 0; j < width; ++j)
+      y[j] = (geluTanhGate ? geluTanh(gate[j]) : silu(gate[j])) * up[j];
   }
+}
+
+void softcapValues(std::span<float> values, float cap) {
+  for (float &v : values)
+    v = cap * std::tanh(v / cap);
 }
 
 void addValues(std::span<float> out, std::span<const float> a,
@@ -160,10 +169,12 @@ void rotateHalf(std::span<float> head, std::span<const float> invFreq,
     // f32, times attention_scaling. Rounding the angle to float matters at
     // large positions, so it is kept; cos/sin of that angle are exact.
     const float angle = static_cast<float>(position) * invFreq[i];
+    // A pair of frequency 0 passes through (partial rotary): no scaling.
+    const float sc = invFreq[i] == 0.0f ? 1.0f : scaling;
     const float c =
-        static_cast<float>(std::cos(static_cast<double>(angle))) * scaling;
+        static_cast<float>(std::cos(static_cast<double>(angle))) * sc;
     const float s =
-        static_cast<float>(std::sin(static_cast<double>(angle))) * scaling;
+        static_cast<float>(std::sin(static_cast<double>(angle))) * sc;
     const float x1 = head[i];
     const float x2 = head[i + half];
     head[i] = x1 * c - x2 * s;

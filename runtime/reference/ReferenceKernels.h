@@ -14,9 +14,10 @@
 
 namespace sol::reference {
 
-/// out[t] = table[ids[t]] for each of ids.size() rows of `width` values.
+/// out[t] = table[ids[t]] * scale for each of ids.size() rows of `width`
+/// values.
 void embeddingRows(std::span<float> out, std::span<const int32_t> ids,
-                   std::span<const float> table, int64_t width);
+                   std::span<const float> table, int64_t width, float scale);
 
 /// Per row: r = in (+ residual when non-empty; then residual <- r),
 /// out = r / sqrt(mean(r^2) + eps) * weight, the mean in double. `out` may
@@ -39,10 +40,14 @@ void linearRows(std::span<float> out, std::span<const float> in,
                 std::span<const float> w, std::span<const float> bias,
                 int64_t rows, int64_t n, int64_t k, int numThreads);
 
-/// out[t][j] = silu(in[t][j]) * in[t][width + j], silu(x) = x / (1 + e^-x);
-/// in rows are [gate | up], 2 * width wide.
+/// out[t][j] = act(in[t][j]) * in[t][width + j], act silu (x / (1 + e^-x))
+/// or, with geluTanhGate, PyTorch's tanh GELU; in rows are [gate | up],
+/// 2 * width wide.
 void swigluRows(std::span<float> out, std::span<const float> in, int64_t rows,
-                int64_t width);
+                int64_t width, bool geluTanhGate);
+
+/// values = cap * tanh(values / cap), in place.
+void softcapValues(std::span<float> values, float cap);
 
 /// out = a + b over `count` values (any of them may be the same buffer).
 void addValues(std::span<float> out, std::span<const float> a,
@@ -55,7 +60,8 @@ void gatherRows(std::span<float> out, std::span<const float> in,
 /// Rotates one head in place with Hugging Face's rotate-half RoPE: for pair
 /// i < headDim/2, angle = float(position) * invFreq[i] (rounded to float as
 /// transformers computes it), c = cos(angle) * scaling,
-/// s = sin(angle) * scaling, (x[i], x[i + headDim/2]) <-
+/// s = sin(angle) * scaling (scaling 1 for a pair of frequency 0, which a
+/// partial rotary embedding passes through), (x[i], x[i + headDim/2]) <-
 /// (x[i] c - x[i + headDim/2] s, x[i + headDim/2] c + x[i] s).
 void rotateHalf(std::span<float> head, std::span<const float> invFreq,
                 float scaling, int32_t position);

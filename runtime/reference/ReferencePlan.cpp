@@ -159,10 +159,21 @@ void ReferencePlan::decodeRopes(const PlanFile &file) {
     RopeInfo info;
     info.invFreq = toVector<float>(r->inv_freq());
     info.attentionScaling = r->attention_scaling();
+    info.longInvFreq = toVector<float>(r->long_inv_freq());
+    info.longFrom = r->long_from();
+    if (!info.longInvFreq.empty() &&
+        info.longInvFreq.size() != info.invFreq.size())
+      fail("plan ", planPath_, ": rope table ", ropes_.size(), " has ",
+           info.longInvFreq.size(), " long frequencies for ",
+           info.invFreq.size(), " pairs");
     if (!std::isfinite(info.attentionScaling))
       fail("plan ", planPath_, ": rope table ", ropes_.size(),
            " has a non-finite attention_scaling");
     for (float f : info.invFreq)
+      if (!std::isfinite(f))
+        fail("plan ", planPath_, ": rope table ", ropes_.size(),
+             " has a non-finite inv_freq");
+    for (float f : info.longInvFreq)
       if (!std::isfinite(f))
         fail("plan ", planPath_, ": rope table ", ropes_.size(),
              " has a non-finite inv_freq");
@@ -224,6 +235,9 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
       break;
     case OpKind::ConcatColumns:
       expectCounts(2, 64, 0, 0);
+      break;
+    case OpKind::Softcap:
+      expectCounts(1, 1, 0, 0);
       break;
     }
     const auto epilogue = static_cast<int>(op.epilogue);
@@ -353,6 +367,9 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
       opError("table '", table.name, "' must have shape [vocab, ", out.width,
               "] to fill buffer '", out.name, "'");
     sameRows(out, ids);
+    if (!(op.embeddingScale > 0) || !std::isfinite(op.embeddingScale))
+      opError("scale is ", op.embeddingScale,
+              "; it must be positive (1 = none)");
     break;
   }
   case OpKind::RmsNorm: {
@@ -473,6 +490,16 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
               "; it must be >= 0 (0 = none)");
     if (!std::isfinite(op.scale))
       opError("scale is not finite");
+    if (!(op.softcap >= 0) || !std::isfinite(op.softcap))
+      opError("softcap is ", op.softcap, "; it must be >= 0 (0 = none)");
+    break;
+  }
+  case OpKind::Softcap: {
+    const BufferInfo &buf = activation(0);
+    if (buf.dtype != DType::F32)
+      opError("caps f32 logits, but '", buf.name, "' is ", buf.dtype);
+    if (!(op.softcap > 0) || !std::isfinite(op.softcap))
+      opError("cap is ", op.softcap, "; it must be positive");
     break;
   }
   case OpKind::Swiglu: {
@@ -566,6 +593,7 @@ void ReferencePlan::checkDataFlow() const {
       break;
     case OpKind::HeadRmsNorm:
     case OpKind::RopeKvWrite:
+    case OpKind::Softcap:
       reads(0);
       break;
     case OpKind::Attention:

@@ -57,6 +57,9 @@ struct WeightInfo {
 struct RopeInfo {
   std::vector<float> invFreq;
   float attentionScaling = 1.0f;
+  /// longrope: the frequencies of positions >= longFrom (else empty).
+  std::vector<float> longInvFreq;
+  int64_t longFrom = 0;
 };
 
 struct KvLayoutInfo {

@@ -1422,3 +1422,51 @@ func.func @dequantize_weight_block() {
   %w = sol.dequantize_weight %q, %s {block_size = -1 : i64} : (tensor<8x32xi8>, tensor<32xf32>) -> (tensor<8x32xbf16>)
   return
 }
+
+// -----
+
+// sol.slice_rows stays within its input's rows.
+func.func @slice_rows_range() {
+  %a = sol.weight @a : tensor<8x4xbf16>
+  // expected-error @+1 {{'sol.slice_rows' op rows [6, 10) must lie within the input's 8}}
+  %b = sol.slice_rows %a {offset = 6 : i64} : tensor<8x4xbf16> -> tensor<4x4xbf16>
+  return
+}
+
+// -----
+
+// sol.permute_head_dims needs whole heads.
+func.func @permute_head_dims_heads() {
+  %a = sol.weight @a : tensor<24x4xbf16>
+  // expected-error @+1 {{'sol.permute_head_dims' op permutes the rows of 1-D or 2-D weights made of heads of 16 rows}}
+  %b = sol.permute_head_dims %a {head_dim = 16 : i64, rotary_dim = 8 : i64} : tensor<24x4xbf16>
+  return
+}
+
+// -----
+
+// sol.offset_weight gives f32.
+func.func @offset_weight_type() {
+  %a = sol.weight @a : tensor<8xbf16>
+  // expected-error @+1 {{'sol.offset_weight' op adds to a float weight, giving f32 of its shape}}
+  %b = sol.offset_weight %a {offset = 1.0 : f32} : tensor<8xbf16> -> tensor<8xbf16>
+  return
+}
+
+// -----
+
+// A soft cap is positive.
+func.func @softcap_positive(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'sol.softcap' op cap must be positive, got -1}}
+  %y = sol.softcap %x {cap = -1.0 : f32} : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// longrope needs its factors.
+func.func @longrope_factors(%x: tensor<?x32xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{short_factor and long_factor go with longrope scaling, and only with it}}
+  %y = sol.rope %x, %p {head_dim = 32 : i64, num_heads = 1 : i64, rope = #sol.rope<theta = 10000.0, kind = longrope, factor = 4.0, original_max_position = 32>} : (tensor<?x32xbf16>, tensor<?xi32>) -> tensor<?x32xbf16>
+  return
+}

@@ -1,4 +1,14 @@
 //===- AttentionChecks.cpp - rope_kv_write and paged_attention ------------===//
+//
+// rope_kv_write against the bf16 RoPE reference (Llama's table, partial
+// rotary tables with pass-through pairs and attention scaling != 1, and a
+// LongRoPE table whose switch falls inside the tested positions), and
+// paged_attention against the float64 reference: prefill and decode at
+// several split counts (global and cluster merges), sliding windows, blocks
+// of 16 and 32, head dims 64, 80, 96, 128 and 256 over GQA groups 1 to 8,
+// and the soft-capping variant (Gemma 2). Batch-1 decode at 1,024 positions
+// is timed for every head dim.
+//
 
 #include "Checks.h"
 #include "PagedBatch.h"
@@ -25,7 +35,21 @@ const HeadShape kHeadShapes[] = {
     {32, 8, 128}, // Llama-3.1-8B
 };
 
-void checkRope(Checker &c, const HeadShape &h, float scaling) {
+// Head dims whose lanes a position pads (80, 96) or fills a warp (256).
+const HeadShape kMoreHeadShapes[] = {
+    {32, 32, 80}, // Phi-2: group 1
+    {32, 8, 80},  // group 4
+    {32, 32, 96}, // Phi-3-mini: group 1
+    {28, 4, 96},  // group 7
+    {8, 4, 256},  // Gemma-2-2B: group 2
+    {4, 1, 256},  // Gemma-3-1B: group 4
+    {16, 2, 256}, // group 8
+};
+
+// Gemma 2's attention soft-cap.
+constexpr float kSoftcap = 50.0f;
+
+void checkRope(Checker &c, const HeadShape &h, const RopeTable &table) {
   const RopeKvWriteSpec spec{h.qHeads, h.kvHeads, h.headDim};
   const KernelInstance instance = spec.instance();
   const PagedBatch batch = makePagedBatch(
@@ -34,28 +58,29 @@ void checkRope(Checker &c, const HeadShape &h, float scaling) {
   const int rowElems = (h.qHeads + 2 * h.kvHeads) * hd;
   const std::vector<Bf16> qkv = randomBf16(
       c.rng, static_cast<std::size_t>(batch.tokens) * rowElems, -2, 2);
-  const std::vector<float> invFreq = llamaInvFreq(hd, 500000.0);
   DeviceBuffer dQkv = c.upload(qkv);
   const std::size_t cacheElems =
       static_cast<std::size_t>(batch.numBlocks) * 16 * h.kvHeads * hd;
   DeviceBuffer dK = c.poisoned(cacheElems * 2), dV = c.poisoned(cacheElems * 2);
-  const DeviceBuffer dFreq = c.upload(invFreq);
+  const DeviceBuffer dFreq = c.upload(table.invFreq);
   const DeviceBuffer dPos = c.upload(batch.positions);
   const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
   const DeviceBuffer dTables = c.upload(batch.blockTables);
   const cuda::Kernel &kernel = c.kernels.kernel(instance);
   std::function<void(int)> launch = [&](int) {
-    kernel.launch(spec.dims(batch.tokens), c.stream,
-                  kernels::RopeKvWriteArgs{.qkv = dQkv.address(),
-                                           .kCache = dK.address(),
-                                           .vCache = dV.address(),
-                                           .invFreq = dFreq.address(),
-                                           .positions = dPos.address(),
-                                           .tokenSeq = dSeq.address(),
-                                           .blockTables = dTables.address(),
-                                           .attentionScaling = scaling,
-                                           .maxBlocks = batch.maxBlocks,
-                                           .tokens = batch.tokens});
+    kernel.launch(
+        spec.dims(batch.tokens), c.stream,
+        kernels::RopeKvWriteArgs{.qkv = dQkv.address(),
+                                 .kCache = dK.address(),
+                                 .vCache = dV.address(),
+                                 .invFreq = dFreq.address(),
+                                 .positions = dPos.address(),
+                                 .tokenSeq = dSeq.address(),
+                                 .blockTables = dTables.address(),
+                                 .attentionScaling = table.attentionScaling,
+                                 .maxBlocks = batch.maxBlocks,
+                                 .tokens = batch.tokens,
+                                 .ropeLongFrom = table.longFrom});
   };
   launch(0);
   const std::vector<Bf16> out = c.download<Bf16>(dQkv);
@@ -77,7 +102,7 @@ void checkRope(Checker &c, const HeadShape &h, float scaling) {
       const std::vector<float> x =
           toFloat(std::span<const Bf16>(qkv.data() + row + head * hd, hd));
       const std::vector<float> expected =
-          referenceRope(x, batch.positions[t], invFreq, scaling);
+          referenceRope(x, batch.positions[t], table);
       for (int d = 0; d < hd; ++d) {
         got.push_back(bf16ToFloat(out[row + head * hd + d]));
         ref.push_back(expected[d]);
@@ -98,11 +123,10 @@ void checkRope(Checker &c, const HeadShape &h, float scaling) {
   // Nothing but the tokens' slots may be written.
   const std::size_t written =
       (cacheElems - countPoison(kCache)) + (cacheElems - countPoison(vCache));
-  CheckRecord r =
-      makeRecord(c, "rope_kv_write",
-                 sol::cat(h.qHeads, "/", h.kvHeads, "x", hd,
-                          " T=", batch.tokens, " scaling=", scaling),
-                 instance);
+  CheckRecord r = makeRecord(c, "rope_kv_write",
+                             sol::cat(h.qHeads, "/", h.kvHeads, "x", hd,
+                                      " T=", batch.tokens, " ", table.label),
+                             instance);
   judge(r, relativeL2(got, ref), 1e-2, 0);
   if (exactMismatches || written != cacheWrites) {
     r.passed = false;
@@ -122,11 +146,13 @@ struct AttentionCase {
   bool timed;
   bool checked;
   int blockSize = 16; // the KV layout's tokens per block
+  float softcap = 0.0f;
 };
 
 // Runs one case at every split count, against the CPU reference.
 void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
-  const PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim, ac.blockSize};
+  PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim, ac.blockSize};
+  spec.softcap = ac.softcap > 0.0f;
   const KernelInstance instance = spec.instance();
   const PagedBatch batch =
       makePagedBatch(c.rng, ac.seqs, ac.padding, ac.blockSize);
@@ -196,6 +222,7 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
                        batch.blockTables,
                        scale,
                        ac.window};
+    p.softcap = ac.softcap;
     ref = referenceAttention(p);
   }
 
@@ -227,7 +254,8 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
                                       .maxBlocks = batch.maxBlocks,
                                       .scale = scale,
                                       .slidingWindow = ac.window,
-                                      .tokens = batch.tokens});
+                                      .tokens = batch.tokens,
+                                      .softcap = ac.softcap});
     };
     launch(0);
     const std::vector<Bf16> out = c.download<Bf16>(dOut);
@@ -239,12 +267,13 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
       launch(0);
       repeatable = c.download<Bf16>(dOut) == out;
     }
-    CheckRecord r =
-        makeRecord(c, "attention",
-                   sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " ", ac.label,
-                            " BS=", ac.blockSize, " splits=", splits,
-                            cluster ? " cluster" : ""),
-                   instance);
+    CheckRecord r = makeRecord(
+        c, "attention",
+        sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " ", ac.label, " BS=",
+                 ac.blockSize, " splits=", splits, cluster ? " cluster" : "",
+                 ac.softcap > 0.0f ? sol::cat(" softcap=", ac.softcap)
+                                   : std::string()),
+        instance);
     if (ac.checked) {
       judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
     } else {
@@ -360,15 +389,78 @@ void checkAttention(Checker &c) {
                          32});
       }
     }
+    if (!quick)
+      cases.push_back(
+          {"decode T=1 ctx=1024", decodeBatch(1, 1024), 0, 0, {0}, true, true});
+    if (h.headDim == 128 && h.qHeads == 28) // group 7: the soft-cap variant
+      cases.push_back({"decode, window=64",
+                       {{1, 1}, {100, 1}, {1000, 1}, {64, 2}},
+                       1,
+                       64,
+                       {1, 0},
+                       false,
+                       true,
+                       16,
+                       kSoftcap});
+    for (const AttentionCase &ac : cases)
+      runAttentionCase(c, h, ac);
+  }
+  // Head dims 80, 96 and 256: the same paths on fewer cases, soft-capped
+  // and windowed too.
+  for (const HeadShape &h : kMoreHeadShapes) {
+    std::vector<AttentionCase> cases = {
+        {"prefill",
+         {{1, 1}, {37, 37}, {300, 300}, {500, 100}},
+         2,
+         0,
+         {1, 3},
+         false,
+         true},
+        {"decode",
+         {{1, 1}, {15, 1}, {17, 1}, {100, 1}, {1000, 1}, {2500, 1}},
+         1,
+         0,
+         {1, 0, 7},
+         false,
+         true},
+        {"decode", {{1, 1}, {33, 1}, {2500, 1}}, 1, 0, {1, 0}, false, true, 32},
+        {"prefill, window=64",
+         {{300, 300}, {1000, 1}, {64, 2}},
+         1,
+         64,
+         {1, 4},
+         false,
+         true,
+         16,
+         kSoftcap},
+        {"decode",
+         {{1, 1}, {100, 1}, {2500, 1}},
+         1,
+         0,
+         {1, 0},
+         false,
+         true,
+         16,
+         kSoftcap},
+    };
+    if (!quick)
+      cases.push_back(
+          {"decode T=1 ctx=1024", decodeBatch(1, 1024), 0, 0, {0}, true, true});
     for (const AttentionCase &ac : cases)
       runAttentionCase(c, h, ac);
   }
 }
 
 void checkRopeAll(Checker &c) {
-  checkRope(c, kHeadShapes[0], 1.0f);
-  checkRope(c, kHeadShapes[1], 1.0f);
-  checkRope(c, kHeadShapes[2], 0.8f);
+  checkRope(c, kHeadShapes[0], llamaRopeTable(64));
+  checkRope(c, kHeadShapes[1], llamaRopeTable(128));
+  checkRope(c, kHeadShapes[2], partialRopeTable(128, 0.8f));
+  checkRope(c, kHeadShapes[0], longRopeTable(64, 32, 1.19f));
+  for (const HeadShape &h : kMoreHeadShapes) {
+    checkRope(c, h, llamaRopeTable(h.headDim));
+    checkRope(c, h, partialRopeTable(h.headDim, 1.19f));
+    checkRope(c, h, longRopeTable(h.headDim, 32, 1.19f));
+  }
 }
 
 } // namespace
@@ -382,6 +474,9 @@ std::vector<CheckFamily> attentionChecks() {
            k.require(
                RopeKvWriteSpec{h.qHeads, h.kvHeads, h.headDim}.instance());
          }
+         for (const HeadShape &h : kMoreHeadShapes)
+           k.require(
+               RopeKvWriteSpec{h.qHeads, h.kvHeads, h.headDim}.instance());
        },
        checkRopeAll},
       {"attention",
@@ -391,6 +486,17 @@ std::vector<CheckFamily> attentionChecks() {
            k.require(spec.instance());
            k.require(PagedAttentionSpec{h.qHeads, h.kvHeads, h.headDim, 32}
                          .instance());
+         }
+         PagedAttentionSpec capped{28, 4, 128};
+         capped.softcap = true;
+         k.require(capped.instance());
+         for (const HeadShape &h : kMoreHeadShapes) {
+           PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim};
+           k.require(spec.instance());
+           k.require(PagedAttentionSpec{h.qHeads, h.kvHeads, h.headDim, 32}
+                         .instance());
+           spec.softcap = true;
+           k.require(spec.instance());
          }
        },
        checkAttention},

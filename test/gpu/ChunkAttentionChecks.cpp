@@ -6,7 +6,8 @@
 //  * 8 tokens after a 1,024-token prefix (the cached-prefix step), chunks
 //    of several tiles beside decode tokens and padding, a context shorter
 //    than one K/V tile, and sliding windows;
-//  * GQA groups 2, 4, 6 and 7, head dims 64 and 128, blocks of 16 and 32;
+//  * GQA groups 1, 2, 4, 6 and 7, head dims 64, 80, 96, 128 and 256, blocks
+//    of 16 and 32; the soft-capping variant (Gemma 2) with a window;
 //  * every split count from 1 to 8 (the splits of a tile merge in one
 //    cluster), so empty split ranges and every merge width run; every output
 //    must be written (NaN sentinel) and within relative L2 1e-2;
@@ -43,7 +44,21 @@ const HeadShape kShapes[] = {
     {12, 2, 128, 32}, // Qwen2.5-1.5B: group 6
     {28, 4, 128, 16}, // Qwen2.5-7B: group 7
     {32, 8, 128, 32}, // Llama-3.1-8B
+    {32, 32, 96, 16}, // Phi-3-mini: group 1 (64 tokens a tile)
+    {32, 8, 80, 32},  // group 4
+    {28, 4, 96, 16},  // group 7
+    {8, 4, 256, 16},  // Gemma-2-2B: group 2
+    {4, 1, 256, 32},  // Gemma-3-1B: group 4
 };
+
+constexpr float kSoftcap = 50.0f;
+
+// Shapes that also run soft-capped, windowed (Gemma 2's local layers): a 64
+// and a 128 head dim shape and every other head dim.
+bool runsSoftcap(const HeadShape &h) {
+  return &h == &kShapes[0] || h.qHeads == 28 ||
+         (h.headDim != 64 && h.headDim != 128);
+}
 
 struct ChunkCase {
   std::string label;
@@ -51,6 +66,7 @@ struct ChunkCase {
   int padding;
   int window;
   bool timed;
+  float softcap = 0.0f;
 };
 
 std::string shapeLabel(const HeadShape &h, bool fp8) {
@@ -58,10 +74,14 @@ std::string shapeLabel(const HeadShape &h, bool fp8) {
                   fp8 ? " fp8" : "");
 }
 
+std::string capLabel(float softcap) {
+  return softcap > 0.0f ? sol::cat(" softcap=", softcap) : std::string();
+}
+
 void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
                   const ChunkCase &cc) {
-  const ChunkAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim, h.blockSize,
-                                fp8};
+  const ChunkAttentionSpec spec{h.qHeads,    h.kvHeads, h.headDim,
+                                h.blockSize, fp8,       cc.softcap > 0.0f};
   const PagedBatch batch =
       makePagedBatch(c.rng, cc.seqs, cc.padding, h.blockSize);
   const int hd = h.headDim;
@@ -122,6 +142,7 @@ void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
                      batch.blockTables,
                      scale,
                      cc.window};
+  p.softcap = cc.softcap;
   if (fp8) {
     p.kCacheF32 = fp8Cache.kDeq;
     p.vCacheF32 = fp8Cache.vDeq;
@@ -153,16 +174,17 @@ void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
                                       .tiles = dTiles.address(),
                                       .maxBlocks = batch.maxBlocks,
                                       .scale = scale,
-                                      .slidingWindow = cc.window});
+                                      .slidingWindow = cc.window,
+                                      .softcap = cc.softcap});
     };
     launch(0);
     const std::vector<Bf16> out = c.download<Bf16>(dOut);
-    CheckRecord r = makeRecord(c, "chunk_attention",
-                               sol::cat(shapeLabel(h, fp8), " ", cc.label,
-                                        " T=", batch.tokens,
-                                        " tiles=", numTiles, " splits=", splits,
-                                        splits == chosen ? " (chosen)" : ""),
-                               spec.instance());
+    CheckRecord r = makeRecord(
+        c, "chunk_attention",
+        sol::cat(shapeLabel(h, fp8), " ", cc.label, capLabel(cc.softcap),
+                 " T=", batch.tokens, " tiles=", numTiles, " splits=", splits,
+                 splits == chosen ? " (chosen)" : ""),
+        spec.instance());
     judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
     r.bytes = 2.0 * batch.tokens * h.qHeads * hd * 2;
     r.flops = 4.0 * static_cast<double>(scorePairs) * h.qHeads * hd;
@@ -175,6 +197,7 @@ void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
   // merge the executor would give it: the baseline chunk_attention beats.
   PagedAttentionSpec paged{h.qHeads, h.kvHeads, hd, h.blockSize, fp8};
   paged.clusterMerge = true;
+  paged.softcap = cc.softcap > 0.0f;
   const int pagedSplits = paged.chooseSplits(batch.tokens, maxContext,
                                              cuda::kPlannedMultiprocessors);
   const SplitWorkspace ws = splitWorkspace(c, paged, batch.tokens, pagedSplits);
@@ -199,7 +222,8 @@ void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
                                     .maxBlocks = batch.maxBlocks,
                                     .scale = scale,
                                     .slidingWindow = cc.window,
-                                    .tokens = batch.tokens});
+                                    .tokens = batch.tokens,
+                                    .softcap = cc.softcap});
   };
   pagedLaunch(0);
   const std::vector<Bf16> pagedOut = c.download<Bf16>(dPagedOut);
@@ -230,6 +254,9 @@ void checkChunkAttention(Checker &c) {
         cases.push_back({"window=64", {{500, 12}, {40, 3}}, 1, 64, false});
         cases.push_back({"window=1", {{77, 7}}, 0, 1, false});
       }
+      if (runsSoftcap(h))
+        cases.push_back(
+            {"window=64", {{500, 12}, {40, 3}}, 1, 64, false, kSoftcap});
       for (const ChunkCase &cc : cases)
         runChunkCase(c, h, fp8, cc);
     }
@@ -246,6 +273,10 @@ std::vector<CheckFamily> chunkAttentionChecks() {
                  k.require(ChunkAttentionSpec{h.qHeads, h.kvHeads, h.headDim,
                                               h.blockSize, fp8}
                                .instance());
+                 if (runsSoftcap(h))
+                   k.require(ChunkAttentionSpec{h.qHeads, h.kvHeads, h.headDim,
+                                                h.blockSize, fp8, true}
+                                 .instance());
                  PagedAttentionSpec paged{h.qHeads, h.kvHeads, h.headDim,
                                           h.blockSize, fp8};
                  paged.clusterMerge = true;

@@ -7,9 +7,15 @@
 // which small grids run) are compared exactly with those of
 // rope_kv_write(_fp8) followed by the unfused kernel, at several split
 // counts (the in-kernel split merge included), for bf16 and fp8 caches,
-// block sizes 16 and 32, GQA groups 4, 7 and 8, head dims 64 and 128, and
-// sequences whose new position starts a block, ends one or sits inside.
-// Batch-1 and 64-sequence decode are timed fused and unfused.
+// block sizes 16 and 32, GQA groups 1 to 8, head dims 64, 80, 96, 128 and
+// 256, and sequences whose new position starts a block, ends one or sits
+// inside. Rope tables: Llama's, partial rotary ones with pass-through pairs
+// and attention scaling != 1, and LongRoPE ones whose switch falls between
+// the tested positions; some cases are windowed and soft-capped. Every
+// output is also held to the float64 reference: the host's RoPE of q and
+// k, the new k and v appended to the cache (quantised by the host rule for
+// fp8), attention over that. Batch-1 and 64-sequence decode are timed fused
+// and unfused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,12 +45,25 @@ const Shape kShapes[] = {
     {32, 8, 128}, // Llama-3.1-8B
 };
 
+// Head dims 80, 96, 256 (blocks of 16).
+const Shape kMoreShapes[] = {
+    {32, 32, 96}, // Phi-3-mini: group 1 (fp8: 16 values a lane, 6 of 8)
+    {32, 8, 80},  // group 4 (10 of 16 lanes)
+    {28, 4, 96},  // group 7 (12 of 16 lanes)
+    {8, 4, 256},  // Gemma-2-2B
+    {4, 1, 256},  // Gemma-3-1B
+};
+
+constexpr float kSoftcap = 50.0f;
+
 struct FusedCase {
   std::string label;
   std::vector<SequenceSpec> seqs;
   int padding;
   std::vector<int> splits; // 0 = chooseSplits
   bool timed;
+  int window = 0;
+  float softcap = 0.0f;
 };
 
 template <typename T>
@@ -55,10 +74,90 @@ std::size_t mismatches(const std::vector<T> &a, const std::vector<T> &b) {
   return n + (a.size() > b.size() ? a.size() - b.size() : b.size() - a.size());
 }
 
+// The float64 reference of a fused step: q and k rotated by the host, the
+// new k and v rows appended to the (dequantised) cache, attention over it.
+std::vector<double> fusedReference(const Shape &h, int blockSize, bool fp8,
+                                   const FusedCase &fc, const PagedBatch &batch,
+                                   const RopeTable &table,
+                                   const std::vector<Bf16> &qkv,
+                                   const std::vector<uint8_t> &kInit,
+                                   const std::vector<uint8_t> &vInit,
+                                   const std::vector<float> &ksInit,
+                                   const std::vector<float> &vsInit) {
+  const int hd = h.headDim;
+  const std::size_t rowElems =
+      static_cast<std::size_t>(h.qHeads + 2 * h.kvHeads) * hd;
+  const std::size_t rows = ksInit.size();
+  std::vector<float> kF(rows * hd), vF(rows * hd);
+  for (int isV = 0; isV < 2; ++isV) {
+    const std::vector<uint8_t> &bytes = isV ? vInit : kInit;
+    const std::vector<float> &scales = isV ? vsInit : ksInit;
+    std::vector<float> &f = isV ? vF : kF;
+    for (std::size_t i = 0; i < rows * hd; ++i) {
+      if (fp8) {
+        f[i] = reference::e4m3ToFloat(bytes[i]) * scales[i / hd];
+      } else {
+        Bf16 b;
+        std::memcpy(&b, bytes.data() + 2 * i, 2);
+        f[i] = bf16ToFloat(b);
+      }
+    }
+  }
+  std::vector<Bf16> rotated = qkv;
+  for (int t = 0; t < batch.tokens; ++t) {
+    const int seq = batch.tokenSeq[t];
+    if (seq < 0)
+      continue;
+    const int pos = batch.positions[t];
+    Bf16 *row = rotated.data() + static_cast<std::size_t>(t) * rowElems;
+    for (int head = 0; head < h.qHeads + h.kvHeads; ++head) {
+      const std::vector<float> x = referenceRope(
+          toFloat(std::span<const Bf16>(row + head * hd, hd)), pos, table);
+      for (int d = 0; d < hd; ++d)
+        row[head * hd + d] = floatToBf16(x[d]);
+    }
+    const long long slot = batch.slot(seq, pos);
+    for (int g = 0; g < h.kvHeads; ++g)
+      for (int isV = 0; isV < 2; ++isV) {
+        std::vector<float> x = toFloat(std::span<const Bf16>(
+            row + (h.qHeads + isV * h.kvHeads + g) * hd, hd));
+        if (fp8) {
+          const float scale = reference::kvRowScale(x);
+          for (float &v : x)
+            v = reference::e4m3ToFloat(reference::floatToE4M3(v / scale)) *
+                scale;
+        }
+        std::vector<float> &f = isV ? vF : kF;
+        std::copy(x.begin(), x.end(),
+                  f.begin() +
+                      (static_cast<std::size_t>(slot) * h.kvHeads + g) * hd);
+      }
+  }
+  AttentionProblem p{h.qHeads,
+                     h.kvHeads,
+                     hd,
+                     blockSize,
+                     batch.tokens,
+                     batch.maxBlocks,
+                     rotated,
+                     {},
+                     {},
+                     batch.positions,
+                     batch.tokenSeq,
+                     batch.blockTables,
+                     1.0f / std::sqrt(static_cast<float>(hd)),
+                     fc.window,
+                     kF,
+                     vF,
+                     fc.softcap};
+  return referenceAttention(p);
+}
+
 void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
-                  const FusedCase &fc) {
-  const PagedAttentionSpec unfused{h.qHeads,  h.kvHeads, h.headDim,
-                                   blockSize, fp8,       false};
+                  const FusedCase &fc, const RopeTable &table) {
+  PagedAttentionSpec unfused{h.qHeads,  h.kvHeads, h.headDim,
+                             blockSize, fp8,       false};
+  unfused.softcap = fc.softcap > 0.0f;
   PagedAttentionSpec fused = unfused;
   fused.fusedRope = true;
   PagedAttentionSpec preload = fused; // small grids' variant
@@ -95,12 +194,14 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
     if (batch.tokenSeq[t] >= 0)
       maxContext = std::max(maxContext, batch.positions[t] + 1);
 
-  const DeviceBuffer dFreq = c.upload(llamaInvFreq(hd));
+  const std::vector<double> ref = fusedReference(
+      h, blockSize, fp8, fc, batch, table, qkv, kInit, vInit, ksInit, vsInit);
+  const DeviceBuffer dFreq = c.upload(table.invFreq);
   const DeviceBuffer dPos = c.upload(batch.positions);
   const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
   const DeviceBuffer dTables = c.upload(batch.blockTables);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const float scaling = 1.0f;
+  const float scaling = table.attentionScaling;
   const cuda::Kernel &ropeKernel = c.kernels.kernel(rope.instance());
   const cuda::Kernel &plainKernel = c.kernels.kernel(unfused.instance());
   const cuda::Kernel &fusedKernel = c.kernels.kernel(fused.instance());
@@ -153,9 +254,11 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
                                            .invFreq = invFreq,
                                            .maxBlocks = batch.maxBlocks,
                                            .scale = scale,
-                                           .slidingWindow = 0,
+                                           .slidingWindow = fc.window,
                                            .tokens = batch.tokens,
-                                           .attentionScaling = scaling});
+                                           .attentionScaling = scaling,
+                                           .softcap = fc.softcap,
+                                           .ropeLongFrom = table.longFrom});
     };
     std::function<void(int)> unfusedLaunch = [&](int) {
       ropeKernel.launch(
@@ -171,7 +274,8 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
                                    .blockTables = dTables.address(),
                                    .attentionScaling = scaling,
                                    .maxBlocks = batch.maxBlocks,
-                                   .tokens = batch.tokens});
+                                   .tokens = batch.tokens,
+                                   .ropeLongFrom = table.longFrom});
       attend(plainKernel, plainSpec, a, 0);
     };
     std::function<void(int)> fusedLaunch = [&](int) {
@@ -186,10 +290,13 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
     const std::vector<Bf16> outA = c.download<Bf16>(a.out);
     const std::vector<uint8_t> kA = c.download<uint8_t>(a.k),
                                vA = c.download<uint8_t>(a.v);
-    const std::string name =
-        sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, fp8 ? " fp8" : " bf16",
-                 " BS=", blockSize, " ", fc.label, " splits=", splits,
-                 cluster ? " cluster" : "");
+    const std::string name = sol::cat(
+        h.qHeads, "/", h.kvHeads, "x", hd, fp8 ? " fp8" : " bf16",
+        " BS=", blockSize, " ", fc.label, " splits=", splits,
+        cluster ? " cluster" : "",
+        table.label == "llama" ? std::string() : " " + table.label,
+        fc.window > 0 ? sol::cat(" window=", fc.window) : std::string(),
+        fc.softcap > 0.0f ? sol::cat(" softcap=", fc.softcap) : std::string());
     // Both fused variants against rope_kv_write + the unfused kernel, bit
     // for bit: output, caches (and fp8 scales).
     auto check = [&](Side &s, const PagedAttentionSpec &spec,
@@ -206,9 +313,9 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
       // leave qkv as it found it.
       differ += mismatches(c.download<Bf16>(s.qkv), qkv);
       CheckRecord r = makeRecord(c, "fused_rope", label, spec.instance());
-      r.checked = true;
-      r.unwritten = countPoison(out);
-      r.passed = differ == 0 && r.unwritten == 0;
+      // Against the float64 reference; then bit for bit.
+      judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
+      r.passed = r.passed && differ == 0;
       if (differ)
         r.note += sol::cat(differ, " values differ from rope_kv_write + "
                                    "paged_attention; ");
@@ -226,6 +333,9 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
 }
 
 void checkFusedRope(Checker &c) {
+  const std::vector<SequenceSpec> decodes = {{1, 1},    {16, 1},  {17, 1},
+                                             {32, 1},   {33, 1},  {100, 1},
+                                             {1000, 1}, {4096, 1}};
   for (const Shape &h : kShapes)
     for (bool fp8 : {false, true})
       for (int blockSize : {16, 32}) {
@@ -259,8 +369,30 @@ void checkFusedRope(Checker &c) {
                            true});
         }
         for (const FusedCase &fc : cases)
-          runFusedCase(c, h, blockSize, fp8, fc);
+          runFusedCase(c, h, blockSize, fp8, fc, llamaRopeTable(h.headDim));
+        // Partial rotary, LongRoPE switching between the positions,
+        // windowed and soft-capped.
+        if (blockSize == 16 && (&h == &kShapes[0] || &h == &kShapes[2])) {
+          runFusedCase(c, h, blockSize, fp8,
+                       {"decode", decodes, 2, {1, 0}, false},
+                       longRopeTable(h.headDim, 64, 1.19f));
+          runFusedCase(c, h, blockSize, fp8,
+                       {"decode", decodes, 2, {1, 0}, false, 64, kSoftcap},
+                       partialRopeTable(h.headDim, 0.8f));
+        }
       }
+  for (const Shape &h : kMoreShapes)
+    for (bool fp8 : {false, true}) {
+      runFusedCase(c, h, 16, fp8, {"decode", decodes, 2, {1, 0, 7}, false},
+                   longRopeTable(h.headDim, 64, 1.19f));
+      runFusedCase(c, h, 16, fp8,
+                   {"decode", decodes, 2, {1, 0}, false, 64, kSoftcap},
+                   partialRopeTable(h.headDim, 1.19f));
+      if (!c.options.quick)
+        runFusedCase(c, h, 16, fp8,
+                     {"decode T=1 ctx=1024", {{1024, 1}}, 0, {0}, true},
+                     llamaRopeTable(h.headDim));
+    }
 }
 
 } // namespace
@@ -268,20 +400,31 @@ void checkFusedRope(Checker &c) {
 std::vector<CheckFamily> fusedRopeChecks() {
   return {{"fused_rope",
            [](KernelLibrary &k) {
+             auto require = [&](const Shape &h, int blockSize, bool fp8,
+                                bool softcap) {
+               k.require(RopeKvWriteSpec{h.qHeads, h.kvHeads, h.headDim,
+                                         blockSize, fp8}
+                             .instance());
+               PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim,
+                                       blockSize, fp8};
+               spec.softcap = softcap;
+               k.require(spec.instance());
+               spec.fusedRope = true;
+               k.require(spec.instance());
+               spec.preloadWalk = true;
+               k.require(spec.instance());
+             };
              for (const Shape &h : kShapes)
+               for (bool fp8 : {false, true}) {
+                 for (int blockSize : {16, 32})
+                   require(h, blockSize, fp8, false);
+                 if (&h == &kShapes[0] || &h == &kShapes[2])
+                   require(h, 16, fp8, true);
+               }
+             for (const Shape &h : kMoreShapes)
                for (bool fp8 : {false, true})
-                 for (int blockSize : {16, 32}) {
-                   k.require(RopeKvWriteSpec{h.qHeads, h.kvHeads, h.headDim,
-                                             blockSize, fp8}
-                                 .instance());
-                   PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim,
-                                           blockSize, fp8};
-                   k.require(spec.instance());
-                   spec.fusedRope = true;
-                   k.require(spec.instance());
-                   spec.preloadWalk = true;
-                   k.require(spec.instance());
-                 }
+                 for (bool softcap : {false, true})
+                   require(h, 16, fp8, softcap);
            },
            checkFusedRope}};
 }

@@ -7,6 +7,11 @@
 //
 //   sol-kernel-check [--only a,b] [--json FILE] [--quick] [--no-timing]
 //                    [--samples N] [--seed N] [--dump-cubins DIR] [--list]
+//                    [--compile-only]
+//
+// --compile-only compiles the selected families' kernels with NVRTC and
+// prints each one's registers and spills, without a GPU (and fills the
+// kernel cache, $SOL_CACHE_DIR, for a later run).
 //
 // Exit status: 0 all checks passed, 1 a check failed, 2 bad usage or setup
 // error, 77 no GPU (skipped).
@@ -38,6 +43,7 @@ struct Arguments {
   CheckOptions options;
   std::uint64_t seed = 20251130;
   bool list = false;
+  bool compileOnly = false;
 };
 
 Arguments parse(int argc, char **argv) {
@@ -68,11 +74,13 @@ Arguments parse(int argc, char **argv) {
       args.seed = std::stoull(value());
     } else if (a == "--list") {
       args.list = true;
+    } else if (a == "--compile-only") {
+      args.compileOnly = true;
     } else {
       fail("unknown option ", a,
            "; usage: sol-kernel-check [--only a,b] [--json FILE] [--quick] "
            "[--no-timing] [--samples N] [--seed N] [--dump-cubins DIR] "
-           "[--list]");
+           "[--list] [--compile-only]");
     }
   }
   return args;
@@ -91,6 +99,28 @@ std::vector<CheckFamily> allFamilies() {
   return all;
 }
 
+// --compile-only: NVRTC and ptxas, no GPU.
+int compileOnly(const std::vector<CheckFamily> &families) {
+  nvrtc::NvrtcOptions nvrtcOptions;
+  nvrtcOptions.ptxasVerbose = true;
+  const nvrtc::NvrtcCompiler compiler(nvrtcOptions);
+  KernelLibrary library(compiler);
+  for (const CheckFamily &f : families)
+    f.declare(library);
+  library.compile();
+  bool spills = false;
+  for (const KernelLibrary::CompiledInstance &k : library.compiledInstances()) {
+    std::printf("%4d regs %4d/%4d spill  %s\n", k.registers,
+                k.resources.spillStoreBytes, k.resources.spillLoadBytes,
+                k.nameExpression.c_str());
+    spills = spills || k.resources.spillStoreBytes > 0;
+  }
+  std::printf("compiled %zu sources (%zu from cache) in %.1f s%s\n",
+              library.sourceCount(), library.cachedSourceCount(),
+              library.compileSeconds(), spills ? "; some kernels spill" : "");
+  return 0;
+}
+
 int run(int argc, char **argv) {
   const Arguments args = parse(argc, argv);
   std::vector<CheckFamily> families = allFamilies();
@@ -107,6 +137,8 @@ int run(int argc, char **argv) {
     std::erase_if(families, [&](const CheckFamily &f) {
       return !args.only.count(f.name);
     });
+  if (args.compileOnly)
+    return compileOnly(families);
 
   if (!cuda::cudaAvailable()) {
     std::printf("sol-kernel-check: skipped, no usable GPU: %s\n",

@@ -18,13 +18,37 @@ void KernelLibrary::require(const cuda::KernelInstance &instance) {
     required_.push_back(instance);
 }
 
-void KernelLibrary::build() {
+void KernelLibrary::compile() {
   const auto start = std::chrono::steady_clock::now();
   sources_ = nvrtc::buildKernelSources(required_, 4);
   compiled_ = compiler_.compileAll(sources_);
   compileSeconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+}
+
+std::vector<KernelLibrary::CompiledInstance>
+KernelLibrary::compiledInstances() const {
+  std::vector<CompiledInstance> out;
+  for (std::size_t i = 0; i < sources_.size(); ++i)
+    for (const std::string &expr : sources_[i].nameExpressions) {
+      const std::string &lowered = compiled_[i].loweredNames.at(expr);
+      CompiledInstance c{expr, -1, parsePtxasReport(compiled_[i].log, lowered)};
+      // "Used N registers" follows the function's properties line.
+      const std::size_t at =
+          compiled_[i].log.find("Function properties for " + lowered);
+      const std::size_t used =
+          at == std::string::npos ? at : compiled_[i].log.find("Used ", at);
+      if (used != std::string::npos)
+        std::sscanf(compiled_[i].log.c_str() + used, "Used %d registers",
+                    &c.registers);
+      out.push_back(std::move(c));
+    }
+  return out;
+}
+
+void KernelLibrary::build() {
+  compile();
   modules_.clear();
   kernels_.clear();
   for (std::size_t i = 0; i < sources_.size(); ++i) {

@@ -34,6 +34,17 @@ public:
   void require(const cuda::KernelInstance &instance);
   /// Compiles and loads everything required so far.
   void build();
+  /// Only compiles it (no GPU needed): NVRTC's errors, ptxas' reports, and
+  /// a warm kernel cache for a later run.
+  void compile();
+  /// `compiledFor` as a name expression, with ptxas' report of each
+  /// instance: (name expression, registers, report), after compile().
+  struct CompiledInstance {
+    std::string nameExpression;
+    int registers = -1;
+    KernelResources resources;
+  };
+  std::vector<CompiledInstance> compiledInstances() const;
 
   const cuda::Kernel &kernel(const cuda::KernelInstance &instance) const;
   const KernelResources &resources(const cuda::KernelInstance &instance) const;

@@ -3,11 +3,15 @@
 // The fp8 (E4M3) KV cache with per-(token, kv head) scales:
 //  * rope_kv_write_fp8 must store exactly what the host rule
 //    (runtime/reference/Fp8E4M3.h) gives for the kernel's own rotated bf16
-//    k and for v: every byte and every scale bit;
+//    k and for v: every byte and every scale bit; its rotated q and k are
+//    held to the bf16 RoPE reference (Llama's table, partial rotary with
+//    pass-through pairs and attention scaling != 1, LongRoPE switching
+//    inside the tested positions);
 //  * paged_attention_fp8 against a float32 reference computed from the
 //    dequantized cache (e4m3 x scale), decode with splits and prefill, head
-//    dims 64 and 128, GQA groups of 4 (16 values per lane) and 7 (8 values
-//    per lane), blocks of 16 and 32.
+//    dims 64, 80, 96, 128 and 256, GQA groups of 1 to 8 (16 values per lane
+//    for groups of at most 4 at head dims that are multiples of 32, else
+//    8), blocks of 16 and 32, sliding windows and soft-capping.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,13 +46,25 @@ const KvShape kShapes[] = {
 };
 const int kBlockSizes[] = {16, 32};
 
+// Head dims 80, 96 and 256 (blocks of 16 only).
+const KvShape kMoreShapes[] = {
+    {32, 32, 80}, // Phi-2: 8 fp8 per lane, 10 of 16 lanes
+    {32, 8, 80},  // group 4, still 8 per lane (halves of 40)
+    {32, 32, 96}, // Phi-3-mini: 16 per lane, 6 of 8 lanes
+    {28, 4, 96},  // group 7: 8 per lane, 12 of 16 lanes
+    {8, 4, 256},  // Gemma-2-2B
+    {16, 2, 256}, // group 8
+};
+constexpr float kSoftcap = 50.0f;
+
 uint32_t bitsOf(float f) {
   uint32_t b;
   std::memcpy(&b, &f, 4);
   return b;
 }
 
-void checkRopeFp8(Checker &c, const KvShape &h, int blockSize) {
+void checkRopeFp8(Checker &c, const KvShape &h, int blockSize,
+                  const RopeTable &table) {
   const RopeKvWriteSpec spec{h.qHeads, h.kvHeads, h.headDim, blockSize, true};
   const KernelInstance instance = spec.instance();
   const PagedBatch batch = makePagedBatch(
@@ -60,34 +76,52 @@ void checkRopeFp8(Checker &c, const KvShape &h, int blockSize) {
   // One all-zero v row: its scale must be 1 and its bytes 0.
   for (int d = 0; d < hd; ++d)
     qkv[(h.qHeads + h.kvHeads) * hd + d] = floatToBf16(0.0f);
-  const std::vector<float> invFreq = llamaInvFreq(hd);
   const std::size_t rows =
       static_cast<std::size_t>(batch.numBlocks) * blockSize * h.kvHeads;
   DeviceBuffer dQkv = c.upload(qkv);
   DeviceBuffer dK = c.poisoned(rows * hd), dV = c.poisoned(rows * hd);
   DeviceBuffer dKs = c.poisoned(rows * 4), dVs = c.poisoned(rows * 4);
-  const DeviceBuffer dFreq = c.upload(invFreq);
+  const DeviceBuffer dFreq = c.upload(table.invFreq);
   const DeviceBuffer dPos = c.upload(batch.positions);
   const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
   const DeviceBuffer dTables = c.upload(batch.blockTables);
   const cuda::Kernel &kernel = c.kernels.kernel(instance);
   std::function<void(int)> launch = [&](int) {
-    kernel.launch(spec.dims(batch.tokens), c.stream,
-                  kernels::RopeKvWriteArgs{.qkv = dQkv.address(),
-                                           .kCache = dK.address(),
-                                           .vCache = dV.address(),
-                                           .kScales = dKs.address(),
-                                           .vScales = dVs.address(),
-                                           .invFreq = dFreq.address(),
-                                           .positions = dPos.address(),
-                                           .tokenSeq = dSeq.address(),
-                                           .blockTables = dTables.address(),
-                                           .attentionScaling = 1.0f,
-                                           .maxBlocks = batch.maxBlocks,
-                                           .tokens = batch.tokens});
+    kernel.launch(
+        spec.dims(batch.tokens), c.stream,
+        kernels::RopeKvWriteArgs{.qkv = dQkv.address(),
+                                 .kCache = dK.address(),
+                                 .vCache = dV.address(),
+                                 .kScales = dKs.address(),
+                                 .vScales = dVs.address(),
+                                 .invFreq = dFreq.address(),
+                                 .positions = dPos.address(),
+                                 .tokenSeq = dSeq.address(),
+                                 .blockTables = dTables.address(),
+                                 .attentionScaling = table.attentionScaling,
+                                 .maxBlocks = batch.maxBlocks,
+                                 .tokens = batch.tokens,
+                                 .ropeLongFrom = table.longFrom});
   };
   launch(0);
   const std::vector<Bf16> out = c.download<Bf16>(dQkv);
+  // The rotated q and k against the bf16 RoPE reference.
+  std::vector<float> rotGot;
+  std::vector<double> rotRef;
+  for (int t = 0; t < batch.tokens; ++t) {
+    if (batch.tokenSeq[t] < 0)
+      continue;
+    const std::size_t row = static_cast<std::size_t>(t) * rowElems;
+    for (int head = 0; head < h.qHeads + h.kvHeads; ++head) {
+      const std::vector<float> expected = referenceRope(
+          toFloat(std::span<const Bf16>(qkv.data() + row + head * hd, hd)),
+          batch.positions[t], table);
+      for (int d = 0; d < hd; ++d) {
+        rotGot.push_back(bf16ToFloat(out[row + head * hd + d]));
+        rotRef.push_back(expected[d]);
+      }
+    }
+  }
   const std::vector<uint8_t> kBytes = c.download<uint8_t>(dK);
   const std::vector<uint8_t> vBytes = c.download<uint8_t>(dV);
   const std::vector<float> kScales = c.download<float>(dKs);
@@ -125,12 +159,19 @@ void checkRopeFp8(Checker &c, const KvShape &h, int blockSize) {
       }
     }
   }
-  CheckRecord r = makeRecord(c, "rope_kv_write_fp8",
-                             sol::cat(h.qHeads, "/", h.kvHeads, "x", hd,
-                                      " BS=", blockSize, " T=", batch.tokens),
-                             instance);
+  CheckRecord r =
+      makeRecord(c, "rope_kv_write_fp8",
+                 sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " BS=", blockSize,
+                          " T=", batch.tokens, " ", table.label),
+                 instance);
   // Dequantized rows sit within E4M3's rounding of the bf16 rows.
   judge(r, relativeL2(got, ref), 5e-2, 0);
+  const double rotError = relativeL2(rotGot, rotRef);
+  r.note += sol::cat("rope rel. error ", rotError, "; ");
+  if (!(rotError <= 1e-2)) {
+    r.passed = false;
+    r.note += "the rotated q and k are off the RoPE reference; ";
+  }
   if (mismatches) {
     r.passed = false;
     r.note += sol::cat(mismatches,
@@ -147,12 +188,14 @@ struct Fp8Case {
   std::vector<SequenceSpec> seqs;
   int padding;
   std::vector<int> splits; // 0 = chooseSplits
+  int window = 0;
+  float softcap = 0.0f;
 };
 
 void runFp8Attention(Checker &c, const KvShape &h, int blockSize,
                      const Fp8Case &fc) {
-  const PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim, blockSize,
-                                true};
+  PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim, blockSize, true};
+  spec.softcap = fc.softcap > 0.0f;
   const KernelInstance instance = spec.instance();
   const PagedBatch batch =
       makePagedBatch(c.rng, fc.seqs, fc.padding, blockSize);
@@ -187,9 +230,10 @@ void runFp8Attention(Checker &c, const KvShape &h, int blockSize,
                      batch.tokenSeq,
                      batch.blockTables,
                      scale,
-                     0,
+                     fc.window,
                      cache.kDeq,
-                     cache.vDeq};
+                     cache.vDeq,
+                     fc.softcap};
   const std::vector<double> ref = referenceAttention(p);
 
   const cuda::Kernel &attention = c.kernels.kernel(instance);
@@ -220,7 +264,9 @@ void runFp8Attention(Checker &c, const KvShape &h, int blockSize,
                                       .arrivals = arrivals,
                                       .maxBlocks = batch.maxBlocks,
                                       .scale = scale,
-                                      .tokens = batch.tokens});
+                                      .slidingWindow = fc.window,
+                                      .tokens = batch.tokens,
+                                      .softcap = fc.softcap});
     };
     launch(0);
     const std::vector<Bf16> out = c.download<Bf16>(dOut);
@@ -234,7 +280,9 @@ void runFp8Attention(Checker &c, const KvShape &h, int blockSize,
     CheckRecord r = makeRecord(
         c, "attention_fp8",
         sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " BS=", blockSize, " ",
-                 fc.label, " splits=", splits, cluster ? " cluster" : ""),
+                 fc.label, " splits=", splits, cluster ? " cluster" : "",
+                 fc.softcap > 0.0f ? sol::cat(" softcap=", fc.softcap)
+                                   : std::string()),
         instance);
     // The reference reads the same dequantized values, so only the bf16
     // output and fp32 summation order differ: the bf16 cases' bound.
@@ -250,7 +298,7 @@ void runFp8Attention(Checker &c, const KvShape &h, int blockSize,
 void checkKvFp8(Checker &c) {
   for (const KvShape &h : kShapes)
     for (int blockSize : kBlockSizes) {
-      checkRopeFp8(c, h, blockSize);
+      checkRopeFp8(c, h, blockSize, llamaRopeTable(h.headDim));
       const Fp8Case cases[] = {
           {"prefill", {{1, 1}, {37, 37}, {300, 300}, {500, 100}}, 2, {1, 3}},
           {"decode",
@@ -261,24 +309,66 @@ void checkKvFp8(Checker &c) {
       for (const Fp8Case &fc : cases)
         runFp8Attention(c, h, blockSize, fc);
     }
+  checkRopeFp8(c, kShapes[1], 16, partialRopeTable(128, 1.19f));
+  checkRopeFp8(c, kShapes[0], 32, longRopeTable(64, 20, 1.19f));
+  for (const KvShape &h : kMoreShapes) {
+    checkRopeFp8(c, h, 16, partialRopeTable(h.headDim, 1.19f));
+    checkRopeFp8(c, h, 16, longRopeTable(h.headDim, 20, 1.19f));
+    const Fp8Case cases[] = {
+        {"prefill", {{1, 1}, {37, 37}, {300, 300}, {500, 100}}, 2, {1, 3}},
+        {"decode",
+         {{1, 1}, {15, 1}, {33, 1}, {100, 1}, {1000, 1}, {4096, 1}},
+         1,
+         {1, 0, 7}},
+        {"prefill, window=64",
+         {{300, 300}, {1000, 1}, {64, 2}},
+         1,
+         {1, 4},
+         64,
+         kSoftcap},
+        {"decode", {{1, 1}, {100, 1}, {2500, 1}}, 1, {1, 0}, 0, kSoftcap},
+    };
+    for (const Fp8Case &fc : cases)
+      runFp8Attention(c, h, 16, fc);
+  }
+  // The soft-capping variant at head dim 128, group 7 (8 values a lane).
+  runFp8Attention(c, kShapes[1], 32,
+                  {"decode, window=64",
+                   {{1, 1}, {100, 1}, {1000, 1}, {64, 2}},
+                   1,
+                   {1, 0},
+                   64,
+                   kSoftcap});
 }
 
 } // namespace
 
 std::vector<CheckFamily> kvFp8Checks() {
-  return {{"kv_fp8",
-           [](KernelLibrary &k) {
-             for (const KvShape &h : kShapes)
-               for (int blockSize : kBlockSizes) {
-                 k.require(RopeKvWriteSpec{h.qHeads, h.kvHeads, h.headDim,
-                                           blockSize, true}
-                               .instance());
-                 const PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim,
-                                               blockSize, true};
-                 k.require(spec.instance());
-               }
-           },
-           checkKvFp8}};
+  return {
+      {"kv_fp8",
+       [](KernelLibrary &k) {
+         for (const KvShape &h : kShapes)
+           for (int blockSize : kBlockSizes) {
+             k.require(RopeKvWriteSpec{h.qHeads, h.kvHeads, h.headDim,
+                                       blockSize, true}
+                           .instance());
+             const PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim,
+                                           blockSize, true};
+             k.require(spec.instance());
+           }
+         PagedAttentionSpec capped{28, 4, 128, 32, true};
+         capped.softcap = true;
+         k.require(capped.instance());
+         for (const KvShape &h : kMoreShapes) {
+           k.require(RopeKvWriteSpec{h.qHeads, h.kvHeads, h.headDim, 16, true}
+                         .instance());
+           PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim, 16, true};
+           k.require(spec.instance());
+           spec.softcap = true;
+           k.require(spec.instance());
+         }
+       },
+       checkKvFp8}};
 }
 
 } // namespace sol::check

@@ -2,7 +2,8 @@
 //
 // prefill_attention over ragged batches (prompt chunks after cached
 // prefixes, decode tokens as one-row tiles, padding, sliding windows)
-// against the float64 CPU reference, with the tiles the executor plans; and
+// against the float64 CPU reference, with the tiles the executor plans, at
+// head dims 64, 80, 96, 128 and 256 and with the soft-capping variant; and
 // 2,048-token prompts timed beside paged_attention on the same inputs.
 //
 //===----------------------------------------------------------------------===//
@@ -32,7 +33,18 @@ const HeadShape kShapes[] = {
     {16, 8, 128}, // Qwen3-0.6B
     {28, 4, 128}, // Qwen2.5-7B
     {32, 8, 128}, // Llama-3.1-8B
+    {32, 32, 80}, // Phi-2
+    {32, 32, 96}, // Phi-3-mini
+    {28, 4, 96},  // group 7
+    {8, 4, 256},  // Gemma-2-2B
+    {16, 8, 256}, // Gemma-2-9B
 };
+
+constexpr float kSoftcap = 50.0f;
+
+bool isOtherHeadDim(const HeadShape &h) {
+  return h.headDim != 64 && h.headDim != 128;
+}
 
 struct PrefillCase {
   std::string label;
@@ -40,10 +52,12 @@ struct PrefillCase {
   int padding;
   int window;
   bool timed;
+  float softcap = 0.0f;
 };
 
 void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
-  const PrefillAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim, 16};
+  const PrefillAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim,
+                                  16,       false,     pc.softcap > 0.0f};
   const PagedAttentionSpec paged{h.qHeads, h.kvHeads, h.headDim};
   const PagedBatch batch = makePagedBatch(c.rng, pc.seqs, pc.padding);
   const int hd = h.headDim;
@@ -91,6 +105,7 @@ void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
                      batch.blockTables,
                      scale,
                      pc.window};
+  p.softcap = pc.softcap;
   const std::vector<double> ref = referenceAttention(p);
 
   const cuda::Kernel &kernel = c.kernels.kernel(spec.instance());
@@ -110,13 +125,16 @@ void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
                                               .tiles = dTiles.address(),
                                               .maxBlocks = batch.maxBlocks,
                                               .scale = scale,
-                                              .slidingWindow = pc.window});
+                                              .slidingWindow = pc.window,
+                                              .softcap = pc.softcap});
   };
   launch(0);
   const std::vector<Bf16> out = c.download<Bf16>(dOut);
   CheckRecord r =
       makeRecord(c, "prefill_attention",
                  sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " ", pc.label,
+                          pc.softcap > 0.0f ? sol::cat(" softcap=", pc.softcap)
+                                            : std::string(),
                           " T=", batch.tokens, " tiles=", numTiles),
                  spec.instance());
   judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
@@ -177,6 +195,13 @@ void checkPrefillAttention(Checker &c) {
       cases.push_back({"window=1", {{150, 150}}, 0, 1, false});
       cases.push_back({"window=100", {{700, 400}}, 0, 100, false});
     }
+    if (first || isOtherHeadDim(h)) {
+      cases.push_back(
+          {"window=100", {{700, 400}, {45, 45}}, 0, 100, false, kSoftcap});
+      if (isOtherHeadDim(h))
+        cases.push_back(
+            {"window=64", {{300, 300}, {1000, 1}, {64, 2}}, 1, 64, false});
+    }
     if (!c.options.quick)
       cases.push_back({"prompt 2048", {{2048, 2048}}, 0, 0, true});
     for (const PrefillCase &pc : cases)
@@ -193,6 +218,10 @@ std::vector<CheckFamily> prefillAttentionChecks() {
          for (const HeadShape &h : kShapes) {
            k.require(PrefillAttentionSpec{h.qHeads, h.kvHeads, h.headDim, 16}
                          .instance());
+           if (&h == &kShapes[0] || isOtherHeadDim(h))
+             k.require(PrefillAttentionSpec{h.qHeads, h.kvHeads, h.headDim, 16,
+                                            false, true}
+                           .instance());
            k.require(
                PagedAttentionSpec{h.qHeads, h.kvHeads, h.headDim}.instance());
          }

@@ -5,8 +5,9 @@
 // reference on the dequantized cache (e4m3 x scale in float32, what
 // paged_attention_fp8 and the reference executor compute with):
 //  * ragged batches (prompt chunks after cached prefixes, decode tokens as
-//    one-row tiles, padding tokens), sliding windows, head dims 64 and 128,
-//    GQA groups 1, 4, 7 and 8, blocks of 16 and 32, with the tiles the
+//    one-row tiles, padding tokens), sliding windows, head dims 64, 80, 96,
+//    128 and 256, GQA groups 1 to 8, blocks of 16 and 32, soft-capping
+//    (Gemma 2), with the tiles the
 //    executor plans; every output must be written (NaN sentinel) and within
 //    the bf16 kernel's bound (relative L2 <= 1e-2): the kernel's only
 //    roundings are the bf16 kernel's (see the header);
@@ -48,7 +49,16 @@ const HeadShape kShapes[] = {
     {28, 4, 128, true},  // Qwen2.5-7B: group 7
     {32, 4, 128, false}, // group 8
     {32, 8, 128, true},  // Llama-3.1-8B: group 4
+    {32, 32, 80, false}, // Phi-2: 5 fp8 chunks a row
+    {32, 32, 96, false}, // Phi-3-mini
+    {8, 4, 256, false},  // Gemma-2-2B
 };
+
+constexpr float kSoftcap = 50.0f;
+
+bool isOtherHeadDim(const HeadShape &h) {
+  return h.headDim != 64 && h.headDim != 128;
+}
 const int kBlockSizes[] = {16, 32};
 
 struct Fp8Case {
@@ -60,6 +70,7 @@ struct Fp8Case {
   /// V rows cycle through every finite E4M3 code with power-of-two scales
   /// (the exact read-back check; needs window 1).
   bool exactCodes = false;
+  float softcap = 0.0f;
 };
 
 std::string shapeLabel(const HeadShape &h, int blockSize) {
@@ -68,8 +79,8 @@ std::string shapeLabel(const HeadShape &h, int blockSize) {
 
 void runFp8PrefillCase(Checker &c, const HeadShape &h, int blockSize,
                        const Fp8Case &fc) {
-  const PrefillAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim, blockSize,
-                                  true};
+  const PrefillAttentionSpec spec{h.qHeads,  h.kvHeads, h.headDim,
+                                  blockSize, true,      fc.softcap > 0.0f};
   const PagedBatch batch =
       makePagedBatch(c.rng, fc.seqs, fc.padding, blockSize);
   const int hd = h.headDim;
@@ -118,7 +129,8 @@ void runFp8PrefillCase(Checker &c, const HeadShape &h, int blockSize,
                      scale,
                      fc.window,
                      cache.kDeq,
-                     cache.vDeq};
+                     cache.vDeq,
+                     fc.softcap};
   const std::vector<double> ref = referenceAttention(p);
 
   const cuda::Kernel &kernel = c.kernels.kernel(spec.instance());
@@ -141,14 +153,18 @@ void runFp8PrefillCase(Checker &c, const HeadShape &h, int blockSize,
                                               .tiles = dTiles.address(),
                                               .maxBlocks = batch.maxBlocks,
                                               .scale = scale,
-                                              .slidingWindow = fc.window});
+                                              .slidingWindow = fc.window,
+                                              .softcap = fc.softcap});
   };
   launch(0);
   const std::vector<Bf16> out = c.download<Bf16>(dOut);
-  CheckRecord r = makeRecord(c, "prefill_attention_fp8",
-                             sol::cat(shapeLabel(h, blockSize), " ", fc.label,
-                                      " T=", batch.tokens, " tiles=", numTiles),
-                             spec.instance());
+  CheckRecord r =
+      makeRecord(c, "prefill_attention_fp8",
+                 sol::cat(shapeLabel(h, blockSize), " ", fc.label,
+                          fc.softcap > 0.0f ? sol::cat(" softcap=", fc.softcap)
+                                            : std::string(),
+                          " T=", batch.tokens, " tiles=", numTiles),
+                 spec.instance());
   judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
   if (fc.exactCodes) {
     // Window 1: each token's output is its own V row, e4m3 x scale, which
@@ -276,11 +292,19 @@ void checkPrefillAttentionFp8(Checker &c) {
            false},
           {"exact codes, window=1", {{260, 260}, {90, 3}}, 1, 1, false, true},
       };
-      if (first || h.headDim == 128) {
+      if (first || h.headDim != 64) {
         cases.push_back(
             {"window=64", {{300, 300}, {1000, 1}, {64, 2}}, 1, 64, false});
         cases.push_back({"window=100", {{700, 400}, {45, 45}}, 0, 100, false});
       }
+      if (blockSize == 16 && (first || isOtherHeadDim(h)))
+        cases.push_back({"window=100",
+                         {{700, 400}, {45, 45}},
+                         0,
+                         100,
+                         false,
+                         false,
+                         kSoftcap});
       if (h.timed && blockSize == 16 && !c.options.quick)
         cases.push_back({"prompt 2048", {{2048, 2048}}, 0, 0, true});
       for (const Fp8Case &fc : cases)
@@ -292,24 +316,29 @@ void checkPrefillAttentionFp8(Checker &c) {
 } // namespace
 
 std::vector<CheckFamily> prefillAttentionFp8Checks() {
-  return {{"prefill_attention_fp8",
-           [](KernelLibrary &k) {
-             for (const HeadShape &h : kShapes)
-               for (int blockSize : kBlockSizes) {
-                 k.require(PrefillAttentionSpec{h.qHeads, h.kvHeads, h.headDim,
-                                                blockSize, true}
-                               .instance());
-                 if (h.timed && blockSize == 16) {
-                   k.require(PrefillAttentionSpec{h.qHeads, h.kvHeads,
-                                                  h.headDim, blockSize}
-                                 .instance());
-                   k.require(PagedAttentionSpec{h.qHeads, h.kvHeads, h.headDim,
-                                                blockSize, true}
-                                 .instance());
-                 }
-               }
-           },
-           checkPrefillAttentionFp8}};
+  return {
+      {"prefill_attention_fp8",
+       [](KernelLibrary &k) {
+         for (const HeadShape &h : kShapes)
+           for (int blockSize : kBlockSizes) {
+             k.require(PrefillAttentionSpec{h.qHeads, h.kvHeads, h.headDim,
+                                            blockSize, true}
+                           .instance());
+             if (blockSize == 16 && (&h == &kShapes[0] || isOtherHeadDim(h)))
+               k.require(PrefillAttentionSpec{h.qHeads, h.kvHeads, h.headDim,
+                                              blockSize, true, true}
+                             .instance());
+             if (h.timed && blockSize == 16) {
+               k.require(PrefillAttentionSpec{h.qHeads, h.kvHeads, h.headDim,
+                                              blockSize}
+                             .instance());
+               k.require(PagedAttentionSpec{h.qHeads, h.kvHeads, h.headDim,
+                                            blockSize, true}
+                             .instance());
+             }
+           }
+       },
+       checkPrefillAttentionFp8}};
 }
 
 } // namespace sol::check

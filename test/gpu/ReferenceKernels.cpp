@@ -2,6 +2,8 @@
 
 #include "ReferenceKernels.h"
 
+#include "runtime/support/Error.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -160,19 +162,60 @@ std::vector<float> referenceRope(std::span<const float> head, int position,
   const std::size_t half = head.size() / 2;
   std::vector<float> out(head.size());
   for (std::size_t i = 0; i < half; ++i) {
-    // fp32 angle as in HF (inv_freq @ position in fp32), accurate cos/sin.
+    // fp32 angle as in HF (inv_freq @ position in fp32), accurate cos/sin;
+    // a pass-through pair is concatenated unrotated and unscaled.
     const float angle = static_cast<float>(position) * invFreq[i];
-    const float c =
-        roundBf16(static_cast<float>(std::cos(static_cast<double>(angle))) *
-                  attentionScaling);
-    const float s =
-        roundBf16(static_cast<float>(std::sin(static_cast<double>(angle))) *
-                  attentionScaling);
+    const bool pass = invFreq[i] == 0.0f;
+    const float c = pass ? 1.0f
+                         : roundBf16(static_cast<float>(
+                                         std::cos(static_cast<double>(angle))) *
+                                     attentionScaling);
+    const float s = pass ? 0.0f
+                         : roundBf16(static_cast<float>(
+                                         std::sin(static_cast<double>(angle))) *
+                                     attentionScaling);
     const float x1 = head[i], x2 = head[i + half];
     out[i] = roundBf16(roundBf16(x1 * c) + roundBf16(-x2 * s));
     out[i + half] = roundBf16(roundBf16(x2 * c) + roundBf16(x1 * s));
   }
   return out;
+}
+
+std::span<const float> RopeTable::at(int position, int headDim) const {
+  const std::size_t half = static_cast<std::size_t>(headDim / 2);
+  return std::span<const float>(invFreq).subspan(
+      position >= longFrom ? half : 0, half);
+}
+
+RopeTable llamaRopeTable(int headDim) {
+  return {"llama", llamaInvFreq(headDim), 1.0f};
+}
+
+RopeTable partialRopeTable(int headDim, float scaling) {
+  RopeTable t{sol::cat("partial scaling=", scaling),
+              llamaInvFreq(headDim, 10000.0), scaling};
+  const std::size_t half = t.invFreq.size();
+  for (std::size_t i = half - half / 4; i < half; ++i)
+    t.invFreq[i] = 0.0f;
+  return t;
+}
+
+RopeTable longRopeTable(int headDim, int longFrom, float scaling) {
+  RopeTable t = partialRopeTable(headDim, scaling);
+  t.label = sol::cat("longrope from ", longFrom, " scaling=", scaling);
+  const std::size_t half = t.invFreq.size();
+  for (std::size_t i = 0; i < half; ++i)
+    t.invFreq.push_back(t.invFreq[i] / (1.0f + 3.0f * static_cast<float>(i) /
+                                                   static_cast<float>(half)));
+  t.longFrom = longFrom;
+  return t;
+}
+
+std::vector<float> referenceRope(std::span<const float> head, int position,
+                                 const RopeTable &table) {
+  return referenceRope(head, position,
+                       table.at(position, static_cast<int>(head.size())),
+                       table.attentionScaling);
 }
 
 std::vector<double> referenceAttention(const AttentionProblem &p) {
@@ -223,6 +266,8 @@ std::vector<double> referenceAttention(const AttentionProblem &p) {
             dot +=
                 static_cast<double>(bf16ToFloat(q[d])) * cached(false, j, g, d);
           scores[j - lo] = dot * p.scale;
+          if (p.softcap > 0.0)
+            scores[j - lo] = p.softcap * std::tanh(scores[j - lo] / p.softcap);
           maxScore = std::max(maxScore, scores[j - lo]);
         }
         double sum = 0.0;

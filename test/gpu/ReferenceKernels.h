@@ -10,6 +10,7 @@
 #include "HostBf16.h"
 
 #include <span>
+#include <string>
 #include <vector>
 
 namespace sol::check {
@@ -57,10 +58,39 @@ int referenceArgmax(std::span<const float> row);
 /// (Llama 3's theta is 500,000).
 std::vector<float> llamaInvFreq(int headDim, double theta = 500000.0);
 
-/// Hugging Face rotate-half RoPE of one head vector in bf16.
+/// Hugging Face rotate-half RoPE of one head vector in bf16. A pair whose
+/// inverse frequency is 0 passes through (partial rotary: cos 1 and sin 0,
+/// not scaled by attentionScaling).
 std::vector<float> referenceRope(std::span<const float> head, int position,
                                  std::span<const float> invFreq,
                                  float attentionScaling);
+
+/// A rope table as the rope kernels read it: headDim / 2 inverse
+/// frequencies (0: a pass-through pair), for LongRoPE followed by the long
+/// set, which positions >= longFrom use.
+struct RopeTable {
+  std::string label;
+  std::vector<float> invFreq;
+  float attentionScaling = 1.0f;
+  int longFrom = 0x7fffffff;
+
+  /// The headDim / 2 frequencies of `position`.
+  std::span<const float> at(int position, int headDim) const;
+};
+
+/// Llama 3's table (theta 500,000), attention scaling 1.
+RopeTable llamaRopeTable(int headDim);
+/// Partial rotary (Phi-4-mini's 0.75, Gemma 3's scaling 8 style): the last
+/// quarter of each half's pairs pass through (inverse frequency 0), theta
+/// 10,000, attention scaling `scaling`.
+RopeTable partialRopeTable(int headDim, float scaling);
+/// LongRoPE (Phi-3): partialRopeTable's short set, then a long set of the
+/// same frequencies divided by factors from 1 to 4, from position longFrom.
+RopeTable longRopeTable(int headDim, int longFrom, float scaling);
+
+/// referenceRope with the frequencies and scaling of `table` at `position`.
+std::vector<float> referenceRope(std::span<const float> head, int position,
+                                 const RopeTable &table);
 
 struct AttentionProblem {
   int qHeads, kvHeads, headDim, blockSize;
@@ -78,6 +108,8 @@ struct AttentionProblem {
   /// dequantized: e4m3 x scale), same layout.
   std::span<const float> kCacheF32 = {};
   std::span<const float> vCacheF32 = {};
+  /// > 0: scores s become softcap * tanh(s / softcap) (Gemma 2).
+  double softcap = 0.0;
 };
 
 /// out [T, Hq * HD], unrounded; padding tokens (seq < 0) give zeros.

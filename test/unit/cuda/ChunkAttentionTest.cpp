@@ -32,10 +32,18 @@ TEST(ChunkAttentionSpec, TilesHoldSixtyFourRowsOfHeads) {
   EXPECT_EQ((ChunkAttentionSpec{12, 2, 128, 32}.tokensPerTile()), 10);
   EXPECT_EQ((ChunkAttentionSpec{28, 4, 128, 16}.tokensPerTile()), 9);
   EXPECT_EQ((ChunkAttentionSpec{16, 16, 64, 16}.tokensPerTile()), 64);
-  EXPECT_FALSE((ChunkAttentionSpec{32, 8, 96, 16}.supported()));
+  // Head dims 64, 80, 96, 128 and 256.
+  EXPECT_EQ((ChunkAttentionSpec{32, 32, 96, 16}.tokensPerTile()), 64);
+  EXPECT_EQ((ChunkAttentionSpec{8, 4, 256, 16}.tokensPerTile()), 32);
+  EXPECT_TRUE((ChunkAttentionSpec{32, 8, 80, 16}.supported()));
+  EXPECT_FALSE((ChunkAttentionSpec{32, 8, 112, 16}.supported()));
   EXPECT_FALSE((ChunkAttentionSpec{128, 1, 64, 16}.supported())); // G > 64
-  EXPECT_THROW((ChunkAttentionSpec{32, 8, 96, 16}.tokensPerTile()), Error);
-  EXPECT_THROW((ChunkAttentionSpec{32, 8, 256, 16}.instance()), Error);
+  EXPECT_THROW((ChunkAttentionSpec{32, 8, 112, 16}.tokensPerTile()), Error);
+  EXPECT_THROW((ChunkAttentionSpec{32, 8, 512, 16}.instance()), Error);
+  EXPECT_EQ((ChunkAttentionSpec{8, 4, 256, 16, false, true}
+                 .instance()
+                 .nameExpression),
+            "sol::kernels::chunk_attention<8, 4, 256, 16, true>");
 }
 
 TEST(ChunkAttentionSpec, NamesAndGeometry) {
@@ -155,6 +163,15 @@ TEST(ChunkAttentionSpec, PlansCompileItForTheirCacheDtype) {
   op.kvDtype = fb::DType::F8E4M3;
   EXPECT_TRUE(has(cuda::enumerateKernels(op, 64, 4096), fp8));
   EXPECT_FALSE(has(cuda::enumerateKernels(op, 64, 4096), bf16));
+  // Head dim 256 keeps paged_attention (slower there), 80 and 96 take it,
+  // soft-capped where the op is.
+  op.kvDtype = fb::DType::BF16;
+  op.heads = 8, op.kvHeads = 4, op.headDim = 256, op.softcap = 50.0f;
+  EXPECT_FALSE(has(cuda::enumerateKernels(op, 64, 4096),
+                   "sol::kernels::chunk_attention<8, 4, 256, 32, true>"));
+  op.headDim = 96;
+  EXPECT_TRUE(has(cuda::enumerateKernels(op, 64, 4096),
+                  "sol::kernels::chunk_attention<8, 4, 96, 32, true>"));
 }
 
 TEST(ChunkAttentionSpec, InstancesCompileAndMatchTheKernel) {
@@ -169,7 +186,7 @@ TEST(ChunkAttentionSpec, InstancesCompileAndMatchTheKernel) {
   code += cat(
       "static_assert(kMaxChunkSplits == ", ChunkAttentionSpec::kMaxSplits,
       ");\nstatic_assert(kPrefillRows == ", ChunkAttentionSpec::kRows, ");\n");
-  for (int hd : {64, 128})
+  for (int hd : {64, 80, 96, 128, 256})
     code +=
         cat("static_assert(PrefillAttentionShape<", hd, ">::kSharedBytes == ",
             ChunkAttentionSpec{32, 8, hd, 16}.sharedBytes(), ");\n");

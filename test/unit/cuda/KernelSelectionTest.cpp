@@ -212,6 +212,33 @@ TEST(KernelSelection, FusedRopeOnlyWhereTheShapeHasIt) {
   EXPECT_THROW(selectKernels(attention, 1, 0, true), sol::Error);
 }
 
+TEST(KernelSelection, SoftcappedAttentionRunsItsVariants) {
+  // Gemma 2 (head dim 256, soft-capped scores): every attention kernel of
+  // the op is the Softcap variant; an op without softcap keeps the plain
+  // ones' names.
+  OpDesc attention;
+  attention.kind = OpKind::Attention;
+  attention.heads = 8, attention.kvHeads = 4, attention.headDim = 256;
+  attention.blockSize = 16;
+  attention.softcap = 50.0f;
+  EXPECT_EQ(selectKernels(attention, 1, 256, true, true)
+                .at(0)
+                .instance.nameExpression,
+            "sol::kernels::paged_attention<8, 4, 256, 16, true, true, true>");
+  EXPECT_EQ(selectKernels(attention, 64, 256, false, true)
+                .at(0)
+                .instance.nameExpression,
+            "sol::kernels::paged_attention<8, 4, 256, 16, false, false, true>");
+  for (const KernelInstance &k : enumerateKernels(attention, 128, 4096))
+    EXPECT_NE(k.nameExpression.find(", true>"), std::string::npos)
+        << k.nameExpression;
+  attention.softcap = 0.0f;
+  EXPECT_EQ(selectKernels(attention, 64, 256, false, true)
+                .at(0)
+                .instance.nameExpression,
+            "sol::kernels::paged_attention<8, 4, 256, 16, false>");
+}
+
 TEST(KernelSelection, SmallFusedGridsPreloadTheirWalk) {
   // Batch-1 decode (8 kv heads x 8 splits = 64 blocks) runs the fused
   // kernel that preloads its walk; 64 sequences (512 blocks) and steps

@@ -65,25 +65,43 @@ TEST(KernelSpecs, NameExpressions) {
   EXPECT_EQ(
       (PrefillAttentionSpec{28, 4, 128, 32, true}.instance().nameExpression),
       "sol::kernels::prefill_attention_fp8<28, 4, 128, 32>");
+  // The soft-capping variants name their flag; the plain ones keep their
+  // names.
+  PagedAttentionSpec capped{8, 4, 256};
+  capped.softcap = true;
+  EXPECT_EQ(capped.instance().nameExpression,
+            "sol::kernels::paged_attention<8, 4, 256, 16, false, false, true>");
+  capped.fusedRope = capped.preloadWalk = true;
+  EXPECT_EQ(capped.instance().nameExpression,
+            "sol::kernels::paged_attention<8, 4, 256, 16, true, true, true>");
+  EXPECT_EQ((PrefillAttentionSpec{8, 4, 256, 16, true, true}
+                 .instance()
+                 .nameExpression),
+            "sol::kernels::prefill_attention_fp8<8, 4, 256, 16, true>");
 }
 
 TEST(KernelSpecs, PrefillAttentionGeometry) {
   // Same grid and block for both caches; fp8 adds a staging tile of E4M3 K
   // and V rows (2 x 64 x head_dim bytes) and two stages of their scales.
-  for (int headDim : {64, 128}) {
+  for (int headDim : {64, 80, 96, 128, 256}) {
     const PrefillAttentionSpec bf16{32, 8, headDim, 16};
     const PrefillAttentionSpec fp8{32, 8, headDim, 16, true};
+    // Rows of 80 and 96 are padded by a 16-byte chunk (an odd count).
+    const int stride = headDim % 64 == 0 ? headDim : headDim + 8;
+    EXPECT_EQ(bf16.rowStride(), stride);
     const LaunchDims b = bf16.dims(7), f = fp8.dims(7);
     EXPECT_EQ(f.grid.x, 7u);
     EXPECT_EQ(f.grid.y, 32u);
     EXPECT_EQ(f.grid.x, b.grid.x);
     EXPECT_EQ(f.grid.y, b.grid.y);
     EXPECT_EQ(f.block.x, b.block.x);
-    EXPECT_EQ(b.sharedBytes, static_cast<unsigned>(5 * 64 * headDim * 2));
+    EXPECT_EQ(b.sharedBytes, static_cast<unsigned>(5 * 64 * stride * 2));
     EXPECT_EQ(f.sharedBytes,
               b.sharedBytes + static_cast<unsigned>(2 * 64 * headDim + 1024));
+    EXPECT_LE(f.sharedBytes, 227u * 1024);
   }
-  EXPECT_FALSE((PrefillAttentionSpec{32, 8, 256, 16, true}.supported()));
+  EXPECT_TRUE((PrefillAttentionSpec{32, 8, 256, 16, true}.supported()));
+  EXPECT_FALSE((PrefillAttentionSpec{32, 8, 112, 16}.supported()));
   EXPECT_THROW((PrefillAttentionSpec{32, 8, 32, 16, true}.instance()),
                sol::Error);
 }
@@ -96,10 +114,22 @@ TEST(KernelSpecs, KvLayoutLimits) {
   EXPECT_THROW((RopeKvWriteSpec{32, 8, 128, 48}.instance()), sol::Error);
   EXPECT_NO_THROW((PagedAttentionSpec{32, 8, 128, 8}.instance()));
   EXPECT_NO_THROW((PagedAttentionSpec{32, 8, 128, 256}.instance()));
-  // fp8 needs 16 values per lane load: head dims 16..256, powers of two.
+  // fp8: head dims that are multiples of 16 up to 256.
   EXPECT_THROW((PagedAttentionSpec{32, 8, 8, 16, true}.instance()), sol::Error);
-  EXPECT_THROW((RopeKvWriteSpec{32, 8, 96, 16, true}.instance()), sol::Error);
-  EXPECT_NO_THROW((PagedAttentionSpec{32, 8, 64, 16, true}.instance()));
+  EXPECT_THROW((PagedAttentionSpec{32, 8, 72, 16, true}.instance()),
+               sol::Error);
+  EXPECT_THROW((RopeKvWriteSpec{32, 8, 512, 16, true}.instance()), sol::Error);
+  for (int headDim : {64, 80, 96, 128, 256}) {
+    EXPECT_NO_THROW((RopeKvWriteSpec{32, 8, headDim, 16, true}.instance()));
+    EXPECT_NO_THROW((PagedAttentionSpec{32, 8, headDim, 16, true}.instance()));
+    EXPECT_NO_THROW((PagedAttentionSpec{32, 8, headDim}.instance()));
+    // Every one has the fused rope, bf16 and fp8, small and large groups.
+    for (bool fp8 : {false, true})
+      for (int q : {8, 56})
+        EXPECT_TRUE((PagedAttentionSpec{q, 8, headDim, 16, fp8, true}
+                         .fusedRopeSupported()))
+            << headDim << " fp8 " << fp8 << " group " << q / 8;
+  }
   // The fused rope needs both halves of a head on whole lanes: 8 values per
   // lane for bf16, 16 for fp8 with groups of at most 4 (else 8).
   EXPECT_TRUE(
@@ -601,7 +631,8 @@ TEST(KernelSpecs, AttentionSplitsAndWorkspace) {
   EXPECT_EQ(spec.arrivalCount(3), 24u); // one counter per (token, kv head)
   // Partial outputs [T, splits, Hq, HD] then (max, sum) [T, splits, Hq, 2].
   EXPECT_EQ(spec.workspaceFloats(2, 4), 2u * 4 * 32 * 130);
-  EXPECT_THROW((PagedAttentionSpec{32, 8, 96}.instance()), sol::Error);
+  EXPECT_THROW((PagedAttentionSpec{32, 8, 264}.instance()), sol::Error);
+  EXPECT_THROW((PagedAttentionSpec{32, 8, 100}.instance()), sol::Error);
   EXPECT_THROW((PagedAttentionSpec{30, 8, 128}.instance()), sol::Error);
 }
 

@@ -144,9 +144,11 @@ TEST(PrefillAttentionSpec, ShapesAndGeometry) {
   EXPECT_EQ(spec.dims(10).grid.x, 10u);
   EXPECT_EQ(spec.dims(10).grid.y, 32u);
   EXPECT_EQ(spec.dims(10).sharedBytes, 5u * 64 * 128 * 2);
-  EXPECT_FALSE((PrefillAttentionSpec{32, 8, 96, 16}.supported()));
+  EXPECT_TRUE((PrefillAttentionSpec{32, 8, 96, 16}.supported()));
+  EXPECT_EQ((PrefillAttentionSpec{32, 32, 96, 16}.dims(1).sharedBytes),
+            5u * 64 * 104 * 2); // rows padded to 13 chunks
   EXPECT_FALSE((PrefillAttentionSpec{30, 8, 128, 16}.supported()));
-  EXPECT_THROW((PrefillAttentionSpec{32, 8, 256, 16}.instance()), Error);
+  EXPECT_THROW((PrefillAttentionSpec{32, 8, 112, 16}.instance()), Error);
 }
 
 // The fp8 cache's kernel: its own name, the same grid and block, and shared
@@ -168,8 +170,10 @@ TEST(PrefillAttentionSpec, Fp8ShapesAndGeometry) {
   EXPECT_EQ(
       (PrefillAttentionSpec{14, 2, 64, 16, true}.instance().nameExpression),
       "sol::kernels::prefill_attention_fp8<14, 2, 64, 16>");
-  EXPECT_FALSE((PrefillAttentionSpec{32, 8, 96, 16, true}.supported()));
-  EXPECT_THROW((PrefillAttentionSpec{32, 8, 256, 16, true}.instance()), Error);
+  EXPECT_TRUE((PrefillAttentionSpec{32, 8, 256, 16, true}.supported()));
+  EXPECT_EQ((PrefillAttentionSpec{32, 8, 80, 16, true}.sharedBytes()),
+            5u * 64 * 88 * 2 + 2u * 64 * 80 + 2u * 2 * 64 * 4);
+  EXPECT_THROW((PrefillAttentionSpec{32, 8, 512, 16, true}.instance()), Error);
 }
 
 // solc compiles the tensor-core prefill kernel into plans whose steps may
@@ -234,6 +238,13 @@ TEST(PrefillAttentionSpec, InstancesCompileAndMatchTheKernel) {
         instances.push_back(spec.instance());
     }
   }
+  // Head dims whose rows are padded (80, 96) or large (256).
+  for (int hd : {80, 96, 256})
+    for (bool fp8 : {false, true})
+      code += cat("static_assert(PrefillAttentionShape<", hd,
+                  ">::", fp8 ? "kFp8SharedBytes" : "kSharedBytes",
+                  " == ", PrefillAttentionSpec{8, 4, hd, 16, fp8}.sharedBytes(),
+                  ");\n");
   instances.push_back(PrefillAttentionSpec{32, 8, 64, 32}.instance());
   instances.push_back(PrefillAttentionSpec{32, 8, 64, 32, true}.instance());
   instances.push_back(PrefillAttentionSpec{28, 4, 128, 32, true}.instance());

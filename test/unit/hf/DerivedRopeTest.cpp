@@ -195,5 +195,43 @@ TEST(DerivedRopeTest, RejectsUnusableConfig) {
               HasSubstr("linear factor must be positive"));
 }
 
+// Phi-4-mini's partial rotary with longrope: frequencies of a head of
+// rotary_dim, short below original_max_position_embeddings and long from it,
+// zeros for the pairs that pass through, and the attention factor
+// sqrt(1 + ln(factor) / ln(original)).
+TEST(DerivedRopeTest, LongRopeWithPartialRotary) {
+  ModelConfig config = ropeConfig(16, 10000.0);
+  config.rotaryDim = 12; // 6 rotated pairs of 8
+  config.maxPositionEmbeddings = 4096;
+  config.ropeScaling.type = RopeScalingType::LongRope;
+  config.ropeScaling.originalMaxPositionEmbeddings = 1024;
+  config.ropeScaling.factor = 4.0;
+  config.ropeScaling.shortFactor = {1, 1.5, 2, 2.5, 3, 3.5};
+  config.ropeScaling.longFactor = {2, 4, 6, 8, 10, 12};
+  RopeTable table = RopeTable::compute(ropeParameters(config), 16);
+  ASSERT_EQ(table.invFreq.size(), 8u);
+  ASSERT_EQ(table.longInvFreq.size(), 8u);
+  for (int64_t i = 0; i < 6; ++i) {
+    expectNear(table.invFreq[i],
+               plainInvFreq(10000.0, 12, i) / config.ropeScaling.shortFactor[i],
+               "short", i);
+    expectNear(table.longInvFreq[i],
+               plainInvFreq(10000.0, 12, i) / config.ropeScaling.longFactor[i],
+               "long", i);
+  }
+  for (int64_t i = 6; i < 8; ++i) {
+    EXPECT_EQ(table.invFreq[i], 0.0f) << i;
+    EXPECT_EQ(table.longInvFreq[i], 0.0f) << i;
+  }
+  EXPECT_EQ(table.longFrom, 1024);
+  EXPECT_NEAR(table.attentionScaling,
+              std::sqrt(1 + std::log(4.0) / std::log(1024.0)), 1e-6);
+  EXPECT_EQ(&table.invFreqAt(1023), &table.invFreq);
+  EXPECT_EQ(&table.invFreqAt(1024), &table.longInvFreq);
+  // Pass-through pairs are not scaled.
+  EXPECT_EQ(table.scalingFor(0.0f), 1.0f);
+  EXPECT_EQ(table.scalingFor(table.invFreq[0]), table.attentionScaling);
+}
+
 } // namespace
 } // namespace sol::hf

@@ -351,8 +351,8 @@ TEST(ModelConfigTest, BadValuesAreNamed) {
               HasSubstr("field \"num_attention_heads\" (32) must be a "
                         "multiple of num_key_value_heads (7)"));
   EXPECT_THAT(configError(edited(kLlama31_8B, "hidden_act", "gelu")),
-              HasSubstr("field \"hidden_act\" is \"gelu\"; Sol supports only "
-                        "\"silu\""));
+              HasSubstr("field \"hidden_act\" is \"gelu\"; Sol supports "
+                        "\"silu\" and \"gelu_pytorch_tanh\""));
   EXPECT_THAT(configError(edited(kLlama31_8B, "vocab_size", "128256")),
               HasSubstr("field \"vocab_size\" must be an integer, got "
                         "\"128256\""));
@@ -391,10 +391,20 @@ TEST(ModelConfigTest, RopeScalingErrorsAreNamed) {
   EXPECT_THAT(configError(json.dump()),
               AllOf(HasSubstr("field \"rope_scaling.rope_type\" is "
                               "\"dynamic\""),
-                    HasSubstr("Supported: default, linear, llama3, yarn")));
+                    HasSubstr("Supported: default, linear, llama3, yarn, "
+                              "longrope")));
   json["rope_scaling"] = {{"rope_type", "longrope"}};
   EXPECT_THAT(configError(json.dump()),
-              HasSubstr("is \"longrope\", which Sol does not support"));
+              HasSubstr("field \"rope_scaling.short_factor\" is missing"));
+  json["rope_scaling"] = {{"rope_type", "longrope"},
+                          {"short_factor", {1.0, 2.0}},
+                          {"long_factor", {1.0, 2.0}}};
+  EXPECT_THAT(configError(json.dump()),
+              HasSubstr("field \"rope_scaling.short_factor\" must list 64 "
+                        "numbers"));
+  json["rope_scaling"] = {{"rope_type", "ntk-by-parts"}};
+  EXPECT_THAT(configError(json.dump()),
+              HasSubstr("is \"ntk-by-parts\", which Sol does not support"));
   json["rope_scaling"] = {{"rope_type", "linear"}};
   EXPECT_THAT(configError(json.dump()),
               HasSubstr("field \"rope_scaling.factor\" is missing"));
@@ -421,6 +431,134 @@ TEST(ModelConfigTest, RopeScalingErrorsAreNamed) {
   EXPECT_THAT(configError(json.dump()),
               HasSubstr("field \"rope_parameters.rope_theta\" must be a "
                         "positive number"));
+}
+
+// Phi-3.5-mini's fields (factors shortened to the 16 pairs of a head of 32).
+std::string phi35Mini() {
+  Json json = {{"architectures", {"Phi3ForCausalLM"}},
+               {"model_type", "phi3"},
+               {"hidden_size", 96},
+               {"intermediate_size", 256},
+               {"num_hidden_layers", 2},
+               {"num_attention_heads", 3},
+               {"num_key_value_heads", 3},
+               {"vocab_size", 32064},
+               {"max_position_embeddings", 131072},
+               {"original_max_position_embeddings", 4096},
+               {"rms_norm_eps", 1e-05},
+               {"rope_theta", 10000.0},
+               {"sliding_window", 262144},
+               {"eos_token_id", 32000}};
+  std::vector<double> shortF(16, 1.0), longF(16, 2.0);
+  json["rope_scaling"] = {
+      {"type", "longrope"}, {"short_factor", shortF}, {"long_factor", longF}};
+  return json.dump();
+}
+
+TEST(ModelConfigTest, ParsesPhi3LongRopeAndPartialRotary) {
+  ModelConfig c = parseModelConfig(phi35Mini(), "phi3");
+  EXPECT_EQ(c.architecture, Architecture::Phi3);
+  EXPECT_TRUE(c.fusedProjections);
+  EXPECT_EQ(c.headDim, 32);
+  EXPECT_EQ(c.rotaryDim, 32);
+  EXPECT_EQ(c.ropeScaling.type, RopeScalingType::LongRope);
+  EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, 4096);
+  EXPECT_DOUBLE_EQ(c.ropeScaling.factor, 32.0); // 131072 / 4096
+  EXPECT_EQ(c.ropeScaling.longFactor.size(), 16u);
+  EXPECT_TRUE(c.layerUsesSlidingWindow(1));
+  EXPECT_EQ(*c.slidingWindow, 262144);
+  EXPECT_DOUBLE_EQ(c.rmsNormEps, 1e-5);
+
+  // Phi-4-mini: 3/4 of each head rotates, so 12 factors for a head of 32.
+  Json json = Json::parse(phi35Mini());
+  json["partial_rotary_factor"] = 0.75;
+  EXPECT_THAT(configError(json.dump()),
+              HasSubstr("field \"rope_scaling.short_factor\" must list 12 "
+                        "numbers"));
+  std::vector<double> twelve(12, 1.5);
+  json["rope_scaling"]["short_factor"] = twelve;
+  json["rope_scaling"]["long_factor"] = twelve;
+  c = parseModelConfig(json.dump(), "phi4");
+  EXPECT_EQ(c.rotaryDim, 24);
+  json["partial_rotary_factor"] = 0.1;
+  EXPECT_THAT(configError(json.dump()),
+              HasSubstr("rotary embeddings need an even number"));
+}
+
+TEST(ModelConfigTest, ParsesGemma2) {
+  Json json = {{"architectures", {"Gemma2ForCausalLM"}},
+               {"model_type", "gemma2"},
+               {"hidden_size", 3584},
+               {"intermediate_size", 14336},
+               {"num_hidden_layers", 4},
+               {"num_attention_heads", 16},
+               {"num_key_value_heads", 8},
+               {"head_dim", 256},
+               {"vocab_size", 256000},
+               {"query_pre_attn_scalar", 256},
+               {"sliding_window", 4096},
+               {"attn_logit_softcapping", 50.0},
+               {"final_logit_softcapping", 30.0},
+               {"hidden_act", "gelu_pytorch_tanh"},
+               {"hidden_activation", "gelu_pytorch_tanh"}};
+  ModelConfig c = parseModelConfig(json.dump(), "gemma2");
+  EXPECT_EQ(c.architecture, Architecture::Gemma2);
+  EXPECT_TRUE(c.normPlusOne && c.scaleEmbeddings && c.sandwichNorms);
+  EXPECT_FALSE(c.qkNorm);
+  EXPECT_TRUE(c.tieWordEmbeddings);
+  EXPECT_EQ(c.hiddenAct, "gelu_pytorch_tanh");
+  EXPECT_DOUBLE_EQ(c.attentionScale, 1.0 / 16.0);
+  EXPECT_DOUBLE_EQ(*c.attnLogitSoftcap, 50.0);
+  EXPECT_DOUBLE_EQ(*c.finalLogitSoftcap, 30.0);
+  // Without layer_types, layer 0 slides and layer 1 does not.
+  EXPECT_TRUE(c.layerUsesSlidingWindow(0));
+  EXPECT_FALSE(c.layerUsesSlidingWindow(1));
+  EXPECT_TRUE(c.layerUsesSlidingWindow(2));
+  json["attn_logit_softcapping"] = -1;
+  EXPECT_THAT(configError(json.dump()),
+              HasSubstr("field \"attn_logit_softcapping\" must be a "
+                        "positive number"));
+}
+
+TEST(ModelConfigTest, ParsesGemma3RopePerLayerTypeAndMultimodalText) {
+  Json text = {
+      {"model_type", "gemma3_text"},
+      {"hidden_size", 2560},
+      {"intermediate_size", 10240},
+      {"num_hidden_layers", 7},
+      {"num_attention_heads", 8},
+      {"num_key_value_heads", 4},
+      {"head_dim", 256},
+      {"vocab_size", 262208},
+      {"sliding_window", 1024},
+      {"rope_parameters",
+       {{"full_attention",
+         {{"rope_type", "linear"}, {"factor", 8.0}, {"rope_theta", 1000000.0}}},
+        {"sliding_attention",
+         {{"rope_type", "default"}, {"rope_theta", 10000.0}}}}}};
+  Json json = {{"architectures", {"Gemma3ForConditionalGeneration"}},
+               {"model_type", "gemma3"},
+               {"text_config", text},
+               {"eos_token_id", {1, 106}}};
+  ModelConfig c = parseModelConfig(json.dump(), "gemma3");
+  EXPECT_EQ(c.architecture, Architecture::Gemma3);
+  EXPECT_TRUE(c.multimodal && c.qkNorm);
+  EXPECT_EQ(c.weightPrefix, "model.language_model.");
+  EXPECT_THAT(c.eosTokenIds, ElementsAre(1, 106));
+  // Five sliding layers, then a full one (sliding_window_pattern 6).
+  for (int64_t layer = 0; layer < 5; ++layer)
+    EXPECT_TRUE(c.layerUsesSlidingWindow(layer)) << layer;
+  EXPECT_FALSE(c.layerUsesSlidingWindow(5));
+  EXPECT_DOUBLE_EQ(c.ropeOf(5).theta, 1e6);
+  EXPECT_EQ(c.ropeOf(5).scaling.type, RopeScalingType::Linear);
+  EXPECT_DOUBLE_EQ(c.ropeOf(0).theta, 1e4);
+  EXPECT_EQ(c.ropeOf(0).scaling.type, RopeScalingType::None);
+  json["text_config"]["use_bidirectional_attention"] = true;
+  EXPECT_THAT(configError(json.dump()),
+              HasSubstr("field \"text_config.use_bidirectional_attention\" is "
+                        "true"));
+  json.erase("text_config");
+  EXPECT_THAT(configError(json.dump()), HasSubstr("text_config"));
 }
 
 TEST(ModelConfigTest, LoadsFromDirectoryOrFile) {
