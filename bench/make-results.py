@@ -25,6 +25,7 @@ holds run.json ({"date", "commit", "gpu"}, written by gpu-check) and any of:
                                and Transformers (bench/quant_bench.py)
   onnx.json                    step 22: a torch.onnx export's plan against the
                                checkpoint's (bench/onnx_bench.py)
+  decode-SHAPE.json            step 25: the Phi-3 / Gemma shapes' batch-1 decode
   onnx-genai.json              step 24: onnxruntime-genai's export, the same
 
 Each report gives one or more rows, keyed by the workload (the first column).
@@ -52,7 +53,9 @@ the run (its binaries were built from the work just before it).
 COLUMNS = ["workload", "Sol", "baseline (same run)", "date", "commit", "command"]
 
 SHAPES = {"llama-3.2-1b": "Llama-3.2-1B", "llama-3.1-8b": "Llama-3.1-8B",
-          "qwen2.5-1.5b": "Qwen2.5-1.5B", "qwen2.5-7b": "Qwen2.5-7B"}
+          "qwen2.5-1.5b": "Qwen2.5-1.5B", "qwen2.5-7b": "Qwen2.5-7B",
+          "phi-3.5-mini": "Phi-3.5-mini", "gemma-2-9b": "Gemma-2-9B",
+          "gemma-3-4b": "Gemma-3-4B (text)"}
 
 
 def fail(msg):
@@ -294,6 +297,8 @@ def run_rows(run_dir, args):
                 rows += onnx_rows(load(path))
             elif name == "onnx-genai.json":
                 rows += onnx_rows(load(path), 24)
+            elif re.fullmatch(r"decode-.+\.json", name):
+                rows += decode_rows(load(path), 25)
             elif name == "engine.json":
                 rows += engine_rows(load(path))
             elif re.fullmatch(r"serve-.+\.json", name):

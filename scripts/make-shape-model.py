@@ -12,8 +12,8 @@ on real shapes and to benchmark decode speed.
 Shapes: llama-3.2-1b, llama-3.1-8b, qwen2.5-1.5b, qwen2.5-7b, phi-3.5-mini,
 gemma-2-9b, gemma-3-4b (the text model). The model is
 built on the GPU in bf16 (no float32 copy), re-initialised from a seeded
-generator (matrices N(0, 0.02^2), norm weights 1 + 0.05*N(0,1), biases
-0.02*N(0,1)), checked with one forward pass (finite, non-constant logits) and
+generator (matrices N(0, 0.02^2), norm weights 1 + 0.05*N(0,1) (Gemma's,
+which are used as 1 + w, 0.05*N(0,1)), biases 0.02*N(0,1)), checked with one forward pass (finite, non-constant logits) and
 saved as safetensors shards of at most 5 GB (plus model.safetensors.index.json
 when there is more than one shard) with generation_config.json. A tokenizer is
 copied in when one is found (--tokenizer-dir, or third_party/tokenizers/, which
@@ -370,10 +370,12 @@ def main():
 
     # 2. Seeded re-initialisation on the GPU, in place, in bf16.
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
+    gemma = cfg["model_type"] in ("gemma2", "gemma3_text")
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
-                p.normal_(1.0, 0.05, generator=gen)
+                # Gemma's norms multiply by 1 + w: the same gains need w near 0.
+                p.normal_(0.0 if gemma else 1.0, 0.05, generator=gen)
             elif name.endswith(".bias"):
                 p.normal_(0.0, 0.02, generator=gen)
             elif name.endswith("embed_tokens.weight") or name.endswith("lm_head.weight"):
