@@ -206,8 +206,8 @@ def Sol_KvCacheLayoutAttr : Sol_Attr<"KvCacheLayout", "kv_cache_layout"> {
     static constexpr ::llvm::StringLiteral kAttrName = "sol.kv_cache_layout";
     /// Block sizes the attention kernels take: powers of two in this range.
     static constexpr int64_t kMinBlockSize = 8, kMaxBlockSize = 256;
-    /// True when the fp8 kernels (16 values per 16-byte lane load, a power
-    /// of two lanes per position) support `headDim`: 16, 32, ..., 256.
+    /// True when the fp8 kernels support `headDim`: multiples of 16 up to
+    /// 256 (a position's lanes padded to a power of two).
     static bool fp8SupportsHeadDim(int64_t headDim);
   }];
 }

@@ -196,7 +196,7 @@ int64_t KvCacheLayoutAttr::elementBytes() const {
 }
 
 bool KvCacheLayoutAttr::fp8SupportsHeadDim(int64_t headDim) {
-  return headDim >= 16 && headDim <= 256 && llvm::isPowerOf2_64(headDim);
+  return headDim >= 16 && headDim <= 256 && headDim % 16 == 0;
 }
 
 LogicalResult KvCacheLayoutAttr::verify(
@@ -220,8 +220,8 @@ LogicalResult KvCacheLayoutAttr::verify(
                        << " bytes), got " << alignment;
   if (dtype == KvCacheDType::FP8) {
     if (!fp8SupportsHeadDim(headDim))
-      return emitError() << "the fp8 KV cache supports head dims 16, 32, 64, "
-                         << "128 and 256, got " << headDim;
+      return emitError() << "the fp8 KV cache supports head dims that are "
+                         << "multiples of 16 up to 256, got " << headDim;
     if (scales != KvScales::PerTokenHead)
       return emitError() << "an fp8 KV cache needs scales = per_token_head";
   } else if (scales != KvScales::None) {

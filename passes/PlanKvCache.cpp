@@ -93,8 +93,8 @@ struct SolPlanKvCachePass : sol::impl::SolPlanKvCacheBase<SolPlanKvCachePass> {
         !KvCacheLayoutAttr::fp8SupportsHeadDim(headDim))
       return fail(first->emitError()
                   << "sol-plan-kv-cache: the fp8 KV cache supports head dims "
-                  << "16, 32, 64, 128 and 256 (16 fp8 values per 16-byte "
-                  << "load), but this model's is " << headDim
+                  << "that are multiples of 16 up to 256, but this model's is "
+                  << headDim
                   << "; use the bf16 KV cache");
     if (headDim * elementBytes % kKernelAlignment != 0)
       return fail(first->emitError()

@@ -66,8 +66,8 @@ module attributes {sol.kv_cache_layout = #sol.kv_cache_layout<num_layers = 1, nu
 // -----
 
 // ... an fp8 cache of a head dim the fp8 kernels support...
-// expected-error@+1 {{the fp8 KV cache supports head dims 16, 32, 64, 128 and 256, got 96}}
-module attributes {sol.kv_cache_layout = #sol.kv_cache_layout<num_layers = 1, num_kv_heads = 2, head_dim = 96, block_size = 16, dtype = fp8, arrangement = block_slot_head_dim, alignment = 16, scales = per_token_head>} {}
+// expected-error@+1 {{the fp8 KV cache supports head dims that are multiples of 16 up to 256, got 288}}
+module attributes {sol.kv_cache_layout = #sol.kv_cache_layout<num_layers = 1, num_kv_heads = 2, head_dim = 288, block_size = 16, dtype = fp8, arrangement = block_slot_head_dim, alignment = 16, scales = per_token_head>} {}
 
 // -----
 
