@@ -350,10 +350,19 @@ Value Builder::decoderLayer(Value hidden, int64_t layer) {
     v = projection("v_proj", false);
   }
   if (config.qkNorm) {
-    // Per-head norms commute with the head-dim permutation only with the
-    // weight permuted alike; no supported architecture has both.
-    q = rmsNorm(q, p + ".self_attn.q_norm.weight");
-    k = rmsNorm(k, p + ".self_attn.k_norm.weight");
+    // A per-head norm commutes with the head-dim permutation of a partial
+    // rotary embedding when its weight is permuted alike.
+    auto headNorm = [&](Value x, const std::string &name) {
+      Value w = rmsNormWeight(name);
+      if (config.rotaryDim != config.headDim)
+        w = b.create<PermuteHeadDimsOp>(loc, w.getType(), w,
+                                        b.getI64IntegerAttr(config.headDim),
+                                        b.getI64IntegerAttr(config.rotaryDim));
+      return b.create<RmsNormOp>(loc, x.getType(), x, w,
+                                 b.getF32FloatAttr(float(config.rmsNormEps)));
+    };
+    q = headNorm(q, p + ".self_attn.q_norm.weight");
+    k = headNorm(k, p + ".self_attn.k_norm.weight");
   }
   RopeAttr rope = ropeAttrOf(&ctx, config, layer);
   q = b.create<RopeOp>(loc, q.getType(), q, positions, rope,
