@@ -85,6 +85,16 @@ quant::QuantizedWeight unpackInt4(const WeightStore &store,
 /// quantized one its scales, zero points (int4), scheme and group size.
 struct LinearWeight {
   Value weight, scales, zeros, bias;
+
+  /// The same linear with `f` applied to each of its tensors that is set
+  /// (the rows of codes, scales, zero points and bias go together).
+  template <typename F> LinearWeight map(F &&f) const {
+    LinearWeight out = *this;
+    for (Value *v : {&out.weight, &out.scales, &out.zeros, &out.bias})
+      if (*v)
+        *v = f(*v);
+    return out;
+  }
   QuantScheme scheme = QuantScheme::None;
   int64_t groupSize = 0;
 };
@@ -111,6 +121,9 @@ private:
   /// A query or key projection's heads with the rotated dims of a partial
   /// rotary embedding moved to rotate-half distance (sol.permute_head_dims).
   LinearWeight permuteForRope(const LinearWeight &w);
+  /// `v` (rows of heads) with a partial rotary's dims reordered
+  /// (sol.permute_head_dims); `v` itself when every dim rotates.
+  Value permuteHeadDims(Value v);
   Value linear(Value x, const LinearWeight &w, const std::string &name);
   Value linear(Value x, const std::string &prefix, bool bias) {
     return linear(x, linearWeight(prefix, bias), prefix);
@@ -256,40 +269,26 @@ LinearWeight Builder::linearWeight(const std::string &prefix, bool bias) {
 
 LinearWeight Builder::sliceRows(const LinearWeight &w, int64_t offset,
                                 int64_t rows) {
-  auto slice = [&](Value v) -> Value {
-    if (!v)
-      return v;
+  return w.map([&](Value v) -> Value {
     auto type = cast<RankedTensorType>(v.getType());
     SmallVector<int64_t> shape(type.getShape());
     shape[0] = rows;
     return b.create<SliceRowsOp>(
         loc, RankedTensorType::get(shape, type.getElementType()), v,
         b.getI64IntegerAttr(offset));
-  };
-  LinearWeight out = w;
-  out.weight = slice(w.weight);
-  out.scales = slice(w.scales);
-  out.zeros = slice(w.zeros);
-  out.bias = slice(w.bias);
-  return out;
+  });
+}
+
+Value Builder::permuteHeadDims(Value v) {
+  if (config.rotaryDim == config.headDim)
+    return v;
+  return b.create<PermuteHeadDimsOp>(loc, v.getType(), v,
+                                     b.getI64IntegerAttr(config.headDim),
+                                     b.getI64IntegerAttr(config.rotaryDim));
 }
 
 LinearWeight Builder::permuteForRope(const LinearWeight &w) {
-  if (config.rotaryDim == config.headDim)
-    return w;
-  auto permute = [&](Value v) -> Value {
-    if (!v)
-      return v;
-    return b.create<PermuteHeadDimsOp>(loc, v.getType(), v,
-                                       b.getI64IntegerAttr(config.headDim),
-                                       b.getI64IntegerAttr(config.rotaryDim));
-  };
-  LinearWeight out = w;
-  out.weight = permute(w.weight);
-  out.scales = permute(w.scales);
-  out.zeros = permute(w.zeros);
-  out.bias = permute(w.bias);
-  return out;
+  return w.map([&](Value v) { return permuteHeadDims(v); });
 }
 
 Value Builder::linear(Value x, const LinearWeight &w, const std::string &name) {
@@ -353,11 +352,7 @@ Value Builder::decoderLayer(Value hidden, int64_t layer) {
     // A per-head norm commutes with the head-dim permutation of a partial
     // rotary embedding when its weight is permuted alike.
     auto headNorm = [&](Value x, const std::string &name) {
-      Value w = rmsNormWeight(name);
-      if (config.rotaryDim != config.headDim)
-        w = b.create<PermuteHeadDimsOp>(loc, w.getType(), w,
-                                        b.getI64IntegerAttr(config.headDim),
-                                        b.getI64IntegerAttr(config.rotaryDim));
+      Value w = permuteHeadDims(rmsNormWeight(name));
       return b.create<RmsNormOp>(loc, x.getType(), x, w,
                                  b.getF32FloatAttr(float(config.rmsNormEps)));
     };
