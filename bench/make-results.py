@@ -25,7 +25,9 @@ holds run.json ({"date", "commit", "gpu"}, written by gpu-check) and any of:
                                and Transformers (bench/quant_bench.py)
   onnx.json                    step 22: a torch.onnx export's plan against the
                                checkpoint's (bench/onnx_bench.py)
-  decode-SHAPE.json            step 25: the Phi-3 / Gemma shapes' batch-1 decode
+  decode-SHAPE.json, engine-SHAPE.json
+                               step 25: the Phi-3 / Gemma shapes' batch-1 decode
+                               and 64 concurrent sequences
   onnx-genai.json              step 24: onnxruntime-genai's export, the same
 
 Each report gives one or more rows, keyed by the workload (the first column).
@@ -54,7 +56,7 @@ COLUMNS = ["workload", "Sol", "baseline (same run)", "date", "commit", "command"
 
 SHAPES = {"llama-3.2-1b": "Llama-3.2-1B", "llama-3.1-8b": "Llama-3.1-8B",
           "qwen2.5-1.5b": "Qwen2.5-1.5B", "qwen2.5-7b": "Qwen2.5-7B",
-          "phi-3.5-mini": "Phi-3.5-mini", "gemma-2-9b": "Gemma-2-9B",
+          "phi-3.5-mini": "Phi-3.5-mini", "phi-4-mini": "Phi-4-mini", "gemma-2-9b": "Gemma-2-9B",
           "gemma-3-4b": "Gemma-3-4B (text)"}
 
 
@@ -110,10 +112,10 @@ def label(engine):
     return f"`generate()`, {how}" if how else "`generate()`"
 
 
-def engine_rows(d):
+def engine_rows(d, step=7):
     """bench/engine_bench.py: concurrent sequences, prefix cache, offline."""
     shape = shape_of(d.get("model", ""))
-    cmd = command(7, "engine_bench.py")
+    cmd = command(step, "engine_bench.py")
     rows = []
     c = d.get("concurrent")
     if c:
@@ -301,6 +303,8 @@ def run_rows(run_dir, args):
                 rows += decode_rows(load(path), 25)
             elif name == "engine.json":
                 rows += engine_rows(load(path))
+            elif re.fullmatch(r"engine-.+\.json", name):
+                rows += engine_rows(load(path), 25)
             elif re.fullmatch(r"serve-.+\.json", name):
                 rows += serve_rows(load(path), name[len("serve-"):-len(".json")])
             elif name.startswith("trained/") and re.fullmatch(r"quality-[^/]+\.json", base) \

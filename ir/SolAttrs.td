@@ -75,7 +75,8 @@ def Sol_LinearEpilogue : I32EnumAttr<"LinearEpilogue",
     "elementwise work fused after a linear layer (values as in Plan.fbs)", [
       I32EnumAttrCase<"None", 0, "none">,
       I32EnumAttrCase<"Residual", 1, "residual">,
-      I32EnumAttrCase<"Swiglu", 2, "swiglu">
+      I32EnumAttrCase<"Swiglu", 2, "swiglu">,
+      I32EnumAttrCase<"Geglu", 3, "geglu">
     ]> {
   let cppNamespace = "::sol";
   let genSpecializedAttr = 0;

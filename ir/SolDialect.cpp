@@ -757,9 +757,10 @@ LogicalResult verifyLinear(Operation *op, Value inputValue, Value weightValue,
              << tensorType(bias).getElementType();
   }
   int64_t outN = n;
-  if (epilogue == LinearEpilogue::Swiglu) {
+  if (isGated(epilogue)) {
     if (n % 2 != 0)
-      return op->emitOpError() << "the swiglu epilogue needs an even number "
+      return op->emitOpError() << "the " << stringifyLinearEpilogue(epilogue)
+                               << " epilogue needs an even number "
                                << "of output features, weight has " << n;
     outN = n / 2;
   }
@@ -833,6 +834,15 @@ LogicalResult AddRmsNormOp::verify() {
     return failure();
   if (getEpsilon().convertToFloat() <= 0.0f)
     return emitOpError() << "epsilon must be positive";
+  if (bool(getInputWeight()) != getInputEpsilon().has_value())
+    return emitOpError() << "input_weight and input_epsilon come together";
+  if (getInputWeight()) {
+    if (failed(checkWeightShape(*this, getInputWeight(), "input_weight",
+                                {type.getDimSize(1)})))
+      return failure();
+    if (getInputEpsilon()->convertToFloat() <= 0.0f)
+      return emitOpError() << "input_epsilon must be positive";
+  }
   return success();
 }
 
@@ -845,9 +855,19 @@ LogicalResult HeadRmsNormOp::verify() {
                          << "has shape " << shapeString(weight);
   int64_t n = getInput().getType().getDimSize(1);
   int64_t column = getColumn(), heads = getNumHeads();
-  if (column < 0 || heads <= 0 || column + heads * weight.getDimSize(0) > n)
+  const int64_t second = getSecondHeads();
+  if (bool(getSecondWeight()) != (second != 0))
+    return emitOpError() << "second_weight and a nonzero second_heads come "
+                         << "together";
+  if (second < 0)
+    return emitOpError() << "second_heads must not be negative";
+  if (getSecondWeight() && getSecondWeight().getType() != weight)
+    return emitOpError() << "second_weight must have the weight's type "
+                         << weight;
+  if (column < 0 || heads <= 0 ||
+      column + (heads + second) * weight.getDimSize(0) > n)
     return emitOpError() << "columns [" << column << ", "
-                         << column + heads * weight.getDimSize(0)
+                         << column + (heads + second) * weight.getDimSize(0)
                          << ") must lie within the input's " << n;
   if (getEpsilon().convertToFloat() <= 0.0f)
     return emitOpError() << "epsilon must be positive";

@@ -39,6 +39,11 @@ mlir::Value storageRoot(mlir::Value v);
 /// True when no user of `v` comes after `op` (users are `op` itself or
 /// earlier ops of its block): `v`'s buffer may take `op`'s result.
 bool unusedAfter(mlir::Value v, mlir::Operation *op);
+/// True for the epilogues that pair interleaved (gate, up) rows into one
+/// output (SwiGLU, GeGLU).
+inline bool isGated(LinearEpilogue e) {
+  return e == LinearEpilogue::Swiglu || e == LinearEpilogue::Geglu;
+}
 } // namespace sol
 
 #include "ir/SolInterfaces.h.inc"

@@ -596,14 +596,20 @@ def Sol_AddRmsNormOp : Sol_Op<"add_rms_norm", [Pure]> {
   let description = [{
     `sum = residual + input` (rounded to the activation type) and
     `normed = rms_norm(sum, weight, epsilon)`, in one kernel; code
-    generation writes `sum` in place, into the residual's buffer. Made by
-    sol-fuse-add-norm and sol-fuse-logits.
+    generation writes `sum` in place, into the residual's buffer. With
+    `input_weight`, the input is normalised first:
+    `sum = residual + rms_norm(input, input_weight, input_epsilon)` (Gemma's
+    norms after attention and after the MLP). Made by sol-fuse-add-norm and
+    sol-fuse-logits.
   }];
   let arguments = (ins Sol_FloatTensor:$input, Sol_FloatTensor:$residual,
-                       Sol_WeightTensor:$weight, F32Attr:$epsilon);
+                       Sol_WeightTensor:$weight, F32Attr:$epsilon,
+                       Optional<Sol_WeightTensor>:$input_weight,
+                       OptionalAttr<F32Attr>:$input_epsilon);
   let results = (outs Sol_FloatTensor:$normed, Sol_FloatTensor:$sum);
   let assemblyFormat = [{
-    $input `,` $residual `,` $weight attr-dict `:` `(` type($input) `,`
+    $input `,` $residual `,` $weight (`input_norm` $input_weight^ `:`
+    type($input_weight))? attr-dict `:` `(` type($input) `,`
     type($residual) `,` type($weight) `)` `->` `(` type($normed) `,`
     type($sum) `)`
   }];
@@ -616,14 +622,19 @@ def Sol_HeadRmsNormOp : Sol_Op<"head_rms_norm", [Pure,
   let description = [{
     The columns `[column, column + num_heads · D)` of `input`
     (`tensor<?xN>`, `D` the size of `weight`) are normalised per head of
-    `D`; the other columns pass through. Qwen3's q/k norms on the fused QKV
+    `D`; with `second_weight`, the `second_heads` heads right after them are
+    normalised by it (q's heads, then k's, in one kernel). The other columns
+    pass through. The q/k norms of Qwen3 and Gemma 3 on the fused QKV
     projection; code generation works in place.
   }];
   let arguments = (ins Sol_FloatTensor:$input, Sol_WeightTensor:$weight,
-                       I64Attr:$column, I64Attr:$num_heads, F32Attr:$epsilon);
+                       I64Attr:$column, I64Attr:$num_heads, F32Attr:$epsilon,
+                       Optional<Sol_WeightTensor>:$second_weight,
+                       DefaultValuedAttr<I64Attr, "0">:$second_heads);
   let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight attr-dict `:` `(` type($input) `,` type($weight) `)` `->` type($result)
+    $input `,` $weight (`then` $second_weight^ `:` type($second_weight))?
+    attr-dict `:` `(` type($input) `,` type($weight) `)` `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -3,7 +3,8 @@
 // A residual add whose sum is normalised right away (the next sub-layer's
 // input norm) runs as one kernel that writes the sum into the residual's
 // buffer and the normalised rows beside it: one launch and one read of the
-// rows instead of two.
+// rows instead of two. A norm of the added rows (Gemma's sandwich norms)
+// joins the same kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -49,9 +50,42 @@ struct FuseAddNorm : OpRewritePattern<RmsNormOp> {
     rewriter.setInsertionPoint(norm);
     auto fused = rewriter.create<AddRmsNormOp>(
         norm.getLoc(), norm.getType(), add.getType(), x, residual,
-        norm.getWeight(), norm.getEpsilonAttr());
+        norm.getWeight(), norm.getEpsilonAttr(), /*input_weight=*/Value(),
+        /*input_epsilon=*/nullptr);
     rewriter.replaceOp(norm, fused.getNormed());
     rewriter.replaceOp(add, fused.getSum());
+    return success();
+  }
+};
+
+/// add_rms_norm(rms_norm(x, w1), r, w2) -> add_rms_norm(x, r, w2,
+/// input_norm w1): a norm of the sub-layer's output before the residual add
+/// (Gemma's post-attention and post-MLP norms) runs in the add's kernel.
+struct FoldInputNorm : OpRewritePattern<AddRmsNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddRmsNormOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getInputWeight())
+      return rewriter.notifyMatchFailure(op, "the input is normalised already");
+    auto norm = op.getInput().getDefiningOp<RmsNormOp>();
+    if (!norm || !norm->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "the input is not a norm's alone");
+    if (norm.getWeight().getType().getDimSize(0) !=
+        norm.getType().getDimSize(1))
+      return rewriter.notifyMatchFailure(op, "a per-head norm");
+    Value x = norm.getInput();
+    if (x.getDefiningOp<SplitOp>() ||
+        storageRoot(x) == storageRoot(op.getResidual()))
+      return rewriter.notifyMatchFailure(op, "the norm's input is a column "
+                                             "slice or the residual");
+    rewriter.setInsertionPoint(op);
+    auto fused = rewriter.create<AddRmsNormOp>(
+        op.getLoc(), op.getNormed().getType(), op.getSum().getType(), x,
+        op.getResidual(), op.getWeight(), op.getEpsilonAttr(), norm.getWeight(),
+        norm.getEpsilonAttr());
+    rewriter.replaceOp(op, fused.getResults());
+    rewriter.eraseOp(norm);
     return success();
   }
 };
@@ -59,7 +93,7 @@ struct FuseAddNorm : OpRewritePattern<RmsNormOp> {
 struct SolFuseAddNormPass : sol::impl::SolFuseAddNormBase<SolFuseAddNormPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseAddNorm>(&getContext());
+    patterns.add<FuseAddNorm, FoldInputNorm>(&getContext());
     if (failed(
             applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -44,7 +44,8 @@ struct FuseLogits : OpRewritePattern<LogitsOp> {
                                                 add.getRhs(), rows);
       auto norm = rewriter.create<AddRmsNormOp>(
           loc, lhs.getType(), lhs.getType(), rhs, lhs, logits.getNormWeight(),
-          logits.getEpsilonAttr());
+          logits.getEpsilonAttr(), /*input_weight=*/Value(),
+          /*input_epsilon=*/nullptr);
       Value head = rewriter.create<LinearOp>(
           loc, logits.getType(), norm.getNormed(), logits.getLmHead(), Value());
       rewriter.replaceOp(logits, softcapLogits(rewriter, logits, head));

@@ -70,9 +70,8 @@ Value interleaveRows(PatternRewriter &rewriter, Location loc, Value a,
 }
 
 /// swiglu(linear(x, Wg), linear(x, Wu)) -> linear(x, Wg ⋈ Wu, swiglu), the
-/// gate and up rows interleaved as the epilogue pairs them. GeGLU (whose
-/// activation no linear epilogue has) becomes one linear over the stacked
-/// weights and the kernel-level swiglu of its [gate | up] rows.
+/// gate and up rows interleaved as the epilogue pairs them; GeGLU the same
+/// with the geglu epilogue.
 struct FuseGateUp : OpRewritePattern<SwigluOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -97,27 +96,6 @@ struct FuseGateUp : OpRewritePattern<SwigluOp> {
       return rewriter.notifyMatchFailure(op, "gate and up biases differ");
     rewriter.setInsertionPoint(op);
     Location loc = op.getLoc();
-    if (op.getActivation() != GateActivation::Silu) {
-      auto stacked = [&](Value a, Value b) {
-        return a ? concatWeights(rewriter, loc, {a, b}) : Value();
-      };
-      Value weight = stacked(gate.getWeight(), up.getWeight());
-      int64_t n = cast<RankedTensorType>(weight.getType()).getDimSize(0);
-      auto fused = rewriter.create<LinearOp>(
-          loc,
-          RankedTensorType::get({ShapedType::kDynamic, n},
-                                op.getType().getElementType()),
-          gate.getInput(), weight, stacked(gate.getBias(), up.getBias()),
-          Value(), stacked(gate.getWeightScales(), up.getWeightScales()),
-          stacked(gate.getWeightZeros(), up.getWeightZeros()),
-          LinearEpilogueAttr::get(getContext(), LinearEpilogue::None),
-          gate.getQuantAttr(), gate.getGroupSizeAttr());
-      rewriter.replaceOpWithNewOp<SwigluOp>(op, op.getType(), fused.getResult(),
-                                            Value(), op.getActivationAttr());
-      rewriter.eraseOp(gate);
-      rewriter.eraseOp(up);
-      return success();
-    }
     Value weight =
         interleaveRows(rewriter, loc, gate.getWeight(), up.getWeight());
     auto interleaved = [&](Value a, Value b) {
@@ -128,7 +106,11 @@ struct FuseGateUp : OpRewritePattern<SwigluOp> {
     Value zeros = interleaved(gate.getWeightZeros(), up.getWeightZeros());
     auto fused = rewriter.create<LinearOp>(
         loc, op.getType(), gate.getInput(), weight, bias, Value(), scales,
-        zeros, LinearEpilogueAttr::get(getContext(), LinearEpilogue::Swiglu),
+        zeros,
+        LinearEpilogueAttr::get(getContext(),
+                                op.getActivation() == GateActivation::GeluTanh
+                                    ? LinearEpilogue::Geglu
+                                    : LinearEpilogue::Swiglu),
         gate.getQuantAttr(), gate.getGroupSizeAttr());
     rewriter.replaceOp(op, fused.getResult());
     rewriter.eraseOp(gate);

@@ -100,16 +100,27 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
       bool kDirect = (kIn == split.getResult(1) && kIn.hasOneUse()) || kNorm;
       if (qDirect && kDirect) {
         qkv = split.getInput();
-        if (qNorm)
-          qkv = rewriter.create<HeadRmsNormOp>(
-              qNorm.getLoc(), qkv.getType(), qkv, qNorm.getWeight(),
-              rewriter.getI64IntegerAttr(0), rewriter.getI64IntegerAttr(heads),
-              qNorm.getEpsilonAttr());
-        if (kNorm)
-          qkv = rewriter.create<HeadRmsNormOp>(
-              kNorm.getLoc(), qkv.getType(), qkv, kNorm.getWeight(),
-              rewriter.getI64IntegerAttr(heads * headDim),
-              rewriter.getI64IntegerAttr(kvHeads), kNorm.getEpsilonAttr());
+        auto headNorm = [&](RmsNormOp norm, int64_t column, int64_t count,
+                            RmsNormOp second) {
+          return rewriter.create<HeadRmsNormOp>(
+              norm.getLoc(), qkv.getType(), qkv, norm.getWeight(),
+              rewriter.getI64IntegerAttr(column),
+              rewriter.getI64IntegerAttr(count), norm.getEpsilonAttr(),
+              second ? second.getWeight() : Value(),
+              rewriter.getI64IntegerAttr(second ? kvHeads : 0));
+        };
+        // q's and k's heads are adjacent: one kernel normalises both when
+        // their norms differ only in the weight.
+        if (qNorm && kNorm &&
+            qNorm.getWeight().getType() == kNorm.getWeight().getType() &&
+            qNorm.getEpsilon() == kNorm.getEpsilon()) {
+          qkv = headNorm(qNorm, 0, heads, kNorm);
+        } else {
+          if (qNorm)
+            qkv = headNorm(qNorm, 0, heads, {});
+          if (kNorm)
+            qkv = headNorm(kNorm, heads * headDim, kvHeads, {});
+        }
       }
     }
     if (!qkv) {

@@ -173,7 +173,10 @@ def SolFuseAddNorm : Pass<"sol-fuse-add-norm", "::mlir::func::FuncOp"> {
     `sol.rms_norm(sol.add(r, x))` becomes `sol.add_rms_norm(x, r)`, which
     writes the sum into `r`'s buffer and the normalised rows beside it; other
     users of the sum read it from there. Only when `r` is dead after the add
-    and is not a function argument, and the norm covers whole rows.
+    and is not a function argument, and the norm covers whole rows. Then
+    `sol.add_rms_norm(sol.rms_norm(x, w1), r, w2)`, where that norm has no
+    other user, takes the norm in as `input_norm w1` (Gemma's norms after
+    attention and the MLP): one kernel instead of two.
   }];
   let dependentDialects = ["::sol::SolDialect"];
 }

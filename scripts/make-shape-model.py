@@ -10,8 +10,7 @@ on real shapes and to benchmark decode speed.
   python3 scripts/make-shape-model.py --shape llama-3.2-1b --out /tmp/llama-3.2-1b
 
 Shapes: llama-3.2-1b, llama-3.1-8b, qwen2.5-1.5b, qwen2.5-7b, phi-3.5-mini,
-gemma-2-9b, gemma-3-4b (the text model). The model is
-built on the GPU in bf16 (no float32 copy), re-initialised from a seeded
+phi-4-mini, gemma-2-9b, gemma-3-4b (the text model). The model is built on the GPU in bf16 (no float32 copy), re-initialised from a seeded
 generator (matrices N(0, 0.02^2), norm weights 1 + 0.05*N(0,1) (Gemma's,
 which are used as 1 + w, 0.05*N(0,1)), biases 0.02*N(0,1)), checked with one forward pass (finite, non-constant logits) and
 saved as safetensors shards of at most 5 GB (plus model.safetensors.index.json
@@ -197,6 +196,21 @@ PHI_3_5_MINI = {
     "vocab_size": 32064,
 }
 
+# Phi-4-mini's shape: GQA, head dim 128 with rope on 3/4 of each head
+# (partial_rotary_factor 0.75, so 48 longrope factors), tied embeddings and a
+# 200,064-row vocabulary. Its factors are synthesized as Phi-3.5-mini's are.
+PHI_4_MINI = dict(
+    PHI_3_5_MINI,
+    bos_token_id=199999,
+    eos_token_id=199999,
+    num_attention_heads=24,
+    num_key_value_heads=8,
+    pad_token_id=199999,
+    partial_rotary_factor=0.75,
+    tie_word_embeddings=True,
+    vocab_size=200064,
+)
+
 GEMMA_2_9B = {
     "architectures": ["Gemma2ForCausalLM"],
     "attention_bias": False,
@@ -262,6 +276,7 @@ GEMMA_3_4B = {
 }
 
 PHI_GENERATION = {"bos_token_id": 1, "eos_token_id": [32007, 32001, 32000], "pad_token_id": 32000}
+PHI_4_GENERATION = {"bos_token_id": 199999, "eos_token_id": [200020, 199999], "pad_token_id": 199999}
 GEMMA_GENERATION = {"bos_token_id": 2, "eos_token_id": [1, 106], "pad_token_id": 0}
 
 LLAMA_GENERATION = {"bos_token_id": 128000, "do_sample": True, "eos_token_id": 128001,
@@ -278,6 +293,7 @@ SHAPES = {
     "qwen2.5-7b": (QWEN2_5_7B, QWEN_GENERATION, "qwen3", 7_615_616_512),
     # No tokenizer of these families is fetched (none).
     "phi-3.5-mini": (PHI_3_5_MINI, PHI_GENERATION, None, 3_821_079_552),
+    "phi-4-mini": (PHI_4_MINI, PHI_4_GENERATION, None, 3_836_021_760),
     "gemma-2-9b": (GEMMA_2_9B, GEMMA_GENERATION, None, 9_241_705_984),
     "gemma-3-4b": (GEMMA_3_4B, GEMMA_GENERATION, None, 3_880_263_168),
 }

@@ -271,14 +271,21 @@ __device__ __forceinline__ float loadClusterShared(const float *p,
 //    written by the one thread that computes it);
 //  * kEpilogueSwiglu: W's rows are interleaved gate/up pairs (2i: gate i,
 //    2i + 1: up i), so y holds (g, u) pairs and out[i] = bf16(bf16(silu(g)) *
-//    u), half as wide as y.
+//    u), half as wide as y;
+//  * kEpilogueGeglu: the same with tanh GELU for silu (Gemma's GeGLU).
 constexpr int kEpilogueNone = 0;
 constexpr int kEpilogueResidual = 1;
 constexpr int kEpilogueSwiglu = 2;
+constexpr int kEpilogueGeglu = 3;
 // Not a plan epilogue: the LM head of a greedy one-row step also keeps the
 // row's argmax as an argmaxKey in a zeroed 64-bit word (linear_gemv's `bias`
 // argument), so that no argmax launch follows it.
-constexpr int kEpilogueArgmax = 3;
+constexpr int kEpilogueArgmax = 4;
+
+// Whether an epilogue pairs (gate, up) columns into one output.
+__host__ __device__ constexpr bool isGatedEpilogue(int epilogue) {
+  return epilogue == kEpilogueSwiglu || epilogue == kEpilogueGeglu;
+}
 
 // A 64-bit key whose unsigned order is Argmax.cuh's: larger values first,
 // NaN above everything, ties to the lower index; -0 and +0 are equal. The
@@ -307,6 +314,16 @@ __device__ __forceinline__ float silu(float g) {
 __device__ __forceinline__ float geluTanh(float x) {
   return 0.5f * x *
          (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+// The activation of a gated epilogue's gate: bf16(act(g)).
+template <int Epilogue>
+__device__ __forceinline__ float gateActivation(float g) {
+  static_assert(isGatedEpilogue(Epilogue), "not a gated epilogue");
+  if constexpr (Epilogue == kEpilogueGeglu)
+    return roundToBf16(geluTanh(g));
+  else
+    return roundToBf16(silu(g));
 }
 
 // Negative infinity without <cmath>/<limits> (unavailable under NVRTC).

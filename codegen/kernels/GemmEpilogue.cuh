@@ -22,7 +22,8 @@ __device__ __forceinline__ void storePair(bf16 *p, float a, float b) {
 }
 
 // The epilogue of columns (col, col + 1) of one row: a plain or residual
-// store, or, for kEpilogueSwiglu, the one output of that (gate, up) pair.
+// store, or, for a gated epilogue (swiglu, geglu), the one output of that
+// (gate, up) pair.
 template <int Epilogue>
 __device__ __forceinline__ void storeLinearPair(float *y, int N, int row,
                                                 int col, float a, float b) {
@@ -32,9 +33,9 @@ __device__ __forceinline__ void storeLinearPair(float *y, int N, int row,
 template <int Epilogue>
 __device__ __forceinline__ void storeLinearPair(bf16 *y, int N, int row,
                                                 int col, float a, float b) {
-  if constexpr (Epilogue == kEpilogueSwiglu) {
-    y[static_cast<long long>(row) * (N / 2) + col / 2] =
-        __float2bfloat16_rn(roundToBf16(silu(roundToBf16(a))) * roundToBf16(b));
+  if constexpr (isGatedEpilogue(Epilogue)) {
+    y[static_cast<long long>(row) * (N / 2) + col / 2] = __float2bfloat16_rn(
+        gateActivation<Epilogue>(roundToBf16(a)) * roundToBf16(b));
   } else if constexpr (Epilogue == kEpilogueResidual) {
     bf16 *p = y + static_cast<long long>(row) * N + col;
     const unsigned old = *reinterpret_cast<const unsigned *>(p);

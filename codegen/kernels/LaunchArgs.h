@@ -145,8 +145,16 @@ struct RmsNormArgs {
   int xStride = 0;
   int outStride = 0;
   int rowGroup = 1;
+  // With a residual: x is normalised by inputWeight (with inputEps) before
+  // the add, or null.
+  SOL_DEVICE_PTR(const bf16) inputWeight = nullptr; // [D]
+  // Rows at index >= secondFrom within their group are scaled by
+  // secondWeight instead of weight (q's heads, then k's), or null.
+  SOL_DEVICE_PTR(const bf16) secondWeight = nullptr; // [D]
+  float inputEps = 0.0f;
+  int secondFrom = 0;
 };
-SOL_ARGS_SIZE(RmsNormArgs, 56)
+SOL_ARGS_SIZE(RmsNormArgs, 80)
 SOL_ARGS_FIELD(RmsNormArgs, out, 0)
 SOL_ARGS_FIELD(RmsNormArgs, x, 8)
 SOL_ARGS_FIELD(RmsNormArgs, residual, 16)
@@ -156,6 +164,10 @@ SOL_ARGS_FIELD(RmsNormArgs, rows, 36)
 SOL_ARGS_FIELD(RmsNormArgs, xStride, 40)
 SOL_ARGS_FIELD(RmsNormArgs, outStride, 44)
 SOL_ARGS_FIELD(RmsNormArgs, rowGroup, 48)
+SOL_ARGS_FIELD(RmsNormArgs, inputWeight, 56)
+SOL_ARGS_FIELD(RmsNormArgs, secondWeight, 64)
+SOL_ARGS_FIELD(RmsNormArgs, inputEps, 72)
+SOL_ARGS_FIELD(RmsNormArgs, secondFrom, 76)
 
 /// y = epilogue(x . W^T + bias) for `rows` rows of x [rows, k] and W [n, k]:
 /// linear_gemv, linear_skinny (LinearGemv.cuh, LinearSkinny.cuh; k is their

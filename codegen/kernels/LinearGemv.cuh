@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
       isPowerOfTwo(RowsPerWarp) && RowsPerWarp * MaxRows <= 32,
       "linear_gemv: RowsPerWarp * MaxRows must be a power of two <= 32");
   static_assert(kGemvWarps % WarpsK == 0, "linear_gemv: WarpsK must divide 8");
-  static_assert(Epilogue != kEpilogueSwiglu || RowsPerWarp % 2 == 0,
+  static_assert(!isGatedEpilogue(Epilogue) || RowsPerWarp % 2 == 0,
                 "linear_gemv: the swiglu epilogue needs gate/up pairs in a "
                 "warp (even RowsPerWarp)");
   constexpr int kWarpsN = kGemvWarps / WarpsK;
@@ -207,14 +207,14 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
   const int n = n0 + index / MaxRows;
   const int t = index % MaxRows;
   const float b = HasBias && n < N ? __bfloat162float(bias[n]) : 0.0f;
-  if constexpr (Epilogue == kEpilogueSwiglu) {
+  if constexpr (isGatedEpilogue(Epilogue)) {
     // The up value of output row n + 1 sits MaxRows indices further on.
     const float up =
         __shfl_down_sync(0xffffffffu, total + b, MaxRows << kIndexShift);
     if (owner && (index / MaxRows) % 2 == 0 && n + 1 < N && t < rows) {
       const float g = roundToBf16(total + b);
       storeOutput(y + static_cast<long long>(t) * (N / 2) + n / 2,
-                  roundToBf16(silu(g)) * roundToBf16(up));
+                  gateActivation<Epilogue>(g) * roundToBf16(up));
     }
   } else if constexpr (Epilogue == kEpilogueArgmax) {
     static_assert(MaxRows == 1 && !HasBias,

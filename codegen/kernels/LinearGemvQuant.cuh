@@ -349,9 +349,9 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
   static_assert(kGemvWarps % WarpsK == 0,
                 "linear_gemv_quant: WarpsK must divide 8");
   static_assert(Epilogue == kEpilogueNone || Epilogue == kEpilogueResidual ||
-                    Epilogue == kEpilogueSwiglu,
+                    isGatedEpilogue(Epilogue),
                 "linear_gemv_quant: no such epilogue");
-  static_assert(Epilogue != kEpilogueSwiglu || R % 2 == 0,
+  static_assert(!isGatedEpilogue(Epilogue) || R % 2 == 0,
                 "linear_gemv_quant: the swiglu epilogue needs gate/up pairs "
                 "in a warp (even RowsPerWarp)");
   constexpr int kRowBytes = kInt4 ? K / 2 : K;
@@ -513,14 +513,14 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
   if constexpr (kFp8)
     value *= activationScale[t];
   const float b = HasBias && n < N ? __bfloat162float(args.bias[n]) : 0.0f;
-  if constexpr (Epilogue == kEpilogueSwiglu) {
+  if constexpr (isGatedEpilogue(Epilogue)) {
     // The up value of output row n + 1 sits MaxRows indices further on.
     const float up =
         __shfl_down_sync(0xffffffffu, value + b, MaxRows << kIndexShift);
     if (owner && (index / MaxRows) % 2 == 0 && n + 1 < N && t < rows) {
       const float g = roundToBf16(value + b);
       storeOutput(y + static_cast<long long>(t) * (N / 2) + n / 2,
-                  roundToBf16(silu(g)) * roundToBf16(up));
+                  gateActivation<Epilogue>(g) * roundToBf16(up));
     }
   } else if (owner && n < N && t < rows) {
     OutT *out = y + static_cast<long long>(t) * N + n;

@@ -242,11 +242,11 @@ skinnyReduceEpilogue(float *reduce, const float (&acc)[Tiles][MaxRows / 8][4],
     }
   __syncthreads();
 
-  constexpr int kOut = Epilogue == kEpilogueSwiglu ? Features / 2 : Features;
+  constexpr int kOut = isGatedEpilogue(Epilogue) ? Features / 2 : Features;
   for (int e = threadIdx.x; e < count * kOut; e += kSkinnyThreads) {
     const int t = e / kOut;
     const int i = e % kOut;
-    if constexpr (Epilogue == kEpilogueSwiglu) {
+    if constexpr (isGatedEpilogue(Epilogue)) {
       // Features 2i (gate) and 2i + 1 (up) of the block.
       const int n = nBlock + 2 * i;
       if (n + 1 < N) {
@@ -263,7 +263,7 @@ skinnyReduceEpilogue(float *reduce, const float (&acc)[Tiles][MaxRows / 8][4],
         }
         const float gb = roundToBf16(gate);
         storeOutput(y + static_cast<long long>(t) * (N / 2) + n / 2,
-                    roundToBf16(silu(gb)) * roundToBf16(up));
+                    gateActivation<Epilogue>(gb) * roundToBf16(up));
       }
     } else {
       const int n = nBlock + i;

@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
   static_assert(WarpsK >= 1 && kSkinnyWarps % WarpsK == 0,
                 "linear_skinny_quant: WarpsK must divide 8");
   static_assert(Epilogue == kEpilogueNone || Epilogue == kEpilogueResidual ||
-                    Epilogue == kEpilogueSwiglu,
+                    isGatedEpilogue(Epilogue),
                 "linear_skinny_quant: no such epilogue");
   constexpr int kGroups = MaxRows / 8; // n8 mmas per tile and chunk
   constexpr int kRowBytes = kInt4 ? K / 2 : K;

@@ -1,8 +1,12 @@
 //===- RmsNorm.cuh - RMSNorm with optional fused residual add -------------===//
 //
 // For each row r < rows:
-//   if residual: h = bf16(x[r] + residual[r]); residual[r] = h; else h = x[r]
+//   if residual: h = bf16(x'[r] + residual[r]); residual[r] = h; else h = x[r]
 //   out[r] = bf16(w * bf16(h * rsqrt(mean(h^2) + eps)))
+// where x' = x, or with inputWeight, x normalised the same way by it
+// (Gemma's norm of a sub-layer's output before the residual add); w is
+// secondWeight for rows at secondFrom and after within their group (the k
+// heads after the q heads), else weight.
 // i.e. Hugging Face's LlamaRMSNorm: normalise in fp32, round to bf16, multiply
 // by the bf16 weight and round again.
 //
@@ -38,6 +42,38 @@ template <int D> struct RmsNormShape {
   static constexpr int kWarpsPerRow = kThreadsPerRow / 32;
 };
 
+template <int Per>
+__device__ __forceinline__ float sumOfSquares(const float (&v)[Per][8]) {
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < Per; ++i)
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      sum += v[i][j] * v[i][j];
+  return sum;
+}
+
+// The sum of `part` over the threads of one row. Rows wider than a warp
+// meet in shared memory; each Use (0, 1) has its own, so that two sums in
+// one kernel need no barrier between them.
+template <typename Shape, int Use>
+__device__ __forceinline__ float rowSum(float part, int lane, int rowInBlock) {
+  if constexpr (Shape::kThreadsPerRow <= 32) {
+    return groupSum<Shape::kThreadsPerRow>(part);
+  } else {
+    __shared__ float partial[Shape::kRowsPerBlock][Shape::kWarpsPerRow];
+    const float warpTotal = warpSum(part);
+    if (threadIdx.x % 32 == 0)
+      partial[rowInBlock][lane / 32] = warpTotal;
+    __syncthreads();
+    float total = 0.0f;
+#pragma unroll
+    for (int i = 0; i < Shape::kWarpsPerRow; ++i)
+      total += partial[rowInBlock][i];
+    return total;
+  }
+}
+
 template <int D>
 __global__ void __launch_bounds__(RmsNormShape<D>::kBlockThreads)
     rms_norm(const __grid_constant__ RmsNormArgs args) {
@@ -46,7 +82,6 @@ __global__ void __launch_bounds__(RmsNormShape<D>::kBlockThreads)
   bf16 *const out = args.out;
   const bf16 *const x = args.x;
   bf16 *const residual = args.residual;
-  const bf16 *const w = args.weight;
   const float eps = args.eps;
   const int rows = args.rows;
   const int x_stride = args.xStride;
@@ -68,14 +103,39 @@ __global__ void __launch_bounds__(RmsNormShape<D>::kBlockThreads)
       group * static_cast<long long>(out_stride) + inGroup * D;
 
   float v[kPer][8];
-  float sumSquares = 0.0f;
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
     const int vec = lane + i * kTpr;
-    const bool ok = activeRow && vec < Shape::kVecs;
-    if (ok) {
+    if (activeRow && vec < Shape::kVecs) {
       unpack8(load16(x + xOffset + vec * 8), v[i]);
-      if (residual != nullptr) {
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        v[i][j] = 0.0f;
+    }
+  }
+  if (args.inputWeight != nullptr) {
+    const float inv =
+        rsqrtf(rowSum<Shape, 0>(sumOfSquares<kPer>(v), lane, rowInBlock) /
+                   static_cast<float>(D) +
+               args.inputEps);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int vec = lane + i * kTpr;
+      if (activeRow && vec < Shape::kVecs) {
+        float wf[8];
+        unpack8(load16(args.inputWeight + vec * 8), wf);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          v[i][j] = roundToBf16(wf[j] * roundToBf16(v[i][j] * inv));
+      }
+    }
+  }
+  if (residual != nullptr) {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int vec = lane + i * kTpr;
+      if (activeRow && vec < Shape::kVecs) {
         bf16 *res = residual + static_cast<long long>(row) * D + vec * 8;
         float r[8];
         unpack8(load16(res), r);
@@ -84,31 +144,17 @@ __global__ void __launch_bounds__(RmsNormShape<D>::kBlockThreads)
           v[i][j] = roundToBf16(v[i][j] + r[j]);
         store16(res, pack8(v[i]));
       }
-    } else {
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        v[i][j] = 0.0f;
     }
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      sumSquares += v[i][j] * v[i][j];
   }
 
-  float total;
-  if constexpr (kTpr <= 32) {
-    total = groupSum<kTpr>(sumSquares);
-  } else {
-    __shared__ float partial[Shape::kRowsPerBlock][Shape::kWarpsPerRow];
-    const float warpTotal = warpSum(sumSquares);
-    if (threadIdx.x % 32 == 0)
-      partial[rowInBlock][lane / 32] = warpTotal;
-    __syncthreads();
-    total = 0.0f;
-#pragma unroll
-    for (int i = 0; i < Shape::kWarpsPerRow; ++i)
-      total += partial[rowInBlock][i];
-  }
-  const float inv = rsqrtf(total / static_cast<float>(D) + eps);
+  const float inv =
+      rsqrtf(rowSum<Shape, 1>(sumOfSquares<kPer>(v), lane, rowInBlock) /
+                 static_cast<float>(D) +
+             eps);
+  const bf16 *const w =
+      args.secondWeight != nullptr && inGroup >= args.secondFrom
+          ? args.secondWeight
+          : args.weight;
 
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {

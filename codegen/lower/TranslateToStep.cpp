@@ -67,7 +67,9 @@ fb::LinearEpilogue planEpilogue(LinearEpilogue e) {
   static_assert(static_cast<int>(LinearEpilogue::Residual) ==
                     static_cast<int>(fb::LinearEpilogue::Residual) &&
                 static_cast<int>(LinearEpilogue::Swiglu) ==
-                    static_cast<int>(fb::LinearEpilogue::Swiglu));
+                    static_cast<int>(fb::LinearEpilogue::Swiglu) &&
+                static_cast<int>(LinearEpilogue::Geglu) ==
+                    static_cast<int>(fb::LinearEpilogue::Geglu));
   return static_cast<fb::LinearEpilogue>(e);
 }
 
@@ -262,9 +264,9 @@ LogicalResult Translator::linear(Operation *op, Value input, Value normWeight,
   } else {
     bool logits =
         cast<RankedTensorType>(result.getType()).getElementType().isF32();
-    out = newBuffer(logits                               ? "logits"
-                    : epilogue == LinearEpilogue::Swiglu ? "act"
-                                                         : "proj",
+    out = newBuffer(logits              ? "logits"
+                    : isGated(epilogue) ? "act"
+                                        : "proj",
                     result, rowsOf(*in));
   }
   PlanOp *o;
@@ -379,9 +381,16 @@ LogicalResult Translator::translate(Operation *op) {
     FailureOr<View> in = view(op, norm.getInput());
     if (failed(w) || failed(in) || failed(inPlace(op, norm.getInput())))
       return failure();
+    FailureOr<int32_t> second;
+    if (norm.getSecondWeight() &&
+        failed(second = weight(op, norm.getSecondWeight())))
+      return failure();
     PlanOp &o = emit(OpKind::HeadRmsNorm, op);
     o.buffers = {in->buffer};
     o.weights = {*w};
+    if (norm.getSecondWeight())
+      o.weights.push_back(*second);
+    o.secondHeads = static_cast<int64_t>(norm.getSecondHeads());
     o.column = in->col + static_cast<int64_t>(norm.getColumn());
     o.heads = static_cast<int64_t>(norm.getNumHeads());
     o.headDim = norm.getWeight().getType().getDimSize(0);
@@ -397,6 +406,10 @@ LogicalResult Translator::translate(Operation *op) {
     if (failed(w) || failed(x) || failed(r) ||
         failed(inPlace(op, norm.getResidual())))
       return failure();
+    FailureOr<int32_t> inputWeight;
+    if (norm.getInputWeight() &&
+        failed(inputWeight = weight(op, norm.getInputWeight())))
+      return failure();
     if (x->buffer == r->buffer)
       return op->emitError("internal error: input and residual share a "
                            "buffer"),
@@ -406,6 +419,10 @@ LogicalResult Translator::translate(Operation *op) {
     o.buffers = {out, x->buffer, r->buffer};
     o.weights = {*w};
     o.eps = norm.getEpsilon().convertToFloat();
+    if (norm.getInputWeight()) {
+      o.weights.push_back(*inputWeight);
+      o.inputEps = norm.getInputEpsilon()->convertToFloat();
+    }
     define(norm.getNormed(), {out, 0, s.buffers[out].width});
     define(norm.getSum(), *r);
     return success();

@@ -205,8 +205,11 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   std::vector<bool> normWeight(plan.weights()->size(), false);
   for (const OpDesc &d : ops_)
     if (d.kind == OpKind::RmsNorm || d.kind == OpKind::HeadRmsNorm ||
-        d.kind == OpKind::NormLinear)
+        d.kind == OpKind::NormLinear) {
       normWeight[static_cast<size_t>(d.weights.at(0))] = true;
+      if (d.kind != OpKind::NormLinear && d.hasSecondNormWeight())
+        normWeight[static_cast<size_t>(d.weights.at(1))] = true;
+    }
   std::size_t total = 0;
   for (const fb::Weight *w : *plan.weights()) {
     weightOffsets_.push_back(total);
@@ -389,7 +392,7 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
       std::size_t scratch = 0;
       for (const OpDesc &d : ops_)
         if ((d.kind == OpKind::Linear || d.kind == OpKind::NormLinear) &&
-            linearEpilogue(d) == LinearEpilogue::Swiglu)
+            isGated(linearEpilogue(d)))
           scratch = std::max<std::size_t>(
               scratch,
               static_cast<std::size_t>(
@@ -859,7 +862,7 @@ bool CudaExecutor::cublasUsable(const OpDesc &d, int rows) const {
     return false;
   const bool norm = d.kind == OpKind::NormLinear;
   const std::vector<int64_t> &w = d.weightShapes.at(norm ? 1 : 0);
-  if (linearEpilogue(d) == LinearEpilogue::Swiglu &&
+  if (isGated(linearEpilogue(d)) &&
       (!kernels_.count(SwigluPairsSpec{static_cast<int>(w.at(0) / 2)}
                            .instance()
                            .nameExpression) ||
@@ -890,7 +893,8 @@ bool CudaExecutor::cublasLinear(const OpDesc &d, int rows, CUdeviceptr y,
     cublas_->linear(stream_.handle(), y, x, w, bias, rows, n, k, true, ws,
                     wsBytes);
     return true;
-  case LinearEpilogue::Swiglu: {
+  case LinearEpilogue::Swiglu:
+  case LinearEpilogue::Geglu: {
     const SwigluPairsSpec spec{n / 2};
     const KernelInstance instance = spec.instance();
     const CUdeviceptr pairs = gemmScratch_.address();
@@ -898,7 +902,10 @@ bool CudaExecutor::cublasLinear(const OpDesc &d, int rows, CUdeviceptr y,
                     wsBytes);
     kernel(instance).launch(
         spec.dims(rows), stream_,
-        SwigluArgs{.out = y, .gateUp = pairs, .tokens = rows});
+        SwigluArgs{.out = y,
+                   .gateUp = pairs,
+                   .tokens = rows,
+                   .geluTanh = linearEpilogue(d) == LinearEpilogue::Geglu});
     return true;
   }
   }
@@ -1031,14 +1038,17 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                            .rows = rows,
                            .xStride = width,
                            .outStride = width,
-                           .rowGroup = 1});
+                           .rowGroup = 1,
+                           .inputWeight = d.hasSecondNormWeight() ? w(1) : null,
+                           .inputEps = d.inputEps});
       break;
     }
     case OpKind::HeadRmsNorm: {
       const int qkvWidth = static_cast<int>(d.bufferWidths[0]);
       const int col = static_cast<int>(d.column),
-                heads = static_cast<int>(d.heads);
+                heads = static_cast<int>(d.heads + d.secondHeads);
       const CUdeviceptr x = buf(0) + static_cast<CUdeviceptr>(col) * 2;
+      const bool second = d.hasSecondNormWeight();
       k.launch(l.dims, stream_,
                RmsNormArgs{.out = x,
                            .x = x,
@@ -1047,7 +1057,9 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                            .rows = rows * heads,
                            .xStride = qkvWidth,
                            .outStride = qkvWidth,
-                           .rowGroup = heads});
+                           .rowGroup = heads,
+                           .secondWeight = second ? w(1) : null,
+                           .secondFrom = static_cast<int>(d.heads)});
       break;
     }
     case OpKind::Linear: {

@@ -37,9 +37,9 @@ LinearOutput linearOutput(const OpDesc &op) {
 
 LinearEpilogue linearEpilogue(const OpDesc &op) {
   const auto e = static_cast<int>(op.epilogue);
-  if (e < 0 || e > static_cast<int>(LinearEpilogue::Swiglu))
+  if (e < 0 || e > static_cast<int>(LinearEpilogue::Geglu))
     fail("linear epilogue ", e,
-         " is not one this runtime knows (0..2); "
+         " is not one this runtime knows (0..3); "
          "compile the plan again with this version's solc");
   return op.epilogue;
 }
@@ -357,7 +357,8 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   case OpKind::HeadRmsNorm: {
     // One norm row per head of each token.
     RmsNormSpec spec{toInt(op.headDim)};
-    return {{spec.instance(), spec.dims(rows * toInt(op.heads))}};
+    return {
+        {spec.instance(), spec.dims(rows * toInt(op.heads + op.secondHeads))}};
   }
   case OpKind::Linear:
     if (op.quant != fb::WeightQuant::None)
@@ -474,8 +475,7 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
         add(selectKernels(op, rows, 0));
     // Steps of more than 8 rows may run the GEMM on cuBLASLt, then SwiGLU
     // on its own.
-    if (maxTokens > GemvSpec::kMaxRows &&
-        linearEpilogue(op) == LinearEpilogue::Swiglu)
+    if (maxTokens > GemvSpec::kMaxRows && isGated(linearEpilogue(op)))
       add({{SwigluPairsSpec{linearShape(op).n / 2}.instance(), {}}});
     // Greedy one-row steps: the LM head with the argmax in its epilogue.
     if (std::optional<KernelLaunch> head = selectArgmaxLmHead(op))

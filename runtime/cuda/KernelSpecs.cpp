@@ -31,7 +31,7 @@ const char *outputType(LinearOutput output) {
 void checkEpilogue(LinearOutput output, LinearEpilogue epilogue,
                    const char *kernel) {
   if (output == LinearOutput::Fp32 && epilogue != LinearEpilogue::None)
-    fail(kernel, ": the residual and swiglu epilogues need a bf16 output");
+    fail(kernel, ": the residual and gated epilogues need a bf16 output");
 }
 
 void requirePositive(int value, const char *what, const char *kernel) {
@@ -197,13 +197,13 @@ KernelInstance GemvSpec::instance() const {
     fail("linear_gemv: the norm prologue needs ", maxRows * inFeatures * 2,
          " bytes of shared memory for ", maxRows, " rows of ", inFeatures,
          " features, more than the 227 KB a block may have");
-  if (epilogue == LinearEpilogue::Swiglu && rowsPerWarp % 2 != 0)
-    fail("linear_gemv: the swiglu epilogue needs an even rowsPerWarp");
+  if (isGated(epilogue) && rowsPerWarp % 2 != 0)
+    fail("linear_gemv: a gated epilogue needs an even rowsPerWarp");
   if (argmax && (maxRows != 1 || output != LinearOutput::Fp32 || bias ||
                  epilogue != LinearEpilogue::None))
     fail("linear_gemv: the argmax epilogue needs one row of fp32 logits, no "
          "bias and no other epilogue");
-  constexpr int kArgmaxEpilogue = 3; // kEpilogueArgmax (Common.cuh)
+  constexpr int kArgmaxEpilogue = 4; // kEpilogueArgmax (Common.cuh)
   return {"LinearGemv.cuh",
           cat(kNamespace, "linear_gemv<", inFeatures, ", ", maxRows, ", ",
               rowsPerWarp, ", ", warpsK, ", ", outputType(output), ", ",
@@ -325,8 +325,8 @@ LaunchDims quantLinearDims(int outFeatures, LinearEpilogue epilogue,
                            int featuresPerBlock, int sharedBytes,
                            const char *kernel) {
   requirePositive(outFeatures, "out features (N)", kernel);
-  if (epilogue == LinearEpilogue::Swiglu)
-    requireMultiple(outFeatures, 2, "out features (N) of a swiglu epilogue",
+  if (isGated(epilogue))
+    requireMultiple(outFeatures, 2, "out features (N) of a gated epilogue",
                     kernel);
   LaunchDims dims;
   dims.block.x = 256;
@@ -356,8 +356,8 @@ KernelInstance QuantGemvSpec::instance() const {
     fail(kKernel, ": rowsPerWarp * maxRows must be at most 32, got ",
          rowsPerWarp, " * ", maxRows);
   checkEpilogue(output, epilogue, kKernel);
-  if (epilogue == LinearEpilogue::Swiglu && rowsPerWarp % 2 != 0)
-    fail(kKernel, ": the swiglu epilogue needs an even rowsPerWarp");
+  if (isGated(epilogue) && rowsPerWarp % 2 != 0)
+    fail(kKernel, ": a gated epilogue needs an even rowsPerWarp");
   // Beside the dynamic x rows the kernel has at most about 1.5 KB of static
   // shared memory (its reductions' partial sums).
   if (sharedBytes() + 2048 > kMaxSharedBytes)
@@ -487,8 +487,8 @@ int SkinnySpec::sharedBytes() const {
 
 LaunchDims SkinnySpec::dims(int outFeatures) const {
   requirePositive(outFeatures, "out features (N)", "linear_skinny");
-  if (epilogue == LinearEpilogue::Swiglu)
-    requireMultiple(outFeatures, 2, "out features (N) of a swiglu epilogue",
+  if (isGated(epilogue))
+    requireMultiple(outFeatures, 2, "out features (N) of a gated epilogue",
                     "linear_skinny");
   LaunchDims dims;
   dims.block.x = kThreads;

@@ -107,7 +107,9 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
       op.buffers = {p->out(), p->input()};
       optional(op.buffers, p->residual());
       op.weights = {p->weight()};
+      optional(op.weights, p->input_weight());
       op.eps = p->eps();
+      op.inputEps = p->input_eps();
       break;
     }
     case OpKind::HeadRmsNorm: {
@@ -116,6 +118,8 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
         missing();
       op.buffers = {p->buffer()};
       op.weights = {p->weight()};
+      optional(op.weights, p->second_weight());
+      op.secondHeads = p->second_heads();
       op.column = p->column();
       op.heads = p->heads();
       op.headDim = p->head_dim();
@@ -248,13 +252,14 @@ flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
     break;
   case OpKind::RmsNorm:
     params = fb::CreateRmsNormOp(b, buffer(0), buffer(1), buffer(2), weight(0),
-                                 op.eps)
+                                 op.eps, weight(1), op.inputEps)
                  .Union();
     break;
   case OpKind::HeadRmsNorm:
     params = fb::CreateHeadRmsNormOp(
                  b, buffer(0), op.column, static_cast<int32_t>(op.heads),
-                 static_cast<int32_t>(op.headDim), weight(0), op.eps)
+                 static_cast<int32_t>(op.headDim), weight(0), op.eps, weight(1),
+                 static_cast<int32_t>(op.secondHeads))
                  .Union();
     break;
   case OpKind::Linear:

@@ -39,8 +39,8 @@ std::string_view opKindName(OpKind kind);
 /// One op. Buffer and weight operands in role order:
 ///
 ///   Embedding      buffers out, ids              weights table
-///   RmsNorm        buffers out, in[, residual]   weights weight
-///   HeadRmsNorm    buffers buf                   weights weight
+///   RmsNorm        buffers out, in[, residual]   weights weight[, input norm]
+///   HeadRmsNorm    buffers buf                   weights weight[, second]
 ///   Linear         buffers out, in               weights W[, bias][, q]
 ///   NormLinear     buffers out, in, normed       weights norm, W[, bias][, q]
 ///   RopeKvWrite    buffers qkv
@@ -59,10 +59,12 @@ struct PlanOp {
   std::vector<int32_t> buffers;
   std::vector<int32_t> weights;
   float eps = 0.0f;            // RmsNorm, HeadRmsNorm, NormLinear
+  float inputEps = 0.0f;       // RmsNorm with an input norm
   float scale = 0.0f;          // Attention
   float embeddingScale = 1.0f; // Embedding: rows times it (1: none)
   float softcap = 0.0f;        // Attention (0: none), Softcap: the cap
   int64_t column = 0;          // HeadRmsNorm: its first column
+  int64_t secondHeads = 0;     // HeadRmsNorm: heads normed by weights[1]
   int64_t heads = 0;           // HeadRmsNorm, RopeKvWrite, Attention
   int64_t kvHeads = 0;         // RopeKvWrite, Attention
   int64_t headDim = 0;         // HeadRmsNorm, RopeKvWrite, Attention
@@ -77,6 +79,9 @@ struct PlanOp {
 
   /// RmsNorm: whether it adds a residual first (a third buffer).
   bool hasResidual() const { return buffers.size() == 3; }
+  /// RmsNorm: whether the input is normalised before the residual add;
+  /// HeadRmsNorm: whether a second weight normalises the heads that follow.
+  bool hasSecondNormWeight() const { return weights.size() == 2; }
   /// Linear, NormLinear: the index of W in `weights`, and whether a bias
   /// follows it.
   size_t linearWeight() const { return kind == OpKind::NormLinear ? 1 : 0; }

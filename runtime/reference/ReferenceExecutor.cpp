@@ -10,6 +10,7 @@
 #include "runtime/reference/ReferenceWeights.h"
 #include "runtime/sampling/CpuSampler.h"
 #include "runtime/sampling/StepSampling.h"
+#include "runtime/support/Activations.h"
 #include "runtime/support/Error.h"
 #include "runtime/support/Quantize.h"
 
@@ -288,19 +289,20 @@ void ReferenceExecutor::linearWithEpilogue(
     linearRows(out, in, w, bias, rows, width, inWidth, numThreads_);
     return;
   }
-  // Residual: out += y. Swiglu: y holds interleaved (gate, up) pairs.
-  const int64_t yWidth =
-      op.epilogue == fb::LinearEpilogue::Swiglu ? 2 * width : width;
+  // Residual: out += y. Swiglu, Geglu: y holds interleaved (gate, up) pairs.
+  const bool residual = op.epilogue == fb::LinearEpilogue::Residual;
+  const bool gelu = op.epilogue == fb::LinearEpilogue::Geglu;
+  const int64_t yWidth = residual ? width : 2 * width;
   std::vector<float> &y = epilogueScratch_;
   y.resize(static_cast<size_t>(rows * yWidth));
   linearRows(y, in, w, bias, rows, yWidth, inWidth, numThreads_);
   for (int64_t i = 0; i < rows * width; ++i) {
     const size_t u = static_cast<size_t>(i);
-    if (op.epilogue == fb::LinearEpilogue::Residual) {
+    if (residual) {
       out[u] += y[u];
     } else {
       const float g = y[2 * u], up = y[2 * u + 1];
-      out[u] = g / (1.0f + std::exp(-g)) * up;
+      out[u] = (gelu ? geluTanh(g) : silu(g)) * up;
     }
   }
 }
@@ -344,14 +346,25 @@ void ReferenceExecutor::runOps(const StepBatch &batch) {
       embeddingRows(act(op.buffers[0]), inputs[op.buffers[1]], weight(op, 0),
                     width, op.embeddingScale);
       break;
-    case OpKind::RmsNorm:
-      rmsNormRows(act(op.buffers[0]), act(op.buffers[1]),
+    case OpKind::RmsNorm: {
+      std::span<const float> in = act(op.buffers[1]);
+      if (op.hasSecondNormWeight()) { // the input's own norm first
+        normedInput_.resize(in.size());
+        rmsNormRows(normedInput_, in, {}, weight(op, 1), rows, op.inputEps);
+        in = normedInput_;
+      }
+      rmsNormRows(act(op.buffers[0]), in,
                   op.hasResidual() ? act(op.buffers[2]) : std::span<float>(),
                   weight(op, 0), rows, op.eps);
       break;
+    }
     case OpKind::HeadRmsNorm:
       headRmsNormRows(act(op.buffers[0]), rows, width, op.column, op.heads,
                       op.headDim, weight(op, 0), op.eps);
+      if (op.hasSecondNormWeight())
+        headRmsNormRows(act(op.buffers[0]), rows, width,
+                        op.column + op.heads * op.headDim, op.secondHeads,
+                        op.headDim, weight(op, 1), op.eps);
       break;
     case OpKind::NormLinear:
       rmsNormRows(act(op.buffers[2]), act(op.buffers[1]), std::span<float>(),

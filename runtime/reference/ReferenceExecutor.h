@@ -114,6 +114,8 @@ private:
   int32_t maxTokensPerStep_ = 0;
   int numThreads_ = 1;
   std::vector<float> epilogueScratch_;
+  /// An RmsNorm op's input after its own norm (Gemma's sandwich norms).
+  std::vector<float> normedInput_;
   /// A W8A8 linear's input rows rounded to fp8.
   std::vector<float> fp8Input_;
   /// Smallest first-attended offset: a token at pos reads cache positions

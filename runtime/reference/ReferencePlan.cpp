@@ -207,10 +207,10 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
       expectCounts(2, 2, 1, 1);
       break;
     case OpKind::RmsNorm:
-      expectCounts(2, 3, 1, 1);
+      expectCounts(2, 3, 1, 2);
       break;
     case OpKind::HeadRmsNorm:
-      expectCounts(1, 1, 1, 1);
+      expectCounts(1, 1, 1, 2);
       break;
     case OpKind::Linear:
       expectCounts(2, 2, 1 + op.quantOperands(), 2 + op.quantOperands());
@@ -241,7 +241,7 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
       break;
     }
     const auto epilogue = static_cast<int>(op.epilogue);
-    if (epilogue < 0 || epilogue > 2)
+    if (epilogue < 0 || epilogue > static_cast<int>(fb::LinearEpilogue::Geglu))
       opError("has an unknown epilogue ", epilogue);
     checkOp(op, static_cast<int>(i));
     for (int w : op.weights)
@@ -390,18 +390,32 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
     }
     shapeIs(w, {out.width});
     checkEps();
+    if (op.hasSecondNormWeight()) {
+      if (!op.hasResidual())
+        opError("normalises its input first (a second weight) but adds no "
+                "residual");
+      shapeIs(weight(1), {out.width});
+      if (!std::isfinite(op.inputEps) || op.inputEps < 0.0f)
+        opError("input_eps is ", op.inputEps, "; it must be finite and >= 0");
+    }
     break;
   }
   case OpKind::HeadRmsNorm: {
     const BufferInfo &buf = activation(0);
     const WeightInfo &w = weight(0);
-    if (op.heads <= 0 || op.heads > kMaxHeads || op.headDim <= 0 ||
-        op.headDim > kMaxHeadDim || op.column < 0 || op.column > buf.width ||
-        op.column + op.heads * op.headDim > buf.width)
-      opError("columns [", op.column, ", ", op.column, " + ", op.heads, " * ",
+    const int64_t heads = op.heads + op.secondHeads;
+    if (op.heads <= 0 || op.secondHeads < 0 || heads > kMaxHeads ||
+        op.headDim <= 0 || op.headDim > kMaxHeadDim || op.column < 0 ||
+        op.column > buf.width || op.column + heads * op.headDim > buf.width)
+      opError("columns [", op.column, ", ", op.column, " + ", heads, " * ",
               op.headDim, ") do not fit in buffer '", buf.name, "' of width ",
               buf.width);
+    if (op.hasSecondNormWeight() != (op.secondHeads > 0))
+      opError("has ", op.secondHeads, " second heads and ",
+              op.weights.size() - 1, " second weights");
     shapeIs(w, {op.headDim});
+    if (op.hasSecondNormWeight())
+      shapeIs(weight(1), {op.headDim});
     checkEps();
     break;
   }
@@ -409,9 +423,10 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
   case OpKind::NormLinear: {
     const BufferInfo &out = activation(0);
     const BufferInfo &in = activation(1);
-    // The swiglu epilogue's weight rows are gate/up pairs: twice as many.
-    const int64_t rowsOfW =
-        op.epilogue == fb::LinearEpilogue::Swiglu ? 2 * out.width : out.width;
+    // A gated epilogue's weight rows are gate/up pairs: twice as many.
+    const bool gated = op.epilogue == fb::LinearEpilogue::Swiglu ||
+                       op.epilogue == fb::LinearEpilogue::Geglu;
+    const int64_t rowsOfW = gated ? 2 * out.width : out.width;
     const size_t first = op.linearWeight();
     if (op.quant == fb::WeightQuant::None) {
       shapeIs(weight(first), {rowsOfW, in.width});
@@ -437,7 +452,7 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
     if (op.hasBias())
       shapeIs(weight(first + 1), {rowsOfW});
     if (op.epilogue != fb::LinearEpilogue::None && out.dtype != DType::BF16)
-      opError("the residual and swiglu epilogues need a BF16 output, but '",
+      opError("the residual and gated epilogues need a BF16 output, but '",
               out.name, "' is ", out.dtype);
     sameRows(out, in);
     distinct(0, 1);

@@ -1470,3 +1470,44 @@ func.func @longrope_factors(%x: tensor<?x32xbf16>, %p: tensor<?xi32>) {
   %y = sol.rope %x, %p {head_dim = 32 : i64, num_heads = 1 : i64, rope = #sol.rope<theta = 10000.0, kind = longrope, factor = 4.0, original_max_position = 32>} : (tensor<?x32xbf16>, tensor<?xi32>) -> tensor<?x32xbf16>
   return
 }
+
+// -----
+
+// sol.add_rms_norm: an input norm needs its epsilon...
+func.func @add_rms_norm_input_norm_eps(%x: tensor<?x64xbf16>) {
+  %w = sol.weight @w : tensor<64xbf16>
+  // expected-error @+1 {{'sol.add_rms_norm' op input_weight and input_epsilon come together}}
+  %n, %s = sol.add_rms_norm %x, %x, %w input_norm %w : tensor<64xbf16> {epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>)
+  return
+}
+
+// -----
+
+// ...and a weight as wide as a row.
+func.func @add_rms_norm_input_norm_width(%x: tensor<?x64xbf16>) {
+  %w = sol.weight @w : tensor<64xbf16>
+  %v = sol.weight @v : tensor<32xbf16>
+  // expected-error @+1 {{'sol.add_rms_norm' op input_weight}}
+  %n, %s = sol.add_rms_norm %x, %x, %w input_norm %v : tensor<32xbf16> {epsilon = 1.0e-5 : f32, input_epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>)
+  return
+}
+
+// -----
+
+// sol.head_rms_norm: a second weight comes with its head count...
+func.func @head_rms_norm_second_heads(%x: tensor<?x128xbf16>) {
+  %w = sol.weight @w : tensor<32xbf16>
+  // expected-error @+1 {{'sol.head_rms_norm' op second_weight and a nonzero second_heads come together}}
+  %y = sol.head_rms_norm %x, %w then %w : tensor<32xbf16> {column = 0 : i64, num_heads = 2 : i64, epsilon = 1.0e-6 : f32} : (tensor<?x128xbf16>, tensor<32xbf16>) -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// ...and both head ranges fit in the row.
+func.func @head_rms_norm_second_range(%x: tensor<?x128xbf16>) {
+  %w = sol.weight @w : tensor<32xbf16>
+  // expected-error @+1 {{'sol.head_rms_norm' op columns [32, 160) must lie within the input's 128}}
+  %y = sol.head_rms_norm %x, %w then %w : tensor<32xbf16> {column = 32 : i64, num_heads = 2 : i64, second_heads = 2 : i64, epsilon = 1.0e-6 : f32} : (tensor<?x128xbf16>, tensor<32xbf16>) -> tensor<?x128xbf16>
+  return
+}

@@ -153,3 +153,40 @@ func.func @split_residual(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
   %n = sol.rms_norm %s, %nw {epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
   return %n : tensor<?x64xbf16>
 }
+
+// Gemma's sandwich norms: the norm of the sub-layer's output before the
+// residual add joins the add's kernel as its input norm.
+// CHECK-LABEL: func.func @input_norm
+// CHECK: %[[R:.*]] = sol.embedding
+// CHECK: %[[WP:.*]] = sol.weight @post_attention_layernorm.weight
+// CHECK: %[[WN:.*]] = sol.weight @pre_feedforward_layernorm.weight
+// CHECK: %[[N:.*]], %[[S:.*]] = sol.add_rms_norm %arg1, %[[R]], %[[WN]] input_norm %[[WP]] : tensor<64xf32> {epsilon = 9.99999997E-7 : f32, input_epsilon = 9.99999997E-7 : f32}
+// CHECK-NOT: sol.rms_norm
+// CHECK: return %[[S]], %[[N]]
+func.func @input_norm(%ids: tensor<?xi32>, %x: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %e = sol.weight @embed : tensor<256x64xbf16>
+  %r = sol.embedding %ids, %e : (tensor<?xi32>, tensor<256x64xbf16>) -> tensor<?x64xbf16>
+  %wp = sol.weight @post_attention_layernorm.weight : tensor<64xf32>
+  %p = sol.rms_norm %x, %wp {epsilon = 1.0e-6 : f32} : (tensor<?x64xbf16>, tensor<64xf32>) -> tensor<?x64xbf16>
+  %s = sol.add %r, %p : tensor<?x64xbf16>
+  %wn = sol.weight @pre_feedforward_layernorm.weight : tensor<64xf32>
+  %n = sol.rms_norm %s, %wn {epsilon = 1.0e-6 : f32} : (tensor<?x64xbf16>, tensor<64xf32>) -> tensor<?x64xbf16>
+  return %s, %n : tensor<?x64xbf16>, tensor<?x64xbf16>
+}
+
+// Near-miss: the sub-layer's normalised output is read elsewhere too, so
+// its norm stays an op of its own.
+// CHECK-LABEL: func.func @input_norm_read_elsewhere
+// CHECK: %[[P:.*]] = sol.rms_norm %arg1
+// CHECK: sol.add_rms_norm %[[P]], %{{.*}}, %{{.*}} {epsilon
+// CHECK: return
+func.func @input_norm_read_elsewhere(%ids: tensor<?xi32>, %x: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %e = sol.weight @embed : tensor<256x64xbf16>
+  %r = sol.embedding %ids, %e : (tensor<?xi32>, tensor<256x64xbf16>) -> tensor<?x64xbf16>
+  %wp = sol.weight @post_attention_layernorm.weight : tensor<64xf32>
+  %p = sol.rms_norm %x, %wp {epsilon = 1.0e-6 : f32} : (tensor<?x64xbf16>, tensor<64xf32>) -> tensor<?x64xbf16>
+  %s = sol.add %r, %p : tensor<?x64xbf16>
+  %wn = sol.weight @pre_feedforward_layernorm.weight : tensor<64xf32>
+  %n = sol.rms_norm %s, %wn {epsilon = 1.0e-6 : f32} : (tensor<?x64xbf16>, tensor<64xf32>) -> tensor<?x64xbf16>
+  return %s, %n, %p : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x64xbf16>
+}

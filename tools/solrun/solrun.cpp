@@ -238,7 +238,8 @@ void printOps(const sol::PlanFile &file) {
   const sol::fb::Plan &p = file.plan();
   const std::vector<sol::PlanOp> ops =
       sol::decodePlanOps(p, file.path().string());
-  static const char *const kEpilogues[] = {"", " +residual", " +swiglu"};
+  static const char *const kEpilogues[] = {"", " +residual", " +swiglu",
+                                           " +geglu"};
   std::printf("ops:\n");
   for (size_t i = 0; i < ops.size(); ++i) {
     const sol::PlanOp &op = ops[i];
@@ -250,12 +251,18 @@ void printOps(const sol::PlanFile &file) {
           buffers += (buffers.empty() ? "" : ", ") +
                      p.buffers()->Get(b)->name()->str();
     std::string quant;
+    // Norms that take a second weight: the input's own norm (RmsNorm) or
+    // the k heads after the q heads (HeadRmsNorm).
+    if (op.kind == sol::OpKind::RmsNorm && op.hasSecondNormWeight())
+      quant = " +input_norm";
+    if (op.kind == sol::OpKind::HeadRmsNorm && op.hasSecondNormWeight())
+      quant = " +second_heads";
     if (op.quant != sol::fb::WeightQuant::None)
       quant = " [" + quantName(op.quant) +
               (op.groupSize ? " g" + std::to_string(op.groupSize) : "") + "]";
     std::printf("  %3zu %s%s%s %s (%s)\n", i,
                 std::string(sol::opKindName(op.kind)).c_str(),
-                e <= 2 ? kEpilogues[e] : " +?", quant.c_str(), op.name.c_str(),
+                e <= 3 ? kEpilogues[e] : " +?", quant.c_str(), op.name.c_str(),
                 buffers.c_str());
   }
 }

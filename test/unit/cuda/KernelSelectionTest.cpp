@@ -280,14 +280,14 @@ TEST(KernelSelection, SmallFusedGridsPreloadTheirWalk) {
 
 TEST(KernelSelection, ArgmaxLmHeadIsTheOneRowGemvWithTheArgmaxEpilogue) {
   // The LM head (fp32 logits behind the final norm): the one-row GEMV's
-  // configuration with epilogue 3 (kEpilogueArgmax), and plans hold it.
+  // configuration with epilogue 4 (kEpilogueArgmax), and plans hold it.
   const OpDesc head =
       normLinearOp(128256, 2048, LinearEpilogue::None, fb::DType::F32);
   const std::optional<KernelLaunch> fused = selectArgmaxLmHead(head);
   ASSERT_TRUE(fused.has_value());
   const KernelLaunch plain = selectKernels(head, 1, 0).at(0);
   EXPECT_EQ(fused->instance.nameExpression,
-            "sol::kernels::linear_gemv<2048, 1, 2, 4, float, false, 3, true>");
+            "sol::kernels::linear_gemv<2048, 1, 2, 4, float, false, 4, true>");
   EXPECT_EQ(plain.instance.nameExpression,
             "sol::kernels::linear_gemv<2048, 1, 2, 4, float, false, 0, true>");
   EXPECT_EQ(fused->dims.grid.x, plain.dims.grid.x);

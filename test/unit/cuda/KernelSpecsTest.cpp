@@ -790,7 +790,7 @@ TEST(KernelSpecs, QuantGemvErrors) {
             "linear_gemv_quant handles 1..8 rows, got 0");
   EXPECT_EQ(errorOf(choose(2048, 2048, 1, WeightFormat::Int8, 0,
                            LinearOutput::Fp32, LinearEpilogue::Residual)),
-            "linear_gemv_quant: the residual and swiglu epilogues need a bf16 "
+            "linear_gemv_quant: the residual and gated epilogues need a bf16 "
             "output");
   // fp8 keeps maxRows quantized rows of x in shared memory.
   EXPECT_EQ(errorOf(choose(4096, 16384, 8, WeightFormat::Fp8, 0)),
@@ -804,10 +804,10 @@ TEST(KernelSpecs, QuantGemvErrors) {
   QuantGemvSpec odd{{WeightFormat::Int8, 2048}, 1, 1, 4};
   odd.epilogue = LinearEpilogue::Swiglu;
   EXPECT_EQ(errorOf([&] { odd.instance(); }),
-            "linear_gemv_quant: the swiglu epilogue needs an even rowsPerWarp");
+            "linear_gemv_quant: a gated epilogue needs an even rowsPerWarp");
   odd.rowsPerWarp = 2;
   EXPECT_EQ(errorOf([&] { odd.dims(1001); }),
-            "linear_gemv_quant: out features (N) of a swiglu epilogue (1001) "
+            "linear_gemv_quant: out features (N) of a gated epilogue (1001) "
             "must be a multiple of 2");
   QuantGemvSpec wide{{WeightFormat::Int8, 2048}, 8, 8, 4};
   EXPECT_EQ(errorOf([&] { wide.instance(); }),

@@ -185,20 +185,31 @@ TEST(SkinnyEmulation, ResidualEpilogueAddsInPlace) {
   }
 }
 
-TEST(SkinnyEmulation, SwigluEpilogueOverInterleavedRows) {
+/// A gated epilogue over interleaved (gate, up) rows: out = bf16(bf16(act(g))
+/// * bf16(u)), act silu (SwiGLU) or tanh GELU (GeGLU).
+template <int Epilogue> void expectGatedEpilogue(std::uint32_t seed) {
   for (int rows : {1, 4, 8}) {
-    const Problem p(rows, 96, 64, 1, false, 40 + rows);
+    const Problem p(rows, 96, 64, 1, false, seed + rows);
     std::vector<Bf16> y(static_cast<std::size_t>(rows) * 48, poison<Bf16>());
-    launch<64, 8, 2, 8, Bf16, true, kEpilogueSwiglu, false>(p, y);
+    launch<64, 8, 2, 8, Bf16, true, Epilogue, false>(p, y);
     const std::vector<double> ref = p.product(false, true);
     for (int t = 0; t < rows; ++t)
       for (int i = 0; i < 48; ++i) {
         const float g = bf(static_cast<float>(ref[t * 96 + 2 * i]));
         const float u = static_cast<float>(ref[t * 96 + 2 * i + 1]);
-        ASSERT_EQ(__bfloat162float(y[t * 48 + i]), bf(bf(silu(g)) * bf(u)))
+        const float act = Epilogue == kEpilogueGeglu ? geluTanh(g) : silu(g);
+        ASSERT_EQ(__bfloat162float(y[t * 48 + i]), bf(bf(act) * bf(u)))
             << "rows " << rows << ", row " << t << ", pair " << i;
       }
   }
+}
+
+TEST(SkinnyEmulation, SwigluEpilogueOverInterleavedRows) {
+  expectGatedEpilogue<kEpilogueSwiglu>(40);
+}
+
+TEST(SkinnyEmulation, GegluEpilogueOverInterleavedRows) {
+  expectGatedEpilogue<kEpilogueGeglu>(60);
 }
 
 /// The norm prologue against the double-precision norm: the kernel's fp32

@@ -96,9 +96,24 @@ inline void waitForPredecessor() {}
 constexpr int kEpilogueNone = 0;
 constexpr int kEpilogueResidual = 1;
 constexpr int kEpilogueSwiglu = 2;
+constexpr int kEpilogueGeglu = 3;
+constexpr bool isGatedEpilogue(int epilogue) {
+  return epilogue == kEpilogueSwiglu || epilogue == kEpilogueGeglu;
+}
 inline float asFloat(float v) { return v; }
 inline float asFloat(bf16 v) { return __bfloat162float(v); }
 inline float silu(float g) { return g / (1.0f + __expf(-g)); }
+inline float geluTanh(float x) {
+  return 0.5f * x *
+         (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+template <int Epilogue> inline float gateActivation(float g) {
+  static_assert(isGatedEpilogue(Epilogue), "not a gated epilogue");
+  if constexpr (Epilogue == kEpilogueGeglu)
+    return roundToBf16(geluTanh(g));
+  else
+    return roundToBf16(silu(g));
+}
 
 inline float negativeInfinity() { return __int_as_float(0xff800000); }
 
