@@ -51,8 +51,9 @@ __global__ void __launch_bounds__(kSwigluThreads)
 }
 
 // The same for gate_up rows of interleaved pairs (g0, u0, g1, u1, ...): the
-// fused gate/up GEMM's output when cuBLASLt ran it without our SwiGLU
-// epilogue (the weight rows are interleaved, Common.cuh kEpilogueSwiglu).
+// fused gate/up GEMM's output when cuBLASLt ran it without our gated
+// epilogue (the weight rows are interleaved, Common.cuh kEpilogueSwiglu and
+// kEpilogueGeglu; args.geluTanh for the latter).
 template <int I>
 __global__ void __launch_bounds__(kSwigluThreads)
     swiglu_pairs(const __grid_constant__ SwigluArgs args) {
@@ -73,10 +74,18 @@ __global__ void __launch_bounds__(kSwigluThreads)
     float a[8], b[8], o[8];
     unpack8(load16(pairs), a);
     unpack8(load16(pairs + 8), b);
+    if (args.geluTanh) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      o[j] = roundToBf16(silu(a[2 * j])) * a[2 * j + 1];
-      o[4 + j] = roundToBf16(silu(b[2 * j])) * b[2 * j + 1];
+      for (int j = 0; j < 4; ++j) {
+        o[j] = roundToBf16(geluTanh(a[2 * j])) * a[2 * j + 1];
+        o[4 + j] = roundToBf16(geluTanh(b[2 * j])) * b[2 * j + 1];
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        o[j] = roundToBf16(silu(a[2 * j])) * a[2 * j + 1];
+        o[4 + j] = roundToBf16(silu(b[2 * j])) * b[2 * j + 1];
+      }
     }
     store16(out + t * I + c * 8, pack8(o));
   }
