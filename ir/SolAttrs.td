@@ -116,6 +116,11 @@ def Sol_ModelAttr : Sol_Attr<"Model", "model"> {
     size things by. Code generation reads the model from here, never from
     the source format.
 
+    `position_limit` (0, and then not printed, for none) is the longest
+    sequence the compiled model computes as its source does: dynamic NTK
+    rope scaling changes the frequencies per sequence past
+    max_position_embeddings, which a plan's fixed table cannot.
+
     Example: `#sol.model<architecture = "LlamaForCausalLM", vocab_size =
     2048, hidden_size = 128, num_layers = 2, max_position_embeddings = 256>`
   }];
@@ -124,11 +129,12 @@ def Sol_ModelAttr : Sol_Attr<"Model", "model"> {
     "int64_t":$vocab_size,
     "int64_t":$hidden_size,
     "int64_t":$num_layers,
-    "int64_t":$max_position_embeddings
+    "int64_t":$max_position_embeddings,
+    DefaultValuedParameter<"int64_t", "0">:$position_limit
   );
   let assemblyFormat = [{
     `<` struct($architecture, $vocab_size, $hidden_size, $num_layers,
-               $max_position_embeddings) `>`
+               $max_position_embeddings, $position_limit) `>`
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

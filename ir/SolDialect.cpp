@@ -233,7 +233,8 @@ LogicalResult KvCacheLayoutAttr::verify(
 LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 StringRef architecture, int64_t vocabSize,
                                 int64_t hiddenSize, int64_t numLayers,
-                                int64_t maxPositionEmbeddings) {
+                                int64_t maxPositionEmbeddings,
+                                int64_t positionLimit) {
   if (architecture.empty())
     return emitError() << "sol.model needs an architecture name";
   if (vocabSize <= 0 || hiddenSize <= 0 || numLayers <= 0 ||
@@ -242,6 +243,9 @@ LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << "num_layers and max_position_embeddings, got "
                        << vocabSize << ", " << hiddenSize << ", " << numLayers
                        << ", " << maxPositionEmbeddings;
+  if (positionLimit < 0)
+    return emitError() << "sol.model's position_limit must be >= 0 (0: none), "
+                       << "got " << positionLimit;
   return success();
 }
 

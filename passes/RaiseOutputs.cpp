@@ -217,7 +217,8 @@ struct SolRaiseOutputsPass
         ModelAttr::get(&getContext(),
                        architecture ? architecture.getValue() : "onnx",
                        cast<RankedTensorType>(logits.getType()).getDimSize(1),
-                       hidden, layers, maxPositions.getInt()));
+                       hidden, layers, maxPositions.getInt(),
+                       /*position_limit=*/0));
     // What the importer said of the source was for raising; the module is
     // now the checkpoint importer's.
     module->removeAttr("sol.onnx_source");

@@ -594,9 +594,12 @@ LogicalResult Translator::translate(Operation *op) {
 }
 
 FailureOr<StepProgram> Translator::run(ModelAttr model) {
-  s.model = {model.getArchitecture().str(), model.getVocabSize(),
-             model.getHiddenSize(), model.getNumLayers(),
-             model.getMaxPositionEmbeddings()};
+  s.model = {model.getArchitecture().str(),
+             model.getVocabSize(),
+             model.getHiddenSize(),
+             model.getNumLayers(),
+             model.getMaxPositionEmbeddings(),
+             model.getPositionLimit()};
   if (fn.getNumArguments() != StepProgram::kNumInputs)
     return fn.emitError("@forward must take tokens, positions, token_seq and "
                         "logit_rows"),

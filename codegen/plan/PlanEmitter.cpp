@@ -107,7 +107,7 @@ void emitPlan(const std::filesystem::path &path, const StepProgram &program,
       b, m.architecture.c_str(), assets.source.c_str(), hashText,
       assets.sourceConfig.c_str(), m.vocabSize, m.hiddenSize,
       static_cast<int32_t>(m.numLayers), m.maxPositionEmbeddings,
-      fb::DType::BF16);
+      fb::DType::BF16, m.positionLimit);
 
   const GenerationDefaults &g = assets.generation;
   fb::GenerationDefaultsT gen;

@@ -48,6 +48,8 @@ struct ProgramModel {
   std::string architecture;
   int64_t vocabSize = 0, hiddenSize = 0, numLayers = 0,
           maxPositionEmbeddings = 0;
+  /// The longest sequence computed as the source does (0: no limit).
+  int64_t positionLimit = 0;
 };
 
 struct StepProgram {

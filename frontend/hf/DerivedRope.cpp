@@ -34,6 +34,7 @@ RopeParameters ropeParameters(const ModelConfig &config, int64_t layer) {
   p.truncate = s.truncate;
   switch (s.type) {
   case RopeScalingType::None:
+  case RopeScalingType::Dynamic: // unscaled up to ModelConfig::positionLimit
     p.scaling = sol::RopeScaling::None;
     break;
   case RopeScalingType::Linear:

@@ -179,16 +179,20 @@ RopeSettings readRopeObject(const JsonFields &top, const JsonFields &params,
   RopeScaling &scaling = out.scaling;
   if (type == "default")
     return out;
-  if (type == "dynamic")
-    fail(params.where("rope_type"),
-         "is \"dynamic\" (dynamic NTK scaling), which recomputes the "
-         "frequencies as the sequence grows; Sol bakes a fixed RoPE table "
-         "into the plan and cannot run it. Supported: default, linear, "
-         "llama3, yarn, longrope");
   auto requireFactor = [&] {
     return positiveFinite(params, "factor", params.requireNumber("factor"));
   };
-  if (type == "linear") {
+  if (type == "dynamic") {
+    // Transformers' dynamic NTK keeps the frequencies up to
+    // max_position_embeddings and raises the base per sequence past it.
+    scaling.type = RopeScalingType::Dynamic;
+    scaling.factor = requireFactor();
+    if (params.has("original_max_position_embeddings"))
+      fail(params.where("original_max_position_embeddings"),
+           "is set with \"dynamic\" scaling; Sol runs dynamic NTK scaling "
+           "up to max_position_embeddings, where the frequencies are the "
+           "unscaled ones, and supports no other original length");
+  } else if (type == "linear") {
     scaling.type = RopeScalingType::Linear;
     scaling.factor = requireFactor();
   } else if (type == "llama3") {
@@ -266,7 +270,7 @@ RopeSettings readRopeObject(const JsonFields &top, const JsonFields &params,
   } else {
     fail(params.where("rope_type"), "is \"", type,
          "\", which Sol does not support. Supported: default, linear, "
-         "llama3, yarn, longrope");
+         "dynamic, llama3, yarn, longrope");
   }
   return out;
 }
@@ -416,6 +420,8 @@ std::string_view ropeScalingTypeName(RopeScalingType type) {
     return "yarn";
   case RopeScalingType::LongRope:
     return "longrope";
+  case RopeScalingType::Dynamic:
+    return "dynamic";
   }
   return "?";
 }

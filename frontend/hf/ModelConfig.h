@@ -27,13 +27,14 @@ enum class Architecture { Llama, Qwen2, Qwen3, Mistral, Phi3, Gemma2, Gemma3 };
 /// The transformers class name, e.g. "Qwen3ForCausalLM".
 std::string_view architectureName(Architecture arch);
 
-enum class RopeScalingType { None, Linear, Llama3, Yarn, LongRope };
+enum class RopeScalingType { None, Linear, Llama3, Yarn, LongRope, Dynamic };
 
 std::string_view ropeScalingTypeName(RopeScalingType type);
 
 /// RoPE frequency scaling (`rope_scaling`, or transformers-5
-/// `rope_parameters`). "dynamic" NTK scaling is rejected: it changes the
-/// frequencies with the sequence length, which a precomputed table cannot.
+/// `rope_parameters`). "dynamic" NTK scaling leaves the frequencies as they
+/// are up to max_position_embeddings and changes them per sequence beyond;
+/// Sol runs such models up to that length (ModelConfig::positionLimit).
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::None;
   double factor = 1.0;
@@ -137,6 +138,15 @@ struct ModelConfig {
   /// `quantization_config` of an already-quantized checkpoint.
   std::optional<QuantizationConfig> quantization;
 
+  /// The longest sequence Sol computes as Transformers does, or 0 for no
+  /// limit: max_position_embeddings under dynamic NTK scaling, whose
+  /// frequencies past it depend on each sequence's length.
+  int64_t positionLimit() const {
+    const bool dynamic =
+        ropeScaling.type == RopeScalingType::Dynamic ||
+        (slidingRope && slidingRope->scaling.type == RopeScalingType::Dynamic);
+    return dynamic ? maxPositionEmbeddings : 0;
+  }
   /// The rope of `layer` (slidingRope for Gemma 3's sliding layers).
   RopeSettings ropeOf(int64_t layer) const {
     if (slidingRope && layerUsesSlidingWindow(layer))

@@ -413,10 +413,10 @@ OwningOpRef<ModuleOp> Builder::build() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   ModuleOp m = *module;
   m->setAttr(ModelAttr::kAttrName,
-             ModelAttr::get(&ctx, hf::architectureName(config.architecture),
-                            config.vocabSize, config.hiddenSize,
-                            config.numHiddenLayers,
-                            config.maxPositionEmbeddings));
+             ModelAttr::get(
+                 &ctx, hf::architectureName(config.architecture),
+                 config.vocabSize, config.hiddenSize, config.numHiddenLayers,
+                 config.maxPositionEmbeddings, config.positionLimit()));
   b.setInsertionPointToEnd(m.getBody());
 
   // Sol computes in bf16 whatever the checkpoint stores.

@@ -25,6 +25,16 @@ std::unique_ptr<Executor> makeReference(const PlanFile &plan,
 std::unique_ptr<Executor> makeExecutor(const PlanFile &plan,
                                        const std::string &device,
                                        const ExecutorOptions &options) {
+  if (const fb::ModelInfo *model = plan.plan().model()) {
+    const int64_t limit = model->position_limit();
+    if (limit > 0 && options.maxModelLen > limit)
+      fail("--max-model-len ", options.maxModelLen, " is beyond the ", limit,
+           " positions this plan supports: its model scales RoPE with dynamic "
+           "NTK, whose frequencies past max_position_embeddings (",
+           limit,
+           ") change with each sequence's length, and Sol computes the "
+           "unscaled frequencies only");
+  }
   if (device == "cpu")
     return makeReference(plan, options);
   if (device != "cuda" && device != "auto")

@@ -1182,8 +1182,8 @@ module attributes {sol.model = #sol.model<architecture = "LlamaForCausalLM", voc
 
 // -----
 
-// Every parameter is required (the parser wants the next one).
-// expected-error @+1 {{expected ','}}
+// Every parameter but position_limit is required.
+// expected-error @+1 {{struct is missing required parameter: max_position_embeddings}}
 module attributes {sol.model = #sol.model<architecture = "LlamaForCausalLM", vocab_size = 256, hidden_size = 64, num_layers = 2>} {}
 
 // -----

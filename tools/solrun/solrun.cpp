@@ -133,6 +133,10 @@ void printInfo(const sol::PlanFile &file) {
                 m->num_layers(), static_cast<long long>(m->hidden_size()),
                 static_cast<long long>(m->vocab_size()),
                 static_cast<long long>(m->max_position_embeddings()));
+    if (m->position_limit() > 0)
+      std::printf("position limit: %lld (dynamic NTK rope: longer sequences "
+                  "are refused)\n",
+                  static_cast<long long>(m->position_limit()));
   }
   uint64_t weightBytes = 0;
   if (p.weights())

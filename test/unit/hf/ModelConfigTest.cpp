@@ -257,6 +257,22 @@ TEST(ModelConfigTest, ParsesLegacyRopeScalingKeys) {
   EXPECT_DOUBLE_EQ(yarn.ropeScaling.betaSlow, 1.0);
   EXPECT_FALSE(yarn.ropeScaling.attentionFactor);
   EXPECT_TRUE(yarn.ropeScaling.truncate);
+  EXPECT_EQ(yarn.positionLimit(), 0);
+}
+
+TEST(ModelConfigTest, DynamicNtkRunsUpToMaxPositionEmbeddings) {
+  // Transformers' dynamic NTK keeps the unscaled frequencies up to
+  // max_position_embeddings: Sol's plan holds those and its sequences stop
+  // there.
+  Json json = Json::parse(kMistral7B_v01);
+  json["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
+  ModelConfig c = parseModelConfig(json.dump(), "c");
+  EXPECT_EQ(c.ropeScaling.type, RopeScalingType::Dynamic);
+  EXPECT_DOUBLE_EQ(c.ropeScaling.factor, 2.0);
+  EXPECT_EQ(c.positionLimit(), c.maxPositionEmbeddings);
+  EXPECT_EQ(ropeScalingTypeName(c.ropeScaling.type), "dynamic");
+  Json plain = Json::parse(kMistral7B_v01);
+  EXPECT_EQ(parseModelConfig(plain.dump(), "c").positionLimit(), 0);
 }
 
 TEST(ModelConfigTest, AppliesTransformersDefaults) {
@@ -387,12 +403,21 @@ TEST(ModelConfigTest, BadValuesAreNamed) {
 
 TEST(ModelConfigTest, RopeScalingErrorsAreNamed) {
   Json json = Json::parse(kLlama31_8B);
-  json["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  json["rope_scaling"] = {{"rope_type", "ntk"}, {"factor", 2.0}};
   EXPECT_THAT(configError(json.dump()),
               AllOf(HasSubstr("field \"rope_scaling.rope_type\" is "
-                              "\"dynamic\""),
-                    HasSubstr("Supported: default, linear, llama3, yarn, "
-                              "longrope")));
+                              "\"ntk\""),
+                    HasSubstr("Supported: default, linear, dynamic, llama3, "
+                              "yarn, longrope")));
+  json["rope_scaling"] = {{"rope_type", "dynamic"}};
+  EXPECT_THAT(configError(json.dump()),
+              HasSubstr("field \"rope_scaling.factor\" is missing"));
+  json["rope_scaling"] = {{"rope_type", "dynamic"},
+                          {"factor", 2.0},
+                          {"original_max_position_embeddings", 4096}};
+  EXPECT_THAT(configError(json.dump()),
+              HasSubstr("field \"rope_scaling.original_max_position_"
+                        "embeddings\" is set with \"dynamic\" scaling"));
   json["rope_scaling"] = {{"rope_type", "longrope"}};
   EXPECT_THAT(configError(json.dump()),
               HasSubstr("field \"rope_scaling.short_factor\" is missing"));
