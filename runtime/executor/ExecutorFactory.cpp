@@ -33,7 +33,8 @@ std::unique_ptr<Executor> makeExecutor(const PlanFile &plan,
            "NTK, whose frequencies past max_position_embeddings (",
            limit,
            ") change with each sequence's length, and Sol computes the "
-           "unscaled frequencies only");
+           "unscaled frequencies only; give --max-model-len ",
+           limit, " or less");
   }
   if (device == "cpu")
     return makeReference(plan, options);
