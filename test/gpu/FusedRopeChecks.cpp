@@ -388,10 +388,17 @@ void checkFusedRope(Checker &c) {
       runFusedCase(c, h, 16, fp8,
                    {"decode", decodes, 2, {1, 0}, false, 64, kSoftcap},
                    partialRopeTable(h.headDim, 1.19f));
-      if (!c.options.quick)
+      if (!c.options.quick) {
         runFusedCase(c, h, 16, fp8,
                      {"decode T=1 ctx=1024", {{1024, 1}}, 0, {0}, true},
                      llamaRopeTable(h.headDim));
+        // Batch-1 decode of the decode benchmarks' contexts, split counts
+        // around the chosen one.
+        runFusedCase(
+            c, h, 16, fp8,
+            {"decode T=1 ctx=200", {{200, 1}}, 0, {1, 2, 4, 8, 16, 0}, true},
+            llamaRopeTable(h.headDim));
+      }
     }
 }
 

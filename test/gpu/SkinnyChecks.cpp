@@ -20,11 +20,12 @@
 //  * skinny_sweep: tiles per warp and warps along K around the chosen
 //    configuration at 8 and 16 rows, for tuning SkinnySpec::choose (timing
 //    only, like skinny_speed).
-//  * gemv_sweep: linear_gemv's weight rows per warp (2..16) and warps along
-//    K around GemvSpec::choose's configuration for the one-row linears of a
-//    decode step as the fused plan runs them (norm prologue, residual and
-//    SwiGLU epilogues), and linear_skinny's tiles and warps along K for 8
-//    rows of the same, Llama-3.2-1B and Llama-3.1-8B shapes, each checked
+//  * gemv_sweep: linear_gemv's weight rows per warp (1..16) and warps along
+//    K (1..8) around GemvSpec::choose's configuration for the one-row
+//    linears of a decode step as the fused plan runs them (norm prologue,
+//    residual and SwiGLU epilogues), and linear_skinny's tiles and warps
+//    along K for 8 rows of the same, Llama-3.2-1B, Llama-3.1-8B,
+//    Gemma-3-4B, Gemma-2-9B and Phi-4-mini shapes, each checked
 //    against the float64 reference and timed (timing only); the chosen
 //    configurations also with their L2Prefetch flag flipped (rows "+L2"
 //    prefetch).
@@ -165,6 +166,104 @@ const SkinnyCase kSkinnyCases[] = {
      LinearEpilogue::None,
      true,
      {3, 11}},
+    // The other families' decode linears as their plans run them (Gemma's
+    // GeGLU timed as SwiGLU: the same loads, another activation).
+    {"qkv G3",
+     4096,
+     2560,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::None,
+     false,
+     {8}},
+    {"o G3",
+     2560,
+     2048,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::None,
+     false,
+     {8}},
+    {"gate_up G3",
+     20480,
+     2560,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::Swiglu,
+     false,
+     {8}},
+    {"down G3",
+     2560,
+     10240,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::None,
+     false,
+     {8}},
+    {"qkv G2",
+     8192,
+     3584,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::None,
+     false,
+     {8}},
+    {"o G2",
+     3584,
+     4096,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::None,
+     false,
+     {8}},
+    {"gate_up G2",
+     28672,
+     3584,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::Swiglu,
+     false,
+     {8}},
+    {"down G2",
+     3584,
+     14336,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::None,
+     false,
+     {8}},
+    {"qkv P4",
+     5120,
+     3072,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::None,
+     true,
+     {8}},
+    {"o P4",
+     3072,
+     3072,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::Residual,
+     false,
+     {8}},
+    {"gate_up P4",
+     16384,
+     3072,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::Swiglu,
+     true,
+     {8}},
+    {"down P4",
+     3072,
+     8192,
+     LinearOutput::Bf16,
+     false,
+     LinearEpilogue::Residual,
+     false,
+     {8}},
     // Edges: a partial tile and a partial k step (K = 72: nine 16-byte
     // vectors, one warp along K), a single vector of K, the Qwen2.5-0.5B
     // swiglu (K = 896, N = 1000), bias with the residual add, and the
@@ -525,9 +624,11 @@ void checkSkinnySweep(Checker &c) {
 /// The linears of a decode step as the fused plan runs them: kSkinnyCases'
 /// Llama-3.2-1B and Llama-3.1-8B layers (the 8B LM head left out).
 std::vector<const SkinnyCase *> gemvSweepCases() {
-  static const char *const kNames[] = {"qkv",  "o",          "gate_up",
-                                       "down", "lm_head",    "qkv 8B",
-                                       "o 8B", "gate_up 8B", "down 8B"};
+  static const char *const kNames[] = {
+      "qkv",     "o",          "gate_up", "down",       "lm_head", "qkv 8B",
+      "o 8B",    "gate_up 8B", "down 8B", "qkv G3",     "o G3",    "gate_up G3",
+      "down G3", "qkv G2",     "o G2",    "gate_up G2", "down G2", "qkv P4",
+      "o P4",    "gate_up P4", "down P4"};
   std::vector<const SkinnyCase *> out;
   for (const char *name : kNames)
     for (const SkinnyCase &s : kSkinnyCases)
@@ -561,13 +662,14 @@ SkinnySpec flippedSkinny(const SkinnyCase &s, int rows) {
 std::vector<GemvSpec> gemvSweepSpecs(const SkinnyCase &s) {
   const GemvSpec chosen = chosenGemv(s);
   std::vector<GemvSpec> specs = {chosen};
-  for (int rowsPerWarp : {2, 4, 8, 16})
-    for (int warpsK : {2, 4, 8}) {
+  const bool gated = cuda::isGated(s.epilogue);
+  for (int rowsPerWarp : {1, 2, 4, 8, 16})
+    for (int warpsK : {1, 2, 4, 8}) {
       GemvSpec spec = chosen;
       spec.rowsPerWarp = rowsPerWarp;
       spec.warpsK = warpsK;
       if ((rowsPerWarp != chosen.rowsPerWarp || warpsK != chosen.warpsK) &&
-          s.k / 8 / warpsK >= 32)
+          s.k / 8 / warpsK >= 32 && !(gated && rowsPerWarp == 1))
         specs.push_back(spec);
     }
   return specs;

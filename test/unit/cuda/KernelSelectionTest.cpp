@@ -287,9 +287,9 @@ TEST(KernelSelection, ArgmaxLmHeadIsTheOneRowGemvWithTheArgmaxEpilogue) {
   ASSERT_TRUE(fused.has_value());
   const KernelLaunch plain = selectKernels(head, 1, 0).at(0);
   EXPECT_EQ(fused->instance.nameExpression,
-            "sol::kernels::linear_gemv<2048, 1, 2, 4, float, false, 4, true>");
+            "sol::kernels::linear_gemv<2048, 1, 4, 1, float, false, 4, true>");
   EXPECT_EQ(plain.instance.nameExpression,
-            "sol::kernels::linear_gemv<2048, 1, 2, 4, float, false, 0, true>");
+            "sol::kernels::linear_gemv<2048, 1, 4, 1, float, false, 0, true>");
   EXPECT_EQ(fused->dims.grid.x, plain.dims.grid.x);
   const std::vector<KernelInstance> plan = enumerateKernels(head, 64, 4096);
   EXPECT_NE(std::find(plan.begin(), plan.end(), fused->instance), plan.end());

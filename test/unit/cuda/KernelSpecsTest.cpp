@@ -170,10 +170,24 @@ TEST(KernelSpecs, GemvChoice) {
             4);
   EXPECT_EQ(GemvSpec::choose(2048, 2048, 8, LinearOutput::Bf16, false).maxRows,
             8);
-  // One row (the measured rule): K <= 3,072 2 rows per warp, K over 4
-  // warps; longer K 8 rows per warp, K over 8 warps at 8,192, else 4.
-  EXPECT_EQ(one.rowsPerWarp, 2);
-  EXPECT_EQ(one.warpsK, 4);
+  // One row (the measured rule): many rows of short K (N >= 8,192,
+  // K <= 3,584) 4 rows per warp with K in one warp; other K <= 3,072 2 rows
+  // per warp, K over 4 warps; longer K 8 rows per warp, K over 8 warps at
+  // 8,192, else 4.
+  EXPECT_EQ(one.rowsPerWarp, 4);
+  EXPECT_EQ(one.warpsK, 1);
+  const GemvSpec gateUpGemma =
+      GemvSpec::choose(20480, 2560, 1, LinearOutput::Bf16, false);
+  EXPECT_EQ(gateUpGemma.rowsPerWarp, 4);
+  EXPECT_EQ(gateUpGemma.warpsK, 1);
+  const GemvSpec qkv1b =
+      GemvSpec::choose(3072, 2048, 1, LinearOutput::Bf16, false);
+  EXPECT_EQ(qkv1b.rowsPerWarp, 2);
+  EXPECT_EQ(qkv1b.warpsK, 4);
+  const GemvSpec gateUp8b =
+      GemvSpec::choose(28672, 4096, 1, LinearOutput::Bf16, false);
+  EXPECT_EQ(gateUp8b.rowsPerWarp, 8);
+  EXPECT_EQ(gateUp8b.warpsK, 4);
   const GemvSpec narrow =
       GemvSpec::choose(2048, 8192, 1, LinearOutput::Bf16, false);
   EXPECT_EQ(narrow.rowsPerWarp, 8);

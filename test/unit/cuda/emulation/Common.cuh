@@ -39,6 +39,12 @@ constexpr int constMax(int a, int b) { return a > b ? a : b; }
 constexpr int ceilDiv(int a, int b) { return (a + b - 1) / b; }
 constexpr int roundUp(int a, int b) { return ceilDiv(a, b) * b; }
 constexpr bool isPowerOfTwo(int v) { return v > 0 && (v & (v - 1)) == 0; }
+constexpr int nextPowerOfTwo(int v) {
+  int p = 1;
+  while (p < v)
+    p *= 2;
+  return p;
+}
 
 inline float lowBf16(unsigned pair) { return __uint_as_float(pair << 16); }
 inline float highBf16(unsigned pair) {
