@@ -14,6 +14,7 @@
 #pragma once
 
 #include "runtime/cuda/LaunchDims.h"
+#include "runtime/plan/PlanOp.h"
 #include "runtime/plan/Plan_generated.h"
 
 #include <cstddef>
@@ -37,10 +38,6 @@ enum class LinearOutput { Bf16, Fp32 };
 /// What a linear layer does with its result: the plan's enum (Plan.fbs),
 /// whose values are the kEpilogue* constants of codegen/kernels/Common.cuh.
 using LinearEpilogue = fb::LinearEpilogue;
-/// True for the epilogues that pair interleaved (gate, up) rows.
-inline bool isGated(LinearEpilogue e) {
-  return e == LinearEpilogue::Swiglu || e == LinearEpilogue::Geglu;
-}
 
 /// embedding<D>(out, table, ids, T, previousIds, previousKey, clearKey):
 /// negative ids name rows of the previous step's result (Embedding.cuh).

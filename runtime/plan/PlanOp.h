@@ -36,6 +36,12 @@ enum class OpKind : uint8_t {
 inline constexpr int kNumOpKinds = static_cast<int>(OpKind::Softcap) + 1;
 std::string_view opKindName(OpKind kind);
 
+/// True for the linear epilogues that pair interleaved (gate, up) weight rows
+/// into one output (SwiGLU, GeGLU): twice as many weight rows as outputs.
+inline bool isGated(fb::LinearEpilogue e) {
+  return e == fb::LinearEpilogue::Swiglu || e == fb::LinearEpilogue::Geglu;
+}
+
 /// One op. Buffer and weight operands in role order:
 ///
 ///   Embedding      buffers out, ids              weights table

@@ -424,8 +424,7 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
     const BufferInfo &out = activation(0);
     const BufferInfo &in = activation(1);
     // A gated epilogue's weight rows are gate/up pairs: twice as many.
-    const bool gated = op.epilogue == fb::LinearEpilogue::Swiglu ||
-                       op.epilogue == fb::LinearEpilogue::Geglu;
+    const bool gated = isGated(op.epilogue);
     const int64_t rowsOfW = gated ? 2 * out.width : out.width;
     const size_t first = op.linearWeight();
     if (op.quant == fb::WeightQuant::None) {

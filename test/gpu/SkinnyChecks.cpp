@@ -662,7 +662,7 @@ SkinnySpec flippedSkinny(const SkinnyCase &s, int rows) {
 std::vector<GemvSpec> gemvSweepSpecs(const SkinnyCase &s) {
   const GemvSpec chosen = chosenGemv(s);
   std::vector<GemvSpec> specs = {chosen};
-  const bool gated = cuda::isGated(s.epilogue);
+  const bool gated = sol::isGated(s.epilogue);
   for (int rowsPerWarp : {1, 2, 4, 8, 16})
     for (int warpsK : {1, 2, 4, 8}) {
       GemvSpec spec = chosen;
