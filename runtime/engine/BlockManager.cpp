@@ -225,6 +225,16 @@ void BlockManager::release(BlockTable &table) {
   table.hashes.clear();
 }
 
+void BlockManager::shrink(BlockTable &table, int64_t tokens) {
+  const size_t keep = static_cast<size_t>(blocksFor(tokens));
+  if (keep >= table.blocks.size())
+    return;
+  if (table.hashes.size() > keep)
+    fail("internal error: shrinking a block table below its cached blocks");
+  release(std::span<const int32_t>(table.blocks).subspan(keep));
+  table.blocks.resize(keep);
+}
+
 void BlockManager::checkConsistency() const {
   int32_t referenced = 0, freeCount = 0, cachedFree = 0;
   std::vector<char> onFree(static_cast<size_t>(numBlocks_), 0);

@@ -109,6 +109,10 @@ public:
   /// sol::Error, before changing anything, on an id out of range or a block
   /// with no reference left (a double free would corrupt two caches).
   void release(BlockTable &table);
+  /// Releases the blocks of `table` past those that hold `tokens` positions
+  /// (speculative tokens that were rejected). Those blocks hold no full
+  /// block of computed tokens, so none of them is in the prefix cache.
+  void shrink(BlockTable &table, int64_t tokens);
 
   /// Fresh blocks outside any sequence (a caller-managed table, e.g. for a
   /// teacher-forced prompt). Returns false and takes nothing when too few are

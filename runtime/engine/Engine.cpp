@@ -1,6 +1,7 @@
 //===- Engine.cpp - Batched generation over an executor -------------------===//
 #include "runtime/engine/Engine.h"
 
+#include "runtime/engine/NgramProposer.h"
 #include "runtime/support/Error.h"
 
 #include <algorithm>
@@ -189,8 +190,35 @@ Sequence *Engine::find(int64_t id) const {
   return it == sequences_.end() ? nullptr : it->second.get();
 }
 
+bool Engine::speculating() const {
+  const SpeculativeConfig &spec = config_.speculative;
+  return spec.enabled() && (spec.disableByBatchSize == 0 ||
+                            static_cast<int32_t>(scheduler_.running().size()) <=
+                                spec.disableByBatchSize);
+}
+
+void Engine::proposeDrafts() {
+  const SpeculativeConfig &spec = config_.speculative;
+  for (Sequence *seq : scheduler_.running()) {
+    seq->draft.clear();
+    if (seq->numUncomputed() != 1 || seq->pendingRow >= 0)
+      continue;
+    // All proposed tokens accepted, the step yields one more: the output
+    // stays within max_tokens (and so within maxModelLen).
+    const int64_t room = std::min<int64_t>(spec.numSpeculativeTokens,
+                                           int64_t(seq->request.maxTokens) -
+                                               seq->numOutput() - 1);
+    if (room > 0)
+      seq->draft =
+          proposeNgram(seq->tokens, spec.promptLookupMin, spec.promptLookupMax,
+                       static_cast<int32_t>(room));
+  }
+}
+
 std::vector<RequestOutput> Engine::step() {
   if (!inFlight_) {
+    if (speculating())
+      proposeDrafts();
     const Schedule schedule = scheduler_.schedule();
     if (schedule.empty()) {
       // Submission guarantees every request fits the whole cache alone.
@@ -203,6 +231,13 @@ std::vector<RequestOutput> Engine::step() {
     planned_.clear();
     for (const ScheduledChunk &c : schedule.chunks)
       planned_.push_back({c.seq, c.numTokens, c.sample, -1});
+    struct ClearDrafts {
+      const std::vector<Sequence *> &seqs;
+      ~ClearDrafts() {
+        for (Sequence *seq : seqs)
+          seq->draft.clear();
+      }
+    } clearDrafts{scheduler_.running()};
     inFlight_ = launch(planned_); // throws before queueing anything
   }
   // Outputs of earlier retirements and aborts come first; a failed step
@@ -277,15 +312,30 @@ Engine::LaunchedStep Engine::launch(std::span<const PlannedChunk> chunks) {
   for (int32_t i = 0; i < numSeqs; ++i) {
     const PlannedChunk &c = chunks[static_cast<size_t>(i)];
     const Sequence &seq = *c.seq;
-    launched.chunks.push_back({seq.id, c.numTokens, c.sample});
+    // The scheduler ran the sequence's speculative tokens after its decode
+    // token (as many as fitted); a chained step has none.
+    const int32_t numDraft =
+        c.chainedRow < 0 ? seq.numComputed + c.numTokens - seq.numTokens() : 0;
+    if (numDraft > static_cast<int32_t>(seq.draft.size()))
+      fail("internal error: sequence ", seq.id, " runs ", numDraft,
+           " positions past its tokens with ", seq.draft.size(),
+           " speculative ones");
+    launched.chunks.push_back({seq.id, c.numTokens, c.sample, {}});
+    if (numDraft > 0)
+      launched.chunks.back().draft.assign(seq.draft.begin(),
+                                          seq.draft.begin() + numDraft);
     for (int32_t k = 0; k < c.numTokens; ++k) {
       const int32_t pos = seq.numComputed + k;
       // A pending token is not on the host yet: the executor feeds it.
-      const bool pending = pos == seq.numTokens();
-      if (pending && c.chainedRow < 0)
+      const bool pending = c.chainedRow >= 0 && pos == seq.numTokens();
+      if (c.chainedRow >= 0 && pos > seq.numTokens())
         fail("internal error: sequence ", seq.id, " runs position ", pos,
              " without its token");
-      tokens_.push_back(pending ? 0 : seq.tokens[static_cast<size_t>(pos)]);
+      tokens_.push_back(
+          pending ? 0
+          : pos < seq.numTokens()
+              ? seq.tokens[static_cast<size_t>(pos)]
+              : seq.draft[static_cast<size_t>(pos - seq.numTokens())]);
       positions_.push_back(pos);
       tokenSeq_.push_back(i);
       if (anyChained)
@@ -295,36 +345,50 @@ Engine::LaunchedStep Engine::launch(std::span<const PlannedChunk> chunks) {
               blockTables_.begin() + int64_t(i) * maxBlocks);
     if (!c.sample)
       continue;
-    logitRows_.push_back(static_cast<int32_t>(tokens_.size()) - 1);
-    const SamplingParams &p = seq.request.sampling;
-    if (!plainGreedy) {
-      SamplingRow row;
-      row.temperature = p.temperature;
-      row.topK = p.topK;
-      row.topP = p.topP;
-      row.minP = p.minP;
-      row.repetitionPenalty = p.repetitionPenalty;
-      row.presencePenalty = p.presencePenalty;
-      row.frequencyPenalty = p.frequencyPenalty;
-      row.seed = seq.seed;
-      row.counter = numOutput(c);
-      sampling_.push_back(row);
-    }
-    if (anyPenalties) {
-      if (seq.penalties) {
-        const PenaltyTokenSet &set = *seq.penalties;
-        penaltyIds_.insert(penaltyIds_.end(), set.ids().begin(),
-                           set.ids().end());
-        penaltyCounts_.insert(penaltyCounts_.end(), set.outputCounts().begin(),
-                              set.outputCounts().end());
-        penaltyInPrompt_.insert(penaltyInPrompt_.end(), set.inPrompt().begin(),
-                                set.inPrompt().end());
+    // One row per speculative token besides the decode token's: row j draws
+    // output number numOutput + j as if the j tokens before it were drawn.
+    const std::vector<int32_t> &draft = launched.chunks.back().draft;
+    std::unique_ptr<PenaltyTokenSet> draftPenalties;
+    if (seq.penalties && !draft.empty())
+      draftPenalties = std::make_unique<PenaltyTokenSet>(*seq.penalties);
+    for (size_t j = 0; j <= draft.size(); ++j) {
+      const int32_t rowOutput = numOutput(c) + static_cast<int32_t>(j);
+      if (j > 0 && draftPenalties)
+        draftPenalties->addOutput(draft[j - 1]);
+      logitRows_.push_back(static_cast<int32_t>(tokens_.size()) - 1 -
+                           static_cast<int32_t>(draft.size() - j));
+      const SamplingParams &p = seq.request.sampling;
+      if (!plainGreedy) {
+        SamplingRow row;
+        row.temperature = p.temperature;
+        row.topK = p.topK;
+        row.topP = p.topP;
+        row.minP = p.minP;
+        row.repetitionPenalty = p.repetitionPenalty;
+        row.presencePenalty = p.presencePenalty;
+        row.frequencyPenalty = p.frequencyPenalty;
+        row.seed = seq.seed;
+        row.counter = rowOutput;
+        sampling_.push_back(row);
       }
-      penaltyOffsets_.push_back(static_cast<int32_t>(penaltyIds_.size()));
-    }
-    if (anyBias) {
-      appendBias(seq, numOutput(c));
-      biasOffsets_.push_back(static_cast<int32_t>(biasIds_.size()));
+      if (anyPenalties) {
+        if (seq.penalties) {
+          const PenaltyTokenSet &set =
+              draftPenalties ? *draftPenalties : *seq.penalties;
+          penaltyIds_.insert(penaltyIds_.end(), set.ids().begin(),
+                             set.ids().end());
+          penaltyCounts_.insert(penaltyCounts_.end(),
+                                set.outputCounts().begin(),
+                                set.outputCounts().end());
+          penaltyInPrompt_.insert(penaltyInPrompt_.end(),
+                                  set.inPrompt().begin(), set.inPrompt().end());
+        }
+        penaltyOffsets_.push_back(static_cast<int32_t>(penaltyIds_.size()));
+      }
+      if (anyBias) {
+        appendBias(seq, rowOutput);
+        biasOffsets_.push_back(static_cast<int32_t>(biasIds_.size()));
+      }
     }
   }
   const size_t R = logitRows_.size();
@@ -366,7 +430,8 @@ Engine::LaunchedStep Engine::launch(std::span<const PlannedChunk> chunks) {
 }
 
 bool Engine::canScheduleAhead(const LaunchedStep &step) const {
-  if (!config_.asyncScheduling || !executor_.chainsSteps())
+  // A speculating step's accepted tokens decide the next step's positions.
+  if (!config_.asyncScheduling || !executor_.chainsSteps() || speculating())
     return false;
   for (const LaunchedStep::Chunk &c : step.chunks) {
     // Behind a step with prompt work (milliseconds of GPU time, against the
@@ -418,9 +483,11 @@ void Engine::commit(LaunchedStep &step) {
   if (step.committed)
     return;
   Schedule live;
+  // Speculative tokens count as computed once accepted (collect()).
   for (const LaunchedStep::Chunk &c : step.chunks)
     if (Sequence *seq = find(c.seq))
-      live.chunks.push_back({seq, c.numTokens, c.sample});
+      live.chunks.push_back(
+          {seq, c.numTokens - static_cast<int32_t>(c.draft.size()), c.sample});
   scheduler_.commit(live);
   step.committed = true;
   counters_.peakKvBlocksUsed =
@@ -441,35 +508,64 @@ void Engine::collect(LaunchedStep &step, std::vector<RequestOutput> &outputs) {
   for (const LaunchedStep::Chunk &c : step.chunks) {
     if (!c.sample)
       continue;
-    const size_t r = row++;
+    const size_t first = row;
+    row += 1 + c.draft.size();
     Sequence *found = find(c.seq);
     if (!found) {
       ++counters_.discardedTokens; // stopped or aborted while queued
       continue;
     }
     Sequence &seq = *found;
-    const int32_t id = res.chosen[r];
-    if (id < 0 || id >= config_.vocabSize)
-      fail("the ", executor_.name(), " executor returned token id ", id,
-           " for logits row ", r, ", outside the vocabulary [0, ",
-           config_.vocabSize, ")");
-    seq.appendOutput(id);
-    ++counters_.generatedTokens;
-    if (seq.numOutput() == 1)
-      seq.firstTokenTime = now;
-    seq.lastTokenTime = now;
-    const FinishReason reason = seq.stop.push(id, seq.numOutput());
-
     RequestOutput o = outputOf(seq);
-    o.newTokenIds.push_back(id);
-    if (seq.request.logprobs) {
-      o.logprobs.push_back(res.logprobs[r]);
-      std::vector<TopLogprob> top;
-      for (int32_t k = 0; k < *seq.request.logprobs; ++k) {
-        const size_t at = r * size_t(step.numTop) + size_t(k);
-        top.push_back({res.topIds[at], res.topLogprobs[at]});
+    FinishReason reason = FinishReason::None;
+    // Row j's token is drawn as if the speculative tokens before it were the
+    // sequence's: it stands while they all equal the tokens drawn at their
+    // positions. For greedy rows that is verification against the argmax;
+    // for sampled ones, with a proposal that is one token, it is exactly
+    // rejection sampling (accept d with probability p(d), else draw from p
+    // without d): the draw is the same function of (seed, output number)
+    // with or without speculation.
+    int32_t accepted = 0;
+    for (size_t j = 0; j <= c.draft.size(); ++j) {
+      const size_t r = first + j;
+      const int32_t id = res.chosen[r];
+      if (id < 0 || id >= config_.vocabSize)
+        fail("the ", executor_.name(), " executor returned token id ", id,
+             " for logits row ", r, ", outside the vocabulary [0, ",
+             config_.vocabSize, ")");
+      seq.appendOutput(id);
+      ++counters_.generatedTokens;
+      if (seq.numOutput() == 1)
+        seq.firstTokenTime = now;
+      seq.lastTokenTime = now;
+      reason = seq.stop.push(id, seq.numOutput());
+      o.newTokenIds.push_back(id);
+      if (seq.request.logprobs) {
+        o.logprobs.push_back(res.logprobs[r]);
+        std::vector<TopLogprob> top;
+        for (int32_t k = 0; k < *seq.request.logprobs; ++k) {
+          const size_t at = r * size_t(step.numTop) + size_t(k);
+          top.push_back({res.topIds[at], res.topLogprobs[at]});
+        }
+        o.topLogprobs.push_back(std::move(top));
       }
-      o.topLogprobs.push_back(std::move(top));
+      if (reason != FinishReason::None || j == c.draft.size() ||
+          id != c.draft[j])
+        break;
+      ++accepted;
+    }
+    {
+      // The counts and times as they are after this step's tokens.
+      RequestOutput after = outputOf(seq);
+      after.newTokenIds = std::move(o.newTokenIds);
+      after.logprobs = std::move(o.logprobs);
+      after.topLogprobs = std::move(o.topLogprobs);
+      o = std::move(after);
+    }
+    if (!c.draft.empty()) {
+      ++counters_.specDrafts;
+      counters_.specProposedTokens += static_cast<int64_t>(c.draft.size());
+      counters_.specAcceptedTokens += accepted;
     }
     if (reason != FinishReason::None) {
       scheduler_.remove(seq);
@@ -477,6 +573,11 @@ void Engine::collect(LaunchedStep &step, std::vector<RequestOutput> &outputs) {
       seq.finishReason = reason;
       o.finished = true;
       o.finishReason = reason;
+    } else if (!c.draft.empty()) {
+      // The accepted tokens' K/V is in the cache; the rejected ones' blocks
+      // go back (their slots are overwritten before anything reads them).
+      scheduler_.advance(seq, accepted);
+      blocks_.shrink(seq.blocks, seq.numTokens());
     }
     o.newText = seq.stop.takeText(o.finished);
     const bool finished = o.finished;

@@ -28,6 +28,7 @@
 #include "runtime/engine/Request.h"
 #include "runtime/engine/Scheduler.h"
 #include "runtime/engine/Sequence.h"
+#include "runtime/engine/SpeculativeConfig.h"
 #include "runtime/executor/Executor.h"
 
 #include <cstddef>
@@ -63,6 +64,10 @@ struct EngineConfig {
   /// Queue the next decode step while the current one runs, where the
   /// executor can (solrun --async-scheduling on|off; docs/engine.md).
   bool asyncScheduling = true;
+  /// Speculative decoding (solrun --speculative-config): n-gram prompt
+  /// lookup proposes tokens that a decode step checks in one pass. Steps
+  /// that speculate are not queued ahead (their tokens decide the next).
+  SpeculativeConfig speculative;
 };
 
 struct EngineStats {
@@ -87,6 +92,12 @@ struct EngineStats {
   /// their tokens discarded because the sequence had stopped.
   int64_t chainedSteps = 0;
   int64_t discardedTokens = 0;
+  /// Speculative decoding: decode steps of a sequence that carried proposed
+  /// tokens, the tokens proposed, and those accepted (equal to the token
+  /// drawn at their position).
+  int64_t specDrafts = 0;
+  int64_t specProposedTokens = 0;
+  int64_t specAcceptedTokens = 0;
 };
 
 /// One window of a teacher-forced scoring pass (Engine::scoreWindows): a
@@ -197,13 +208,21 @@ private:
     bool sample = false;
     int32_t chainedRow = -1;
   };
+  /// Whether decode steps propose speculative tokens now (enabled, and not
+  /// more running sequences than disable_by_batch_size).
+  bool speculating() const;
+  /// Sets Sequence::draft of each running sequence that decodes next.
+  void proposeDrafts();
   /// A step handed to the executor and not yet retired. Sequences are named
   /// by id: one may finish or be aborted while its step is queued.
   struct LaunchedStep {
     struct Chunk {
       int64_t seq;
-      int32_t numTokens;
+      int32_t numTokens; // the speculative ones included
       bool sample;
+      /// Speculative tokens after the decode token: one logits row each
+      /// besides the decode token's.
+      std::vector<int32_t> draft;
     };
     std::vector<Chunk> chunks;
     /// The scheduler has counted its tokens as computed (done early when a

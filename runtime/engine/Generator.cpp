@@ -8,8 +8,10 @@ namespace sol {
 namespace {
 
 EngineConfig singleSequence(int64_t vocabSize, int64_t maxModelLen,
-                            int32_t maxNumBatchedTokens, bool asyncScheduling) {
+                            int32_t maxNumBatchedTokens, bool asyncScheduling,
+                            const SpeculativeConfig &speculative) {
   EngineConfig c;
+  c.speculative = speculative;
   c.asyncScheduling = asyncScheduling;
   c.vocabSize = vocabSize;
   c.maxModelLen = maxModelLen;
@@ -21,9 +23,11 @@ EngineConfig singleSequence(int64_t vocabSize, int64_t maxModelLen,
 } // namespace
 
 Generator::Generator(Executor &executor, int64_t vocabSize, int64_t maxModelLen,
-                     int32_t maxNumBatchedTokens, bool asyncScheduling)
-    : engine_(executor, singleSequence(vocabSize, maxModelLen,
-                                       maxNumBatchedTokens, asyncScheduling)) {}
+                     int32_t maxNumBatchedTokens, bool asyncScheduling,
+                     const SpeculativeConfig &speculative)
+    : engine_(executor,
+              singleSequence(vocabSize, maxModelLen, maxNumBatchedTokens,
+                             asyncScheduling, speculative)) {}
 
 GenerationResult Generator::generate(const GenerationRequest &request) {
   if (request.maxTokens < 0)

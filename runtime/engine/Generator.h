@@ -40,7 +40,8 @@ public:
   /// `maxModelLen` bounds prompt + generated tokens; a prompt runs in steps
   /// of at most `maxNumBatchedTokens` tokens (0: the engine's default).
   Generator(Executor &executor, int64_t vocabSize, int64_t maxModelLen,
-            int32_t maxNumBatchedTokens = 0, bool asyncScheduling = true);
+            int32_t maxNumBatchedTokens = 0, bool asyncScheduling = true,
+            const SpeculativeConfig &speculative = {});
 
   /// Greedy generation. Throws sol::Error naming the problem for an empty
   /// prompt, ids outside the vocabulary, or a prompt + max tokens longer

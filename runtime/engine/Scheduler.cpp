@@ -37,7 +37,8 @@ void Scheduler::remove(Sequence &seq) {
 
 void Scheduler::push(Schedule &out, Sequence &seq, int32_t n, int32_t &budget) {
   seq.scheduledTokens = n;
-  out.chunks.push_back({&seq, n, n == seq.numUncomputed()});
+  // Speculative tokens come after the last one: the step samples.
+  out.chunks.push_back({&seq, n, n >= seq.numUncomputed()});
   out.numTokens += n;
   budget -= n;
 }
@@ -54,6 +55,7 @@ void Scheduler::preempt(Sequence &victim, Schedule &out, int32_t &budget) {
     victim.scheduledTokens = 0;
   }
   running_.erase(std::find(running_.begin(), running_.end(), &victim));
+  victim.draft.clear();
   blocks_.release(victim.blocks);
   victim.numComputed = 0;
   victim.status = SequenceStatus::Waiting;
@@ -112,7 +114,20 @@ Schedule Scheduler::schedule() {
   // unless it is the victim itself (then it was the last one).
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence &seq = *running_[i];
-    if (seq.numUncomputed() == 1 && reserve(seq, 1, out, budget))
+    if (seq.numUncomputed() != 1)
+      continue;
+    // Speculative tokens only where they fit without preempting anyone.
+    const auto drafts =
+        std::min<size_t>(seq.draft.size(), static_cast<size_t>(budget - 1));
+    if (drafts > 0 &&
+        blocks_.grow(seq.blocks, int64_t(seq.numComputed) + 1 +
+                                     static_cast<int64_t>(drafts))) {
+      seq.draft.resize(drafts);
+      push(out, seq, 1 + static_cast<int32_t>(drafts), budget);
+      continue;
+    }
+    seq.draft.clear();
+    if (reserve(seq, 1, out, budget))
       push(out, seq, 1, budget);
   }
   // 2. Chunks of partly computed prompts (or recomputations) of running.
@@ -128,6 +143,11 @@ Schedule Scheduler::schedule() {
   if (out.numPreempted == 0)
     admit(out, budget);
   return out;
+}
+
+void Scheduler::advance(Sequence &seq, int32_t n) {
+  seq.numComputed += n;
+  blocks_.commitFullBlocks(seq.blocks, seq.tokens, seq.numComputed);
 }
 
 void Scheduler::commit(const Schedule &schedule) {

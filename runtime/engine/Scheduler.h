@@ -4,7 +4,9 @@
 // (continuous batching with chunked prefill, as vLLM V1):
 //
 //  1. every running sequence that waits for its next token gets its one
-//     decode token, oldest admission first;
+//     decode token, oldest admission first, followed by its speculative
+//     tokens (Sequence::draft) where the budget and free blocks allow
+//     (never at the cost of a preemption);
 //  2. running sequences with a partly computed prompt get chunks of the
 //     remaining token budget, oldest first;
 //  3. waiting sequences are admitted strictly first come, first served (the
@@ -72,6 +74,9 @@ public:
   /// After the executor ran `schedule`: advances numComputed and registers
   /// the blocks that became full in the prefix cache.
   void commit(const Schedule &schedule);
+  /// Counts `n` more tokens of `seq` as computed (speculative tokens that
+  /// were accepted and appended) and registers the blocks that became full.
+  void advance(Sequence &seq, int32_t n);
 
   const std::vector<Sequence *> &running() const { return running_; }
   const std::deque<Sequence *> &waiting() const { return waiting_; }

@@ -70,6 +70,11 @@ struct Sequence {
   /// token, whose id the host does not have yet, so it counts as a token to
   /// compute at position numTokens(); -1 otherwise.
   int32_t pendingRow = -1;
+  /// Speculative tokens proposed for the positions after the last token
+  /// (n-gram prompt lookup), set by the engine while it builds a step: the
+  /// scheduler runs them with the decode token, all or as many as the token
+  /// budget and the free KV blocks allow, and the step checks them.
+  std::vector<int32_t> draft;
   Clock::time_point arrivalTime, firstTokenTime, lastTokenTime;
   StopChecker stop;
   /// Present when the request has penalties.

@@ -142,6 +142,15 @@ std::string Metrics::render(const EngineStats &s) const {
          s.prefixCacheQueries
              ? double(s.prefixCacheHits) / double(s.prefixCacheQueries)
              : 0.0);
+  scalar(out, "sol_spec_decode_num_drafts_total",
+         "Decode steps of a request that carried speculative tokens.",
+         "counter", double(s.specDrafts));
+  scalar(out, "sol_spec_decode_num_draft_tokens_total",
+         "Speculative tokens proposed.", "counter",
+         double(s.specProposedTokens));
+  scalar(out, "sol_spec_decode_num_accepted_tokens_total",
+         "Speculative tokens accepted (equal to the token drawn there).",
+         "counter", double(s.specAcceptedTokens));
   scalar(out, "sol_num_preemptions_total",
          "Requests preempted (KV cache released, recomputed later).", "counter",
          double(s.numPreemptions));

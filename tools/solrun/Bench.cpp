@@ -60,6 +60,7 @@ int runBench(const PlanFile &file, const std::string &device,
   config.maxNumBatchedTokens = opts.maxNumBatchedTokens;
   config.enablePrefixCaching = opts.enablePrefixCaching;
   config.asyncScheduling = opts.asyncScheduling;
+  config.speculative = opts.speculative;
   config.seed = opts.seed;
   Engine engine(*executor, config);
 
@@ -164,6 +165,21 @@ int runBench(const PlanFile &file, const std::string &device,
     j["median_ttft_ms"] = medianTtft;
     j["first_ttft_ms"] = firstTtft;
     j["mean_tpot_ms"] = meanTpot;
+    if (opts.speculative.enabled()) {
+      j["spec_num_drafts"] = s.specDrafts;
+      j["spec_proposed_tokens"] = s.specProposedTokens;
+      j["spec_accepted_tokens"] = s.specAcceptedTokens;
+      j["spec_acceptance_rate"] =
+          s.specProposedTokens > 0
+              ? double(s.specAcceptedTokens) / double(s.specProposedTokens)
+              : 0.0;
+      // Tokens a speculating step yields for its sequence: the accepted
+      // ones and the one drawn after them.
+      j["spec_mean_accepted_length"] =
+          s.specDrafts > 0
+              ? 1.0 + double(s.specAcceptedTokens) / double(s.specDrafts)
+              : 0.0;
+    }
     j["steps"] = s.numSteps;
     j["computed_tokens"] = s.computedTokens;
     j["config"] = {{"num_prompts", opts.numPrompts},
@@ -215,6 +231,18 @@ int runBench(const PlanFile &file, const std::string &device,
   std::printf("  %-24s %.2f ms (first request %.2f ms)\n", "median TTFT",
               medianTtft, firstTtft);
   std::printf("  %-24s %.3f ms\n", "mean TPOT", meanTpot);
+  if (opts.speculative.enabled())
+    std::printf(
+        "  %-24s %lld of %lld proposed tokens accepted (%.1f%%), "
+        "%.2f tokens per speculating step\n",
+        "speculative decoding", static_cast<long long>(s.specAcceptedTokens),
+        static_cast<long long>(s.specProposedTokens),
+        s.specProposedTokens > 0 ? 100.0 * double(s.specAcceptedTokens) /
+                                       double(s.specProposedTokens)
+                                 : 0.0,
+        s.specDrafts > 0
+            ? 1.0 + double(s.specAcceptedTokens) / double(s.specDrafts)
+            : 0.0);
   return 0;
 }
 

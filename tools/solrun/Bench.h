@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/engine/SpeculativeConfig.h"
 #include "runtime/executor/ExecutorFactory.h"
 #include "tools/common/LengthRange.h"
 
@@ -29,6 +30,8 @@ struct BenchOptions {
   bool enablePrefixCaching = false;
   /// EngineConfig::asyncScheduling (solrun --async-scheduling on|off).
   bool asyncScheduling = true;
+  /// EngineConfig::speculative (solrun --speculative-config).
+  SpeculativeConfig speculative;
   /// Requests in flight at most; the next is submitted when one finishes
   /// (vLLM bench's --max-concurrency). 0: all are submitted at the start.
   int32_t maxConcurrency = 0;

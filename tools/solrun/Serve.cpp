@@ -94,6 +94,7 @@ int runServe(const PlanFile &file, const std::string &device,
   config.maxNumBatchedTokens = opts.maxNumBatchedTokens;
   config.enablePrefixCaching = opts.enablePrefixCaching;
   config.asyncScheduling = opts.asyncScheduling;
+  config.speculative = opts.speculative;
   if (const auto *g = plan.generation(); g && g->eos_token_ids())
     for (int64_t id : *g->eos_token_ids())
       config.eosTokenIds.push_back(static_cast<int32_t>(id));

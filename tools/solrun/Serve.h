@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/engine/SpeculativeConfig.h"
 #include "runtime/executor/ExecutorFactory.h"
 
 #include <cstdint>
@@ -29,6 +30,8 @@ struct ServeOptions {
   /// EngineConfig::asyncScheduling; off by default for a server: under
   /// load it delays the first token of arriving requests (docs/engine.md).
   bool asyncScheduling = false;
+  /// EngineConfig::speculative (solrun --speculative-config).
+  SpeculativeConfig speculative;
   /// Empty: no authentication.
   std::string apiKey;
   int64_t maxRequestBytes = 8 << 20;

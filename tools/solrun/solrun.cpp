@@ -67,6 +67,9 @@ struct Options {
   /// --async-scheduling on|off; empty: the mode's default (on for a prompt
   /// and --bench, off for --serve).
   std::string asyncScheduling;
+  /// --speculative-config JSON, and what it says.
+  std::string speculativeConfig;
+  sol::SpeculativeConfig speculative;
   /// Flags that only --serve uses, and flags of the other modes, as given.
   std::vector<std::string> serveFlagsGiven;
   std::vector<std::string> nonServeFlagsGiven;
@@ -433,7 +436,7 @@ int run(Options &opts) {
                             : p.model()->max_position_embeddings();
   sol::Generator generator(*executor, p.model()->vocab_size(), maxModelLen,
                            opts.benchOptions.maxNumBatchedTokens,
-                           opts.benchOptions.asyncScheduling);
+                           opts.benchOptions.asyncScheduling, opts.speculative);
 
   if (!opts.logitsOut.empty()) {
     std::vector<float> logits = generator.promptLogits(prompt);
@@ -500,6 +503,13 @@ int run(Options &opts) {
     std::cerr << "solrun: " << result.ids.size() << " tokens ("
               << result.finishReason << ") on " << executor->name() << ", TTFT "
               << result.ttftMs << " ms, TPOT " << result.tpotMs << " ms\n";
+    if (opts.speculative.enabled()) {
+      const sol::EngineStats s = generator.engine().stats();
+      std::cerr << "solrun: speculative decoding: " << s.specAcceptedTokens
+                << " of " << s.specProposedTokens
+                << " proposed tokens accepted over " << s.specDrafts
+                << " steps\n";
+    }
   }
   return 0;
 }
@@ -635,6 +645,13 @@ int main(int argc, char **argv) {
       app.add_flag("--enable-prefix-caching", b.enablePrefixCaching,
                    "with --bench or --serve: reuse the KV cache of shared "
                    "prompt prefixes")};
+  app.add_option("--speculative-config", opts.speculativeConfig,
+                 "speculative decoding, as vLLM's JSON: '{\"method\": "
+                 "\"ngram\", \"num_speculative_tokens\": 4, "
+                 "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}' "
+                 "proposes the continuation of the latest earlier match of "
+                 "the sequence's last tokens, checked in one pass; outputs "
+                 "are those of plain decoding (docs/engine.md)");
   app.add_option("--async-scheduling", opts.asyncScheduling,
                  "on: queue the next decode step while one runs on the GPU "
                  "(more tokens/s, lower TPOT; requests arriving under load "
@@ -762,6 +779,14 @@ int main(int argc, char **argv) {
   if (opts.serve)
     given(benchFlags, opts.nonServeFlagsGiven);
   try {
+    if (!opts.speculativeConfig.empty()) {
+      opts.speculative = sol::parseSpeculativeConfig(opts.speculativeConfig);
+      if (!opts.perplexity.textFile.empty() || !opts.perplexity.idsFile.empty())
+        sol::fail("--speculative-config does not go with a perplexity pass "
+                  "(it generates nothing)");
+    }
+    opts.benchOptions.speculative = opts.speculative;
+    opts.serveOptions.speculative = opts.speculative;
     preparePerplexity(opts);
     prepareServe(opts);
     if (!opts.tokenizerTool.source.empty())

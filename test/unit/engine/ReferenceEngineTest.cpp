@@ -158,6 +158,9 @@ struct Scenario {
   /// (which needs an empty waiting queue) chains most steps.
   int rolling = 0;
   bool asyncScheduling = true;
+  /// N-gram speculation (4 tokens, lookup 1..3) on prompts made of a
+  /// repeated random segment, so that the lookup finds matches.
+  bool speculative = false;
 };
 
 void runScenario(const Scenario &sc) {
@@ -175,11 +178,17 @@ void runScenario(const Scenario &sc) {
     Request r;
     if (sc.sharedPrefixes)
       r.promptIds = prefixes[rng() % prefixes.size()];
-    const int32_t tail =
-        sc.sharedPrefixes ? uniform(rng, 1, 16) : uniform(rng, 1, 40);
+    const int32_t tail = sc.speculative      ? uniform(rng, 1, 4)
+                         : sc.sharedPrefixes ? uniform(rng, 1, 16)
+                                             : uniform(rng, 1, 40);
     const auto ids = randomIds(rng, size_t(tail), vocab);
     r.promptIds.insert(r.promptIds.end(), ids.begin(), ids.end());
-    r.maxTokens = uniform(rng, 1, 24);
+    if (sc.speculative) {
+      const auto segment = randomIds(rng, size_t(uniform(rng, 2, 6)), vocab);
+      for (int k = uniform(rng, 1, 4); k > 0; --k)
+        r.promptIds.insert(r.promptIds.end(), segment.begin(), segment.end());
+    }
+    r.maxTokens = uniform(rng, 1, sc.speculative ? 16 : 24);
     r.ignoreEos = rng() % 3 != 0;
     if (sc.sampled) {
       SamplingParams &p = r.sampling;
@@ -210,6 +219,12 @@ void runScenario(const Scenario &sc) {
   c.eosTokenIds = kEos;
   c.seed = 1;
   c.asyncScheduling = sc.asyncScheduling;
+  if (sc.speculative) {
+    c.speculative.method = SpeculativeConfig::Method::Ngram;
+    c.speculative.numSpeculativeTokens = 4;
+    c.speculative.promptLookupMin = 1;
+    c.speculative.promptLookupMax = 3;
+  }
   Engine engine(ex, c);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Finished> results;
@@ -261,6 +276,13 @@ void runScenario(const Scenario &sc) {
             << " tokens, peak " << s.peakKvBlocksUsed << "/" << s.kvBlocksTotal
             << " blocks, " << s.chainedSteps << " chained steps, "
             << s.discardedTokens << " tokens discarded\n";
+  if (sc.speculative) {
+    std::cout << "  speculation: " << s.specAcceptedTokens << " of "
+              << s.specProposedTokens << " proposed tokens accepted over "
+              << s.specDrafts << " steps\n";
+    EXPECT_GT(s.specAcceptedTokens, 0);
+    EXPECT_LT(s.specAcceptedTokens, s.specProposedTokens);
+  }
   EXPECT_GT(s.numPreemptions, 0) << "the cache should force preemptions";
   if (sc.rolling > 0 && sc.asyncScheduling) {
     EXPECT_GT(s.chainedSteps, s.numSteps / 2);
@@ -322,6 +344,28 @@ TEST(ReferenceEngine, AsyncSchedulingUnderSteadyLoadMatchesRunningAlone) {
   runScenario(sc);
   sc.asyncScheduling = false;
   runScenario(sc);
+}
+
+TEST(ReferenceEngine, NgramSpeculationGivesTheOutputsOfPlainDecoding) {
+  // Greedy and sampled, with penalties and logprobs, under preemption and
+  // with prefix caching: every request's ids, logprobs and finish reason
+  // equal the same request run alone without speculation, and rejected
+  // tokens leave no block behind.
+  Scenario sc{false, false, 21, 300};
+  sc.speculative = true;
+  runScenario(sc);
+  sc.prefixCaching = true;
+  sc.sharedPrefixes = true;
+  sc.seed = 22;
+  runScenario(sc);
+  sc.sampled = true;
+  sc.seed = 23;
+  runScenario(sc);
+  // Small step budgets trim the proposals.
+  Scenario small{true, true, 24, 200, 24, 4, 6};
+  small.speculative = true;
+  small.sampled = true;
+  runScenario(small);
 }
 
 TEST(ReferenceEngine, GeneratorMatchesTheEngine) {

@@ -1,0 +1,52 @@
+//===- SpeculativeConfig.h - How the engine speculates ----------*- C++ -*-===//
+//
+// Speculative decoding is configured as in vLLM, with the JSON object of
+// `--speculative-config`, so that a vLLM command line carries over. Sol
+// supports the draft-model-free "ngram" method (prompt lookup, see
+// NgramProposer.h); the parser refuses everything else (a draft "model",
+// other methods, keys it does not know) instead of silently running without
+// speculation.
+//
+// Accepted keys:
+//   "method"                  "ngram" (required)
+//   "num_speculative_tokens"  drafts per step, 1..16 (required)
+//   "prompt_lookup_max"       longest n-gram matched, >= 1
+//   "prompt_lookup_min"       shortest n-gram matched, >= 1, <= the max
+//   "disable_by_batch_size"   speculation is off while more sequences than
+//                             this run, >= 1 (default: never off)
+// When only one of the lookup bounds is given, the other takes its value;
+// when neither is, they are 2 (min) and 4 (max): a range, so that a shorter
+// match still proposes where the longest finds none.
+// A key whose value is null counts as not given.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace sol {
+
+struct SpeculativeConfig {
+  enum class Method { None, Ngram };
+  Method method = Method::None;
+  int32_t numSpeculativeTokens = 0;
+  int32_t promptLookupMin = 0, promptLookupMax = 0;
+  /// Speculation is off while more than this many sequences run (0: never
+  /// off).
+  int32_t disableByBatchSize = 0;
+
+  bool enabled() const { return method != Method::None; }
+};
+
+/// The lookup bounds used when the config gives neither.
+inline constexpr int32_t kDefaultPromptLookupMin = 2;
+inline constexpr int32_t kDefaultPromptLookupMax = 4;
+/// The most drafts per step accepted for "num_speculative_tokens".
+inline constexpr int32_t kMaxSpeculativeTokens = 16;
+
+/// Parses the JSON object of vLLM's `--speculative-config` (see the file
+/// comment for the keys). Throws sol::Error naming the offending key.
+SpeculativeConfig parseSpeculativeConfig(std::string_view json);
+
+} // namespace sol
