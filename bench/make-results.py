@@ -268,6 +268,23 @@ def load(path):
         return json.load(f)
 
 
+def spec_rows(d, name):
+    """bench/spec_bench.py: n-gram speculation at batch 1 on copy prompts."""
+    model = {"sol-tiny": "sol-tiny (trained)",
+             "llama-1b": "Llama-3.2-1B shape (trained here)"}.get(name, name)
+    w, s = d["workload"], d["sol"]
+    hf = d.get("transformers")
+    base = (f"{n(hf['spec_tokens_per_s'])} ({hf['speedup']:.2f}x over its "
+            f"{n(hf['plain_tokens_per_s'])}; Transformers prompt lookup)" if hf else "—")
+    steps = "18 26" if name == "llama-1b" else "26"
+    return [(f"{model}, batch 1, {w['prompts']} prompts that copy from their context, "
+             f"{w['max_tokens']} new: decode tok/s with n-gram speculation",
+             f"{n(s['spec_tokens_per_s'])} ({s['speedup']:.2f}x over plain "
+             f"{n(s['plain_tokens_per_s'])}; {s['acceptance_rate']:.0%} of proposed tokens "
+             f"accepted, {s['mean_accepted_length']:.2f} tokens a step)",
+             base, f"`SOL_GPU_STEPS=\"{steps}\" scripts/gpu-check` (`bench/spec_bench.py`)")]
+
+
 def run_rows(run_dir, args):
     """The rows of one gpu-check $OUT, with its date and commit."""
     meta = {}
@@ -301,6 +318,8 @@ def run_rows(run_dir, args):
                 rows += onnx_rows(load(path), 24)
             elif re.fullmatch(r"decode-.+\.json", name):
                 rows += decode_rows(load(path), 25)
+            elif re.fullmatch(r"spec-.+\.json", name):
+                rows += spec_rows(load(path), name[len("spec-"):-len(".json")])
             elif name == "engine.json":
                 rows += engine_rows(load(path))
             elif re.fullmatch(r"engine-.+\.json", name):

@@ -491,6 +491,12 @@ int run(Options &opts) {
     j["timing"] = {{"ttft_ms", result.ttftMs},
                    {"tpot_ms", result.tpotMs},
                    {"decode_tokens_per_s", result.decodeTokensPerS}};
+    if (opts.speculative.enabled()) {
+      const sol::EngineStats s = generator.engine().stats();
+      j["speculative"] = {{"num_drafts", s.specDrafts},
+                          {"proposed_tokens", s.specProposedTokens},
+                          {"accepted_tokens", s.specAcceptedTokens}};
+    }
     std::cout << j.dump(-1, ' ', false,
                         nlohmann::json::error_handler_t::replace)
               << "\n";
