@@ -99,8 +99,11 @@ std::vector<CheckFamily> allFamilies() {
   return all;
 }
 
-// --compile-only: NVRTC and ptxas, no GPU.
-int compileOnly(const std::vector<CheckFamily> &families) {
+// --compile-only: NVRTC and ptxas, no GPU. With --dump-cubins the cubins
+// too: comparing them before and after a change of a kernel header that
+// should not change code generation needs no GPU.
+int compileOnly(const std::vector<CheckFamily> &families,
+                const std::string &cubinDir) {
   nvrtc::NvrtcOptions nvrtcOptions;
   nvrtcOptions.ptxasVerbose = true;
   const nvrtc::NvrtcCompiler compiler(nvrtcOptions);
@@ -108,6 +111,8 @@ int compileOnly(const std::vector<CheckFamily> &families) {
   for (const CheckFamily &f : families)
     f.declare(library);
   library.compile();
+  if (!cubinDir.empty())
+    library.dumpCubins(cubinDir);
   bool spills = false;
   for (const KernelLibrary::CompiledInstance &k : library.compiledInstances()) {
     std::printf("%4d regs %4d/%4d spill  %s\n", k.registers,
@@ -138,7 +143,7 @@ int run(int argc, char **argv) {
       return !args.only.count(f.name);
     });
   if (args.compileOnly)
-    return compileOnly(families);
+    return compileOnly(families, args.cubinDir);
 
   if (!cuda::cudaAvailable()) {
     std::printf("sol-kernel-check: skipped, no usable GPU: %s\n",
