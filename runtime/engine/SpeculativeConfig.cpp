@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -16,9 +18,9 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr const char *kWhere = "--speculative-config";
-constexpr const char *kKnownKeys =
-    "\"method\", \"num_speculative_tokens\", \"prompt_lookup_max\", "
-    "\"prompt_lookup_min\", \"disable_by_batch_size\"";
+constexpr std::string_view kKeys[] = {"method", "num_speculative_tokens",
+                                      "prompt_lookup_max", "prompt_lookup_min",
+                                      "disable_by_batch_size"};
 
 /// The integer value of `key`, or nothing when it is absent or null.
 /// Refuses other types and values outside [lo, hi].
@@ -70,19 +72,17 @@ SpeculativeConfig parseSpeculativeConfig(std::string_view text) {
   if (auto it = j.find("model"); it != j.end() && !it->is_null())
     fail(kWhere, ": \"model\" (speculation with a draft model) is not "
                  "supported yet; use \"method\": \"ngram\"");
-  std::string unknown;
+  std::string unknown, known;
   size_t numUnknown = 0;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string &key = it.key();
-    if (key == "model" || key == "method" || key == "num_speculative_tokens" ||
-        key == "prompt_lookup_max" || key == "prompt_lookup_min" ||
-        key == "disable_by_batch_size")
-      continue;
-    unknown += cat(numUnknown++ ? ", " : "", "\"", key, "\"");
-  }
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "model" && std::find(std::begin(kKeys), std::end(kKeys),
+                                         it.key()) == std::end(kKeys))
+      unknown += cat(numUnknown++ ? ", " : "", "\"", it.key(), "\"");
+  for (std::string_view key : kKeys)
+    known += cat(known.empty() ? "" : ", ", "\"", key, "\"");
   if (!unknown.empty())
     fail(kWhere, ": unknown key", numUnknown == 1 ? " " : "s ", unknown,
-         "; the supported keys are ", kKnownKeys);
+         "; the supported keys are ", known);
 
   SpeculativeConfig config;
   auto method = j.find("method");
