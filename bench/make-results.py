@@ -269,20 +269,42 @@ def load(path):
 
 
 def spec_rows(d, name):
-    """bench/spec_bench.py: n-gram speculation at batch 1 on copy prompts."""
+    """bench/spec_bench.py: speculation at batch 1 (n-gram on copy prompts, a draft model
+    on held-out text) and under load."""
+    method = "ngram"
+    for suffix in ("-ngram", "-draft"):
+        if name.endswith(suffix):
+            name, method = name[:-len(suffix)], suffix[1:]
     model = {"sol-tiny": "sol-tiny (trained)",
              "llama-1b": "Llama-3.2-1B shape (trained here)"}.get(name, name)
     w, s = d["workload"], d["sol"]
     hf = d.get("transformers")
+    what = ("n-gram speculation" if method == "ngram"
+            else f"draft-model speculation ({os.path.basename(w['speculative_config']['model'])})")
+    workload = ("prompts that copy from their context" if w.get("kind", "copy") == "copy"
+                else "held-out text prompts")
     base = (f"{n(hf['spec_tokens_per_s'])} ({hf['speedup']:.2f}x over its "
-            f"{n(hf['plain_tokens_per_s'])}; Transformers prompt lookup)" if hf else "—")
+            f"{n(hf['plain_tokens_per_s'])}; Transformers {hf.get('method', 'prompt lookup')})"
+            if hf else "—")
     steps = "18 26" if name == "llama-1b" else "26"
-    return [(f"{model}, batch 1, {w['prompts']} prompts that copy from their context, "
-             f"{w['max_tokens']} new: decode tok/s with n-gram speculation",
+    cmd = f"`SOL_GPU_STEPS=\"{steps}\" scripts/gpu-check` (`bench/spec_bench.py`)"
+    parted = ""
+    if s.get("differences"):
+        parted = (f"; ids equal with and without on {s['ids_equal']} of {s['prompts']} "
+                  f"prompts, largest teacher-forced logit gap where they part "
+                  f"{s['max_difference_gap']:.3f}")
+    rows = [(f"{model}, batch 1, {w['prompts']} {workload}, {w['max_tokens']} new: decode "
+             f"tok/s with {what}",
              f"{n(s['spec_tokens_per_s'])} ({s['speedup']:.2f}x over plain "
              f"{n(s['plain_tokens_per_s'])}; {s['acceptance_rate']:.0%} of proposed tokens "
-             f"accepted, {s['mean_accepted_length']:.2f} tokens a step)",
-             base, f"`SOL_GPU_STEPS=\"{steps}\" scripts/gpu-check` (`bench/spec_bench.py`)")]
+             f"accepted, {s['mean_accepted_length']:.2f} tokens a step{parted})",
+             base, cmd)]
+    for b in d.get("batches", []):
+        rows.append((f"{model}, {b['max_num_seqs']} sequences (`solrun --bench`): output "
+                     f"tok/s with {what}",
+                     f"{n(b['spec_output_tokens_per_s'])} ({b['speedup']:.2f}x plain)",
+                     f"{n(b['plain_output_tokens_per_s'])} (Sol without speculation)", cmd))
+    return rows
 
 
 def run_rows(run_dir, args):

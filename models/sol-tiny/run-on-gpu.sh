@@ -4,6 +4,7 @@
 #
 #   OUT=/path/that/comes/back models/sol-tiny/run-on-gpu.sh smoke     # every stage, tiny budget (~2 min)
 #   OUT=... models/sol-tiny/run-on-gpu.sh tiny      # train sol-tiny (< 8 min)
+#   OUT=... models/sol-tiny/run-on-gpu.sh draft     # sol-draft: sol-tiny's speculative draft (~3 min)
 #   OUT=... models/sol-tiny/run-on-gpu.sh 1b        # Llama-3.2-1B shape on the same data (~6 min)
 #   OUT=... models/sol-tiny/run-on-gpu.sh quality   # solc + bench/quality.py on what was trained
 #                                                   # (QUALITY_MODELS="sol-tiny llama-1b" picks)
@@ -32,6 +33,13 @@ case "${1:-tiny}" in
     python3 bench/test_perplexity_windows.py
     python3 models/sol-tiny/train.py "${DATA[@]}" --out "$WORK/sol-tiny" --preset sol-tiny --sweep \
         --split-output "$OUT/sol-tiny" 2>&1 | tee "$OUT/sol-tiny.log"
+    ;;
+  draft)
+    # A smaller model with sol-tiny's tokenizer and recipe: the draft of speculative decoding
+    # (models/sol-draft).
+    python3 models/sol-tiny/train.py "${DATA[@]}" --out "$WORK/sol-draft" --preset sol-draft \
+        --tokenizer models/sol-tiny --skip-goldens --minutes "${MINUTES_DRAFT:-2}" \
+        --split-output "$OUT/sol-draft" 2>&1 | tee "$OUT/sol-draft.log"
     ;;
   1b)
     # sol-tiny's tokenizer: from the tiny stage on this machine, else the committed one.
@@ -71,7 +79,7 @@ case "${1:-tiny}" in
     done
     ;;
   *)
-    echo "usage: OUT=DIR $0 smoke|tiny|1b|quality" >&2
+    echo "usage: OUT=DIR $0 smoke|tiny|draft|1b|quality" >&2
     exit 2
     ;;
 esac

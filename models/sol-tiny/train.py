@@ -91,6 +91,11 @@ PRESETS = {
     # Llama-3.2-1B's shape with sol-tiny's vocabulary (so ~1.0 B parameters, not 1.24 B);
     # fp32 master weights + AdamW + a kept best copy ~20 GB, activations of 16 x 1024 tokens
     # under bf16 autocast a few tens of GB: comfortable on 139 GiB.
+    # A draft model for speculative decoding with sol-tiny (its tokenizer, a fifth of its
+    # parameters: 3.1 M, half of them the embeddings).
+    "sol-draft": dict(lr=2e-3, batch=32, minutes=2.0, rope_theta=10000.0,
+                      shape=dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=3,
+                                 num_key_value_heads=1, intermediate_size=512)),
     "llama-3.2-1b": dict(lr=3e-4, batch=16, minutes=5.0, rope_theta=500000.0,
                          shape=dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32,
                                     num_key_value_heads=8, intermediate_size=8192)),

@@ -464,6 +464,10 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
          " MiB; lower --max-model-len or raise --gpu-memory-utilization");
   numKvBlocks_ = static_cast<int32_t>(std::min<double>(
       kvBytes / static_cast<double>(blockBytes), double(INT32_MAX / 2)));
+  if (options.maxKvTokens > 0)
+    numKvBlocks_ = static_cast<int32_t>(std::min<int64_t>(
+        numKvBlocks_,
+        std::max(needed, (options.maxKvTokens + blockSize_ - 1) / blockSize_)));
   kvArrayBytes_ = kvHalfBytes_ * static_cast<std::size_t>(numKvBlocks_);
   kvScaleBytes_ = scaleHalfBytes * static_cast<std::size_t>(numKvBlocks_);
   kvLayerBytes_ = 2 * (kvArrayBytes_ + kvScaleBytes_);
@@ -514,7 +518,7 @@ CudaExecutor::~CudaExecutor() {
     } catch (...) {
     }
   }
-  if (profiledSteps_ > 0)
+  if (!opProfiles_.empty())
     printProfile();
   if (!stepTimes_.empty())
     printStepProfile();
@@ -534,7 +538,8 @@ void CudaExecutor::printStepProfile() const {
 void CudaExecutor::profileOps(const StepShape &shape) {
   const std::size_t n = ops_.size();
   std::vector<Event> marks(n + 1);
-  opMs_.resize(n, 0.0);
+  OpProfile &profile = opProfiles_[shape.tokens];
+  profile.opMs.resize(n, 0.0);
   // Each op is timed alone: no graph, and each launch waits for the last.
   const bool dependent = dependentLaunch_;
   dependentLaunch_ = false;
@@ -547,45 +552,50 @@ void CudaExecutor::profileOps(const StepShape &shape) {
   dependentLaunch_ = dependent;
   marks[n].synchronize();
   for (std::size_t i = 0; i < n; ++i)
-    opMs_[i] += Event::elapsedMs(marks[i], marks[i + 1]);
-  ++profiledSteps_;
+    profile.opMs[i] += Event::elapsedMs(marks[i], marks[i + 1]);
+  ++profile.steps;
 }
 
 void CudaExecutor::printProfile() const {
-  // Ops of the same kind and shape (every layer's qkv GEMV, ...) share a row.
+  // One table per step size (decode steps, speculative steps, prompt
+  // chunks): ops of the same kind and shape (every layer's qkv GEMV, ...)
+  // share a row.
   struct Row {
     std::string what;
     int count = 0;
     double ms = 0;
   };
-  std::vector<Row> rows;
-  double total = 0;
-  for (std::size_t i = 0; i < opMs_.size(); ++i) {
-    const OpDesc &d = ops_[i];
-    std::string what(opKindName(d.kind));
-    if (d.kind == OpKind::Linear || d.kind == OpKind::NormLinear) {
-      const std::vector<int64_t> &w =
-          d.weightShapes[d.kind == OpKind::NormLinear ? 1 : 0];
-      what += cat(" ", w[0], "x", w[1]);
+  for (const auto &[tokens, profile] : opProfiles_) {
+    std::vector<Row> rows;
+    double total = 0;
+    for (std::size_t i = 0; i < profile.opMs.size(); ++i) {
+      const OpDesc &d = ops_[i];
+      std::string what(opKindName(d.kind));
+      if (d.kind == OpKind::Linear || d.kind == OpKind::NormLinear) {
+        const std::vector<int64_t> &w =
+            d.weightShapes[d.kind == OpKind::NormLinear ? 1 : 0];
+        what += cat(" ", w[0], "x", w[1]);
+      }
+      auto it = std::find_if(rows.begin(), rows.end(),
+                             [&](const Row &r) { return r.what == what; });
+      if (it == rows.end())
+        it = rows.insert(rows.end(), Row{what});
+      it->count += 1;
+      it->ms += profile.opMs[i] / profile.steps;
+      total += profile.opMs[i] / profile.steps;
     }
-    auto it = std::find_if(rows.begin(), rows.end(),
-                           [&](const Row &r) { return r.what == what; });
-    if (it == rows.end())
-      it = rows.insert(rows.end(), Row{what});
-    it->count += 1;
-    it->ms += opMs_[i] / profiledSteps_;
-    total += opMs_[i] / profiledSteps_;
+    std::fprintf(stderr,
+                 "\nper-op GPU time, mean of %d steps of %d tokens (padded; "
+                 "each op timed alone, no graph):\n%-28s %6s %10s %10s %6s\n",
+                 profile.steps, tokens, "op", "count", "us/op", "us/step",
+                 "share");
+    for (const Row &r : rows)
+      std::fprintf(stderr, "%-28s %6d %10.2f %10.1f %5.1f%%\n", r.what.c_str(),
+                   r.count, 1000.0 * r.ms / r.count, 1000.0 * r.ms,
+                   100.0 * r.ms / total);
+    std::fprintf(stderr, "%-28s %6zu %10s %10.1f\n", "total",
+                 profile.opMs.size(), "", 1000.0 * total);
   }
-  std::fprintf(stderr,
-               "\nper-op GPU time, mean of %d decode steps (each op timed "
-               "alone, no graph):\n%-28s %6s %10s %10s %6s\n",
-               profiledSteps_, "op", "count", "us/op", "us/step", "share");
-  for (const Row &r : rows)
-    std::fprintf(stderr, "%-28s %6d %10.2f %10.1f %5.1f%%\n", r.what.c_str(),
-                 r.count, 1000.0 * r.ms / r.count, 1000.0 * r.ms,
-                 100.0 * r.ms / total);
-  std::fprintf(stderr, "%-28s %6zu %10s %10.1f\n", "total", opMs_.size(), "",
-               1000.0 * total);
 }
 
 CUdeviceptr CudaExecutor::buffer(int index) const {

@@ -298,9 +298,13 @@ private:
   DeviceBuffer cublasWorkspace_;
   DeviceBuffer gemmScratch_;
 
-  // --profile-ops: per op, the summed GPU time of the profiled steps.
-  std::vector<double> opMs_;
-  int profiledSteps_ = 0;
+  // --profile-ops: per step size (padded tokens), per op, the summed GPU
+  // time of the profiled steps, and their count.
+  struct OpProfile {
+    std::vector<double> opMs;
+    int steps = 0;
+  };
+  std::map<int, OpProfile> opProfiles_;
 
   // --profile-steps: per real token count, the steps' summed GPU time (from
   // the input copy to the output copy), step() wall time, and host time

@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <list>
 #include <span>
@@ -43,6 +44,17 @@ struct PrefixMatch {
   std::vector<int32_t> blocks;
   std::vector<uint64_t> hashes;
 };
+
+/// The width of a step's block tables whose longest holds `longest` blocks:
+/// rounded up to a power of two, capped at `cap` (the blocks of the longest
+/// sequence) but never below `longest`. Executors that key CUDA graphs on the
+/// step's shape then see few widths, not a new one every block.
+inline int32_t blockTableWidth(int32_t longest, int32_t cap) {
+  int32_t width = 1;
+  while (width < longest)
+    width *= 2;
+  return std::max(longest, std::min(width, cap));
+}
 
 class BlockManager {
 public:

@@ -1,6 +1,7 @@
 //===- Engine.cpp - Batched generation over an executor -------------------===//
 #include "runtime/engine/Engine.h"
 
+#include "runtime/engine/DraftModelProposer.h"
 #include "runtime/engine/NgramProposer.h"
 #include "runtime/support/Error.h"
 
@@ -40,6 +41,14 @@ EngineConfig resolve(const Executor &executor, EngineConfig c) {
          c.maxNumBatchedTokens,
          ": every running sequence needs a token of the step's budget; lower "
          "--max-num-seqs");
+  const bool draftModel =
+      c.speculative.method == SpeculativeConfig::Method::DraftModel;
+  if (draftModel != (c.draftExecutor != nullptr))
+    fail("internal error: engine: ",
+         draftModel ? "a draft model without its executor"
+                    : "a draft executor without draft-model speculation");
+  if (c.draftMaxModelLen <= 0 || c.draftMaxModelLen > c.maxModelLen)
+    c.draftMaxModelLen = c.maxModelLen;
   return c;
 }
 
@@ -95,6 +104,10 @@ Engine::Engine(Executor &executor, EngineConfig config)
       scheduler_({config_.maxNumSeqs, config_.maxNumBatchedTokens}, blocks_),
       seedRng_(config_.seed ? *config_.seed : std::random_device{}()) {
   counters_.kvBlocksTotal = blocks_.numBlocks();
+  if (config_.draftExecutor)
+    draftProposer_ = std::make_unique<DraftModelProposer>(
+        *config_.draftExecutor, config_.draftMaxModelLen, config_.maxNumSeqs,
+        config_.maxNumBatchedTokens);
 }
 
 Engine::~Engine() {
@@ -177,6 +190,7 @@ bool Engine::abort(int64_t id) {
   o.finishReason = FinishReason::Abort;
   o.newText = seq.stop.takeText(/*finished=*/true);
   pending_.push_back(std::move(o));
+  forgetDraft(id);
   sequences_.erase(it);
   return true;
 }
@@ -199,20 +213,34 @@ bool Engine::speculating() const {
 
 void Engine::proposeDrafts() {
   const SpeculativeConfig &spec = config_.speculative;
+  std::vector<Sequence *> drafting;
+  std::vector<int32_t> room;
   for (Sequence *seq : scheduler_.running()) {
     seq->draft.clear();
     if (seq->numUncomputed() != 1 || seq->pendingRow >= 0)
       continue;
     // All proposed tokens accepted, the step yields one more: the output
     // stays within max_tokens (and so within maxModelLen).
-    const int64_t room = std::min<int64_t>(spec.numSpeculativeTokens,
-                                           int64_t(seq->request.maxTokens) -
-                                               seq->numOutput() - 1);
-    if (room > 0)
-      seq->draft =
-          proposeNgram(seq->tokens, spec.promptLookupMin, spec.promptLookupMax,
-                       static_cast<int32_t>(room));
+    const int64_t r = std::min<int64_t>(spec.numSpeculativeTokens,
+                                        int64_t(seq->request.maxTokens) -
+                                            seq->numOutput() - 1);
+    if (r <= 0)
+      continue;
+    if (!draftProposer_) {
+      seq->draft = proposeNgram(seq->tokens, spec.promptLookupMin,
+                                spec.promptLookupMax, static_cast<int32_t>(r));
+      continue;
+    }
+    drafting.push_back(seq);
+    room.push_back(static_cast<int32_t>(r));
   }
+  if (draftProposer_ && !drafting.empty())
+    draftProposer_->propose(scheduler_.running(), drafting, room);
+}
+
+void Engine::forgetDraft(int64_t id) {
+  if (draftProposer_)
+    draftProposer_->forget(id);
 }
 
 std::vector<RequestOutput> Engine::step() {
@@ -294,14 +322,8 @@ Engine::LaunchedStep Engine::launch(std::span<const PlannedChunk> chunks) {
       numTop = std::max(numTop, *r.logprobs);
     }
   }
-  // Table width rounded up to a power of two (at most what maxModelLen
-  // needs): executors that key CUDA graphs on the step's shape see few
-  // widths, not a new one every blockSize tokens.
-  int32_t width = 1;
-  while (width < maxBlocks)
-    width *= 2;
-  maxBlocks = std::max(maxBlocks,
-                       std::min(width, blocks_.blocksFor(config_.maxModelLen)));
+  maxBlocks =
+      blockTableWidth(maxBlocks, blocks_.blocksFor(config_.maxModelLen));
   const int32_t numSeqs = static_cast<int32_t>(chunks.size());
   blockTables_.assign(static_cast<size_t>(numSeqs) * size_t(maxBlocks), 0);
   if (anyPenalties)
@@ -582,8 +604,10 @@ void Engine::collect(LaunchedStep &step, std::vector<RequestOutput> &outputs) {
     o.newText = seq.stop.takeText(o.finished);
     const bool finished = o.finished;
     outputs.push_back(std::move(o));
-    if (finished)
+    if (finished) {
+      forgetDraft(seq.id);
       sequences_.erase(seq.id); // `seq` is gone from here on
+    }
   }
 }
 
@@ -887,12 +911,8 @@ Engine::scoreWindows(std::span<const ScoreWindow> windows,
     for (const Chunk &c : chunks)
       maxBlocks =
           std::max(maxBlocks, static_cast<int32_t>(c.active->blocks.size()));
-    // As launch(): few table widths for executors that key graphs on them.
-    int32_t width = 1;
-    while (width < maxBlocks)
-      width *= 2;
-    maxBlocks = std::max(
-        maxBlocks, std::min(width, blocks_.blocksFor(config_.maxModelLen)));
+    maxBlocks =
+        blockTableWidth(maxBlocks, blocks_.blocksFor(config_.maxModelLen));
     blockTables.assign(chunks.size() * size_t(maxBlocks), 0);
     for (size_t i = 0; i < chunks.size(); ++i) {
       const Active &a = *chunks[i].active;

@@ -43,6 +43,7 @@
 
 namespace sol {
 
+class DraftModelProposer;
 class Tokenizer;
 
 struct EngineConfig {
@@ -65,9 +66,15 @@ struct EngineConfig {
   /// executor can (solrun --async-scheduling on|off; docs/engine.md).
   bool asyncScheduling = true;
   /// Speculative decoding (solrun --speculative-config): n-gram prompt
-  /// lookup proposes tokens that a decode step checks in one pass. Steps
-  /// that speculate are not queued ahead (their tokens decide the next).
+  /// lookup or a draft model proposes tokens that a decode step checks in
+  /// one pass. Steps that speculate are not queued ahead (their tokens
+  /// decide the next).
   SpeculativeConfig speculative;
+  /// The draft model's executor (speculative.method DraftModel; must
+  /// outlive the engine), its vocabulary the engine's, and the longest
+  /// sequence it was sized for (0: maxModelLen); longer ones get no drafts.
+  Executor *draftExecutor = nullptr;
+  int64_t draftMaxModelLen = 0;
 };
 
 struct EngineStats {
@@ -174,6 +181,10 @@ public:
 
   EngineStats stats() const;
   const BlockManager &blockManager() const { return blocks_; }
+  /// The draft model's proposer (speculative method DraftModel), else null.
+  const DraftModelProposer *draftProposer() const {
+    return draftProposer_.get();
+  }
 
   /// Teacher-forced logits of every prompt position (prompt.size() x vocab),
   /// run outside the scheduler on blocks of its own (released after).
@@ -213,6 +224,8 @@ private:
   bool speculating() const;
   /// Sets Sequence::draft of each running sequence that decodes next.
   void proposeDrafts();
+  /// Drops what the draft model keeps for a sequence that is gone.
+  void forgetDraft(int64_t id);
   /// A step handed to the executor and not yet retired. Sequences are named
   /// by id: one may finish or be aborted while its step is queued.
   struct LaunchedStep {
@@ -272,6 +285,7 @@ private:
   BlockManager blocks_;
   Scheduler scheduler_;
   std::map<int64_t, std::unique_ptr<Sequence>> sequences_;
+  std::unique_ptr<DraftModelProposer> draftProposer_;
   /// Outputs for the next step() to report: aborts, and those of a step
   /// retired outside step().
   std::vector<RequestOutput> pending_;

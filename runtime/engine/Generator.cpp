@@ -9,9 +9,12 @@ namespace {
 
 EngineConfig singleSequence(int64_t vocabSize, int64_t maxModelLen,
                             int32_t maxNumBatchedTokens, bool asyncScheduling,
-                            const SpeculativeConfig &speculative) {
+                            const SpeculativeConfig &speculative,
+                            Executor *draftExecutor, int64_t draftMaxModelLen) {
   EngineConfig c;
   c.speculative = speculative;
+  c.draftExecutor = draftExecutor;
+  c.draftMaxModelLen = draftMaxModelLen;
   c.asyncScheduling = asyncScheduling;
   c.vocabSize = vocabSize;
   c.maxModelLen = maxModelLen;
@@ -24,10 +27,12 @@ EngineConfig singleSequence(int64_t vocabSize, int64_t maxModelLen,
 
 Generator::Generator(Executor &executor, int64_t vocabSize, int64_t maxModelLen,
                      int32_t maxNumBatchedTokens, bool asyncScheduling,
-                     const SpeculativeConfig &speculative)
+                     const SpeculativeConfig &speculative,
+                     Executor *draftExecutor, int64_t draftMaxModelLen)
     : engine_(executor,
               singleSequence(vocabSize, maxModelLen, maxNumBatchedTokens,
-                             asyncScheduling, speculative)) {}
+                             asyncScheduling, speculative, draftExecutor,
+                             draftMaxModelLen)) {}
 
 GenerationResult Generator::generate(const GenerationRequest &request) {
   if (request.maxTokens < 0)

@@ -39,9 +39,12 @@ class Generator {
 public:
   /// `maxModelLen` bounds prompt + generated tokens; a prompt runs in steps
   /// of at most `maxNumBatchedTokens` tokens (0: the engine's default).
+  /// `draftExecutor` and `draftMaxModelLen`: EngineConfig's, for
+  /// draft-model speculation.
   Generator(Executor &executor, int64_t vocabSize, int64_t maxModelLen,
             int32_t maxNumBatchedTokens = 0, bool asyncScheduling = true,
-            const SpeculativeConfig &speculative = {});
+            const SpeculativeConfig &speculative = {},
+            Executor *draftExecutor = nullptr, int64_t draftMaxModelLen = 0);
 
   /// Greedy generation. Throws sol::Error naming the problem for an empty
   /// prompt, ids outside the vocabulary, or a prompt + max tokens longer

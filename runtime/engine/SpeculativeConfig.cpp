@@ -18,8 +18,11 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr const char *kWhere = "--speculative-config";
-constexpr std::string_view kKeys[] = {"method", "num_speculative_tokens",
-                                      "prompt_lookup_max", "prompt_lookup_min",
+constexpr std::string_view kKeys[] = {"method",
+                                      "model",
+                                      "num_speculative_tokens",
+                                      "prompt_lookup_max",
+                                      "prompt_lookup_min",
                                       "disable_by_batch_size"};
 
 /// The integer value of `key`, or nothing when it is absent or null.
@@ -68,15 +71,11 @@ SpeculativeConfig parseSpeculativeConfig(std::string_view text) {
          "\"num_speculative_tokens\": 4}, got ",
          j.type_name());
 
-  // A draft model is a known vLLM key, so it gets its own message.
-  if (auto it = j.find("model"); it != j.end() && !it->is_null())
-    fail(kWhere, ": \"model\" (speculation with a draft model) is not "
-                 "supported yet; use \"method\": \"ngram\"");
   std::string unknown, known;
   size_t numUnknown = 0;
   for (auto it = j.begin(); it != j.end(); ++it)
-    if (it.key() != "model" && std::find(std::begin(kKeys), std::end(kKeys),
-                                         it.key()) == std::end(kKeys))
+    if (std::find(std::begin(kKeys), std::end(kKeys), it.key()) ==
+        std::end(kKeys))
       unknown += cat(numUnknown++ ? ", " : "", "\"", it.key(), "\"");
   for (std::string_view key : kKeys)
     known += cat(known.empty() ? "" : ", ", "\"", key, "\"");
@@ -85,17 +84,52 @@ SpeculativeConfig parseSpeculativeConfig(std::string_view text) {
          "; the supported keys are ", known);
 
   SpeculativeConfig config;
+  // As in vLLM: "model" alone means a draft model; "method" may say so
+  // ("draft_model") or ask for prompt lookup ("ngram").
+  auto model = j.find("model");
+  const bool hasModel = model != j.end() && !model->is_null();
+  if (hasModel) {
+    if (!model->is_string() || model->get_ref<const std::string &>().empty())
+      fail(kWhere,
+           ": \"model\" must be the path of a draft plan (made by "
+           "solc), got ",
+           model->dump());
+    config.draftModel = model->get<std::string>();
+  }
   auto method = j.find("method");
-  if (method == j.end() || method->is_null())
-    fail(kWhere, ": \"method\" is required; use \"method\": \"ngram\" (the "
-                 "only supported method)");
-  if (!method->is_string())
-    fail(kWhere, ": \"method\" must be a string (\"ngram\"), got ",
-         method->type_name(), " ", method->dump());
-  if (method->get_ref<const std::string &>() != "ngram")
+  std::string methodName;
+  if (method != j.end() && !method->is_null()) {
+    if (!method->is_string())
+      fail(kWhere,
+           ": \"method\" must be a string (\"ngram\" or \"draft_model\"), "
+           "got ",
+           method->type_name(), " ", method->dump());
+    methodName = method->get<std::string>();
+  } else if (hasModel) {
+    methodName = "draft_model";
+  } else {
+    fail(kWhere, ": give \"method\": \"ngram\" (prompt lookup) or "
+                 "\"model\": \"draft.plan\" (a draft model)");
+  }
+  if (methodName == "ngram") {
+    if (hasModel)
+      fail(kWhere, ": \"method\" \"ngram\" proposes without a model; drop "
+                   "\"model\" or use \"method\": \"draft_model\"");
+    config.method = SpeculativeConfig::Method::Ngram;
+  } else if (methodName == "draft_model") {
+    if (!hasModel)
+      fail(kWhere, ": \"method\" \"draft_model\" needs \"model\": the path "
+                   "of the draft plan");
+    for (const char *key : {"prompt_lookup_max", "prompt_lookup_min"})
+      if (auto it = j.find(key); it != j.end() && !it->is_null())
+        fail(kWhere, ": \"", key,
+             "\" is an n-gram setting; a draft model does not use it");
+    config.method = SpeculativeConfig::Method::DraftModel;
+  } else {
     fail(kWhere, ": \"method\" ", method->dump(),
-         " is not supported; the supported method is \"ngram\"");
-  config.method = SpeculativeConfig::Method::Ngram;
+         " is not supported; the supported methods are \"ngram\" and "
+         "\"draft_model\"");
+  }
 
   const std::string tokensRange = cat("in 1..", kMaxSpeculativeTokens);
   std::optional<int32_t> numTokens =
@@ -109,6 +143,11 @@ SpeculativeConfig parseSpeculativeConfig(std::string_view text) {
   config.numSpeculativeTokens = *numTokens;
 
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  config.disableByBatchSize =
+      intKey(j, "disable_by_batch_size", 1, kMax, ">= 1")
+          .value_or(kDefaultDisableByBatchSize);
+  if (config.method != SpeculativeConfig::Method::Ngram)
+    return config;
   std::optional<int32_t> lookupMax =
       intKey(j, "prompt_lookup_max", 1, kMax, ">= 1");
   std::optional<int32_t> lookupMin =
@@ -123,9 +162,6 @@ SpeculativeConfig parseSpeculativeConfig(std::string_view text) {
     fail(kWhere, ": \"prompt_lookup_min\" (", config.promptLookupMin,
          ") must not exceed \"prompt_lookup_max\" (", config.promptLookupMax,
          ")");
-
-  config.disableByBatchSize =
-      intKey(j, "disable_by_batch_size", 1, kMax, ">= 1").value_or(0);
   return config;
 }
 

@@ -26,6 +26,11 @@ struct ExecutorOptions {
   bool profileSteps = false;
   /// Sequences the (CPU) KV cache is sized for.
   int32_t maxSeqs = 1;
+  /// Tokens the (GPU) KV cache holds at most (0: all that
+  /// gpuMemoryUtilization leaves; never fewer than one maxModelLen
+  /// sequence). A draft model's executor, made before the target's, takes
+  /// what its sequences need and leaves the rest to the target.
+  int64_t maxKvTokens = 0;
 };
 
 /// `device` is "cuda", "cpu" or "auto". "cuda" without a usable GPU is an

@@ -1,6 +1,8 @@
 //===- Bench.cpp - solrun --bench: offline throughput benchmark -----------===//
 #include "tools/solrun/Bench.h"
 
+#include "tools/solrun/DraftModel.h"
+
 #include "runtime/engine/Engine.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/support/Error.h"
@@ -48,6 +50,9 @@ int runBench(const PlanFile &file, const std::string &device,
   if (executorOptions.maxModelLen == 0)
     executorOptions.maxModelLen = longest;
   executorOptions.maxSeqs = opts.maxNumSeqs > 0 ? opts.maxNumSeqs : 256;
+  // A draft model's executor first: the target's KV cache takes the rest.
+  std::optional<DraftModel> draft = openDraftModel(
+      opts.speculative, file, device, executorOptions, opts.maxNumSeqs);
   std::unique_ptr<Executor> executor =
       makeExecutor(file, device, executorOptions);
   if (isatty(STDERR_FILENO))
@@ -61,6 +66,8 @@ int runBench(const PlanFile &file, const std::string &device,
   config.enablePrefixCaching = opts.enablePrefixCaching;
   config.asyncScheduling = opts.asyncScheduling;
   config.speculative = opts.speculative;
+  if (draft)
+    draft->attach(config);
   config.seed = opts.seed;
   Engine engine(*executor, config);
 

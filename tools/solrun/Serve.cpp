@@ -9,6 +9,7 @@
 #include "runtime/server/Metrics.h"
 #include "runtime/server/OpenAiServer.h"
 #include "runtime/support/Error.h"
+#include "tools/solrun/DraftModel.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -83,6 +84,9 @@ int runServe(const PlanFile &file, const std::string &device,
                          "prompts must be token ids, outputs have no text, "
                          "and /v1/chat/completions is unavailable\n");
 
+  // A draft model's executor first: the target's KV cache takes the rest.
+  std::optional<DraftModel> draft = openDraftModel(
+      opts.speculative, file, device, executorOptions, opts.maxNumSeqs);
   std::unique_ptr<Executor> executor =
       makeExecutor(file, device, executorOptions);
   std::fprintf(stderr, "solrun: %s\n", describeKvCache(*executor).c_str());
@@ -95,6 +99,8 @@ int runServe(const PlanFile &file, const std::string &device,
   config.enablePrefixCaching = opts.enablePrefixCaching;
   config.asyncScheduling = opts.asyncScheduling;
   config.speculative = opts.speculative;
+  if (draft)
+    draft->attach(config);
   if (const auto *g = plan.generation(); g && g->eos_token_ids())
     for (int64_t id : *g->eos_token_ids())
       config.eosTokenIds.push_back(static_cast<int32_t>(id));

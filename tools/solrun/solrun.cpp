@@ -20,6 +20,7 @@
 #include "runtime/support/Error.h"
 #include "runtime/tokenizer/IncrementalDetokenizer.h"
 #include "tools/solrun/Bench.h"
+#include "tools/solrun/DraftModel.h"
 #include "tools/solrun/Perplexity.h"
 #include "tools/solrun/Serve.h"
 #include "tools/solrun/TokenizerTool.h"
@@ -425,6 +426,9 @@ int run(Options &opts) {
       prompt.assign(ids.begin(), ids.end());
     }
   }
+  // A draft model's executor first: the target's KV cache takes the rest.
+  std::optional<sol::DraftModel> draft = sol::openDraftModel(
+      opts.speculative, file, opts.device, opts.executor, /*maxNumSeqs=*/1);
   std::unique_ptr<sol::Executor> executor =
       sol::makeExecutor(file, opts.device, opts.executor);
   if (isatty(STDERR_FILENO))
@@ -436,7 +440,9 @@ int run(Options &opts) {
                             : p.model()->max_position_embeddings();
   sol::Generator generator(*executor, p.model()->vocab_size(), maxModelLen,
                            opts.benchOptions.maxNumBatchedTokens,
-                           opts.benchOptions.asyncScheduling, opts.speculative);
+                           opts.benchOptions.asyncScheduling, opts.speculative,
+                           draft ? draft->executor.get() : nullptr,
+                           draft ? draft->maxModelLen : 0);
 
   if (!opts.logitsOut.empty()) {
     std::vector<float> logits = generator.promptLogits(prompt);
@@ -656,8 +662,11 @@ int main(int argc, char **argv) {
                  "\"ngram\", \"num_speculative_tokens\": 4, "
                  "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}' "
                  "proposes the continuation of the latest earlier match of "
-                 "the sequence's last tokens, checked in one pass; outputs "
-                 "are those of plain decoding (docs/engine.md)");
+                 "the sequence's last tokens; '{\"model\": \"draft.plan\", "
+                 "\"num_speculative_tokens\": 4}' lets a smaller plan with "
+                 "the same tokenizer propose; the target checks them in one "
+                 "pass and outputs are those of plain decoding "
+                 "(docs/engine.md)");
   app.add_option("--async-scheduling", opts.asyncScheduling,
                  "on: queue the next decode step while one runs on the GPU "
                  "(more tokens/s, lower TPOT; requests arriving under load "

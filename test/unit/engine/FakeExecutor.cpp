@@ -16,6 +16,12 @@ FakeExecutor::FakeExecutor(int32_t numBlocks, int32_t blockSize,
   model = [vocab](std::span<const int32_t> c) { return hashModel(c, vocab); };
 }
 
+FakeExecutor::Model FakeExecutor::periodic(size_t period) {
+  return [period](std::span<const int32_t> ctx) {
+    return ctx.size() >= period ? ctx[ctx.size() - period] : 1;
+  };
+}
+
 int32_t FakeExecutor::hashModel(std::span<const int32_t> context,
                                 int32_t vocab) {
   uint64_t h = 1469598103934665603ULL; // FNV-1a

@@ -51,6 +51,10 @@ public:
 
   /// The default model: a hash of the context, modulo the vocabulary.
   static int32_t hashModel(std::span<const int32_t> context, int32_t vocab);
+  /// A model whose next token is the one `period` positions back (1 while
+  /// the context is shorter): a context of period p repeats, so prompt
+  /// lookup and drafts with this model propose tokens it then draws.
+  static Model periodic(size_t period);
 
   std::string name() const override { return "fake"; }
   int32_t numKvBlocks() const override { return numBlocks_; }

@@ -11,12 +11,14 @@
 
 #include "../reference/TinyModel.h"
 
+#include "runtime/engine/DraftModelProposer.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/reference/ReferenceExecutor.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <numeric>
 
@@ -161,7 +163,24 @@ struct Scenario {
   /// N-gram speculation (4 tokens, lookup 1..3) on prompts made of a
   /// repeated random segment, so that the lookup finds matches.
   bool speculative = false;
+  /// Instead of the n-gram lookup, a draft model proposes (4 tokens): the
+  /// target's own weights (most greedy drafts stand) or another, one-layer
+  /// model (most are rejected).
+  enum class Draft { None, SameModel, OtherModel };
+  Draft draft = Draft::None;
+  /// Blocks of the draft's KV cache: few, so that some sequences find no
+  /// room and decode without drafts.
+  int32_t draftBlocks = 64;
 };
+
+/// A one-layer model of the tiny model's vocabulary with other weights.
+TinyModelConfig otherDraftConfig() {
+  TinyModelConfig c;
+  c.layers = 1;
+  c.slidingWindow = {0};
+  c.seed = 7;
+  return c;
+}
 
 void runScenario(const Scenario &sc) {
   TinyModel model;
@@ -210,6 +229,12 @@ void runScenario(const Scenario &sc) {
 
   // 16 sequences of up to 64 tokens would need 256 blocks.
   ReferenceExecutor ex(plan, optionsOf(sc.numBlocks));
+  const bool drafting = sc.draft != Scenario::Draft::None;
+  TinyModel draftModel(sc.draft == Scenario::Draft::OtherModel
+                           ? otherDraftConfig()
+                           : TinyModelConfig{});
+  const PlanFile draftPlan = draftModel.plan.write();
+  ReferenceExecutor draftEx(draftPlan, optionsOf(sc.draftBlocks));
   EngineConfig c;
   c.vocabSize = vocab;
   c.maxModelLen = maxLen;
@@ -224,6 +249,11 @@ void runScenario(const Scenario &sc) {
     c.speculative.numSpeculativeTokens = 4;
     c.speculative.promptLookupMin = 1;
     c.speculative.promptLookupMax = 3;
+  }
+  if (drafting) {
+    c.speculative.method = SpeculativeConfig::Method::DraftModel;
+    c.speculative.numSpeculativeTokens = 4;
+    c.draftExecutor = &draftEx;
   }
   Engine engine(ex, c);
   const auto t0 = std::chrono::steady_clock::now();
@@ -276,12 +306,25 @@ void runScenario(const Scenario &sc) {
             << " tokens, peak " << s.peakKvBlocksUsed << "/" << s.kvBlocksTotal
             << " blocks, " << s.chainedSteps << " chained steps, "
             << s.discardedTokens << " tokens discarded\n";
-  if (sc.speculative) {
+  if (sc.speculative || drafting) {
     std::cout << "  speculation: " << s.specAcceptedTokens << " of "
               << s.specProposedTokens << " proposed tokens accepted over "
               << s.specDrafts << " steps\n";
     EXPECT_GT(s.specAcceptedTokens, 0);
-    EXPECT_LT(s.specAcceptedTokens, s.specProposedTokens);
+    // A draft with the target's weights has nearly every greedy draft
+    // accepted (all but those after a stop).
+    if (sc.draft != Scenario::Draft::SameModel || sc.sampled) {
+      EXPECT_LT(s.specAcceptedTokens, s.specProposedTokens);
+    }
+  }
+  if (drafting) {
+    // Every sequence's draft K/V went back; the draft ran real steps.
+    const DraftModelProposer *proposer = engine.draftProposer();
+    ASSERT_NE(proposer, nullptr);
+    std::cout << "  draft model: " << proposer->numSteps() << " steps\n";
+    EXPECT_GT(proposer->numSteps(), 0);
+    EXPECT_EQ(proposer->blockManager().numReferenced(), 0);
+    EXPECT_NO_THROW(proposer->blockManager().checkConsistency());
   }
   EXPECT_GT(s.numPreemptions, 0) << "the cache should force preemptions";
   if (sc.rolling > 0 && sc.asyncScheduling) {
@@ -366,6 +409,125 @@ TEST(ReferenceEngine, NgramSpeculationGivesTheOutputsOfPlainDecoding) {
   small.speculative = true;
   small.sampled = true;
   runScenario(small);
+}
+
+TEST(ReferenceEngine, DraftModelSpeculationGivesTheOutputsOfPlainDecoding) {
+  // As the n-gram test, with a draft model proposing: a one-layer model with
+  // other weights (most drafts rejected) and the target's own weights (most
+  // greedy drafts accepted, sampled ones where the draw is the argmax), a
+  // draft KV cache too small for every sequence, preemption, prefix caching
+  // and small step budgets.
+  Scenario sc{false, false, 31, 300};
+  sc.draft = Scenario::Draft::OtherModel;
+  runScenario(sc);
+  sc.draft = Scenario::Draft::SameModel;
+  runScenario(sc);
+  sc.sampled = true;
+  sc.seed = 32;
+  runScenario(sc);
+  sc.prefixCaching = true;
+  sc.sharedPrefixes = true;
+  sc.draft = Scenario::Draft::OtherModel;
+  sc.seed = 33;
+  runScenario(sc);
+  Scenario small{true, true, 34, 200, 24, 4, 6};
+  small.draft = Scenario::Draft::SameModel;
+  small.sampled = true;
+  small.draftBlocks = 10;
+  runScenario(small);
+}
+
+namespace {
+
+/// How often each id is the `index`-th output token of `n` sampled requests
+/// (temperature 1, no filters) of one prompt, seeds firstSeed, firstSeed + 1,
+/// ...; with `draft`, the target's own weights propose greedily.
+std::map<int32_t, int> outputHistogram(bool draft, uint64_t firstSeed, int n,
+                                       size_t index, EngineStats *stats) {
+  TinyModel model;
+  const PlanFile plan = model.plan.write();
+  ReferenceExecutor ex(plan, optionsOf(256));
+  ReferenceExecutor draftEx(plan, optionsOf(256));
+  EngineConfig c;
+  c.vocabSize = model.config().vocab;
+  c.maxModelLen = 32;
+  c.maxNumSeqs = 32;
+  c.maxNumBatchedTokens = 64;
+  c.seed = 1;
+  if (draft) {
+    c.speculative.method = SpeculativeConfig::Method::DraftModel;
+    c.speculative.numSpeculativeTokens = 3;
+    c.draftExecutor = &draftEx;
+  }
+  Engine engine(ex, c);
+  for (int i = 0; i < n; ++i) {
+    Request r;
+    r.promptIds = {5, 9, 2, 14, 7};
+    r.maxTokens = static_cast<int32_t>(index) + 1;
+    r.ignoreEos = true;
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = firstSeed + uint64_t(i);
+    engine.submit(r);
+  }
+  std::map<int32_t, int> histogram;
+  for (const auto &[id, f] : runToEnd(engine))
+    ++histogram[f.ids.at(index)];
+  if (stats)
+    *stats = engine.stats();
+  return histogram;
+}
+
+} // namespace
+
+TEST(ReferenceEngine, DraftModelSpeculationKeepsTheSampledDistribution) {
+  // Two-sample chi-square test of homogeneity: the 3rd and 4th output
+  // tokens of 3,000 sampled requests with draft-model speculation (drawn in
+  // rows that check drafts) against 3,000 without, on disjoint seeds (equal
+  // seeds give equal tokens, which the scenarios above check). A biased
+  // acceptance rule (say, keeping drafts without checking them) fails it.
+  constexpr int kN = 3000;
+  for (size_t index : {size_t(2), size_t(3)}) {
+    EngineStats stats;
+    const auto spec = outputHistogram(true, 0, kN, index, &stats);
+    const auto plain = outputHistogram(false, kN, kN, index, nullptr);
+    EXPECT_GT(stats.specAcceptedTokens, 0);
+    EXPECT_LT(stats.specAcceptedTokens, stats.specProposedTokens);
+    std::map<int32_t, std::pair<int, int>> bins;
+    for (const auto &[id, count] : spec)
+      bins[id].first = count;
+    for (const auto &[id, count] : plain)
+      bins[id].second = count;
+    // Ids seen fewer than 10 times in all share one bin.
+    std::vector<std::pair<double, double>> table;
+    std::pair<double, double> rare{0, 0};
+    for (const auto &[id, c] : bins) {
+      if (c.first + c.second < 10) {
+        rare.first += c.first;
+        rare.second += c.second;
+      } else {
+        table.emplace_back(c.first, c.second);
+      }
+    }
+    if (rare.first + rare.second > 0)
+      table.push_back(rare);
+    ASSERT_GE(table.size(), 4u) << "too few outcomes to test anything";
+    double chi2 = 0;
+    for (const auto &[a, b] : table) {
+      // Equal sample sizes: expected a = b = (a + b) / 2.
+      const double e = (a + b) / 2;
+      chi2 += (a - e) * (a - e) / e + (b - e) * (b - e) / e;
+    }
+    // Critical value at p = 0.001 (Wilson-Hilferty).
+    const double k = double(table.size() - 1);
+    const double z = 3.0902;
+    const double critical =
+        k * std::pow(1 - 2 / (9 * k) + z * std::sqrt(2 / (9 * k)), 3);
+    std::cout << "  output " << index << ": chi2 " << chi2 << " over " << k
+              << " degrees of freedom (critical " << critical << "), "
+              << stats.specAcceptedTokens << " of " << stats.specProposedTokens
+              << " drafts accepted\n";
+    EXPECT_LT(chi2, critical);
+  }
 }
 
 TEST(ReferenceEngine, GeneratorMatchesTheEngine) {

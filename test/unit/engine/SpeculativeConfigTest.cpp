@@ -1,8 +1,8 @@
 //===- SpeculativeConfigTest.cpp - Parsing --speculative-config -----------===//
 //
-// vLLM's --speculative-config JSON: the ngram configurations Sol runs, the
-// lookup bounds' defaults, and a message naming the key for each config it
-// refuses.
+// vLLM's --speculative-config JSON: the ngram and draft-model
+// configurations Sol runs, the lookup bounds' defaults, and a message naming
+// the key for each config it refuses.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/engine/SpeculativeConfig.h"
@@ -65,7 +65,8 @@ TEST(SpeculativeConfig, LookupBoundsDefault) {
   EXPECT_EQ(c.promptLookupMax, kDefaultPromptLookupMax);
   EXPECT_EQ(c.promptLookupMin, 2);
   EXPECT_EQ(c.promptLookupMax, 4);
-  EXPECT_EQ(c.disableByBatchSize, 0);
+  EXPECT_EQ(c.disableByBatchSize, kDefaultDisableByBatchSize);
+  EXPECT_EQ(c.disableByBatchSize, 4);
 
   // One bound given: the other takes its value.
   c = parseSpeculativeConfig(
@@ -87,7 +88,7 @@ TEST(SpeculativeConfig, LookupBoundsDefault) {
   EXPECT_EQ(c.numSpeculativeTokens, 16);
   EXPECT_EQ(c.promptLookupMin, 5);
   EXPECT_EQ(c.promptLookupMax, 5);
-  EXPECT_EQ(c.disableByBatchSize, 0);
+  EXPECT_EQ(c.disableByBatchSize, kDefaultDisableByBatchSize);
 }
 
 TEST(SpeculativeConfig, RefusesMalformedJson) {
@@ -110,25 +111,51 @@ TEST(SpeculativeConfig, RefusesUnknownKeys) {
               {"unknown key \"bar\""});
 }
 
-TEST(SpeculativeConfig, RefusesADraftModel) {
-  expectError(R"({"model": "meta-llama/Llama-3.2-1B",
-                  "num_speculative_tokens": 2})",
-              {"\"model\"", "not supported yet", "use \"method\": \"ngram\""});
-  // Even alongside a method that would otherwise be fine.
+TEST(SpeculativeConfig, ParsesADraftModelConfig) {
+  // vLLM's form: "model" alone means a draft model.
+  SpeculativeConfig c = parseSpeculativeConfig(
+      R"({"model": "draft.plan", "num_speculative_tokens": 3})");
+  EXPECT_TRUE(c.enabled());
+  EXPECT_EQ(c.method, SpeculativeConfig::Method::DraftModel);
+  EXPECT_EQ(c.draftModel, "draft.plan");
+  EXPECT_EQ(c.numSpeculativeTokens, 3);
+  EXPECT_EQ(c.disableByBatchSize, kDefaultDisableByBatchSize);
+  c = parseSpeculativeConfig(
+      R"({"method": "draft_model", "model": "/m/d.plan",
+          "num_speculative_tokens": 5, "disable_by_batch_size": 8,
+          "prompt_lookup_max": null})");
+  EXPECT_EQ(c.method, SpeculativeConfig::Method::DraftModel);
+  EXPECT_EQ(c.draftModel, "/m/d.plan");
+  EXPECT_EQ(c.disableByBatchSize, 8);
+}
+
+TEST(SpeculativeConfig, RefusesInconsistentDraftModelConfigs) {
   expectError(R"({"method": "ngram", "model": "x",
                   "num_speculative_tokens": 2})",
-              {"\"model\""});
+              {"\"ngram\"", "drop \"model\""});
+  expectError(R"({"method": "draft_model", "num_speculative_tokens": 2})",
+              {"\"draft_model\"", "needs \"model\""});
+  expectError(R"({"model": "d.plan", "num_speculative_tokens": 2,
+                  "prompt_lookup_min": 2})",
+              {"\"prompt_lookup_min\"", "n-gram setting"});
+  expectError(R"({"model": 3, "num_speculative_tokens": 2})",
+              {"\"model\"", "path of a draft plan", "3"});
+  expectError(R"({"model": "", "num_speculative_tokens": 2})",
+              {"\"model\"", "path of a draft plan"});
+  expectError(R"({"model": "d.plan"})",
+              {"\"num_speculative_tokens\"", "required"});
 }
 
 TEST(SpeculativeConfig, RefusesOtherMethods) {
   expectError(R"({"method": "eagle", "num_speculative_tokens": 2})",
-              {"\"method\"", "\"eagle\"", "not supported", "\"ngram\""});
+              {"\"method\"", "\"eagle\"", "not supported", "\"ngram\"",
+               "\"draft_model\""});
   expectError(R"({"method": "[ngram]", "num_speculative_tokens": 2})",
               {"\"method\"", "\"[ngram]\"", "\"ngram\""});
   expectError(R"({"method": 1, "num_speculative_tokens": 2})",
               {"\"method\"", "must be a string"});
   expectError(R"({"num_speculative_tokens": 2})",
-              {"\"method\"", "required", "\"ngram\""});
+              {"\"method\"", "\"ngram\"", "\"model\""});
 }
 
 TEST(SpeculativeConfig, RefusesWrongTypes) {

@@ -24,12 +24,7 @@ namespace {
 
 constexpr int32_t kVocab = 50;
 
-/// The token `period` positions back: a context of period p repeats.
-FakeExecutor::Model periodic(size_t period) {
-  return [period](std::span<const int32_t> ctx) {
-    return ctx.size() >= period ? ctx[ctx.size() - period] : 1;
-  };
-}
+constexpr auto periodic = &FakeExecutor::periodic;
 
 EngineConfig speculating(int32_t tokens, int32_t disableByBatchSize = 0) {
   EngineConfig c = fakeConfig(kVocab);
