@@ -1308,8 +1308,10 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                 ArgmaxArgs{.out = argmaxOut_.address(),
                            .logits = buffer(ops_.back().buffers[0]),
                            .partialValue = ws,
-                           .partialIndex = ws + spec.indexOffset(shape.outputs),
-                           .arrivals = ws + spec.arrivalOffset(shape.outputs),
+                           // The workspace's layout, for maxTokens_ rows
+                           // whatever this step's (ArgmaxSpec).
+                           .partialIndex = ws + spec.indexOffset(maxTokens_),
+                           .arrivals = ws + spec.arrivalOffset(maxTokens_),
                            .rows = shape.outputs,
                            .vocab = vocab});
   }
@@ -1451,6 +1453,23 @@ void CudaExecutor::step(const StepBatch &in, const StepOutput &out) {
 }
 
 void CudaExecutor::submitStep(const StepBatch &in, const StepOutput &out) {
+  if (in.logitRows.empty() && !in.tokens.empty() && out.logits.empty() &&
+      out.logprobs.empty() && out.topIds.empty()) {
+    // No rows asked (a prompt chunk that does not reach its prompt's end):
+    // the step runs with its last token's row, and the id goes nowhere.
+    const int slot = nextSlot_;
+    noRowsRow_[slot] = static_cast<int32_t>(in.tokens.size()) - 1;
+    StepBatch b = in;
+    b.logitRows = {&noRowsRow_[slot], 1};
+    b.sampling = {};
+    b.penalties = {};
+    b.logitBias = {};
+    b.numTopLogprobs = 0;
+    StepOutput o;
+    o.argmax = {&noRowsId_[slot], 1};
+    submitStep(b, o);
+    return;
+  }
   using Clock = std::chrono::steady_clock;
   const Clock::time_point entered = Clock::now();
   if (pending_.size() >= 2)

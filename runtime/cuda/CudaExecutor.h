@@ -211,6 +211,10 @@ private:
                         // logit_rows | chunk tiles | block tables | sampling
   HostSlot slots_[2];
   int nextSlot_ = 0;
+  /// A step that asks for no logits rows (a prompt chunk short of its
+  /// prompt's end) runs with its last token's row, whose id lands here, per
+  /// host slot, and is dropped: every kernel chain ends in a logits row.
+  int32_t noRowsRow_[2] = {0, 0}, noRowsId_[2] = {0, 0};
   std::deque<Pending> pending_;
   /// What the last submitted step left for a chained successor, and its R.
   ChainSource lastResults_ = ChainSource::None;

@@ -135,14 +135,14 @@ LaunchDims ArgmaxSpec::dims(int rows) const {
   dims.block.x = 256;
   return dims;
 }
-std::size_t ArgmaxSpec::indexOffset(int rows) const {
-  return static_cast<std::size_t>(rows) * splits() * sizeof(float);
+std::size_t ArgmaxSpec::indexOffset(int capacity) const {
+  return static_cast<std::size_t>(capacity) * splits() * sizeof(float);
 }
-std::size_t ArgmaxSpec::arrivalOffset(int rows) const {
-  return 2 * indexOffset(rows);
+std::size_t ArgmaxSpec::arrivalOffset(int capacity) const {
+  return 2 * indexOffset(capacity);
 }
-std::size_t ArgmaxSpec::workspaceBytes(int rows) const {
-  return arrivalOffset(rows) + static_cast<std::size_t>(rows) * 4;
+std::size_t ArgmaxSpec::workspaceBytes(int capacity) const {
+  return arrivalOffset(capacity) + static_cast<std::size_t>(capacity) * 4;
 }
 
 KernelInstance SamplingSpec::instance() const {

@@ -82,18 +82,24 @@ struct SwigluPairsSpec {
 
 /// argmax(out, logits, rows, V, partial_value, partial_index, arrivals):
 /// each row is split over splits() blocks whose winners meet in a workspace
-/// of workspaceBytes(rows) bytes (partial values, partial indices, then one
-/// arrival counter per row, which must be zero before the first launch; the
-/// kernel leaves it zero).
+/// of workspaceBytes(capacity) bytes for launches of up to `capacity` rows
+/// (partial values, partial indices, then one arrival counter per row, which
+/// must be zero before the first launch; the kernel leaves it zero). The
+/// offsets depend on the capacity, never on a launch's rows: launches of
+/// different row counts share the workspace, and counters placed by a
+/// smaller launch inside a larger one's partials would be overwritten with
+/// indices, so that no block of a row ever counted itself last and the row's
+/// id was never written (the host then read the previous step's ids).
 struct ArgmaxSpec {
   int vocab = 0;
   KernelInstance instance() const;
   LaunchDims dims(int rows) const;
   int splits() const;
-  std::size_t workspaceBytes(int rows) const;
-  /// Byte offsets of the partial indices and the arrival counters.
-  std::size_t indexOffset(int rows) const;
-  std::size_t arrivalOffset(int rows) const;
+  std::size_t workspaceBytes(int capacity) const;
+  /// Byte offsets of the partial indices and the arrival counters in a
+  /// workspace for `capacity` rows.
+  std::size_t indexOffset(int capacity) const;
+  std::size_t arrivalOffset(int capacity) const;
 };
 
 /// sample_rows(ids, logprobs, top_ids, top_logprobs, logits, params,

@@ -68,7 +68,9 @@ struct StepBatch {
   std::span<const int32_t> tokens;    // T token ids
   std::span<const int32_t> positions; // T positions within their sequence
   std::span<const int32_t> tokenSeq;  // T indices into the step's sequences
-  std::span<const int32_t> logitRows; // R token indices whose logits to return
+  /// R token indices whose logits to return; R may be 0 (a prompt chunk
+  /// that does not reach its prompt's end).
+  std::span<const int32_t> logitRows;
   /// numSeqs x maxBlocksPerSeq: KV-cache block ids of each sequence of the
   /// step, in position order (position p lives in block p / blockSize).
   std::span<const int32_t> blockTables;

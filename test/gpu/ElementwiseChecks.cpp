@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 
 namespace sol::check {
 namespace {
@@ -189,8 +190,14 @@ void checkArgmax(Checker &c) {
   struct Case {
     int rows, vocab;
   };
+  // One workspace per vocabulary for up to 64 rows, shared by launches of
+  // fewer rows after more (as the executor's steps share one): each launch
+  // must find its arrival counters at zero whatever the last one wrote.
+  constexpr int kCapacity = 64;
+  std::map<int, DeviceBuffer> workspaces;
   for (const Case &cs :
-       {Case{1, kLogitsVocab}, Case{64, kLogitsVocab}, Case{9, 1001}}) {
+       {Case{64, kLogitsVocab}, Case{8, kLogitsVocab}, Case{4, kLogitsVocab},
+        Case{1, kLogitsVocab}, Case{9, 1001}}) {
     std::vector<float> logits(static_cast<std::size_t>(cs.rows) * cs.vocab);
     for (float &v : logits)
       v = c.rng.uniform(-10.0f, 10.0f);
@@ -211,9 +218,13 @@ void checkArgmax(Checker &c) {
     const cuda::ArgmaxSpec spec{cs.vocab};
     const DeviceBuffer dLogits = c.upload(logits);
     DeviceBuffer dOut = c.poisoned(static_cast<std::size_t>(cs.rows) * 4);
-    // The arrival counters must start at zero; partials may hold anything.
-    DeviceBuffer workspace = c.poisoned(spec.workspaceBytes(cs.rows));
-    workspace.fillBytes(0, c.stream);
+    // The arrival counters start at zero; partials may hold anything.
+    auto [it, fresh] = workspaces.try_emplace(cs.vocab);
+    if (fresh) {
+      it->second = c.poisoned(spec.workspaceBytes(kCapacity));
+      it->second.fillBytes(0, c.stream);
+    }
+    const DeviceBuffer &workspace = it->second;
     const cuda::Kernel &kernel = c.kernels.kernel(instance);
     std::function<void(int)> launch = [&](int) {
       const CUdeviceptr w = workspace.address();
@@ -222,8 +233,8 @@ void checkArgmax(Checker &c) {
           kernels::ArgmaxArgs{.out = dOut.address(),
                               .logits = dLogits.address(),
                               .partialValue = w,
-                              .partialIndex = w + spec.indexOffset(cs.rows),
-                              .arrivals = w + spec.arrivalOffset(cs.rows),
+                              .partialIndex = w + spec.indexOffset(kCapacity),
+                              .arrivals = w + spec.arrivalOffset(kCapacity),
                               .rows = cs.rows,
                               .vocab = cs.vocab});
     };
