@@ -11,7 +11,9 @@
 // so the comparison is not vacuous. Then, on the executor alone, a fixed
 // list of steps in which chained tokens sit beside prompt chunks (the key
 // read from a copy) and alone (read in place), queued two deep, against the
-// same steps with the ids given. (Engine runs whose requests arrive while
+// same steps with the ids given; and steps whose logits rows shrink and grow
+// across the argmax kernel's row buckets, whose ids must be the argmax of the
+// logits they return. (Engine runs whose requests arrive while
 // others decode batch differently with and without async scheduling, and
 // batch shape may change bf16 rounding, so they are not compared.)
 //
@@ -25,6 +27,7 @@
 #include "runtime/executor/ExecutorFactory.h"
 #include "runtime/support/Error.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -210,6 +213,53 @@ std::vector<std::vector<int32_t>> runExecutorSteps(const PlanFile &plan,
   return results;
 }
 
+/// Steps of one sequence whose logits rows shrink and grow across the argmax
+/// kernel's row buckets (8, 4, 2, 1, 3, 5, 2 rows: every token of the step
+/// a row), each returning its logits and ids: the ids must be the argmax of
+/// those logits (lowest index on ties), whatever the step before left in the
+/// argmax workspace. Returns the number of rows whose id was not.
+int runArgmaxAcrossRowCounts(const PlanFile &plan, bool graphs) {
+  ExecutorOptions options;
+  options.maxModelLen = 128;
+  options.disableCudaGraphs = !graphs;
+  const std::unique_ptr<Executor> ex = makeExecutor(plan, "cuda", options);
+  const auto vocab = static_cast<int32_t>(plan.plan().model()->vocab_size());
+  const int32_t blocksPerSeq = (128 + ex->blockSize() - 1) / ex->blockSize();
+  std::vector<int32_t> table(static_cast<size_t>(blocksPerSeq));
+  for (size_t i = 0; i < table.size(); ++i)
+    table[i] = static_cast<int32_t>(i);
+  int wrong = 0, pos = 0;
+  for (const int rows : {8, 4, 2, 1, 3, 5, 2}) {
+    std::vector<int32_t> tokens, positions, tokenSeq(static_cast<size_t>(rows)),
+        logitRows, ids(static_cast<size_t>(rows), -1);
+    for (int i = 0; i < rows; ++i) {
+      tokens.push_back((977 * (pos + 1)) % vocab);
+      positions.push_back(pos++);
+      logitRows.push_back(i);
+    }
+    std::vector<float> logits(static_cast<size_t>(rows) *
+                              static_cast<size_t>(vocab));
+    StepBatch b;
+    b.tokens = tokens;
+    b.positions = positions;
+    b.tokenSeq = tokenSeq;
+    b.logitRows = logitRows;
+    b.blockTables = table;
+    b.numSeqs = 1;
+    b.maxBlocksPerSeq = blocksPerSeq;
+    StepOutput out;
+    out.argmax = ids;
+    out.logits = logits;
+    ex->step(b, out);
+    for (int r = 0; r < rows; ++r) {
+      const float *row = logits.data() + static_cast<size_t>(r) * vocab;
+      const auto best = std::max_element(row, row + vocab) - row;
+      wrong += ids[static_cast<size_t>(r)] != static_cast<int32_t>(best);
+    }
+  }
+  return wrong;
+}
+
 int run(int argc, char **argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: sol-async-scheduling-check PLAN\n");
@@ -262,6 +312,15 @@ int run(int argc, char **argv) {
     std::printf("%-40s %-9s %s  ids %s\n", "executor: chained beside prompts",
                 graphs ? "graphs" : "no graphs", passed ? "ok  " : "FAIL",
                 ids.c_str());
+  }
+  for (const bool graphs : {true, false}) {
+    const int wrong = runArgmaxAcrossRowCounts(plan, graphs);
+    allPassed = allPassed && wrong == 0;
+    std::printf("%-40s %-9s %s  %d of 25 rows with an id other than the "
+                "argmax of their logits\n",
+                "executor: argmax over 8,4,2,1,3,5,2 rows",
+                graphs ? "graphs" : "no graphs", wrong == 0 ? "ok  " : "FAIL",
+                wrong);
   }
   std::printf("\n%s\n", allPassed ? "ALL CHECKS PASSED" : "SOME CHECKS FAILED");
   return allPassed ? 0 : 1;
