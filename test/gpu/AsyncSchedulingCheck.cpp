@@ -215,9 +215,10 @@ std::vector<std::vector<int32_t>> runExecutorSteps(const PlanFile &plan,
 
 /// Steps of one sequence whose logits rows shrink and grow across the argmax
 /// kernel's row buckets (8, 4, 2, 1, 3, 5, 2 rows: every token of the step
-/// a row), each returning its logits and ids: the ids must be the argmax of
-/// those logits (lowest index on ties), whatever the step before left in the
-/// argmax workspace. Returns the number of rows whose id was not.
+/// a row, after a 3-token step that asks for no row), each returning its
+/// logits and ids: the ids must be the argmax of those logits (lowest index
+/// on ties), whatever the step before left in the argmax workspace. Returns
+/// the number of rows whose id was not.
 int runArgmaxAcrossRowCounts(const PlanFile &plan, bool graphs) {
   ExecutorOptions options;
   options.maxModelLen = 128;
@@ -228,16 +229,22 @@ int runArgmaxAcrossRowCounts(const PlanFile &plan, bool graphs) {
   std::vector<int32_t> table(static_cast<size_t>(blocksPerSeq));
   for (size_t i = 0; i < table.size(); ++i)
     table[i] = static_cast<int32_t>(i);
+  struct Shape {
+    int tokens, rows;
+  };
   int wrong = 0, pos = 0;
-  for (const int rows : {8, 4, 2, 1, 3, 5, 2}) {
-    std::vector<int32_t> tokens, positions, tokenSeq(static_cast<size_t>(rows)),
-        logitRows, ids(static_cast<size_t>(rows), -1);
-    for (int i = 0; i < rows; ++i) {
+  for (const Shape sh : {Shape{8, 8}, Shape{4, 4}, Shape{2, 2}, Shape{1, 1},
+                         Shape{3, 0}, Shape{3, 3}, Shape{5, 5}, Shape{2, 2}}) {
+    std::vector<int32_t> tokens, positions,
+        tokenSeq(static_cast<size_t>(sh.tokens)), logitRows,
+        ids(static_cast<size_t>(sh.rows), -1);
+    for (int i = 0; i < sh.tokens; ++i) {
       tokens.push_back((977 * (pos + 1)) % vocab);
       positions.push_back(pos++);
-      logitRows.push_back(i);
     }
-    std::vector<float> logits(static_cast<size_t>(rows) *
+    for (int r = 0; r < sh.rows; ++r)
+      logitRows.push_back(sh.tokens - sh.rows + r);
+    std::vector<float> logits(static_cast<size_t>(sh.rows) *
                               static_cast<size_t>(vocab));
     StepBatch b;
     b.tokens = tokens;
@@ -251,7 +258,7 @@ int runArgmaxAcrossRowCounts(const PlanFile &plan, bool graphs) {
     out.argmax = ids;
     out.logits = logits;
     ex->step(b, out);
-    for (int r = 0; r < rows; ++r) {
+    for (int r = 0; r < sh.rows; ++r) {
       const float *row = logits.data() + static_cast<size_t>(r) * vocab;
       const auto best = std::max_element(row, row + vocab) - row;
       wrong += ids[static_cast<size_t>(r)] != static_cast<int32_t>(best);
