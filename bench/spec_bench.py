@@ -123,7 +123,7 @@ def first_difference(args, a, b):
 
 def sol_rows(args, prompts):
     plain, spec, agree = [], [], 0
-    proposed = accepted = drafts = 0
+    proposed = accepted = drafts = draft_steps = 0
     differences = []
     run_sol(args, prompts[0], None)  # warm-up (kernel cache, page cache)
     for i, prompt in enumerate(prompts):
@@ -136,6 +136,7 @@ def sol_rows(args, prompts):
         proposed += s.get("proposed_tokens", 0)
         accepted += s.get("accepted_tokens", 0)
         drafts += s.get("num_drafts", 0)
+        draft_steps += s.get("draft_model_steps", 0)
         where = ""
         if a["ids"] != b["ids"]:
             diff = first_difference(args, a, b)
@@ -157,6 +158,7 @@ def sol_rows(args, prompts):
         "accepted_tokens": accepted,
         "acceptance_rate": accepted / proposed if proposed else 0.0,
         "mean_accepted_length": 1.0 + accepted / drafts if drafts else 0.0,
+        "draft_model_steps": draft_steps,
     }
 
 

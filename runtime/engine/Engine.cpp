@@ -674,6 +674,8 @@ EngineStats Engine::stats() const {
   s.kvBlocksTotal = blocks_.numBlocks();
   s.prefixCacheQueries = blocks_.queriedTokens();
   s.prefixCacheHits = blocks_.hitTokens();
+  if (draftProposer_)
+    s.specDraftModelSteps = draftProposer_->numSteps();
   return s;
 }
 

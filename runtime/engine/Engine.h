@@ -105,6 +105,8 @@ struct EngineStats {
   int64_t specDrafts = 0;
   int64_t specProposedTokens = 0;
   int64_t specAcceptedTokens = 0;
+  /// Steps the draft model's executor ran (draft-model speculation).
+  int64_t specDraftModelSteps = 0;
 };
 
 /// One window of a teacher-forced scoring pass (Engine::scoreWindows): a

@@ -176,6 +176,8 @@ int runBench(const PlanFile &file, const std::string &device,
       j["spec_num_drafts"] = s.specDrafts;
       j["spec_proposed_tokens"] = s.specProposedTokens;
       j["spec_accepted_tokens"] = s.specAcceptedTokens;
+      if (opts.speculative.method == SpeculativeConfig::Method::DraftModel)
+        j["spec_draft_model_steps"] = s.specDraftModelSteps;
       j["spec_acceptance_rate"] =
           s.specProposedTokens > 0
               ? double(s.specAcceptedTokens) / double(s.specProposedTokens)

@@ -502,6 +502,8 @@ int run(Options &opts) {
       j["speculative"] = {{"num_drafts", s.specDrafts},
                           {"proposed_tokens", s.specProposedTokens},
                           {"accepted_tokens", s.specAcceptedTokens}};
+      if (draft)
+        j["speculative"]["draft_model_steps"] = s.specDraftModelSteps;
     }
     std::cout << j.dump(-1, ' ', false,
                         nlohmann::json::error_handler_t::replace)

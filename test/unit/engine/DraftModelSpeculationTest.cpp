@@ -98,6 +98,7 @@ TEST(DraftModelSpeculation, TheDraftComputesThePromptOnceThenOnlyWhatIsNew) {
   EXPECT_EQ(s.specProposedTokens, 6);
   EXPECT_EQ(s.specAcceptedTokens, 6);
   EXPECT_EQ(engine.draftProposer()->numSteps(), 6);
+  EXPECT_EQ(s.specDraftModelSteps, 6);
   expectNoDraftBlocks(engine);
 }
 
