@@ -17,8 +17,6 @@ namespace sol {
 
 namespace {
 
-constexpr int32_t kDefaultMaxNumSeqs = 256;
-
 EngineConfig resolve(const Executor &executor, EngineConfig c) {
   const int32_t stepCap = executor.maxTokensPerStep();
   if (c.vocabSize < 1)

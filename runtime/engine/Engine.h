@@ -46,12 +46,16 @@ namespace sol {
 class DraftModelProposer;
 class Tokenizer;
 
+/// Running sequences at most when EngineConfig::maxNumSeqs is 0 (and the
+/// token budget allows as many).
+inline constexpr int32_t kDefaultMaxNumSeqs = 256;
+
 struct EngineConfig {
   /// Columns of a logits row; token ids are < vocabSize.
   int64_t vocabSize = 0;
   /// Longest sequence (prompt + max tokens) a request may ask for.
   int64_t maxModelLen = 0;
-  /// Running sequences at most; 0: min(256, the token budget).
+  /// Running sequences at most; 0: min(kDefaultMaxNumSeqs, the token budget).
   int32_t maxNumSeqs = 0;
   /// Tokens per step at most; 0: executor.maxTokensPerStep().
   int32_t maxNumBatchedTokens = 0;

@@ -49,7 +49,8 @@ int runBench(const PlanFile &file, const std::string &device,
   // Size the executor for this workload unless told otherwise.
   if (executorOptions.maxModelLen == 0)
     executorOptions.maxModelLen = longest;
-  executorOptions.maxSeqs = opts.maxNumSeqs > 0 ? opts.maxNumSeqs : 256;
+  executorOptions.maxSeqs =
+      opts.maxNumSeqs > 0 ? opts.maxNumSeqs : kDefaultMaxNumSeqs;
   // A draft model's executor first: the target's KV cache takes the rest.
   std::optional<DraftModel> draft = openDraftModel(
       opts.speculative, file, device, executorOptions, opts.maxNumSeqs);

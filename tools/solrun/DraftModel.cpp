@@ -16,9 +16,6 @@ std::string_view tokenizerJson(const PlanFile &plan) {
   return {reinterpret_cast<const char *>(span.data()), span.size()};
 }
 
-/// Sequences the engine runs when --max-num-seqs is not given.
-constexpr int32_t kDefaultMaxNumSeqs = 256;
-
 } // namespace
 
 void checkDraftMatchesTarget(const PlanFile &target, const PlanFile &draft) {

@@ -188,9 +188,9 @@ int runPerplexity(const PlanFile &file, const std::string &device,
                              ? int64_t(plan.max_tokens_per_step())
                              : 512;
   const int64_t perStep = (budget + window - 2) / (window - 1) + 1;
-  executorOptions.maxSeqs = static_cast<int32_t>(
-      std::clamp<int64_t>(std::min<int64_t>(perStep, int64_t(windows.size())),
-                          1, opts.maxNumSeqs > 0 ? opts.maxNumSeqs : 256));
+  executorOptions.maxSeqs = static_cast<int32_t>(std::clamp<int64_t>(
+      std::min<int64_t>(perStep, int64_t(windows.size())), 1,
+      opts.maxNumSeqs > 0 ? opts.maxNumSeqs : kDefaultMaxNumSeqs));
   std::unique_ptr<Executor> executor =
       makeExecutor(file, device, executorOptions);
   const bool terminal = isatty(STDERR_FILENO);

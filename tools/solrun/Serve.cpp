@@ -74,7 +74,8 @@ int runServe(const PlanFile &file, const std::string &device,
   const int64_t modelMax = plan.model()->max_position_embeddings();
   if (executorOptions.maxModelLen == 0)
     executorOptions.maxModelLen = modelMax;
-  executorOptions.maxSeqs = opts.maxNumSeqs > 0 ? opts.maxNumSeqs : 256;
+  executorOptions.maxSeqs =
+      opts.maxNumSeqs > 0 ? opts.maxNumSeqs : kDefaultMaxNumSeqs;
 
   std::optional<TextModel> text;
   if (plan.tokenizer_json() && plan.tokenizer_json()->size())
