@@ -88,8 +88,8 @@ private:
     Value scales, zeros;
   };
   template <typename LinearLike> static WeightFormat formatOf(LinearLike l) {
-    return {l.getQuant(), l.getGroupSize(), l.getWeightScales(),
-            l.getWeightZeros()};
+    return {l.getQuant(), static_cast<int64_t>(l.getGroupSize()),
+            l.getWeightScales(), l.getWeightZeros()};
   }
   LogicalResult linear(Operation *op, Value input, Value normWeight, float eps,
                        Value weight, Value bias, Value residual,
@@ -199,7 +199,8 @@ FailureOr<int32_t> Translator::weight(Operation *user, Value v) {
   auto type = w.getResult().getType();
   s.weights.push_back(
       {name, weightDType(type.getElementType()),
-       std::vector<int64_t>(type.getShape().begin(), type.getShape().end())});
+       std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+       /*note=*/{}});
   int32_t index = static_cast<int32_t>(s.weights.size() - 1);
   weightIndex[name] = index;
   return index;

@@ -13,16 +13,11 @@
 
 namespace sol {
 
-std::vector<CompiledModule>
-compileKernels(const StepProgram &program,
-               const KernelCompileOptions &options) {
-  if (options.kvCache.blockSize <= 0)
-    fail("internal error: compileKernels needs the KV-cache layout");
-  std::vector<cuda::KernelInstance> instances;
-  auto add = [&](const cuda::KernelInstance &k) {
-    if (std::find(instances.begin(), instances.end(), k) == instances.end())
-      instances.push_back(k);
-  };
+namespace {
+
+/// The program's ops as kernel selection sees them.
+std::vector<cuda::OpDesc> describeOps(const StepProgram &program,
+                                      const KernelCompileOptions &options) {
   std::vector<cuda::OpDesc> descs;
   for (const PlanOp &op : program.ops) {
     cuda::OpDesc d;
@@ -38,6 +33,31 @@ compileKernels(const StepProgram &program,
     descs.push_back(std::move(d));
   }
   cuda::markAttentionReaders(descs);
+  return descs;
+}
+
+} // namespace
+
+cuda::StaticLowering chooseCudaLowering(const StepProgram &program,
+                                        const KernelCompileOptions &options) {
+  std::vector<int> slots;
+  for (const ProgramBuffer &b : program.buffers)
+    slots.push_back(b.slot);
+  return cuda::chooseStaticLowering(describeOps(program, options), slots,
+                                    options.maxTokensPerStep);
+}
+
+std::vector<CompiledModule>
+compileKernels(const StepProgram &program,
+               const KernelCompileOptions &options) {
+  if (options.kvCache.blockSize <= 0)
+    fail("internal error: compileKernels needs the KV-cache layout");
+  std::vector<cuda::KernelInstance> instances;
+  auto add = [&](const cuda::KernelInstance &k) {
+    if (std::find(instances.begin(), instances.end(), k) == instances.end())
+      instances.push_back(k);
+  };
+  const std::vector<cuda::OpDesc> descs = describeOps(program, options);
   for (const cuda::OpDesc &d : descs)
     for (const cuda::KernelInstance &k : cuda::enumerateKernels(
              d, options.maxTokensPerStep, options.maxContext))

@@ -3,6 +3,7 @@
 
 #include "codegen/plan/PlanEmitter.h"
 #include "codegen/step/StepProgram.h"
+#include "runtime/cuda/StaticLowering.h"
 
 namespace sol {
 
@@ -23,5 +24,10 @@ struct KernelCompileOptions {
 /// or the CUDA headers are missing or a kernel does not compile.
 std::vector<CompiledModule> compileKernels(const StepProgram &program,
                                            const KernelCompileOptions &options);
+
+/// The CUDA executor's choices that hold for every step of `program`
+/// (recorded in the plan beside the kernels compileKernels makes).
+cuda::StaticLowering chooseCudaLowering(const StepProgram &program,
+                                        const KernelCompileOptions &options);
 
 } // namespace sol

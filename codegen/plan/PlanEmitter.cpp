@@ -159,11 +159,18 @@ void emitPlan(const std::filesystem::path &path, const StepProgram &program,
                                           &moduleSections[m].first,
                                           &moduleSections[m].second));
   }
+  flatbuffers::Offset<fb::CudaLowering> cuda;
+  if (options.cudaLowering) {
+    const cuda::StaticLowering &l = *options.cudaLowering;
+    cuda = fb::CreateCudaLoweringDirect(b, &l.attentionRopeKvWrite,
+                                        &l.skippableGathers, l.argmaxLmHead,
+                                        l.chunkAttention);
+  }
   auto plan = fb::CreatePlanDirect(
       b, options.compilerVersion.c_str(), options.commandLine.c_str(),
       options.target.c_str(), modelInfo, generation, kv, &ropes, &weightTables,
       &buffers, &program.arenaSlots, &ops, &kernels, &mods, &tokenizerJson,
-      &tokenizerConfig, options.maxTokensPerStep);
+      &tokenizerConfig, options.maxTokensPerStep, cuda);
   fb::FinishPlanBuffer(b, plan);
   writer.finish({b.GetBufferPointer(), b.GetSize()});
 }

@@ -5,9 +5,11 @@
 #include "codegen/step/StepProgram.h"
 #include "ir/ModelAssets.h"
 #include "ir/WeightStore.h"
+#include "runtime/cuda/StaticLowering.h"
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,8 @@ struct PlanOptions {
   KvCachePlan kvCache;
   /// Progress on stderr when it is a terminal.
   bool progress = true;
+  /// With kernels: the CUDA executor's per-plan choices (chooseCudaLowering).
+  std::optional<cuda::StaticLowering> cudaLowering;
 };
 
 /// Writes `program` to `path`: each weight's bytes copied from `weights`

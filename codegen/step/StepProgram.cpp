@@ -19,6 +19,14 @@ void StepProgram::assignArenaSlots() {
   // The logits are read by the executor after the last op.
   if (logitsBuffer >= 0)
     last[logitsBuffer] = static_cast<int>(ops.size());
+  // The CUDA executor skips a gather of the logits rows in steps whose rows
+  // are already in place (decode), its readers reading its input instead:
+  // the input lives as long as the output.
+  for (const PlanOp &op : ops)
+    if (op.kind == OpKind::GatherRows) {
+      const int32_t out = op.buffers.at(0), in = op.buffers.at(1);
+      last[in] = std::max(last[in], last[out]);
+    }
 
   // Greedy interval colouring in order of first use: a slot is free again
   // once the last reader of its previous buffer has run.

@@ -320,36 +320,20 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   attentionWorkspace_ =
       DeviceBuffer(std::max<std::size_t>(workspaceFloats_ * 4, kAlign));
   std::size_t arrivals = 1;
-  std::vector<int> ropeOfLayer;
-  for (const OpDesc &d : ops_) {
+  for (const OpDesc &d : ops_)
     if (d.kind == OpKind::Attention)
       arrivals = std::max(
           arrivals,
           PagedAttentionSpec{0, static_cast<int>(d.kvHeads)}.arrivalCount(
               maxTokens_));
-    if (d.kind == OpKind::RopeKvWrite) {
-      const auto layer = static_cast<std::size_t>(d.layer);
-      ropeOfLayer.resize(std::max(ropeOfLayer.size(), layer + 1), -1);
-      ropeOfLayer[layer] = static_cast<int>(d.rope);
-    }
-  }
   attentionArrivals_ = DeviceBuffer(alignUp(arrivals * sizeof(unsigned)));
   attentionArrivals_.fillBytes(0, stream_);
   clusterMerge_ = context_.computeCapabilityMajor() >= 9;
-  fusedRope_ = true;
-  attentionRope_.assign(ops_.size(), -1);
-  for (std::size_t i = 0; i < ops_.size(); ++i) {
-    const OpDesc &d = ops_[i];
-    if (d.kind != OpKind::Attention)
-      continue;
-    const auto layer = static_cast<std::size_t>(d.layer);
-    attentionRope_[i] = layer < ropeOfLayer.size() ? ropeOfLayer[layer] : -1;
-    // Every attention must have its rope table and the fused variant (head
-    // dims too small for its lane layout have none).
-    fusedRope_ = fusedRope_ && attentionRope_[i] >= 0 && attentionFusesRope(d);
-  }
+  // What solc decided for every step: the fused rope of decode steps, the
+  // skippable gather, the argmax LM head, chunk attention.
+  lowering_ = readStaticLowering(plan.cuda(), ops_, planFile.path().string());
+  gatherAliases_.reserve(lowering_.skippableGathers.size());
   sequenceSeen_.assign(static_cast<std::size_t>(maxSeqsCap_), 0);
-  findSkippableGather();
   // Chained ids are resolved by the embedding kernel: only Embedding ops may
   // read the token ids (step input 0).
   chainable_ = !ops_.empty();
@@ -362,7 +346,7 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   }
   // The LM head with the argmax in its epilogue (enumerateKernels put it in
   // the plan).
-  if (!ops_.empty())
+  if (lowering_.argmaxLmHead)
     argmaxHead_ = selectArgmaxLmHead(ops_.back());
   // Split-K partial sums; zero between uses (the finalize kernels reset it).
   std::size_t splitFloats = 0;
@@ -411,28 +395,13 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     for (HostSlot &slot : slots_)
       slot.prefillTiles = PinnedBuffer(sizeof(PrefillTile) * maxTokens_);
   }
-  // chunk_attention: one spec for every attention op, its kernel in the plan
-  // (which has it when steps of two or more tokens are possible).
-  for (std::size_t i = 0; i < ops_.size(); ++i) {
-    const OpDesc &d = ops_[i];
-    if (d.kind != OpKind::Attention)
-      continue;
-    if (!chunkAttention_)
-      chunkAttentionOp_ = i;
-    const ChunkAttentionSpec spec = chunkAttentionSpec(d);
-    const bool usable = spec.supported() && spec.kvFp8 == kvFp8() &&
-                        kernels_.count(spec.instance().nameExpression);
-    const bool same =
-        !chunkAttention_ || (chunkAttention_->qHeads == spec.qHeads &&
-                             chunkAttention_->kvHeads == spec.kvHeads &&
-                             chunkAttention_->headDim == spec.headDim &&
-                             chunkAttention_->softcap == spec.softcap);
-    if (!usable || !same) {
-      chunkAttention_.reset();
-      break;
-    }
-    chunkAttention_ = spec;
-  }
+  // chunk_attention: one spec for every attention op.
+  if (lowering_.chunkAttention)
+    for (std::size_t i = 0; i < ops_.size() && !chunkAttention_; ++i)
+      if (ops_[i].kind == OpKind::Attention) {
+        chunkAttentionOp_ = i;
+        chunkAttention_ = chunkAttentionSpec(ops_[i]);
+      }
 
   // The paged KV cache takes what --gpu-memory-utilization leaves.
   stream_.synchronize();
@@ -946,14 +915,15 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     return dims;
   };
   if (begin == 0)
-    gatherAlias_ = {-1, -1};
+    gatherAliases_.clear();
   for (size_t i = begin; i < end; ++i) {
     const OpDesc &d = ops_[i];
     const int rows = opRows(d, shape.tokens, shape.outputs);
-    if (shape.identityRows && static_cast<int>(i) == skippableGather_) {
+    if (shape.identityRows &&
+        std::ranges::count(lowering_.skippableGathers, static_cast<int>(i))) {
       // The rows it would gather are already in place: later ops read its
       // input instead of its output.
-      gatherAlias_ = {d.buffers[0], d.buffers[1]};
+      gatherAliases_.emplace_back(d.buffers[0], d.buffers[1]);
       continue;
     }
     if (d.kind == OpKind::ConcatColumns) {
@@ -1002,8 +972,10 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     const Kernel &k = kernel(l.instance);
     raiseSharedLimit(k, l);
     auto buf = [&](unsigned j) {
-      const int id = d.buffers[j];
-      return buffer(id == gatherAlias_.first ? gatherAlias_.second : id);
+      int id = d.buffers[j];
+      for (const auto &[out, in] : gatherAliases_)
+        id = id == out ? in : id;
+      return buffer(id);
     };
     auto w = [&](unsigned j) { return weight(d.weights[j]); };
     switch (d.kind) {
@@ -1255,7 +1227,10 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
           .softcap = d.softcap};
       // The fused variant rotates q and k and appends k and v itself.
       if (shape.fusedRope) {
-        const auto rope = static_cast<std::size_t>(attentionRope_.at(i));
+        const auto rope = static_cast<std::size_t>(
+            ops_.at(static_cast<std::size_t>(
+                        lowering_.attentionRopeKvWrite.at(i)))
+                .rope);
         args.invFreq = ropes_.address() + ropeOffsets_.at(rope);
         const fb::RopeTable *table =
             plan.rope()->Get(static_cast<unsigned>(rope));
@@ -1367,34 +1342,6 @@ void CudaExecutor::launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
                       .eps = eps});
 }
 
-void CudaExecutor::findSkippableGather() {
-  // The plan's GatherRows (the rows that get logits) may be skipped in steps
-  // whose logit rows are the first rows in order (decode), when no later op
-  // touches the arena slot of its input: the planner may reuse a slot after
-  // its buffer's last reader, and the gather is that reader.
-  const fb::Plan &plan = plan_.plan();
-  auto slot = [&](int id) {
-    return id < 4 ? -1 - id : plan.buffers()->Get(id)->arena_slot();
-  };
-  skippableGather_ = -1;
-  for (std::size_t i = 0; i < ops_.size(); ++i) {
-    if (ops_[i].kind != OpKind::GatherRows)
-      continue;
-    const int in = ops_[i].buffers[1], out = ops_[i].buffers[0];
-    if (in < 4 || skippableGather_ >= 0) {
-      skippableGather_ = -1; // two gathers, or one of a step input: keep them
-      return;
-    }
-    bool clear = true;
-    for (std::size_t j = i + 1; j < ops_.size(); ++j)
-      for (int id : ops_[j].buffers)
-        clear = clear && (id == out || slot(id) != slot(in));
-    if (!clear)
-      return;
-    skippableGather_ = static_cast<int>(i);
-  }
-}
-
 bool CudaExecutor::identityLogitRows(const StepBatch &batch) {
   for (std::size_t r = 0; r < batch.logitRows.size(); ++r)
     if (batch.logitRows[r] != static_cast<int32_t>(r))
@@ -1500,11 +1447,12 @@ void CudaExecutor::submitStep(const StepBatch &in, const StepOutput &out) {
   // against paged_attention's 15.0: 32 blocks for 512).
   if (shape.tokens > kMaxGraphTokens)
     shape.prefillTiles = stagePrefillTiles(b, slot.prefillTiles);
-  shape.fusedRope =
-      fusedRope_ && shape.prefillTiles == 0 && oneTokenPerSequence(b);
+  shape.fusedRope = lowering_.fusedRope() && shape.prefillTiles == 0 &&
+                    oneTokenPerSequence(b);
   auto *host = static_cast<std::byte *>(slot.staging.data());
   stageChunkTiles(b, host, shape);
-  shape.identityRows = skippableGather_ >= 0 && identityLogitRows(b);
+  shape.identityRows =
+      !lowering_.skippableGathers.empty() && identityLogitRows(b);
   shape.fusedArgmax =
       argmaxHead_ && shape.argmax && !shape.sampling && shape.outputs == 1;
   if (anyChained(in))

@@ -29,6 +29,7 @@
 #include "runtime/cuda/KernelSelection.h"
 #include "runtime/cuda/Module.h"
 #include "runtime/cuda/PinnedBuffer.h"
+#include "runtime/cuda/StaticLowering.h"
 #include "runtime/cuda/StepPadding.h"
 #include "runtime/cuda/Stream.h"
 #include "runtime/executor/ExecutorFactory.h"
@@ -236,22 +237,16 @@ private:
   /// Arrival counters of split attention (zeroed once; the kernels reset
   /// them).
   DeviceBuffer attentionArrivals_;
-  /// Per op: for Attention ops, the rope table of the layer's RopeKvWrite
-  /// (-1 for other ops).
-  std::vector<int> attentionRope_;
-  /// Decode steps (one token per sequence) run paged_attention with the
-  /// rope and the KV append fused into it, skipping rope_kv_write, when
-  /// every attention op has its rope and a shape the fused variant supports.
-  bool fusedRope_ = false;
+  /// solc's choices for every step (Plan.cuda): decode steps (one token per
+  /// sequence) run paged_attention with the rope and the KV append fused
+  /// into it, skipping rope_kv_write; the gather steps with identity logit
+  /// rows skip; the argmax LM head; chunk attention.
+  StaticLowering lowering_;
   /// Attention splits merge through thread-block clusters (sm_90).
   bool clusterMerge_ = false;
   /// Whether the step's real tokens all belong to different sequences.
   bool oneTokenPerSequence(const StepBatch &batch);
-  /// Sets skippableGather_: the op index of a GatherRows that steps with
-  /// identity logit rows may skip, or -1.
-  void findSkippableGather();
   static bool identityLogitRows(const StepBatch &batch);
-  int skippableGather_ = -1;
   /// The LM head's one-row launch with the argmax in its epilogue (when the
   /// last op is an LM head without bias or epilogue), and where in inputs_
   /// its key lives: first, so that a step chained to it can copy its inputs
@@ -260,8 +255,8 @@ private:
   std::size_t argmaxKeyOffset_ = 0;
   void launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
                         CUdeviceptr normW, float eps, int n);
-  /// While a step skips the gather: {its output buffer, its input buffer}.
-  std::pair<int, int> gatherAlias_{-1, -1};
+  /// While a step skips gathers: {output buffer, input buffer} of each.
+  std::vector<std::pair<int, int>> gatherAliases_;
   std::vector<uint8_t> sequenceSeen_; // its scratch, one flag per sequence
   DeviceBuffer argmaxOut_;
   DeviceBuffer chainKey_;        // ChainSource::KeyCopy

@@ -171,6 +171,7 @@ int run(const Options &opts) {
     sol::fail("cannot plan the KV cache of ", opts.input, " (see above)");
 
   std::vector<sol::CompiledModule> modules;
+  sol::PlanOptions planOptions;
   if (opts.gpu != "none") {
     sol::KernelCompileOptions kernelOptions;
     kernelOptions.gpuArch = opts.gpu;
@@ -180,9 +181,9 @@ int run(const Options &opts) {
     kernelOptions.kvCache = *kvCache;
     kernelOptions.progress = !opts.quiet;
     modules = sol::compileKernels(*program, kernelOptions);
+    planOptions.cudaLowering = sol::chooseCudaLowering(*program, kernelOptions);
   }
 
-  sol::PlanOptions planOptions;
   planOptions.compilerVersion = "solc " SOL_VERSION;
   planOptions.commandLine = opts.commandLine;
   planOptions.target = opts.gpu;

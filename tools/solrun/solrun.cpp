@@ -157,6 +157,29 @@ void printInfo(const sol::PlanFile &file) {
   std::printf("kernels:       %u in %u modules\n",
               p.kernels() ? p.kernels()->size() : 0,
               p.modules() ? p.modules()->size() : 0);
+  if (const auto *c = p.cuda()) {
+    // solc's per-plan choices for the CUDA executor (Plan.cuda).
+    int fused = 0, gathers = 0;
+    if (c->attention_rope_kv_write())
+      for (int32_t op : *c->attention_rope_kv_write())
+        fused += op >= 0;
+    if (p.ops())
+      for (const auto *op : *p.ops())
+        gathers += op->params_type() == sol::fb::OpParams::GatherRowsOp;
+    const std::string rope =
+        fused ? "absorbs rope_kv_write (" + std::to_string(fused) + " layers)"
+              : std::string("after rope_kv_write");
+    const std::string skipped =
+        std::to_string(c->skippable_gathers() ? c->skippable_gathers()->size()
+                                              : 0) +
+        " of " + std::to_string(gathers);
+    std::printf("CUDA lowering: decode attention %s; logits gathers skipped in "
+                "decode steps: %s; greedy LM head %s; prompt chunks through "
+                "%s\n",
+                rope.c_str(), skipped.c_str(),
+                c->argmax_lm_head() ? "keeps the argmax" : "then argmax",
+                c->chunk_attention() ? "chunk_attention" : "paged_attention");
+  }
   if (const auto *kv = p.kv_cache()) {
     std::printf("KV cache:      %d layers x %d KV heads x head dim %d, blocks "
                 "of %d tokens, %s\n",

@@ -1,0 +1,152 @@
+//===- StaticLowering.cpp - The CUDA choices that hold for every step -----===//
+#include "runtime/cuda/StaticLowering.h"
+
+#include "runtime/support/Error.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+
+namespace sol::cuda {
+
+namespace {
+
+constexpr int kStepInputs = 4; // buffers 0..3: tokens, positions, seqs, rows
+
+/// Decode steps' fused rope: every attention op paired with its layer's
+/// RopeKvWrite and able to run the variant that does its work.
+std::vector<int> pairAttentionWithRope(std::span<const OpDesc> ops) {
+  std::vector<int> ropeOfLayer;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind == OpKind::RopeKvWrite) {
+      const auto layer = static_cast<std::size_t>(ops[i].layer);
+      ropeOfLayer.resize(std::max(ropeOfLayer.size(), layer + 1), -1);
+      ropeOfLayer[layer] = static_cast<int>(i);
+    }
+  std::vector<int> pairs(ops.size(), -1);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind != OpKind::Attention)
+      continue;
+    const auto layer = static_cast<std::size_t>(ops[i].layer);
+    pairs[i] = layer < ropeOfLayer.size() ? ropeOfLayer[layer] : -1;
+    if (pairs[i] < 0 || !attentionFusesRope(ops[i]))
+      return {};
+  }
+  return pairs;
+}
+
+/// The plan's GatherRows ops (the rows that get logits) that steps whose
+/// logit rows are their first rows in order may skip: those whose input
+/// slot no later op touches (the arena planner may reuse a slot after its
+/// buffer's last reader) and which gather neither a step input nor another
+/// gather's output.
+std::vector<int> findSkippableGathers(std::span<const OpDesc> ops,
+                                      std::span<const int> bufferSlot) {
+  auto slot = [&](int id) {
+    return id < kStepInputs ? -1 - id
+                            : bufferSlot[static_cast<std::size_t>(id)];
+  };
+  std::vector<int> gathers, outputs;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind != OpKind::GatherRows)
+      continue;
+    const int in = ops[i].buffers.at(1), out = ops[i].buffers.at(0);
+    outputs.push_back(out);
+    bool clear = in >= kStepInputs &&
+                 std::find(outputs.begin(), outputs.end(), in) == outputs.end();
+    for (std::size_t j = i + 1; j < ops.size() && clear; ++j)
+      for (int id : ops[j].buffers)
+        clear = clear && (id == out || slot(id) != slot(in));
+    if (clear)
+      gathers.push_back(static_cast<int>(i));
+  }
+  return gathers;
+}
+
+/// One chunk_attention spec for every attention op, of a shape plans run.
+bool chunkAttentionForAll(std::span<const OpDesc> ops) {
+  std::optional<ChunkAttentionSpec> first;
+  for (const OpDesc &d : ops) {
+    if (d.kind != OpKind::Attention)
+      continue;
+    const ChunkAttentionSpec spec = chunkAttentionSpec(d);
+    if (!spec.planned())
+      return false;
+    if (first &&
+        (first->qHeads != spec.qHeads || first->kvHeads != spec.kvHeads ||
+         first->headDim != spec.headDim || first->softcap != spec.softcap))
+      return false;
+    first = spec;
+  }
+  return first.has_value();
+}
+
+} // namespace
+
+StaticLowering chooseStaticLowering(std::span<const OpDesc> ops,
+                                    std::span<const int> bufferSlot,
+                                    int maxTokens) {
+  StaticLowering s;
+  s.attentionRopeKvWrite = pairAttentionWithRope(ops);
+  s.skippableGathers = findSkippableGathers(ops, bufferSlot);
+  s.argmaxLmHead = !ops.empty() && selectArgmaxLmHead(ops.back()).has_value();
+  // enumerateKernels compiles chunk_attention for steps of two or more.
+  s.chunkAttention = maxTokens >= 2 && chunkAttentionForAll(ops);
+  return s;
+}
+
+StaticLowering readStaticLowering(const fb::CudaLowering *record,
+                                  std::span<const OpDesc> ops,
+                                  const std::string &where) {
+  const char *again = "; compile the model again with this version's solc";
+  if (!record)
+    fail(where,
+         ": the plan has no CUDA lowering record (written without "
+         "kernels, --gpu none?)",
+         again);
+  StaticLowering s;
+  const auto n = static_cast<int>(ops.size());
+  if (const auto *pairs = record->attention_rope_kv_write();
+      pairs && pairs->size() > 0) {
+    if (static_cast<int>(pairs->size()) != n)
+      fail(where, ": attention_rope_kv_write has ", pairs->size(),
+           " entries for ", n, " ops", again);
+    s.attentionRopeKvWrite.assign(pairs->begin(), pairs->end());
+    for (int i = 0; i < n; ++i) {
+      const OpDesc &d = ops[static_cast<std::size_t>(i)];
+      const int j = s.attentionRopeKvWrite[static_cast<std::size_t>(i)];
+      if (d.kind != OpKind::Attention) {
+        if (j != -1)
+          fail(where, ": op ", d.name, " is not an attention but absorbs op ",
+               j, again);
+        continue;
+      }
+      if (j < 0 || j >= n ||
+          ops[static_cast<std::size_t>(j)].kind != OpKind::RopeKvWrite ||
+          ops[static_cast<std::size_t>(j)].layer != d.layer ||
+          !attentionFusesRope(d))
+        fail(where, ": attention op ", d.name,
+             " cannot absorb the op the plan names (", j, ")", again);
+    }
+  }
+  if (const auto *gathers = record->skippable_gathers())
+    for (int32_t g : *gathers) {
+      if (g < 0 || g >= n ||
+          ops[static_cast<std::size_t>(g)].kind != OpKind::GatherRows ||
+          ops[static_cast<std::size_t>(g)].buffers.at(1) < kStepInputs)
+        fail(where, ": skippable gather ", g, " is not a gather of logits rows",
+             again);
+      s.skippableGathers.push_back(g);
+    }
+  s.argmaxLmHead = record->argmax_lm_head();
+  if (s.argmaxLmHead &&
+      (ops.empty() || !selectArgmaxLmHead(ops.back()).has_value()))
+    fail(where, ": the plan's last op cannot keep the argmax", again);
+  s.chunkAttention = record->chunk_attention();
+  if (s.chunkAttention && !chunkAttentionForAll(ops))
+    fail(where, ": the plan's attention ops cannot share chunk_attention",
+         again);
+  return s;
+}
+
+} // namespace sol::cuda

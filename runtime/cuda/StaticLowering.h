@@ -1,0 +1,57 @@
+//===- StaticLowering.h - The CUDA choices that hold for every step -*- C++
+//-*-===//
+//
+// Some of the CUDA executor's choices depend only on the plan, not on a
+// step's batch: which rope_kv_write each attention absorbs in decode steps,
+// whether the logits gather can be skipped, whether the LM head may keep the
+// argmax, whether prompt chunks run chunk_attention. solc makes them once
+// with these rules when it compiles the kernels and records them in the plan
+// (Plan.cuda); the executor reads and checks them at load. What a step's
+// shape decides (the instance for its rows, split counts) stays with the
+// executor (KernelSelection.h).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/cuda/KernelSelection.h"
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace sol::cuda {
+
+struct StaticLowering {
+  /// Per op: for each Attention op, the RopeKvWrite op of its layer, whose
+  /// work the fused-rope attention variant does in decode steps (one token
+  /// per sequence), which then skip it; -1 for other ops. Empty when some
+  /// attention op has no rope or no fused variant: no step fuses.
+  std::vector<int> attentionRopeKvWrite;
+  /// The GatherRows ops that steps whose logit rows are their first rows in
+  /// order (decode) skip, later ops reading their inputs.
+  std::vector<int> skippableGathers;
+  /// Greedy one-row steps run the last op, an LM head, with the argmax in
+  /// its GEMV's epilogue (selectArgmaxLmHead).
+  bool argmaxLmHead = false;
+  /// Steps with a short prompt chunk run chunk_attention: every attention
+  /// op has one spec, which plans compile (ChunkAttentionSpec::planned).
+  bool chunkAttention = false;
+
+  bool fusedRope() const { return !attentionRopeKvWrite.empty(); }
+};
+
+/// The choices for `ops` (a step's ops in order) with `bufferSlot[i]` the
+/// arena slot of buffer i (step inputs have none: any negative value) and
+/// steps of up to `maxTokens` tokens.
+StaticLowering chooseStaticLowering(std::span<const OpDesc> ops,
+                                    std::span<const int> bufferSlot,
+                                    int maxTokens);
+
+/// Reads a plan's record (null: a plan compiled without kernels) and checks
+/// it against `ops`: indices in range and of the right kinds, the argmax LM
+/// head and chunk attention possible. Throws sol::Error naming `where`.
+StaticLowering readStaticLowering(const fb::CudaLowering *record,
+                                  std::span<const OpDesc> ops,
+                                  const std::string &where);
+
+} // namespace sol::cuda
