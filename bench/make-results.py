@@ -199,6 +199,8 @@ def ab_rows(d, old_commit):
         fig = r.get("tok_s") or r.get("decode_tok_s")
         extra = (f", greedy ids agree {r['ids_agree']}/{r['ids']}"
                  if "ids_agree" in r else "")
+        # What was found about ids that part (added to ab.json by hand).
+        extra += f"; {r['note']}" if r.get("note") else ""
         rows.append((f"A/B: {AB_NAMES.get(key, key)}",
                      f"{n(fig['new'])} ({r['ratio']:.3f} of the older build{extra})",
                      f"{n(fig['old'])} (build {old_commit})",
