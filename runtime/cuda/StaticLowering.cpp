@@ -37,9 +37,9 @@ std::vector<int> pairAttentionWithRope(std::span<const OpDesc> ops) {
 
 /// The plan's GatherRows ops (the rows that get logits) that steps whose
 /// logit rows are their first rows in order may skip: those whose input
-/// slot no later op touches (the arena planner may reuse a slot after its
-/// buffer's last reader) and which gather neither a step input nor another
-/// gather's output.
+/// slot no op touches until the last reader of their output (the arena
+/// planner may reuse a slot after its buffer's last reader) and which
+/// gather neither a step input nor another gather's output.
 std::vector<int> findSkippableGathers(std::span<const OpDesc> ops,
                                       std::span<const int> bufferSlot) {
   auto slot = [&](int id) {
@@ -54,7 +54,11 @@ std::vector<int> findSkippableGathers(std::span<const OpDesc> ops,
     outputs.push_back(out);
     bool clear = in >= kStepInputs &&
                  std::find(outputs.begin(), outputs.end(), in) == outputs.end();
-    for (std::size_t j = i + 1; j < ops.size() && clear; ++j)
+    std::size_t lastRead = i;
+    for (std::size_t j = i + 1; j < ops.size(); ++j)
+      if (std::ranges::count(ops[j].buffers, out))
+        lastRead = j;
+    for (std::size_t j = i + 1; j <= lastRead && clear; ++j)
       for (int id : ops[j].buffers)
         clear = clear && (id == out || slot(id) != slot(in));
     if (clear)

@@ -77,11 +77,18 @@ TEST(StaticLowering, FusedRopeNeedsEveryAttentionPairedAndSupported) {
   EXPECT_FALSE(chooseStaticLowering(ops, kSlots, 2048).fusedRope());
 }
 
-TEST(StaticLowering, GatherKeptWhenItsInputSlotIsReused) {
+TEST(StaticLowering, GatherKeptWhenItsInputSlotIsReusedTooEarly) {
   std::vector<int> slots = kSlots;
-  slots[9] = 0; // the logits reuse the gather input's slot
+  slots[9] = 0; // the LM head writes its logits into the gather input's slot
   EXPECT_TRUE(
       chooseStaticLowering(step(), slots, 2048).skippableGathers.empty());
+  // After the last reader of the gathered rows the slot may be reused.
+  slots = kSlots;
+  slots[10] = 0;
+  std::vector<OpDesc> after = step();
+  after.push_back(op(OpKind::Add, {10, 9, 9}));
+  EXPECT_EQ(chooseStaticLowering(after, slots, 2048).skippableGathers,
+            std::vector<int>{5});
   // Gemma's two gathers (hidden and the normed residual) both skip; a gather
   // of a gather's output does not (aliases do not chain).
   std::vector<OpDesc> ops = step();
