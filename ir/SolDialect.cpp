@@ -1042,6 +1042,53 @@ LogicalResult SwigluOp::verify() {
   return checkSameElementType(*this, getGate(), "operand #0 (gate)", result);
 }
 
+LogicalResult MoeOp::verify() {
+  if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)))
+    return failure();
+  const int64_t hidden = getInput().getType().getDimSize(1);
+  auto floatWeight = [&](Value v, const char *what) -> LogicalResult {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() != 2 || !isa<FloatType>(t.getElementType()) ||
+        isa<Float8E4M3FNType>(t.getElementType()))
+      return emitOpError() << what << " must be a 2-D bf16, f16 or f32 "
+                           << "weight (quantized experts are not supported "
+                           << "yet), but has type " << t;
+    return success();
+  };
+  if (failed(floatWeight(getRouter(), "router")) ||
+      failed(floatWeight(getGate(), "gate")) ||
+      failed(floatWeight(getUp(), "up")) ||
+      failed(floatWeight(getDown(), "down")))
+    return failure();
+  const int64_t experts = getNumExperts();
+  auto router = getRouter().getType(), gate = getGate().getType();
+  if (experts <= 0 || router.getDimSize(1) != hidden)
+    return emitOpError() << "router must have shape [experts, " << hidden
+                         << "], but has shape " << shapeString(router);
+  if (gate.getDimSize(1) != hidden || gate.getDimSize(0) % experts != 0 ||
+      gate.getDimSize(0) == 0)
+    return emitOpError() << "gate must have shape [" << experts
+                         << " * intermediate, " << hidden << "], but has shape "
+                         << shapeString(gate);
+  if (getUp().getType().getShape() != gate.getShape())
+    return emitOpError() << "up must have gate's shape " << shapeString(gate)
+                         << ", but has shape "
+                         << shapeString(getUp().getType());
+  const int64_t width = getExpertWidth();
+  auto down = getDown().getType();
+  if (down.getDimSize(0) != experts * hidden || down.getDimSize(1) != width)
+    return emitOpError() << "down must have shape [" << experts * hidden << ", "
+                         << width << "], but has shape " << shapeString(down);
+  if (getTopK() < 1 || getTopK() > experts)
+    return emitOpError() << "top_k must be in [1, " << experts << "], got "
+                         << getTopK();
+  if (getResult().getType() != getInput().getType())
+    return emitOpError() << "result must have the input's type "
+                         << getInput().getType() << ", but has "
+                         << getResult().getType();
+  return success();
+}
+
 LogicalResult SplitOp::verify() {
   if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)))
     return failure();

@@ -503,6 +503,40 @@ def Sol_SwigluOp : Sol_Op<"swiglu", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Sol_MoeOp : Sol_Op<"moe", [Pure]> {
+  let summary = "mixture of experts: each row through the gated MLPs of its top_k experts";
+  let description = [{
+    `input` is `tensor<?xH>`; `router` is `[E, H]`; `gate` and `up` are
+    `[E·I, H]` (expert e's rows at [e·I, (e+1)·I)) and `down` is `[E·H, I]`
+    (expert e's at [e·H, (e+1)·H)): the experts' weights stacked by
+    `sol.concat_weights`. Per row x: p = softmax(x · routerᵀ) in float32;
+    the `top_k` experts of highest p (the lower index first on ties), their
+    p divided by their sum when `normalize_top_k` (Mixtral; Qwen3-MoE's
+    `norm_topk_prob`); the result is Σ p_e · down_e(act(gate_e · x) ·
+    (up_e · x)) with `activation` as for `sol.swiglu`, of the input's type.
+
+    ```mlir
+    %y = sol.moe %x, %router, %gate, %up, %down {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<8x64xbf16>, tensor<256x64xbf16>, tensor<256x64xbf16>, tensor<512x32xbf16>) -> tensor<?x64xbf16>
+    ```
+  }];
+  let arguments = (ins Sol_FloatTensor:$input, Sol_WeightTensor:$router,
+                       Sol_WeightTensor:$gate, Sol_WeightTensor:$up,
+                       Sol_WeightTensor:$down, I64Attr:$top_k,
+                       BoolAttr:$normalize_top_k,
+                       DefaultValuedAttr<Sol_GateActivationAttr,
+                                         "::sol::GateActivation::Silu">:$activation);
+  let results = (outs Sol_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $router `,` $gate `,` $up `,` $down attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    int64_t getNumExperts() { return getRouter().getType().getDimSize(0); }
+    /// Each expert's intermediate size.
+    int64_t getExpertWidth() { return getGate().getType().getDimSize(0) / getNumExperts(); }
+  }];
+  let hasVerifier = 1;
+}
+
 def Sol_SplitOp : Sol_Op<"split", [Pure]> {
   let summary = "splits the columns of a token-major tensor into parts";
   let description = [{

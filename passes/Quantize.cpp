@@ -62,6 +62,15 @@ struct SolQuantizePass : sol::impl::SolQuantizeBase<SolQuantizePass> {
         quantize(linear, target);
       else
         quantize(cast<NormLinearOp>(op), target);
+    // Experts stay as they are (no quantized expert kernels yet): once.
+    int64_t mixtures = 0;
+    getOperation().walk([&](MoeOp) { ++mixtures; });
+    if (mixtures > 0)
+      getOperation().emitWarning()
+          << "keeps the expert weights of " << mixtures
+          << " mixture-of-experts layers bf16 (quantized experts are not "
+             "supported yet); "
+          << scheme.getValue() << " applies to the other linears";
     // Linears a checkpoint brought quantized keep their format: say so once
     // rather than per layer.
     if (!alreadyQuantized.empty()) {

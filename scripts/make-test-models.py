@@ -2,7 +2,7 @@
 """Writes the tiny test models under test/models/ and their Transformers goldens.
 
 For each architecture Sol imports (Llama, Qwen2, Qwen3, Mistral, Phi-3, Gemma 2,
-Gemma 3) this builds a
+Gemma 3, Qwen3-MoE, Mixtral) this builds a
 small model with seeded random weights, saves it as a bf16 safetensors
 checkpoint, then loads that checkpoint back in float32 on the CPU with eager
 attention and records what Transformers computes from it:
@@ -74,6 +74,10 @@ try:
         Gemma2ForCausalLM,
         Gemma3ForCausalLM,
         Gemma3TextConfig,
+        MixtralConfig,
+        MixtralForCausalLM,
+        Qwen3MoeConfig,
+        Qwen3MoeForCausalLM,
     )
 except ImportError as e:  # pragma: no cover - environment problem
     fail(f"missing Python package ({e}); needs torch, transformers>=5, safetensors, numpy")
@@ -170,6 +174,54 @@ def qwen3_spec():
         ),
         features="per-head q_norm/k_norm, head_dim 32 set explicitly (4 heads x 32 = 128 != hidden 64), "
         "tied embeddings, GQA 4q/2kv, RoPE theta 1e6",
+    )
+
+
+def qwen3_moe_spec():
+    return dict(
+        name="qwen3-moe",
+        config_cls=Qwen3MoeConfig,
+        model_cls=Qwen3MoeForCausalLM,
+        # qwen3's attention; three layers, the last one dense.
+        kwargs=dict(
+            qwen3_spec()["kwargs"],
+            intermediate_size=96,  # the dense MLP of mlp_only_layers
+            moe_intermediate_size=32,
+            num_experts=8,
+            num_experts_per_tok=2,
+            norm_topk_prob=True,
+            decoder_sparse_step=1,
+            mlp_only_layers=[2],
+            num_hidden_layers=3,
+            tie_word_embeddings=False,
+        ),
+        features="mixture of experts: 8 experts, top-2 with norm_topk_prob, moe_intermediate_size 32; "
+        "layer 2 dense (mlp_only_layers); q_norm/k_norm, GQA 4q/2kv",
+    )
+
+
+def mixtral_spec():
+    return dict(
+        name="mixtral",
+        config_cls=MixtralConfig,
+        model_cls=MixtralForCausalLM,
+        kwargs=dict(
+            vocab_size=1024,
+            hidden_size=64,
+            intermediate_size=48,
+            num_local_experts=4,
+            num_experts_per_tok=2,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=256,
+            rms_norm_eps=1e-5,
+            rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
+            sliding_window=None,
+            tie_word_embeddings=False,
+            hidden_act="silu",
+        ),
+        features="mixture of experts: 4 experts, top-2 (block_sparse_moe), GQA 4q/2kv, no window",
     )
 
 
@@ -338,6 +390,10 @@ def randomize_weights(model, seed):
             elif name.endswith(".bias"):
                 value = 0.1 * noise
                 counts["bias"] += 1
+            elif p.dim() == 3:
+                # Stacked expert weights (transformers 5): [experts, out, in].
+                value = (1.0 / math.sqrt(shape[2])) * noise
+                counts["other"] += 1
             elif p.dim() == 2:
                 # Linear weights are [out, in]; embeddings [vocab, hidden] (hidden is what
                 # the tied LM head contracts over).
@@ -670,7 +726,7 @@ def make_one(spec, out_root, base_seed, hf_versions):
     inv_freq = check_rope(spec, ref, notes)
     if spec.get("alternating_window"):
         check_window_by_override(spec, out, ref, input_ids, kw["sliding_window"], notes)
-    elif "sliding_window" in kw:
+    elif kw.get("sliding_window"):
         check_sliding_window(ref, input_ids, kw["sliding_window"], kw["num_hidden_layers"], notes)
 
     # 6. Write goldens.
@@ -792,7 +848,8 @@ def main():
     ap.add_argument("--tar", help="also pack the output directory into this tar file")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--only", nargs="*",
-                    choices=["llama", "qwen2", "qwen3", "mistral", "phi3", "gemma2", "gemma3"],
+                    choices=["llama", "qwen2", "qwen3", "mistral", "phi3", "gemma2", "gemma3",
+                             "qwen3-moe", "mixtral"],
                     help="make only these models (default: all)")
     args = ap.parse_args()
 
@@ -826,7 +883,7 @@ def main():
         qwen2 = qwen2_spec(rope_linear=False)
 
     specs = [llama_spec(), qwen2, qwen3_spec(), mistral_spec(), phi3_spec(), gemma2_spec(),
-             gemma3_spec()]
+             gemma3_spec(), qwen3_moe_spec(), mixtral_spec()]
     results = []
     for i, spec in enumerate(specs):  # a model's seed depends on its place in the full list
         if args.only and spec["name"] not in args.only:

@@ -550,6 +550,26 @@ LogicalResult Translator::translate(Operation *op) {
     return success();
   }
 
+  if (auto moe = dyn_cast<MoeOp>(op)) {
+    FailureOr<View> in = whole(op, moe.getInput());
+    FailureOr<int32_t> router = weight(op, moe.getRouter());
+    FailureOr<int32_t> gate = weight(op, moe.getGate());
+    FailureOr<int32_t> up = weight(op, moe.getUp());
+    FailureOr<int32_t> down = weight(op, moe.getDown());
+    if (failed(in) || failed(router) || failed(gate) || failed(up) ||
+        failed(down))
+      return failure();
+    int32_t out = newBuffer("moe", moe.getResult(), rowsOf(*in));
+    PlanOp &o = emit(OpKind::Moe, op);
+    o.buffers = {out, in->buffer};
+    o.weights = {*router, *gate, *up, *down};
+    o.topK = moe.getTopK();
+    o.normalizeTopK = moe.getNormalizeTopK();
+    o.activation = static_cast<fb::GateActivation>(moe.getActivation());
+    define(moe.getResult(), {out, 0, s.buffers[out].width});
+    return success();
+  }
+
   if (auto cap = dyn_cast<SoftcapOp>(op)) {
     FailureOr<View> in = whole(op, cap.getInput());
     if (failed(in) || failed(inPlace(op, cap.getInput())))

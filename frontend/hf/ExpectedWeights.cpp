@@ -80,6 +80,11 @@ std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config) {
   const int64_t kvWidth = config.numKeyValueHeads * config.headDim;
   const int64_t inter = config.intermediateSize;
 
+  if (config.quantization && config.numExperts > 0)
+    fail("config.json: quantization_config (", config.quantization->describe(),
+         ") on a mixture-of-experts model: Sol does not import quantized "
+         "experts yet; compile the bf16 checkpoint (solc --quant does not "
+         "quantize experts either)");
   const std::string &m = config.weightPrefix;
   std::vector<ExpectedTensor> out;
   out.push_back({m + "embed_tokens.weight", {config.vocabSize, hidden}});
@@ -109,6 +114,17 @@ std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config) {
     if (config.sandwichNorms) {
       add("pre_feedforward_layernorm.weight", {hidden});
       add("post_feedforward_layernorm.weight", {hidden});
+    }
+    if (config.layerIsSparse(layer)) {
+      using P = ModelConfig::ExpertProjection;
+      const int64_t width = config.expertIntermediateSize;
+      add(config.moeRouter() + ".weight", {config.numExperts, hidden});
+      for (int64_t e = 0; e < config.numExperts; ++e) {
+        add(config.moeExpert(e, P::Gate) + ".weight", {width, hidden});
+        add(config.moeExpert(e, P::Up) + ".weight", {width, hidden});
+        add(config.moeExpert(e, P::Down) + ".weight", {hidden, width});
+      }
+      continue;
     }
     if (config.fusedProjections) {
       linear("mlp.gate_up_proj", 2 * inter, hidden, config.mlpBias);

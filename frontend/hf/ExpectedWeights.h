@@ -32,7 +32,8 @@ struct ExpectedTensor {
 /// per layer input_layernorm, q/k/v/o_proj (Phi-3: qkv_proj and o_proj; +
 /// biases as configured), q_norm/k_norm (Qwen3, Gemma 3),
 /// post_attention_layernorm (Gemma: also pre_ and post_feedforward_layernorm),
-/// gate/up/down_proj (Phi-3: gate_up_proj and down_proj; + biases), then the
+/// gate/up/down_proj (Phi-3: gate_up_proj and down_proj; + biases; a
+/// mixture's router and experts' projections), then the
 /// final norm and lm_head (omitted when tie_word_embeddings); the decoder's
 /// tensors under config.weightPrefix. A linear
 /// that config.quantization quantizes has its format's tensors instead of

@@ -77,6 +77,10 @@ constexpr ArchitectureInfo kArchitectures[] = {
      1e-6, true},
     {Architecture::Gemma3, "Gemma3ForCausalLM", "gemma3_text", 4, 256, 131072,
      2, 1, 1e-6, true},
+    {Architecture::Qwen3Moe, "Qwen3MoeForCausalLM", "qwen3_moe", 4, 128, 32768,
+     std::nullopt, std::nullopt},
+    {Architecture::Mixtral, "MixtralForCausalLM", "mixtral", 8, 0, 131072, 1, 2,
+     1e-5},
 };
 
 /// Gemma 3's multimodal class: its text model is Gemma3ForCausalLM with the
@@ -357,14 +361,16 @@ void readSlidingWindow(const JsonFields &fields, ModelConfig &config) {
   const Architecture arch = config.architecture;
   if (arch == Architecture::Llama)
     return;
-  const bool windowByDefault = arch != Architecture::Phi3;
+  const bool windowByDefault =
+      arch != Architecture::Phi3 && arch != Architecture::Mixtral;
   std::optional<int64_t> window =
       fields.contains("sliding_window")
           ? fields.optInt("sliding_window")
           : (windowByDefault ? std::optional<int64_t>(4096) : std::nullopt);
   if (window)
     positive(fields, "sliding_window", *window);
-  if (arch == Architecture::Mistral || arch == Architecture::Phi3) {
+  if (arch == Architecture::Mistral || arch == Architecture::Phi3 ||
+      arch == Architecture::Mixtral) {
     config.slidingWindow = window;
     if (window)
       config.slidingWindowLayers.assign(size_t(config.numHiddenLayers), true);
@@ -468,7 +474,75 @@ std::optional<double> readSoftcap(const JsonFields &fields,
   return cap;
 }
 
+/// The mixture-of-experts settings of Qwen3-MoE and Mixtral. Routing
+/// settings that only training reads (router_aux_loss_coef,
+/// output_router_logits, router_jitter_noise) do not change inference.
+void readExperts(const JsonFields &fields, ModelConfig &config) {
+  const bool qwen = config.architecture == Architecture::Qwen3Moe;
+  // Qwen3MoeConfig reads num_experts; transformers 5 writes
+  // num_local_experts, as Mixtral's configs do.
+  const char *expertsKey =
+      qwen && fields.has("num_experts") ? "num_experts" : "num_local_experts";
+  config.numExperts =
+      positive(fields, expertsKey, fields.requireInt(expertsKey));
+  config.expertsPerToken = positive(fields, "num_experts_per_tok",
+                                    fields.requireInt("num_experts_per_tok"));
+  if (config.expertsPerToken > config.numExperts)
+    fail(fields.where("num_experts_per_tok"), "(", config.expertsPerToken,
+         ") must not exceed the number of experts (", config.numExperts, ")");
+  config.expertIntermediateSize =
+      qwen ? positive(fields, "moe_intermediate_size",
+                      fields.requireInt("moe_intermediate_size"))
+           : config.intermediateSize;
+  // Mixtral always renormalises the top-k weights.
+  config.normalizeTopK =
+      !qwen || fields.optBool("norm_topk_prob").value_or(false);
+  config.sparseLayers.assign(size_t(config.numHiddenLayers), true);
+  if (!qwen)
+    return;
+  const int64_t step =
+      positive(fields, "decoder_sparse_step",
+               fields.optInt("decoder_sparse_step").value_or(1));
+  std::vector<bool> dense(size_t(config.numHiddenLayers), false);
+  if (fields.has("mlp_only_layers")) {
+    const Json &list = fields.at("mlp_only_layers");
+    if (!list.is_array())
+      fail(fields.where("mlp_only_layers"),
+           "must be a list of layer indices, "
+           "got ",
+           list.dump());
+    for (const Json &v : list) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
+          v.get<int64_t>() >= config.numHiddenLayers)
+        fail(fields.where("mlp_only_layers"), "holds ", v.dump(),
+             ", not a layer index in [0, ", config.numHiddenLayers, ")");
+      dense[v.get<size_t>()] = true;
+    }
+  }
+  for (int64_t layer = 0; layer < config.numHiddenLayers; ++layer)
+    config.sparseLayers[size_t(layer)] =
+        !dense[size_t(layer)] && (layer + 1) % step == 0;
+}
+
 } // namespace
+
+std::string ModelConfig::moeRouter() const {
+  return architecture == Architecture::Mixtral ? "block_sparse_moe.gate"
+                                               : "mlp.gate";
+}
+
+std::string ModelConfig::moeExpert(int64_t expert,
+                                   ExpertProjection which) const {
+  if (architecture == Architecture::Mixtral)
+    return cat("block_sparse_moe.experts.", expert, ".",
+               which == ExpertProjection::Gate ? "w1"
+               : which == ExpertProjection::Up ? "w3"
+                                               : "w2");
+  return cat("mlp.experts.", expert, ".",
+             which == ExpertProjection::Gate ? "gate_proj"
+             : which == ExpertProjection::Up ? "up_proj"
+                                             : "down_proj");
+}
 
 ModelConfig parseModelConfig(std::string_view jsonText,
                              std::string_view source) {
@@ -584,11 +658,13 @@ ModelConfig parseModelConfig(std::string_view jsonText,
     config.qkvBias = true;
     break;
   case Architecture::Qwen3:
+  case Architecture::Qwen3Moe:
     config.qkvBias = config.oProjBias =
         fields.optBool("attention_bias").value_or(false);
     config.qkNorm = true;
     break;
   case Architecture::Mistral:
+  case Architecture::Mixtral:
     break;
   case Architecture::Phi3:
     config.fusedProjections = true;
@@ -616,6 +692,8 @@ ModelConfig parseModelConfig(std::string_view jsonText,
     config.weightPrefix = "model.language_model.";
 
   readSlidingWindow(fields, config);
+  if (arch.arch == Architecture::Qwen3Moe || arch.arch == Architecture::Mixtral)
+    readExperts(fields, config);
 
   // transformers 5 writes "dtype", older versions "torch_dtype".
   for (const JsonFields *f : {&fields, &top})

@@ -22,7 +22,17 @@
 
 namespace sol::hf {
 
-enum class Architecture { Llama, Qwen2, Qwen3, Mistral, Phi3, Gemma2, Gemma3 };
+enum class Architecture {
+  Llama,
+  Qwen2,
+  Qwen3,
+  Mistral,
+  Phi3,
+  Gemma2,
+  Gemma3,
+  Qwen3Moe,
+  Mixtral
+};
 
 /// The transformers class name, e.g. "Qwen3ForCausalLM".
 std::string_view architectureName(Architecture arch);
@@ -128,6 +138,25 @@ struct ModelConfig {
   int64_t maxWindowLayers = 0;
   /// Per layer: true when the layer attends within slidingWindow only.
   std::vector<bool> slidingWindowLayers;
+
+  /// Mixture of experts (Qwen3-MoE, Mixtral; 0 experts: dense MLPs):
+  /// experts, experts per token, each expert's intermediate size, whether
+  /// the top-k routing weights are renormalised to sum to 1, and per layer
+  /// whether its MLP is the mixture (Qwen3-MoE's mlp_only_layers and
+  /// decoder_sparse_step keep others dense, of intermediate_size).
+  int64_t numExperts = 0, expertsPerToken = 0, expertIntermediateSize = 0;
+  bool normalizeTopK = false;
+  std::vector<bool> sparseLayers;
+  bool layerIsSparse(int64_t layer) const {
+    return layer >= 0 && layer < static_cast<int64_t>(sparseLayers.size()) &&
+           sparseLayers[static_cast<size_t>(layer)];
+  }
+  /// A mixture's tensors, relative to its layer: the router's module
+  /// ("mlp.gate"; Mixtral "block_sparse_moe.gate") and expert e's gate, up
+  /// and down projections ("mlp.experts.e.gate_proj"; Mixtral's w1, w3, w2).
+  enum class ExpertProjection { Gate, Up, Down };
+  std::string moeRouter() const;
+  std::string moeExpert(int64_t expert, ExpertProjection which) const;
 
   /// "silu" or "gelu_pytorch_tanh" (Gemma's GeGLU).
   std::string hiddenAct = "silu";

@@ -134,6 +134,7 @@ private:
     return RankedTensorType::get({ShapedType::kDynamic, width}, actType);
   }
   Value decoderLayer(Value hidden, int64_t layer);
+  Value mixtureOfExperts(Value x, const std::string &layerPrefix);
 
   MLIRContext &ctx;
   const HfModel &model;
@@ -386,6 +387,8 @@ Value Builder::decoderLayer(Value hidden, int64_t layer) {
   x = rmsNorm(hidden,
               p + (config.sandwichNorms ? ".pre_feedforward_layernorm.weight"
                                         : ".post_attention_layernorm.weight"));
+  if (config.layerIsSparse(layer))
+    return b.create<AddOp>(loc, hidden, mixtureOfExperts(x, p));
   Value gate, up;
   if (config.fusedProjections) {
     // Phi-3's gate_up_proj: the gate's rows, then up's.
@@ -406,6 +409,33 @@ Value Builder::decoderLayer(Value hidden, int64_t layer) {
   if (config.sandwichNorms)
     down = rmsNorm(down, p + ".post_feedforward_layernorm.weight");
   return b.create<AddOp>(loc, hidden, down);
+}
+
+/// A mixture-of-experts MLP: each projection's weights of all experts
+/// stacked into one (sol.concat_weights), routed by sol.moe.
+Value Builder::mixtureOfExperts(Value x, const std::string &p) {
+  using P = hf::ModelConfig::ExpertProjection;
+  auto stacked = [&](P which) {
+    SmallVector<Value> parts;
+    for (int64_t e = 0; e < config.numExperts; ++e)
+      parts.push_back(weight(p + "." + config.moeExpert(e, which) + ".weight"));
+    auto part = cast<RankedTensorType>(parts.front().getType());
+    return b.create<ConcatWeightsOp>(
+        loc,
+        RankedTensorType::get(
+            {part.getDimSize(0) * config.numExperts, part.getDimSize(1)},
+            part.getElementType()),
+        parts);
+  };
+  const GateActivation act = config.hiddenAct == "gelu_pytorch_tanh"
+                                 ? GateActivation::GeluTanh
+                                 : GateActivation::Silu;
+  Value router = weight(p + "." + config.moeRouter() + ".weight");
+  Value gate = stacked(P::Gate), up = stacked(P::Up), down = stacked(P::Down);
+  return b.create<MoeOp>(loc, x.getType(), x, router, gate, up, down,
+                         b.getI64IntegerAttr(config.expertsPerToken),
+                         b.getBoolAttr(config.normalizeTopK),
+                         GateActivationAttr::get(&ctx, act));
 }
 
 OwningOpRef<ModuleOp> Builder::build() {

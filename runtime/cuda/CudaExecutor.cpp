@@ -179,6 +179,10 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
         shape.assign(s->begin(), s->end());
       d.weightShapes.push_back(std::move(shape));
     }
+    if (d.kind == OpKind::Moe)
+      fail(planFile.path().string(), ": op ", d.name,
+           " is a mixture of experts, which the CUDA executor does not run "
+           "yet; run this plan with --device cpu (the reference executor)");
     if (d.kind == OpKind::ConcatColumns && d.outDtype != fb::DType::BF16)
       fail(planFile.path().string(), ": op ", d.name,
            " concatenates columns of a non-bf16 buffer");

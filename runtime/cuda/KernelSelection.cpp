@@ -416,6 +416,8 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   }
   case OpKind::ConcatColumns:
     return {}; // strided copies (cuMemcpy2DAsync), no kernel
+  case OpKind::Moe:
+    return {}; // no kernels yet: the CUDA executor refuses such plans
   case OpKind::Softcap: {
     SoftcapSpec spec{toInt(op.bufferWidths.at(0))};
     return {{spec.instance(), spec.dims(rows)}};

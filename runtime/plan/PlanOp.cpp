@@ -31,6 +31,8 @@ std::string_view opKindName(OpKind kind) {
     return "ConcatColumns";
   case OpKind::Softcap:
     return "Softcap";
+  case OpKind::Moe:
+    return "Moe";
   }
   return "unknown";
 }
@@ -68,6 +70,13 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
     auto missing = [&] {
       fail("plan ", planPath, ": op #", i, " '", op.name, "' (",
            opKindName(op.kind), ") has no parameter table");
+    };
+    auto checkActivation = [&] {
+      if (op.activation > fb::GateActivation::MAX)
+        fail("plan ", planPath, ": op #", i, " '", op.name,
+             "' has gate activation ", static_cast<int>(op.activation),
+             ", which this runtime does not know; this plan needs a newer "
+             "Sol runtime");
     };
     // A quantized W's scales (and zeros) follow W and the bias.
     auto decodeQuant = [&](PlanOp &op, fb::WeightQuant quant, int32_t scales,
@@ -183,11 +192,19 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
         missing();
       op.buffers = {p->out(), p->input()};
       op.activation = p->activation();
-      if (op.activation > fb::GateActivation::MAX)
-        fail("plan ", planPath, ": op #", i, " '", op.name,
-             "' has gate activation ", static_cast<int>(op.activation),
-             ", which this runtime does not know; this plan needs a newer "
-             "Sol runtime");
+      checkActivation();
+      break;
+    }
+    case OpKind::Moe: {
+      const fb::MoeOp *p = src->params_as_MoeOp();
+      if (!p)
+        missing();
+      op.buffers = {p->out(), p->input()};
+      op.weights = {p->router(), p->gate(), p->up(), p->down()};
+      op.topK = p->top_k();
+      op.normalizeTopK = p->normalize_top_k();
+      op.activation = p->activation();
+      checkActivation();
       break;
     }
     case OpKind::Softcap: {
@@ -304,6 +321,13 @@ flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
     break;
   case OpKind::Softcap:
     params = fb::CreateSoftcapOp(b, buffer(0), op.softcap).Union();
+    break;
+  case OpKind::Moe:
+    params = fb::CreateMoeOp(b, buffer(0), buffer(1), op.weights.at(0),
+                             op.weights.at(1), op.weights.at(2),
+                             op.weights.at(3), static_cast<int32_t>(op.topK),
+                             op.normalizeTopK, op.activation)
+                 .Union();
     break;
   case OpKind::Add:
     params = fb::CreateAddOp(b, buffer(0), buffer(1), buffer(2)).Union();

@@ -32,8 +32,9 @@ enum class OpKind : uint8_t {
   NormLinear,
   ConcatColumns,
   Softcap,
+  Moe,
 };
-inline constexpr int kNumOpKinds = static_cast<int>(OpKind::Softcap) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::Moe) + 1;
 std::string_view opKindName(OpKind kind);
 
 /// True for the linear epilogues that pair interleaved (gate, up) weight rows
@@ -56,6 +57,8 @@ inline bool isGated(fb::LinearEpilogue e) {
 ///   GatherRows     buffers out, in, rows
 ///   ConcatColumns  buffers out, in_0, in_1, ...
 ///   Softcap        buffers buf
+///   Moe            buffers out, in                weights router, gate, up,
+///   down
 ///
 /// where q is a quantized W's scales (and, for Int4, zero points).
 /// Only the parameters of the op's kind are meaningful.
@@ -80,7 +83,9 @@ struct PlanOp {
   fb::LinearEpilogue epilogue = fb::LinearEpilogue::None; // Linear, NormLinear
   fb::WeightQuant quant = fb::WeightQuant::None;          // Linear, NormLinear
   int64_t groupSize = 0; // Linear, NormLinear: inputs per Int4 scale
-  fb::GateActivation activation = fb::GateActivation::Silu; // Swiglu
+  fb::GateActivation activation = fb::GateActivation::Silu; // Swiglu, Moe
+  int64_t topK = 0;           // Moe: experts per row
+  bool normalizeTopK = false; // Moe: top-k weights divided by their sum
   std::vector<int64_t> columns, widths; // ConcatColumns: per input
 
   /// RmsNorm: whether it adds a residual first (a third buffer).

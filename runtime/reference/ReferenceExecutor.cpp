@@ -404,6 +404,15 @@ void ReferenceExecutor::runOps(const StepBatch &batch) {
     case OpKind::Softcap:
       softcapValues(act(op.buffers[0]), op.softcap);
       break;
+    case OpKind::Moe: {
+      std::span<const float> router = weight(op, 0);
+      const int64_t hidden = buffers[static_cast<size_t>(op.buffers[1])].width;
+      moeRows(act(op.buffers[0]), act(op.buffers[1]), router, weight(op, 1),
+              weight(op, 2), weight(op, 3), rows, hidden,
+              static_cast<int64_t>(router.size()) / hidden, op.topK,
+              op.normalizeTopK, op.activation == fb::GateActivation::GeluTanh);
+      break;
+    }
     case OpKind::ConcatColumns: {
       std::span<float> out = act(op.buffers[0]);
       int64_t at = 0;

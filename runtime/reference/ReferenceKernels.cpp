@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <numeric>
 #include <vector>
 
 namespace sol::reference {
@@ -138,6 +140,59 @@ void swigluRows(std::span<float> out, std::span<const float> in, int64_t rows,
     float *y = out.data() + t * width;
     for (int64_t j = 0; j < width; ++j)
       y[j] = (geluTanhGate ? geluTanh(gate[j]) : silu(gate[j])) * up[j];
+  }
+}
+
+void moeRows(std::span<float> out, std::span<const float> in,
+             std::span<const float> router, std::span<const float> gate,
+             std::span<const float> up, std::span<const float> down,
+             int64_t rows, int64_t hidden, int64_t experts, int64_t topK,
+             bool normalizeTopK, bool geluTanhGate) {
+  const int64_t width = static_cast<int64_t>(gate.size()) / hidden / experts;
+  auto dot = [](const float *a, const float *b, int64_t n) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; ++i)
+      s += a[i] * b[i];
+    return s;
+  };
+  std::vector<float> p(static_cast<size_t>(experts));
+  std::vector<int64_t> order(static_cast<size_t>(experts));
+  std::vector<float> h(static_cast<size_t>(width));
+  for (int64_t t = 0; t < rows; ++t) {
+    const float *x = in.data() + t * hidden;
+    float *y = out.data() + t * hidden;
+    float top = -std::numeric_limits<float>::infinity();
+    for (int64_t e = 0; e < experts; ++e) {
+      p[size_t(e)] = dot(x, router.data() + e * hidden, hidden);
+      top = std::max(top, p[size_t(e)]);
+    }
+    float sum = 0.0f;
+    for (float &v : p)
+      sum += (v = std::exp(v - top));
+    for (float &v : p)
+      v /= sum;
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + topK, order.end(),
+                      [&](int64_t a, int64_t b) {
+                        return p[size_t(a)] > p[size_t(b)] ||
+                               (p[size_t(a)] == p[size_t(b)] && a < b);
+                      });
+    float chosen = 0.0f;
+    for (int64_t k = 0; k < topK; ++k)
+      chosen += p[size_t(order[size_t(k)])];
+    std::fill(y, y + hidden, 0.0f);
+    for (int64_t k = 0; k < topK; ++k) {
+      const int64_t e = order[size_t(k)];
+      const float weight = normalizeTopK ? p[size_t(e)] / chosen : p[size_t(e)];
+      for (int64_t i = 0; i < width; ++i) {
+        const float g = dot(x, gate.data() + (e * width + i) * hidden, hidden);
+        const float u = dot(x, up.data() + (e * width + i) * hidden, hidden);
+        h[size_t(i)] = (geluTanhGate ? geluTanh(g) : silu(g)) * u;
+      }
+      for (int64_t j = 0; j < hidden; ++j)
+        y[j] += weight *
+                dot(h.data(), down.data() + (e * hidden + j) * width, width);
+    }
   }
 }
 

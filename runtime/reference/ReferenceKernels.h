@@ -46,6 +46,18 @@ void linearRows(std::span<float> out, std::span<const float> in,
 void swigluRows(std::span<float> out, std::span<const float> in, int64_t rows,
                 int64_t width, bool geluTanhGate);
 
+/// A mixture of experts (PlanOp Moe) over `rows` rows of `hidden` values:
+/// p = softmax(x . router^T) over the `experts` experts, the topK of highest
+/// p (lower index first on ties), divided by their sum when normalizeTopK;
+/// out[t] = sum of p_e * down_e(act(gate_e . x) * (up_e . x)). router is
+/// [experts, hidden], gate and up [experts * width, hidden], down
+/// [experts * hidden, width], expert e's rows in order.
+void moeRows(std::span<float> out, std::span<const float> in,
+             std::span<const float> router, std::span<const float> gate,
+             std::span<const float> up, std::span<const float> down,
+             int64_t rows, int64_t hidden, int64_t experts, int64_t topK,
+             bool normalizeTopK, bool geluTanhGate);
+
 /// values = cap * tanh(values / cap), in place.
 void softcapValues(std::span<float> values, float cap);
 

@@ -239,6 +239,9 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
     case OpKind::Softcap:
       expectCounts(1, 1, 0, 0);
       break;
+    case OpKind::Moe:
+      expectCounts(2, 2, 4, 4);
+      break;
     }
     const auto epilogue = static_cast<int>(op.epilogue);
     if (epilogue < 0 || epilogue > static_cast<int>(fb::LinearEpilogue::Geglu))
@@ -516,6 +519,32 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
       opError("cap is ", op.softcap, "; it must be positive");
     break;
   }
+  case OpKind::Moe: {
+    const BufferInfo &out = activation(0);
+    const BufferInfo &in = activation(1);
+    const WeightInfo &router = weight(0);
+    const WeightInfo &gate = weight(1);
+    if (router.shape.size() != 2 || router.shape[0] <= 0)
+      opError("router '", router.name, "' must be [experts, ", in.width, "]");
+    const int64_t experts = router.shape[0];
+    shapeIs(router, {experts, in.width});
+    if (gate.shape.size() != 2 || gate.shape[0] <= 0 ||
+        gate.shape[0] % experts != 0)
+      opError("gate '", gate.name, "' must be [", experts, " * intermediate, ",
+              in.width, "]");
+    const int64_t width = gate.shape[0] / experts;
+    shapeIs(gate, {experts * width, in.width});
+    shapeIs(weight(2), {experts * width, in.width});
+    shapeIs(weight(3), {experts * in.width, width});
+    if (op.topK < 1 || op.topK > experts)
+      opError("top_k is ", op.topK, "; it must be in [1, ", experts, "]");
+    if (out.width != in.width)
+      opError("out '", out.name, "' has width ", out.width, ", expected ",
+              in.width);
+    sameRows(out, in);
+    distinct(0, 1);
+    break;
+  }
   case OpKind::Swiglu: {
     const BufferInfo &out = activation(0);
     const BufferInfo &in = activation(1);
@@ -591,6 +620,7 @@ void ReferencePlan::checkDataFlow() const {
     switch (op.kind) {
     case OpKind::Embedding:
     case OpKind::Swiglu:
+    case OpKind::Moe:
       reads(1);
       break;
     case OpKind::Linear:

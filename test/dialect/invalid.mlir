@@ -1511,3 +1511,66 @@ func.func @head_rms_norm_second_range(%x: tensor<?x128xbf16>) {
   %y = sol.head_rms_norm %x, %w then %w : tensor<32xbf16> {column = 32 : i64, num_heads = 2 : i64, second_heads = 2 : i64, epsilon = 1.0e-6 : f32} : (tensor<?x128xbf16>, tensor<32xbf16>) -> tensor<?x128xbf16>
   return
 }
+
+// -----
+
+// sol.moe: the router is [experts, hidden].
+func.func @moe_router(%x: tensor<?x64xbf16>, %r: tensor<4x32xbf16>, %g: tensor<128x64xbf16>, %d: tensor<256x32xbf16>) {
+  // expected-error @+1 {{router must have shape [experts, 64], but has shape [4, 32]}}
+  %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x32xbf16>, tensor<128x64xbf16>, tensor<128x64xbf16>, tensor<256x32xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// The gate holds a whole number of rows per expert...
+func.func @moe_gate(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<126x64xbf16>, %d: tensor<256x32xbf16>) {
+  // expected-error @+1 {{gate must have shape [4 * intermediate, 64], but has shape [126, 64]}}
+  %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<126x64xbf16>, tensor<126x64xbf16>, tensor<256x32xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// ... up has the gate's shape...
+func.func @moe_up(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xbf16>, %u: tensor<64x64xbf16>, %d: tensor<256x32xbf16>) {
+  // expected-error @+1 {{up must have gate's shape [128, 64], but has shape [64, 64]}}
+  %y = sol.moe %x, %r, %g, %u, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xbf16>, tensor<64x64xbf16>, tensor<256x32xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// ... and down is [experts * hidden, intermediate].
+func.func @moe_down(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xbf16>, %d: tensor<256x64xbf16>) {
+  // expected-error @+1 {{down must have shape [256, 32], but has shape [256, 64]}}
+  %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xbf16>, tensor<128x64xbf16>, tensor<256x64xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// top_k picks between 1 and all the experts.
+func.func @moe_top_k(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xbf16>, %d: tensor<256x32xbf16>) {
+  // expected-error @+1 {{top_k must be in [1, 4], got 5}}
+  %y = sol.moe %x, %r, %g, %g, %d {top_k = 5 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xbf16>, tensor<128x64xbf16>, tensor<256x32xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// Experts are float weights (no quantized experts yet).
+func.func @moe_quantized(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xi8>, %d: tensor<256x32xbf16>) {
+  // expected-error @+1 {{gate must be a 2-D bf16, f16 or f32 weight (quantized experts are not supported yet), but has type 'tensor<128x64xi8>'}}
+  %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xi8>, tensor<128x64xi8>, tensor<256x32xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// The result has the input's type.
+func.func @moe_result(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xbf16>, %d: tensor<256x32xbf16>) {
+  // expected-error @+1 {{result must have the input's type 'tensor<?x64xbf16>', but has 'tensor<?x64xf32>'}}
+  %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xbf16>, tensor<128x64xbf16>, tensor<256x32xbf16>) -> tensor<?x64xf32>
+  return
+}

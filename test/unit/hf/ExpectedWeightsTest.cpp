@@ -203,6 +203,37 @@ TEST_F(CheckWeightsTest, RejectsNonFloatDtype) {
                         "expected BF16, F16 or F32"));
 }
 
+// A mixture's router and each expert's projections replace a sparse layer's
+// MLP; a dense layer (Qwen3-MoE's mlp_only_layers) keeps gate/up/down.
+TEST(ExpectedWeightsTest, MixtureOfExpertsLayers) {
+  ModelConfig config = tinyConfig(Architecture::Qwen3Moe);
+  config.numExperts = 4, config.expertsPerToken = 2;
+  config.expertIntermediateSize = 16;
+  config.sparseLayers = {true, false};
+  const std::vector<ExpectedTensor> list = expectedWeights(config);
+  EXPECT_EQ(shapeOf(list, "model.layers.0.mlp.gate.weight"), (Shape{4, 32}));
+  EXPECT_EQ(shapeOf(list, "model.layers.0.mlp.experts.3.gate_proj.weight"),
+            (Shape{16, 32}));
+  EXPECT_EQ(shapeOf(list, "model.layers.0.mlp.experts.0.down_proj.weight"),
+            (Shape{32, 16}));
+  EXPECT_EQ(findExpected(list, "model.layers.0.mlp.gate_proj.weight"), nullptr);
+  EXPECT_EQ(shapeOf(list, "model.layers.1.mlp.gate_proj.weight"),
+            (Shape{48, 32}));
+  EXPECT_EQ(findExpected(list, "model.layers.1.mlp.gate.weight"), nullptr);
+
+  config.architecture = Architecture::Mixtral;
+  EXPECT_EQ(shapeOf(expectedWeights(config),
+                    "model.layers.0.block_sparse_moe.experts.2.w2.weight"),
+            (Shape{32, 16}));
+
+  // Quantized experts are refused by name, before any tensor is read.
+  config.quantization = QuantizationConfig{};
+  config.quantization->method = QuantMethod::Awq;
+  EXPECT_THAT(errorOf([&] { expectedWeights(config); }),
+              HasSubstr("mixture-of-experts model: Sol does not import "
+                        "quantized experts yet"));
+}
+
 /// tinyConfig with `method`'s quantization_config (int4 groups of 16).
 ModelConfig quantizedConfig(QuantMethod method) {
   ModelConfig config = tinyConfig(Architecture::Llama);

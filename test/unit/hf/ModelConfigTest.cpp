@@ -164,6 +164,91 @@ TEST(ModelConfigTest, ParsesQwen3) {
   EXPECT_TRUE(biased.oProjBias);
 }
 
+// Qwen3-30B-A3B's config.json (abridged to what Sol reads).
+const char *kQwen3_30B_A3B = R"({
+  "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false,
+  "decoder_sparse_step": 1, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 2048, "intermediate_size": 6144,
+  "max_position_embeddings": 40960, "mlp_only_layers": [],
+  "model_type": "qwen3_moe", "moe_intermediate_size": 768,
+  "norm_topk_prob": true, "num_attention_heads": 32, "num_experts": 128,
+  "num_experts_per_tok": 8, "num_hidden_layers": 48,
+  "num_key_value_heads": 4, "output_router_logits": false,
+  "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+  "router_aux_loss_coef": 0.001, "sliding_window": null,
+  "tie_word_embeddings": false, "use_sliding_window": false,
+  "vocab_size": 151936})";
+
+// Mixtral-8x7B-v0.1's.
+const char *kMixtral8x7B = R"({
+  "architectures": ["MixtralForCausalLM"], "bos_token_id": 1,
+  "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 4096,
+  "intermediate_size": 14336, "max_position_embeddings": 32768,
+  "model_type": "mixtral", "num_attention_heads": 32,
+  "num_experts_per_tok": 2, "num_hidden_layers": 32,
+  "num_key_value_heads": 8, "num_local_experts": 8,
+  "output_router_logits": false, "rms_norm_eps": 1e-05,
+  "rope_theta": 1000000.0, "router_aux_loss_coef": 0.02,
+  "sliding_window": null, "tie_word_embeddings": false,
+  "vocab_size": 32000})";
+
+TEST(ModelConfigTest, ParsesQwen3Moe) {
+  ModelConfig c = parseModelConfig(kQwen3_30B_A3B, "config.json");
+  EXPECT_EQ(c.architecture, Architecture::Qwen3Moe);
+  EXPECT_TRUE(c.qkNorm);
+  EXPECT_EQ(c.numExperts, 128);
+  EXPECT_EQ(c.expertsPerToken, 8);
+  EXPECT_EQ(c.expertIntermediateSize, 768);
+  EXPECT_TRUE(c.normalizeTopK);
+  EXPECT_TRUE(c.layerIsSparse(0));
+  EXPECT_TRUE(c.layerIsSparse(47));
+  EXPECT_EQ(c.moeRouter(), "mlp.gate");
+  EXPECT_EQ(c.moeExpert(3, ModelConfig::ExpertProjection::Down),
+            "mlp.experts.3.down_proj");
+
+  // mlp_only_layers and decoder_sparse_step keep layers dense; transformers
+  // 5 writes num_local_experts; norm_topk_prob defaults to false.
+  std::string text = edited(kQwen3_30B_A3B, "mlp_only_layers", {0, 5});
+  text = edited(text, "decoder_sparse_step", 2);
+  text = edited(without(text, "num_experts"), "num_local_experts", 16);
+  c = parseModelConfig(without(text, "norm_topk_prob"), "config.json");
+  EXPECT_EQ(c.numExperts, 16);
+  EXPECT_FALSE(c.normalizeTopK);
+  EXPECT_FALSE(c.layerIsSparse(0)); // (0 + 1) % 2 != 0
+  EXPECT_TRUE(c.layerIsSparse(1));
+  EXPECT_FALSE(c.layerIsSparse(5)); // mlp_only_layers
+  EXPECT_TRUE(c.layerIsSparse(7));
+}
+
+TEST(ModelConfigTest, ParsesMixtral) {
+  ModelConfig c = parseModelConfig(kMixtral8x7B, "config.json");
+  EXPECT_EQ(c.architecture, Architecture::Mixtral);
+  EXPECT_EQ(c.numExperts, 8);
+  EXPECT_EQ(c.expertsPerToken, 2);
+  EXPECT_EQ(c.expertIntermediateSize, 14336);
+  EXPECT_TRUE(c.normalizeTopK); // always, in Mixtral
+  EXPECT_FALSE(c.slidingWindow);
+  EXPECT_TRUE(c.layerIsSparse(31));
+  EXPECT_EQ(c.moeRouter(), "block_sparse_moe.gate");
+  EXPECT_EQ(c.moeExpert(0, ModelConfig::ExpertProjection::Up),
+            "block_sparse_moe.experts.0.w3");
+}
+
+TEST(ModelConfigTest, RefusesBadExpertSettings) {
+  EXPECT_THAT(configError(edited(kMixtral8x7B, "num_experts_per_tok", 9)),
+              HasSubstr("\"num_experts_per_tok\" (9) must not exceed the "
+                        "number of experts (8)"));
+  EXPECT_THAT(configError(without(kMixtral8x7B, "num_local_experts")),
+              HasSubstr("num_local_experts"));
+  EXPECT_THAT(configError(without(kQwen3_30B_A3B, "moe_intermediate_size")),
+              HasSubstr("moe_intermediate_size"));
+  EXPECT_THAT(configError(edited(kQwen3_30B_A3B, "mlp_only_layers", {48})),
+              HasSubstr("\"mlp_only_layers\" holds 48, not a layer index in "
+                        "[0, 48)"));
+  EXPECT_THAT(configError(edited(kQwen3_30B_A3B, "decoder_sparse_step", 0)),
+              HasSubstr("decoder_sparse_step"));
+}
+
 TEST(ModelConfigTest, ParsesMistralSlidingWindow) {
   ModelConfig c = parseModelConfig(kMistral7B_v01, "config.json");
   EXPECT_EQ(c.architecture, Architecture::Mistral);

@@ -48,6 +48,9 @@ std::vector<PlanOp> everyKind() {
   PlanOp &int4 = add(OpKind::NormLinear, {13, 4, 14}, {15, 25, 26, 27});
   int4.quant = fb::WeightQuant::Int4, int4.groupSize = 128, int4.eps = 1e-5f;
   add(OpKind::Linear, {10, 5}, {28, 29}).quant = fb::WeightQuant::Fp8;
+  PlanOp &moe = add(OpKind::Moe, {30, 4}, {31, 32, 33, 34});
+  moe.topK = 8, moe.normalizeTopK = true,
+  moe.activation = fb::GateActivation::GeluTanh;
   return ops;
 }
 
@@ -85,6 +88,9 @@ TEST(PlanOpTest, EveryKindRoundTrips) {
     EXPECT_EQ(d.widths, a.widths);
     EXPECT_EQ(d.quant, a.quant);
     EXPECT_EQ(d.groupSize, a.groupSize);
+    EXPECT_EQ(d.topK, a.topK);
+    EXPECT_EQ(d.normalizeTopK, a.normalizeTopK);
+    EXPECT_EQ(d.activation, a.activation);
   }
   EXPECT_TRUE(decoded[1].hasResidual());
   EXPECT_FALSE(decoded[2].hasResidual());

@@ -209,6 +209,35 @@ TEST(ReferenceOps, SwigluAndAdd) {
   expectNear(logits, {silu(1) * 3, silu(-2) * 0.5});
 }
 
+// Three experts of width 1 over hidden 2; x = [1, 0] gives router logits 1,
+// 1, 0: experts 0 and 1 tie.
+TEST(ReferenceOps, MixtureOfExpertsRoutesAndWeighs) {
+  TestPlan p;
+  const int e = p.weight("embed", {1, 2}, {1, 0});
+  const int router = p.weight("router", {3, 2}, {1, 0, 1, 0, 0, 0});
+  const int gate = p.weight("gate", {3, 2}, {1, 0, 2, 0, 0, 0});
+  const int up = p.weight("up", {3, 2}, {1, 0, 1, 0, 1, 0});
+  const int down = p.weight("down", {6, 1}, {1, 2, 10, 20, 100, 200});
+  const int x = p.buffer("x", 2);
+  const int top1 = p.buffer("top1", 2), top2 = p.buffer("top2", 2);
+  const int both = p.buffer("both", 4);
+  p.op(OpKind::Embedding, "embed", {x, 0}, {e});
+  // top_k 1: the tie goes to expert 0, weighed by its softmax probability.
+  p.op(OpKind::Moe, "moe1", {top1, x}, {router, gate, up, down}, {1, 0});
+  // top_k 2, renormalised: experts 0 and 1 at 1/2 each.
+  p.op(OpKind::Moe, "moe2", {top2, x}, {router, gate, up, down}, {2, 1});
+  p.op(OpKind::ConcatColumns, "both", {both, top1, top2}, {}, {0, 2, 0, 2});
+  p.observe(both);
+  PlanFile f = p.write();
+  ReferenceExecutor ex(f);
+  const auto out = runStep(ex, TestStep::sequence({0}, 0, 1), 4);
+  auto silu = [](double g) { return g / (1 + std::exp(-g)); };
+  const double p0 = std::exp(1.0) / (2 * std::exp(1.0) + 1);
+  const double h0 = silu(1), h1 = silu(2);
+  expectNear(out, {p0 * h0, p0 * 2 * h0, 0.5 * (h0 + 10 * h1),
+                   0.5 * (2 * h0 + 20 * h1)});
+}
+
 TEST(ReferenceOps, GatherRowsPicksRequestedRows) {
   TestPlan p;
   const int e = p.weight("embed", {3, 2}, {0, 1, 10, 11, 20, 21});

@@ -85,6 +85,10 @@ void TestPlan::op(OpKind kind, const std::string &name,
     (kind == OpKind::RopeKvWrite ? o.rope : o.slidingWindow) = i(4);
     o.scale = f(0);
     break;
+  case OpKind::Moe:
+    o.topK = i(0);
+    o.normalizeTopK = i(1) != 0;
+    break;
   case OpKind::ConcatColumns:
     for (size_t at = 0; at + 1 < ints.size(); at += 2) {
       o.columns.push_back(ints[at]);

@@ -75,6 +75,7 @@ public:
   ///   Attention      ints layer, heads, kv_heads, head_dim, window;
   ///                  floats scale
   ///   ConcatColumns  ints column_0, width_0, column_1, width_1, ...
+  ///   Moe            ints top_k, normalize_top_k
   void op(OpKind kind, const std::string &name, std::vector<int32_t> buffers,
           std::vector<int32_t> weights = {}, std::vector<int64_t> ints = {},
           std::vector<float> floats = {});
