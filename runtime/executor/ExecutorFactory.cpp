@@ -20,6 +20,16 @@ std::unique_ptr<Executor> makeReference(const PlanFile &plan,
   return std::make_unique<ReferenceExecutor>(plan, ref);
 }
 
+/// The first op the CUDA executor has no kernels for (a mixture of
+/// experts), or null.
+const fb::Op *opWithoutCudaKernels(const fb::Plan &plan) {
+  if (plan.ops())
+    for (const fb::Op *op : *plan.ops())
+      if (op->params_type() == fb::OpParams::MoeOp)
+        return op;
+  return nullptr;
+}
+
 } // namespace
 
 std::unique_ptr<Executor> makeExecutor(const PlanFile &plan,
@@ -47,6 +57,15 @@ std::unique_ptr<Executor> makeExecutor(const PlanFile &plan,
     std::cerr << "solrun: warning: no usable GPU ("
               << cuda::cudaUnavailableReason()
               << "); running on the CPU reference executor, which is slow\n";
+    return makeReference(plan, options);
+  }
+  if (const fb::Op *op = opWithoutCudaKernels(plan.plan());
+      op && device == "auto") {
+    std::cerr << "solrun: warning: op "
+              << (op->name() ? op->name()->str() : std::string("?"))
+              << " is a mixture of experts, which the CUDA executor does not "
+                 "run yet; running on the CPU reference executor, which is "
+                 "slow\n";
     return makeReference(plan, options);
   }
   return std::make_unique<cuda::CudaExecutor>(plan, options);
