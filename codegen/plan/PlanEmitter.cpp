@@ -5,6 +5,7 @@
 #include "runtime/plan/PlanFile.h"
 #include "runtime/support/DType.h"
 #include "runtime/support/Error.h"
+#include "runtime/support/MappedFile.h"
 
 // Header-only xxHash: no shared library to carry to the GPU machines.
 #define XXH_INLINE_ALL
@@ -95,6 +96,11 @@ void emitPlan(const std::filesystem::path &path, const StepProgram &program,
     return writer.addSection(std::as_bytes(std::span(*text)));
   };
   fb::Section tokenizerJson = textSection(assets.tokenizerJson);
+  fb::Section draftPlan;
+  if (!options.draftPlan.empty()) {
+    const MappedFile draft = MappedFile::open(options.draftPlan);
+    draftPlan = writer.addSection(draft.bytes());
+  }
   fb::Section tokenizerConfig = textSection(assets.tokenizerConfigJson);
 
   // Metadata.
@@ -170,7 +176,7 @@ void emitPlan(const std::filesystem::path &path, const StepProgram &program,
       b, options.compilerVersion.c_str(), options.commandLine.c_str(),
       options.target.c_str(), modelInfo, generation, kv, &ropes, &weightTables,
       &buffers, &program.arenaSlots, &ops, &kernels, &mods, &tokenizerJson,
-      &tokenizerConfig, options.maxTokensPerStep, cuda);
+      &tokenizerConfig, options.maxTokensPerStep, cuda, &draftPlan);
   fb::FinishPlanBuffer(b, plan);
   writer.finish({b.GetBufferPointer(), b.GetSize()});
 }

@@ -38,6 +38,9 @@ struct PlanOptions {
   bool progress = true;
   /// With kernels: the CUDA executor's per-plan choices (chooseCudaLowering).
   std::optional<cuda::StaticLowering> cudaLowering;
+  /// A draft model's plan file, copied into the plan's draft_plan section
+  /// (solc --draft; checked against this model by the caller).
+  std::filesystem::path draftPlan;
 };
 
 /// Writes `program` to `path`: each weight's bytes copied from `weights`

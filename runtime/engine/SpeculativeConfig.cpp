@@ -117,9 +117,8 @@ SpeculativeConfig parseSpeculativeConfig(std::string_view text) {
                    "\"model\" or use \"method\": \"draft_model\"");
     config.method = SpeculativeConfig::Method::Ngram;
   } else if (methodName == "draft_model") {
-    if (!hasModel)
-      fail(kWhere, ": \"method\" \"draft_model\" needs \"model\": the path "
-                   "of the draft plan");
+    // Without "model" the target plan's packed draft (solc --draft) is used;
+    // solrun checks that there is one.
     for (const char *key : {"prompt_lookup_max", "prompt_lookup_min"})
       if (auto it = j.find(key); it != j.end() && !it->is_null())
         fail(kWhere, ": \"", key,

@@ -41,7 +41,8 @@ namespace sol {
 struct SpeculativeConfig {
   enum class Method { None, Ngram, DraftModel };
   Method method = Method::None;
-  /// DraftModel: the draft plan's path.
+  /// DraftModel: the draft plan's path; empty: the draft packed into the
+  /// target plan (solc --draft).
   std::string draftModel;
   int32_t numSpeculativeTokens = 0;
   int32_t promptLookupMin = 0, promptLookupMax = 0;

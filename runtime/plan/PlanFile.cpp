@@ -34,9 +34,24 @@ std::string versionHint(uint32_t version) {
 //===----------------------------------------------------------------------===//
 
 PlanFile PlanFile::open(const std::filesystem::path &path, Options options) {
-  PlanFile plan(MappedFile::open(path));
-  std::span<const std::byte> bytes = plan.file_.bytes();
-  const std::string where = path.string();
+  auto file = std::make_shared<const MappedFile>(MappedFile::open(path));
+  std::span<const std::byte> bytes = file->bytes();
+  PlanFile plan(std::move(file), bytes, path);
+  plan.validate(options);
+  return plan;
+}
+
+PlanFile PlanFile::embedded(const fb::Section &s, const std::string &label,
+                            Options options) const {
+  PlanFile plan(file_, section(s), label);
+  plan.validate(options);
+  return plan;
+}
+
+void PlanFile::validate(Options options) {
+  std::span<const std::byte> bytes = bytes_;
+  const std::string where = path_.string();
+  PlanFile &plan = *this;
   if (bytes.size() < sizeof(kPlanMagic) ||
       std::memcmp(bytes.data(), kPlanMagic, sizeof(kPlanMagic)) != 0)
     fail(where, ": not a Sol plan (no SOLPLAN magic); plans are made by solc");
@@ -104,11 +119,11 @@ PlanFile PlanFile::open(const std::filesystem::path &path, Options options) {
     }
   checkSection(p.tokenizer_json(), "tokenizer.json");
   checkSection(p.tokenizer_config_json(), "tokenizer_config.json");
-  return plan;
+  checkSection(p.draft_plan(), "the draft plan");
 }
 
 std::span<const std::byte> PlanFile::section(const fb::Section &s) const {
-  return file_.bytes().subspan(header_.sectionsOffset + s.offset(), s.size());
+  return bytes_.subspan(header_.sectionsOffset + s.offset(), s.size());
 }
 
 std::span<const std::byte> PlanFile::section(const fb::Section *s) const {

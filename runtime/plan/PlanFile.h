@@ -68,9 +68,16 @@ public:
     return open(path, Options{});
   }
 
+  /// The plan embedded in section `s` of this one (a draft model packed by
+  /// solc --draft), validated as a file is; it shares this plan's mapping.
+  /// `label` names it in messages. Throws sol::Error.
+  PlanFile embedded(const fb::Section &s, const std::string &label,
+                    Options options) const;
+
   const fb::Plan &plan() const { return *plan_; }
   const PlanHeader &header() const { return header_; }
-  const std::filesystem::path &path() const { return file_.path(); }
+  /// The file, or for an embedded plan its label.
+  const std::filesystem::path &path() const { return path_; }
 
   /// The bytes of a section; validated against the file at open.
   std::span<const std::byte> section(const fb::Section &s) const;
@@ -79,8 +86,14 @@ public:
   std::span<const std::byte> weightBytes(int index) const;
 
 private:
-  explicit PlanFile(MappedFile file) : file_(std::move(file)) {}
-  MappedFile file_;
+  PlanFile(std::shared_ptr<const MappedFile> file,
+           std::span<const std::byte> bytes, std::filesystem::path path)
+      : file_(std::move(file)), bytes_(bytes), path_(std::move(path)) {}
+  /// Checks bytes_ as a plan and sets header_ and plan_.
+  void validate(Options options);
+  std::shared_ptr<const MappedFile> file_;
+  std::span<const std::byte> bytes_; // the plan's bytes within file_
+  std::filesystem::path path_;
   PlanHeader header_{};
   const fb::Plan *plan_ = nullptr;
 };

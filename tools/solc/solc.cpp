@@ -8,6 +8,7 @@
 //   --quant int8|fp8|int4-rtn|int4-awq [--group-size N] [--quant-lm-head]
 //                                           quantize the linears' weights
 //   --calib FILE, --calib-tokens N          int4-awq's calibration text
+//   --draft DRAFT.plan                      pack a draft model's plan in
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/KvCacheLayout.h"
@@ -16,6 +17,7 @@
 #include "codegen/plan/PlanEmitter.h"
 #include "frontend/import/ImportedModel.h"
 #include "passes/Passes.h"
+#include "runtime/plan/DraftPlan.h"
 #include "runtime/support/Error.h"
 #include "tools/solc/Calibration.h"
 
@@ -51,6 +53,7 @@ struct Options {
   int64_t kvBlockSize = 0; // 0: sol-plan-kv-cache chooses
   std::string kvCacheDtype = "bf16";
   std::string quant; // empty: weights as the checkpoint has them
+  std::string draft; // a draft plan to pack into the plan (empty: none)
   int64_t groupSize = 128;
   bool quantLmHead = false;
   std::string calib;           // empty: the built-in text
@@ -172,6 +175,26 @@ int run(const Options &opts) {
 
   std::vector<sol::CompiledModule> modules;
   sol::PlanOptions planOptions;
+  if (!opts.draft.empty()) {
+    // Checked now so that the packed draft needs no check at run time.
+    sol::PlanFile draft = sol::PlanFile::open(opts.draft);
+    const sol::fb::Plan &d = draft.plan();
+    sol::DraftTarget target{"checkpoint " + opts.input,
+                            program->model.vocabSize,
+                            model.assets.tokenizerJson
+                                ? std::string_view(*model.assets.tokenizerJson)
+                                : std::string_view()};
+    sol::checkDraftMatches("--draft", target, draft);
+    const std::string draftTarget = d.target() ? d.target()->str() : "";
+    if (draftTarget != opts.gpu)
+      sol::fail("--draft: ", opts.draft, " was compiled for --gpu ",
+                draftTarget.empty() ? "?" : draftTarget, " and this plan for ",
+                opts.gpu, "; compile the draft with --gpu ", opts.gpu);
+    if (d.draft_plan() && d.draft_plan()->size() > 0)
+      sol::fail("--draft: ", opts.draft,
+                " holds a draft plan itself; pack a plan without one");
+    planOptions.draftPlan = opts.draft;
+  }
   if (opts.gpu != "none") {
     sol::KernelCompileOptions kernelOptions;
     kernelOptions.gpuArch = opts.gpu;
@@ -273,6 +296,11 @@ int main(int argc, char **argv) {
                  "int4-awq: calibration tokens, in sequences of 512 "
                  "(default 65536)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 26));
+  app.add_option("--draft", opts.draft,
+                 "a draft model's plan (made by solc from a checkpoint with "
+                 "the same tokenizer) to pack into the plan, for "
+                 "--speculative-config '{\"method\": \"draft_model\", "
+                 "\"num_speculative_tokens\": N}' without a second file");
   app.add_flag("-q,--quiet", opts.quiet, "no progress or summary on stderr");
   try {
     app.parse(argc, argv);

@@ -1,6 +1,7 @@
 //===- DraftModel.cpp - The draft plan of draft-model speculation ---------===//
 #include "tools/solrun/DraftModel.h"
 
+#include "runtime/plan/DraftPlan.h"
 #include "runtime/support/Error.h"
 
 #include <algorithm>
@@ -8,39 +9,6 @@
 #include <string_view>
 
 namespace sol {
-
-namespace {
-
-std::string_view tokenizerJson(const PlanFile &plan) {
-  auto span = plan.section(plan.plan().tokenizer_json());
-  return {reinterpret_cast<const char *>(span.data()), span.size()};
-}
-
-} // namespace
-
-void checkDraftMatchesTarget(const PlanFile &target, const PlanFile &draft) {
-  const std::string t = target.path().string(), d = draft.path().string();
-  const int64_t tv = target.plan().model()->vocab_size();
-  const int64_t dv = draft.plan().model()->vocab_size();
-  if (tv != dv)
-    fail("--speculative-config: the draft plan ", d, " has a vocabulary of ",
-         dv, " tokens and the target plan ", t, " one of ", tv,
-         "; a draft model must use the target's tokenizer and vocabulary");
-  const std::string_view tt = tokenizerJson(target), dt = tokenizerJson(draft);
-  if (tt.empty() != dt.empty())
-    fail("--speculative-config: the ", tt.empty() ? "draft" : "target",
-         " plan ", tt.empty() ? d : t, " embeds a tokenizer and the ",
-         tt.empty() ? "target" : "draft", " plan ", tt.empty() ? t : d,
-         " does not, so they cannot be checked to spell tokens alike; compile "
-         "both from checkpoints with the same tokenizer.json");
-  if (tt != dt) {
-    fail("--speculative-config: the draft plan ", d,
-         " has another tokenizer than the target plan ", t, " (tokenizer.json ",
-         dt.size(), " bytes against ", tt.size(),
-         " bytes, different contents); a draft model must use the target's "
-         "tokenizer");
-  }
-}
 
 std::optional<DraftModel> openDraftModel(const SpeculativeConfig &speculative,
                                          const PlanFile &target,
@@ -50,9 +18,21 @@ std::optional<DraftModel> openDraftModel(const SpeculativeConfig &speculative,
   if (speculative.method != SpeculativeConfig::Method::DraftModel)
     return std::nullopt;
   DraftModel draft;
-  draft.plan =
-      std::make_unique<PlanFile>(PlanFile::open(speculative.draftModel));
-  checkDraftMatchesTarget(target, *draft.plan);
+  if (!speculative.draftModel.empty()) {
+    draft.plan =
+        std::make_unique<PlanFile>(PlanFile::open(speculative.draftModel));
+    checkDraftMatches("--speculative-config", draftTargetOf(target),
+                      *draft.plan);
+  } else if (const fb::Section *packed = target.plan().draft_plan();
+             packed && packed->size() > 0) {
+    // Packed by solc --draft, which checked it against the target.
+    draft.plan = std::make_unique<PlanFile>(target.embedded(
+        *packed, target.path().string() + " (its draft plan)", {}));
+  } else {
+    fail("--speculative-config: \"method\" \"draft_model\" needs \"model\": "
+         "the path of a draft plan, or a plan compiled with solc --draft; ",
+         target.path().string(), " holds no draft");
+  }
   const int64_t targetLen =
       targetOptions.maxModelLen > 0
           ? targetOptions.maxModelLen

@@ -1,7 +1,9 @@
 //===- DraftModel.h - The draft plan of draft-model speculation -*- C++ -*-===//
 //
 // `--speculative-config '{"model": "draft.plan", ...}'` names a second plan
-// that proposes tokens for the target (runtime/engine/DraftModelProposer.h).
+// that proposes tokens for the target (runtime/engine/DraftModelProposer.h);
+// `{"method": "draft_model", ...}` without a model takes the draft that solc
+// --draft packed into the target's plan.
 // solrun opens it beside the target, checks that both share a vocabulary and
 // a tokenizer (a draft that spells tokens differently proposes nonsense),
 // and builds its executor first: on a GPU the draft's KV cache is sized for
@@ -33,13 +35,10 @@ struct DraftModel {
   }
 };
 
-/// Throws sol::Error naming both plans when `draft` cannot propose for
-/// `target`: another vocabulary size, another tokenizer, or a tokenizer in
-/// one plan only.
-void checkDraftMatchesTarget(const PlanFile &target, const PlanFile &draft);
-
-/// Opens the draft plan `speculative` names (nothing when its method is not
-/// DraftModel), checks it against `target` and builds its executor on
+/// Opens the draft plan `speculative` names, or else the one packed into
+/// `target` by solc --draft (nothing when its method is not DraftModel),
+/// checks it against `target` (runtime/plan/DraftPlan.h) and builds its
+/// executor on
 /// `device`. `targetOptions` are those the target's executor will get
 /// (maxModelLen resolved); `maxNumSeqs` is the engine's limit (0: its
 /// default): the draft's cache holds min(maxNumSeqs, disable_by_batch_size)

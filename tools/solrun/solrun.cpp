@@ -209,6 +209,16 @@ void printInfo(const sol::PlanFile &file) {
     std::printf("generation:    eos [%s], temperature %g, top_p %g, top_k %d\n",
                 eos.c_str(), g->temperature(), g->top_p(), g->top_k());
   }
+  if (const auto *packed = p.draft_plan(); packed && packed->size() > 0) {
+    const sol::PlanFile draft =
+        file.embedded(*packed, file.path().string() + " (its draft plan)", {});
+    const auto *dm = draft.plan().model();
+    std::printf("draft model:   %s, %d layers, %.3f GB (solc --draft; "
+                "--speculative-config '{\"method\": \"draft_model\", "
+                "\"num_speculative_tokens\": N}' uses it)\n",
+                dm ? str(dm->architecture()).c_str() : "?",
+                dm ? dm->num_layers() : 0, packed->size() / 1e9);
+  }
   std::printf("tokenizer:     %s\n",
               p.tokenizer_json() && p.tokenizer_json()->size()
                   ? "embedded"

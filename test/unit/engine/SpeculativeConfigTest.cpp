@@ -127,14 +127,18 @@ TEST(SpeculativeConfig, ParsesADraftModelConfig) {
   EXPECT_EQ(c.method, SpeculativeConfig::Method::DraftModel);
   EXPECT_EQ(c.draftModel, "/m/d.plan");
   EXPECT_EQ(c.disableByBatchSize, 8);
+  // No model: the draft solc --draft packed into the target (solrun checks
+  // that there is one).
+  c = parseSpeculativeConfig(
+      R"({"method": "draft_model", "num_speculative_tokens": 2})");
+  EXPECT_EQ(c.method, SpeculativeConfig::Method::DraftModel);
+  EXPECT_TRUE(c.draftModel.empty());
 }
 
 TEST(SpeculativeConfig, RefusesInconsistentDraftModelConfigs) {
   expectError(R"({"method": "ngram", "model": "x",
                   "num_speculative_tokens": 2})",
               {"\"ngram\"", "drop \"model\""});
-  expectError(R"({"method": "draft_model", "num_speculative_tokens": 2})",
-              {"\"draft_model\"", "needs \"model\""});
   expectError(R"({"model": "d.plan", "num_speculative_tokens": 2,
                   "prompt_lookup_min": 2})",
               {"\"prompt_lookup_min\"", "n-gram setting"});

@@ -18,8 +18,10 @@ std::filesystem::path tempPath(const std::string &name) {
          ("sol-plan-test-" + std::to_string(::getpid()) + "-" + name);
 }
 
-/// Writes a small but complete plan: two weights, one op, a tokenizer.
-std::filesystem::path writeSamplePlan(const std::string &name) {
+/// Writes a small but complete plan: two weights, one op, a tokenizer, and
+/// `draft` as its packed draft plan when given.
+std::filesystem::path writeSamplePlan(const std::string &name,
+                                      std::span<const std::byte> draft = {}) {
   auto path = tempPath(name);
   PlanWriter writer(path);
   std::vector<std::byte> w0(6 * 4), w1(5 * 2);
@@ -31,6 +33,7 @@ std::filesystem::path writeSamplePlan(const std::string &name) {
   fb::Section s1 = writer.addSection(w1);
   std::string tok = R"({"model": {"type": "BPE"}})";
   fb::Section st = writer.addSection(std::as_bytes(std::span(tok)));
+  fb::Section sd = draft.empty() ? fb::Section() : writer.addSection(draft);
 
   flatbuffers::FlatBufferBuilder b;
   std::vector<int64_t> shape0 = {2, 3}, shape1 = {5};
@@ -42,8 +45,8 @@ std::filesystem::path writeSamplePlan(const std::string &name) {
   embedding.name = "model.embed_tokens";
   embedding.buffers = {4, 0};
   embedding.weights = {0};
-  auto ops = b.CreateVector(std::vector<flatbuffers::Offset<fb::Op>>{
-      encodePlanOp(b, embedding)});
+  auto ops = b.CreateVector(
+      std::vector<flatbuffers::Offset<fb::Op>>{encodePlanOp(b, embedding)});
   auto model = fb::CreateModelInfoDirect(b, "LlamaForCausalLM", "/models/x",
                                          "abc", "{}", 6, 3, 1, 128);
   fb::PlanBuilder pb(b);
@@ -52,6 +55,8 @@ std::filesystem::path writeSamplePlan(const std::string &name) {
   pb.add_weights(weights);
   pb.add_ops(ops);
   pb.add_tokenizer_json(&st);
+  if (!draft.empty())
+    pb.add_draft_plan(&sd);
   pb.add_max_tokens_per_step(64);
   b.Finish(pb.Finish());
   writer.finish({b.GetBufferPointer(), b.GetSize()});
@@ -114,6 +119,37 @@ TEST(PlanFile, RoundTrip) {
   EXPECT_EQ(decoded[0].weights, (std::vector<int32_t>{0}));
   EXPECT_THROW(plan.weightBytes(2), Error);
   std::filesystem::remove(path);
+}
+
+// A plan packed into another (solc --draft) opens from its section, shares
+// the mapping and is validated like a file.
+TEST(PlanFile, EmbeddedPlan) {
+  auto innerPath = writeSamplePlan("inner");
+  std::vector<char> inner = readAll(innerPath);
+  auto outerPath = writeSamplePlan("outer", std::as_bytes(std::span(inner)));
+  PlanFile outer = PlanFile::open(outerPath);
+  ASSERT_NE(outer.plan().draft_plan(), nullptr);
+  PlanFile draft =
+      outer.embedded(*outer.plan().draft_plan(), "outer (its draft)", {});
+  EXPECT_EQ(draft.path(), "outer (its draft)");
+  EXPECT_EQ(draft.plan().model()->vocab_size(), 6);
+  EXPECT_EQ(draft.weightBytes(1)[9], std::byte(191));
+
+  // A corrupted packed plan: the outer file is intact, the draft is not.
+  inner[inner.size() - 3] ^= 0x40;
+  auto badPath = writeSamplePlan("outer-bad", std::as_bytes(std::span(inner)));
+  PlanFile bad = PlanFile::open(badPath);
+  try {
+    bad.embedded(*bad.plan().draft_plan(), "bad (its draft)", {});
+    ADD_FAILURE() << "a corrupted packed plan opened";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("bad (its draft): plan checksum "
+                                         "mismatch"),
+              std::string::npos)
+        << e.what();
+  }
+  for (const auto &p : {innerPath, outerPath, badPath})
+    std::filesystem::remove(p);
 }
 
 TEST(PlanFile, NotAPlan) {
