@@ -784,7 +784,7 @@ def write_readme(out_root, results, versions, rope_note):
             f"| `{r['name']}/` | {r['golden']['architecture']} | {cfg.get('vocab_size')} | "
             f"{cfg.get('hidden_size')} | {cfg.get('intermediate_size')} | {cfg.get('num_hidden_layers')} | "
             f"{cfg.get('num_attention_heads')}/{cfg.get('num_key_value_heads')} | "
-            f"{cfg.get('head_dim', cfg.get('hidden_size') // cfg.get('num_attention_heads'))} | "
+            f"{cfg.get('head_dim') or cfg['hidden_size'] // cfg['num_attention_heads']} | "
             f"{n_params} | {r['golden']['eos_token_id']} | {r['golden']['features']} |")
     checks = []
     for r in results:
