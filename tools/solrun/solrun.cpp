@@ -251,6 +251,26 @@ void printInfo(const sol::PlanFile &file) {
                 "tensor)\n",
                 line.c_str(), kept.empty() ? "" : "; ", kept.c_str());
   }
+  // Mixtures of experts: how many layers, experts and experts per token.
+  int mixtures = 0;
+  const sol::PlanOp *moe = nullptr;
+  for (const sol::PlanOp &op : ops)
+    if (op.kind == sol::OpKind::Moe) {
+      ++mixtures;
+      moe = &op;
+    }
+  if (moe && p.weights() && moe->weights.at(0) >= 0 &&
+      static_cast<unsigned>(moe->weights.at(0)) < p.weights()->size()) {
+    const auto *router = p.weights()->Get(moe->weights.at(0))->shape();
+    std::printf("experts:       %d mixture-of-experts layers of %lld experts, "
+                "%lld per token%s (the CPU reference executor runs them)\n",
+                mixtures,
+                router && router->size() == 2
+                    ? static_cast<long long>(router->Get(0))
+                    : 0LL,
+                static_cast<long long>(moe->topK),
+                moe->normalizeTopK ? ", their weights renormalised" : "");
+  }
 }
 
 /// One line per weight: name, dtype, shape, bytes and what the compiler did.
