@@ -155,6 +155,11 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
                          str(k->lowered_name())));
   }
 
+  if (const fb::Op *op = opWithoutKernels(plan))
+    fail(planFile.path().string(), ": op ",
+         op->name() ? op->name()->str() : std::string("?"),
+         " is a mixture of experts, which the CUDA executor does not run "
+         "yet; run this plan with --device cpu (the reference executor)");
   // Ops as selection sees them, decoded once: launches read their fields.
   for (PlanOp &op : decodePlanOps(plan, planFile.path().string())) {
     OpDesc d;
@@ -179,10 +184,6 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
         shape.assign(s->begin(), s->end());
       d.weightShapes.push_back(std::move(shape));
     }
-    if (d.kind == OpKind::Moe)
-      fail(planFile.path().string(), ": op ", d.name,
-           " is a mixture of experts, which the CUDA executor does not run "
-           "yet; run this plan with --device cpu (the reference executor)");
     if (d.kind == OpKind::ConcatColumns && d.outDtype != fb::DType::BF16)
       fail(planFile.path().string(), ": op ", d.name,
            " concatenates columns of a non-bf16 buffer");
@@ -1344,6 +1345,14 @@ void CudaExecutor::launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
                       .rows = 1,
                       .n = n,
                       .eps = eps});
+}
+
+const fb::Op *CudaExecutor::opWithoutKernels(const fb::Plan &plan) {
+  if (plan.ops())
+    for (const fb::Op *op : *plan.ops())
+      if (op->params_type() == fb::OpParams::MoeOp)
+        return op;
+  return nullptr;
 }
 
 bool CudaExecutor::identityLogitRows(const StepBatch &batch) {

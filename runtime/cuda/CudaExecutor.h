@@ -49,6 +49,10 @@ public:
   CudaExecutor(const PlanFile &plan, const ExecutorOptions &options);
   ~CudaExecutor() override;
 
+  /// The first op of `plan` this executor has no kernels for (a mixture of
+  /// experts), or null: the constructor refuses such a plan.
+  static const fb::Op *opWithoutKernels(const fb::Plan &plan);
+
   std::string name() const override { return "cuda"; }
   int32_t numKvBlocks() const override { return numKvBlocks_; }
   int32_t blockSize() const override { return blockSize_; }
@@ -82,7 +86,7 @@ private:
     /// Every sequence has one token: attention does rope_kv_write's work.
     bool fusedRope = false;
     /// The logit rows are rows 0..outputs-1 in order: the plan's
-    /// GatherRows is skipped (findSkippableGather).
+    /// GatherRows ops the plan names are skipped (Plan.cuda).
     bool identityRows = false;
     /// A greedy one-row step: the LM head keeps the argmax (argmaxHead_),
     /// no argmax launch. Follows from outputs, argmax and sampling.

@@ -20,16 +20,6 @@ std::unique_ptr<Executor> makeReference(const PlanFile &plan,
   return std::make_unique<ReferenceExecutor>(plan, ref);
 }
 
-/// The first op the CUDA executor has no kernels for (a mixture of
-/// experts), or null.
-const fb::Op *opWithoutCudaKernels(const fb::Plan &plan) {
-  if (plan.ops())
-    for (const fb::Op *op : *plan.ops())
-      if (op->params_type() == fb::OpParams::MoeOp)
-        return op;
-  return nullptr;
-}
-
 } // namespace
 
 std::unique_ptr<Executor> makeExecutor(const PlanFile &plan,
@@ -59,7 +49,7 @@ std::unique_ptr<Executor> makeExecutor(const PlanFile &plan,
               << "); running on the CPU reference executor, which is slow\n";
     return makeReference(plan, options);
   }
-  if (const fb::Op *op = opWithoutCudaKernels(plan.plan());
+  if (const fb::Op *op = cuda::CudaExecutor::opWithoutKernels(plan.plan());
       op && device == "auto") {
     std::cerr << "solrun: warning: op "
               << (op->name() ? op->name()->str() : std::string("?"))
