@@ -616,6 +616,40 @@ LogicalResult PermuteHeadDimsOp::verify() {
   return success();
 }
 
+LogicalResult ShardWeightOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  const int64_t axis = getAxis(), groups = getGroups(), shards = getShards(),
+                ranks = getRanks();
+  if (in.getRank() < 1 || in.getRank() > 2 || axis < 0 || axis >= in.getRank())
+    return emitOpError() << "shards a 1-D or 2-D weight along one of its "
+                         << "axes; input " << shapeString(in) << ", axis "
+                         << axis;
+  if (ranks < 1 || shards < 1 || ranks % shards != 0 || groups < 1)
+    return emitOpError() << "needs ranks a multiple of shards and at least "
+                         << "one group, got ranks " << ranks << ", shards "
+                         << shards << ", groups " << groups;
+  if (axis == 1 && groups != 1)
+    return emitOpError() << "groups only the rows (axis 0)";
+  const int64_t size = in.getDimSize(axis);
+  if (size % (groups * shards) != 0)
+    return emitOpError() << "cannot cut dimension " << axis << " of "
+                         << shapeString(in) << " into " << groups
+                         << " group(s) of " << shards << " equal blocks";
+  SmallVector<int64_t> expected(in.getShape());
+  expected[axis] = size / shards;
+  if (out.getElementType() != in.getElementType() ||
+      out.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result must be " << shapeString(in)
+                         << " with dimension " << axis << " divided by "
+                         << shards << " and the same element type, but is "
+                         << out;
+  if (in.getElementType().isInteger(4) && in.getRank() == 2 && axis == 1 &&
+      (expected[1] % 2 != 0))
+    return emitOpError() << "cannot cut packed 4-bit rows into blocks of an "
+                         << "odd number of columns";
+  return success();
+}
+
 LogicalResult OffsetWeightOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   if (!isFloatElement(in.getElementType()) || !out.getElementType().isF32() ||
@@ -1137,6 +1171,33 @@ LogicalResult ConcatColumnsOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceOp::verify() {
+  if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)))
+    return failure();
+  if (getRanks() < 2)
+    return emitOpError() << "needs at least 2 ranks, got " << getRanks();
+  if (getBias() &&
+      failed(checkWeightShape(*this, getBias(), "bias",
+                              {getInput().getType().getDimSize(1)})))
+    return failure();
+  return success();
+}
+
+LogicalResult AllGatherOp::verify() {
+  if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)))
+    return failure();
+  if (getRanks() < 2)
+    return emitOpError() << "needs at least 2 ranks, got " << getRanks();
+  auto in = getInput().getType(), out = getResult().getType();
+  if (out.getRank() != 2 || out.getElementType() != in.getElementType() ||
+      out.getDimSize(1) != in.getDimSize(1) * getRanks())
+    return emitOpError() << "result must be " << getRanks()
+                         << " inputs side by side, [?, "
+                         << in.getDimSize(1) * getRanks() << "] of "
+                         << in.getElementType() << ", but is " << out;
+  return success();
+}
+
 LogicalResult GatherRowsOp::verify() {
   if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)) ||
       failed(checkTokenCount(*this, getRows(), "operand #1 (rows)")))
@@ -1189,6 +1250,8 @@ Value sol::storageRoot(Value v) {
       next = linear.getResidual();
     else if (auto linear = dyn_cast<NormLinearOp>(def))
       next = linear.getResidual();
+    else if (auto sum = dyn_cast<AllReduceOp>(def))
+      next = sum.getInput();
     if (!next)
       break;
     v = next;

@@ -20,6 +20,10 @@
 #include "ir/SolEnums.h.inc"
 
 namespace sol {
+/// The module attribute saying over how many tensor-parallel ranks
+/// sol-shard-tensor-parallel split the program (absent: one).
+inline constexpr llvm::StringLiteral kTensorParallelSizeAttr =
+    "sol.tensor_parallel_size";
 /// Marks the weight transforms (sol.concat_weights, ...): every operand is a
 /// weight, i.e. produced by sol.weight or another transform.
 template <typename ConcreteType>
@@ -33,8 +37,8 @@ bool isWeight(mlir::Value v);
 /// The value whose storage `v` shares under code generation's rules: split
 /// results are views of their input, and the in-place results (a
 /// sol.head_rms_norm, a sol.rope_kv_write, the sum of sol.add_rms_norm, a
-/// linear with the residual epilogue) live in their operand's buffer. Other
-/// values are their own root.
+/// linear with the residual epilogue, a sol.all_reduce) live in their
+/// operand's buffer. Other values are their own root.
 mlir::Value storageRoot(mlir::Value v);
 /// True when no user of `v` comes after `op` (users are `op` itself or
 /// earlier ops of its block): `v`'s buffer may take `op`'s result.

@@ -4,15 +4,16 @@
 //  * weights: `sol.weight` names a tensor of the weight store; the weight
 //    transforms (concat, slice, interleave, permute_head_dims, convert,
 //    offset, transpose, scale, clamp, quantize, unpack_nbits,
-//    dequantize_weight) derive new weights from others and are materialised
-//    by sol-materialize-weights;
+//    dequantize_weight, shard_weight) derive new weights from others and are
+//    materialised by sol-materialize-weights;
 //  * tensor-level layers, as importers produce them (`sol.linear`,
 //    `sol.rms_norm`, `sol.rope`, `sol.attention`, `sol.logits`...);
 //  * kernel-level ops, as the fusion passes and sol-lower-to-kernels produce
 //    them: each is one op of the plan (one kernel family), so code
 //    generation translates them one to one.
 // Several ops are both (`sol.embedding`, `sol.add`, `sol.rms_norm` and
-// `sol.linear` without fusions).
+// `sol.linear` without fusions; the tensor-parallel collectives
+// `sol.all_reduce` and `sol.all_gather`).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SOL_OPS_TD
@@ -141,6 +142,33 @@ def Sol_InterleaveRowsOp : Sol_WeightTransformOp<"interleave_rows",
   let assemblyFormat = [{
     $first `,` $second attr-dict `:` type($first) `->` type($result)
   }];
+  let hasVerifier = 1;
+}
+
+def Sol_ShardWeightOp : Sol_WeightTransformOp<"shard_weight"> {
+  let summary = "one tensor-parallel rank's slice of a weight";
+  let description = [{
+    The module runs on `ranks` GPUs at once (tensor parallelism), each with
+    its own weights: this is the part rank `r` holds. Along `axis` the
+    weight is `groups` equal groups, each cut into `shards` equal blocks;
+    rank `r` takes block `r / (ranks / shards)` of every group, so the
+    result is `shards` times smaller along `axis`. `shards == ranks` splits
+    the weight among the ranks (query heads, the MLP's rows or columns, the
+    LM head's vocabulary); fewer shards give several ranks the same block
+    (key/value heads, when there are fewer than ranks). `groups` cuts each
+    expert of a stacked mixture-of-experts weight the same way. The IR
+    after sol-shard-tensor-parallel is one rank's program with its local
+    shapes; sol-materialize-weights writes each rank's slice.
+
+    ```mlir
+    %q = sol.shard_weight %w {axis = 0 : i64, shards = 2 : i64, ranks = 2 : i64} : tensor<128x64xbf16> -> tensor<64x64xbf16>
+    ```
+  }];
+  let arguments = (ins Sol_WeightTensor:$input, I64Attr:$axis,
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       I64Attr:$shards, I64Attr:$ranks);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -534,6 +562,46 @@ def Sol_MoeOp : Sol_Op<"moe", [Pure]> {
     /// Each expert's intermediate size.
     int64_t getExpertWidth() { return getGate().getType().getDimSize(0) / getNumExperts(); }
   }];
+  let hasVerifier = 1;
+}
+
+def Sol_AllReduceOp : Sol_Op<"all_reduce", [Pure,
+                                               AllTypesMatch<["input", "result"]>]> {
+  let summary = "the sum of a value over tensor-parallel ranks";
+  let description = [{
+    Every rank contributes its `input` (the partial product of a
+    row-parallel linear: each rank multiplied its slice of the inputs by its
+    slice of the weight's columns) and receives the sum over the `ranks`
+    ranks, plus `bias` when given (the linear's bias, added once). Code
+    generation works in place.
+
+    ```mlir
+    %y = sol.all_reduce %partial {ranks = 2 : i64} : tensor<?x64xbf16>
+    ```
+  }];
+  let arguments = (ins Sol_FloatTensor:$input,
+                       Optional<Sol_WeightTensor>:$bias, I64Attr:$ranks);
+  let results = (outs Sol_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`bias` $bias^ `:` type($bias))? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sol_AllGatherOp : Sol_Op<"all_gather", [Pure]> {
+  let summary = "each tensor-parallel rank's columns side by side";
+  let description = [{
+    `input` is `tensor<?xN>` on each of the `ranks` ranks; every rank
+    receives `tensor<?x(ranks·N)>`, rank 0's columns first: the logits of a
+    vocabulary-parallel LM head.
+
+    ```mlir
+    %logits = sol.all_gather %local {ranks = 2 : i64} : tensor<?x1024xf32> -> tensor<?x2048xf32>
+    ```
+  }];
+  let arguments = (ins Sol_FloatTensor:$input, I64Attr:$ranks);
+  let results = (outs Sol_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 

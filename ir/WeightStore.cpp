@@ -35,8 +35,9 @@ void WeightStore::addView(std::string name, DType dtype,
 }
 
 void WeightStore::addProduced(std::string name, DType dtype,
-                              std::vector<int64_t> shape, Producer produce) {
-  Tensor t{name, dtype, std::move(shape), {}, std::move(produce)};
+                              std::vector<int64_t> shape, Producer produce,
+                              bool sharded) {
+  Tensor t{name, dtype, std::move(shape), {}, std::move(produce), sharded};
   (void)t.byteSize(); // checks for overflow
   if (!tensors_.emplace(name, std::move(t)).second)
     fail("the weight store already holds a tensor called ", name);
@@ -57,7 +58,8 @@ const WeightStore::Tensor &WeightStore::get(std::string_view name) const {
   return it->second;
 }
 
-void WeightStore::read(std::string_view name, const ByteSink &sink) const {
+void WeightStore::read(std::string_view name, const ByteSink &sink,
+                       int rank) const {
   const Tensor &t = get(name);
   if (!t.produce) {
     // Pieces of 64 MB keep a caller's progress line moving.
@@ -67,49 +69,60 @@ void WeightStore::read(std::string_view name, const ByteSink &sink) const {
     return;
   }
   uint64_t written = 0;
-  t.produce(*this, [&](std::span<const std::byte> piece) {
-    written += piece.size();
-    sink(piece);
-  });
+  t.produce(
+      *this,
+      [&](std::span<const std::byte> piece) {
+        written += piece.size();
+        sink(piece);
+      },
+      rank);
   if (written != t.byteSize())
     fail("internal error: the producer of weight ", t.name, " wrote ", written,
          " bytes, expected ", t.byteSize());
 }
 
 std::span<const std::byte>
-WeightStore::contiguous(std::string_view name,
-                        std::vector<std::byte> &scratch) const {
+WeightStore::contiguous(std::string_view name, std::vector<std::byte> &scratch,
+                        int rank) const {
   const Tensor &t = get(name);
   if (!t.produce)
     return t.bytes;
   scratch.clear();
   scratch.reserve(t.byteSize());
-  read(name, [&](std::span<const std::byte> piece) {
-    scratch.insert(scratch.end(), piece.begin(), piece.end());
-  });
+  read(
+      name,
+      [&](std::span<const std::byte> piece) {
+        scratch.insert(scratch.end(), piece.begin(), piece.end());
+      },
+      rank);
   return scratch;
 }
 
-std::vector<float> WeightStore::readFloat(std::string_view name) const {
+std::vector<float> WeightStore::readFloat(std::string_view name,
+                                          int rank) const {
   const DType dtype = get(name).dtype;
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     fail("weight ", name, " is ", dtypeName(dtype),
          ", not a float tensor (f32, f16 or bf16)");
   std::vector<float> values;
-  read(name, [&](std::span<const std::byte> piece) {
-    const size_t bytes = dtypeBits(dtype) / 8, count = piece.size() / bytes;
-    const size_t at = values.size();
-    values.resize(at + count);
-    for (size_t i = 0; i < count; ++i) {
-      if (dtype == DType::F32) {
-        std::memcpy(&values[at + i], piece.data() + 4 * i, 4);
-        continue;
-      }
-      uint16_t h;
-      std::memcpy(&h, piece.data() + 2 * i, 2);
-      values[at + i] = dtype == DType::F16 ? halfToFloat(h) : bf16ToFloat(h);
-    }
-  });
+  read(
+      name,
+      [&](std::span<const std::byte> piece) {
+        const size_t bytes = dtypeBits(dtype) / 8, count = piece.size() / bytes;
+        const size_t at = values.size();
+        values.resize(at + count);
+        for (size_t i = 0; i < count; ++i) {
+          if (dtype == DType::F32) {
+            std::memcpy(&values[at + i], piece.data() + 4 * i, 4);
+            continue;
+          }
+          uint16_t h;
+          std::memcpy(&h, piece.data() + 2 * i, 2);
+          values[at + i] =
+              dtype == DType::F16 ? halfToFloat(h) : bf16ToFloat(h);
+        }
+      },
+      rank);
   return values;
 }
 

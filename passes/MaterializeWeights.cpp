@@ -2,10 +2,11 @@
 //
 // Weight layout is a compile-time decision expressed in the IR (a fused
 // projection's stacked rows, SwiGLU's interleaved gate/up rows, a converted
-// dtype, AWQ's scaling and clipping, quantization). This pass turns each
-// transform tree into one tensor of the weight store, computed only when the
-// plan writer streams it, so the writer copies bytes and knows nothing of
-// layouts.
+// dtype, AWQ's scaling and clipping, quantization, a tensor-parallel rank's
+// slice). This pass turns each transform tree into one tensor of the weight
+// store, computed only when the plan writer streams it (for each rank, when
+// a rank's slice is among its sources), so the writer copies bytes and
+// knows nothing of layouts.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -125,12 +126,12 @@ std::vector<std::byte> fromFloat(std::span<const float> values, DType to) {
 
 /// The codes, scales and zeros `scheme` gives the float weight `source`
 /// ([rows, cols]).
-quant::QuantizedWeight quantizeStored(const WeightStore &store,
+quant::QuantizedWeight quantizeStored(const WeightStore &store, int rank,
                                       const std::string &source,
                                       quant::Scheme scheme, int64_t rows,
                                       int64_t cols, int64_t groupSize,
                                       bool clipSearch) {
-  std::vector<float> w = store.readFloat(source);
+  std::vector<float> w = store.readFloat(source, rank);
   switch (scheme) {
   case quant::Scheme::Int8:
     return quant::quantizeInt8(w, rows, cols);
@@ -174,6 +175,11 @@ struct SolMaterializeWeightsPass
       sources.push_back(w.getName().str());
       sourceRefs.push_back(w.getName());
     }
+    // A rank's slice, or a tensor derived from one, differs between ranks.
+    sharded = isa<ShardWeightOp>(op) ||
+              (store && llvm::any_of(sources, [&](const std::string &src) {
+                 return store->get(src).sharded;
+               }));
     if (auto q = dyn_cast<QuantizeWeightOp>(op))
       return materializeQuantized(q, sources[0]);
     if (auto unpack = dyn_cast<UnpackNBitsOp>(op))
@@ -188,17 +194,19 @@ struct SolMaterializeWeightsPass
     WeightStore::Producer produce;
     if (isa<ConcatWeightsOp>(op)) {
       name = sources.size() > 1 ? fusedWeightName(sourceRefs) : sources[0];
-      produce = [sources](const WeightStore &s, const ByteSink &sink) {
+      produce = [sources](const WeightStore &s, const ByteSink &sink,
+                          int rank) {
         for (const std::string &src : sources)
-          s.read(src, sink);
+          s.read(src, sink, rank);
       };
     } else if (isa<InterleaveRowsOp>(op)) {
       name = fusedWeightName(sourceRefs);
       const int64_t rows = shape[0] / 2;
-      produce = [sources, rows](const WeightStore &s, const ByteSink &sink) {
+      produce = [sources, rows](const WeightStore &s, const ByteSink &sink,
+                                int rank) {
         std::vector<std::byte> scratchA, scratchB;
-        auto a = s.contiguous(sources[0], scratchA);
-        auto b = s.contiguous(sources[1], scratchB);
+        auto a = s.contiguous(sources[0], scratchA, rank);
+        auto b = s.contiguous(sources[1], scratchB, rank);
         const size_t rowBytes = a.size() / static_cast<size_t>(rows);
         for (int64_t r = 0; r < rows; ++r) {
           sink(a.subspan(r * rowBytes, rowBytes));
@@ -216,12 +224,50 @@ struct SolMaterializeWeightsPass
       name = sources[0] + "~rows" + std::to_string(first) + "+" +
              std::to_string(count);
       const size_t rowBytes = static_cast<size_t>(rowBits / 8);
-      produce = [src = sources[0], first, count,
-                 rowBytes](const WeightStore &s, const ByteSink &sink) {
+      produce = [src = sources[0], first, count, rowBytes](
+                    const WeightStore &s, const ByteSink &sink, int rank) {
         std::vector<std::byte> scratch;
-        auto in = s.contiguous(src, scratch);
+        auto in = s.contiguous(src, scratch, rank);
         sink(in.subspan(static_cast<size_t>(first) * rowBytes,
                         static_cast<size_t>(count) * rowBytes));
+      };
+    } else if (auto shard = dyn_cast<ShardWeightOp>(op)) {
+      auto inType = shard.getInput().getType();
+      const int64_t axis = shard.getAxis(), groups = shard.getGroups(),
+                    shards = shard.getShards(), ranks = shard.getRanks();
+      const int64_t rows = inType.getDimSize(0);
+      const int64_t cols = inType.getRank() == 2 ? inType.getDimSize(1) : 1;
+      const int64_t bits = static_cast<int64_t>(dtypeBits(dtype));
+      if ((axis == 0 && (cols * bits) % 8 != 0) ||
+          (axis == 1 && (cols / shards * bits) % 8 != 0) ||
+          (inType.getRank() == 1 && (rows / shards / groups * bits) % 8 != 0))
+        return op->emitOpError("cannot cut packed 4-bit weights between the "
+                               "two values of a byte");
+      name = sources[0] + "~shard" + std::to_string(axis) + "/" +
+             std::to_string(shards) +
+             (groups > 1 ? "x" + std::to_string(groups) : std::string());
+      produce = [src = sources[0], axis, groups, shards, ranks, rows, cols,
+                 bits](const WeightStore &s, const ByteSink &sink, int rank) {
+        std::vector<std::byte> scratch;
+        auto in = s.contiguous(src, scratch, rank);
+        const int64_t block = rank / (ranks / shards);
+        if (axis == 0) {
+          // Each group's block of rows (elements, for a 1-D weight).
+          const size_t rowBytes = static_cast<size_t>(cols * bits / 8);
+          const int64_t perGroup = rows / groups, perBlock = perGroup / shards;
+          for (int64_t g = 0; g < groups; ++g)
+            sink(in.subspan(
+                static_cast<size_t>(g * perGroup + block * perBlock) * rowBytes,
+                static_cast<size_t>(perBlock) * rowBytes));
+          return;
+        }
+        // Each row's block of columns.
+        const size_t rowBytes = static_cast<size_t>(cols * bits / 8);
+        const size_t blockBytes = rowBytes / static_cast<size_t>(shards);
+        for (int64_t r = 0; r < rows; ++r)
+          sink(in.subspan(static_cast<size_t>(r) * rowBytes +
+                              static_cast<size_t>(block) * blockBytes,
+                          blockBytes));
       };
     } else if (auto permute = dyn_cast<PermuteHeadDimsOp>(op)) {
       const int64_t headDim = permute.getHeadDim(),
@@ -233,10 +279,10 @@ struct SolMaterializeWeightsPass
                                "that do not fill whole bytes");
       name = sources[0] + "~rot" + std::to_string(rotary);
       const size_t rowBytes = static_cast<size_t>(rowBits / 8);
-      produce = [src = sources[0], headDim, rotary, rowBytes,
-                 rows = shape[0]](const WeightStore &s, const ByteSink &sink) {
+      produce = [src = sources[0], headDim, rotary, rowBytes, rows = shape[0]](
+                    const WeightStore &s, const ByteSink &sink, int rank) {
         std::vector<std::byte> scratch;
-        auto in = s.contiguous(src, scratch);
+        auto in = s.contiguous(src, scratch, rank);
         // Within a head: rotated first half, passed first half, rotated
         // second half, passed second half.
         const int64_t r2 = rotary / 2, p2 = (headDim - rotary) / 2;
@@ -256,8 +302,8 @@ struct SolMaterializeWeightsPass
       const float add = offset.getOffset().convertToFloat();
       name = sources[0] + "~plus" + llvm::formatv("{0}", add).str();
       produce = [src = sources[0], add](const WeightStore &s,
-                                        const ByteSink &sink) {
-        std::vector<float> w = s.readFloat(src);
+                                        const ByteSink &sink, int rank) {
+        std::vector<float> w = s.readFloat(src, rank);
         for (float &v : w)
           v += add;
         sink(std::as_bytes(std::span<const float>(w)));
@@ -266,13 +312,16 @@ struct SolMaterializeWeightsPass
       name = sources[0] + "~" + std::string(dtypeName(dtype));
       const DType from =
           storeDType(convert.getInput().getType().getElementType());
-      produce = [src = sources[0], from, dtype](const WeightStore &s,
-                                                const ByteSink &sink) {
+      produce = [src = sources[0], from,
+                 dtype](const WeightStore &s, const ByteSink &sink, int rank) {
         std::vector<std::byte> converted;
-        s.read(src, [&](std::span<const std::byte> piece) {
-          convertElements(piece, from, dtype, converted);
-          sink(converted);
-        });
+        s.read(
+            src,
+            [&](std::span<const std::byte> piece) {
+              convertElements(piece, from, dtype, converted);
+              sink(converted);
+            },
+            rank);
       };
     } else if (isa<TransposeWeightOp>(op)) {
       name = sources[0] + "~t";
@@ -281,10 +330,10 @@ struct SolMaterializeWeightsPass
                    element = dtypeBits(dtype) / 8;
       if (element == 0)
         return op->emitOpError("cannot transpose packed 4-bit weights");
-      produce = [src = sources[0], rows, cols, element](const WeightStore &s,
-                                                        const ByteSink &sink) {
+      produce = [src = sources[0], rows, cols, element](
+                    const WeightStore &s, const ByteSink &sink, int rank) {
         std::vector<std::byte> scratch, row(rows * element);
-        auto in = s.contiguous(src, scratch);
+        auto in = s.contiguous(src, scratch, rank);
         // Row c of the result is column c of the [rows, cols] input.
         for (size_t c = 0; c < cols; ++c) {
           for (size_t r = 0; r < rows; ++r)
@@ -298,9 +347,9 @@ struct SolMaterializeWeightsPass
       const int64_t axis = scale.getAxis();
       const bool divide = scale.getDivide();
       produce = [src = sources[0], scalesName = sources[1], dtype, shape, axis,
-                 divide](const WeightStore &s, const ByteSink &sink) {
-        std::vector<float> w = s.readFloat(src);
-        const std::vector<float> scales = s.readFloat(scalesName);
+                 divide](const WeightStore &s, const ByteSink &sink, int rank) {
+        std::vector<float> w = s.readFloat(src, rank);
+        const std::vector<float> scales = s.readFloat(scalesName, rank);
         const int64_t cols = shape.size() == 2 ? shape[1] : shape[0];
         for (size_t i = 0; i < w.size(); ++i) {
           const int64_t at = static_cast<int64_t>(i);
@@ -314,9 +363,9 @@ struct SolMaterializeWeightsPass
       name = sources[0] + "~clamped";
       const int64_t group = clamp.getGroupSize();
       produce = [src = sources[0], ratiosName = sources[1], dtype, shape,
-                 group](const WeightStore &s, const ByteSink &sink) {
-        std::vector<float> w = s.readFloat(src);
-        const std::vector<float> ratios = s.readFloat(ratiosName);
+                 group](const WeightStore &s, const ByteSink &sink, int rank) {
+        std::vector<float> w = s.readFloat(src, rank);
+        const std::vector<float> ratios = s.readFloat(ratiosName, rank);
         for (size_t g = 0; g < ratios.size(); ++g) {
           float *begin = w.data() + g * group, *end = begin + group;
           const auto [lo, hi] = std::minmax_element(begin, end);
@@ -346,8 +395,9 @@ struct SolMaterializeWeightsPass
     const bool clip = op.getClipSearch();
     // Computed on the first read of any output, dropped after the last.
     auto once = std::make_shared<QuantizedOutputs>(
-        [=](const WeightStore &store) {
-          return quantizeStored(store, source, scheme, rows, cols, group, clip);
+        [=](const WeightStore &store, int rank) {
+          return quantizeStored(store, rank, source, scheme, rows, cols, group,
+                                clip);
         },
         outputs);
     const std::string base =
@@ -356,8 +406,8 @@ struct SolMaterializeWeightsPass
     for (int which = 0; which < outputs; ++which)
       replaceByStored(
           op->getResult(which), base + suffixes[which],
-          [once, which](const WeightStore &s, const ByteSink &sink) {
-            once->write(s, which, sink);
+          [once, which](const WeightStore &s, const ByteSink &sink, int rank) {
+            once->write(s, which, sink, rank);
           });
     op->erase();
     return success();
@@ -376,13 +426,13 @@ struct SolMaterializeWeightsPass
                   block = op.getBlockSize();
     const bool isSigned = !element.isUnsignedInteger();
     // Reads the op's tensors and calls `use` with them.
-    auto withWeight = [=](const WeightStore &s, auto &&use) {
+    auto withWeight = [=](const WeightStore &s, int rank, auto &&use) {
       std::vector<std::byte> codeBytes, zeroBytes;
-      auto codes = s.contiguous(sources[0], codeBytes);
-      const std::vector<float> scales = s.readFloat(sources[1]);
+      auto codes = s.contiguous(sources[0], codeBytes, rank);
+      const std::vector<float> scales = s.readFloat(sources[1], rank);
       std::span<const std::byte> zeros;
       if (sources.size() > 2)
-        zeros = s.contiguous(sources[2], zeroBytes);
+        zeros = s.contiguous(sources[2], zeroBytes, rank);
       quant::LinearQuantWeight w;
       w.rows = rows;
       w.cols = cols;
@@ -399,8 +449,8 @@ struct SolMaterializeWeightsPass
     if (outputs.size() == 1) {
       replaceByStored(
           outputs[0], sources[0] + "~bf16",
-          [withWeight](const WeightStore &s, const ByteSink &sink) {
-            sink(fromFloat(withWeight(s,
+          [withWeight](const WeightStore &s, const ByteSink &sink, int rank) {
+            sink(fromFloat(withWeight(s, rank,
                                       [](const quant::LinearQuantWeight &w) {
                                         return quant::dequantizeLinear(w);
                                       }),
@@ -411,8 +461,8 @@ struct SolMaterializeWeightsPass
     }
     const bool int8 = outputs.size() == 2;
     auto once = std::make_shared<QuantizedOutputs>(
-        [withWeight, int8](const WeightStore &s) {
-          return withWeight(s, [int8](const quant::LinearQuantWeight &w) {
+        [withWeight, int8](const WeightStore &s, int rank) {
+          return withWeight(s, rank, [int8](const quant::LinearQuantWeight &w) {
             return int8 ? quant::toSolInt8(w) : quant::toSolInt4(w);
           });
         },
@@ -422,8 +472,8 @@ struct SolMaterializeWeightsPass
       replaceByStored(
           outputs[which],
           sources[0] + (int8 ? "~int8" : "~int4") + suffixes[which],
-          [once, which](const WeightStore &s, const ByteSink &sink) {
-            once->write(s, static_cast<int>(which), sink);
+          [once, which](const WeightStore &s, const ByteSink &sink, int rank) {
+            once->write(s, static_cast<int>(which), sink, rank);
           });
     op->erase();
     return success();
@@ -443,10 +493,10 @@ struct SolMaterializeWeightsPass
     const int64_t cols =
         cast<RankedTensorType>(op.getOutputs()[0].getType()).getDimSize(1);
     // Reads the op's tensors and calls `use` with them.
-    auto withWeight = [=](const WeightStore &s, auto &&use) {
+    auto withWeight = [=](const WeightStore &s, int rank, auto &&use) {
       std::vector<std::byte> packedBytes, zeroBytes;
-      auto packed = s.contiguous(sources[0], packedBytes);
-      std::vector<float> scales = s.readFloat(sources[1]), zeroFloats;
+      auto packed = s.contiguous(sources[0], packedBytes, rank);
+      std::vector<float> scales = s.readFloat(sources[1], rank), zeroFloats;
       quant::NBitsWeight w;
       w.rows = rows;
       w.cols = cols;
@@ -456,10 +506,10 @@ struct SolMaterializeWeightsPass
                   packed.size()};
       w.scales = scales;
       if (sources.size() > 2 && floatZeros) {
-        zeroFloats = s.readFloat(sources[2]);
+        zeroFloats = s.readFloat(sources[2], rank);
         w.zeroFloats = zeroFloats;
       } else if (sources.size() > 2) {
-        auto zeros = s.contiguous(sources[2], zeroBytes);
+        auto zeros = s.contiguous(sources[2], zeroBytes, rank);
         w.zeroCodes = {reinterpret_cast<const uint8_t *>(zeros.data()),
                        zeros.size()};
       }
@@ -468,8 +518,8 @@ struct SolMaterializeWeightsPass
     if (dequantize) {
       replaceByStored(
           op.getOutputs()[0], sources[0] + "~bf16",
-          [withWeight](const WeightStore &s, const ByteSink &sink) {
-            sink(fromFloat(withWeight(s,
+          [withWeight](const WeightStore &s, const ByteSink &sink, int rank) {
+            sink(fromFloat(withWeight(s, rank,
                                       [](const quant::NBitsWeight &w) {
                                         return quant::dequantizeNBits(w);
                                       }),
@@ -479,8 +529,8 @@ struct SolMaterializeWeightsPass
       return success();
     }
     auto once = std::make_shared<QuantizedOutputs>(
-        [withWeight](const WeightStore &s) {
-          return withWeight(s, [](const quant::NBitsWeight &w) {
+        [withWeight](const WeightStore &s, int rank) {
+          return withWeight(s, rank, [](const quant::NBitsWeight &w) {
             return quant::unpackNBits(w);
           });
         },
@@ -489,8 +539,8 @@ struct SolMaterializeWeightsPass
     for (int which = 0; which < 3; ++which)
       replaceByStored(
           op.getOutputs()[which], sources[0] + "~int4" + suffixes[which],
-          [once, which](const WeightStore &s, const ByteSink &sink) {
-            once->write(s, which, sink);
+          [once, which](const WeightStore &s, const ByteSink &sink, int rank) {
+            once->write(s, which, sink, rank);
           });
     op->erase();
     return success();
@@ -511,7 +561,7 @@ struct SolMaterializeWeightsPass
     if (store)
       store->addProduced(unique, storeDType(type.getElementType()),
                          {type.getShape().begin(), type.getShape().end()},
-                         std::move(produce));
+                         std::move(produce), sharded);
     OpBuilder b(result.getContext());
     b.setInsertionPointAfterValue(result);
     auto weight = b.create<WeightOp>(
@@ -521,6 +571,8 @@ struct SolMaterializeWeightsPass
 
   WeightStore *store = nullptr;
   llvm::StringSet<> taken;
+  /// Whether the transform being materialised differs between ranks.
+  bool sharded = false;
 };
 
 } // namespace

@@ -40,15 +40,17 @@ void buildSolRaisePipeline(mlir::OpPassManager &pm,
                            const WeightStore *store = nullptr);
 
 /// Adds the raise passes, then the passes of optimisation level `level`
-/// (0..3) to `pm`: the
-/// fusions from -O2, then the lowering to kernel-level ops, sol-quantize
-/// when `quantize` is given (solc's --quant flags), and the KV-cache plan at
-/// every level. `kvCache` configures sol-plan-kv-cache (solc's --kv-*
-/// flags). Weights are materialised separately (code generation).
+/// (0..3) to `pm`: sol-shard-tensor-parallel when `tensorParallelSize` > 1
+/// (solc's --tensor-parallel-size), the fusions from -O2, then the lowering
+/// to kernel-level ops, sol-quantize when `quantize` is given (solc's
+/// --quant flags), and the KV-cache plan at every level. `kvCache`
+/// configures sol-plan-kv-cache (solc's --kv-* flags). Weights are
+/// materialised separately (code generation).
 void buildSolPipeline(mlir::OpPassManager &pm, unsigned level,
                       const SolPlanKvCacheOptions &kvCache = {},
                       const SolQuantizeOptions *quantize = nullptr,
-                      const WeightStore *store = nullptr);
+                      const WeightStore *store = nullptr,
+                      int64_t tensorParallelSize = 1);
 
 /// `result` (the lowered LM head of `logits`) soft-capped by a sol.softcap
 /// when `logits` has a softcap; else `result`. Shared by the lowerings of

@@ -128,6 +128,45 @@ def SolRaiseCheck : Pass<"sol-raise-check", "::mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Tensor parallelism (solc --tensor-parallel-size N): before the fusions, so
+// that they fuse each rank's own projections.
+//===----------------------------------------------------------------------===//
+
+def SolShardTensorParallel : Pass<"sol-shard-tensor-parallel", "::mlir::ModuleOp"> {
+  let summary = "split the model over tensor-parallel ranks (GPUs)";
+  let description = [{
+    Rewrites the tensor-level module into the program each of `ranks` GPUs
+    runs at once (SPMD), with local shapes, Megatron-style:
+
+    * attention by heads: the query, key and value projections keep their
+      rank's heads (`sol.shard_weight` of their rows, biases and quantized
+      scales alike), with the per-head ops between them and the attention
+      (rope, q/k norms); key/value heads are split when `ranks` divides
+      them, else replicated, each rank keeping the one its query heads read
+      (`ranks` a multiple of the kv heads);
+    * the output projection takes its rank's columns (row-parallel), and a
+      `sol.all_reduce` sums the ranks' partial products and adds the bias;
+    * the MLP: gate and up keep their rank's rows (column-parallel), down
+      its columns, then `sol.all_reduce`; a `sol.moe` cuts every expert's
+      intermediate rows the same way (`groups` = experts) and keeps the
+      router whole;
+    * the LM head by vocabulary, with `sol.all_gather` of the logits' columns
+      (kept whole when `ranks` does not divide the vocabulary);
+    * embeddings, norms and residual adds are replicated.
+
+    The module records `sol.tensor_parallel_size`. A layout that cannot be
+    split evenly (query heads, kv heads, an MLP's or an expert's
+    intermediate size, a quantized group) is refused with an error naming
+    the op and the numbers. `ranks = 1` leaves the module unchanged.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1",
+           "GPUs the model is split over">
+  ];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Fusions (-O2 and up): each rewrites tensor-level ops into kernel-level ops
 // that do more in one launch.
 //===----------------------------------------------------------------------===//

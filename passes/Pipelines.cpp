@@ -9,8 +9,13 @@ using namespace mlir;
 void sol::buildSolPipeline(OpPassManager &pm, unsigned level,
                            const SolPlanKvCacheOptions &kvCache,
                            const SolQuantizeOptions *quantize,
-                           const WeightStore *store) {
+                           const WeightStore *store,
+                           int64_t tensorParallelSize) {
   buildSolRaisePipeline(pm, store);
+  // Before the fusions, which then fuse each rank's own projections.
+  if (tensorParallelSize > 1)
+    pm.addPass(createSolShardTensorParallel(
+        SolShardTensorParallelOptions{tensorParallelSize}));
   if (level >= 1) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());

@@ -76,7 +76,7 @@ fb::LinearEpilogue planEpilogue(LinearEpilogue e) {
 class Translator {
 public:
   explicit Translator(func::FuncOp fn) : fn(fn) {}
-  FailureOr<StepProgram> run(ModelAttr model);
+  FailureOr<StepProgram> run(ModelAttr model, int64_t tensorParallelSize);
 
 private:
   LogicalResult translate(Operation *op);
@@ -111,6 +111,8 @@ private:
   LogicalResult stepInput(Operation *user, Value v, int index,
                           const char *what);
   int32_t rope(RopeAttr attr, int64_t headDim);
+  /// Checks that a collective spans the module's tensor-parallel ranks.
+  LogicalResult collective(Operation *op, int64_t ranks);
   PlanOp &emit(OpKind kind, Operation *op);
   fb::Rows rowsOf(const View &v) const { return s.buffers[v.buffer].rows; }
 
@@ -224,6 +226,16 @@ int32_t Translator::rope(RopeAttr attr, int64_t headDim) {
                      std::move(table.longInvFreq), table.longFrom});
   ropeKeys.emplace_back(attr, headDim);
   return static_cast<int32_t>(s.ropes.size() - 1);
+}
+
+LogicalResult Translator::collective(Operation *op, int64_t ranks) {
+  if (ranks != s.model.tensorParallelSize)
+    return op->emitError() << "spans " << ranks
+                           << " ranks, but the module is split over "
+                           << s.model.tensorParallelSize << " ("
+                           << kTensorParallelSizeAttr << ")",
+           failure();
+  return success();
 }
 
 void Translator::note(int32_t index, std::string what) {
@@ -570,6 +582,35 @@ LogicalResult Translator::translate(Operation *op) {
     return success();
   }
 
+  if (auto sum = dyn_cast<AllReduceOp>(op)) {
+    FailureOr<View> in = whole(op, sum.getInput());
+    FailureOr<int32_t> bias = weight(op, sum.getBias());
+    if (failed(in) || failed(bias) || failed(inPlace(op, sum.getInput())))
+      return failure();
+    if (failed(collective(op, sum.getRanks())))
+      return failure();
+    PlanOp &o = emit(OpKind::AllReduce, op);
+    o.buffers = {in->buffer};
+    if (sum.getBias())
+      o.weights = {*bias};
+    define(sum.getResult(), *in);
+    return success();
+  }
+
+  if (auto gather = dyn_cast<AllGatherOp>(op)) {
+    FailureOr<View> in = whole(op, gather.getInput());
+    if (failed(in) || failed(collective(op, gather.getRanks())))
+      return failure();
+    const bool logits =
+        cast<RankedTensorType>(gather.getType()).getElementType().isF32();
+    int32_t out = newBuffer(logits ? "logits" : "gathered", gather.getResult(),
+                            rowsOf(*in));
+    PlanOp &o = emit(OpKind::AllGather, op);
+    o.buffers = {out, in->buffer};
+    define(gather.getResult(), {out, 0, s.buffers[out].width});
+    return success();
+  }
+
   if (auto cap = dyn_cast<SoftcapOp>(op)) {
     FailureOr<View> in = whole(op, cap.getInput());
     if (failed(in) || failed(inPlace(op, cap.getInput())))
@@ -614,13 +655,15 @@ LogicalResult Translator::translate(Operation *op) {
          << "' is not a kernel-level op (run sol-lower-to-kernels first)";
 }
 
-FailureOr<StepProgram> Translator::run(ModelAttr model) {
+FailureOr<StepProgram> Translator::run(ModelAttr model,
+                                       int64_t tensorParallelSize) {
   s.model = {model.getArchitecture().str(),
              model.getVocabSize(),
              model.getHiddenSize(),
              model.getNumLayers(),
              model.getMaxPositionEmbeddings(),
-             model.getPositionLimit()};
+             model.getPositionLimit(),
+             tensorParallelSize};
   if (fn.getNumArguments() != StepProgram::kNumInputs)
     return fn.emitError("@forward must take tokens, positions, token_seq and "
                         "logit_rows"),
@@ -678,7 +721,16 @@ FailureOr<StepProgram> translateToStep(ModuleOp module) {
   auto fn = module.lookupSymbol<func::FuncOp>("forward");
   if (!fn)
     return module.emitError("the module has no @forward function"), failure();
-  return Translator(fn).run(model);
+  int64_t ranks = 1;
+  if (Attribute a = module->getAttr(kTensorParallelSizeAttr)) {
+    auto n = dyn_cast<IntegerAttr>(a);
+    if (!n || n.getInt() < 1)
+      return module.emitError() << kTensorParallelSizeAttr
+                                << " must be a positive integer, got " << a,
+             failure();
+    ranks = n.getInt();
+  }
+  return Translator(fn).run(model, ranks);
 }
 
 } // namespace sol

@@ -60,26 +60,49 @@ void emitPlan(const std::filesystem::path &path, const StepProgram &program,
       hash, XXH64_freeState);
   XXH64_update(hash, assets.sourceConfig.data(), assets.sourceConfig.size());
 
-  // Weights, as the store holds them.
+  // Weights, as the store holds them: rank 0's, then each further rank's
+  // shards (every rank's weights are then one range of the file).
+  const int ranks = static_cast<int>(program.model.tensorParallelSize);
   uint64_t totalBytes = 0;
-  for (const ProgramWeight &w : program.weights)
-    totalBytes += weights.get(w.name).byteSize();
-  Progress progress(options.progress, totalBytes);
-  std::vector<fb::Section> weightSections;
   for (const ProgramWeight &w : program.weights) {
     const WeightStore::Tensor &t = weights.get(w.name);
-    if (toDType(w.dtype) != t.dtype || w.shape != t.shape)
-      fail("internal error: weight ", w.name, " is ", dtypeName(t.dtype),
-           " in the store but ", dtypeName(toDType(w.dtype)),
-           " in the step, or of another shape");
-    weightSections.push_back(
-        writer.addSection(t.byteSize(), [&](const PlanWriter::WriteFn &write) {
-          weights.read(w.name, [&](std::span<const std::byte> piece) {
-            XXH64_update(hash, piece.data(), piece.size());
-            write(piece);
-            progress.advance(piece.size());
+    if (!options.randomWeights)
+      totalBytes += t.byteSize() * (t.sharded ? ranks : 1);
+  }
+  Progress progress(options.progress, totalBytes);
+  std::vector<fb::Section> weightSections(program.weights.size());
+  std::vector<std::vector<fb::Section>> rankSections(program.weights.size());
+  for (int rank = 0; rank < ranks; ++rank) {
+    for (size_t i = 0; i < program.weights.size(); ++i) {
+      const ProgramWeight &w = program.weights[i];
+      const WeightStore::Tensor &t = weights.get(w.name);
+      if (toDType(w.dtype) != t.dtype || w.shape != t.shape)
+        fail("internal error: weight ", w.name, " is ", dtypeName(t.dtype),
+             " in the store but ", dtypeName(toDType(w.dtype)),
+             " in the step, or of another shape");
+      if (rank > 0 && !t.sharded)
+        continue;
+      if (options.randomWeights) { // sections without bytes
+        if (t.sharded)
+          rankSections[i].emplace_back(0, 0);
+        continue;
+      }
+      const fb::Section section = writer.addSection(
+          t.byteSize(), [&](const PlanWriter::WriteFn &write) {
+            weights.read(
+                w.name,
+                [&](std::span<const std::byte> piece) {
+                  XXH64_update(hash, piece.data(), piece.size());
+                  write(piece);
+                  progress.advance(piece.size());
+                },
+                rank);
           });
-        }));
+      if (t.sharded)
+        rankSections[i].push_back(section);
+      else
+        weightSections[i] = section;
+    }
   }
 
   // Kernel modules.
@@ -145,7 +168,8 @@ void emitPlan(const std::filesystem::path &path, const StepProgram &program,
     const ProgramWeight &w = program.weights[i];
     weightTables.push_back(fb::CreateWeightDirect(
         b, w.name.c_str(), w.dtype, &w.shape, &weightSections[i],
-        w.note.empty() ? nullptr : w.note.c_str()));
+        w.note.empty() ? nullptr : w.note.c_str(),
+        rankSections[i].empty() ? nullptr : &rankSections[i]));
   }
   std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
   for (const ProgramBuffer &buf : program.buffers)
@@ -176,7 +200,8 @@ void emitPlan(const std::filesystem::path &path, const StepProgram &program,
       b, options.compilerVersion.c_str(), options.commandLine.c_str(),
       options.target.c_str(), modelInfo, generation, kv, &ropes, &weightTables,
       &buffers, &program.arenaSlots, &ops, &kernels, &mods, &tokenizerJson,
-      &tokenizerConfig, options.maxTokensPerStep, cuda, &draftPlan);
+      &tokenizerConfig, options.maxTokensPerStep, cuda, &draftPlan,
+      static_cast<int32_t>(ranks), options.randomWeights);
   fb::FinishPlanBuffer(b, plan);
   writer.finish({b.GetBufferPointer(), b.GetSize()});
 }

@@ -41,6 +41,9 @@ struct PlanOptions {
   /// A draft model's plan file, copied into the plan's draft_plan section
   /// (solc --draft; checked against this model by the caller).
   std::filesystem::path draftPlan;
+  /// Write no weight bytes (solc --load-format dummy): the runtime fills
+  /// the weights with seeded random values (Plan.random_weights).
+  bool randomWeights = false;
 };
 
 /// Writes `program` to `path`: each weight's bytes copied from `weights`

@@ -50,6 +50,9 @@ struct ProgramModel {
           maxPositionEmbeddings = 0;
   /// The longest sequence computed as the source does (0: no limit).
   int64_t positionLimit = 0;
+  /// Ranks the step runs on at once, each on its weight shards (the
+  /// module's sol.tensor_parallel_size; 1: no tensor parallelism).
+  int64_t tensorParallelSize = 1;
 };
 
 struct StepProgram {

@@ -143,6 +143,30 @@ Checkpoint Checkpoint::open(const fs::path &dir) {
   return checkpoint;
 }
 
+Checkpoint Checkpoint::withoutWeights(const fs::path &dir,
+                                      std::vector<TensorView> tensors) {
+  Checkpoint checkpoint;
+  checkpoint.dir_ = dir;
+  uint64_t largest = 0;
+  for (const TensorView &t : tensors) {
+    const std::optional<uint64_t> bytes = dtypeStorageBytes(
+        t.dtype, static_cast<uint64_t>(std::max<int64_t>(t.numElements(), 0)));
+    if (!bytes)
+      fail("tensor '", t.name, "' of '", dir.string(), "' is too large");
+    largest = std::max(largest, *bytes);
+  }
+  checkpoint.zeros_ = std::make_shared<const MappedFile>(
+      MappedFile::zeros(static_cast<size_t>(largest), dir / "(no weights)"));
+  checkpoint.synthetic_ = std::move(tensors);
+  for (TensorView &t : checkpoint.synthetic_) {
+    t.bytes = checkpoint.zeros_->bytes().first(static_cast<size_t>(
+        *dtypeStorageBytes(t.dtype, static_cast<uint64_t>(t.numElements()))));
+    if (!checkpoint.byName_.emplace(t.name, &t).second)
+      fail("tensor '", t.name, "' is listed twice");
+  }
+  return checkpoint;
+}
+
 void Checkpoint::indexTensors() {
   for (size_t i = 0; i < files_.size(); ++i) {
     for (const TensorView &tensor : files_[i].tensors()) {
@@ -170,6 +194,14 @@ const TensorView &Checkpoint::get(std::string_view name) const {
   if (const TensorView *tensor = find(name))
     return *tensor;
   fail("tensor '", name, "' is not in the checkpoint '", dir_.string(), "'");
+}
+
+std::vector<const TensorView *> Checkpoint::tensors() const {
+  std::vector<const TensorView *> all;
+  all.reserve(byName_.size());
+  for (const auto &[name, tensor] : byName_)
+    all.push_back(tensor);
+  return all;
 }
 
 std::vector<std::string> Checkpoint::tensorNames() const {

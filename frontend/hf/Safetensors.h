@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -92,6 +93,11 @@ public:
   /// (naming the shard and a tensor mapped to it), a tensor of the index is
   /// absent from its shard, or one tensor name occurs in two shards.
   static Checkpoint open(const std::filesystem::path &dir);
+  /// A checkpoint of `dir` whose tensors have the names, dtypes and shapes
+  /// of `tensors` and zero bytes (solc --load-format dummy: a plan from the
+  /// config alone, whose runtime fills the weights at random).
+  static Checkpoint withoutWeights(const std::filesystem::path &dir,
+                                   std::vector<TensorView> tensors);
 
   const std::filesystem::path &directory() const { return dir_; }
 
@@ -104,8 +110,12 @@ public:
   /// Every tensor name, sorted.
   std::vector<std::string> tensorNames() const;
 
-  /// The mapped files: one, or the shards sorted by file name.
+  /// The mapped files: one, or the shards sorted by file name (none for a
+  /// checkpoint withoutWeights).
   std::span<const SafetensorsFile> files() const { return files_; }
+
+  /// Every tensor, by name.
+  std::vector<const TensorView *> tensors() const;
 
 private:
   Checkpoint() = default;
@@ -113,6 +123,9 @@ private:
 
   std::filesystem::path dir_;
   std::vector<SafetensorsFile> files_;
+  // withoutWeights: the tensors, and the zero bytes they all view.
+  std::vector<TensorView> synthetic_;
+  std::shared_ptr<const MappedFile> zeros_;
   // Points into files_[i].tensors(); those vectors' buffers never move.
   std::map<std::string, const TensorView *, std::less<>> byName_;
 };

@@ -210,7 +210,7 @@ LinearWeight Builder::int4Weight(const std::string &module) {
   const std::vector<int64_t> codeShape = {n, k}, groupShape = {n, k / g};
   QuantizedOutputs::addTo(store, base, DType::I4, codeShape, groupShape,
                           /*withZeros=*/true,
-                          [q, module, k, n, g](const WeightStore &s) {
+                          [q, module, k, n, g](const WeightStore &s, int) {
                             return unpackInt4(s, q, module, k, n, g);
                           });
   LinearWeight w;
@@ -240,11 +240,11 @@ LinearWeight Builder::fp8Weight(const std::string &module) {
     scales.assign(n, scales[0]);
 
   const std::string name = module + ".weight~fp8.scales";
-  store.addProduced(
-      name, DType::F32, {n},
-      [scales = std::move(scales)](const WeightStore &, const ByteSink &sink) {
-        sink(std::as_bytes(std::span(scales)));
-      });
+  store.addProduced(name, DType::F32, {n},
+                    [scales = std::move(scales)](const WeightStore &,
+                                                 const ByteSink &sink, int) {
+                      sink(std::as_bytes(std::span(scales)));
+                    });
   LinearWeight w;
   w.weight = storeWeight(codes.name, codes.shape, b.getFloat8E4M3FNType());
   w.scales = storeWeight(name, {n}, b.getF32Type());
@@ -495,9 +495,8 @@ OwningOpRef<ModuleOp> Builder::build() {
 ImportedModel importHfModel(MLIRContext &context,
                             std::shared_ptr<const HfModel> model) {
   ImportedModel imported;
-  for (const hf::SafetensorsFile &file : model->checkpoint.files())
-    for (const hf::TensorView &t : file.tensors())
-      imported.weights.addView(t.name, t.dtype, t.shape, t.bytes);
+  for (const hf::TensorView *t : model->checkpoint.tensors())
+    imported.weights.addView(t->name, t->dtype, t->shape, t->bytes);
   imported.module = Builder(context, *model, imported.weights).build();
   ModelAssets &a = imported.assets;
   a.source = model->directory.string();

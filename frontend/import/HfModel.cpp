@@ -7,13 +7,42 @@
 
 namespace sol {
 
-HfModel HfModel::open(const std::filesystem::path &dir) {
+namespace {
+
+/// The tensors a checkpoint of `config` holds, as bf16 (float weights) or
+/// their format's dtype, without bytes.
+hf::Checkpoint expectedCheckpoint(const std::filesystem::path &dir,
+                                  const hf::ModelConfig &config) {
+  if (config.quantization)
+    fail(dir.string(), ": --load-format dummy compiles a model from its "
+                       "config.json alone, but this config describes a "
+                       "quantized checkpoint (quantization_config); drop it "
+                       "and give solc --quant instead");
+  std::vector<hf::TensorView> tensors;
+  for (const hf::ExpectedTensor &e : hf::expectedWeights(config)) {
+    if (e.optional)
+      continue;
+    hf::TensorView t;
+    t.name = e.name;
+    t.dtype = e.dtypes.empty() ? DType::BF16 : e.dtypes.front();
+    t.shape = e.shape;
+    tensors.push_back(std::move(t));
+  }
+  return hf::Checkpoint::withoutWeights(dir, std::move(tensors));
+}
+
+} // namespace
+
+HfModel HfModel::open(const std::filesystem::path &dir, bool withoutWeights) {
   if (!std::filesystem::is_directory(dir))
     fail(dir.string(), ": not a directory; solc expects a Hugging Face model "
                        "directory holding config.json and *.safetensors");
+  hf::ModelConfig config = hf::loadModelConfig(dir);
+  hf::Checkpoint checkpoint = withoutWeights ? expectedCheckpoint(dir, config)
+                                             : hf::Checkpoint::open(dir);
   HfModel model{dir,
-                hf::loadModelConfig(dir),
-                hf::Checkpoint::open(dir),
+                std::move(config),
+                std::move(checkpoint),
                 hf::loadGenerationConfig(dir),
                 std::nullopt,
                 std::nullopt};

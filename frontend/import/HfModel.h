@@ -26,8 +26,12 @@ struct HfModel {
   std::optional<std::filesystem::path> tokenizerConfigJson;
 
   /// Reads config.json and the safetensors headers of `dir`, and checks every
-  /// weight's name, shape and dtype against the config. Throws sol::Error.
-  static HfModel open(const std::filesystem::path &dir);
+  /// weight's name, shape and dtype against the config. With
+  /// `withoutWeights` (solc --load-format dummy), reads no safetensors: the
+  /// checkpoint holds the config's expected tensors as bf16 zeros. Throws
+  /// sol::Error.
+  static HfModel open(const std::filesystem::path &dir,
+                      bool withoutWeights = false);
 };
 
 } // namespace sol

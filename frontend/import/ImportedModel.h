@@ -27,8 +27,11 @@ struct ImportedModel {
 /// Imports the model at `source`: an ONNX file, a directory holding one
 /// (model.onnx), or a Hugging Face checkpoint directory. Throws sol::Error
 /// naming the problem (not a model, an unsupported format or architecture,
-/// a malformed file).
+/// a malformed file). With `withoutWeights` (solc --load-format dummy), a
+/// Hugging Face directory needs only its config.json: the weight store holds
+/// zeros of the expected shapes, for a plan without weight bytes.
 ImportedModel importModel(mlir::MLIRContext &context,
-                          const std::filesystem::path &source);
+                          const std::filesystem::path &source,
+                          bool withoutWeights = false);
 
 } // namespace sol

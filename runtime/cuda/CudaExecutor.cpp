@@ -4,6 +4,7 @@
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/Event.h"
 #include "runtime/cuda/StepPadding.h"
+#include "runtime/plan/RandomWeights.h"
 #include "runtime/sampling/StepSampling.h"
 #include "runtime/support/DType.h"
 #include "runtime/support/Error.h"
@@ -155,11 +156,9 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
                          str(k->lowered_name())));
   }
 
-  if (const fb::Op *op = opWithoutKernels(plan))
-    fail(planFile.path().string(), ": op ",
-         op->name() ? op->name()->str() : std::string("?"),
-         " is a mixture of experts, which the CUDA executor does not run "
-         "yet; run this plan with --device cpu (the reference executor)");
+  if (std::string why = whyUnsupported(plan); !why.empty())
+    fail(planFile.path().string(), ": ", why,
+         "; run this plan with --device cpu (the reference executor)");
   // Ops as selection sees them, decoded once: launches read their fields.
   for (PlanOp &op : decodePlanOps(plan, planFile.path().string())) {
     OpDesc d;
@@ -216,14 +215,17 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
         normWeight[static_cast<size_t>(d.weights.at(1))] = true;
     }
   std::size_t total = 0;
-  for (const fb::Weight *w : *plan.weights()) {
+  for (unsigned i = 0; i < plan.weights()->size(); ++i) {
     weightOffsets_.push_back(total);
-    total += alignUp(w->data()->size());
+    total += alignUp(plan.random_weights()
+                         ? weightStorageBytes(*plan.weights()->Get(i))
+                         : plan.weights()->Get(i)->data()->size());
   }
   weights_ = DeviceBuffer(std::max<std::size_t>(total, kAlign));
   std::vector<uint16_t> rounded;
+  std::vector<std::byte> random; // a plan without weights: seeded values
   for (unsigned i = 0; i < plan.weights()->size(); ++i) {
-    auto bytes = planFile.weightBytes(static_cast<int>(i));
+    auto bytes = weightBytesOrRandom(planFile, static_cast<int>(i), 0, random);
     if (normWeight[i] && plan.weights()->Get(i)->dtype() == fb::DType::F32) {
       rounded.resize(bytes.size() / sizeof(float));
       for (std::size_t j = 0; j < rounded.size(); ++j) {
@@ -238,6 +240,8 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     }
     weights_.copyFromHost(bytes.data(), bytes.size(), stream_,
                           weightOffsets_[i]);
+    if (plan.random_weights())
+      stream_.synchronize(); // `random` is reused for the next one
   }
 
   // Rope tables.
@@ -1347,12 +1351,19 @@ void CudaExecutor::launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
                       .eps = eps});
 }
 
-const fb::Op *CudaExecutor::opWithoutKernels(const fb::Plan &plan) {
+std::string CudaExecutor::whyUnsupported(const fb::Plan &plan) {
+  if (plan.tensor_parallel_size() > 1)
+    return "the plan is split over " +
+           std::to_string(plan.tensor_parallel_size()) +
+           " GPUs (solc --tensor-parallel-size), which the CUDA executor "
+           "does not run yet";
   if (plan.ops())
     for (const fb::Op *op : *plan.ops())
       if (op->params_type() == fb::OpParams::MoeOp)
-        return op;
-  return nullptr;
+        return "op " + (op->name() ? op->name()->str() : std::string("?")) +
+               " is a mixture of experts, which the CUDA executor does not "
+               "run yet";
+  return {};
 }
 
 bool CudaExecutor::identityLogitRows(const StepBatch &batch) {

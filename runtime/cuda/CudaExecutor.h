@@ -49,9 +49,10 @@ public:
   CudaExecutor(const PlanFile &plan, const ExecutorOptions &options);
   ~CudaExecutor() override;
 
-  /// The first op of `plan` this executor has no kernels for (a mixture of
-  /// experts), or null: the constructor refuses such a plan.
-  static const fb::Op *opWithoutKernels(const fb::Plan &plan);
+  /// Why this executor cannot run `plan` (an op it has no kernels for, a
+  /// mixture of experts; a plan split over several GPUs), or empty: the
+  /// constructor refuses such a plan with this reason.
+  static std::string whyUnsupported(const fb::Plan &plan);
 
   std::string name() const override { return "cuda"; }
   int32_t numKvBlocks() const override { return numKvBlocks_; }

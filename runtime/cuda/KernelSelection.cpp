@@ -418,6 +418,9 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
     return {}; // strided copies (cuMemcpy2DAsync), no kernel
   case OpKind::Moe:
     return {}; // no kernels yet: the CUDA executor refuses such plans
+  case OpKind::AllReduce:
+  case OpKind::AllGather:
+    return {}; // collectives between GPUs (NCCL), not kernels of the plan
   case OpKind::Softcap: {
     SoftcapSpec spec{toInt(op.bufferWidths.at(0))};
     return {{spec.instance(), spec.dims(rows)}};

@@ -49,13 +49,10 @@ std::unique_ptr<Executor> makeExecutor(const PlanFile &plan,
               << "); running on the CPU reference executor, which is slow\n";
     return makeReference(plan, options);
   }
-  if (const fb::Op *op = cuda::CudaExecutor::opWithoutKernels(plan.plan());
-      op && device == "auto") {
-    std::cerr << "solrun: warning: op "
-              << (op->name() ? op->name()->str() : std::string("?"))
-              << " is a mixture of experts, which the CUDA executor does not "
-                 "run yet; running on the CPU reference executor, which is "
-                 "slow\n";
+  if (std::string why = cuda::CudaExecutor::whyUnsupported(plan.plan());
+      !why.empty() && device == "auto") {
+    std::cerr << "solrun: warning: " << why
+              << "; running on the CPU reference executor, which is slow\n";
     return makeReference(plan, options);
   }
   return std::make_unique<cuda::CudaExecutor>(plan, options);

@@ -105,12 +105,23 @@ void PlanFile::validate(Options options) {
            " lies outside the file");
   };
   const fb::Plan &p = *plan.plan_;
+  if (p.tensor_parallel_size() < 1)
+    fail(where, ": corrupted plan: tensor_parallel_size is ",
+         p.tensor_parallel_size());
   if (p.weights())
     for (const fb::Weight *w : *p.weights()) {
       std::string name = w->name() ? w->name()->str() : "?";
       if (!w->data())
         fail(where, ": corrupted plan: weight ", name, " has no data");
       checkSection(w->data(), "weight " + name);
+      if (const auto *ranks = w->rank_data()) {
+        if (ranks->size() != static_cast<uint32_t>(p.tensor_parallel_size()))
+          fail(where, ": corrupted plan: weight ", name, " has ", ranks->size(),
+               " rank shards but the plan has ", p.tensor_parallel_size(),
+               " tensor-parallel ranks");
+        for (const fb::Section *s : *ranks)
+          checkSection(s, "weight " + name);
+      }
     }
   if (p.modules())
     for (const fb::Module *m : *p.modules()) {
@@ -132,11 +143,17 @@ std::span<const std::byte> PlanFile::section(const fb::Section *s) const {
   return section(*s);
 }
 
-std::span<const std::byte> PlanFile::weightBytes(int index) const {
+std::span<const std::byte> PlanFile::weightBytes(int index, int rank) const {
   const auto *weights = plan_->weights();
   if (!weights || index < 0 || static_cast<unsigned>(index) >= weights->size())
     fail(path().string(), ": weight index ", index, " out of range");
-  return section(weights->Get(index)->data());
+  if (rank < 0 || rank >= plan_->tensor_parallel_size())
+    fail(path().string(), ": rank ", rank, " out of range (the plan has ",
+         plan_->tensor_parallel_size(), " tensor-parallel ranks)");
+  const fb::Weight *w = weights->Get(index);
+  if (const auto *ranks = w->rank_data())
+    return section(ranks->Get(static_cast<uint32_t>(rank)));
+  return section(w->data());
 }
 
 //===----------------------------------------------------------------------===//

@@ -82,8 +82,9 @@ public:
   /// The bytes of a section; validated against the file at open.
   std::span<const std::byte> section(const fb::Section &s) const;
   std::span<const std::byte> section(const fb::Section *s) const;
-  /// The bytes of weight `index` (Plan.weights).
-  std::span<const std::byte> weightBytes(int index) const;
+  /// The bytes of weight `index` (Plan.weights) that tensor-parallel rank
+  /// `rank` holds (its shard, or the whole weight when it is not sharded).
+  std::span<const std::byte> weightBytes(int index, int rank = 0) const;
 
 private:
   PlanFile(std::shared_ptr<const MappedFile> file,

@@ -33,6 +33,10 @@ std::string_view opKindName(OpKind kind) {
     return "Softcap";
   case OpKind::Moe:
     return "Moe";
+  case OpKind::AllReduce:
+    return "AllReduce";
+  case OpKind::AllGather:
+    return "AllGather";
   }
   return "unknown";
 }
@@ -207,6 +211,21 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
       checkActivation();
       break;
     }
+    case OpKind::AllReduce: {
+      const fb::AllReduceOp *p = src->params_as_AllReduceOp();
+      if (!p)
+        missing();
+      op.buffers = {p->buffer()};
+      optional(op.weights, p->bias());
+      break;
+    }
+    case OpKind::AllGather: {
+      const fb::AllGatherOp *p = src->params_as_AllGatherOp();
+      if (!p)
+        missing();
+      op.buffers = {p->out(), p->input()};
+      break;
+    }
     case OpKind::Softcap: {
       const fb::SoftcapOp *p = src->params_as_SoftcapOp();
       if (!p)
@@ -331,6 +350,12 @@ flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
     break;
   case OpKind::Add:
     params = fb::CreateAddOp(b, buffer(0), buffer(1), buffer(2)).Union();
+    break;
+  case OpKind::AllReduce:
+    params = fb::CreateAllReduceOp(b, buffer(0), weight(0)).Union();
+    break;
+  case OpKind::AllGather:
+    params = fb::CreateAllGatherOp(b, buffer(0), buffer(1)).Union();
     break;
   case OpKind::GatherRows:
     params = fb::CreateGatherRowsOp(b, buffer(0), buffer(1), buffer(2)).Union();

@@ -33,8 +33,10 @@ enum class OpKind : uint8_t {
   ConcatColumns,
   Softcap,
   Moe,
+  AllReduce,
+  AllGather,
 };
-inline constexpr int kNumOpKinds = static_cast<int>(OpKind::Moe) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::AllGather) + 1;
 std::string_view opKindName(OpKind kind);
 
 /// True for the linear epilogues that pair interleaved (gate, up) weight rows
@@ -59,6 +61,8 @@ inline bool isGated(fb::LinearEpilogue e) {
 ///   Softcap        buffers buf
 ///   Moe            buffers out, in                weights router, gate, up,
 ///   down
+///   AllReduce      buffers buf                   weights [bias]
+///   AllGather      buffers out, in
 ///
 /// where q is a quantized W's scales (and, for Int4, zero points).
 /// Only the parameters of the op's kind are meaningful.

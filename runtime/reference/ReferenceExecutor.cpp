@@ -31,6 +31,13 @@ constexpr int64_t kDefaultMaxModelLen = 4096;
 
 } // namespace
 
+struct ReferenceExecutor::Rank {
+  std::unique_ptr<ReferenceWeights> weights;
+  std::unique_ptr<PagedKvCache> cache;
+  /// Activation buffers, by plan buffer index (step inputs stay empty).
+  std::vector<std::vector<float>> activations;
+};
+
 ReferenceExecutor::ReferenceExecutor(const PlanFile &plan)
     : ReferenceExecutor(plan, Options{}) {}
 
@@ -84,21 +91,37 @@ ReferenceExecutor::ReferenceExecutor(const PlanFile &file,
                       ? -1
                       : std::max(lookBack_, op.slidingWindow - 1);
 
-  weights_ = std::make_unique<ReferenceWeights>(file, *plan_);
   // Only the layers some op names get memory (a plan's layout may list
   // more, e.g. a partial schedule in a test).
   KvLayoutInfo cacheLayout = layout;
   cacheLayout.numLayers = plan_->usedLayers();
-  cache_ = std::make_unique<PagedKvCache>(
-      cacheLayout, plan_->usesKvCache() ? numKvBlocks_ : 0);
-  activations_.resize(plan_->buffers().size());
+  ranks_.resize(static_cast<size_t>(plan_->tensorParallelSize()));
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    Rank &rank = ranks_[r];
+    rank.weights =
+        std::make_unique<ReferenceWeights>(file, *plan_, static_cast<int>(r));
+    rank.cache = std::make_unique<PagedKvCache>(
+        cacheLayout, plan_->usesKvCache() ? numKvBlocks_ : 0);
+    rank.activations.resize(plan_->buffers().size());
+  }
 }
 
 ReferenceExecutor::~ReferenceExecutor() = default;
 
 int64_t ReferenceExecutor::vocabSize() const { return plan_->logitsWidth(); }
-uint64_t ReferenceExecutor::weightBytes() const { return weights_->bytes(); }
-uint64_t ReferenceExecutor::kvCacheBytes() const { return cache_->bytes(); }
+uint64_t ReferenceExecutor::weightBytes() const {
+  uint64_t bytes = 0;
+  for (const Rank &rank : ranks_)
+    bytes += rank.weights->bytes();
+  return bytes;
+}
+
+uint64_t ReferenceExecutor::kvCacheBytes() const {
+  uint64_t bytes = 0;
+  for (const Rank &rank : ranks_)
+    bytes += rank.cache->bytes();
+  return bytes;
+}
 
 void ReferenceExecutor::validate(const StepBatch &batch,
                                  const StepOutput &out) const {
@@ -253,8 +276,9 @@ void ReferenceExecutor::step(const StepBatch &in, const StepOutput &out) {
 
   const int64_t R = static_cast<int64_t>(batch.logitRows.size());
   const int64_t vocab = plan_->logitsWidth();
+  // Every rank holds the same logits after the last op.
   const std::vector<float> &logits =
-      activations_[static_cast<size_t>(plan_->logitsBuffer())];
+      ranks_.front().activations[static_cast<size_t>(plan_->logitsBuffer())];
   if (!out.logits.empty())
     std::copy_n(logits.begin(), R * vocab, out.logits.begin());
   if (sampling::stepNeedsSampling(batch, out)) {
@@ -307,7 +331,75 @@ void ReferenceExecutor::linearWithEpilogue(
   }
 }
 
+std::span<float> ReferenceExecutor::activation(Rank &rank, int index, int64_t T,
+                                               int64_t R) {
+  const BufferInfo &info = plan_->buffers()[static_cast<size_t>(index)];
+  std::vector<float> &v = rank.activations[static_cast<size_t>(index)];
+  const size_t need =
+      static_cast<size_t>((info.rows == RowSpace::Tokens ? T : R) * info.width);
+  if (v.size() < need) {
+    try {
+      v.resize(need);
+    } catch (const std::bad_alloc &) {
+      fail("out of memory allocating activation buffer '", info.name, "' (",
+           need, " floats)");
+    }
+  }
+  return {v.data(), need};
+}
+
 void ReferenceExecutor::runOps(const StepBatch &batch) {
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  const int64_t R = static_cast<int64_t>(batch.logitRows.size());
+  for (const PlanOp &op : plan_->ops()) {
+    if (op.kind == OpKind::AllReduce || op.kind == OpKind::AllGather) {
+      runCollective(op, T, R);
+      continue;
+    }
+    for (Rank &rank : ranks_)
+      runOp(op, rank, batch);
+  }
+}
+
+void ReferenceExecutor::runCollective(const PlanOp &op, int64_t T, int64_t R) {
+  const auto &buffers = plan_->buffers();
+  if (op.kind == OpKind::AllReduce) {
+    // Summed in rank order, in float32, then copied to every rank.
+    std::span<float> sum = activation(ranks_.front(), op.buffers[0], T, R);
+    for (size_t r = 1; r < ranks_.size(); ++r) {
+      std::span<const float> part = activation(ranks_[r], op.buffers[0], T, R);
+      for (size_t i = 0; i < sum.size(); ++i)
+        sum[i] += part[i];
+    }
+    if (op.weights.size() == 1) {
+      std::span<const float> bias = ranks_.front().weights->get(op.weights[0]);
+      for (size_t i = 0; i < sum.size(); ++i)
+        sum[i] += bias[i % bias.size()];
+    }
+    for (size_t r = 1; r < ranks_.size(); ++r)
+      std::copy(sum.begin(), sum.end(),
+                activation(ranks_[r], op.buffers[0], T, R).begin());
+    return;
+  }
+  // AllGather: rank r's columns at [r * width, (r + 1) * width) of each row.
+  const int64_t width = buffers[static_cast<size_t>(op.buffers[1])].width;
+  const int64_t outWidth = buffers[static_cast<size_t>(op.buffers[0])].width;
+  std::span<float> out = activation(ranks_.front(), op.buffers[0], T, R);
+  const int64_t rows = static_cast<int64_t>(out.size()) / outWidth;
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    std::span<const float> in = activation(ranks_[r], op.buffers[1], T, R);
+    for (int64_t row = 0; row < rows; ++row)
+      std::copy_n(in.begin() + row * width, width,
+                  out.begin() + row * outWidth +
+                      static_cast<int64_t>(r) * width);
+  }
+  for (size_t r = 1; r < ranks_.size(); ++r)
+    std::copy(out.begin(), out.end(),
+              activation(ranks_[r], op.buffers[0], T, R).begin());
+}
+
+void ReferenceExecutor::runOp(const PlanOp &op, Rank &rank,
+                              const StepBatch &batch) {
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   const int64_t R = static_cast<int64_t>(batch.logitRows.size());
   const auto &buffers = plan_->buffers();
@@ -319,26 +411,13 @@ void ReferenceExecutor::runOps(const StepBatch &batch) {
   auto rowsOf = [&](int index) {
     return buffers[static_cast<size_t>(index)].rows == RowSpace::Tokens ? T : R;
   };
-  // Activation `index` sized for this step (buffers only grow).
-  auto act = [&](int index) -> std::span<float> {
-    std::vector<float> &v = activations_[static_cast<size_t>(index)];
-    const size_t need = static_cast<size_t>(
-        rowsOf(index) * buffers[static_cast<size_t>(index)].width);
-    if (v.size() < need) {
-      try {
-        v.resize(need);
-      } catch (const std::bad_alloc &) {
-        fail("out of memory allocating activation buffer '",
-             buffers[static_cast<size_t>(index)].name, "' (", need, " floats)");
-      }
-    }
-    return {v.data(), need};
-  };
+  auto act = [&](int index) { return activation(rank, index, T, R); };
   auto weight = [&](const PlanOp &op, size_t operand) {
-    return weights_->get(op.weights[operand]);
+    return rank.weights->get(op.weights[operand]);
   };
+  PagedKvCache &cache = *rank.cache;
 
-  for (const PlanOp &op : plan_->ops()) {
+  {
     const int64_t rows = rowsOf(op.buffers[0]);
     const int64_t width = buffers[static_cast<size_t>(op.buffers[0])].width;
     switch (op.kind) {
@@ -383,11 +462,11 @@ void ReferenceExecutor::runOps(const StepBatch &batch) {
     case OpKind::RopeKvWrite:
       ropeKvWriteRows(act(op.buffers[0]), rows, op,
                       plan_->ropes()[static_cast<size_t>(op.rope)], placement,
-                      *cache_);
+                      cache);
       break;
     case OpKind::Attention:
       attentionRows(act(op.buffers[0]), act(op.buffers[1]), rows, op, placement,
-                    *cache_, numThreads_);
+                    cache, numThreads_);
       break;
     case OpKind::Swiglu:
       swigluRows(act(op.buffers[0]), act(op.buffers[1]), rows, width,
@@ -428,6 +507,9 @@ void ReferenceExecutor::runOps(const StepBatch &batch) {
       }
       break;
     }
+    case OpKind::AllReduce:
+    case OpKind::AllGather:
+      break; // runCollective
     }
   }
 }

@@ -19,6 +19,13 @@
 // op of the schedule (an F32 buffer with Outputs rows, normally written by
 // the LM-head Linear); StepOutput.logits receives its R x width values.
 //
+// Tensor parallelism: a plan split over N ranks (solc
+// --tensor-parallel-size) runs as N simulated ranks, each with its weight
+// shards, KV cache and activations, one op at a time on every rank; an
+// AllReduce sums the ranks' buffers, an AllGather places their columns side
+// by side. Its logits equal the unsplit plan's up to float32 rounding,
+// which is how the sharding is tested without GPUs.
+//
 // Not thread-safe: one step at a time.
 //
 //===----------------------------------------------------------------------===//
@@ -93,7 +100,16 @@ private:
   /// batch.tokens with chained rows replaced by the previous step's ids.
   std::span<const int32_t> resolveTokens(const StepBatch &batch);
   void validateKvPlacement(const StepBatch &batch) const;
+  /// One tensor-parallel rank's weights, KV cache and activation buffers.
+  struct Rank;
   void runOps(const StepBatch &batch);
+  /// Runs `op` (not a collective) on `rank`.
+  void runOp(const PlanOp &op, Rank &rank, const StepBatch &batch);
+  /// Activation `index` of `rank` sized for a step of T tokens and R
+  /// logits rows (buffers only grow).
+  std::span<float> activation(Rank &rank, int index, int64_t T, int64_t R);
+  /// An AllReduce or AllGather over every rank.
+  void runCollective(const PlanOp &op, int64_t T, int64_t R);
   /// out = y, out += y (residual) or swiglu of y's (gate, up) pairs, for
   /// y = in . w^T (+ bias) and the op's epilogue.
   void linearWithEpilogue(const PlanOp &op, std::span<float> out,
@@ -105,10 +121,8 @@ private:
   /// resolved tokens of the current step.
   std::vector<int32_t> lastChosen_, resolved_;
   std::unique_ptr<reference::ReferencePlan> plan_;
-  std::unique_ptr<reference::ReferenceWeights> weights_;
-  std::unique_ptr<reference::PagedKvCache> cache_;
-  /// Activation buffers, by plan buffer index (step inputs stay empty).
-  std::vector<std::vector<float>> activations_;
+  /// One per tensor-parallel rank (one for an unsplit plan).
+  std::vector<Rank> ranks_;
   int32_t numKvBlocks_ = 0;
   int32_t blockSize_ = 0;
   int32_t maxTokensPerStep_ = 0;

@@ -50,6 +50,7 @@ ReferencePlan::ReferencePlan(const PlanFile &file)
            maxPositions_, "; it must be positive (or 0 when unknown)");
   }
   plannedTokensPerStep_ = plan.max_tokens_per_step();
+  ranks_ = plan.tensor_parallel_size(); // >= 1, checked by PlanFile
   if (const fb::KvCacheLayout *kv = plan.kv_cache()) {
     kvLayout_ = {kv->num_layers(), kv->num_kv_heads(), kv->head_dim(),
                  kv->block_size(), kv->dtype() == fb::DType::F8E4M3};
@@ -241,6 +242,12 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
       break;
     case OpKind::Moe:
       expectCounts(2, 2, 4, 4);
+      break;
+    case OpKind::AllReduce:
+      expectCounts(1, 1, 0, 1);
+      break;
+    case OpKind::AllGather:
+      expectCounts(2, 2, 0, 0);
       break;
     }
     const auto epilogue = static_cast<int>(op.epilogue);
@@ -545,6 +552,27 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
     distinct(0, 1);
     break;
   }
+  case OpKind::AllReduce: {
+    const BufferInfo &buf = activation(0);
+    if (ranks_ < 2)
+      opError("sums over tensor-parallel ranks, but the plan has one");
+    if (op.weights.size() == 1)
+      shapeIs(weight(0), {buf.width});
+    break;
+  }
+  case OpKind::AllGather: {
+    const BufferInfo &out = activation(0);
+    const BufferInfo &in = activation(1);
+    if (ranks_ < 2)
+      opError("gathers over tensor-parallel ranks, but the plan has one");
+    if (out.width != in.width * ranks_)
+      opError("out '", out.name, "' has width ", out.width, ", expected ",
+              ranks_, " ranks times the width ", in.width, " of in '", in.name,
+              "'");
+    sameRows(out, in);
+    distinct(0, 1);
+    break;
+  }
   case OpKind::Swiglu: {
     const BufferInfo &out = activation(0);
     const BufferInfo &in = activation(1);
@@ -621,6 +649,7 @@ void ReferencePlan::checkDataFlow() const {
     case OpKind::Embedding:
     case OpKind::Swiglu:
     case OpKind::Moe:
+    case OpKind::AllGather:
       reads(1);
       break;
     case OpKind::Linear:
@@ -638,6 +667,7 @@ void ReferencePlan::checkDataFlow() const {
     case OpKind::HeadRmsNorm:
     case OpKind::RopeKvWrite:
     case OpKind::Softcap:
+    case OpKind::AllReduce:
       reads(0);
       break;
     case OpKind::Attention:

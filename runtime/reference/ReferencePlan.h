@@ -96,6 +96,8 @@ public:
   int64_t plannedTokensPerStep() const { return plannedTokensPerStep_; }
   /// Weights some op reads (others are never converted).
   const std::vector<bool> &weightIsUsed() const { return weightUsed_; }
+  /// Ranks the plan is split over (plan.tensor_parallel_size).
+  int32_t tensorParallelSize() const { return ranks_; }
 
 private:
   void decodeBuffers(const PlanFile &file);
@@ -117,6 +119,7 @@ private:
   int32_t usedLayers_ = 0;
   int64_t maxPositions_ = 0;
   int64_t plannedTokensPerStep_ = 0;
+  int32_t ranks_ = 1;
 };
 
 } // namespace sol::reference

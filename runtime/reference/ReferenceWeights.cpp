@@ -3,6 +3,7 @@
 #include "runtime/reference/ReferenceWeights.h"
 
 #include "runtime/plan/PlanFile.h"
+#include "runtime/plan/RandomWeights.h"
 #include "runtime/reference/ReferencePlan.h"
 #include "runtime/support/DType.h"
 #include "runtime/support/Error.h"
@@ -36,7 +37,7 @@ void convert(std::span<const std::byte> bytes, std::span<float> out,
 } // namespace
 
 ReferenceWeights::ReferenceWeights(const PlanFile &file,
-                                   const ReferencePlan &plan) {
+                                   const ReferencePlan &plan, int rank) {
   const auto &infos = plan.weights();
   values_.resize(infos.size());
   // A quantized linear's codes are dequantized with its scales (and zero
@@ -53,10 +54,12 @@ ReferenceWeights::ReferenceWeights(const PlanFile &file,
     for (size_t j = op.scalesWeight(); j < op.weights.size(); ++j)
       auxiliary[static_cast<size_t>(op.weights[j])] = true;
   }
-  auto bytesOf = [&](size_t i) {
+  // A plan without weight bytes (solc --load-format dummy) gets random ones.
+  std::vector<std::byte> codeScratch, scaleScratch, zeroScratch;
+  auto bytesOf = [&](size_t i, std::vector<std::byte> &scratch) {
     const WeightInfo &info = infos[i];
     const std::span<const std::byte> bytes =
-        file.weightBytes(static_cast<int>(i));
+        weightBytesOrRandom(file, static_cast<int>(i), rank, scratch);
     const uint64_t expected =
         (static_cast<uint64_t>(info.elements) * dtypeBits(info.dtype) + 7) / 8;
     if (bytes.size() != expected)
@@ -69,7 +72,7 @@ ReferenceWeights::ReferenceWeights(const PlanFile &file,
     if (!plan.weightIsUsed()[i] || (auxiliary[i] && !dequantize[i].op))
       continue;
     const WeightInfo &info = infos[i];
-    const std::span<const std::byte> bytes = bytesOf(i);
+    const std::span<const std::byte> bytes = bytesOf(i, codeScratch);
     std::vector<float> &out = values_[i];
     try {
       out.resize(static_cast<size_t>(info.elements));
@@ -80,12 +83,13 @@ ReferenceWeights::ReferenceWeights(const PlanFile &file,
     if (const PlanOp *op = dequantize[i].op) {
       const size_t s = static_cast<size_t>(op->weights[op->scalesWeight()]);
       std::vector<float> scales(static_cast<size_t>(infos[s].elements));
-      convert<float>(bytesOf(s), scales, [](float v) { return v; });
+      convert<float>(bytesOf(s, scaleScratch), scales,
+                     [](float v) { return v; });
       std::span<const uint8_t> zeros;
       if (op->quant == fb::WeightQuant::Int4) {
         const size_t z =
             static_cast<size_t>(op->weights[op->scalesWeight() + 1]);
-        const std::span<const std::byte> zb = bytesOf(z);
+        const std::span<const std::byte> zb = bytesOf(z, zeroScratch);
         zeros = {reinterpret_cast<const uint8_t *>(zb.data()), zb.size()};
       }
       quant::dequantizeInto(static_cast<quant::Scheme>(op->quant),

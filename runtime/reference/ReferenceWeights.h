@@ -23,9 +23,11 @@ class ReferencePlan;
 
 class ReferenceWeights {
 public:
-  /// Converts the used weights of `file`. Throws sol::Error naming the weight
-  /// when its bytes do not match its dtype and shape.
-  ReferenceWeights(const PlanFile &file, const ReferencePlan &plan);
+  /// Converts the used weights of `file` that tensor-parallel rank `rank`
+  /// holds. Throws sol::Error naming the weight when its bytes do not match
+  /// its dtype and shape.
+  ReferenceWeights(const PlanFile &file, const ReferencePlan &plan,
+                   int rank = 0);
 
   /// Weight `index` as float32, row-major in its plan shape.
   std::span<const float> get(int index) const {

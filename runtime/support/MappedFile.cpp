@@ -52,6 +52,18 @@ MappedFile MappedFile::open(const std::filesystem::path &path) {
   return MappedFile(path, static_cast<const std::byte *>(data), size);
 }
 
+MappedFile MappedFile::zeros(size_t size, std::filesystem::path label) {
+  if (size == 0)
+    return MappedFile(std::move(label), nullptr, 0);
+  void *data = ::mmap(nullptr, size, PROT_READ,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (data == MAP_FAILED)
+    fail("cannot map ", size, " zero bytes for ", label.string(), ": ",
+         std::strerror(errno));
+  return MappedFile(std::move(label), static_cast<const std::byte *>(data),
+                    size);
+}
+
 MappedFile::MappedFile(MappedFile &&other) noexcept
     : path_(std::move(other.path_)), data_(other.data_), size_(other.size_) {
   other.data_ = nullptr;

@@ -18,6 +18,10 @@ public:
   /// system's reason (errno text) when it cannot be opened, is not a regular
   /// file, or cannot be mapped. A zero-length file gives an empty span.
   static MappedFile open(const std::filesystem::path &path);
+  /// `size` zero bytes that cost no memory until read (an anonymous
+  /// read-only mapping), called `label` in messages: the stand-in bytes of
+  /// a checkpoint compiled without its weights. Throws sol::Error.
+  static MappedFile zeros(size_t size, std::filesystem::path label);
 
   MappedFile(MappedFile &&other) noexcept;
   MappedFile &operator=(MappedFile &&other) noexcept;

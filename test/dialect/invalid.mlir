@@ -1574,3 +1574,65 @@ func.func @moe_result(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<1
   %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xbf16>, tensor<128x64xbf16>, tensor<256x32xbf16>) -> tensor<?x64xf32>
   return
 }
+
+// -----
+
+// sol.shard_weight cuts an axis into equal blocks, one per rank or shared.
+func.func @shard_uneven() {
+  %w = sol.weight @w : tensor<6x4xbf16>
+  // expected-error @+1 {{cannot cut dimension 0 of [6, 4] into 1 group(s) of 4 equal blocks}}
+  %s = sol.shard_weight %w {axis = 0 : i64, shards = 4 : i64, ranks = 4 : i64} : tensor<6x4xbf16> -> tensor<1x4xbf16>
+  return
+}
+
+// -----
+
+func.func @shard_ranks() {
+  %w = sol.weight @w : tensor<8x4xbf16>
+  // expected-error @+1 {{needs ranks a multiple of shards and at least one group, got ranks 4, shards 3, groups 1}}
+  %s = sol.shard_weight %w {axis = 0 : i64, shards = 3 : i64, ranks = 4 : i64} : tensor<8x4xbf16> -> tensor<2x4xbf16>
+  return
+}
+
+// -----
+
+func.func @shard_result() {
+  %w = sol.weight @w : tensor<8x4xbf16>
+  // expected-error @+1 {{result must be [8, 4] with dimension 1 divided by 2 and the same element type, but is 'tensor<8x4xbf16>'}}
+  %s = sol.shard_weight %w {axis = 1 : i64, shards = 2 : i64, ranks = 2 : i64} : tensor<8x4xbf16> -> tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+func.func @shard_packed_odd() {
+  %w = sol.weight @w : tensor<8x6xi4>
+  // expected-error @+1 {{cannot cut packed 4-bit rows into blocks of an odd number of columns}}
+  %s = sol.shard_weight %w {axis = 1 : i64, shards = 2 : i64, ranks = 2 : i64} : tensor<8x6xi4> -> tensor<8x3xi4>
+  return
+}
+
+// -----
+
+func.func @all_reduce_bias(%x: tensor<?x64xbf16>) {
+  %b = sol.weight @b : tensor<32xbf16>
+  // expected-error @+1 {{bias must have shape [64], but has shape [32]}}
+  %y = sol.all_reduce %x bias %b : tensor<32xbf16> {ranks = 2 : i64} : tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @all_reduce_one_rank(%x: tensor<?x64xbf16>) {
+  // expected-error @+1 {{needs at least 2 ranks, got 1}}
+  %y = sol.all_reduce %x {ranks = 1 : i64} : tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @all_gather_width(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{result must be 2 inputs side by side, [?, 128] of 'f32', but is 'tensor<?x64xf32>'}}
+  %y = sol.all_gather %x {ranks = 2 : i64} : tensor<?x64xf32> -> tensor<?x64xf32>
+  return
+}

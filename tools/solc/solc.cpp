@@ -58,6 +58,8 @@ struct Options {
   bool quantLmHead = false;
   std::string calib;           // empty: the built-in text
   int64_t calibTokens = 65536; // 128 sequences of 512
+  int64_t tensorParallelSize = 1;
+  std::string loadFormat = "auto"; // dummy: no weights, random at load
   bool quiet = false;
   std::string commandLine;
 };
@@ -108,7 +110,8 @@ int run(const Options &opts) {
     return mlir::success();
   });
 
-  sol::ImportedModel model = sol::importModel(context, opts.input);
+  const bool dummy = opts.loadFormat == "dummy";
+  sol::ImportedModel model = sol::importModel(context, opts.input, dummy);
   mlir::ModuleOp module = *model.module;
   if (mlir::failed(mlir::verify(module)))
     sol::fail("internal error: the imported module of ", opts.input,
@@ -151,8 +154,8 @@ int run(const Options &opts) {
     quantOptions->lmHead = opts.quantLmHead;
   }
   sol::buildSolPipeline(pm, opts.optLevel, kvOptions,
-                        quantOptions ? &*quantOptions : nullptr,
-                        &model.weights);
+                        quantOptions ? &*quantOptions : nullptr, &model.weights,
+                        opts.tensorParallelSize);
   if (mlir::failed(pm.run(module)))
     sol::fail("the -O", opts.optLevel, " pipeline failed on ", opts.input,
               " (see above)");
@@ -213,12 +216,17 @@ int run(const Options &opts) {
   planOptions.maxTokensPerStep = opts.maxTokensPerStep;
   planOptions.kvCache = *kvCache;
   planOptions.progress = !opts.quiet;
+  planOptions.randomWeights = dummy;
   sol::emitPlan(opts.output, *program, model.weights, model.assets, planOptions,
                 modules);
   if (!opts.quiet)
     std::cerr << "solc: wrote " << opts.output << " (" << program->ops.size()
-              << " ops, " << program->weights.size() << " weights) in "
-              << secondsSince(start) << " s\n";
+              << " ops, " << program->weights.size() << " weights"
+              << (opts.tensorParallelSize > 1
+                      ? ", split over " +
+                            std::to_string(opts.tensorParallelSize) + " GPUs"
+                      : std::string())
+              << ") in " << secondsSince(start) << " s\n";
   return 0;
 }
 
@@ -301,6 +309,19 @@ int main(int argc, char **argv) {
                  "the same tokenizer) to pack into the plan, for "
                  "--speculative-config '{\"method\": \"draft_model\", "
                  "\"num_speculative_tokens\": N}' without a second file");
+  app.add_option("--tensor-parallel-size,--tp", opts.tensorParallelSize,
+                 "GPUs to split the model over (tensor parallelism: "
+                 "attention by heads, MLPs by rows then columns, the LM "
+                 "head by vocabulary); the plan holds every GPU's weights "
+                 "(default 1)")
+      ->check(CLI::Range(int64_t(1), int64_t(64)));
+  app.add_option("--load-format", opts.loadFormat,
+                 "auto (default): the checkpoint's weights; dummy: a "
+                 "Hugging Face directory's config.json alone, and a plan "
+                 "without weights that solrun fills with seeded random "
+                 "values (speed measurements of shapes whose weights are "
+                 "not at hand, as vLLM's --load-format dummy)")
+      ->check(CLI::IsMember({"auto", "dummy"}));
   app.add_flag("-q,--quiet", opts.quiet, "no progress or summary on stderr");
   try {
     app.parse(argc, argv);
@@ -319,6 +340,12 @@ int main(int argc, char **argv) {
               << opts.quant
               << " has one scale per output channel; drop --group-size or "
                  "choose --quant int4-rtn or int4-awq\n";
+    return 2;
+  }
+  if (opts.loadFormat == "dummy" && opts.quant == "int4-awq") {
+    std::cerr << "solc: error: --quant int4-awq calibrates on the model's "
+                 "weights, which --load-format dummy does not read; choose "
+                 "--quant int4-rtn for the same kernels\n";
     return 2;
   }
   if (opts.quant != "int4-awq" &&

@@ -17,6 +17,7 @@
 #include "runtime/executor/ExecutorFactory.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/plan/PlanOp.h"
+#include "runtime/plan/RandomWeights.h"
 #include "runtime/support/Error.h"
 #include "runtime/tokenizer/IncrementalDetokenizer.h"
 #include "tools/solrun/Bench.h"
@@ -51,6 +52,7 @@ struct Options {
   std::string system;
   int32_t maxTokens = 16;
   std::string device = "auto";
+  int32_t tensorParallelSize = 0; // 0: the plan's
   bool json = false;
   bool ignoreEos = false;
   std::string logitsOut;
@@ -142,12 +144,30 @@ void printInfo(const sol::PlanFile &file) {
                   "are refused)\n",
                   static_cast<long long>(m->position_limit()));
   }
-  uint64_t weightBytes = 0;
+  uint64_t weightBytes = 0, shardedBytes = 0;
+  int sharded = 0;
+  // Sizes by shape: a plan with random weights stores no bytes.
   if (p.weights())
-    for (const auto *w : *p.weights())
-      weightBytes += w->data()->size();
+    for (const auto *w : *p.weights()) {
+      const uint64_t bytes = sol::weightStorageBytes(*w);
+      if (w->rank_data()) {
+        ++sharded;
+        shardedBytes += bytes * static_cast<uint64_t>(p.tensor_parallel_size());
+      } else {
+        weightBytes += bytes;
+      }
+    }
   std::printf("weights:       %u tensors, %.3f GB\n",
-              p.weights() ? p.weights()->size() : 0, weightBytes / 1e9);
+              p.weights() ? p.weights()->size() : 0,
+              (weightBytes + shardedBytes) / 1e9);
+  if (p.random_weights())
+    std::printf("               random (solc --load-format dummy): seeded "
+                "values made at load, for speed measurements only\n");
+  if (p.tensor_parallel_size() > 1)
+    std::printf("tensor parallel: %d GPUs; %d tensors split (%.3f GB in "
+                "all), the rest (%.3f GB) on every GPU\n",
+                p.tensor_parallel_size(), sharded, shardedBytes / 1e9,
+                weightBytes / 1e9);
   std::printf("step:          %u ops over %u buffers in %u arena slots, up to "
               "%lld tokens\n",
               p.ops() ? p.ops()->size() : 0,
@@ -285,12 +305,15 @@ void printWeights(const sol::PlanFile &file) {
     if (w->shape())
       for (int64_t d : *w->shape())
         shape += (shape.empty() ? "" : "x") + std::to_string(d);
-    std::printf(
-        "  %4u %-60s %-7s %-16s %12llu%s%s\n", i,
-        w->name() ? w->name()->c_str() : "?", dtypeString(w->dtype()).c_str(),
-        shape.c_str(),
-        static_cast<unsigned long long>(w->data() ? w->data()->size() : 0),
-        w->note() ? "  " : "", w->note() ? w->note()->c_str() : "");
+    // A split weight: its shape and bytes are one GPU's.
+    const bool split = w->rank_data() != nullptr;
+    const uint64_t bytes = sol::weightStorageBytes(*w);
+    std::printf("  %4u %-60s %-7s %-16s %12llu%s%s%s\n", i,
+                w->name() ? w->name()->c_str() : "?",
+                dtypeString(w->dtype()).c_str(), shape.c_str(),
+                static_cast<unsigned long long>(bytes),
+                split ? "  per GPU" : "", w->note() ? "  " : "",
+                w->note() ? w->note()->c_str() : "");
   }
 }
 
@@ -427,6 +450,14 @@ int run(Options &opts) {
     opts.benchOptions.asyncScheduling = opts.asyncScheduling == "on";
   prepareBench(opts);
   sol::PlanFile file = sol::PlanFile::open(opts.plan);
+  const int32_t ranks = file.plan().tensor_parallel_size();
+  if (opts.tensorParallelSize > 0 && opts.tensorParallelSize != ranks)
+    sol::fail("--tensor-parallel-size ", opts.tensorParallelSize, ": ",
+              opts.plan, " is split over ", ranks, " GPU",
+              ranks == 1 ? "" : "s",
+              " (a plan's split is chosen when it is compiled); compile it "
+              "again with solc --tensor-parallel-size ",
+              opts.tensorParallelSize);
   if (opts.info) {
     printInfo(file);
     if (opts.infoOps)
@@ -641,6 +672,10 @@ int main(int argc, char **argv) {
                  "cuda, cpu (the float32 reference executor) or auto "
                  "(cuda when a GPU is usable, else cpu with a warning)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  app.add_option("--tensor-parallel-size,--tp", opts.tensorParallelSize,
+                 "GPUs the plan runs on: the plan says (solc "
+                 "--tensor-parallel-size); given, it must agree")
+      ->check(CLI::Range(1, 64));
   nonServeFlags.push_back(app.add_flag(
       "--json", opts.json,
       "print one JSON object: prompt_ids, ids, finish_reason, timing"));

@@ -57,7 +57,7 @@ TEST(WeightStoreTest, ProducersRunWhenRead) {
   store.addView("a", DType::I8, {4}, data);
   int runs = 0;
   store.addProduced("twice", DType::I8, {8},
-                    [&](const WeightStore &s, const ByteSink &sink) {
+                    [&](const WeightStore &s, const ByteSink &sink, int) {
                       ++runs;
                       s.read("a", sink);
                       s.read("a", sink);
@@ -68,6 +68,37 @@ TEST(WeightStoreTest, ProducersRunWhenRead) {
   std::vector<std::byte> scratch;
   EXPECT_EQ(store.contiguous("twice", scratch).size(), 8u);
   EXPECT_EQ(store.names(), (std::vector<std::string>{"a", "twice"}));
+}
+
+TEST(WeightStoreTest, ShardedTensorsAreReadPerRank) {
+  std::vector<std::byte> data = bytesOf({1, 2, 3, 4});
+  WeightStore store;
+  store.addView("a", DType::I8, {4}, data);
+  // Rank r's half of `a`; a tensor derived from it passes the rank on.
+  store.addProduced(
+      "half", DType::I8, {2},
+      [](const WeightStore &s, const ByteSink &sink, int rank) {
+        std::vector<std::byte> scratch;
+        sink(s.contiguous("a", scratch, rank).subspan(2 * rank, 2));
+      },
+      /*sharded=*/true);
+  store.addProduced(
+      "twice", DType::I8, {4},
+      [](const WeightStore &s, const ByteSink &sink, int rank) {
+        s.read("half", sink, rank);
+        s.read("half", sink, rank);
+      },
+      /*sharded=*/true);
+  EXPECT_TRUE(store.get("half").sharded);
+  EXPECT_FALSE(store.get("a").sharded);
+  std::vector<std::byte> scratch;
+  auto at = [&](const char *name, int rank) {
+    auto span = store.contiguous(name, scratch, rank);
+    return std::vector<std::byte>(span.begin(), span.end());
+  };
+  EXPECT_EQ(at("twice", 0), bytesOf({1, 2, 1, 2}));
+  EXPECT_EQ(at("twice", 1), bytesOf({3, 4, 3, 4}));
+  EXPECT_EQ(at("a", 1), data); // views ignore the rank
 }
 
 TEST(WeightStoreTest, RejectsWhatDoesNotAddUp) {
@@ -81,7 +112,7 @@ TEST(WeightStoreTest, RejectsWhatDoesNotAddUp) {
   EXPECT_THAT(errorOf([&] { store.get("missing"); }),
               HasSubstr("no tensor called missing"));
   store.addProduced("short", DType::I8, {4},
-                    [](const WeightStore &s, const ByteSink &sink) {
+                    [](const WeightStore &s, const ByteSink &sink, int) {
                       s.read("w", sink); // 3 bytes of 4
                     });
   EXPECT_THAT(errorOf([&] { readAll(store, "short"); }),

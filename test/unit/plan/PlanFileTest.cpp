@@ -1,6 +1,8 @@
 //===- PlanFileTest.cpp - Plan round trip and corruption ------------------===//
 #include "runtime/plan/PlanFile.h"
 #include "runtime/plan/PlanOp.h"
+#include "runtime/plan/RandomWeights.h"
+#include "runtime/support/DType.h"
 #include "runtime/support/Error.h"
 
 #include <gtest/gtest.h>
@@ -118,6 +120,148 @@ TEST(PlanFile, RoundTrip) {
   EXPECT_EQ(decoded[0].buffers, (std::vector<int32_t>{4, 0}));
   EXPECT_EQ(decoded[0].weights, (std::vector<int32_t>{0}));
   EXPECT_THROW(plan.weightBytes(2), Error);
+  std::filesystem::remove(path);
+}
+
+/// A plan split over `ranks` tensor-parallel ranks with one replicated
+/// weight and one weight whose rank r bytes are all r + 1; `shards` rank
+/// sections are listed for the split weight.
+std::filesystem::path writeShardedPlan(const std::string &name, int ranks,
+                                       int shards) {
+  auto path = tempPath(name);
+  PlanWriter writer(path);
+  std::vector<std::byte> whole(8, std::byte(9));
+  fb::Section sw = writer.addSection(whole);
+  std::vector<fb::Section> rankSections;
+  for (int r = 0; r < shards; ++r) {
+    std::vector<std::byte> part(4, std::byte(r + 1));
+    rankSections.push_back(writer.addSection(part));
+  }
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<int64_t> shape0 = {4}, shape1 = {2};
+  fb::Section empty(0, 0);
+  auto weights = b.CreateVector(std::vector<flatbuffers::Offset<fb::Weight>>{
+      fb::CreateWeightDirect(b, "norm", fb::DType::BF16, &shape0, &sw),
+      fb::CreateWeightDirect(b, "proj~shard0/2", fb::DType::BF16, &shape1,
+                             &empty, nullptr, &rankSections)});
+  fb::PlanBuilder pb(b);
+  pb.add_compiler_version(b.CreateString("test"));
+  pb.add_weights(weights);
+  pb.add_tensor_parallel_size(ranks);
+  b.Finish(pb.Finish());
+  writer.finish({b.GetBufferPointer(), b.GetSize()});
+  return path;
+}
+
+// A split plan holds each rank's shard of a split weight and one copy of
+// the others; every rank reads its own.
+TEST(PlanFile, RankShards) {
+  auto path = writeShardedPlan("sharded", 2, 2);
+  PlanFile plan = PlanFile::open(path);
+  EXPECT_EQ(plan.plan().tensor_parallel_size(), 2);
+  for (int rank = 0; rank < 2; ++rank) {
+    auto norm = plan.weightBytes(0, rank);
+    ASSERT_EQ(norm.size(), 8u);
+    EXPECT_EQ(norm[0], std::byte(9));
+    auto proj = plan.weightBytes(1, rank);
+    ASSERT_EQ(proj.size(), 4u);
+    EXPECT_EQ(proj[3], std::byte(rank + 1));
+  }
+  EXPECT_THROW(plan.weightBytes(1, 2), Error);
+  EXPECT_THROW(plan.weightBytes(1, -1), Error);
+  std::filesystem::remove(path);
+
+  // As many shards as ranks, and at least one rank.
+  auto bad = writeShardedPlan("sharded-bad", 2, 3);
+  EXPECT_NE(openError(bad).find("weight proj~shard0/2 has 3 rank shards but "
+                                "the plan has 2 tensor-parallel ranks"),
+            std::string::npos)
+      << openError(bad);
+  std::filesystem::remove(bad);
+  auto zero = writeShardedPlan("sharded-zero", 0, 0);
+  EXPECT_NE(openError(zero).find("tensor_parallel_size is 0"),
+            std::string::npos)
+      << openError(zero);
+  std::filesystem::remove(zero);
+}
+
+// A plan without weight bytes (solc --load-format dummy): each weight's
+// values are made from its dtype and shape, the same on every call, finite,
+// per rank for a split weight and alike on every rank for the others.
+TEST(PlanFile, RandomWeights) {
+  auto path = tempPath("random");
+  PlanWriter writer(path);
+  flatbuffers::FlatBufferBuilder b;
+  fb::Section empty(0, 0);
+  std::vector<fb::Section> ranks = {empty, empty};
+  std::vector<int64_t> matrix = {16, 64}, vector = {64};
+  auto weight = [&](const char *name, fb::DType dtype,
+                    std::vector<int64_t> &shape, bool split) {
+    return fb::CreateWeightDirect(b, name, dtype, &shape, &empty, nullptr,
+                                  split ? &ranks : nullptr);
+  };
+  auto weights = b.CreateVector(std::vector<flatbuffers::Offset<fb::Weight>>{
+      weight("w", fb::DType::BF16, matrix, false),
+      weight("norm", fb::DType::BF16, vector, false),
+      weight("split", fb::DType::BF16, matrix, true),
+      weight("fp8", fb::DType::F8E4M3, matrix, false),
+      weight("scales", fb::DType::F32, vector, false),
+      weight("int8", fb::DType::I8, matrix, false),
+      weight("int4", fb::DType::I4, matrix, false),
+      weight("zeros", fb::DType::U8, vector, false)});
+  fb::PlanBuilder pb(b);
+  pb.add_weights(weights);
+  pb.add_tensor_parallel_size(2);
+  pb.add_random_weights(true);
+  b.Finish(pb.Finish());
+  writer.finish({b.GetBufferPointer(), b.GetSize()});
+  PlanFile plan = PlanFile::open(path);
+
+  std::vector<std::byte> scratch, again;
+  auto values = [&](int index, int rank) {
+    auto bytes = weightBytesOrRandom(plan, index, rank, scratch);
+    return std::vector<std::byte>(bytes.begin(), bytes.end());
+  };
+  auto bf16s = [](const std::vector<std::byte> &bytes) {
+    std::vector<float> out(bytes.size() / 2);
+    for (size_t i = 0; i < out.size(); ++i) {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      out[i] = bf16ToFloat(h);
+    }
+    return out;
+  };
+  const std::vector<std::byte> w = values(0, 0);
+  ASSERT_EQ(w.size(), 16u * 64 * 2);
+  EXPECT_EQ(w, values(0, 1));            // replicated: alike
+  EXPECT_EQ(w, values(0, 0));            // seeded: the same every call
+  EXPECT_NE(values(2, 0), values(2, 1)); // a split weight: per rank
+  EXPECT_NE(w, values(2, 0));            // each weight its own values
+  float low = 1, high = -1;
+  for (float v : bf16s(w)) {
+    EXPECT_LE(std::abs(v), 0.0201f);
+    low = std::min(low, v), high = std::max(high, v);
+  }
+  EXPECT_LT(low, -0.015f); // spread over the range, not a constant
+  EXPECT_GT(high, 0.015f);
+  for (float v : bf16s(values(1, 0)))
+    EXPECT_NEAR(v, 1.0f, 0.021f); // vectors (norms) around 1
+  for (std::byte code : values(3, 0))
+    EXPECT_NE(static_cast<unsigned>(code) & 0x7F, 0x7Fu); // no fp8 NaN
+  const std::vector<std::byte> scales = values(4, 0);
+  ASSERT_EQ(scales.size(), 64u * 4);
+  for (size_t i = 0; i < 64; ++i) {
+    float v;
+    std::memcpy(&v, scales.data() + 4 * i, 4);
+    EXPECT_GT(v, 0.0f);
+    EXPECT_LT(v, 0.02f);
+  }
+  for (std::byte code : values(5, 0))
+    EXPECT_NE(static_cast<int8_t>(code), -128);
+  EXPECT_EQ(values(6, 0).size(), 16u * 64 / 2);
+  for (std::byte zero : values(7, 0))
+    EXPECT_EQ(zero, std::byte(8));
+  EXPECT_EQ(weightStorageBytes(*plan.plan().weights()->Get(6)), 512u);
   std::filesystem::remove(path);
 }
 
