@@ -1176,10 +1176,12 @@ LogicalResult AllReduceOp::verify() {
     return failure();
   if (getRanks() < 2)
     return emitOpError() << "needs at least 2 ranks, got " << getRanks();
-  if (getBias() &&
-      failed(checkWeightShape(*this, getBias(), "bias",
-                              {getInput().getType().getDimSize(1)})))
-    return failure();
+  return success();
+}
+
+LogicalResult FirstRankWeightOp::verify() {
+  if (getRanks() < 2)
+    return emitOpError() << "needs at least 2 ranks, got " << getRanks();
   return success();
 }
 

@@ -4,7 +4,7 @@
 //  * weights: `sol.weight` names a tensor of the weight store; the weight
 //    transforms (concat, slice, interleave, permute_head_dims, convert,
 //    offset, transpose, scale, clamp, quantize, unpack_nbits,
-//    dequantize_weight, shard_weight) derive new weights from others and are
+//    dequantize_weight, shard_weight, first_rank_weight) derive new weights from others and are
 //    materialised by sol-materialize-weights;
 //  * tensor-level layers, as importers produce them (`sol.linear`,
 //    `sol.rms_norm`, `sol.rope`, `sol.attention`, `sol.logits`...);
@@ -169,6 +169,24 @@ def Sol_ShardWeightOp : Sol_WeightTransformOp<"shard_weight"> {
                        I64Attr:$shards, I64Attr:$ranks);
   let results = (outs Sol_WeightTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Sol_FirstRankWeightOp : Sol_WeightTransformOp<"first_rank_weight",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "a weight on tensor-parallel rank 0, zeros on the others";
+  let description = [{
+    The bias of a row-parallel linear: every rank adds its partial product
+    and the `sol.all_reduce` after it sums them, so only rank 0 adds the
+    bias and the sum holds it once.
+
+    ```mlir
+    %b0 = sol.first_rank_weight %b {ranks = 2 : i64} : tensor<64xbf16>
+    ```
+  }];
+  let arguments = (ins Sol_WeightTensor:$input, I64Attr:$ranks);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 
@@ -571,20 +589,16 @@ def Sol_AllReduceOp : Sol_Op<"all_reduce", [Pure,
   let description = [{
     Every rank contributes its `input` (the partial product of a
     row-parallel linear: each rank multiplied its slice of the inputs by its
-    slice of the weight's columns) and receives the sum over the `ranks`
-    ranks, plus `bias` when given (the linear's bias, added once). Code
-    generation works in place.
+    slice of the weight's columns, rank 0 adding the bias) and receives the
+    sum over the `ranks` ranks. Code generation works in place.
 
     ```mlir
     %y = sol.all_reduce %partial {ranks = 2 : i64} : tensor<?x64xbf16>
     ```
   }];
-  let arguments = (ins Sol_FloatTensor:$input,
-                       Optional<Sol_WeightTensor>:$bias, I64Attr:$ranks);
+  let arguments = (ins Sol_FloatTensor:$input, I64Attr:$ranks);
   let results = (outs Sol_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input (`bias` $bias^ `:` type($bias))? attr-dict `:` type($input)
-  }];
+  let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 

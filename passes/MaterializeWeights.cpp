@@ -176,7 +176,7 @@ struct SolMaterializeWeightsPass
       sourceRefs.push_back(w.getName());
     }
     // A rank's slice, or a tensor derived from one, differs between ranks.
-    sharded = isa<ShardWeightOp>(op) ||
+    sharded = isa<ShardWeightOp, FirstRankWeightOp>(op) ||
               (store && llvm::any_of(sources, [&](const std::string &src) {
                  return store->get(src).sharded;
                }));
@@ -268,6 +268,19 @@ struct SolMaterializeWeightsPass
           sink(in.subspan(static_cast<size_t>(r) * rowBytes +
                               static_cast<size_t>(block) * blockBytes,
                           blockBytes));
+      };
+    } else if (isa<FirstRankWeightOp>(op)) {
+      name = sources[0] + "~rank0";
+      const uint64_t bytes = *dtypeStorageBytes(
+          dtype, static_cast<uint64_t>(type.getNumElements()));
+      produce = [src = sources[0], bytes](const WeightStore &s,
+                                          const ByteSink &sink, int rank) {
+        if (rank == 0) {
+          s.read(src, sink, rank);
+          return;
+        }
+        const std::vector<std::byte> zeros(static_cast<size_t>(bytes));
+        sink(zeros);
       };
     } else if (auto permute = dyn_cast<PermuteHeadDimsOp>(op)) {
       const int64_t headDim = permute.getHeadDim(),

@@ -144,8 +144,9 @@ def SolShardTensorParallel : Pass<"sol-shard-tensor-parallel", "::mlir::ModuleOp
       (rope, q/k norms); key/value heads are split when `ranks` divides
       them, else replicated, each rank keeping the one its query heads read
       (`ranks` a multiple of the kv heads);
-    * the output projection takes its rank's columns (row-parallel), and a
-      `sol.all_reduce` sums the ranks' partial products and adds the bias;
+    * the output projection takes its rank's columns (row-parallel), rank 0
+      adding the bias (`sol.first_rank_weight`), and a `sol.all_reduce` sums
+      the ranks' partial products;
     * the MLP: gate and up keep their rank's rows (column-parallel), down
       its columns, then `sol.all_reduce`; a `sol.moe` cuts every expert's
       intermediate rows the same way (`groups` = experts) and keeps the

@@ -109,8 +109,8 @@ private:
         rowsOf(l.getResult(), columnsOf(l.getResult()) / shards));
   }
 
-  /// Row-parallel: the linear takes its rank's input columns, and a
-  /// sol.all_reduce after it sums the ranks' products and adds the bias.
+  /// Row-parallel: the linear takes its rank's input columns (rank 0 adds
+  /// the bias), and a sol.all_reduce after it sums the ranks' products.
   LogicalResult shardColumns(LinearOp l, Operation *layer, StringRef role) {
     auto weight = cast<RankedTensorType>(l.getWeight().getType());
     const int64_t inputs = weight.getDimSize(1);
@@ -134,11 +134,12 @@ private:
           shard(b, l.getWeightScales(), 1, ranks));
       l.getWeightZerosMutable().assign(shard(b, l.getWeightZeros(), 1, ranks));
     }
-    Value bias = l.getBias();
-    l.getBiasMutable().clear();
+    if (Value bias = l.getBias())
+      l.getBiasMutable().assign(b.create<FirstRankWeightOp>(
+          bias.getLoc(), bias.getType(), bias, b.getI64IntegerAttr(ranks)));
     b.setInsertionPointAfter(l);
     auto sum = b.create<AllReduceOp>(l.getLoc(), l.getType(), l.getResult(),
-                                     bias, b.getI64IntegerAttr(ranks));
+                                     b.getI64IntegerAttr(ranks));
     l.getResult().replaceAllUsesExcept(sum.getResult(), sum);
     return success();
   }
@@ -340,7 +341,7 @@ private:
     m.getDownMutable().assign(shard(b, m.getDown(), 1, ranks));
     b.setInsertionPointAfter(m);
     auto sum = b.create<AllReduceOp>(m.getLoc(), m.getType(), m.getResult(),
-                                     Value(), b.getI64IntegerAttr(ranks));
+                                     b.getI64IntegerAttr(ranks));
     m.getResult().replaceAllUsesExcept(sum.getResult(), sum);
     return success();
   }

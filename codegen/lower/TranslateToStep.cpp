@@ -584,15 +584,12 @@ LogicalResult Translator::translate(Operation *op) {
 
   if (auto sum = dyn_cast<AllReduceOp>(op)) {
     FailureOr<View> in = whole(op, sum.getInput());
-    FailureOr<int32_t> bias = weight(op, sum.getBias());
-    if (failed(in) || failed(bias) || failed(inPlace(op, sum.getInput())))
+    if (failed(in) || failed(inPlace(op, sum.getInput())))
       return failure();
     if (failed(collective(op, sum.getRanks())))
       return failure();
     PlanOp &o = emit(OpKind::AllReduce, op);
     o.buffers = {in->buffer};
-    if (sum.getBias())
-      o.weights = {*bias};
     define(sum.getResult(), *in);
     return success();
   }

@@ -216,7 +216,6 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
       if (!p)
         missing();
       op.buffers = {p->buffer()};
-      optional(op.weights, p->bias());
       break;
     }
     case OpKind::AllGather: {
@@ -352,7 +351,7 @@ flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
     params = fb::CreateAddOp(b, buffer(0), buffer(1), buffer(2)).Union();
     break;
   case OpKind::AllReduce:
-    params = fb::CreateAllReduceOp(b, buffer(0), weight(0)).Union();
+    params = fb::CreateAllReduceOp(b, buffer(0)).Union();
     break;
   case OpKind::AllGather:
     params = fb::CreateAllGatherOp(b, buffer(0), buffer(1)).Union();

@@ -61,7 +61,7 @@ inline bool isGated(fb::LinearEpilogue e) {
 ///   Softcap        buffers buf
 ///   Moe            buffers out, in                weights router, gate, up,
 ///   down
-///   AllReduce      buffers buf                   weights [bias]
+///   AllReduce      buffers buf
 ///   AllGather      buffers out, in
 ///
 /// where q is a quantized W's scales (and, for Int4, zero points).

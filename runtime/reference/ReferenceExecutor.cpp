@@ -371,11 +371,6 @@ void ReferenceExecutor::runCollective(const PlanOp &op, int64_t T, int64_t R) {
       for (size_t i = 0; i < sum.size(); ++i)
         sum[i] += part[i];
     }
-    if (op.weights.size() == 1) {
-      std::span<const float> bias = ranks_.front().weights->get(op.weights[0]);
-      for (size_t i = 0; i < sum.size(); ++i)
-        sum[i] += bias[i % bias.size()];
-    }
     for (size_t r = 1; r < ranks_.size(); ++r)
       std::copy(sum.begin(), sum.end(),
                 activation(ranks_[r], op.buffers[0], T, R).begin());

@@ -1614,10 +1614,10 @@ func.func @shard_packed_odd() {
 
 // -----
 
-func.func @all_reduce_bias(%x: tensor<?x64xbf16>) {
+func.func @first_rank_one_rank() {
   %b = sol.weight @b : tensor<32xbf16>
-  // expected-error @+1 {{bias must have shape [64], but has shape [32]}}
-  %y = sol.all_reduce %x bias %b : tensor<32xbf16> {ranks = 2 : i64} : tensor<?x64xbf16>
+  // expected-error @+1 {{needs at least 2 ranks, got 1}}
+  %y = sol.first_rank_weight %b {ranks = 1 : i64} : tensor<32xbf16>
   return
 }
 

@@ -208,13 +208,15 @@ module @fp8 attributes {
 // Tensor parallelism: a rank's weight slice and the collectives.
 // CHECK-LABEL: func.func @tensor_parallel
 // CHECK: sol.shard_weight %{{.*}} {axis = 0 : i64, groups = 4 : i64, ranks = 4 : i64, shards = 2 : i64} : tensor<64x16xbf16> -> tensor<32x16xbf16>
-// CHECK: sol.all_reduce %arg0 bias %{{.*}} : tensor<16xbf16> {ranks = 4 : i64} : tensor<?x16xbf16>
+// CHECK: sol.first_rank_weight %{{.*}} {ranks = 4 : i64} : tensor<16xbf16>
+// CHECK: sol.all_reduce %arg0 {ranks = 4 : i64} : tensor<?x16xbf16>
 // CHECK: sol.all_gather %arg1 {ranks = 4 : i64} : tensor<?x8xf32> -> tensor<?x32xf32>
-func.func @tensor_parallel(%x: tensor<?x16xbf16>, %l: tensor<?x8xf32>) -> (tensor<32x16xbf16>, tensor<?x16xbf16>, tensor<?x32xf32>) {
+func.func @tensor_parallel(%x: tensor<?x16xbf16>, %l: tensor<?x8xf32>) -> (tensor<32x16xbf16>, tensor<16xbf16>, tensor<?x16xbf16>, tensor<?x32xf32>) {
   %w = sol.weight @w : tensor<64x16xbf16>
   %s = sol.shard_weight %w {axis = 0 : i64, groups = 4 : i64, shards = 2 : i64, ranks = 4 : i64} : tensor<64x16xbf16> -> tensor<32x16xbf16>
   %b = sol.weight @b : tensor<16xbf16>
-  %y = sol.all_reduce %x bias %b : tensor<16xbf16> {ranks = 4 : i64} : tensor<?x16xbf16>
+  %b0 = sol.first_rank_weight %b {ranks = 4 : i64} : tensor<16xbf16>
+  %y = sol.all_reduce %x {ranks = 4 : i64} : tensor<?x16xbf16>
   %g = sol.all_gather %l {ranks = 4 : i64} : tensor<?x8xf32> -> tensor<?x32xf32>
-  return %s, %y, %g : tensor<32x16xbf16>, tensor<?x16xbf16>, tensor<?x32xf32>
+  return %s, %b0, %y, %g : tensor<32x16xbf16>, tensor<16xbf16>, tensor<?x16xbf16>, tensor<?x32xf32>
 }

@@ -3,8 +3,9 @@
 
 // A decoder layer split over two ranks: each keeps 2 of the 4 query heads
 // and 1 of the 2 kv heads (rows of q, k, v and their biases), the output
-// projection its 64 of 128 input columns, with a sol.all_reduce that adds
-// the bias once; gate and up keep half their rows, down half its columns.
+// projection its 64 of 128 input columns, its bias on rank 0 only, and a
+// sol.all_reduce sums the ranks' products; gate and up keep half their
+// rows, down half its columns.
 // CHECK-LABEL: func.func @layer
 // CHECK: %[[WQ:.*]] = sol.shard_weight %{{.*}} {axis = 0 : i64, ranks = 2 : i64, shards = 2 : i64} : tensor<128x128xbf16> -> tensor<64x128xbf16>
 // CHECK: %[[BQ:.*]] = sol.shard_weight %{{.*}} {axis = 0 : i64, ranks = 2 : i64, shards = 2 : i64} : tensor<128xbf16> -> tensor<64xbf16>
@@ -18,8 +19,9 @@
 // CHECK: %[[A:.*]] = sol.attention %[[QR]], %[[KR]], %[[V]], %arg1, %arg2 {head_dim = 32 : i64, layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64
 // CHECK-SAME: -> tensor<?x64xbf16>
 // CHECK: %[[WO:.*]] = sol.shard_weight %{{.*}} {axis = 1 : i64, ranks = 2 : i64, shards = 2 : i64} : tensor<128x128xbf16> -> tensor<128x64xbf16>
-// CHECK: %[[O:.*]] = sol.linear %[[A]], %[[WO]] : (tensor<?x64xbf16>, tensor<128x64xbf16>) -> tensor<?x128xbf16>
-// CHECK: %[[OS:.*]] = sol.all_reduce %[[O]] bias %[[BO:.*]] : tensor<128xbf16> {ranks = 2 : i64} : tensor<?x128xbf16>
+// CHECK: %[[BO:.*]] = sol.first_rank_weight %{{.*}} {ranks = 2 : i64} : tensor<128xbf16>
+// CHECK: %[[O:.*]] = sol.linear %[[A]], %[[WO]], %[[BO]] : (tensor<?x64xbf16>, tensor<128x64xbf16>, tensor<128xbf16>) -> tensor<?x128xbf16>
+// CHECK: %[[OS:.*]] = sol.all_reduce %[[O]] {ranks = 2 : i64} : tensor<?x128xbf16>
 // CHECK: %[[H:.*]] = sol.add %arg0, %[[OS]]
 // CHECK: sol.shard_weight {{.*}} : tensor<256x128xbf16> -> tensor<128x128xbf16>
 // CHECK: %[[G:.*]] = sol.linear %[[H]], {{.*}} -> tensor<?x128xbf16>

@@ -51,8 +51,7 @@ std::vector<PlanOp> everyKind() {
   PlanOp &moe = add(OpKind::Moe, {30, 4}, {31, 32, 33, 34});
   moe.topK = 8, moe.normalizeTopK = true,
   moe.activation = fb::GateActivation::GeluTanh;
-  // Tensor-parallel collectives, with and without a bias.
-  add(OpKind::AllReduce, {10}, {35});
+  // Tensor-parallel collectives.
   add(OpKind::AllReduce, {10}, {});
   add(OpKind::AllGather, {36, 21}, {});
   return ops;
