@@ -9,7 +9,11 @@ on real shapes and to benchmark decode speed.
 
   python3 scripts/make-shape-model.py --shape llama-3.2-1b --out /tmp/llama-3.2-1b
 
-Shapes: llama-3.2-1b, llama-3.1-8b, qwen2.5-1.5b, qwen2.5-7b, phi-3.5-mini,
+With --config-only, only config.json and generation_config.json are written
+(no torch needed), for `solc --load-format dummy`, which compiles a shape
+without weights (the runtime fills them at random).
+
+Shapes: llama-3.2-1b, llama-3.1-8b, llama-3.1-70b, qwen2.5-1.5b, qwen2.5-7b, phi-3.5-mini,
 phi-4-mini, gemma-2-9b, gemma-3-4b (the text model). The model is built on the GPU in bf16 (no float32 copy), re-initialised from a seeded
 generator (matrices N(0, 0.02^2), norm weights 1 + 0.05*N(0,1) (Gemma's,
 which are used as 1 + w, 0.05*N(0,1)), biases 0.02*N(0,1)), checked with one forward pass (finite, non-constant logits) and
@@ -105,6 +109,13 @@ LLAMA_3_1_8B = {
     "use_cache": True,
     "vocab_size": 128256,
 }
+
+# Llama-3.1-70B: 141 GB of bf16, more than one H200 holds (solc
+# --tensor-parallel-size 2); --config-only writes its config for solc
+# --load-format dummy.
+LLAMA_3_1_70B = dict(LLAMA_3_1_8B, hidden_size=8192, intermediate_size=28672,
+                     num_attention_heads=64, num_hidden_layers=80,
+                     num_key_value_heads=8)
 
 QWEN2_5_1_5B = {
     "architectures": ["Qwen2ForCausalLM"],
@@ -289,6 +300,7 @@ SHAPES = {
     #        parameter count)
     "llama-3.2-1b": (LLAMA_3_2_1B, LLAMA_GENERATION, "llama3.1", 1_235_814_400),
     "llama-3.1-8b": (LLAMA_3_1_8B, LLAMA_GENERATION, "llama3.1", 8_030_261_248),
+    "llama-3.1-70b": (LLAMA_3_1_70B, LLAMA_GENERATION, "llama3.1", 70_553_706_496),
     "qwen2.5-1.5b": (QWEN2_5_1_5B, QWEN_GENERATION, "qwen3", 1_543_714_304),
     "qwen2.5-7b": (QWEN2_5_7B, QWEN_GENERATION, "qwen3", 7_615_616_512),
     # No tokenizer of these families is fetched (none).
@@ -336,7 +348,22 @@ def main():
                     help="folder with tokenizer.json/tokenizer_config.json to copy in (default: "
                          "third_party/tokenizers/<family> of the repository, if present)")
     ap.add_argument("--no-tokenizer", action="store_true", help="do not copy a tokenizer")
+    ap.add_argument("--config-only", action="store_true",
+                    help="write config.json and generation_config.json only (for solc "
+                         "--load-format dummy)")
     args = ap.parse_args()
+
+    if args.config_only:
+        cfg, gen_cfg, _, param_count = SHAPES[args.shape]
+        if expected_parameters(cfg) != param_count:
+            fail(f"internal: config of {args.shape} implies {expected_parameters(cfg)} "
+                 f"parameters, the real model has {param_count}")
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+        (out / "generation_config.json").write_text(json.dumps(gen_cfg, indent=2) + "\n")
+        log(f"wrote {out}/config.json ({param_count:,} parameters, no weights)")
+        return
 
     try:
         import torch

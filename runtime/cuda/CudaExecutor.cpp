@@ -3,7 +3,9 @@
 
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/Event.h"
+#include "runtime/cuda/Nccl.h"
 #include "runtime/cuda/StepPadding.h"
+#include "runtime/plan/PlanDType.h"
 #include "runtime/plan/RandomWeights.h"
 #include "runtime/sampling/StepSampling.h"
 #include "runtime/support/DType.h"
@@ -99,8 +101,9 @@ int ropeLongFrom(const fb::RopeTable &table) {
 } // namespace
 
 CudaExecutor::CudaExecutor(const PlanFile &planFile,
-                           const ExecutorOptions &options)
-    : plan_(planFile), options_(options), context_(0) {
+                           const ExecutorOptions &options,
+                           const TensorParallelRank &rank)
+    : plan_(planFile), options_(options), rank_(rank), context_(rank.device) {
   const fb::Plan &plan = planFile.plan();
   context_.makeCurrent();
   if (!plan.model() || !plan.kv_cache() || !plan.ops() || !plan.buffers() ||
@@ -159,6 +162,12 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   if (std::string why = whyUnsupported(plan); !why.empty())
     fail(planFile.path().string(), ": ", why,
          "; run this plan with --device cpu (the reference executor)");
+  const int ranks = rank.collectives ? rank.collectives->ranks() : 1;
+  if (plan.tensor_parallel_size() != ranks)
+    fail(planFile.path().string(), ": the plan is split over ",
+         plan.tensor_parallel_size(), " GPUs, but this executor runs ", ranks,
+         " (internal error: solrun picks the tensor-parallel executor "
+         "for split plans)");
   // Ops as selection sees them, decoded once: launches read their fields.
   for (PlanOp &op : decodePlanOps(plan, planFile.path().string())) {
     OpDesc d;
@@ -225,7 +234,8 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   std::vector<uint16_t> rounded;
   std::vector<std::byte> random; // a plan without weights: seeded values
   for (unsigned i = 0; i < plan.weights()->size(); ++i) {
-    auto bytes = weightBytesOrRandom(planFile, static_cast<int>(i), 0, random);
+    auto bytes =
+        weightBytesOrRandom(planFile, static_cast<int>(i), rank.rank, random);
     if (normWeight[i] && plan.weights()->Get(i)->dtype() == fb::DType::F32) {
       rounded.resize(bytes.size() / sizeof(float));
       for (std::size_t j = 0; j < rounded.size(); ++j) {
@@ -272,6 +282,15 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
                           static_cast<std::size_t>(maxTokens_));
   }
   arena_ = DeviceBuffer(std::max<std::size_t>(arenaBytes, kAlign));
+  std::size_t gatheredBytes = 0;
+  for (const OpDesc &d : ops_)
+    if (d.kind == OpKind::AllGather)
+      gatheredBytes = std::max<std::size_t>(
+          gatheredBytes, static_cast<std::size_t>(d.bufferWidths[0]) *
+                             static_cast<std::size_t>(maxTokens_) *
+                             (dtypeBits(toDType(d.outDtype)) / 8));
+  if (gatheredBytes > 0)
+    gathered_ = DeviceBuffer(gatheredBytes);
 
   // Step inputs. The fused argmax's key comes first, zero in the staging
   // buffers: every step's input copy clears it, except in a step chained to
@@ -935,6 +954,13 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       gatherAliases_.emplace_back(d.buffers[0], d.buffers[1]);
       continue;
     }
+    if (d.kind == OpKind::AllReduce || d.kind == OpKind::AllGather) {
+      // NCCL's kernels on this stream; the next kernel waits for them in
+      // full (no programmatic overlap).
+      runCollective(d, rows);
+      first = true;
+      continue;
+    }
     if (d.kind == OpKind::ConcatColumns) {
       // Strided copies of each input's columns; the next kernel waits for
       // them in full (no programmatic overlap).
@@ -1277,6 +1303,11 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       break;
     case OpKind::ConcatColumns:
       break; // copies, above
+    case OpKind::AllReduce:
+    case OpKind::AllGather:
+      break; // NCCL, above
+    case OpKind::Moe:
+      break; // refused at load (whyUnsupported)
     }
   }
   if (shape.sampling && end == ops_.size())
@@ -1298,6 +1329,39 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                            .arrivals = ws + spec.arrivalOffset(maxTokens_),
                            .rows = shape.outputs,
                            .vocab = vocab});
+  }
+}
+
+void CudaExecutor::runCollective(const OpDesc &d, int rows) {
+  NcclGroup &nccl = *rank_.collectives;
+  const std::size_t element = dtypeBits(toDType(d.outDtype)) / 8;
+  if (d.kind == OpKind::AllReduce) {
+    nccl.allReduceSum(rank_.rank, buffer(d.buffers[0]),
+                      static_cast<std::size_t>(rows) *
+                          static_cast<std::size_t>(d.bufferWidths[0]),
+                      d.outDtype, stream_.handle());
+    return;
+  }
+  // AllGather: NCCL leaves rank r's rows x width block at r * rows * width;
+  // each block then goes to its columns of the output.
+  const auto width = static_cast<std::size_t>(d.bufferWidths[1]);
+  const std::size_t block = static_cast<std::size_t>(rows) * width;
+  if (rows == 0)
+    return;
+  nccl.allGather(rank_.rank, buffer(d.buffers[1]), gathered_.address(), block,
+                 d.outDtype, stream_.handle());
+  for (int r = 0; r < nccl.ranks(); ++r) {
+    CUDA_MEMCPY2D copy{};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = gathered_.address() + r * block * element;
+    copy.srcPitch = width * element;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = buffer(d.buffers[0]) + r * width * element;
+    copy.dstPitch = static_cast<std::size_t>(d.bufferWidths[0]) * element;
+    copy.WidthInBytes = width * element;
+    copy.Height = static_cast<std::size_t>(rows);
+    checkCuda(driverApi().memcpy2DAsync(&copy, stream_.handle()),
+              "cuMemcpy2DAsync(all_gather)");
   }
 }
 
@@ -1352,11 +1416,6 @@ void CudaExecutor::launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
 }
 
 std::string CudaExecutor::whyUnsupported(const fb::Plan &plan) {
-  if (plan.tensor_parallel_size() > 1)
-    return "the plan is split over " +
-           std::to_string(plan.tensor_parallel_size()) +
-           " GPUs (solc --tensor-parallel-size), which the CUDA executor "
-           "does not run yet";
   if (plan.ops())
     for (const fb::Op *op : *plan.ops())
       if (op->params_type() == fb::OpParams::MoeOp)

@@ -14,6 +14,10 @@
 // result copy, and a chained step's tokens are the previous step's ids,
 // read on the device by the embedding kernel (StepBatch::chainedRows).
 //
+// A plan split over GPUs (tensor parallelism) runs one CudaExecutor per GPU,
+// each with its rank's weight shards, driven by TensorParallelExecutor; the
+// plan's AllReduce and AllGather ops are NCCL calls on the rank's stream.
+//
 // The switches that take parts of it out of the picture when debugging
 // (SOL_DISABLE_PDL, SOL_DISABLE_CUBLASLT, --no-cuda-graph) are listed in
 // docs/debugging.md.
@@ -44,14 +48,26 @@
 
 namespace sol::cuda {
 
+class NcclGroup;
+
+/// Which part of a plan split over GPUs an executor runs.
+struct TensorParallelRank {
+  int rank = 0;
+  /// The GPU's ordinal.
+  int device = 0;
+  /// The ranks' communicators (null for a plan that is not split).
+  NcclGroup *collectives = nullptr;
+};
+
 class CudaExecutor final : public Executor {
 public:
-  CudaExecutor(const PlanFile &plan, const ExecutorOptions &options);
+  CudaExecutor(const PlanFile &plan, const ExecutorOptions &options,
+               const TensorParallelRank &rank = {});
   ~CudaExecutor() override;
 
   /// Why this executor cannot run `plan` (an op it has no kernels for, a
-  /// mixture of experts; a plan split over several GPUs), or empty: the
-  /// constructor refuses such a plan with this reason.
+  /// mixture of experts), or empty: the constructor refuses such a plan
+  /// with this reason.
   static std::string whyUnsupported(const fb::Plan &plan);
 
   std::string name() const override { return "cuda"; }
@@ -134,6 +150,8 @@ private:
   static bool anyChained(const StepBatch &batch);
   void validate(const StepBatch &batch, const StepOutput &out) const;
   void launchOps(const StepShape &shape);
+  /// An AllReduce or AllGather op over `rows` rows, through NCCL.
+  void runCollective(const OpDesc &d, int rows);
   /// Launches ops [begin, end), then the argmax when `end` is the last op.
   void launchOps(const StepShape &shape, std::size_t begin, std::size_t end);
   /// Runs `shape` eagerly with timing events between ops (--profile-ops).
@@ -196,6 +214,7 @@ private:
 
   const PlanFile &plan_;
   ExecutorOptions options_;
+  TensorParallelRank rank_;
   CudaContext context_;
   Stream stream_;
   std::vector<Module> modules_;
@@ -208,6 +227,9 @@ private:
   int32_t maxBlocksPerSeqCap_ = 0, maxSeqsCap_ = 0;
 
   DeviceBuffer weights_;
+  /// An AllGather's ranks' rows, rank-major (NCCL's layout), before they
+  /// are placed side by side.
+  DeviceBuffer gathered_;
   std::vector<std::size_t> weightOffsets_;
   DeviceBuffer ropes_;
   std::vector<std::size_t> ropeOffsets_;

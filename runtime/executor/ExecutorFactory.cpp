@@ -3,6 +3,7 @@
 
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/CudaExecutor.h"
+#include "runtime/cuda/TensorParallelExecutor.h"
 #include "runtime/reference/ReferenceExecutor.h"
 #include "runtime/support/Error.h"
 
@@ -54,6 +55,20 @@ std::unique_ptr<Executor> makeExecutor(const PlanFile &plan,
     std::cerr << "solrun: warning: " << why
               << "; running on the CPU reference executor, which is slow\n";
     return makeReference(plan, options);
+  }
+  const int ranks = plan.plan().tensor_parallel_size();
+  if (ranks > 1) {
+    int visible = 0;
+    cuda::checkCuda(cuda::driverApi().deviceGetCount(&visible),
+                    "cuDeviceGetCount");
+    if (visible < ranks && device == "auto") {
+      std::cerr << "solrun: warning: the plan is split over " << ranks
+                << " GPUs but " << visible
+                << " visible; running on the CPU reference executor, which "
+                   "is slow\n";
+      return makeReference(plan, options);
+    }
+    return std::make_unique<cuda::TensorParallelExecutor>(plan, options);
   }
   return std::make_unique<cuda::CudaExecutor>(plan, options);
 }
