@@ -75,6 +75,12 @@ public:
   int32_t blockSize() const override { return blockSize_; }
   int32_t maxTokensPerStep() const override { return maxTokens_; }
   void step(const StepBatch &batch, const StepOutput &out) override;
+  /// The checks step() makes of its input before touching any state (host
+  /// values only: any thread may call it). Throws sol::Error.
+  void checkStep(const StepBatch &batch, const StepOutput &out) const {
+    validate(batch, out);
+    validateChain(batch);
+  }
   bool chainsSteps() const override;
   void submitStep(const StepBatch &batch, const StepOutput &out) override;
   void finishStep() override;

@@ -201,6 +201,11 @@ void TensorParallelExecutor::step(const StepBatch &batch,
   quiet.penalties = {};
   quiet.logitBias = {};
   quiet.numTopLogprobs = 0;
+  // Bad input is refused here, before any rank starts: a rank that refused
+  // it alone would leave the others waiting in a collective.
+  for (size_t r = 0; r < executors_.size(); ++r)
+    executors_[r]->checkStep(r == 0 ? batch : quiet,
+                             r == 0 ? out : StepOutput{});
   onEveryRank([&](int r) {
     if (r == 0)
       executors_[0]->step(batch, out);

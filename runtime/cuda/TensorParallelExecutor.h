@@ -9,7 +9,9 @@
 // picks the tokens (its logits are every rank's after the final
 // AllGather). The KV cache has as many blocks as the smallest rank's.
 //
-// A rank that fails mid-step would leave the others inside a collective:
+// Bad input is refused before any rank starts (every rank's checks run
+// first, on the caller's thread), so an invalid step loses nothing. A rank
+// that fails mid-step would leave the others inside a collective:
 // the step then aborts every communicator, waits for every rank, and throws
 // the first rank's error; the executor refuses later steps.
 //
