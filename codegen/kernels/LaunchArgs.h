@@ -527,6 +527,77 @@ SOL_ARGS_FIELD(DequantizeArgs, zeros, 24)
 SOL_ARGS_FIELD(DequantizeArgs, n, 32)
 SOL_ARGS_FIELD(DequantizeArgs, k, 36)
 
+/// moe_route<E, K> (MoeDecode.cuh): per row of the router's logits, the K
+/// chosen experts and their weights (slot r * K + k).
+struct MoeRouteArgs {
+  SOL_DEVICE_PTR(int) ids = nullptr;           // [rows * K]
+  SOL_DEVICE_PTR(float) weights = nullptr;     // [rows * K]
+  SOL_DEVICE_PTR(const bf16) logits = nullptr; // [rows, E]
+  int rows = 0;
+  int normalize = 0; // the K weights divided by their sum
+};
+SOL_ARGS_SIZE(MoeRouteArgs, 32)
+SOL_ARGS_FIELD(MoeRouteArgs, ids, 0)
+SOL_ARGS_FIELD(MoeRouteArgs, weights, 8)
+SOL_ARGS_FIELD(MoeRouteArgs, logits, 16)
+SOL_ARGS_FIELD(MoeRouteArgs, rows, 24)
+SOL_ARGS_FIELD(MoeRouteArgs, normalize, 28)
+
+/// moe_gate_up<H, I>: act[slot] = act(gate_e . x[row]) * (up_e . x[row]) for
+/// the slots that chose expert e; gate and up are [E * I, H].
+struct MoeGateUpArgs {
+  SOL_DEVICE_PTR(bf16) act = nullptr;     // [rows * topK, I]
+  SOL_DEVICE_PTR(const bf16) x = nullptr; // [rows, H]
+  SOL_DEVICE_PTR(const bf16) gate = nullptr;
+  SOL_DEVICE_PTR(const bf16) up = nullptr;
+  SOL_DEVICE_PTR(const int) ids = nullptr; // [rows * topK]
+  int rows = 0;
+  int topK = 0;
+  int geluTanh = 0; // the gate's activation: silu, or (1) tanh GELU
+};
+SOL_ARGS_SIZE(MoeGateUpArgs, 56)
+SOL_ARGS_FIELD(MoeGateUpArgs, act, 0)
+SOL_ARGS_FIELD(MoeGateUpArgs, x, 8)
+SOL_ARGS_FIELD(MoeGateUpArgs, gate, 16)
+SOL_ARGS_FIELD(MoeGateUpArgs, up, 24)
+SOL_ARGS_FIELD(MoeGateUpArgs, ids, 32)
+SOL_ARGS_FIELD(MoeGateUpArgs, rows, 40)
+SOL_ARGS_FIELD(MoeGateUpArgs, topK, 44)
+SOL_ARGS_FIELD(MoeGateUpArgs, geluTanh, 48)
+
+/// moe_down<H, I>: out[slot] = down_e . act[slot]; down is [E * H, I].
+struct MoeDownArgs {
+  SOL_DEVICE_PTR(bf16) out = nullptr;       // [rows * topK, H]
+  SOL_DEVICE_PTR(const bf16) act = nullptr; // [rows * topK, I]
+  SOL_DEVICE_PTR(const bf16) down = nullptr;
+  SOL_DEVICE_PTR(const int) ids = nullptr;
+  int rows = 0;
+  int topK = 0;
+};
+SOL_ARGS_SIZE(MoeDownArgs, 40)
+SOL_ARGS_FIELD(MoeDownArgs, out, 0)
+SOL_ARGS_FIELD(MoeDownArgs, act, 8)
+SOL_ARGS_FIELD(MoeDownArgs, down, 16)
+SOL_ARGS_FIELD(MoeDownArgs, ids, 24)
+SOL_ARGS_FIELD(MoeDownArgs, rows, 32)
+SOL_ARGS_FIELD(MoeDownArgs, topK, 36)
+
+/// moe_combine<H, K>: y[row] = the row's K outputs, weighted, in increasing
+/// expert order.
+struct MoeCombineArgs {
+  SOL_DEVICE_PTR(bf16) y = nullptr;              // [rows, H]
+  SOL_DEVICE_PTR(const bf16) out = nullptr;      // [rows * K, H]
+  SOL_DEVICE_PTR(const float) weights = nullptr; // [rows * K]
+  SOL_DEVICE_PTR(const int) ids = nullptr;       // [rows * K]
+  int rows = 0;
+};
+SOL_ARGS_SIZE(MoeCombineArgs, 40)
+SOL_ARGS_FIELD(MoeCombineArgs, y, 0)
+SOL_ARGS_FIELD(MoeCombineArgs, out, 8)
+SOL_ARGS_FIELD(MoeCombineArgs, weights, 16)
+SOL_ARGS_FIELD(MoeCombineArgs, ids, 24)
+SOL_ARGS_FIELD(MoeCombineArgs, rows, 32)
+
 #undef SOL_ARGS_SIZE
 #undef SOL_ARGS_FIELD
 #undef SOL_OFFSETOF
@@ -573,6 +644,10 @@ SOL_LAUNCH_ARGS_NAME(SamplingArgs)
 SOL_LAUNCH_ARGS_NAME(QuantLinearArgs)
 SOL_LAUNCH_ARGS_NAME(QuantGemmArgs)
 SOL_LAUNCH_ARGS_NAME(DequantizeArgs)
+SOL_LAUNCH_ARGS_NAME(MoeRouteArgs)
+SOL_LAUNCH_ARGS_NAME(MoeGateUpArgs)
+SOL_LAUNCH_ARGS_NAME(MoeDownArgs)
+SOL_LAUNCH_ARGS_NAME(MoeCombineArgs)
 #undef SOL_LAUNCH_ARGS_NAME
 #endif
 

@@ -95,6 +95,11 @@ template <int Width> inline float groupSum(float v) {
   return v;
 }
 inline float warpSum(float v) { return groupSum<32>(v); }
+template <int Width> inline float groupMax(float v) {
+  for (int offset = Width / 2; offset > 0; offset /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
 
 inline void allowDependentLaunch() {}
 inline void waitForPredecessor() {}

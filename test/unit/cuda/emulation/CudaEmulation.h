@@ -82,6 +82,7 @@ inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
+inline int __popc(unsigned x) { return std::popcount(x); }
 // PRMT: result byte i is byte (s >> 4i) & 7 of y:x.
 inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   const unsigned long long both = x | static_cast<unsigned long long>(y) << 32;

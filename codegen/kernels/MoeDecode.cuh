@@ -1,0 +1,312 @@
+//===- MoeDecode.cuh - A mixture of experts over the routed experts only --===//
+//
+// sol.moe for steps of few rows (decode): routing happens on the device and
+// only the experts some row chose are read, each once per step for all the
+// rows routed to it. A row r's K choices are its slots r * K + k. Four
+// kernels after the router's linear (logits [rows, E], bf16 as Transformers
+// rounds them):
+//
+//  moe_route<E, K>      one warp per row: p = softmax(logits) in float32, the
+//                       K experts of highest p (the lower index first on
+//                       ties), their p divided by the K's sum when
+//                       args.normalize: ids[slot], weights[slot].
+//  moe_gate_up<H, I>    block b = expert e = b / tiles, rows [tile * 16, +16)
+//                       of its gate and up: the slots routed to e (in slot
+//                       order), then per row j and slot the dot products with
+//                       x[slot's row]; act[slot][j] = bf16(bf16(act(bf16(g)))
+//                       * bf16(u)), Transformers' rounding points.
+//  moe_down<H, I>       the same over down's H rows of e: out[slot][j] =
+//                       bf16(down_e[j] . act[slot]).
+//  moe_combine<H, K>    y[r] = the row's K outputs weighted, added in
+//                       increasing expert order, each product and sum
+//                       rounded to bf16 (Transformers' index_add_ over the
+//                       experts, weights cast to bf16).
+//
+// Blocks of experts no row chose return after the slot scan. Slots of one
+// expert are taken kMoeSlots at a time (the weights re-read per group).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "Common.cuh"
+#include "LaunchArgs.h"
+
+namespace sol {
+namespace kernels {
+
+constexpr int kMoeThreads = 128;      // 4 warps
+constexpr int kMoeRowsPerBlock = 16;  // 4 weight rows per warp
+constexpr int kMoeSlots = 8;          // slots one pass multiplies
+constexpr int kMoeRouteThreads = 128; // 4 rows (warps) per block
+
+// The slots [from, from + count) of `ids` that chose `expert`, in slot
+// order, into list[0..); returns how many (at most kMoeSlots: the caller
+// loops from the slot after the last one taken). Every thread of the block
+// takes part; list and the warp counts live in shared memory.
+__device__ __forceinline__ int moeSlotsOf(const int *ids, int count, int expert,
+                                          int &from, int *list,
+                                          int *warpCounts) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int found = 0;
+  while (from < count && found < kMoeSlots) {
+    const int slot = from + threadIdx.x;
+    const bool mine = slot < count && ids[slot] == expert;
+    const unsigned ballot = __ballot_sync(0xffffffffu, mine);
+    if (lane == 0)
+      warpCounts[warp] = __popc(ballot);
+    __syncthreads();
+    int before = found;
+    for (int w = 0; w < warp; ++w)
+      before += warpCounts[w];
+    int total = found;
+    for (int w = 0; w < kMoeThreads / 32; ++w)
+      total += warpCounts[w];
+    const int at = before + __popc(ballot & ((1u << lane) - 1u));
+    if (mine && at < kMoeSlots)
+      list[at] = slot;
+    __syncthreads();
+    if (total > kMoeSlots) {
+      // Stop after the kMoeSlots-th slot: the next pass starts right
+      // after it.
+      from = list[kMoeSlots - 1] + 1;
+      return kMoeSlots;
+    }
+    found = total;
+    from += kMoeThreads;
+  }
+  return found;
+}
+
+template <int E, int K>
+__global__ void __launch_bounds__(kMoeRouteThreads)
+    moe_route(const __grid_constant__ MoeRouteArgs args) {
+  allowDependentLaunch();
+  waitForPredecessor();
+  static_assert(K >= 1 && K <= E && K <= 32, "moe_route: 1 <= K <= min(E, 32)");
+  constexpr int kPerLane = (E + 31) / 32;
+  const int row = blockIdx.x * (kMoeRouteThreads / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= args.rows)
+    return;
+  const bf16 *logits = args.logits + static_cast<long long>(row) * E;
+  const float kNone = negativeInfinity();
+  float v[kPerLane];
+  float best = kNone;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    v[i] = e < E ? __bfloat162float(logits[e]) : kNone;
+    best = fmaxf(best, v[i]);
+  }
+  const float max = groupMax<32>(best);
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    v[i] = e < E ? __expf(v[i] - max) : 0.0f; // p * sum, then taken away
+    sum += v[i];
+  }
+  sum = groupSum<32>(sum);
+  float chosenSum = 0.0f, chosen[K];
+  int chosenId[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    // The highest remaining value, the lower expert on ties.
+    float value = -1.0f;
+    int id = E;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < E && v[i] > value) // e grows with i: the first wins ties
+        value = v[i], id = e;
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+      const float otherValue = __shfl_xor_sync(0xffffffffu, value, offset);
+      const int otherId = __shfl_xor_sync(0xffffffffu, id, offset);
+      if (otherValue > value || (otherValue == value && otherId < id))
+        value = otherValue, id = otherId;
+    }
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i)
+      if (lane + 32 * i == id)
+        v[i] = -1.0f; // taken
+    chosen[k] = value / sum;
+    chosenId[k] = id;
+    chosenSum += chosen[k];
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      args.ids[row * K + k] = chosenId[k];
+      args.weights[row * K + k] =
+          args.normalize ? chosen[k] / chosenSum : chosen[k];
+    }
+  }
+}
+
+// The dot products of weight row `w` (N bf16) with the vectors of `count`
+// slots (x + slot's row offset), summed over the warp into acc[0..count).
+template <int N>
+__device__ __forceinline__ void moeDots(const bf16 *w, const bf16 *const *x,
+                                        int count, float (&acc)[kMoeSlots]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int s = 0; s < kMoeSlots; ++s)
+    acc[s] = 0.0f;
+  for (int c = lane; c < N / 8; c += 32) {
+    float wv[8];
+    unpack8(load16(w + c * 8), wv);
+#pragma unroll
+    for (int s = 0; s < kMoeSlots; ++s) {
+      if (s >= count)
+        break;
+      float xv[8];
+      unpack8(load16(x[s] + c * 8), xv);
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        acc[s] += wv[j] * xv[j];
+    }
+  }
+  // Only the slots in use (count is the same for the whole block): a decode
+  // step at batch 1 has one.
+#pragma unroll
+  for (int s = 0; s < kMoeSlots; ++s) {
+    if (s >= count)
+      break;
+    acc[s] = warpSum(acc[s]);
+  }
+}
+
+template <int H, int I>
+__global__ void __launch_bounds__(kMoeThreads)
+    moe_gate_up(const __grid_constant__ MoeGateUpArgs args) {
+  allowDependentLaunch();
+  waitForPredecessor();
+  static_assert(H % 8 == 0 && I % 8 == 0, "moe_gate_up: H, I multiples of 8");
+  constexpr int kTiles = (I + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock;
+  __shared__ int list[kMoeSlots];
+  __shared__ int warpCounts[kMoeThreads / 32];
+  const int expert = blockIdx.x / kTiles;
+  const int tile = blockIdx.x % kTiles;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int slots = args.rows * args.topK;
+  const bf16 *gate = args.gate + static_cast<long long>(expert) * I * H;
+  const bf16 *up = args.up + static_cast<long long>(expert) * I * H;
+  int from = 0;
+  while (true) {
+    const int count =
+        moeSlotsOf(args.ids, slots, expert, from, list, warpCounts);
+    if (count == 0)
+      return;
+    const bf16 *x[kMoeSlots];
+#pragma unroll
+    for (int s = 0; s < kMoeSlots; ++s)
+      x[s] = args.x +
+             static_cast<long long>(list[s < count ? s : 0] / args.topK) * H;
+    for (int r = warp; r < kMoeRowsPerBlock; r += kMoeThreads / 32) {
+      const int j = tile * kMoeRowsPerBlock + r;
+      if (j >= I)
+        break;
+      float g[kMoeSlots], u[kMoeSlots];
+      moeDots<H>(gate + static_cast<long long>(j) * H, x, count, g);
+      moeDots<H>(up + static_cast<long long>(j) * H, x, count, u);
+      if (lane == 0)
+        for (int s = 0; s < count; ++s) {
+          const float a = args.geluTanh ? geluTanh(roundToBf16(g[s]))
+                                        : silu(roundToBf16(g[s]));
+          args.act[static_cast<long long>(list[s]) * I + j] =
+              __float2bfloat16_rn(roundToBf16(a) * roundToBf16(u[s]));
+        }
+    }
+    __syncthreads(); // list is rewritten by the next pass
+    if (count < kMoeSlots)
+      return;
+  }
+}
+
+template <int H, int I>
+__global__ void __launch_bounds__(kMoeThreads)
+    moe_down(const __grid_constant__ MoeDownArgs args) {
+  allowDependentLaunch();
+  waitForPredecessor();
+  static_assert(H % 8 == 0 && I % 8 == 0, "moe_down: H, I multiples of 8");
+  constexpr int kTiles = (H + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock;
+  __shared__ int list[kMoeSlots];
+  __shared__ int warpCounts[kMoeThreads / 32];
+  const int expert = blockIdx.x / kTiles;
+  const int tile = blockIdx.x % kTiles;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int slots = args.rows * args.topK;
+  const bf16 *down = args.down + static_cast<long long>(expert) * H * I;
+  int from = 0;
+  while (true) {
+    const int count =
+        moeSlotsOf(args.ids, slots, expert, from, list, warpCounts);
+    if (count == 0)
+      return;
+    const bf16 *act[kMoeSlots];
+#pragma unroll
+    for (int s = 0; s < kMoeSlots; ++s)
+      act[s] = args.act + static_cast<long long>(list[s < count ? s : 0]) * I;
+    for (int r = warp; r < kMoeRowsPerBlock; r += kMoeThreads / 32) {
+      const int j = tile * kMoeRowsPerBlock + r;
+      if (j >= H)
+        break;
+      float y[kMoeSlots];
+      moeDots<I>(down + static_cast<long long>(j) * I, act, count, y);
+      if (lane == 0)
+        for (int s = 0; s < count; ++s)
+          args.out[static_cast<long long>(list[s]) * H + j] =
+              __float2bfloat16_rn(y[s]);
+    }
+    __syncthreads();
+    if (count < kMoeSlots)
+      return;
+  }
+}
+
+template <int H, int K>
+__global__ void __launch_bounds__(kMoeThreads)
+    moe_combine(const __grid_constant__ MoeCombineArgs args) {
+  allowDependentLaunch();
+  waitForPredecessor();
+  static_assert(H % 8 == 0, "moe_combine: H a multiple of 8");
+  constexpr int kVecs = H / 8;
+  const long long total = static_cast<long long>(args.rows) * kVecs;
+  for (long long i =
+           blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+       i < total; i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int row = static_cast<int>(i / kVecs);
+    const int c = static_cast<int>(i % kVecs);
+    // The row's slots in increasing expert order (K is small).
+    int order[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      order[k] = k;
+#pragma unroll
+    for (int a = 1; a < K; ++a)
+      for (int b = a; b > 0 && args.ids[row * K + order[b - 1]] >
+                                   args.ids[row * K + order[b]];
+           --b) {
+        const int t = order[b];
+        order[b] = order[b - 1];
+        order[b - 1] = t;
+      }
+    float y[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int slot = row * K + order[k];
+      const float w = roundToBf16(args.weights[slot]);
+      float o[8];
+      unpack8(load16(args.out + static_cast<long long>(slot) * H + c * 8), o);
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        y[j] = roundToBf16(y[j] + roundToBf16(o[j] * w));
+    }
+    store16(args.y + static_cast<long long>(row) * H + c * 8, pack8(y));
+  }
+}
+
+} // namespace kernels
+} // namespace sol

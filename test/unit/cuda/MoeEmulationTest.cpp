@@ -1,0 +1,198 @@
+//===- MoeEmulationTest.cpp - the MoE decode kernels on the CPU -----------===//
+//
+// codegen/kernels/MoeDecode.cuh compiled as host C++ against the
+// thread-per-CUDA-thread emulation: moe_route's softmax and top-k (ties to
+// the lower expert, with and without renormalisation), then moe_gate_up,
+// moe_down and moe_combine over a step where several rows pick the same
+// expert, more rows than one pass takes (kMoeSlots) share one expert, and
+// some experts get no row, against a float64 reference that rounds where
+// the kernels document (bf16 after each projection, activation, product and
+// sum). The outputs start as NaN, so an element no kernel writes fails.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+#include "MoeDecode.cuh"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace sol::kernels;
+using Bf16 = __nv_bfloat16;
+
+Bf16 toBf16(float f) { return __float2bfloat16_rn(f); }
+float val(Bf16 v) { return __bfloat162float(v); }
+float bf(float f) { return roundToBf16(f); }
+
+constexpr Bf16 kNan{0x7fc1};
+
+std::vector<Bf16> randomBf16(std::mt19937 &rng, std::size_t n, float scale) {
+  std::uniform_real_distribution<float> d(-scale, scale);
+  std::vector<Bf16> v(n);
+  for (Bf16 &x : v)
+    x = toBf16(d(rng));
+  return v;
+}
+
+/// moe_route over `logits` ([rows, E]); returns ids and weights.
+template <int E, int K>
+void route(const std::vector<Bf16> &logits, int rows, bool normalize,
+           std::vector<int> &ids, std::vector<float> &weights) {
+  ids.assign(static_cast<std::size_t>(rows) * K, -7);
+  weights.assign(ids.size(), -7.0f);
+  MoeRouteArgs args;
+  args.ids = ids.data();
+  args.weights = weights.data();
+  args.logits = logits.data();
+  args.rows = rows;
+  args.normalize = normalize;
+  cuda_emulation::launch(ceilDiv(rows, kMoeRouteThreads / 32), kMoeRouteThreads,
+                         [&] { moe_route<E, K>(args); });
+}
+
+TEST(MoeEmulation, RouteSoftmaxTopKTies) {
+  constexpr int E = 40, K = 3; // two values per lane, the second partly idle
+  std::mt19937 rng(1);
+  const int rows = 5;
+  std::vector<Bf16> logits = randomBf16(rng, rows * E, 4.0f);
+  // Row 1: a tie between experts 7 and 33 at the top, and 2, 12 next.
+  for (int e = 0; e < E; ++e)
+    logits[E + e] = toBf16(-1.0f);
+  logits[E + 33] = logits[E + 7] = toBf16(3.0f);
+  logits[E + 12] = logits[E + 2] = toBf16(2.0f);
+  for (bool normalize : {false, true}) {
+    std::vector<int> ids;
+    std::vector<float> weights;
+    route<E, K>(logits, rows, normalize, ids, weights);
+    for (int r = 0; r < rows; ++r) {
+      double max = -1e30, sum = 0;
+      for (int e = 0; e < E; ++e)
+        max = std::max<double>(max, val(logits[r * E + e]));
+      std::vector<double> p(E);
+      for (int e = 0; e < E; ++e)
+        sum += p[e] = std::exp(val(logits[r * E + e]) - max);
+      std::vector<int> order(E);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int a, int b) { return p[a] > p[b]; });
+      double chosen = 0;
+      for (int k = 0; k < K; ++k)
+        chosen += p[order[k]] / sum;
+      for (int k = 0; k < K; ++k) {
+        SCOPED_TRACE(testing::Message() << "row " << r << " choice " << k);
+        EXPECT_EQ(ids[r * K + k], order[k]);
+        const double want = p[order[k]] / sum / (normalize ? chosen : 1.0);
+        EXPECT_NEAR(weights[r * K + k], want, 1e-6 * std::max(1.0, want));
+      }
+    }
+    EXPECT_EQ(ids[K + 0], 7); // the tie: the lower expert first
+    EXPECT_EQ(ids[K + 1], 33);
+    EXPECT_EQ(ids[K + 2], 2);
+  }
+}
+
+TEST(MoeEmulation, RoutedExpertsAndCombine) {
+  constexpr int E = 6, K = 2, H = 64, I = 40; // I: a partial last tile
+  std::mt19937 rng(7);
+  const int rows = 11, slots = rows * K;
+  const std::vector<Bf16> x = randomBf16(rng, rows * H, 1.0f);
+  const std::vector<Bf16> gate = randomBf16(rng, E * I * H, 0.2f);
+  const std::vector<Bf16> up = randomBf16(rng, E * I * H, 0.2f);
+  const std::vector<Bf16> down = randomBf16(rng, E * H * I, 0.2f);
+  // Expert 1 takes 10 slots (more than one pass), expert 5 none, rows pick
+  // the same expert twice never (top-k picks distinct experts), and the
+  // choices come in both orders.
+  std::vector<int> ids(slots);
+  std::vector<float> weights(slots);
+  const int pattern[][2] = {{1, 0}, {1, 2}, {3, 1}, {1, 4}, {0, 1}, {2, 1},
+                            {1, 3}, {4, 1}, {1, 0}, {2, 3}, {1, 2}};
+  std::uniform_real_distribution<float> w(0.05f, 0.95f);
+  for (int r = 0; r < rows; ++r)
+    for (int k = 0; k < K; ++k) {
+      ids[r * K + k] = pattern[r][k];
+      weights[r * K + k] = w(rng);
+    }
+  std::vector<Bf16> act(static_cast<std::size_t>(slots) * I, kNan);
+  std::vector<Bf16> out(static_cast<std::size_t>(slots) * H, kNan);
+  std::vector<Bf16> y(static_cast<std::size_t>(rows) * H, kNan);
+  // GeGLU's gate first (moe_gate_up alone), then SwiGLU through all three.
+  for (bool gelu : {true, false}) {
+    MoeGateUpArgs g;
+    g.act = act.data();
+    g.x = x.data();
+    g.gate = gate.data();
+    g.up = up.data();
+    g.ids = ids.data();
+    g.rows = rows;
+    g.topK = K;
+    g.geluTanh = gelu;
+    cuda_emulation::launch(E * ceilDiv(I, kMoeRowsPerBlock), kMoeThreads,
+                           [&] { moe_gate_up<H, I>(g); });
+    for (int s = 0; s < slots; ++s) {
+      const int e = ids[s], r = s / K;
+      for (int j = 0; j < I; ++j) {
+        double gs = 0, us = 0;
+        for (int h = 0; h < H; ++h) {
+          gs += double(val(gate[(e * I + j) * H + h])) * val(x[r * H + h]);
+          us += double(val(up[(e * I + j) * H + h])) * val(x[r * H + h]);
+        }
+        const float gv = bf(static_cast<float>(gs));
+        const float av = bf(gelu ? geluTanh(gv) : silu(gv));
+        const float a = bf(av * bf(static_cast<float>(us)));
+        // The kernel sums in float: a bf16 ulp of slack.
+        EXPECT_NEAR(val(act[s * I + j]), a, 1e-2f * std::abs(a) + 1e-6f)
+            << "act slot " << s << " row " << j << (gelu ? " (GeGLU)" : "");
+      }
+    }
+    if (gelu)
+      continue;
+    MoeDownArgs d;
+    d.out = out.data();
+    d.act = act.data();
+    d.down = down.data();
+    d.ids = ids.data();
+    d.rows = rows;
+    d.topK = K;
+    cuda_emulation::launch(E * ceilDiv(H, kMoeRowsPerBlock), kMoeThreads,
+                           [&] { moe_down<H, I>(d); });
+    MoeCombineArgs c;
+    c.y = y.data();
+    c.out = out.data();
+    c.weights = weights.data();
+    c.ids = ids.data();
+    c.rows = rows;
+    cuda_emulation::launch(2, kMoeThreads, [&] { moe_combine<H, K>(c); });
+
+    for (int s = 0; s < slots; ++s) {
+      const int e = ids[s];
+      for (int j = 0; j < H; ++j) {
+        double ds = 0;
+        for (int i = 0; i < I; ++i)
+          ds += double(val(down[(e * H + j) * I + i])) * val(act[s * I + i]);
+        EXPECT_NEAR(val(out[s * H + j]), ds, 1e-2 * std::abs(ds) + 1e-6)
+            << "out slot " << s << " row " << j;
+      }
+    }
+    for (int r = 0; r < rows; ++r) {
+      const int first = ids[r * K] < ids[r * K + 1] ? 0 : 1;
+      for (int j = 0; j < H; ++j) {
+        float sum = 0;
+        for (int k : {first, 1 - first}) {
+          const int s = r * K + k;
+          sum = bf(sum + bf(val(out[s * H + j]) * bf(weights[s])));
+        }
+        EXPECT_EQ(val(y[r * H + j]), sum) << "y row " << r << " column " << j;
+      }
+    }
+  }
+}
+
+} // namespace
