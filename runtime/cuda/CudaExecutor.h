@@ -158,6 +158,10 @@ private:
   void launchOps(const StepShape &shape);
   /// An AllReduce or AllGather op over `rows` rows, through NCCL.
   void runCollective(const OpDesc &d, int rows);
+  /// A Moe op over `rows` rows: the router's linear into moeLogits, then
+  /// MoeDecode.cuh's kernels; `dependent` marks each launch's dims.
+  void launchMoe(const OpDesc &d, int rows,
+                 const std::function<LaunchDims(LaunchDims)> &dependent);
   /// Launches ops [begin, end), then the argmax when `end` is the last op.
   void launchOps(const StepShape &shape, std::size_t begin, std::size_t end);
   /// Runs `shape` eagerly with timing events between ops (--profile-ops).
@@ -236,6 +240,12 @@ private:
   /// An AllGather's ranks' rows, rank-major (NCCL's layout), before they
   /// are placed side by side.
   DeviceBuffer gathered_;
+  /// A Moe op's intermediates for maxTokens_ rows (the largest op's):
+  /// router logits, chosen ids and weights, each slot's activation and
+  /// down projection.
+  DeviceBuffer moeWorkspace_;
+  std::size_t moeIdsOffset_ = 0, moeWeightsOffset_ = 0, moeActOffset_ = 0,
+              moeOutOffset_ = 0;
   std::vector<std::size_t> weightOffsets_;
   DeviceBuffer ropes_;
   std::vector<std::size_t> ropeOffsets_;

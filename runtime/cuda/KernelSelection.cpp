@@ -416,8 +416,14 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   }
   case OpKind::ConcatColumns:
     return {}; // strided copies (cuMemcpy2DAsync), no kernel
-  case OpKind::Moe:
-    return {}; // no kernels yet: the CUDA executor refuses such plans
+  case OpKind::Moe: {
+    // The router's linear, then the experts' kernels.
+    std::vector<KernelLaunch> launches =
+        selectKernels(moeRouterLinear(op), rows, maxContext);
+    for (KernelLaunch &l : moeLaunches(op, rows))
+      launches.push_back(std::move(l));
+    return launches;
+  }
   case OpKind::AllReduce:
   case OpKind::AllGather:
     return {}; // collectives between GPUs (NCCL), not kernels of the plan
@@ -440,6 +446,8 @@ int nextStepRows(int rows) {
 } // namespace
 
 std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens) {
+  if (op.kind == OpKind::Moe)
+    return splitKWorkspaceFloats(moeRouterLinear(op), maxTokens);
   if (op.kind != OpKind::Linear && op.kind != OpKind::NormLinear)
     return 0;
   const std::size_t n = static_cast<std::size_t>(linearShape(op).n);
@@ -464,6 +472,37 @@ bool needsDequantizedCopy(const OpDesc &op, int maxTokens) {
   return false;
 }
 
+OpDesc moeRouterLinear(const OpDesc &moe) {
+  OpDesc router;
+  router.kind = OpKind::Linear;
+  router.name = moe.name + ".router";
+  router.weights = {moe.weights.at(0)};
+  router.weightShapes = {moe.weightShapes.at(0)};
+  const int64_t experts = moe.weightShapes.at(0).at(0);
+  router.bufferWidths = {experts, moe.bufferWidths.at(1)};
+  router.outDtype = fb::DType::BF16;
+  router.outRows = moe.outRows;
+  return router;
+}
+
+namespace {
+
+MoeSpec moeSpec(const OpDesc &moe) {
+  const int experts = toInt(moe.weightShapes.at(0).at(0));
+  return {experts, toInt(moe.topK), toInt(moe.bufferWidths.at(1)),
+          toInt(moe.weightShapes.at(1).at(0)) / experts};
+}
+
+} // namespace
+
+std::vector<KernelLaunch> moeLaunches(const OpDesc &moe, int rows) {
+  const MoeSpec spec = moeSpec(moe);
+  return {{spec.route(), spec.routeDims(rows)},
+          {spec.gateUp(), spec.gateUpDims()},
+          {spec.down(), spec.downDims()},
+          {spec.combine(), spec.combineDims(rows)}};
+}
+
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
                                              int maxContext) {
   std::vector<KernelInstance> out;
@@ -472,6 +511,14 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
       if (std::find(out.begin(), out.end(), l.instance) == out.end())
         out.push_back(l.instance);
   };
+  if (op.kind == OpKind::Moe) {
+    for (const KernelInstance &k :
+         enumerateKernels(moeRouterLinear(op), maxTokens, maxContext))
+      out.push_back(k);
+    for (const KernelLaunch &l : moeLaunches(op, 1))
+      out.push_back(l.instance);
+    return out;
+  }
   if (op.kind == OpKind::Linear || op.kind == OpKind::NormLinear) {
     for (int rows = 1; rows <= std::min(maxTokens, kSinglePassRows); ++rows)
       add(selectKernels(op, rows, 0));

@@ -80,6 +80,13 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
                                         int maxContext, bool fusedRope = false,
                                         bool clusterMerge = false);
 
+/// A Moe op's router as a Linear op of its own (weights[0], [E, H]; bf16
+/// logits into a workspace), whose launches selectKernels chooses.
+OpDesc moeRouterLinear(const OpDesc &moe);
+/// A Moe op's kernels after its router (MoeDecode.cuh): moe_route,
+/// moe_gate_up, moe_down, moe_combine, in that order, for `rows` rows.
+std::vector<KernelLaunch> moeLaunches(const OpDesc &moe, int rows);
+
 /// selectKernels for a Linear or NormLinear op with a quantized W: the
 /// quantized kernels read its codes for up to 16 rows: linear_gemv_quant
 /// (one row, the norm in its prologue) or linear_skinny_quant (tensor

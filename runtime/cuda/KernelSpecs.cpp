@@ -102,6 +102,60 @@ LaunchDims SwigluSpec::dims(int tokens) const {
   return vectorDims(static_cast<long long>(tokens) * (intermediate / 8));
 }
 
+KernelInstance MoeSpec::route() const {
+  requirePositive(experts, "experts", "moe_route");
+  if (topK < 1 || topK > experts || topK > 32)
+    fail("moe_route: top_k ", topK, " must be in [1, min(experts ", experts,
+         ", 32)]");
+  return {"MoeDecode.cuh",
+          cat(kNamespace, "moe_route<", experts, ", ", topK, ">")};
+}
+KernelInstance MoeSpec::gateUp() const {
+  requireMultiple(hidden, 8, "hidden size", "moe_gate_up");
+  requireMultiple(width, 8, "expert intermediate size", "moe_gate_up");
+  return {"MoeDecode.cuh",
+          cat(kNamespace, "moe_gate_up<", hidden, ", ", width, ">")};
+}
+KernelInstance MoeSpec::down() const {
+  requireMultiple(hidden, 8, "hidden size", "moe_down");
+  requireMultiple(width, 8, "expert intermediate size", "moe_down");
+  return {"MoeDecode.cuh",
+          cat(kNamespace, "moe_down<", hidden, ", ", width, ">")};
+}
+KernelInstance MoeSpec::combine() const {
+  requireMultiple(hidden, 8, "hidden size", "moe_combine");
+  return {"MoeDecode.cuh",
+          cat(kNamespace, "moe_combine<", hidden, ", ", topK, ">")};
+}
+// MoeDecode.cuh's geometry: kMoeRouteThreads (4 rows a block), kMoeThreads,
+// kMoeRowsPerBlock weight rows a block.
+LaunchDims MoeSpec::routeDims(int rows) const {
+  LaunchDims dims;
+  dims.block.x = 128;
+  dims.grid.x = static_cast<unsigned>(ceilDiv(std::max(rows, 1), 4));
+  return dims;
+}
+LaunchDims MoeSpec::gateUpDims() const {
+  LaunchDims dims;
+  dims.block.x = 128;
+  dims.grid.x = static_cast<unsigned>(experts * ceilDiv(width, 16));
+  return dims;
+}
+LaunchDims MoeSpec::downDims() const {
+  LaunchDims dims;
+  dims.block.x = 128;
+  dims.grid.x = static_cast<unsigned>(experts * ceilDiv(hidden, 16));
+  return dims;
+}
+LaunchDims MoeSpec::combineDims(int rows) const {
+  LaunchDims dims;
+  dims.block.x = 128;
+  dims.grid.x = std::clamp<unsigned>(
+      ceilDiv(static_cast<long long>(std::max(rows, 1)) * (hidden / 8), 128),
+      1u, 65535u);
+  return dims;
+}
+
 KernelInstance SoftcapSpec::instance() const {
   requirePositive(width, "width", "softcap");
   return {"Softcap.cuh", cat(kNamespace, "softcap")};

@@ -65,6 +65,21 @@ struct SwigluSpec {
   LaunchDims dims(int tokens) const;
 };
 
+/// sol.moe's kernels after the router's linear (MoeDecode.cuh): routing on
+/// the device, then GEMVs over the routed experts only, each expert's
+/// weights read once per step.
+struct MoeSpec {
+  int experts = 0, topK = 0, hidden = 0, width = 0; // E, K, H, I
+  KernelInstance route() const;                     // moe_route<E, K>
+  KernelInstance gateUp() const;                    // moe_gate_up<H, I>
+  KernelInstance down() const;                      // moe_down<H, I>
+  KernelInstance combine() const;                   // moe_combine<H, K>
+  LaunchDims routeDims(int rows) const;
+  LaunchDims gateUpDims() const;
+  LaunchDims downDims() const;
+  LaunchDims combineDims(int rows) const;
+};
+
 /// softcap over the f32 logits of `rows` rows of `width` (Softcap.cuh).
 struct SoftcapSpec {
   int width = 0;

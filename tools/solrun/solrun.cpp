@@ -283,7 +283,8 @@ void printInfo(const sol::PlanFile &file) {
       static_cast<unsigned>(moe->weights.at(0)) < p.weights()->size()) {
     const auto *router = p.weights()->Get(moe->weights.at(0))->shape();
     std::printf("experts:       %d mixture-of-experts layers of %lld experts, "
-                "%lld per token%s (the CPU reference executor runs them)\n",
+                "%lld per token%s (on a GPU with SOL_CUDA_MOE=1, else on the "
+                "CPU reference executor)\n",
                 mixtures,
                 router && router->size() == 2
                     ? static_cast<long long>(router->Get(0))

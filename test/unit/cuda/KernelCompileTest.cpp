@@ -182,6 +182,7 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
                      "#include \"PagedAttention.cuh\"\n"
                      "#include \"RopeKvWrite.cuh\"\n"
                      "#include \"LinearSkinny.cuh\"\n"
+                     "#include \"MoeDecode.cuh\"\n"
                      "using namespace sol::kernels;\n";
   for (int dim :
        {64, 128, 256, 896, 1024, 1536, 2048, 3584, 4096, 5120, 8192, 16384}) {
@@ -235,6 +236,29 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
                      ">::kFeatures == ", spec.featuresPerBlock(), ");\n");
   code += sol::cat("static_assert(kSkinnyThreads == ",
                    SkinnySpec{2048}.dims(8).block.x, ");\n");
+  // The MoE kernels' geometry, and their instances of the Qwen3-30B-A3B
+  // (128 experts, 8 a token) and Mixtral-8x7B (8, 2) shapes compiled in full.
+  for (const cuda::MoeSpec &moe :
+       {cuda::MoeSpec{128, 8, 2048, 768}, cuda::MoeSpec{8, 2, 4096, 14336}}) {
+    code += sol::cat(
+        "static_assert(kMoeThreads == ", moe.gateUpDims().block.x, ");\n",
+        "static_assert(kMoeThreads == ", moe.downDims().block.x, ");\n",
+        "static_assert(kMoeRouteThreads == ", moe.routeDims(1).block.x, ");\n",
+        "static_assert(", moe.routeDims(9).grid.x,
+        " == (9 + kMoeRouteThreads / 32 - 1) / (kMoeRouteThreads / 32));\n",
+        "static_assert(", moe.gateUpDims().grid.x, " == ", moe.experts, " * ((",
+        moe.width, " + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock));\n",
+        "static_assert(", moe.downDims().grid.x, " == ", moe.experts, " * ((",
+        moe.hidden, " + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock));\n");
+    for (const std::string &expr :
+         {moe.route().nameExpression + "(const __grid_constant__ MoeRouteArgs)",
+          moe.gateUp().nameExpression +
+              "(const __grid_constant__ MoeGateUpArgs)",
+          moe.down().nameExpression + "(const __grid_constant__ MoeDownArgs)",
+          moe.combine().nameExpression +
+              "(const __grid_constant__ MoeCombineArgs)"})
+      code += "template __global__ void " + expr + ";\n";
+  }
   // The epilogue values the specs put into linear_gemv / linear_gemm names.
   code += sol::cat(
       "static_assert(kEpilogueNone == ", static_cast<int>(LinearEpilogue::None),

@@ -174,6 +174,52 @@ TEST(KernelSelection, PlansHoldTheInstancesOfEveryStepSize) {
   EXPECT_TRUE(has(enumerateKernels(gateUp, 4, 4096), "LinearSkinny.cuh", 1));
 }
 
+// A mixture of experts (Qwen3-30B-A3B's shape): the router's linear, as a
+// Linear op of its own would run it, then routing and the routed experts'
+// kernels; a plan holds them, for every step size the router needs.
+TEST(KernelSelection, MoeRunsItsRouterThenTheRoutedExperts) {
+  OpDesc moe;
+  moe.kind = OpKind::Moe;
+  moe.topK = 8;
+  moe.bufferWidths = {2048, 2048};
+  moe.weightShapes = {
+      {128, 2048}, {128 * 768, 2048}, {128 * 768, 2048}, {128 * 2048, 768}};
+  moe.weights = {0, 1, 2, 3};
+  const OpDesc router = moeRouterLinear(moe);
+  EXPECT_EQ(router.kind, OpKind::Linear);
+  EXPECT_EQ(linearOp(128, 2048, LinearEpilogue::None).weightShapes,
+            router.weightShapes);
+  for (int rows : {1, 4, 64}) {
+    SCOPED_TRACE(rows);
+    const std::vector<KernelLaunch> launches = selectKernels(moe, rows, 0);
+    const std::vector<KernelLaunch> linear = selectKernels(router, rows, 0);
+    ASSERT_EQ(launches.size(), linear.size() + 4);
+    for (std::size_t i = 0; i < linear.size(); ++i)
+      EXPECT_EQ(launches[i].instance, linear[i].instance);
+    const std::vector<KernelLaunch> experts = moeLaunches(moe, rows);
+    EXPECT_EQ(experts[0].instance.nameExpression,
+              "sol::kernels::moe_route<128, 8>");
+    EXPECT_EQ(experts[1].instance.nameExpression,
+              "sol::kernels::moe_gate_up<2048, 768>");
+    EXPECT_EQ(experts[2].instance.nameExpression,
+              "sol::kernels::moe_down<2048, 768>");
+    EXPECT_EQ(experts[3].instance.nameExpression,
+              "sol::kernels::moe_combine<2048, 8>");
+    // One warp a row routes; a block per 16 rows of each expert's weights.
+    EXPECT_EQ(experts[0].dims.grid.x, static_cast<unsigned>((rows + 3) / 4));
+    EXPECT_EQ(experts[1].dims.grid.x, 128u * 48);
+    EXPECT_EQ(experts[2].dims.grid.x, 128u * 128);
+  }
+  const std::vector<KernelInstance> planned = enumerateKernels(moe, 2048, 0);
+  for (const KernelLaunch &l : moeLaunches(moe, 1))
+    EXPECT_NE(std::find(planned.begin(), planned.end(), l.instance),
+              planned.end());
+  for (const KernelInstance &k : enumerateKernels(router, 2048, 0))
+    EXPECT_NE(std::find(planned.begin(), planned.end(), k), planned.end());
+  EXPECT_EQ(splitKWorkspaceFloats(moe, 2048),
+            splitKWorkspaceFloats(router, 2048));
+}
+
 TEST(KernelSelection, SplitKWorkspace) {
   // Batched decode of 9..16 rows splits K in the GEMM (linear_skinny stops
   // at 8 rows).
