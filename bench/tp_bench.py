@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Tensor-parallel decode benchmark: Sol on one and several GPUs, beside Transformers.
+"""Decode of full-size shapes from their configs alone: tensor parallelism, mixtures of experts.
 
-For each --shape NAME:RANKS (default "llama-3.1-8b:1,2 llama-3.1-70b:2"):
+Sol on one and several GPUs, beside Transformers. For each --shape NAME:RANKS
+(default "llama-3.1-8b:1,2 llama-3.1-70b:2"; the mixtures of experts
+"qwen3-30b-a3b:1 mixtral-8x7b:1" need SOL_CUDA_MOE=1 until their kernels are
+checked):
 
   weights  the real config.json of the shape (scripts/make-shape-model.py
            --config-only), compiled with `solc --load-format dummy
@@ -16,7 +19,10 @@ For each --shape NAME:RANKS (default "llama-3.1-8b:1,2 llama-3.1-70b:2"):
   bound    a decode step reads every weight once, spread over the ranks:
            tokens/s <= ranks x --bandwidth (4.3e12 B/s, an H200's measured
            copy rate) / weight bytes (solrun --info); fraction = measured /
-           bound (batch 1).
+           bound (batch 1). A mixture of experts reads only its routed
+           experts: at batch 1 the weights less the (E - K) / E of the
+           experts no token chose; at N sequences less the experts none of
+           them chose, (1 - K/E)^N of them if routing is uniform.
 
 Transformers, same run: for shapes that fit one GPU, AutoModelForCausalLM
 .from_config in bf16 on GPU 0 (random weights), generate() of --new-tokens at
@@ -61,6 +67,21 @@ def weight_bytes(solrun, plan):
     return float(m.group(1)) * 1e9
 
 
+def expert_bytes(config):
+    """Bytes of every layer's experts (bf16), and the fraction of them a token
+    reads (K / E); 0 and 1 for a dense model."""
+    experts = config.get("num_experts") or config.get("num_local_experts")
+    if not experts:
+        return 0.0, 1.0
+    width = config.get("moe_intermediate_size") or config["intermediate_size"]
+    layers = config["num_hidden_layers"]
+    dense = set(config.get("mlp_only_layers") or [])
+    step = config.get("decoder_sparse_step", 1) or 1
+    moe_layers = sum(1 for i in range(layers) if i not in dense and (i + 1) % step == 0)
+    per_layer = 3 * config["hidden_size"] * width * 2 * experts
+    return float(per_layer * moe_layers), config["num_experts_per_tok"] / experts
+
+
 def sol_rows(args, shape, ranks, config_dir, work):
     plan = work / f"{shape}-tp{ranks}.plan"
     t0 = time.time()
@@ -71,7 +92,11 @@ def sol_rows(args, shape, ranks, config_dir, work):
     compile_s = time.time() - t0
     bytes_ = weight_bytes(args.solrun, plan)
     rng = random.Random(args.seed)
-    vocab = json.loads((config_dir / "config.json").read_text())["vocab_size"]
+    config = json.loads((config_dir / "config.json").read_text())
+    vocab = config["vocab_size"]
+    experts, chosen = expert_bytes(config)
+    active1 = bytes_ - experts * (1 - chosen)
+    activeN = bytes_ - experts * (1 - chosen) ** args.concurrency
     ids = ",".join(str(rng.randrange(vocab)) for _ in range(args.prompt_tokens))
     rates = []
     for i in range(args.runs + 1):
@@ -87,12 +112,17 @@ def sol_rows(args, shape, ranks, config_dir, work):
     if r.returncode != 0:
         raise RuntimeError(f"solrun --bench failed: {r.stderr.strip()[-2000:]}")
     many = json.loads(r.stdout)
-    bound = ranks * args.bandwidth / bytes_
+    bound = ranks * args.bandwidth / active1
+    boundN = args.concurrency * ranks * args.bandwidth / activeN
     batch1 = statistics.median(rates)
+    manyRate = many["output_tokens_per_s"]
     return {"engine": "sol", "shape": shape, "gpus": ranks, "weight_gb": bytes_ / 1e9,
-            "compile_s": compile_s, "batch1_tok_s": batch1, "batch1_runs": rates,
+            "active_gb_batch1": active1 / 1e9, "compile_s": compile_s,
+            "batch1_tok_s": batch1, "batch1_runs": rates,
             "bound_tok_s": bound, "fraction_of_bound": batch1 / bound,
-            f"seqs{args.concurrency}_output_tok_s": many["output_tokens_per_s"],
+            f"seqs{args.concurrency}_output_tok_s": manyRate,
+            f"seqs{args.concurrency}_bound_tok_s": boundN,
+            f"seqs{args.concurrency}_fraction_of_bound": manyRate / boundN,
             f"seqs{args.concurrency}_mean_tpot_ms": many.get("mean_tpot_ms")}
 
 
@@ -116,7 +146,7 @@ def hf_row(args, shape, config_dir, bytes_):
     gen = torch.Generator(device="cuda:0").manual_seed(args.seed)
     with torch.no_grad():
         for p in model.parameters():  # the scale Sol's random weights have
-            if p.dim() == 2:
+            if p.dim() >= 2:  # matrices, and stacked experts
                 p.uniform_(-0.02, 0.02, generator=gen)
             else:
                 p.uniform_(0.98, 1.02, generator=gen)
@@ -193,15 +223,17 @@ def main():
         Path(args.json_out).write_text(text + "\n")
     key = f"seqs{args.concurrency}_output_tok_s"
     print(f"\n{'shape':<16}{'engine':<14}{'GPUs':>5}{'batch-1 tok/s':>15}{'of bound':>10}"
-          f"{f'{args.concurrency} seqs tok/s':>16}")
+          f"{f'{args.concurrency} seqs tok/s':>16}{'of bound':>10}")
     for r in rows:
         if "error" in r or "skipped" in r:
             print(f"{r['shape']:<16}{r['engine']:<14}{r['gpus']:>5}  "
                   f"{r.get('error') or r.get('skipped')}")
             continue
         frac = f"{r['fraction_of_bound']:.0%}" if "fraction_of_bound" in r else ""
+        fracN = r.get(f"seqs{args.concurrency}_fraction_of_bound")
+        fracN = f"{fracN:.0%}" if fracN is not None else ""
         print(f"{r['shape']:<16}{r['engine']:<14}{r['gpus']:>5}{r['batch1_tok_s']:>15.1f}"
-              f"{frac:>10}{r[key]:>16.1f}")
+              f"{frac:>10}{r[key]:>16.1f}{fracN:>10}")
     sys.exit(0 if ok else 1)
 
 

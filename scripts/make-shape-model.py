@@ -117,6 +117,71 @@ LLAMA_3_1_70B = dict(LLAMA_3_1_8B, hidden_size=8192, intermediate_size=28672,
                      num_attention_heads=64, num_hidden_layers=80,
                      num_key_value_heads=8)
 
+# Mixtures of experts (config only: --config-only, for solc --load-format
+# dummy; their parameter counts are not checked by expected_parameters).
+QWEN3_30B_A3B = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "bos_token_id": 151643,
+    "decoder_sparse_step": 1,
+    "eos_token_id": 151645,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "initializer_range": 0.02,
+    "intermediate_size": 6144,
+    "max_position_embeddings": 40960,
+    "max_window_layers": 48,
+    "mlp_only_layers": [],
+    "model_type": "qwen3_moe",
+    "moe_intermediate_size": 768,
+    "norm_topk_prob": True,
+    "num_attention_heads": 32,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 48,
+    "num_key_value_heads": 4,
+    "output_router_logits": False,
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": None,
+    "rope_theta": 1000000.0,
+    "router_aux_loss_coef": 0.001,
+    "sliding_window": None,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "use_sliding_window": False,
+    "vocab_size": 151936,
+}
+
+MIXTRAL_8X7B = {
+    "architectures": ["MixtralForCausalLM"],
+    "attention_dropout": 0.0,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "initializer_range": 0.02,
+    "intermediate_size": 14336,
+    "max_position_embeddings": 32768,
+    "model_type": "mixtral",
+    "num_attention_heads": 32,
+    "num_experts_per_tok": 2,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "num_local_experts": 8,
+    "output_router_logits": False,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 1000000.0,
+    "router_aux_loss_coef": 0.02,
+    "sliding_window": None,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "vocab_size": 32000,
+}
+
 QWEN2_5_1_5B = {
     "architectures": ["Qwen2ForCausalLM"],
     "attention_dropout": 0.0,
@@ -301,6 +366,8 @@ SHAPES = {
     "llama-3.2-1b": (LLAMA_3_2_1B, LLAMA_GENERATION, "llama3.1", 1_235_814_400),
     "llama-3.1-8b": (LLAMA_3_1_8B, LLAMA_GENERATION, "llama3.1", 8_030_261_248),
     "llama-3.1-70b": (LLAMA_3_1_70B, LLAMA_GENERATION, "llama3.1", 70_553_706_496),
+    "qwen3-30b-a3b": (QWEN3_30B_A3B, QWEN_GENERATION, "qwen3", None),
+    "mixtral-8x7b": (MIXTRAL_8X7B, {"bos_token_id": 1, "eos_token_id": 2}, None, None),
     "qwen2.5-1.5b": (QWEN2_5_1_5B, QWEN_GENERATION, "qwen3", 1_543_714_304),
     "qwen2.5-7b": (QWEN2_5_7B, QWEN_GENERATION, "qwen3", 7_615_616_512),
     # No tokenizer of these families is fetched (none).
@@ -355,14 +422,14 @@ def main():
 
     if args.config_only:
         cfg, gen_cfg, _, param_count = SHAPES[args.shape]
-        if expected_parameters(cfg) != param_count:
+        if param_count is not None and expected_parameters(cfg) != param_count:
             fail(f"internal: config of {args.shape} implies {expected_parameters(cfg)} "
                  f"parameters, the real model has {param_count}")
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
         (out / "generation_config.json").write_text(json.dumps(gen_cfg, indent=2) + "\n")
-        log(f"wrote {out}/config.json ({param_count:,} parameters, no weights)")
+        log(f"wrote {out}/config.json (no weights)")
         return
 
     try:
@@ -377,6 +444,8 @@ def main():
         f"GPU {torch.cuda.get_device_name(0)}")
 
     cfg, gen_cfg, tokenizer_family, param_count = SHAPES[args.shape]
+    if param_count is None:
+        fail(f"{args.shape} is a mixture of experts: only --config-only writes it")
     if expected_parameters(cfg) != param_count:
         fail(f"internal: config of {args.shape} implies {expected_parameters(cfg)} parameters, "
              f"the real model has {param_count}")
