@@ -265,6 +265,42 @@ TEST(ReferencePlanCheck, WidthsMustAgree) {
       "'logit_rows' (Outputs rows) must have the same rows");
 }
 
+// The tensor-parallel collectives: only in a plan split over ranks, and an
+// AllGather's output as wide as the ranks' inputs side by side.
+TEST(ReferencePlanCheck, Collectives) {
+  auto insertBefore = [](TestPlan &p, const char *name, TestOp op) {
+    p.ops.insert(p.ops.begin() + static_cast<std::ptrdiff_t>(opIndex(p, name)),
+                 std::move(op));
+  };
+  EXPECT_PLAN_ERROR(
+      {
+        TestOp sum;
+        sum.kind = OpKind::AllReduce;
+        sum.name = "sum";
+        sum.buffers = {
+            p.ops[opIndex(p, "model.layers.0.self_attn.o_proj")].buffers[0]};
+        insertBefore(p, "model.layers.0.mlp.down_proj", sum);
+      },
+      "'sum' (AllReduce): sums over tensor-parallel ranks, but the plan has "
+      "one");
+  EXPECT_PLAN_ERROR(
+      {
+        p.tensorParallelSize = 2;
+        TestOp gather;
+        gather.kind = OpKind::AllGather;
+        gather.name = "gather";
+        // (No braced list: its commas would split the macro's argument.)
+        gather.buffers.push_back(
+            p.buffer("wide", 10, RowSpace::Outputs, DType::F32));
+        gather.buffers.push_back(
+            p.buffer("narrow", 4, RowSpace::Outputs, DType::F32));
+        insertBefore(p, "logits_rows", gather);
+      },
+      "'gather' (AllGather): out 'wide' has width 10, expected 2 ranks times "
+      "the width 4 of in 'narrow'");
+  EXPECT_PLAN_ERROR(p.tensorParallelSize = 0, "tensor_parallel_size is 0");
+}
+
 TEST(ReferencePlanCheck, BuffersAndDataFlow) {
   EXPECT_PLAN_ERROR(
       p.ops[opIndex(p, "model.layers.0.self_attn.o_proj")].buffers[1] = 1,

@@ -166,6 +166,7 @@ buildPlan(flatbuffers::FlatBufferBuilder &b, const TestPlan &plan,
   pb.add_buffers(buffersVec);
   pb.add_ops(opsVec);
   pb.add_max_tokens_per_step(plan.maxTokensPerStep);
+  pb.add_tensor_parallel_size(plan.tensorParallelSize);
   return pb.Finish();
 }
 

@@ -98,6 +98,8 @@ public:
   int64_t vocabSize = 0;
   int64_t maxPositionEmbeddings = 4096;
   int64_t maxTokensPerStep = 64;
+  /// Plan.tensor_parallel_size (weights stay replicated).
+  int32_t tensorParallelSize = 1;
 };
 
 /// A fresh path under the temporary directory (removed at process exit is
