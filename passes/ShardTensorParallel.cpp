@@ -94,6 +94,26 @@ private:
     return success();
   }
 
+  /// The linear that alone reads `op`'s result (the row-parallel projection
+  /// after an attention or a SwiGLU), or one error saying why there is none.
+  FailureOr<LinearOp> soleReader(Operation *op, StringRef role) {
+    if (!op->hasOneUse())
+      return op->emitOpError() << "cannot be split over " << ranks
+                               << " ranks: its result has more than one "
+                                  "reader",
+             failure();
+    auto l = dyn_cast<LinearOp>(*op->getUsers().begin());
+    if (!l || l.getInput() != op->getResult(0))
+      return op->emitOpError() << "cannot be split over " << ranks
+                               << " ranks: its result is not the input of "
+                                  "its "
+                               << role << " projection",
+             failure();
+    if (failed(checkLinear(l, op, role)))
+      return failure();
+    return l;
+  }
+
   /// Column-parallel: the linear keeps `shards` blocks' worth of its output
   /// rows (weight, bias, scales and zero points alike).
   void shardRows(LinearOp l, int64_t shards) {
@@ -255,17 +275,9 @@ private:
     FailureOr<LinearOp> v = headProjection(a, a.getValue(), "value", vChain);
     if (failed(v))
       return failure();
-    if (!a->hasOneUse())
-      return a.emitOpError() << "cannot be split over " << ranks
-                             << " ranks: its result has more than one reader",
-             failure();
-    auto out = dyn_cast<LinearOp>(*a->getUsers().begin());
-    if (!out || out.getInput() != a.getResult() ||
-        failed(checkLinear(out, a, "output")))
-      return a.emitOpError() << "cannot be split over " << ranks
-                             << " ranks: its result is not the input of an "
-                                "output projection",
-             failure();
+    FailureOr<LinearOp> out = soleReader(a, "output");
+    if (failed(out))
+      return failure();
 
     const int64_t localHeads = heads / ranks, localKv = kvHeads / kvShards;
     shardRows(*q, ranks);
@@ -284,7 +296,7 @@ private:
     a.setNumHeads(localHeads);
     a.setNumKvHeads(localKv);
     a.getResult().setType(rowsOf(a.getResult(), localHeads * headDim));
-    return shardColumns(out, a, "output");
+    return shardColumns(*out, a, "output");
   }
 
   LogicalResult shardMlp(SwigluOp s) {
@@ -309,21 +321,13 @@ private:
                  << "has an intermediate size of " << width << ", which "
                  << ranks << " ranks cannot share evenly",
              failure();
-    if (!s->hasOneUse())
-      return s.emitOpError() << "cannot be split over " << ranks
-                             << " ranks: its result has more than one reader",
-             failure();
-    auto down = dyn_cast<LinearOp>(*s->getUsers().begin());
-    if (!down || down.getInput() != s.getResult() ||
-        failed(checkLinear(down, s, "down")))
-      return s.emitOpError() << "cannot be split over " << ranks
-                             << " ranks: its result is not the input of a "
-                                "down projection",
-             failure();
+    FailureOr<LinearOp> down = soleReader(s, "down");
+    if (failed(down))
+      return failure();
     shardRows(gate, ranks);
     shardRows(up, ranks);
     s.getResult().setType(rowsOf(s.getResult(), width / ranks));
-    return shardColumns(down, s, "down");
+    return shardColumns(*down, s, "down");
   }
 
   LogicalResult shardMoe(MoeOp m) {

@@ -14,22 +14,24 @@ namespace sol::cuda {
 
 struct NcclGroup::Api {
   void *library = nullptr;
-  decltype(&::ncclGetVersion) getVersion;
   decltype(&::ncclCommInitAll) commInitAll;
   decltype(&::ncclCommDestroy) commDestroy;
   decltype(&::ncclCommAbort) commAbort;
   decltype(&::ncclGetErrorString) errorString;
   decltype(&::ncclGetLastError) lastError;
-  decltype(&::ncclCommGetAsyncError) asyncError;
   decltype(&::ncclAllReduce) allReduce;
   decltype(&::ncclAllGather) allGather;
 };
 
 namespace {
 
-template <typename Fn> bool resolve(void *library, Fn &fn, const char *name) {
+/// Sets `fn` to the library's `name`; a missing one is an error naming it.
+template <typename Fn> void resolve(void *library, Fn &fn, const char *name) {
   fn = reinterpret_cast<Fn>(dlsym(library, name));
-  return fn != nullptr;
+  if (!fn)
+    fail("the NCCL library found lacks ", name,
+         ", which Sol calls; install a newer NCCL 2 or name one with "
+         "SOL_NCCL_LIBRARY");
 }
 
 ncclDataType_t ncclType(fb::DType dtype) {
@@ -71,24 +73,13 @@ std::unique_ptr<NcclGroup> NcclGroup::create(std::span<const int> devices) {
   group->api_ = std::make_unique<Api>();
   Api &a = *group->api_;
   a.library = library;
-  const bool ok = resolve(library, a.getVersion, "ncclGetVersion") &&
-                  resolve(library, a.commInitAll, "ncclCommInitAll") &&
-                  resolve(library, a.commDestroy, "ncclCommDestroy") &&
-                  resolve(library, a.commAbort, "ncclCommAbort") &&
-                  resolve(library, a.errorString, "ncclGetErrorString") &&
-                  resolve(library, a.lastError, "ncclGetLastError") &&
-                  resolve(library, a.asyncError, "ncclCommGetAsyncError") &&
-                  resolve(library, a.allReduce, "ncclAllReduce") &&
-                  resolve(library, a.allGather, "ncclAllGather");
-  if (!ok)
-    fail("the NCCL library found lacks an entry point Sol uses (NCCL 2.19 "
-         "or newer is needed)");
-  int version = 0;
-  group->check(-1, a.getVersion(&version), "ncclGetVersion");
-  // 2.19.3 is 21903: major * 10000 + minor * 100 + patch.
-  group->version_ = std::to_string(version / 10000) + "." +
-                    std::to_string(version / 100 % 100) + "." +
-                    std::to_string(version % 100);
+  resolve(library, a.commInitAll, "ncclCommInitAll");
+  resolve(library, a.commDestroy, "ncclCommDestroy");
+  resolve(library, a.commAbort, "ncclCommAbort");
+  resolve(library, a.errorString, "ncclGetErrorString");
+  resolve(library, a.lastError, "ncclGetLastError");
+  resolve(library, a.allReduce, "ncclAllReduce");
+  resolve(library, a.allGather, "ncclAllGather");
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
   group->check(-1,
                a.commInitAll(comms.data(), static_cast<int>(devices.size()),

@@ -36,8 +36,6 @@ public:
   NcclGroup &operator=(const NcclGroup &) = delete;
 
   int ranks() const { return static_cast<int>(comms_.size()); }
-  /// NCCL's version, e.g. "2.27.7".
-  const std::string &version() const { return version_; }
 
   /// In place on rank `rank`'s `count` elements at `buffer`: their sum over
   /// the ranks, queued on `stream`.
@@ -60,7 +58,6 @@ private:
 
   std::unique_ptr<Api> api_;
   std::vector<void *> comms_; // ncclComm_t
-  std::string version_;
   std::atomic<bool> aborted_{false};
 };
 

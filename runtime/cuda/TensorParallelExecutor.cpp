@@ -150,8 +150,6 @@ void TensorParallelExecutor::releaseExecutors() {
     w->wait();
 }
 
-int TensorParallelExecutor::ranks() const { return nccl_->ranks(); }
-
 void TensorParallelExecutor::onEveryRank(const std::function<void(int)> &task) {
   for (size_t r = 0; r < workers_.size(); ++r)
     workers_[r]->post([&task, r] { task(static_cast<int>(r)); });

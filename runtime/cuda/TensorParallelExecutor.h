@@ -47,9 +47,6 @@ public:
   int32_t maxTokensPerStep() const override { return maxTokens_; }
   void step(const StepBatch &batch, const StepOutput &out) override;
 
-  /// GPUs the plan runs on.
-  int ranks() const;
-
 private:
   class Worker;
   /// Runs `task(rank)` on every rank's thread and waits for all; aborts the
