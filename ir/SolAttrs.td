@@ -29,7 +29,9 @@ def Sol_RopeAttr : Sol_Attr<"Rope", "rope"> {
     * `llama3`: `factor`, `low_freq_factor`, `high_freq_factor`,
       `original_max_position` (Llama 3.1 / 3.2).
     * `yarn`: `factor`, `original_max_position`, `beta_fast`, `beta_slow`,
-      `attention_factor` (0 means the default `0.1 ln(factor) + 1`).
+      `attention_factor` (0 means the default `0.1 ln(factor) + 1`),
+      `truncate` (transformers' flooring of the correction range; gpt-oss
+      turns it off).
     * `longrope` (Phi-3): each pair's frequency divided by `short_factor[i]`
       below `original_max_position` and by `long_factor[i]` from there on
       (a position's own choice; Hugging Face switches once the sequence is
@@ -60,13 +62,14 @@ def Sol_RopeAttr : Sol_Attr<"Rope", "rope"> {
     DefaultValuedParameter<"::llvm::APFloat", "::llvm::APFloat(0.0)">:$attention_factor,
     DefaultValuedParameter<"int64_t", "0">:$rotary_dim,
     OptionalParameter<"::mlir::DenseF64ArrayAttr">:$short_factor,
-    OptionalParameter<"::mlir::DenseF64ArrayAttr">:$long_factor
+    OptionalParameter<"::mlir::DenseF64ArrayAttr">:$long_factor,
+    DefaultValuedParameter<"bool", "true">:$truncate
   );
   let assemblyFormat = [{
     `<` struct($theta, $kind, $factor, $low_freq_factor, $high_freq_factor,
                $original_max_position, $beta_fast, $beta_slow,
                $attention_factor, $rotary_dim, $short_factor,
-               $long_factor) `>`
+               $long_factor, $truncate) `>`
   }];
   let genVerifyDecl = 1;
 }
@@ -87,7 +90,8 @@ def Sol_LinearEpilogueAttr
 def Sol_GateActivation : I32EnumAttr<"GateActivation",
     "the activation of a gated MLP's gate (values as in Plan.fbs)", [
       I32EnumAttrCase<"Silu", 0, "silu">,
-      I32EnumAttrCase<"GeluTanh", 1, "gelu_tanh">
+      I32EnumAttrCase<"GeluTanh", 1, "gelu_tanh">,
+      I32EnumAttrCase<"ClampedSilu", 2, "clamped_silu">
     ]> {
   let cppNamespace = "::sol";
   let genSpecializedAttr = 0;

@@ -148,8 +148,10 @@ LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t originalMaxPosition, APFloat betaFast,
                                APFloat betaSlow, APFloat attentionFactor,
                                int64_t rotaryDim, DenseF64ArrayAttr shortFactor,
-                               DenseF64ArrayAttr longFactor) {
+                               DenseF64ArrayAttr longFactor, bool truncate) {
   double theta = thetaF.convertToDouble(), factor = factorF.convertToDouble();
+  if (!truncate && kind != RopeScalingKind::Yarn)
+    return emitError() << "rope truncate = false goes with yarn scaling only";
   if (rotaryDim < 0 || rotaryDim % 2 != 0)
     return emitError() << "rope rotary_dim must be even and >= 0, got "
                        << rotaryDim;
@@ -573,7 +575,8 @@ OpFoldResult ConcatWeightsOp::fold(FoldAdaptor) {
   int64_t next = 0;
   for (Value input : getInputs()) {
     auto slice = input.getDefiningOp<SliceRowsOp>();
-    if (!slice || (source && slice.getInput() != source) ||
+    if (!slice || slice.getStride() != 1 ||
+        (source && slice.getInput() != source) ||
         static_cast<int64_t>(slice.getOffset()) != next)
       return {};
     source = slice.getInput();
@@ -593,12 +596,47 @@ LogicalResult SliceRowsOp::verify() {
     return emitOpError() << "slices rows of a 1-D or 2-D weight into one of "
                          << "the same element type and row size; input "
                          << shapeString(in) << ", result " << shapeString(out);
-  if (offset < 0 || out.getDimSize(0) <= 0 ||
-      offset + out.getDimSize(0) > in.getDimSize(0))
-    return emitOpError() << "rows [" << offset << ", "
-                         << offset + out.getDimSize(0)
-                         << ") must lie within the input's "
+  const int64_t stride = getStride();
+  if (stride < 1)
+    return emitOpError() << "stride must be positive, got " << stride;
+  const int64_t last = offset + (out.getDimSize(0) - 1) * stride;
+  if (offset < 0 || out.getDimSize(0) <= 0 || last >= in.getDimSize(0)) {
+    if (stride == 1)
+      return emitOpError() << "rows [" << offset << ", " << last + 1
+                           << ") must lie within the input's "
+                           << in.getDimSize(0);
+    return emitOpError() << "rows " << offset << ".." << last << " (stride "
+                         << stride << ") must lie within the input's "
                          << in.getDimSize(0);
+  }
+  return success();
+}
+
+LogicalResult ReshapeWeightOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getElementType() != out.getElementType() ||
+      in.getNumElements() != out.getNumElements())
+    return emitOpError() << "keeps the element type and count; input " << in
+                         << ", result " << out;
+  return success();
+}
+
+LogicalResult DequantizeMxfp4Op::verify() {
+  auto blocks = getBlocks().getType(), scales = getScales().getType();
+  auto out = getResult().getType();
+  if (!blocks.getElementType().isUnsignedInteger(8) ||
+      !scales.getElementType().isUnsignedInteger(8) || blocks.getRank() < 2 ||
+      blocks.getShape().back() != 16 ||
+      scales.getShape() != blocks.getShape().drop_back())
+    return emitOpError() << "needs ui8 blocks [..., G, 16] and ui8 scales "
+                         << "[..., G], got " << shapeString(blocks) << " and "
+                         << shapeString(scales);
+  const int64_t groups = blocks.getDimSize(blocks.getRank() - 2);
+  const int64_t rows = blocks.getNumElements() / (groups * 16);
+  if (!out.getElementType().isBF16() || out.getRank() != 2 ||
+      out.getDimSize(0) != rows || out.getDimSize(1) != groups * 32)
+    return emitOpError() << "result must be [" << rows << ", " << groups * 32
+                         << "] bf16, but is " << out;
   return success();
 }
 
@@ -672,14 +710,17 @@ LogicalResult SoftcapOp::verify() {
 
 LogicalResult TransposeWeightOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
-  if (in.getRank() != 2)
-    return emitOpError() << "transposes 2-D weights, but the input has shape "
+  if (in.getRank() != 2 && in.getRank() != 3)
+    return emitOpError() << "transposes 2-D weights (or each matrix of a "
+                         << "3-D one), but the input has shape "
                          << shapeString(in);
-  if (out.getRank() != 2 || out.getDimSize(0) != in.getDimSize(1) ||
-      out.getDimSize(1) != in.getDimSize(0) ||
-      out.getElementType() != in.getElementType())
-    return emitOpError() << "result must have shape [" << in.getDimSize(1)
-                         << ", " << in.getDimSize(0)
+  // [K, N] -> [N, K]; [E, K, N] -> [E * N, K].
+  const int64_t batch = in.getRank() == 3 ? in.getDimSize(0) : 1;
+  const int64_t k = in.getDimSize(in.getRank() - 2),
+                n = in.getDimSize(in.getRank() - 1);
+  if (out.getRank() != 2 || out.getDimSize(0) != batch * n ||
+      out.getDimSize(1) != k || out.getElementType() != in.getElementType())
+    return emitOpError() << "result must have shape [" << batch * n << ", " << k
                          << "] of the input's element type, but has "
                          << shapeString(out);
   return success();
@@ -986,10 +1027,28 @@ LogicalResult checkSoftcap(Operation *op, std::optional<APFloat> cap) {
 
 } // namespace
 
+namespace {
+
+/// Attention sinks, when given, are one float per query head.
+LogicalResult checkSinks(Operation *op, Value sinks, int64_t heads) {
+  if (!sinks)
+    return success();
+  auto t = cast<RankedTensorType>(sinks.getType());
+  if (t.getRank() != 1 || t.getDimSize(0) != heads ||
+      !isFloatElement(t.getElementType()))
+    return op->emitOpError() << "sinks must be a [" << heads
+                             << "] bf16, f16 or f32 weight (one per query "
+                             << "head), but has type " << t;
+  return success();
+}
+
+} // namespace
+
 LogicalResult AttentionOp::verify() {
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(),
           headDim = getHeadDim();
-  if (failed(checkSoftcap(*this, getSoftcap())))
+  if (failed(checkSoftcap(*this, getSoftcap())) ||
+      failed(checkSinks(*this, getSinks(), heads)))
     return failure();
   if (failed(verifyAttentionShape(*this, heads, kvHeads, headDim,
                                   static_cast<int64_t>(getLayer()),
@@ -1034,10 +1093,11 @@ LogicalResult RopeKvWriteOp::verify() {
 }
 
 LogicalResult KvAttentionOp::verify() {
-  if (failed(checkSoftcap(*this, getSoftcap())))
-    return failure();
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(),
           headDim = getHeadDim();
+  if (failed(checkSoftcap(*this, getSoftcap())) ||
+      failed(checkSinks(*this, getSinks(), heads)))
+    return failure();
   if (failed(verifyAttentionShape(*this, heads, kvHeads, headDim,
                                   static_cast<int64_t>(getLayer()),
                                   getSlidingWindow())) ||
@@ -1073,6 +1133,8 @@ LogicalResult SwigluOp::verify() {
   if (result.getRank() != 2 || result.getDimSize(1) != width)
     return emitOpError() << "result must have shape [?, " << width
                          << "], but has shape " << shapeString(result);
+  if (getActivation() == GateActivation::ClampedSilu)
+    return emitOpError() << "clamped_silu is an activation of sol.moe only";
   return checkSameElementType(*this, getGate(), "operand #0 (gate)", result);
 }
 
@@ -1116,10 +1178,46 @@ LogicalResult MoeOp::verify() {
   if (getTopK() < 1 || getTopK() > experts)
     return emitOpError() << "top_k must be in [1, " << experts << "], got "
                          << getTopK();
+  if (!getBiases().empty()) {
+    if (getBiases().size() != 4)
+      return emitOpError() << "takes four biases (router, gate, up, down) or "
+                           << "none, got " << getBiases().size();
+    const int64_t sizes[] = {experts, experts * width, experts * width,
+                             experts * hidden};
+    static const char *const names[] = {"router", "gate", "up", "down"};
+    for (auto [i, bias] : llvm::enumerate(getBiases())) {
+      auto t = cast<RankedTensorType>(bias.getType());
+      if (t.getRank() != 1 || t.getDimSize(0) != sizes[i] ||
+          !isFloatElement(t.getElementType()))
+        return emitOpError()
+               << "the " << names[i] << " bias must be a [" << sizes[i]
+               << "] float weight, but has type " << t;
+    }
+  }
+  const bool clamped = getActivation() == GateActivation::ClampedSilu;
+  if (clamped != getActivationLimit().has_value())
+    return emitOpError() << "activation_limit goes with clamped_silu, and "
+                         << "only with it";
+  if (clamped && !(getActivationLimit()->convertToDouble() > 0))
+    return emitOpError() << "activation_limit must be positive, got "
+                         << getActivationLimit()->convertToDouble();
   if (getResult().getType() != getInput().getType())
     return emitOpError() << "result must have the input's type "
                          << getInput().getType() << ", but has "
                          << getResult().getType();
+  return success();
+}
+
+LogicalResult SigmoidGateOp::verify() {
+  if (failed(checkActivation(*this, getValue(), "operand #0 (value)", 2)) ||
+      failed(checkActivation(*this, getInput(), "operand #1 (input)", 2)))
+    return failure();
+  const int64_t hidden = getInput().getType().getDimSize(1);
+  auto w = getWeight().getType();
+  if (w.getRank() != 2 || w.getDimSize(0) != 1 || w.getDimSize(1) != hidden ||
+      !isFloatElement(w.getElementType()))
+    return emitOpError() << "weight must be a [1, " << hidden
+                         << "] float weight, but has type " << w;
   return success();
 }
 
@@ -1300,6 +1398,7 @@ RopeParameters sol::ropeParameters(RopeAttr attr) {
   p.betaFast = attr.getBetaFast().convertToDouble();
   p.betaSlow = attr.getBetaSlow().convertToDouble();
   p.attentionFactor = attr.getAttentionFactor().convertToDouble();
+  p.truncate = attr.getTruncate();
   return p;
 }
 
@@ -1332,7 +1431,8 @@ RopeAttr sol::ropeAttr(MLIRContext *ctx, const RopeParameters &p) {
       longRope ? DenseF64ArrayAttr::get(ctx, p.shortFactor)
                : DenseF64ArrayAttr(),
       longRope ? DenseF64ArrayAttr::get(ctx, p.longFactor)
-               : DenseF64ArrayAttr());
+               : DenseF64ArrayAttr(),
+      kind == RopeScalingKind::Yarn ? p.truncate : true);
 }
 
 //===----------------------------------------------------------------------===//

@@ -77,16 +77,18 @@ def Sol_ConcatWeightsOp : Sol_WeightTransformOp<"concat_weights"> {
 def Sol_SliceRowsOp : Sol_WeightTransformOp<"slice_rows"> {
   let summary = "consecutive rows of a weight";
   let description = [{
-    Rows `[offset, offset + R)` of `input` (elements, for a 1-D weight),
-    where `R` is the result's first dimension: the parts of a projection
-    that a checkpoint stores fused (Phi-3's `qkv_proj` and `gate_up_proj`),
-    taken apart so that the fusion passes see the usual projections.
+    Rows `offset, offset + stride, ...` of `input` (elements, for a 1-D
+    weight), `R` of them for the result's first dimension `R`: the parts of
+    a projection that a checkpoint stores fused (Phi-3's `qkv_proj` and
+    `gate_up_proj`; with `stride = 2`, gpt-oss's interleaved gate and up
+    rows), taken apart so that the fusion passes see the usual projections.
 
     ```mlir
     %q = sol.slice_rows %qkv {offset = 0 : i64} : tensor<192x64xbf16> -> tensor<64x64xbf16>
     ```
   }];
-  let arguments = (ins Sol_WeightTensor:$input, I64Attr:$offset);
+  let arguments = (ins Sol_WeightTensor:$input, I64Attr:$offset,
+                       DefaultValuedAttr<I64Attr, "1">:$stride);
   let results = (outs Sol_WeightTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
@@ -206,11 +208,48 @@ def Sol_TransposeWeightOp : Sol_WeightTransformOp<"transpose_weight"> {
   let summary = "a 2-D weight transposed";
   let description = [{
     `[K, N]` to `[N, K]`: an ONNX MatMul's `[in, out]` weight in the
-    `[out, in]` layout of `sol.linear`.
+    `[out, in]` layout of `sol.linear`. A 3-D `[E, K, N]` weight (stacked
+    experts, gpt-oss) becomes `[E·N, K]`: each expert transposed, stacked.
   }];
   let arguments = (ins Sol_WeightTensor:$input);
   let results = (outs Sol_WeightTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Sol_ReshapeWeightOp : Sol_WeightTransformOp<"reshape_weight"> {
+  let summary = "a weight's elements in another shape";
+  let description = [{
+    The same elements in the same (row-major) order: e.g. stacked experts'
+    biases `[E, N]` as the `[E·N]` vector of `sol.moe`.
+  }];
+  let arguments = (ins Sol_WeightTensor:$input);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Sol_DequantizeMxfp4Op : Sol_WeightTransformOp<"dequantize_mxfp4"> {
+  let summary = "an MXFP4 weight (gpt-oss's experts) in bf16";
+  let description = [{
+    `blocks` is `[..., G, 16]` ui8: each byte two FP4 (E2M1) values, the low
+    nibble first, 32 per group; `scales` is `[..., G]` ui8, the groups'
+    shared E8M0 exponents (2^(s − 127)). The result is `[R, G·32]` bf16 for
+    `R` the product of the leading dimensions: value 2j of a group is
+    lut[byte_j & 15] · 2^(s − 127) and value 2j + 1 lut[byte_j >> 4] · …,
+    with lut = 0, .5, 1, 1.5, 2, 3, 4, 6 and their negatives. Every such
+    value is exact in bf16.
+
+    ```mlir
+    %w = sol.dequantize_mxfp4 %blocks, %scales : (tensor<4x96x2x16xui8>, tensor<4x96x2xui8>) -> tensor<384x64xbf16>
+    ```
+  }];
+  let arguments = (ins Sol_WeightTensor:$blocks, Sol_WeightTensor:$scales);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = [{
+    $blocks `,` $scales attr-dict `:` `(` type($blocks) `,` type($scales) `)`
+    `->` type($result)
+  }];
   let hasVerifier = 1;
 }
 
@@ -500,14 +539,17 @@ def Sol_AttentionOp : Sol_Op<"attention",
     tokens of its own sequence: causally up to its own position, and within
     the last `sliding_window` positions when that is set. Scores are
     `q·k · scale`, with `softcap` then `softcap · tanh(score / softcap)`
-    (Gemma 2). The result has the
-    query's type. Because it reads and writes the cache, it is not pure.
-    sol-lower-to-kernels turns it into `sol.rope_kv_write` and
+    (Gemma 2). With `sinks` (`tensor<H>`, one logit per query head:
+    gpt-oss), each head's softmax has one more term in its denominator,
+    `exp(sink)`, that belongs to no key: a head may attend to nothing. The
+    result has the query's type. Because it reads and writes the cache, it
+    is not pure. sol-lower-to-kernels turns it into `sol.rope_kv_write` and
     `sol.kv_attention`.
   }];
   let arguments = (ins Sol_FloatTensor:$query, Sol_FloatTensor:$key,
                        Sol_FloatTensor:$value, Sol_IndexTensor:$positions,
-                       Sol_IndexTensor:$token_seq, I64Attr:$layer,
+                       Sol_IndexTensor:$token_seq,
+                       Optional<Sol_WeightTensor>:$sinks, I64Attr:$layer,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads,
                        I64Attr:$head_dim, F32Attr:$scale,
                        DefaultValuedAttr<BoolAttr, "true">:$causal,
@@ -515,9 +557,10 @@ def Sol_AttentionOp : Sol_Op<"attention",
                        OptionalAttr<F32Attr>:$softcap);
   let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $positions `,` $token_seq attr-dict `:`
+    $query `,` $key `,` $value `,` $positions `,` $token_seq
+    (`sinks` $sinks^)? attr-dict `:`
     `(` type($query) `,` type($key) `,` type($value) `,` type($positions) `,`
-    type($token_seq) `)` `->` type($result)
+    type($token_seq) (`,` type($sinks)^)? `)` `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -558,8 +601,15 @@ def Sol_MoeOp : Sol_Op<"moe", [Pure]> {
     `sol.concat_weights`. Per row x: p = softmax(x · routerᵀ) in float32;
     the `top_k` experts of highest p (the lower index first on ties), their
     p divided by their sum when `normalize_top_k` (Mixtral; Qwen3-MoE's
-    `norm_topk_prob`); the result is Σ p_e · down_e(act(gate_e · x) ·
-    (up_e · x)) with `activation` as for `sol.swiglu`, of the input's type.
+    `norm_topk_prob`; gpt-oss's softmax over the top-k logits is the same);
+    the result is Σ p_e · down_e(act(gate_e · x) · (up_e · x)) with
+    `activation` as for `sol.swiglu`, of the input's type.
+
+    `biases`, when present, are four: the router's `[E]` (added to its
+    logits) and the experts' gate, up (`[E·I]`) and down (`[E·H]`) biases,
+    stacked like their weights (gpt-oss). `clamped_silu` is gpt-oss's
+    activation: with g = min(gate, L) and u = clamp(up, −L, L) for
+    L = `activation_limit`, it gives (u + 1) · g · sigmoid(1.702 · g).
 
     ```mlir
     %y = sol.moe %x, %router, %gate, %up, %down {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<8x64xbf16>, tensor<256x64xbf16>, tensor<256x64xbf16>, tensor<512x32xbf16>) -> tensor<?x64xbf16>
@@ -567,18 +617,42 @@ def Sol_MoeOp : Sol_Op<"moe", [Pure]> {
   }];
   let arguments = (ins Sol_FloatTensor:$input, Sol_WeightTensor:$router,
                        Sol_WeightTensor:$gate, Sol_WeightTensor:$up,
-                       Sol_WeightTensor:$down, I64Attr:$top_k,
+                       Sol_WeightTensor:$down,
+                       Variadic<Sol_WeightTensor>:$biases, I64Attr:$top_k,
                        BoolAttr:$normalize_top_k,
                        DefaultValuedAttr<Sol_GateActivationAttr,
-                                         "::sol::GateActivation::Silu">:$activation);
+                                         "::sol::GateActivation::Silu">:$activation,
+                       OptionalAttr<F32Attr>:$activation_limit);
   let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $router `,` $gate `,` $up `,` $down attr-dict `:` functional-type(operands, results)
+    $input `,` $router `,` $gate `,` $up `,` $down (`biases` `(` $biases^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
     int64_t getNumExperts() { return getRouter().getType().getDimSize(0); }
     /// Each expert's intermediate size.
     int64_t getExpertWidth() { return getGate().getType().getDimSize(0) / getNumExperts(); }
+  }];
+  let hasVerifier = 1;
+}
+
+def Sol_SigmoidGateOp : Sol_Op<"sigmoid_gate", [Pure,
+                                                   AllTypesMatch<["value", "result"]>]> {
+  let summary = "a value scaled per row by sigmoid(x · w)";
+  let description = [{
+    `value` and `input` are `tensor<?xH>` with the same rows, `weight` is
+    `[1, H]`: row r of the result is `sigmoid(input[r] · weight)` (float32)
+    times `value[r]`. Qwen2-MoE scales its shared expert's output so.
+
+    ```mlir
+    %g = sol.sigmoid_gate %shared, %x, %w : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<1x64xbf16>) -> tensor<?x64xbf16>
+    ```
+  }];
+  let arguments = (ins Sol_FloatTensor:$value, Sol_FloatTensor:$input,
+                       Sol_WeightTensor:$weight);
+  let results = (outs Sol_FloatTensor:$result);
+  let assemblyFormat = [{
+    $value `,` $input `,` $weight attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -784,19 +858,22 @@ def Sol_KvAttentionOp : Sol_Op<"kv_attention", [
   let description = [{
     The query heads of `qkv` (after `sol.rope_kv_write`) attend, causally and
     within `sliding_window` positions when set, to the cached K/V of `layer`
-    of their sequence, scores soft-capped by `softcap` when set (as
-    `sol.attention`); the result is `tensor<?x(H·D)>`.
+    of their sequence, scores soft-capped by `softcap` when set, with the
+    heads' `sinks` in the softmax when given (as `sol.attention`); the
+    result is `tensor<?x(H·D)>`.
   }];
   let arguments = (ins Sol_FloatTensor:$qkv, Sol_IndexTensor:$positions,
-                       Sol_IndexTensor:$token_seq, I64Attr:$layer,
+                       Sol_IndexTensor:$token_seq,
+                       Optional<Sol_WeightTensor>:$sinks, I64Attr:$layer,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads,
                        I64Attr:$head_dim, F32Attr:$scale,
                        OptionalAttr<I64Attr>:$sliding_window,
                        OptionalAttr<F32Attr>:$softcap);
   let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
-    $qkv `,` $positions `,` $token_seq attr-dict `:` `(` type($qkv) `,`
-    type($positions) `,` type($token_seq) `)` `->` type($result)
+    $qkv `,` $positions `,` $token_seq (`sinks` $sinks^)? attr-dict `:`
+    `(` type($qkv) `,` type($positions) `,` type($token_seq)
+    (`,` type($sinks)^)? `)` `->` type($result)
   }];
   let hasVerifier = 1;
 }

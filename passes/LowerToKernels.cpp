@@ -137,9 +137,9 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
         loc, qkv.getType(), qkv, op.getPositions(), op.getTokenSeq(), layer, h,
         hkv, d, q.getRopeAttr());
     rewriter.replaceOpWithNewOp<KvAttentionOp>(
-        op, op.getType(), rotated, op.getPositions(), op.getTokenSeq(), layer,
-        h, hkv, d, op.getScaleAttr(), op.getSlidingWindowAttr(),
-        op.getSoftcapAttr());
+        op, op.getType(), rotated, op.getPositions(), op.getTokenSeq(),
+        op.getSinks(), layer, h, hkv, d, op.getScaleAttr(),
+        op.getSlidingWindowAttr(), op.getSoftcapAttr());
     return success();
   }
 };

@@ -221,15 +221,23 @@ struct SolMaterializeWeightsPass
       if (rowBits % 8 != 0)
         return op->emitOpError("cannot slice rows of packed 4-bit weights "
                                "that do not fill whole bytes");
+      const int64_t stride = slice.getStride();
       name = sources[0] + "~rows" + std::to_string(first) + "+" +
-             std::to_string(count);
+             std::to_string(count) +
+             (stride > 1 ? "/" + std::to_string(stride) : std::string());
       const size_t rowBytes = static_cast<size_t>(rowBits / 8);
-      produce = [src = sources[0], first, count, rowBytes](
+      produce = [src = sources[0], first, count, stride, rowBytes](
                     const WeightStore &s, const ByteSink &sink, int rank) {
         std::vector<std::byte> scratch;
         auto in = s.contiguous(src, scratch, rank);
-        sink(in.subspan(static_cast<size_t>(first) * rowBytes,
-                        static_cast<size_t>(count) * rowBytes));
+        if (stride == 1) {
+          sink(in.subspan(static_cast<size_t>(first) * rowBytes,
+                          static_cast<size_t>(count) * rowBytes));
+          return;
+        }
+        for (int64_t r = 0; r < count; ++r)
+          sink(in.subspan(static_cast<size_t>(first + r * stride) * rowBytes,
+                          rowBytes));
       };
     } else if (auto shard = dyn_cast<ShardWeightOp>(op)) {
       auto inType = shard.getInput().getType();
@@ -336,23 +344,51 @@ struct SolMaterializeWeightsPass
             },
             rank);
       };
-    } else if (isa<TransposeWeightOp>(op)) {
+    } else if (auto transpose = dyn_cast<TransposeWeightOp>(op)) {
       name = sources[0] + "~t";
-      const size_t rows = static_cast<size_t>(shape[1]),
-                   cols = static_cast<size_t>(shape[0]),
+      auto inType = transpose.getInput().getType();
+      const int64_t rank = inType.getRank();
+      // Each [rows, cols] matrix of the input (one per expert of a 3-D one).
+      const size_t rows = static_cast<size_t>(inType.getDimSize(rank - 2)),
+                   cols = static_cast<size_t>(inType.getDimSize(rank - 1)),
+                   matrices = rank == 3
+                                  ? static_cast<size_t>(inType.getDimSize(0))
+                                  : 1,
                    element = dtypeBits(dtype) / 8;
       if (element == 0)
         return op->emitOpError("cannot transpose packed 4-bit weights");
-      produce = [src = sources[0], rows, cols, element](
+      produce = [src = sources[0], rows, cols, matrices, element](
                     const WeightStore &s, const ByteSink &sink, int rank) {
         std::vector<std::byte> scratch, row(rows * element);
         auto in = s.contiguous(src, scratch, rank);
-        // Row c of the result is column c of the [rows, cols] input.
-        for (size_t c = 0; c < cols; ++c) {
-          for (size_t r = 0; r < rows; ++r)
-            std::memcpy(row.data() + r * element,
-                        in.data() + (r * cols + c) * element, element);
-          sink(row);
+        // Row c of a result matrix is column c of its [rows, cols] input.
+        for (size_t m = 0; m < matrices; ++m) {
+          const std::byte *matrix = in.data() + m * rows * cols * element;
+          for (size_t c = 0; c < cols; ++c) {
+            for (size_t r = 0; r < rows; ++r)
+              std::memcpy(row.data() + r * element,
+                          matrix + (r * cols + c) * element, element);
+            sink(row);
+          }
+        }
+      };
+    } else if (isa<ReshapeWeightOp>(op)) {
+      name = sources[0] + "~reshaped";
+      produce = [src = sources[0]](const WeightStore &s, const ByteSink &sink,
+                                   int rank) { s.read(src, sink, rank); };
+    } else if (isa<DequantizeMxfp4Op>(op)) {
+      name = sources[0] + "~bf16";
+      produce = [blocks = sources[0], scales = sources[1]](
+                    const WeightStore &s, const ByteSink &sink, int rank) {
+        std::vector<std::byte> scratchB, scratchS;
+        auto codes = s.contiguous(blocks, scratchB, rank);
+        auto exponents = s.contiguous(scales, scratchS, rank);
+        std::vector<uint16_t> group(32);
+        for (size_t g = 0; g < exponents.size(); ++g) {
+          quant::dequantizeMxfp4Group(codes.subspan(g * 16, 16),
+                                      std::to_integer<uint8_t>(exponents[g]),
+                                      group);
+          sink(std::as_bytes(std::span<const uint16_t>(group)));
         }
       };
     } else if (auto scale = dyn_cast<ScaleWeightOp>(op)) {

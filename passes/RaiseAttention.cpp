@@ -496,7 +496,7 @@ FailureOr<Value> createAttention(PatternRewriter &rewriter, Operation *at,
   return rewriter
       .create<AttentionOp>(
           at->getLoc(), r.q.getType(), r.q, r.k, r.v, positions, tokenSeq,
-          rewriter.getI64IntegerAttr(r.layer.value_or(0)),
+          /*sinks=*/Value(), rewriter.getI64IntegerAttr(r.layer.value_or(0)),
           rewriter.getI64IntegerAttr(qWidth / r.dim),
           rewriter.getI64IntegerAttr(r.kvHeads),
           rewriter.getI64IntegerAttr(r.dim),
@@ -915,7 +915,7 @@ struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
       scale = attr.getValueAsDouble();
     const int64_t localWindow = intAttr(op, "local_window_size", -1);
     Value attn = rewriter.create<AttentionOp>(
-        loc, q.getType(), q, k, v, positions, tokenSeq,
+        loc, q.getType(), q, k, v, positions, tokenSeq, /*sinks=*/Value(),
         rewriter.getI64IntegerAttr(*layer), rewriter.getI64IntegerAttr(heads),
         rewriter.getI64IntegerAttr(kvHeads), rewriter.getI64IntegerAttr(dim),
         rewriter.getF32FloatAttr(float(scale)), rewriter.getBoolAttr(true),

@@ -184,7 +184,7 @@ private:
       shape[0] = count;
       return b.create<SliceRowsOp>(
           w.getLoc(), RankedTensorType::get(shape, type.getElementType()), w,
-          b.getI64IntegerAttr(offset));
+          b.getI64IntegerAttr(offset), b.getI64IntegerAttr(1));
     };
     int64_t offset = 0;
     for (Value part : split.getResults()) {
@@ -293,6 +293,10 @@ private:
     localize(qChain, localHeads);
     localize(kChain, localKv);
     localize(vChain, localKv);
+    if (Value sinks = a.getSinks()) {
+      OpBuilder b(a);
+      a.getSinksMutable().assign(shard(b, sinks, 0, ranks));
+    }
     a.setNumHeads(localHeads);
     a.setNumKvHeads(localKv);
     a.getResult().setType(rowsOf(a.getResult(), localHeads * headDim));
@@ -343,6 +347,17 @@ private:
     m.getGateMutable().assign(shard(b, m.getGate(), 0, ranks, experts));
     m.getUpMutable().assign(shard(b, m.getUp(), 0, ranks, experts));
     m.getDownMutable().assign(shard(b, m.getDown(), 1, ranks));
+    if (!m.getBiases().empty()) {
+      // The router's bias stays whole; gate's and up's follow their rows;
+      // down's is added once, by rank 0, before the sum.
+      Value router = m.getBiases()[0], gate = m.getBiases()[1],
+            up = m.getBiases()[2], down = m.getBiases()[3];
+      Value firstRank = b.create<FirstRankWeightOp>(
+          down.getLoc(), down.getType(), down, b.getI64IntegerAttr(ranks));
+      m.getBiasesMutable().assign(
+          ValueRange{router, shard(b, gate, 0, ranks, experts),
+                     shard(b, up, 0, ranks, experts), firstRank});
+    }
     b.setInsertionPointAfter(m);
     auto sum = b.create<AllReduceOp>(m.getLoc(), m.getType(), m.getResult(),
                                      b.getI64IntegerAttr(ranks));

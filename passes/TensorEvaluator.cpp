@@ -271,19 +271,31 @@ std::vector<float> TensorEvaluator::weight(Value w) const {
   if (auto transpose = dyn_cast_or_null<TransposeWeightOp>(def)) {
     const std::vector<float> in = weight(transpose.getInput());
     auto type = transpose.getInput().getType();
-    const int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    const int64_t rank = type.getRank();
+    const int64_t rows = type.getDimSize(rank - 2),
+                  cols = type.getDimSize(rank - 1);
     std::vector<float> out(in.size());
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        out[c * rows + r] = in[r * cols + c];
+    // Each [rows, cols] matrix (one per expert of a 3-D weight).
+    for (size_t base = 0; base < in.size(); base += rows * cols)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          out[base + c * rows + r] = in[base + r * cols + c];
     return out;
   }
+  if (auto reshape = dyn_cast_or_null<ReshapeWeightOp>(def))
+    return weight(reshape.getInput());
   if (auto slice = dyn_cast_or_null<SliceRowsOp>(def)) {
     const std::vector<float> in = weight(slice.getInput());
     auto type = slice.getType();
     const int64_t row = type.getNumElements() / type.getDimSize(0);
-    const auto first = in.begin() + slice.getOffset() * row;
-    return {first, first + type.getNumElements()};
+    std::vector<float> out;
+    out.reserve(static_cast<size_t>(type.getNumElements()));
+    for (int64_t r = 0; r < type.getDimSize(0); ++r) {
+      const auto first =
+          in.begin() + (slice.getOffset() + r * slice.getStride()) * row;
+      out.insert(out.end(), first, first + row);
+    }
+    return out;
   }
   if (auto permute = dyn_cast_or_null<PermuteHeadDimsOp>(def)) {
     const std::vector<float> in = weight(permute.getInput());
@@ -455,6 +467,8 @@ TensorEvaluator::compute(Operation *op, const Values &local,
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     if (!attention.getCausal())
       return op->emitOpError("calibration evaluates causal attention only");
+    if (attention.getSinks())
+      return op->emitOpError("calibration does not evaluate attention sinks");
     const Activation &q = in(attention.getQuery());
     const Activation &k = in(attention.getKey());
     const Activation &v = in(attention.getValue());

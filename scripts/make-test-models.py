@@ -78,6 +78,10 @@ try:
         MixtralForCausalLM,
         Qwen3MoeConfig,
         Qwen3MoeForCausalLM,
+        Qwen2MoeConfig,
+        Qwen2MoeForCausalLM,
+        GptOssConfig,
+        GptOssForCausalLM,
     )
 except ImportError as e:  # pragma: no cover - environment problem
     fail(f"missing Python package ({e}); needs torch, transformers>=5, safetensors, numpy")
@@ -222,6 +226,74 @@ def mixtral_spec():
             hidden_act="silu",
         ),
         features="mixture of experts: 4 experts, top-2 (block_sparse_moe), GQA 4q/2kv, no window",
+    )
+
+
+def qwen2_moe_spec():
+    return dict(
+        name="qwen2-moe",
+        config_cls=Qwen2MoeConfig,
+        model_cls=Qwen2MoeForCausalLM,
+        kwargs=dict(
+            vocab_size=1024,
+            hidden_size=64,
+            intermediate_size=64,  # the dense MLP of mlp_only_layers
+            moe_intermediate_size=32,
+            shared_expert_intermediate_size=48,
+            num_experts=4,
+            num_experts_per_tok=2,
+            norm_topk_prob=False,
+            decoder_sparse_step=1,
+            mlp_only_layers=[1],
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=256,
+            rms_norm_eps=1e-6,
+            rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+            use_sliding_window=True,
+            sliding_window=8,
+            max_window_layers=1,
+            tie_word_embeddings=False,
+            hidden_act="silu",
+        ),
+        features="mixture of experts: 4 experts, top-2 without renormalisation, a shared expert "
+        "(width 48) scaled by sigmoid(shared_expert_gate); layer 1 dense (mlp_only_layers); "
+        "q/k/v biases; sliding_window 8 in layer 0; GQA 4q/2kv",
+    )
+
+
+def gpt_oss_spec():
+    return dict(
+        name="gpt-oss",
+        config_cls=GptOssConfig,
+        model_cls=GptOssForCausalLM,
+        kwargs=dict(
+            vocab_size=1024,
+            hidden_size=64,
+            intermediate_size=32,
+            num_local_experts=4,
+            num_experts_per_tok=2,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            max_position_embeddings=256,
+            rms_norm_eps=1e-5,
+            sliding_window=8,
+            layer_types=["sliding_attention", "full_attention"],
+            rope_parameters=dict(rope_type="yarn", rope_theta=150000.0, factor=4.0,
+                                 beta_fast=32.0, beta_slow=1.0, truncate=False,
+                                 original_max_position_embeddings=64),
+            attention_bias=True,
+            swiglu_limit=7.0,
+            tie_word_embeddings=False,
+            hidden_act="silu",
+        ),
+        features="mixture of experts: 4 experts, top-2 softmax over the top logits, router and "
+        "expert biases, clamped SwiGLU (limit 7), gate_up_proj [E, H, 2I] interleaved; attention "
+        "sinks, biases on q/k/v/o, sliding_window 8 in layer 0, yarn (factor 4, truncate false); "
+        "GQA 4q/2kv",
     )
 
 
@@ -387,12 +459,20 @@ def randomize_weights(model, seed):
             if name.endswith("norm.weight"):
                 value = 1.0 + 0.1 * noise
                 counts["norm"] += 1
-            elif name.endswith(".bias"):
+            elif name.endswith((".bias", "_bias")):
                 value = 0.1 * noise
                 counts["bias"] += 1
+            elif name.endswith(".sinks"):
+                # gpt-oss's per-head sink logits: as large as the scores.
+                value = noise
+                counts["other"] += 1
             elif p.dim() == 3:
-                # Stacked expert weights (transformers 5): [experts, out, in].
-                value = (1.0 / math.sqrt(shape[2])) * noise
+                # Stacked expert weights (transformers 5): [experts, out, in],
+                # or gpt-oss's [experts, in, out].
+                transposed = getattr(model.get_submodule(name.rsplit(".", 1)[0]),
+                                     "experts_are_transposed", False)
+                fan_in = shape[1] if transposed else shape[2]
+                value = (1.0 / math.sqrt(fan_in)) * noise
                 counts["other"] += 1
             elif p.dim() == 2:
                 # Linear weights are [out, in]; embeddings [vocab, hidden] (hidden is what
@@ -849,7 +929,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--only", nargs="*",
                     choices=["llama", "qwen2", "qwen3", "mistral", "phi3", "gemma2", "gemma3",
-                             "qwen3-moe", "mixtral"],
+                             "qwen3-moe", "mixtral", "qwen2-moe", "gpt-oss"],
                     help="make only these models (default: all)")
     args = ap.parse_args()
 
@@ -883,7 +963,7 @@ def main():
         qwen2 = qwen2_spec(rope_linear=False)
 
     specs = [llama_spec(), qwen2, qwen3_spec(), mistral_spec(), phi3_spec(), gemma2_spec(),
-             gemma3_spec(), qwen3_moe_spec(), mixtral_spec()]
+             gemma3_spec(), qwen3_moe_spec(), mixtral_spec(), qwen2_moe_spec(), gpt_oss_spec()]
     results = []
     for i, spec in enumerate(specs):  # a model's seed depends on its place in the full list
         if args.only and spec["name"] not in args.only:

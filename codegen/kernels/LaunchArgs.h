@@ -381,6 +381,22 @@ SOL_ARGS_FIELD(AddArgs, a, 8)
 SOL_ARGS_FIELD(AddArgs, b, 16)
 SOL_ARGS_FIELD(AddArgs, tokens, 24)
 
+/// sigmoid_gate<D, H> (SigmoidGate.cuh): out = sigmoid(in . weight) * value
+/// per row, rows rows.
+struct SigmoidGateArgs {
+  SOL_DEVICE_PTR(bf16) out = nullptr;
+  SOL_DEVICE_PTR(const bf16) value = nullptr;
+  SOL_DEVICE_PTR(const bf16) in = nullptr;
+  SOL_DEVICE_PTR(const bf16) weight = nullptr;
+  int rows = 0;
+};
+SOL_ARGS_SIZE(SigmoidGateArgs, 40)
+SOL_ARGS_FIELD(SigmoidGateArgs, out, 0)
+SOL_ARGS_FIELD(SigmoidGateArgs, value, 8)
+SOL_ARGS_FIELD(SigmoidGateArgs, in, 16)
+SOL_ARGS_FIELD(SigmoidGateArgs, weight, 24)
+SOL_ARGS_FIELD(SigmoidGateArgs, rows, 32)
+
 /// gather_rows<D> (GatherRows.cuh): out[i] = in[indices[i]] for i < rows.
 struct GatherRowsArgs {
   SOL_DEVICE_PTR(bf16) out = nullptr;
@@ -638,6 +654,7 @@ SOL_LAUNCH_ARGS_NAME(TiledAttentionArgs)
 SOL_LAUNCH_ARGS_NAME(SwigluArgs)
 SOL_LAUNCH_ARGS_NAME(SoftcapArgs)
 SOL_LAUNCH_ARGS_NAME(AddArgs)
+SOL_LAUNCH_ARGS_NAME(SigmoidGateArgs)
 SOL_LAUNCH_ARGS_NAME(GatherRowsArgs)
 SOL_LAUNCH_ARGS_NAME(ArgmaxArgs)
 SOL_LAUNCH_ARGS_NAME(SamplingArgs)

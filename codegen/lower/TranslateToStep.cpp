@@ -478,9 +478,15 @@ LogicalResult Translator::translate(Operation *op) {
         failed(stepInput(op, a.getTokenSeq(), StepProgram::kTokenSeq,
                          "token_seq")))
       return failure();
+    FailureOr<int32_t> sinks =
+        a.getSinks() ? weight(op, a.getSinks()) : FailureOr<int32_t>(-1);
+    if (failed(sinks))
+      return failure();
     int32_t out = newBuffer("attn", a.getResult(), rowsOf(*qkv));
     PlanOp &o = emit(OpKind::Attention, op);
     o.buffers = {out, qkv->buffer};
+    if (*sinks >= 0)
+      o.weights = {*sinks};
     o.layer = static_cast<int64_t>(a.getLayer());
     o.heads = static_cast<int64_t>(a.getNumHeads());
     o.kvHeads = static_cast<int64_t>(a.getNumKvHeads());
@@ -571,14 +577,38 @@ LogicalResult Translator::translate(Operation *op) {
     if (failed(in) || failed(router) || failed(gate) || failed(up) ||
         failed(down))
       return failure();
+    SmallVector<int32_t, 4> biases;
+    for (Value bias : moe.getBiases()) {
+      FailureOr<int32_t> b = weight(op, bias);
+      if (failed(b))
+        return failure();
+      biases.push_back(*b);
+    }
     int32_t out = newBuffer("moe", moe.getResult(), rowsOf(*in));
     PlanOp &o = emit(OpKind::Moe, op);
     o.buffers = {out, in->buffer};
     o.weights = {*router, *gate, *up, *down};
+    o.weights.insert(o.weights.end(), biases.begin(), biases.end());
     o.topK = moe.getTopK();
     o.normalizeTopK = moe.getNormalizeTopK();
     o.activation = static_cast<fb::GateActivation>(moe.getActivation());
+    if (moe.getActivationLimit())
+      o.activationLimit = moe.getActivationLimit()->convertToFloat();
     define(moe.getResult(), {out, 0, s.buffers[out].width});
+    return success();
+  }
+
+  if (auto gate = dyn_cast<SigmoidGateOp>(op)) {
+    FailureOr<View> value = whole(op, gate.getValue());
+    FailureOr<View> in = whole(op, gate.getInput());
+    FailureOr<int32_t> w = weight(op, gate.getWeight());
+    if (failed(value) || failed(in) || failed(w))
+      return failure();
+    int32_t out = newBuffer("gated", gate.getResult(), rowsOf(*value));
+    PlanOp &o = emit(OpKind::SigmoidGate, op);
+    o.buffers = {out, value->buffer, in->buffer};
+    o.weights = {*w};
+    define(gate.getResult(), {out, 0, s.buffers[out].width});
     return success();
   }
 

@@ -80,7 +80,13 @@ std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config) {
   const int64_t kvWidth = config.numKeyValueHeads * config.headDim;
   const int64_t inter = config.intermediateSize;
 
-  if (config.quantization && config.numExperts > 0)
+  const bool mxfp4 =
+      config.quantization && config.quantization->method == QuantMethod::Mxfp4;
+  if (mxfp4 && !config.stackedExperts)
+    fail("config.json: quantization_config (", config.quantization->describe(),
+         ") is gpt-oss's format for its experts; Sol imports it for ",
+         "GptOssForCausalLM only, not ", architectureName(config.architecture));
+  if (config.quantization && !mxfp4 && config.numExperts > 0)
     fail("config.json: quantization_config (", config.quantization->describe(),
          ") on a mixture-of-experts model: Sol does not import quantized "
          "experts yet; compile the bf16 checkpoint (solc --quant does not "
@@ -106,6 +112,8 @@ std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config) {
       linear("self_attn.v_proj", kvWidth, hidden, config.qkvBias);
     }
     linear("self_attn.o_proj", hidden, qWidth, config.oProjBias);
+    if (config.attentionSinks)
+      add("self_attn.sinks", {config.numAttentionHeads});
     if (config.qkNorm) {
       add("self_attn.q_norm.weight", {config.headDim});
       add("self_attn.k_norm.weight", {config.headDim});
@@ -117,12 +125,51 @@ std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config) {
     }
     if (config.layerIsSparse(layer)) {
       using P = ModelConfig::ExpertProjection;
-      const int64_t width = config.expertIntermediateSize;
-      add(config.moeRouter() + ".weight", {config.numExperts, hidden});
-      for (int64_t e = 0; e < config.numExperts; ++e) {
+      const int64_t width = config.expertIntermediateSize,
+                    experts = config.numExperts;
+      add(config.moeRouter() + ".weight", {experts, hidden});
+      if (config.expertBiases)
+        add(config.moeRouter() + ".bias", {experts});
+      if (config.stackedExperts) {
+        // gpt-oss: gate and up interleaved in one [E, H, 2I] tensor (or
+        // its MXFP4 blocks, rows = outputs), down [E, I, H].
+        const std::string x = "mlp.experts.";
+        if (mxfp4 && config.quantization->quantizes(p + "mlp.experts")) {
+          if (hidden % 32 != 0 || width % 32 != 0)
+            fail("config.json: mxfp4 experts pack 32 values per scale, which "
+                 "needs hidden_size (",
+                 hidden, ") and intermediate_size (", width,
+                 ") to be multiples of 32");
+          const std::vector<DType> u8 = {DType::U8};
+          out.push_back({p + x + "gate_up_proj_blocks",
+                         {experts, 2 * width, hidden / 32, 16},
+                         u8});
+          out.push_back({p + x + "gate_up_proj_scales",
+                         {experts, 2 * width, hidden / 32},
+                         u8});
+          out.push_back({p + x + "down_proj_blocks",
+                         {experts, hidden, width / 32, 16},
+                         u8});
+          out.push_back(
+              {p + x + "down_proj_scales", {experts, hidden, width / 32}, u8});
+        } else {
+          add(x + "gate_up_proj", {experts, hidden, 2 * width});
+          add(x + "down_proj", {experts, width, hidden});
+        }
+        add(x + "gate_up_proj_bias", {experts, 2 * width});
+        add(x + "down_proj_bias", {experts, hidden});
+        continue;
+      }
+      for (int64_t e = 0; e < experts; ++e) {
         add(config.moeExpert(e, P::Gate) + ".weight", {width, hidden});
         add(config.moeExpert(e, P::Up) + ".weight", {width, hidden});
         add(config.moeExpert(e, P::Down) + ".weight", {hidden, width});
+      }
+      if (const int64_t shared = config.sharedExpertIntermediateSize) {
+        linear("mlp.shared_expert.gate_proj", shared, hidden, false);
+        linear("mlp.shared_expert.up_proj", shared, hidden, false);
+        linear("mlp.shared_expert.down_proj", hidden, shared, false);
+        add("mlp.shared_expert_gate.weight", {1, hidden});
       }
       continue;
     }
@@ -209,6 +256,13 @@ void checkWeights(const Checkpoint &checkpoint, const ModelConfig &config) {
                config.quantization->method == QuantMethod::CompressedTensorsFp8
                    ? "ignore"
                    : "modules_to_not_convert");
+  // gpt-oss's float experts under an mxfp4 quantization_config (a
+  // dequantized copy that kept the original config).
+  if (first.ends_with("_blocks") &&
+      checkpoint.find(first.substr(0, first.size() - 7)))
+    hint = cat("; the checkpoint has '", first.substr(0, first.size() - 7),
+               "' instead: its experts are not MXFP4, so config.json should "
+               "have no quantization_config");
   fail("checkpoint '", checkpoint.directory().string(), "' lacks ",
        missing.size(), " tensor", missing.size() == 1 ? "" : "s", " that ",
        architectureName(config.architecture), " needs: ", names, more, hint);

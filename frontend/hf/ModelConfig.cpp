@@ -81,6 +81,10 @@ constexpr ArchitectureInfo kArchitectures[] = {
      std::nullopt, std::nullopt},
     {Architecture::Mixtral, "MixtralForCausalLM", "mixtral", 8, 0, 131072, 1, 2,
      1e-5},
+    {Architecture::Qwen2Moe, "Qwen2MoeForCausalLM", "qwen2_moe", 16, 0, 32768,
+     std::nullopt, std::nullopt},
+    {Architecture::GptOss, "GptOssForCausalLM", "gpt_oss", 8, 64, 131072,
+     std::nullopt, std::nullopt, 1e-5},
 };
 
 /// Gemma 3's multimodal class: its text model is Gemma3ForCausalLM with the
@@ -286,7 +290,9 @@ RopeSettings readRopeObject(const JsonFields &top, const JsonFields &params,
 /// sliding layers have their own (as rope_local_base_freq says in
 /// transformers 4's configs).
 void readRope(const JsonFields &fields, ModelConfig &config) {
-  const double topTheta = fields.optNumber("rope_theta").value_or(10000.0);
+  const bool gptOss = config.architecture == Architecture::GptOss;
+  const double topTheta =
+      fields.optNumber("rope_theta").value_or(gptOss ? 150000.0 : 10000.0);
   const bool gemma3 = config.architecture == Architecture::Gemma3;
   if (gemma3)
     if (std::optional<double> local = fields.optNumber("rope_local_base_freq"))
@@ -335,6 +341,16 @@ void readRope(const JsonFields &fields, ModelConfig &config) {
   }
   config.ropeTheta = topTheta;
   positiveFinite(fields, "rope_theta", config.ropeTheta);
+  if (gptOss) {
+    // GptOssConfig's default: yarn from 4,096 positions, factor 32.
+    RopeScaling &yarn = config.ropeScaling;
+    yarn.type = RopeScalingType::Yarn;
+    yarn.factor = 32.0;
+    yarn.betaFast = 32.0;
+    yarn.betaSlow = 1.0;
+    yarn.truncate = false;
+    yarn.originalMaxPositionEmbeddings = 4096;
+  }
 }
 
 /// Marks the layers `layer_types` names "sliding_attention"; false when the
@@ -363,6 +379,17 @@ void readSlidingWindow(const JsonFields &fields, ModelConfig &config) {
     return;
   const bool windowByDefault =
       arch != Architecture::Phi3 && arch != Architecture::Mixtral;
+  if (arch == Architecture::GptOss) {
+    // Alternating layers attend within the window (128 by default), the
+    // first of them sliding, unless layer_types says otherwise.
+    config.slidingWindow =
+        positive(fields, "sliding_window",
+                 fields.optInt("sliding_window").value_or(128));
+    if (!readLayerTypes(fields, config))
+      for (int64_t layer = 0; layer < config.numHiddenLayers; ++layer)
+        config.slidingWindowLayers[size_t(layer)] = (layer + 1) % 2 != 0;
+    return;
+  }
   std::optional<int64_t> window =
       fields.contains("sliding_window")
           ? fields.optInt("sliding_window")
@@ -403,6 +430,14 @@ void readSlidingWindow(const JsonFields &fields, ModelConfig &config) {
   config.slidingWindow = window;
   if (readLayerTypes(fields, config))
     return;
+  if (arch == Architecture::Qwen2Moe) {
+    // Qwen2MoeConfig: every other layer below max_window_layers.
+    for (int64_t layer = 0;
+         layer < std::min(config.maxWindowLayers, config.numHiddenLayers);
+         ++layer)
+      config.slidingWindowLayers[size_t(layer)] = (layer + 1) % 2 != 0;
+    return;
+  }
   for (int64_t layer = config.maxWindowLayers; layer < config.numHiddenLayers;
        ++layer)
     config.slidingWindowLayers[size_t(layer)] = true;
@@ -474,11 +509,14 @@ std::optional<double> readSoftcap(const JsonFields &fields,
   return cap;
 }
 
-/// The mixture-of-experts settings of Qwen3-MoE and Mixtral. Routing
-/// settings that only training reads (router_aux_loss_coef,
-/// output_router_logits, router_jitter_noise) do not change inference.
+/// The mixture-of-experts settings of Qwen3-MoE, Qwen2-MoE, Mixtral and
+/// gpt-oss. Routing settings that only training reads
+/// (router_aux_loss_coef, output_router_logits, router_jitter_noise) do not
+/// change inference.
 void readExperts(const JsonFields &fields, ModelConfig &config) {
-  const bool qwen = config.architecture == Architecture::Qwen3Moe;
+  const Architecture arch = config.architecture;
+  const bool qwen =
+      arch == Architecture::Qwen3Moe || arch == Architecture::Qwen2Moe;
   // Qwen3MoeConfig reads num_experts; transformers 5 writes
   // num_local_experts, as Mixtral's configs do.
   const char *expertsKey =
@@ -494,10 +532,26 @@ void readExperts(const JsonFields &fields, ModelConfig &config) {
       qwen ? positive(fields, "moe_intermediate_size",
                       fields.requireInt("moe_intermediate_size"))
            : config.intermediateSize;
-  // Mixtral always renormalises the top-k weights.
+  // Mixtral always renormalises the top-k weights; gpt-oss's softmax over
+  // the top-k logits is the same.
   config.normalizeTopK =
       !qwen || fields.optBool("norm_topk_prob").value_or(false);
   config.sparseLayers.assign(size_t(config.numHiddenLayers), true);
+  if (arch == Architecture::Qwen2Moe)
+    config.sharedExpertIntermediateSize = positive(
+        fields, "shared_expert_intermediate_size",
+        fields.optInt("shared_expert_intermediate_size").value_or(5632));
+  if (arch == Architecture::GptOss) {
+    config.expertBiases = true;
+    config.stackedExperts = true;
+    config.expertActivation = GateActivationKind::ClampedSilu;
+    config.swigluLimit = positiveFinite(
+        fields, "swiglu_limit", fields.optNumber("swiglu_limit").value_or(7.0));
+    if (std::optional<double> alpha = fields.optNumber("swiglu_alpha");
+        alpha && *alpha != 1.702)
+      fail(fields.where("swiglu_alpha"), "is ", *alpha,
+           "; Sol implements gpt-oss's clamped SwiGLU with alpha 1.702 only");
+  }
   if (!qwen)
     return;
   const int64_t step =
@@ -527,8 +581,9 @@ void readExperts(const JsonFields &fields, ModelConfig &config) {
 } // namespace
 
 std::string ModelConfig::moeRouter() const {
-  return architecture == Architecture::Mixtral ? "block_sparse_moe.gate"
-                                               : "mlp.gate";
+  return architecture == Architecture::Mixtral  ? "block_sparse_moe.gate"
+         : architecture == Architecture::GptOss ? "mlp.router"
+                                                : "mlp.gate";
 }
 
 std::string ModelConfig::moeExpert(int64_t expert,
@@ -657,6 +712,18 @@ ModelConfig parseModelConfig(std::string_view jsonText,
   case Architecture::Qwen2: // q/k/v always biased, o_proj and MLP never
     config.qkvBias = true;
     break;
+  case Architecture::Qwen2Moe:
+    config.qkvBias = fields.optBool("qkv_bias").value_or(true);
+    break;
+  case Architecture::GptOss:
+    config.qkvBias = config.oProjBias =
+        fields.optBool("attention_bias").value_or(true);
+    config.attentionSinks = true;
+    if (config.hiddenAct != "silu")
+      fail(fields.where("hidden_act"), "is \"", config.hiddenAct,
+           "\"; gpt-oss's experts use their clamped SwiGLU, which Sol "
+           "implements for \"silu\"");
+    break;
   case Architecture::Qwen3:
   case Architecture::Qwen3Moe:
     config.qkvBias = config.oProjBias =
@@ -692,7 +759,9 @@ ModelConfig parseModelConfig(std::string_view jsonText,
     config.weightPrefix = "model.language_model.";
 
   readSlidingWindow(fields, config);
-  if (arch.arch == Architecture::Qwen3Moe || arch.arch == Architecture::Mixtral)
+  if (arch.arch == Architecture::Qwen3Moe ||
+      arch.arch == Architecture::Mixtral ||
+      arch.arch == Architecture::Qwen2Moe || arch.arch == Architecture::GptOss)
     readExperts(fields, config);
 
   // transformers 5 writes "dtype", older versions "torch_dtype".

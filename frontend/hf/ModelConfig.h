@@ -31,8 +31,13 @@ enum class Architecture {
   Gemma2,
   Gemma3,
   Qwen3Moe,
-  Mixtral
+  Mixtral,
+  Qwen2Moe,
+  GptOss
 };
+
+/// The activation of a mixture's experts (as sol::GateActivation).
+enum class GateActivationKind { Silu, GeluTanh, ClampedSilu };
 
 /// The transformers class name, e.g. "Qwen3ForCausalLM".
 std::string_view architectureName(Architecture arch);
@@ -139,13 +144,27 @@ struct ModelConfig {
   /// Per layer: true when the layer attends within slidingWindow only.
   std::vector<bool> slidingWindowLayers;
 
-  /// Mixture of experts (Qwen3-MoE, Mixtral; 0 experts: dense MLPs):
+  /// Mixture of experts (Qwen3-MoE, Qwen2-MoE, Mixtral, gpt-oss; 0
+  /// experts: dense MLPs):
   /// experts, experts per token, each expert's intermediate size, whether
   /// the top-k routing weights are renormalised to sum to 1, and per layer
   /// whether its MLP is the mixture (Qwen3-MoE's mlp_only_layers and
   /// decoder_sparse_step keep others dense, of intermediate_size).
   int64_t numExperts = 0, expertsPerToken = 0, expertIntermediateSize = 0;
   bool normalizeTopK = false;
+  /// Qwen2-MoE: a shared expert of this width beside the routed ones, its
+  /// output scaled by sigmoid(shared_expert_gate . x); 0: none.
+  int64_t sharedExpertIntermediateSize = 0;
+  /// gpt-oss: biases on the router and every expert projection; the experts
+  /// stored as 3-D tensors (gate_up_proj [E, H, 2I] with gate and up
+  /// interleaved, down_proj [E, I, H], inputs first); the clamped SwiGLU
+  /// with swiglu_limit (experts only; dense MLPs use hiddenAct).
+  bool expertBiases = false;
+  bool stackedExperts = false;
+  GateActivationKind expertActivation = GateActivationKind::Silu;
+  double swigluLimit = 0.0;
+  /// gpt-oss: a learned sink logit per attention head (self_attn.sinks).
+  bool attentionSinks = false;
   std::vector<bool> sparseLayers;
   bool layerIsSparse(int64_t layer) const {
     return layer >= 0 && layer < static_cast<int64_t>(sparseLayers.size()) &&

@@ -27,8 +27,9 @@ using Json = nlohmann::json;
 using detail::JsonFields;
 
 constexpr std::string_view kSupported =
-    "Sol imports awq (AutoAWQ gemm, 4 bits), gptq (4 bits) and "
-    "compressed-tensors with fp8 weights; a float checkpoint compiles with "
+    "Sol imports awq (AutoAWQ gemm, 4 bits), gptq (4 bits), "
+    "compressed-tensors with fp8 weights and mxfp4 (gpt-oss's experts); a "
+    "float checkpoint compiles with "
     "solc --quant int8|fp8|int4-rtn";
 
 std::string lower(std::string s) {
@@ -288,6 +289,16 @@ bool matchesName(std::string_view module, const std::string &entry) {
 } // namespace
 
 bool QuantizationConfig::quantizes(std::string_view module) const {
+  if (method == QuantMethod::Mxfp4) {
+    // Transformers' mxfp4 quantizer replaces the experts' tensors only.
+    if (!module.ends_with(".mlp.experts"))
+      return false;
+    const std::string dotted = cat(".", module, ".");
+    return std::none_of(
+        notConverted.begin(), notConverted.end(), [&](const std::string &key) {
+          return dotted.find(cat(".", key, ".")) != std::string::npos;
+        });
+  }
   if (method == QuantMethod::CompressedTensorsFp8) {
     if (!targets.empty() &&
         std::none_of(targets.begin(), targets.end(),
@@ -328,6 +339,8 @@ std::string QuantizationConfig::describe() const {
                fp8Strategy == Fp8Strategy::Channel ? "per-channel"
                                                    : "per-tensor",
                " weight scales)");
+  case QuantMethod::Mxfp4:
+    return "mxfp4 (4-bit E2M1 experts, an E8M0 scale per 32)";
   }
   return "?";
 }
@@ -347,6 +360,13 @@ QuantizationConfig parseQuantizationConfig(const Json &object,
     return parseGptq(fields);
   if (*method == "compressed-tensors")
     return parseCompressedTensors(fields);
+  if (*method == "mxfp4") {
+    QuantizationConfig config;
+    config.method = QuantMethod::Mxfp4;
+    config.groupSize = 32;
+    config.notConverted = stringList(fields, "modules_to_not_convert");
+    return config;
+  }
   fail(fields.where("quant_method"), "is \"", *method,
        "\", which Sol cannot import; ", kSupported);
 }

@@ -9,6 +9,8 @@
 //   gptq (4 bits)        qweight, qzeros, scales, g_idx      int4, group g
 //   compressed-tensors   weight (F8_E4M3), weight_scale      fp8, per row
 //     (fp8 weights, channel or tensor scales; activations dynamic per token)
+//   mxfp4 (gpt-oss)      experts' *_blocks, *_scales         bf16 experts
+//     (only the mixture's experts: the rest of the model is float)
 //
 // Everything else (other bit widths, other AWQ kernels' layouts, static
 // activation scales, packed int4 compressed-tensors...) is refused here with
@@ -27,9 +29,10 @@
 namespace sol::hf {
 
 enum class QuantMethod {
-  Awq,                 ///< AutoAWQ, "gemm" packing
-  Gptq,                ///< GPTQ, 4 bits
-  CompressedTensorsFp8 ///< compressed-tensors, float8_e4m3fn weights
+  Awq,                  ///< AutoAWQ, "gemm" packing
+  Gptq,                 ///< GPTQ, 4 bits
+  CompressedTensorsFp8, ///< compressed-tensors, float8_e4m3fn weights
+  Mxfp4 ///< OCP MXFP4 experts (gpt-oss): *_blocks and *_scales, group 32
 };
 
 /// How a compressed-tensors fp8 checkpoint scales its weights.

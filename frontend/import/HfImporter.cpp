@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -130,11 +131,23 @@ private:
   }
   Value rmsNormWeight(const std::string &name);
   Value rmsNorm(Value x, const std::string &weightName);
+  /// The dense MLPs' activation (hidden_act).
+  GateActivation denseAct() const {
+    return config.hiddenAct == "gelu_pytorch_tanh" ? GateActivation::GeluTanh
+                                                   : GateActivation::Silu;
+  }
   RankedTensorType activation(int64_t width) {
     return RankedTensorType::get({ShapedType::kDynamic, width}, actType);
   }
   Value decoderLayer(Value hidden, int64_t layer);
+  /// act(gate(x)) * up(x) through down: a dense gated MLP's linears.
+  Value gatedMlp(Value x, const std::string &prefix, bool bias);
   Value mixtureOfExperts(Value x, const std::string &layerPrefix);
+  /// gpt-oss's experts: gate, up and down stacked as sol.moe takes them,
+  /// from the [E, H, 2I] / [E, I, H] tensors or their MXFP4 blocks.
+  std::array<Value, 3> stackedExperts(const std::string &prefix);
+  Value reshapeWeight(Value w, ArrayRef<int64_t> shape);
+  Value everyOtherRow(Value w, int64_t first);
 
   MLIRContext &ctx;
   const HfModel &model;
@@ -276,7 +289,7 @@ LinearWeight Builder::sliceRows(const LinearWeight &w, int64_t offset,
     shape[0] = rows;
     return b.create<SliceRowsOp>(
         loc, RankedTensorType::get(shape, type.getElementType()), v,
-        b.getI64IntegerAttr(offset));
+        b.getI64IntegerAttr(offset), b.getI64IntegerAttr(1));
   });
 }
 
@@ -373,8 +386,11 @@ Value Builder::decoderLayer(Value hidden, int64_t layer) {
   FloatAttr softcap;
   if (config.attnLogitSoftcap)
     softcap = b.getF32FloatAttr(float(*config.attnLogitSoftcap));
+  Value sinks;
+  if (config.attentionSinks)
+    sinks = weight(p + ".self_attn.sinks");
   Value attn = b.create<AttentionOp>(
-      loc, q.getType(), q, k, v, positions, tokenSeq,
+      loc, q.getType(), q, k, v, positions, tokenSeq, sinks,
       b.getI64IntegerAttr(layer), b.getI64IntegerAttr(heads),
       b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
       b.getF32FloatAttr(float(config.attentionScale)), b.getBoolAttr(true),
@@ -389,30 +405,86 @@ Value Builder::decoderLayer(Value hidden, int64_t layer) {
                                         : ".post_attention_layernorm.weight"));
   if (config.layerIsSparse(layer))
     return b.create<AddOp>(loc, hidden, mixtureOfExperts(x, p));
-  Value gate, up;
+  Value down;
   if (config.fusedProjections) {
     // Phi-3's gate_up_proj: the gate's rows, then up's.
     const int64_t inter = config.intermediateSize;
     LinearWeight gu = linearWeight(p + ".mlp.gate_up_proj", config.mlpBias);
-    gate = linear(x, sliceRows(gu, 0, inter), p + ".mlp.gate_up_proj");
-    up = linear(x, sliceRows(gu, inter, inter), p + ".mlp.gate_up_proj");
+    Value gate = linear(x, sliceRows(gu, 0, inter), p + ".mlp.gate_up_proj");
+    Value up = linear(x, sliceRows(gu, inter, inter), p + ".mlp.gate_up_proj");
+    Value h = b.create<SwigluOp>(loc, gate.getType(), gate, up,
+                                 GateActivationAttr::get(&ctx, denseAct()));
+    down = linear(h, p + ".mlp.down_proj", config.mlpBias);
   } else {
-    gate = linear(x, p + ".mlp.gate_proj", config.mlpBias);
-    up = linear(x, p + ".mlp.up_proj", config.mlpBias);
+    down = gatedMlp(x, p + ".mlp", config.mlpBias);
   }
-  const GateActivation act = config.hiddenAct == "gelu_pytorch_tanh"
-                                 ? GateActivation::GeluTanh
-                                 : GateActivation::Silu;
-  Value h = b.create<SwigluOp>(loc, gate.getType(), gate, up,
-                               GateActivationAttr::get(&ctx, act));
-  Value down = linear(h, p + ".mlp.down_proj", config.mlpBias);
   if (config.sandwichNorms)
     down = rmsNorm(down, p + ".post_feedforward_layernorm.weight");
   return b.create<AddOp>(loc, hidden, down);
 }
 
+Value Builder::gatedMlp(Value x, const std::string &p, bool bias) {
+  Value gate = linear(x, p + ".gate_proj", bias);
+  Value up = linear(x, p + ".up_proj", bias);
+  Value h = b.create<SwigluOp>(loc, gate.getType(), gate, up,
+                               GateActivationAttr::get(&ctx, denseAct()));
+  return linear(h, p + ".down_proj", bias);
+}
+
+Value Builder::reshapeWeight(Value w, ArrayRef<int64_t> shape) {
+  return b.create<ReshapeWeightOp>(
+      loc,
+      RankedTensorType::get(
+          shape, cast<RankedTensorType>(w.getType()).getElementType()),
+      w);
+}
+
+/// Rows first, first + 2, ... of `w`: gpt-oss's gate (first = 0) or up
+/// (first = 1) rows, which its checkpoints interleave.
+Value Builder::everyOtherRow(Value w, int64_t first) {
+  auto type = cast<RankedTensorType>(w.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] /= 2;
+  return b.create<SliceRowsOp>(
+      loc, RankedTensorType::get(shape, type.getElementType()), w,
+      b.getI64IntegerAttr(first), b.getI64IntegerAttr(2));
+}
+
+std::array<Value, 3> Builder::stackedExperts(const std::string &p) {
+  const int64_t experts = config.numExperts, hidden = config.hiddenSize,
+                width = config.expertIntermediateSize;
+  const std::string x = p + ".mlp.experts";
+  Value gateUp, down; // [E * 2I, H] (gate/up rows interleaved), [E * H, I]
+  auto weightType = [&](int64_t rows, int64_t cols) {
+    return RankedTensorType::get({rows, cols}, actType);
+  };
+  if (config.quantization && config.quantization->quantizes(x)) {
+    // MXFP4: the blocks' rows are already outputs.
+    auto mxfp4 = [&](const std::string &name, int64_t rows, int64_t cols) {
+      const hf::TensorView &blocks = model.checkpoint.get(name + "_blocks");
+      const hf::TensorView &scales = model.checkpoint.get(name + "_scales");
+      Type u8 = b.getIntegerType(8, /*isSigned=*/false);
+      return b.create<DequantizeMxfp4Op>(
+          loc, weightType(rows, cols),
+          storeWeight(blocks.name, blocks.shape, u8),
+          storeWeight(scales.name, scales.shape, u8));
+    };
+    gateUp = mxfp4(x + ".gate_up_proj", experts * 2 * width, hidden);
+    down = mxfp4(x + ".down_proj", experts * hidden, width);
+  } else {
+    // Stored inputs first: each expert's matrix transposed.
+    gateUp = b.create<TransposeWeightOp>(
+        loc, weightType(experts * 2 * width, hidden),
+        weight(x + ".gate_up_proj"));
+    down = b.create<TransposeWeightOp>(loc, weightType(experts * hidden, width),
+                                       weight(x + ".down_proj"));
+  }
+  return {everyOtherRow(gateUp, 0), everyOtherRow(gateUp, 1), down};
+}
+
 /// A mixture-of-experts MLP: each projection's weights of all experts
-/// stacked into one (sol.concat_weights), routed by sol.moe.
+/// stacked into one (sol.concat_weights), routed by sol.moe; Qwen2-MoE's
+/// shared expert beside it, scaled by its sigmoid gate.
 Value Builder::mixtureOfExperts(Value x, const std::string &p) {
   using P = hf::ModelConfig::ExpertProjection;
   auto stacked = [&](P which) {
@@ -427,15 +499,43 @@ Value Builder::mixtureOfExperts(Value x, const std::string &p) {
             part.getElementType()),
         parts);
   };
-  const GateActivation act = config.hiddenAct == "gelu_pytorch_tanh"
-                                 ? GateActivation::GeluTanh
-                                 : GateActivation::Silu;
-  Value router = weight(p + "." + config.moeRouter() + ".weight");
-  Value gate = stacked(P::Gate), up = stacked(P::Up), down = stacked(P::Down);
-  return b.create<MoeOp>(loc, x.getType(), x, router, gate, up, down,
-                         b.getI64IntegerAttr(config.expertsPerToken),
-                         b.getBoolAttr(config.normalizeTopK),
-                         GateActivationAttr::get(&ctx, act));
+  const std::string router = p + "." + config.moeRouter();
+  Value gate, up, down;
+  if (config.stackedExperts) {
+    auto [g, u, d] = stackedExperts(p);
+    gate = g, up = u, down = d;
+  } else {
+    gate = stacked(P::Gate), up = stacked(P::Up), down = stacked(P::Down);
+  }
+  SmallVector<Value, 4> biases;
+  if (config.expertBiases) {
+    const int64_t experts = config.numExperts;
+    const std::string x = p + ".mlp.experts";
+    Value gateUp = reshapeWeight(weight(x + ".gate_up_proj_bias"),
+                                 {experts * 2 * config.expertIntermediateSize});
+    biases = {weight(router + ".bias"), everyOtherRow(gateUp, 0),
+              everyOtherRow(gateUp, 1),
+              reshapeWeight(weight(x + ".down_proj_bias"),
+                            {experts * config.hiddenSize})};
+  }
+  GateActivation act = denseAct();
+  FloatAttr limit;
+  if (config.expertActivation == hf::GateActivationKind::ClampedSilu) {
+    act = GateActivation::ClampedSilu;
+    limit = b.getF32FloatAttr(float(config.swigluLimit));
+  }
+  Value routed =
+      b.create<MoeOp>(loc, x.getType(), x, weight(router + ".weight"), gate, up,
+                      down, biases, b.getI64IntegerAttr(config.expertsPerToken),
+                      b.getBoolAttr(config.normalizeTopK),
+                      GateActivationAttr::get(&ctx, act), limit);
+  if (!config.sharedExpertIntermediateSize)
+    return routed;
+  Value shared = gatedMlp(x, p + ".mlp.shared_expert", /*bias=*/false);
+  Value gated =
+      b.create<SigmoidGateOp>(loc, shared.getType(), shared, x,
+                              weight(p + ".mlp.shared_expert_gate.weight"));
+  return b.create<AddOp>(loc, routed, gated);
 }
 
 OwningOpRef<ModuleOp> Builder::build() {

@@ -1321,6 +1321,14 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
           GatherRowsArgs{
               .out = buf(0), .in = buf(1), .indices = buf(2), .rows = rows});
       break;
+    case OpKind::SigmoidGate:
+      k.launch(l.dims, stream_,
+               SigmoidGateArgs{.out = buf(0),
+                               .value = buf(1),
+                               .in = buf(2),
+                               .weight = w(0),
+                               .rows = rows});
+      break;
     case OpKind::Add:
       k.launch(
           l.dims, stream_,
@@ -1493,7 +1501,36 @@ void CudaExecutor::launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
                       .eps = eps});
 }
 
+namespace {
+
+std::string opName(const fb::Op *op) {
+  return "op " + (op->name() ? op->name()->str() : std::string("?"));
+}
+
+} // namespace
+
+std::string CudaExecutor::unimplementedFeature(const fb::Plan &plan) {
+  if (!plan.ops())
+    return {};
+  auto name = opName;
+  for (const fb::Op *op : *plan.ops()) {
+    if (const fb::AttentionOp *a = op->params_as_AttentionOp();
+        a && a->sinks() >= 0)
+      return name(op) + " has attention sinks (gpt-oss), which the CUDA "
+                        "attention kernels do not implement yet";
+    if (const fb::MoeOp *m = op->params_as_MoeOp();
+        m && (m->router_bias() >= 0 ||
+              m->activation() == fb::GateActivation::ClampedSilu))
+      return name(op) + " is a mixture of experts with biases and gpt-oss's "
+                        "clamped SwiGLU, which the CUDA MoE kernels do not "
+                        "implement yet";
+  }
+  return {};
+}
+
 std::string CudaExecutor::whyUnsupported(const fb::Plan &plan) {
+  if (std::string missing = unimplementedFeature(plan); !missing.empty())
+    return missing;
   // The MoE kernels (MoeDecode.cuh) are checked on the CPU emulation but not
   // yet on a GPU: SOL_CUDA_MOE=1 runs them.
   if (const char *v = std::getenv("SOL_CUDA_MOE");
@@ -1502,9 +1539,9 @@ std::string CudaExecutor::whyUnsupported(const fb::Plan &plan) {
   if (plan.ops())
     for (const fb::Op *op : *plan.ops())
       if (op->params_type() == fb::OpParams::MoeOp)
-        return "op " + (op->name() ? op->name()->str() : std::string("?")) +
-               " is a mixture of experts, which the CUDA executor runs only "
-               "with SOL_CUDA_MOE=1 until its kernels are checked on a GPU";
+        return opName(op) + " is a mixture of experts, which the CUDA "
+                            "executor runs only with SOL_CUDA_MOE=1 until its "
+                            "kernels are checked on a GPU";
   return {};
 }
 

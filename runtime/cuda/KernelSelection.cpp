@@ -28,6 +28,22 @@ struct AddSpec {
   }
 };
 
+/// sigmoid_gate<D, H> of codegen/kernels/SigmoidGate.cuh: a block per row.
+struct SigmoidGateSpec {
+  int width = 0, hidden = 0;
+  KernelInstance instance() const {
+    return {"SigmoidGate.cuh", "sol::kernels::sigmoid_gate<" +
+                                   std::to_string(width) + ", " +
+                                   std::to_string(hidden) + ">"};
+  }
+  LaunchDims dims(int rows) const {
+    LaunchDims d;
+    d.block.x = 128;
+    d.grid.x = static_cast<unsigned>(rows);
+    return d;
+  }
+};
+
 LinearOutput linearOutput(const OpDesc &op) {
   return op.outDtype == fb::DType::F32 ? LinearOutput::Fp32
                                        : LinearOutput::Bf16;
@@ -429,6 +445,11 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
     return {}; // collectives between GPUs (NCCL), not kernels of the plan
   case OpKind::Softcap: {
     SoftcapSpec spec{toInt(op.bufferWidths.at(0))};
+    return {{spec.instance(), spec.dims(rows)}};
+  }
+  case OpKind::SigmoidGate: {
+    SigmoidGateSpec spec{toInt(op.bufferWidths.at(0)),
+                         toInt(op.bufferWidths.at(2))};
     return {{spec.instance(), spec.dims(rows)}};
   }
   }

@@ -3,6 +3,9 @@
 
 #include "runtime/support/Error.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace sol {
 
 std::string_view opKindName(OpKind kind) {
@@ -37,6 +40,8 @@ std::string_view opKindName(OpKind kind) {
     return "AllReduce";
   case OpKind::AllGather:
     return "AllGather";
+  case OpKind::SigmoidGate:
+    return "SigmoidGate";
   }
   return "unknown";
 }
@@ -188,6 +193,7 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
       op.slidingWindow = p->sliding_window();
       op.scale = p->scale();
       op.softcap = p->softcap();
+      optional(op.weights, p->sinks());
       break;
     }
     case OpKind::Swiglu: {
@@ -205,10 +211,29 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
         missing();
       op.buffers = {p->out(), p->input()};
       op.weights = {p->router(), p->gate(), p->up(), p->down()};
+      const int32_t biases[] = {p->router_bias(), p->gate_bias(), p->up_bias(),
+                                p->down_bias()};
+      const int present =
+          static_cast<int>(std::count_if(std::begin(biases), std::end(biases),
+                                         [](int32_t w) { return w >= 0; }));
+      if (present != 0 && present != 4)
+        fail("plan ", planPath, ": op #", i, " '", op.name, "' (Moe) has ",
+             present, " of its four biases; it needs all or none");
+      for (int32_t w : biases)
+        optional(op.weights, w);
       op.topK = p->top_k();
       op.normalizeTopK = p->normalize_top_k();
       op.activation = p->activation();
+      op.activationLimit = p->activation_limit();
       checkActivation();
+      break;
+    }
+    case OpKind::SigmoidGate: {
+      const fb::SigmoidGateOp *p = src->params_as_SigmoidGateOp();
+      if (!p)
+        missing();
+      op.buffers = {p->out(), p->value(), p->input()};
+      op.weights = {p->weight()};
       break;
     }
     case OpKind::AllReduce: {
@@ -331,7 +356,8 @@ flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
             b, buffer(0), buffer(1), static_cast<int32_t>(op.layer),
             static_cast<int32_t>(op.heads), static_cast<int32_t>(op.kvHeads),
             static_cast<int32_t>(op.headDim),
-            static_cast<int32_t>(op.slidingWindow), op.scale, op.softcap)
+            static_cast<int32_t>(op.slidingWindow), op.scale, op.softcap,
+            op.hasSinks() ? weight(0) : -1)
             .Union();
     break;
   case OpKind::Swiglu:
@@ -340,12 +366,21 @@ flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
   case OpKind::Softcap:
     params = fb::CreateSoftcapOp(b, buffer(0), op.softcap).Union();
     break;
-  case OpKind::Moe:
-    params = fb::CreateMoeOp(b, buffer(0), buffer(1), op.weights.at(0),
-                             op.weights.at(1), op.weights.at(2),
-                             op.weights.at(3), static_cast<int32_t>(op.topK),
-                             op.normalizeTopK, op.activation)
-                 .Union();
+  case OpKind::Moe: {
+    const bool biased = op.hasMoeBiases();
+    auto bias = [&](size_t i) { return biased ? weight(4 + i) : -1; };
+    params =
+        fb::CreateMoeOp(b, buffer(0), buffer(1), weight(0), weight(1),
+                        weight(2), weight(3), static_cast<int32_t>(op.topK),
+                        op.normalizeTopK, op.activation, bias(0), bias(1),
+                        bias(2), bias(3), op.activationLimit)
+            .Union();
+    break;
+  }
+  case OpKind::SigmoidGate:
+    params =
+        fb::CreateSigmoidGateOp(b, buffer(0), buffer(1), buffer(2), weight(0))
+            .Union();
     break;
   case OpKind::Add:
     params = fb::CreateAddOp(b, buffer(0), buffer(1), buffer(2)).Union();

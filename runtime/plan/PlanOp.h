@@ -35,8 +35,9 @@ enum class OpKind : uint8_t {
   Moe,
   AllReduce,
   AllGather,
+  SigmoidGate,
 };
-inline constexpr int kNumOpKinds = static_cast<int>(OpKind::AllGather) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::SigmoidGate) + 1;
 std::string_view opKindName(OpKind kind);
 
 /// True for the linear epilogues that pair interleaved (gate, up) weight rows
@@ -53,16 +54,17 @@ inline bool isGated(fb::LinearEpilogue e) {
 ///   Linear         buffers out, in               weights W[, bias][, q]
 ///   NormLinear     buffers out, in, normed       weights norm, W[, bias][, q]
 ///   RopeKvWrite    buffers qkv
-///   Attention      buffers out, qkv
+///   Attention      buffers out, qkv              weights [sinks]
 ///   Swiglu         buffers out, in
 ///   Add            buffers out, lhs, rhs
 ///   GatherRows     buffers out, in, rows
 ///   ConcatColumns  buffers out, in_0, in_1, ...
 ///   Softcap        buffers buf
-///   Moe            buffers out, in                weights router, gate, up,
-///   down
+///   Moe            buffers out, in               weights router, gate, up,
+///                  down[, router bias, gate bias, up bias, down bias]
 ///   AllReduce      buffers buf
 ///   AllGather      buffers out, in
+///   SigmoidGate    buffers out, value, in        weights weight
 ///
 /// where q is a quantized W's scales (and, for Int4, zero points).
 /// Only the parameters of the op's kind are meaningful.
@@ -90,8 +92,17 @@ struct PlanOp {
   fb::GateActivation activation = fb::GateActivation::Silu; // Swiglu, Moe
   int64_t topK = 0;           // Moe: experts per row
   bool normalizeTopK = false; // Moe: top-k weights divided by their sum
+  float activationLimit = 0;  // Moe with ClampedSilu: its limit
   std::vector<int64_t> columns, widths; // ConcatColumns: per input
 
+  /// Attention: whether the heads have sinks (weights[0]).
+  bool hasSinks() const {
+    return kind == OpKind::Attention && !weights.empty();
+  }
+  /// Moe: whether the router and the experts have biases (weights[4..7]).
+  bool hasMoeBiases() const {
+    return kind == OpKind::Moe && weights.size() == 8;
+  }
   /// RmsNorm: whether it adds a residual first (a third buffer).
   bool hasResidual() const { return buffers.size() == 3; }
   /// RmsNorm: whether the input is normalised before the residual add;

@@ -51,7 +51,7 @@ void ropeKvWriteRows(std::span<float> qkv, int64_t rows, const PlanOp &op,
 }
 
 void attentionRows(std::span<float> out, std::span<const float> qkv,
-                   int64_t rows, const PlanOp &op,
+                   int64_t rows, const PlanOp &op, std::span<const float> sinks,
                    const StepPlacement &placement, const PagedKvCache &cache,
                    int numThreads) {
   const int64_t hd = op.headDim;
@@ -96,7 +96,11 @@ void attentionRows(std::span<float> out, std::span<const float> qkv,
             scores[static_cast<size_t>(j - lo)] = s;
             maxScore = std::max(maxScore, s);
           }
-          double sum = 0.0;
+          // A sink is one more logit in the softmax, of no key.
+          const double sink =
+              sinks.empty() ? -INFINITY : double(sinks[size_t(h)]);
+          maxScore = std::max(maxScore, sink);
+          double sum = sinks.empty() ? 0.0 : std::exp(sink - maxScore);
           for (double &s : scores) {
             s = std::exp(s - maxScore);
             sum += s;

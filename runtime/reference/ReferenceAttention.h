@@ -49,9 +49,10 @@ void ropeKvWriteRows(std::span<float> qkv, int64_t rows, const PlanOp &op,
 /// Attention: for token t and head h (kv head h / (heads / kvHeads)),
 /// softmax over cache positions j in [firstAttendedPosition(pos_t), pos_t]
 /// of q.k_j * op.scale, then out = sum_j p_j v_j. Dot products, softmax
-/// and the weighted sum run in double.
+/// and the weighted sum run in double. `sinks` (empty, or one logit per
+/// head) adds exp(sink_h) to head h's softmax denominator.
 void attentionRows(std::span<float> out, std::span<const float> qkv,
-                   int64_t rows, const PlanOp &op,
+                   int64_t rows, const PlanOp &op, std::span<const float> sinks,
                    const StepPlacement &placement, const PagedKvCache &cache,
                    int numThreads);
 

@@ -29,6 +29,17 @@ namespace {
 constexpr int32_t kDefaultTokensPerStep = 512;
 constexpr int64_t kDefaultMaxModelLen = 4096;
 
+GateFunction gateFunction(fb::GateActivation activation) {
+  switch (activation) {
+  case fb::GateActivation::GeluTanh:
+    return GateFunction::GeluTanh;
+  case fb::GateActivation::ClampedSilu:
+    return GateFunction::ClampedSilu;
+  default:
+    return GateFunction::Silu;
+  }
+}
+
 } // namespace
 
 struct ReferenceExecutor::Rank {
@@ -460,8 +471,9 @@ void ReferenceExecutor::runOp(const PlanOp &op, Rank &rank,
                       cache);
       break;
     case OpKind::Attention:
-      attentionRows(act(op.buffers[0]), act(op.buffers[1]), rows, op, placement,
-                    cache, numThreads_);
+      attentionRows(act(op.buffers[0]), act(op.buffers[1]), rows, op,
+                    op.hasSinks() ? weight(op, 0) : std::span<const float>(),
+                    placement, cache, numThreads_);
       break;
     case OpKind::Swiglu:
       swigluRows(act(op.buffers[0]), act(op.buffers[1]), rows, width,
@@ -479,14 +491,25 @@ void ReferenceExecutor::runOp(const PlanOp &op, Rank &rank,
       softcapValues(act(op.buffers[0]), op.softcap);
       break;
     case OpKind::Moe: {
-      std::span<const float> router = weight(op, 0);
+      MoeWeights w{weight(op, 0), weight(op, 1), weight(op, 2), weight(op, 3)};
+      if (op.hasMoeBiases()) {
+        w.routerBias = weight(op, 4);
+        w.gateBias = weight(op, 5);
+        w.upBias = weight(op, 6);
+        w.downBias = weight(op, 7);
+      }
       const int64_t hidden = buffers[static_cast<size_t>(op.buffers[1])].width;
-      moeRows(act(op.buffers[0]), act(op.buffers[1]), router, weight(op, 1),
-              weight(op, 2), weight(op, 3), rows, hidden,
-              static_cast<int64_t>(router.size()) / hidden, op.topK,
-              op.normalizeTopK, op.activation == fb::GateActivation::GeluTanh);
+      moeRows(act(op.buffers[0]), act(op.buffers[1]), w, rows, hidden,
+              static_cast<int64_t>(w.router.size()) / hidden, op.topK,
+              op.normalizeTopK, gateFunction(op.activation),
+              op.activationLimit);
       break;
     }
+    case OpKind::SigmoidGate:
+      sigmoidGateRows(act(op.buffers[0]), act(op.buffers[1]),
+                      act(op.buffers[2]), weight(op, 0), rows, width,
+                      buffers[static_cast<size_t>(op.buffers[2])].width);
+      break;
     case OpKind::ConcatColumns: {
       std::span<float> out = act(op.buffers[0]);
       int64_t at = 0;

@@ -143,17 +143,34 @@ void swigluRows(std::span<float> out, std::span<const float> in, int64_t rows,
   }
 }
 
+float gatedValue(GateFunction fn, float gate, float up, float limit) {
+  switch (fn) {
+  case GateFunction::Silu:
+    return silu(gate) * up;
+  case GateFunction::GeluTanh:
+    return geluTanh(gate) * up;
+  case GateFunction::ClampedSilu: {
+    const float g = std::min(gate, limit);
+    const float u = std::clamp(up, -limit, limit);
+    return (u + 1.0f) * (g / (1.0f + std::exp(-1.702f * g)));
+  }
+  }
+  return 0.0f;
+}
+
 void moeRows(std::span<float> out, std::span<const float> in,
-             std::span<const float> router, std::span<const float> gate,
-             std::span<const float> up, std::span<const float> down,
-             int64_t rows, int64_t hidden, int64_t experts, int64_t topK,
-             bool normalizeTopK, bool geluTanhGate) {
-  const int64_t width = static_cast<int64_t>(gate.size()) / hidden / experts;
+             const MoeWeights &w, int64_t rows, int64_t hidden, int64_t experts,
+             int64_t topK, bool normalizeTopK, GateFunction fn, float limit) {
+  const int64_t width = static_cast<int64_t>(w.gate.size()) / hidden / experts;
+  const bool biased = !w.routerBias.empty();
   auto dot = [](const float *a, const float *b, int64_t n) {
     float s = 0.0f;
     for (int64_t i = 0; i < n; ++i)
       s += a[i] * b[i];
     return s;
+  };
+  auto bias = [biased](std::span<const float> b, int64_t i) {
+    return biased ? b[static_cast<size_t>(i)] : 0.0f;
   };
   std::vector<float> p(static_cast<size_t>(experts));
   std::vector<int64_t> order(static_cast<size_t>(experts));
@@ -163,7 +180,8 @@ void moeRows(std::span<float> out, std::span<const float> in,
     float *y = out.data() + t * hidden;
     float top = -std::numeric_limits<float>::infinity();
     for (int64_t e = 0; e < experts; ++e) {
-      p[size_t(e)] = dot(x, router.data() + e * hidden, hidden);
+      p[size_t(e)] =
+          dot(x, w.router.data() + e * hidden, hidden) + bias(w.routerBias, e);
       top = std::max(top, p[size_t(e)]);
     }
     float sum = 0.0f;
@@ -185,14 +203,34 @@ void moeRows(std::span<float> out, std::span<const float> in,
       const int64_t e = order[size_t(k)];
       const float weight = normalizeTopK ? p[size_t(e)] / chosen : p[size_t(e)];
       for (int64_t i = 0; i < width; ++i) {
-        const float g = dot(x, gate.data() + (e * width + i) * hidden, hidden);
-        const float u = dot(x, up.data() + (e * width + i) * hidden, hidden);
-        h[size_t(i)] = (geluTanhGate ? geluTanh(g) : silu(g)) * u;
+        const int64_t row = e * width + i;
+        const float g = dot(x, w.gate.data() + row * hidden, hidden) +
+                        bias(w.gateBias, row);
+        const float u =
+            dot(x, w.up.data() + row * hidden, hidden) + bias(w.upBias, row);
+        h[size_t(i)] = gatedValue(fn, g, u, limit);
       }
-      for (int64_t j = 0; j < hidden; ++j)
-        y[j] += weight *
-                dot(h.data(), down.data() + (e * hidden + j) * width, width);
+      for (int64_t j = 0; j < hidden; ++j) {
+        const int64_t row = e * hidden + j;
+        y[j] += weight * (dot(h.data(), w.down.data() + row * width, width) +
+                          bias(w.downBias, row));
+      }
     }
+  }
+}
+
+void sigmoidGateRows(std::span<float> out, std::span<const float> value,
+                     std::span<const float> in, std::span<const float> weight,
+                     int64_t rows, int64_t width, int64_t hidden) {
+  for (int64_t t = 0; t < rows; ++t) {
+    float z = 0.0f;
+    for (int64_t i = 0; i < hidden; ++i)
+      z += in[static_cast<size_t>(t * hidden + i)] *
+           weight[static_cast<size_t>(i)];
+    const float g = 1.0f / (1.0f + std::exp(-z));
+    for (int64_t j = 0; j < width; ++j)
+      out[static_cast<size_t>(t * width + j)] =
+          g * value[static_cast<size_t>(t * width + j)];
   }
 }
 

@@ -46,17 +46,38 @@ void linearRows(std::span<float> out, std::span<const float> in,
 void swigluRows(std::span<float> out, std::span<const float> in, int64_t rows,
                 int64_t width, bool geluTanhGate);
 
-/// A mixture of experts (PlanOp Moe) over `rows` rows of `hidden` values:
-/// p = softmax(x . router^T) over the `experts` experts, the topK of highest
+/// The gate activation of a gated MLP: silu, PyTorch's tanh GELU, or
+/// gpt-oss's clamped SwiGLU (g = min(gate, limit), u = clamp(up, -limit,
+/// limit), (u + 1) * g * sigmoid(1.702 * g)).
+enum class GateFunction { Silu, GeluTanh, ClampedSilu };
+
+/// act(gate) * up for one pair, by `fn` (ClampedSilu with `limit`).
+float gatedValue(GateFunction fn, float gate, float up, float limit);
+
+/// The weights of a mixture of experts (PlanOp Moe): router [experts,
+/// hidden], gate and up [experts * width, hidden], down [experts * hidden,
+/// width], expert e's rows in order; the biases (all four, or all empty)
+/// stacked alike: router [experts], gate and up [experts * width], down
+/// [experts * hidden].
+struct MoeWeights {
+  std::span<const float> router, gate, up, down;
+  std::span<const float> routerBias, gateBias, upBias, downBias;
+};
+
+/// A mixture of experts over `rows` rows of `hidden` values: p =
+/// softmax(x . router^T + router bias) over the experts, the topK of highest
 /// p (lower index first on ties), divided by their sum when normalizeTopK;
-/// out[t] = sum of p_e * down_e(act(gate_e . x) * (up_e . x)). router is
-/// [experts, hidden], gate and up [experts * width, hidden], down
-/// [experts * hidden, width], expert e's rows in order.
+/// out[t] = sum of p_e * down_e(act(gate_e . x, up_e . x)) (biases added to
+/// each projection when present).
 void moeRows(std::span<float> out, std::span<const float> in,
-             std::span<const float> router, std::span<const float> gate,
-             std::span<const float> up, std::span<const float> down,
-             int64_t rows, int64_t hidden, int64_t experts, int64_t topK,
-             bool normalizeTopK, bool geluTanhGate);
+             const MoeWeights &w, int64_t rows, int64_t hidden, int64_t experts,
+             int64_t topK, bool normalizeTopK, GateFunction fn, float limit);
+
+/// out[t] = sigmoid(in[t] . weight) * value[t] over `rows` rows; value and
+/// out are `width` wide, in and weight `hidden`.
+void sigmoidGateRows(std::span<float> out, std::span<const float> value,
+                     std::span<const float> in, std::span<const float> weight,
+                     int64_t rows, int64_t width, int64_t hidden);
 
 /// values = cap * tanh(values / cap), in place.
 void softcapValues(std::span<float> values, float cap);

@@ -224,7 +224,7 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
       usesKvCache_ = true;
       break;
     case OpKind::Attention:
-      expectCounts(2, 2, 0, 0);
+      expectCounts(2, 2, 0, 1);
       usesKvCache_ = true;
       break;
     case OpKind::Swiglu:
@@ -241,7 +241,13 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
       expectCounts(1, 1, 0, 0);
       break;
     case OpKind::Moe:
-      expectCounts(2, 2, 4, 4);
+      expectCounts(2, 2, 4, 8);
+      if (op.weights.size() != 4 && op.weights.size() != 8)
+        opError("has ", op.weights.size(),
+                " weights, expected 4 (no biases) or 8");
+      break;
+    case OpKind::SigmoidGate:
+      expectCounts(3, 3, 1, 1);
       break;
     case OpKind::AllReduce:
       expectCounts(1, 1, 0, 0);
@@ -516,6 +522,8 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
       opError("scale is not finite");
     if (!(op.softcap >= 0) || !std::isfinite(op.softcap))
       opError("softcap is ", op.softcap, "; it must be >= 0 (0 = none)");
+    if (op.hasSinks())
+      shapeIs(weight(0), {op.heads});
     break;
   }
   case OpKind::Softcap: {
@@ -545,6 +553,18 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
     shapeIs(weight(3), {experts * in.width, width});
     if (op.topK < 1 || op.topK > experts)
       opError("top_k is ", op.topK, "; it must be in [1, ", experts, "]");
+    if (op.hasMoeBiases()) {
+      shapeIs(weight(4), {experts});
+      shapeIs(weight(5), {experts * width});
+      shapeIs(weight(6), {experts * width});
+      shapeIs(weight(7), {experts * in.width});
+    }
+    if ((op.activation == fb::GateActivation::ClampedSilu) !=
+        (op.activationLimit > 0))
+      opError("activation_limit is ", op.activationLimit,
+              "; ClampedSilu needs a positive one, other activations none");
+    if (!std::isfinite(op.activationLimit))
+      opError("activation_limit is not finite");
     if (out.width != in.width)
       opError("out '", out.name, "' has width ", out.width, ", expected ",
               in.width);
@@ -571,9 +591,24 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
     distinct(0, 1);
     break;
   }
+  case OpKind::SigmoidGate: {
+    const BufferInfo &out = activation(0);
+    const BufferInfo &value = activation(1);
+    const BufferInfo &in = activation(2);
+    if (out.width != value.width)
+      opError("out '", out.name, "' has width ", out.width, " but value '",
+              value.name, "' has width ", value.width);
+    shapeIs(weight(0), {1, in.width});
+    sameRows(out, value);
+    sameRows(out, in);
+    distinct(0, 2);
+    break;
+  }
   case OpKind::Swiglu: {
     const BufferInfo &out = activation(0);
     const BufferInfo &in = activation(1);
+    if (op.activation == fb::GateActivation::ClampedSilu)
+      opError("ClampedSilu is an activation of Moe only");
     if (in.width != 2 * out.width)
       opError("in '", in.name, "' has width ", in.width,
               ", expected twice the width of out '", out.name, "' (",
@@ -677,6 +712,7 @@ void ReferencePlan::checkDataFlow() const {
       break;
     case OpKind::Add:
     case OpKind::GatherRows:
+    case OpKind::SigmoidGate:
       reads(1);
       reads(2);
       break;

@@ -372,4 +372,23 @@ QuantizedWeight toSolInt4(const LinearQuantWeight &w) {
   return q;
 }
 
+float fp4E2M1Value(uint8_t code) {
+  static constexpr float kMagnitudes[8] = {0.0f, 0.5f, 1.0f, 1.5f,
+                                           2.0f, 3.0f, 4.0f, 6.0f};
+  const float m = kMagnitudes[code & 7];
+  return (code & 8) ? -m : m;
+}
+
+void dequantizeMxfp4Group(std::span<const std::byte> bytes, uint8_t scale,
+                          std::span<uint16_t> out) {
+  if (bytes.size() != 16 || out.size() != 32)
+    fail("internal error: an MXFP4 group is 16 bytes and 32 values");
+  const float factor = std::ldexp(1.0f, int(scale) - 127);
+  for (size_t j = 0; j < 16; ++j) {
+    const auto byte = std::to_integer<uint8_t>(bytes[j]);
+    out[2 * j] = floatToBf16(fp4E2M1Value(byte & 0xF) * factor);
+    out[2 * j + 1] = floatToBf16(fp4E2M1Value(byte >> 4) * factor);
+  }
+}
+
 } // namespace sol::quant

@@ -34,6 +34,11 @@
 //   For b = 4, K = blocks * g and integer zero points this is Sol's int4 with
 //   group g: the codes' bytes are already Sol's layout.
 //
+// MXFP4 (OCP microscaling; gpt-oss's experts, quant_method "mxfp4"):
+//   blocks uint8 [..., G, 16], scales uint8 [..., G]: 32 FP4 (E2M1) values
+//   per group, two per byte with the low nibble first, times the group's
+//   shared E8M0 exponent 2^(scale - 127).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -45,6 +50,15 @@
 #include <vector>
 
 namespace sol::quant {
+
+/// The value of an FP4 (E2M1) code: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and, with
+/// bit 3 set, their negatives.
+float fp4E2M1Value(uint8_t code);
+
+/// One MXFP4 group (16 bytes, 32 values) with shared exponent byte
+/// `scale`, as bf16 bit patterns (exact: every value fits bf16).
+void dequantizeMxfp4Group(std::span<const std::byte> bytes, uint8_t scale,
+                          std::span<uint16_t> out);
 
 /// AutoAWQ's AWQ_ORDER: nibble i of a packed word holds column
 /// c*8 + kAwqOrder[i].

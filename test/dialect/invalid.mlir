@@ -200,7 +200,7 @@ func.func @convert_weight_fp8() {
 // sol.transpose_weight takes 2-D weights...
 func.func @transpose_weight_rank() {
   %a = sol.weight @a : tensor<8xbf16>
-  // expected-error @+1 {{'sol.transpose_weight' op transposes 2-D weights, but the input has shape [8]}}
+  // expected-error @+1 {{'sol.transpose_weight' op transposes 2-D weights (or each matrix of a 3-D one), but the input has shape [8]}}
   %c = sol.transpose_weight %a : tensor<8xbf16> -> tensor<8xbf16>
   return
 }
@@ -1634,5 +1634,115 @@ func.func @all_reduce_one_rank(%x: tensor<?x64xbf16>) {
 func.func @all_gather_width(%x: tensor<?x64xf32>) {
   // expected-error @+1 {{result must be 2 inputs side by side, [?, 128] of 'f32', but is 'tensor<?x64xf32>'}}
   %y = sol.all_gather %x {ranks = 2 : i64} : tensor<?x64xf32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+// gpt-oss: sinks are one float per query head.
+func.func @attention_sinks_shape(%q: tensor<?x64xbf16>, %pos: tensor<?xi32>, %seq: tensor<?xi32>) {
+  %s = sol.weight @sinks : tensor<8xbf16>
+  // expected-error @+1 {{sinks must be a [4] bf16, f16 or f32 weight (one per query head), but has type 'tensor<8xbf16>'}}
+  %a = sol.attention %q, %q, %q, %pos, %seq sinks %s {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 4 : i64, head_dim = 16 : i64, scale = 0.25 : f32} : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<8xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @moe_bias_count(%x: tensor<?x64xbf16>) {
+  %r = sol.weight @router : tensor<4x64xbf16>
+  %g = sol.weight @gate : tensor<128x64xbf16>
+  %d = sol.weight @down : tensor<256x32xbf16>
+  %rb = sol.weight @rb : tensor<4xbf16>
+  // expected-error @+1 {{takes four biases (router, gate, up, down) or none, got 1}}
+  %y = sol.moe %x, %r, %g, %g, %d biases(%rb) {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xbf16>, tensor<128x64xbf16>, tensor<256x32xbf16>, tensor<4xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @moe_bias_shape(%x: tensor<?x64xbf16>) {
+  %r = sol.weight @router : tensor<4x64xbf16>
+  %g = sol.weight @gate : tensor<128x64xbf16>
+  %d = sol.weight @down : tensor<256x32xbf16>
+  %rb = sol.weight @rb : tensor<4xbf16>
+  %gb = sol.weight @gb : tensor<128xbf16>
+  %db = sol.weight @db : tensor<128xbf16>
+  // expected-error @+1 {{the down bias must be a [256] float weight, but has type 'tensor<128xbf16>'}}
+  %y = sol.moe %x, %r, %g, %g, %d biases(%rb, %gb, %gb, %db) {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xbf16>, tensor<128x64xbf16>, tensor<256x32xbf16>, tensor<4xbf16>, tensor<128xbf16>, tensor<128xbf16>, tensor<128xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @moe_clamped_needs_limit(%x: tensor<?x64xbf16>) {
+  %r = sol.weight @router : tensor<4x64xbf16>
+  %g = sol.weight @gate : tensor<128x64xbf16>
+  %d = sol.weight @down : tensor<256x32xbf16>
+  // expected-error @+1 {{activation_limit goes with clamped_silu, and only with it}}
+  %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = true, activation = #sol<activation clamped_silu>} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xbf16>, tensor<128x64xbf16>, tensor<256x32xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @swiglu_clamped(%x: tensor<?x64xbf16>) {
+  // expected-error @+1 {{clamped_silu is an activation of sol.moe only}}
+  %y = sol.swiglu %x, %x {activation = #sol<activation clamped_silu>} : (tensor<?x64xbf16>, tensor<?x64xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @sigmoid_gate_weight(%v: tensor<?x64xbf16>, %x: tensor<?x32xbf16>) {
+  %w = sol.weight @gate : tensor<1x64xbf16>
+  // expected-error @+1 {{weight must be a [1, 32] float weight, but has type 'tensor<1x64xbf16>'}}
+  %y = sol.sigmoid_gate %v, %x, %w : (tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<1x64xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @slice_rows_stride() {
+  %w = sol.weight @w : tensor<8x4xbf16>
+  // expected-error @+1 {{rows 1..9 (stride 2) must lie within the input's 8}}
+  %s = sol.slice_rows %w {offset = 1 : i64, stride = 2 : i64} : tensor<8x4xbf16> -> tensor<5x4xbf16>
+  return
+}
+
+// -----
+
+func.func @reshape_weight_count() {
+  %w = sol.weight @w : tensor<4x8xbf16>
+  // expected-error @+1 {{keeps the element type and count; input 'tensor<4x8xbf16>', result 'tensor<30xbf16>'}}
+  %s = sol.reshape_weight %w : tensor<4x8xbf16> -> tensor<30xbf16>
+  return
+}
+
+// -----
+
+func.func @mxfp4_shapes() {
+  %b = sol.weight @blocks : tensor<4x64x2x16xui8>
+  %s = sol.weight @scales : tensor<4x64x3xui8>
+  // expected-error @+1 {{needs ui8 blocks [..., G, 16] and ui8 scales [..., G], got [4, 64, 2, 16] and [4, 64, 3]}}
+  %w = sol.dequantize_mxfp4 %b, %s : (tensor<4x64x2x16xui8>, tensor<4x64x3xui8>) -> tensor<256x64xbf16>
+  return
+}
+
+// -----
+
+func.func @mxfp4_result() {
+  %b = sol.weight @blocks : tensor<4x64x2x16xui8>
+  %s = sol.weight @scales : tensor<4x64x2xui8>
+  // expected-error @+1 {{result must be [256, 64] bf16, but is 'tensor<64x256xbf16>'}}
+  %w = sol.dequantize_mxfp4 %b, %s : (tensor<4x64x2x16xui8>, tensor<4x64x2xui8>) -> tensor<64x256xbf16>
+  return
+}
+
+// -----
+
+func.func @rope_truncate_without_yarn(%q: tensor<?x64xbf16>, %pos: tensor<?xi32>) {
+  // expected-error @+1 {{rope truncate = false goes with yarn scaling only}}
+  %r = sol.rope %q, %pos {rope = #sol.rope<theta = 10000.0, truncate = false>, num_heads = 4, head_dim = 16} : (tensor<?x64xbf16>, tensor<?xi32>) -> tensor<?x64xbf16>
   return
 }

@@ -12,6 +12,7 @@
 //   solrun --tokenizer DIR|PLAN --encode | --decode | --render-chat
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaExecutor.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/engine/TextModel.h"
 #include "runtime/executor/ExecutorFactory.h"
@@ -272,26 +273,45 @@ void printInfo(const sol::PlanFile &file) {
                 line.c_str(), kept.empty() ? "" : "; ", kept.c_str());
   }
   // Mixtures of experts: how many layers, experts and experts per token.
-  int mixtures = 0;
+  int mixtures = 0, sharedExperts = 0;
   const sol::PlanOp *moe = nullptr;
-  for (const sol::PlanOp &op : ops)
+  bool sinks = false;
+  for (const sol::PlanOp &op : ops) {
     if (op.kind == sol::OpKind::Moe) {
       ++mixtures;
       moe = &op;
     }
+    sharedExperts += op.kind == sol::OpKind::SigmoidGate;
+    sinks = sinks || op.hasSinks();
+  }
   if (moe && p.weights() && moe->weights.at(0) >= 0 &&
       static_cast<unsigned>(moe->weights.at(0)) < p.weights()->size()) {
     const auto *router = p.weights()->Get(moe->weights.at(0))->shape();
-    std::printf("experts:       %d mixture-of-experts layers of %lld experts, "
-                "%lld per token%s (on a GPU with SOL_CUDA_MOE=1, else on the "
-                "CPU reference executor)\n",
-                mixtures,
-                router && router->size() == 2
-                    ? static_cast<long long>(router->Get(0))
-                    : 0LL,
-                static_cast<long long>(moe->topK),
-                moe->normalizeTopK ? ", their weights renormalised" : "");
+    std::string extras;
+    if (moe->normalizeTopK)
+      extras += ", their weights renormalised";
+    if (moe->hasMoeBiases())
+      extras += ", biases on the router and experts";
+    if (moe->activation == sol::fb::GateActivation::ClampedSilu)
+      extras += sol::cat(", clamped SwiGLU (limit ", moe->activationLimit, ")");
+    if (sharedExperts)
+      extras += ", a gated shared expert beside them";
+    const std::string where =
+        sol::cuda::CudaExecutor::unimplementedFeature(p).empty()
+            ? "on a GPU with SOL_CUDA_MOE=1, else on the CPU reference "
+              "executor"
+            : "on the CPU reference executor: the CUDA executor does not "
+              "run them yet";
+    std::printf(
+        "experts:       %d mixture-of-experts layers of %lld experts, "
+        "%lld per token%s (%s)\n",
+        mixtures,
+        router && router->size() == 2 ? static_cast<long long>(router->Get(0))
+                                      : 0LL,
+        static_cast<long long>(moe->topK), extras.c_str(), where.c_str());
   }
+  if (sinks)
+    std::printf("attention:     a learned sink logit per head (gpt-oss)\n");
 }
 
 /// One line per weight: name, dtype, shape, bytes and what the compiler did.

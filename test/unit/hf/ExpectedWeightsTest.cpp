@@ -234,6 +234,72 @@ TEST(ExpectedWeightsTest, MixtureOfExpertsLayers) {
                         "quantized experts yet"));
 }
 
+TEST(ExpectedWeightsTest, GptOssExpertsSinksAndBiases) {
+  ModelConfig config = tinyConfig(Architecture::GptOss);
+  config.numExperts = 4, config.expertsPerToken = 2;
+  config.expertIntermediateSize = 64;
+  config.sparseLayers = {true, true};
+  config.expertBiases = config.stackedExperts = config.attentionSinks = true;
+  config.qkvBias = config.oProjBias = true;
+  std::vector<ExpectedTensor> list = expectedWeights(config);
+  const std::string p = "model.layers.1.";
+  EXPECT_EQ(shapeOf(list, p + "self_attn.sinks"), (Shape{4}));
+  EXPECT_EQ(shapeOf(list, p + "self_attn.o_proj.bias"), (Shape{32}));
+  EXPECT_EQ(shapeOf(list, p + "mlp.router.weight"), (Shape{4, 32}));
+  EXPECT_EQ(shapeOf(list, p + "mlp.router.bias"), (Shape{4}));
+  // Inputs first: [E, H, 2I] and [E, I, H].
+  EXPECT_EQ(shapeOf(list, p + "mlp.experts.gate_up_proj"), (Shape{4, 32, 128}));
+  EXPECT_EQ(shapeOf(list, p + "mlp.experts.down_proj"), (Shape{4, 64, 32}));
+  EXPECT_EQ(shapeOf(list, p + "mlp.experts.gate_up_proj_bias"),
+            (Shape{4, 128}));
+  EXPECT_EQ(shapeOf(list, p + "mlp.experts.down_proj_bias"), (Shape{4, 32}));
+  EXPECT_EQ(findExpected(list, p + "mlp.experts.0.gate_proj.weight"), nullptr);
+
+  // MXFP4: rows are outputs, 16 bytes (32 values) per scale.
+  QuantizationConfig q;
+  q.method = QuantMethod::Mxfp4;
+  q.groupSize = 32;
+  config.quantization = q;
+  list = expectedWeights(config);
+  const ExpectedTensor *blocks =
+      findExpected(list, p + "mlp.experts.gate_up_proj_blocks");
+  ASSERT_NE(blocks, nullptr);
+  EXPECT_EQ(blocks->shape, (Shape{4, 128, 1, 16}));
+  EXPECT_EQ(blocks->dtypes, std::vector<DType>{DType::U8});
+  EXPECT_EQ(shapeOf(list, p + "mlp.experts.down_proj_scales"),
+            (Shape{4, 32, 2}));
+  EXPECT_EQ(findExpected(list, p + "mlp.experts.gate_up_proj"), nullptr);
+  EXPECT_EQ(shapeOf(list, p + "self_attn.q_proj.weight"), (Shape{32, 32}));
+
+  config.expertIntermediateSize = 48;
+  EXPECT_THAT(errorOf([&] { expectedWeights(config); }),
+              HasSubstr("mxfp4 experts pack 32 values per scale"));
+  ModelConfig llama = tinyConfig(Architecture::Llama);
+  llama.quantization = q;
+  EXPECT_THAT(errorOf([&] { expectedWeights(llama); }),
+              HasSubstr("is gpt-oss's format for its experts; Sol imports it "
+                        "for GptOssForCausalLM only, not LlamaForCausalLM"));
+}
+
+TEST(ExpectedWeightsTest, Qwen2MoeSharedExpert) {
+  ModelConfig config = tinyConfig(Architecture::Qwen2Moe);
+  config.numExperts = 4, config.expertsPerToken = 2;
+  config.expertIntermediateSize = 16;
+  config.sharedExpertIntermediateSize = 40;
+  config.sparseLayers = {true, false};
+  const std::vector<ExpectedTensor> list = expectedWeights(config);
+  EXPECT_EQ(shapeOf(list, "model.layers.0.mlp.experts.3.up_proj.weight"),
+            (Shape{16, 32}));
+  EXPECT_EQ(shapeOf(list, "model.layers.0.mlp.shared_expert.gate_proj.weight"),
+            (Shape{40, 32}));
+  EXPECT_EQ(shapeOf(list, "model.layers.0.mlp.shared_expert.down_proj.weight"),
+            (Shape{32, 40}));
+  EXPECT_EQ(shapeOf(list, "model.layers.0.mlp.shared_expert_gate.weight"),
+            (Shape{1, 32}));
+  EXPECT_EQ(findExpected(list, "model.layers.1.mlp.shared_expert_gate.weight"),
+            nullptr);
+}
+
 /// tinyConfig with `method`'s quantization_config (int4 groups of 16).
 ModelConfig quantizedConfig(QuantMethod method) {
   ModelConfig config = tinyConfig(Architecture::Llama);

@@ -234,6 +234,135 @@ TEST(ModelConfigTest, ParsesMixtral) {
             "block_sparse_moe.experts.0.w3");
 }
 
+// gpt-oss-20b's (layer_types left out: GptOssConfig's default alternation).
+const char *kGptOss20B = R"({
+  "architectures": ["GptOssForCausalLM"], "attention_bias": true,
+  "attention_dropout": 0.0, "eos_token_id": 200002, "experts_per_token": 4,
+  "head_dim": 64, "hidden_act": "silu", "hidden_size": 2880,
+  "initial_context_length": 4096, "initializer_range": 0.02,
+  "intermediate_size": 2880, "max_position_embeddings": 131072,
+  "model_type": "gpt_oss", "num_attention_heads": 64,
+  "num_experts_per_tok": 4, "num_hidden_layers": 24,
+  "num_key_value_heads": 8, "num_local_experts": 32,
+  "output_router_logits": false, "pad_token_id": 199999,
+  "quantization_config": {"modules_to_not_convert": [
+    "model.layers.*.self_attn", "model.layers.*.mlp.router",
+    "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"},
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+    "original_max_position_embeddings": 4096, "rope_type": "yarn",
+    "truncate": false},
+  "rope_theta": 150000, "router_aux_loss_coef": 0.9, "sliding_window": 128,
+  "swiglu_limit": 7.0, "tie_word_embeddings": false, "use_cache": true,
+  "vocab_size": 201088})";
+
+// Qwen1.5-MoE-A2.7B's.
+const char *kQwen15MoeA27B = R"({
+  "architectures": ["Qwen2MoeForCausalLM"], "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151643, "hidden_act": "silu",
+  "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 5632,
+  "max_position_embeddings": 8192, "max_window_layers": 21,
+  "model_type": "qwen2_moe", "num_attention_heads": 16,
+  "num_hidden_layers": 24, "num_key_value_heads": 16, "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0, "sliding_window": 32768,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "use_cache": true, "use_sliding_window": false, "vocab_size": 151936,
+  "decoder_sparse_step": 1, "moe_intermediate_size": 1408,
+  "shared_expert_intermediate_size": 5632, "num_experts_per_tok": 4,
+  "num_experts": 60, "norm_topk_prob": false, "output_router_logits": false,
+  "router_aux_loss_coef": 0.001})";
+
+TEST(ModelConfigTest, ParsesGptOss) {
+  ModelConfig c = parseModelConfig(kGptOss20B, "config.json");
+  EXPECT_EQ(c.architecture, Architecture::GptOss);
+  EXPECT_EQ(c.numExperts, 32);
+  EXPECT_EQ(c.expertsPerToken, 4);
+  EXPECT_EQ(c.expertIntermediateSize, 2880);
+  EXPECT_TRUE(c.normalizeTopK); // softmax over the top-k logits
+  EXPECT_TRUE(c.expertBiases);
+  EXPECT_TRUE(c.stackedExperts);
+  EXPECT_EQ(c.expertActivation, GateActivationKind::ClampedSilu);
+  EXPECT_EQ(c.swigluLimit, 7.0);
+  EXPECT_TRUE(c.attentionSinks);
+  EXPECT_TRUE(c.qkvBias);
+  EXPECT_TRUE(c.oProjBias);
+  EXPECT_EQ(c.headDim, 64);
+  EXPECT_EQ(c.moeRouter(), "mlp.router");
+  ASSERT_TRUE(c.quantization);
+  EXPECT_EQ(c.quantization->method, QuantMethod::Mxfp4);
+  EXPECT_TRUE(c.quantization->quantizes("model.layers.3.mlp.experts"));
+  EXPECT_FALSE(c.quantization->quantizes("model.layers.3.self_attn.q_proj"));
+  EXPECT_FALSE(c.quantization->quantizes("model.layers.3.mlp.router"));
+  EXPECT_FALSE(c.quantization->quantizes("lm_head"));
+  // Alternating 128-token windows, the first layer sliding.
+  EXPECT_EQ(c.slidingWindow, 128);
+  EXPECT_TRUE(c.layerUsesSlidingWindow(0));
+  EXPECT_FALSE(c.layerUsesSlidingWindow(1));
+  EXPECT_TRUE(c.layerUsesSlidingWindow(22));
+  EXPECT_FALSE(c.layerUsesSlidingWindow(23));
+  EXPECT_EQ(c.ropeTheta, 150000.0);
+  EXPECT_EQ(c.ropeScaling.type, RopeScalingType::Yarn);
+  EXPECT_EQ(c.ropeScaling.factor, 32.0);
+  EXPECT_FALSE(c.ropeScaling.truncate);
+  EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, 4096);
+
+  // GptOssConfig's defaults when the config leaves them out.
+  std::string text = without(without(kGptOss20B, "rope_scaling"), "rope_theta");
+  text = without(without(text, "sliding_window"), "swiglu_limit");
+  c = parseModelConfig(without(text, "attention_bias"), "config.json");
+  EXPECT_EQ(c.ropeTheta, 150000.0);
+  EXPECT_EQ(c.ropeScaling.type, RopeScalingType::Yarn);
+  EXPECT_EQ(c.ropeScaling.factor, 32.0);
+  EXPECT_FALSE(c.ropeScaling.truncate);
+  EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, 4096);
+  EXPECT_EQ(c.slidingWindow, 128);
+  EXPECT_EQ(c.swigluLimit, 7.0);
+  EXPECT_TRUE(c.qkvBias);
+
+  EXPECT_THAT(configError(edited(kGptOss20B, "swiglu_alpha", 2.0)),
+              HasSubstr("\"swiglu_alpha\" is 2; Sol implements gpt-oss's "
+                        "clamped SwiGLU with alpha 1.702 only"));
+  EXPECT_THAT(configError(edited(kGptOss20B, "swiglu_limit", 0)),
+              HasSubstr("swiglu_limit"));
+  EXPECT_THAT(configError(edited(kGptOss20B, "hidden_act", "gelu")),
+              HasSubstr("hidden_act"));
+}
+
+TEST(ModelConfigTest, ParsesQwen2Moe) {
+  ModelConfig c = parseModelConfig(kQwen15MoeA27B, "config.json");
+  EXPECT_EQ(c.architecture, Architecture::Qwen2Moe);
+  EXPECT_EQ(c.numExperts, 60);
+  EXPECT_EQ(c.expertsPerToken, 4);
+  EXPECT_EQ(c.expertIntermediateSize, 1408);
+  EXPECT_EQ(c.sharedExpertIntermediateSize, 5632);
+  EXPECT_FALSE(c.normalizeTopK);
+  EXPECT_TRUE(c.qkvBias);
+  EXPECT_FALSE(c.oProjBias);
+  EXPECT_FALSE(c.expertBiases);
+  EXPECT_FALSE(c.attentionSinks);
+  EXPECT_EQ(c.headDim, 128);
+  EXPECT_FALSE(c.slidingWindow);
+  EXPECT_TRUE(c.layerIsSparse(0));
+  EXPECT_EQ(c.moeRouter(), "mlp.gate");
+
+  // Qwen2MoeConfig's window: every other layer below max_window_layers.
+  std::string text = edited(kQwen15MoeA27B, "use_sliding_window", true);
+  c = parseModelConfig(edited(text, "max_window_layers", 4), "config.json");
+  EXPECT_EQ(c.slidingWindow, 32768);
+  EXPECT_TRUE(c.layerUsesSlidingWindow(0));
+  EXPECT_FALSE(c.layerUsesSlidingWindow(1));
+  EXPECT_TRUE(c.layerUsesSlidingWindow(2));
+  EXPECT_FALSE(c.layerUsesSlidingWindow(4));
+  EXPECT_FALSE(c.layerUsesSlidingWindow(5));
+  // qkv_bias may turn the q/k/v biases off.
+  c = parseModelConfig(edited(kQwen15MoeA27B, "qkv_bias", false),
+                       "config.json");
+  EXPECT_FALSE(c.qkvBias);
+  EXPECT_THAT(
+      configError(edited(kQwen15MoeA27B, "shared_expert_intermediate_size", 0)),
+      HasSubstr("shared_expert_intermediate_size"));
+}
+
 TEST(ModelConfigTest, RefusesBadExpertSettings) {
   EXPECT_THAT(configError(edited(kMixtral8x7B, "num_experts_per_tok", 9)),
               HasSubstr("\"num_experts_per_tok\" (9) must not exceed the "

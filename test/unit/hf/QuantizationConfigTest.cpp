@@ -241,6 +241,28 @@ TEST(QuantizationConfigTest, CompressedTensorsErrors) {
                         "weights were not saved quantized"));
 }
 
+TEST(QuantizationConfigTest, Mxfp4QuantizesExpertsOnly) {
+  QuantizationConfig q =
+      *parse(Json{{"quant_method", "mxfp4"},
+                  {"modules_to_not_convert",
+                   {"model.layers.*.self_attn", "model.layers.*.mlp.router",
+                    "lm_head"}}})
+           .quantization;
+  EXPECT_EQ(q.method, QuantMethod::Mxfp4);
+  EXPECT_EQ(q.groupSize, 32);
+  EXPECT_TRUE(q.quantizes("model.layers.0.mlp.experts"));
+  EXPECT_FALSE(q.quantizes("model.layers.0.mlp.router"));
+  EXPECT_FALSE(q.quantizes("model.layers.0.self_attn.q_proj"));
+  EXPECT_FALSE(q.quantizes("lm_head"));
+  EXPECT_THAT(q.describe(), HasSubstr("mxfp4"));
+  // A module named in modules_to_not_convert stays float.
+  q = *parse(Json{{"quant_method", "mxfp4"},
+                  {"modules_to_not_convert", {"model.layers.1"}}})
+           .quantization;
+  EXPECT_TRUE(q.quantizes("model.layers.0.mlp.experts"));
+  EXPECT_FALSE(q.quantizes("model.layers.1.mlp.experts"));
+}
+
 TEST(QuantizationConfigTest, UnknownMethod) {
   EXPECT_THAT(errorOf([] {
                 parse(Json{{"quant_method", "bitsandbytes"}});

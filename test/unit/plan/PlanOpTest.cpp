@@ -54,6 +54,16 @@ std::vector<PlanOp> everyKind() {
   // Tensor-parallel collectives.
   add(OpKind::AllReduce, {10}, {});
   add(OpKind::AllGather, {36, 21}, {});
+  // gpt-oss: attention sinks; experts with biases and the clamped SwiGLU.
+  PlanOp &sinks = add(OpKind::Attention, {18, 9}, {37});
+  sinks.layer = 1, sinks.heads = 8, sinks.kvHeads = 8, sinks.headDim = 64,
+  sinks.scale = 0.125f;
+  PlanOp &biased = add(OpKind::Moe, {30, 4}, {31, 32, 33, 34, 38, 39, 40, 41});
+  biased.topK = 4, biased.normalizeTopK = true,
+  biased.activation = fb::GateActivation::ClampedSilu,
+  biased.activationLimit = 7.0f;
+  // Qwen2-MoE's shared-expert gate.
+  add(OpKind::SigmoidGate, {42, 20, 4}, {43});
   return ops;
 }
 
@@ -94,6 +104,7 @@ TEST(PlanOpTest, EveryKindRoundTrips) {
     EXPECT_EQ(d.topK, a.topK);
     EXPECT_EQ(d.normalizeTopK, a.normalizeTopK);
     EXPECT_EQ(d.activation, a.activation);
+    EXPECT_EQ(d.activationLimit, a.activationLimit);
   }
   EXPECT_TRUE(decoded[1].hasResidual());
   EXPECT_FALSE(decoded[2].hasResidual());
@@ -108,6 +119,10 @@ TEST(PlanOpTest, EveryKindRoundTrips) {
   EXPECT_EQ(decoded[14].weights[decoded[14].scalesWeight() + 1], 27);
   EXPECT_FALSE(decoded[15].hasBias());
   EXPECT_EQ(decoded[15].weights[decoded[15].scalesWeight()], 29);
+  EXPECT_FALSE(decoded[8].hasSinks());
+  EXPECT_TRUE(decoded[19].hasSinks());
+  EXPECT_FALSE(decoded[16].hasMoeBiases());
+  EXPECT_TRUE(decoded[20].hasMoeBiases());
 }
 
 TEST(PlanOpTest, QuantizedLinearsNeedTheirScales) {
@@ -127,6 +142,25 @@ TEST(PlanOpTest, QuantizedLinearsNeedTheirScales) {
   } catch (const Error &e) {
     EXPECT_STREQ(e.what(), "plan x.plan: op #0 'int4' has Int4 weights "
                            "without their scales, zero points or group size");
+  }
+}
+
+TEST(PlanOpTest, MoeBiasesComeAllOrNone) {
+  flatbuffers::FlatBufferBuilder b;
+  auto params = fb::CreateMoeOp(b, 1, 0, 2, 3, 4, 5, 2, true,
+                                fb::GateActivation::Silu, /*router_bias=*/6);
+  auto op = fb::CreateOpDirect(b, "moe", fb::OpParams::MoeOp, params.Union());
+  auto vector = b.CreateVector(std::vector{op});
+  fb::PlanBuilder pb(b);
+  pb.add_ops(vector);
+  b.Finish(pb.Finish());
+  const fb::Plan *plan = flatbuffers::GetRoot<fb::Plan>(b.GetBufferPointer());
+  try {
+    decodePlanOps(*plan, "x.plan");
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "plan x.plan: op #0 'moe' (Moe) has 1 of its four "
+                           "biases; it needs all or none");
   }
 }
 

@@ -238,6 +238,52 @@ TEST(ReferenceOps, MixtureOfExpertsRoutesAndWeighs) {
                    0.5 * (2 * h0 + 20 * h1)});
 }
 
+// gpt-oss's experts: router bias, experts' biases, clamped SwiGLU. The
+// router's weights are zero, so its bias alone picks expert 1; x = (1, 0.5).
+TEST(ReferenceOps, MixtureOfExpertsWithBiasesAndClampedSwiglu) {
+  TestPlan p;
+  const int e = p.weight("embed", {1, 2}, {1, 0.5f});
+  const int router = p.weight("router", {2, 2}, {0, 0, 0, 0});
+  const int gate = p.weight("gate", {2, 2}, {5, 5, 1, 0});
+  const int up = p.weight("up", {2, 2}, {5, 5, 0, 1});
+  const int down = p.weight("down", {4, 1}, {3, 3, 1, 2});
+  const int routerBias = p.weight("router_bias", {2}, {0, 1});
+  const int gateBias = p.weight("gate_bias", {2}, {0, 9});
+  const int upBias = p.weight("up_bias", {2}, {0, -20});
+  const int downBias = p.weight("down_bias", {4}, {7, 7, 0.5f, -0.5f});
+  const int x = p.buffer("x", 2), y = p.buffer("y", 2);
+  p.op(OpKind::Embedding, "embed", {x, 0}, {e});
+  p.op(OpKind::Moe, "moe", {y, x},
+       {router, gate, up, down, routerBias, gateBias, upBias, downBias},
+       {1, 1, static_cast<int64_t>(fb::GateActivation::ClampedSilu)}, {7.0f});
+  p.observe(y);
+  PlanFile f = p.write();
+  ReferenceExecutor ex(f);
+  const auto out = runStep(ex, TestStep::sequence({0}, 0, 1), 2);
+  // Expert 1: gate = 1 + 9 clamped to 7, up = 0.5 - 20 clamped to -7;
+  // h = (up + 1) * gate * sigmoid(1.702 * gate); weight 1 (top-1).
+  const double h = -6.0 * 7.0 / (1 + std::exp(-1.702 * 7.0));
+  expectNear(out, {h * 1 + 0.5, h * 2 - 0.5}, 1e-4);
+}
+
+// Qwen2-MoE's shared-expert gate: value * sigmoid(x . w).
+TEST(ReferenceOps, SigmoidGateScalesRows) {
+  TestPlan p;
+  const int values = p.weight("values", {1, 3}, {2, -4, 8});
+  const int inputs = p.weight("inputs", {1, 2}, {1, 2});
+  const int w = p.weight("gate", {1, 2}, {0.5f, -1});
+  const int v = p.buffer("v", 3), x = p.buffer("x", 2), y = p.buffer("y", 3);
+  p.op(OpKind::Embedding, "values", {v, 0}, {values});
+  p.op(OpKind::Embedding, "inputs", {x, 0}, {inputs});
+  p.op(OpKind::SigmoidGate, "gate", {y, v, x}, {w});
+  p.observe(y);
+  PlanFile f = p.write();
+  ReferenceExecutor ex(f);
+  const auto out = runStep(ex, TestStep::sequence({0}, 0, 1), 3);
+  const double g = 1 / (1 + std::exp(1.5)); // x . w = 0.5 - 2
+  expectNear(out, {2 * g, -4 * g, 8 * g});
+}
+
 TEST(ReferenceOps, GatherRowsPicksRequestedRows) {
   TestPlan p;
   const int e = p.weight("embed", {3, 2}, {0, 1, 10, 11, 20, 21});
@@ -297,7 +343,8 @@ struct AttentionPlan {
 AttentionPlan attentionPlan(int64_t heads, int64_t kvHeads, int64_t hd,
                             const std::vector<float> &rows, int64_t window,
                             float scale, std::vector<float> invFreq,
-                            float scaling = 1.0f, int32_t blockSize = 4) {
+                            float scaling = 1.0f, int32_t blockSize = 4,
+                            const std::vector<float> &sinks = {}) {
   AttentionPlan a;
   TestPlan &p = a.plan;
   const int64_t width = (heads + 2 * kvHeads) * hd;
@@ -311,7 +358,10 @@ AttentionPlan attentionPlan(int64_t heads, int64_t kvHeads, int64_t hd,
   p.op(OpKind::Embedding, "embed", {a.qkv, 0}, {e});
   p.op(OpKind::RopeKvWrite, "layers.0.rope", {a.qkv}, {},
        {0, heads, kvHeads, hd, r});
-  p.op(OpKind::Attention, "layers.0.attn", {a.out, a.qkv}, {},
+  std::vector<int32_t> weights;
+  if (!sinks.empty())
+    weights.push_back(p.weight("sinks", {heads}, sinks));
+  p.op(OpKind::Attention, "layers.0.attn", {a.out, a.qkv}, weights,
        {0, heads, kvHeads, hd, window}, {scale});
   return a;
 }
@@ -408,6 +458,26 @@ TEST(ReferenceOps, AttentionOverTwoKeys) {
   const auto logits = runStep(ex, TestStep::sequence({0, 1}, 0, 1), 2);
   // token 0 sees only itself; token 1: scores (0, ln 3) -> p = (1/4, 3/4).
   expectNear(logits, {4, 0, 1, 6});
+}
+
+TEST(ReferenceOps, AttentionSinkJoinsTheSoftmax) {
+  // As AttentionOverTwoKeys, with a sink logit ln 4: one more term in the
+  // denominator that belongs to no key.
+  const double ln3 = std::log(3.0);
+  const std::vector<float> rows = {
+      0, 0,        /*k0*/ 0,
+      0, /*v0*/ 4, 0, // token 0
+      1, 0,        /*k1*/ static_cast<float>(2 * ln3),
+      0, /*v1*/ 0, 8, // token 1
+  };
+  AttentionPlan a = attentionPlan(1, 1, 2, rows, 0, 0.5f, {0.0f}, 1.0f, 4,
+                                  {static_cast<float>(std::log(4.0))});
+  a.plan.observe(a.out);
+  PlanFile f = a.plan.write();
+  ReferenceExecutor ex(f, smallCache());
+  const auto logits = runStep(ex, TestStep::sequence({0, 1}, 0, 1), 2);
+  // token 0: weights (1, sink 4) / 5; token 1: (1, 3, sink 4) / 8.
+  expectNear(logits, {0.8, 0, 0.5, 3});
 }
 
 TEST(ReferenceOps, GroupedQueryHeadsShareTheirKvHead) {

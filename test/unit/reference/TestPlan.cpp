@@ -88,6 +88,8 @@ void TestPlan::op(OpKind kind, const std::string &name,
   case OpKind::Moe:
     o.topK = i(0);
     o.normalizeTopK = i(1) != 0;
+    o.activation = static_cast<fb::GateActivation>(i(2));
+    o.activationLimit = f(0);
     break;
   case OpKind::ConcatColumns:
     for (size_t at = 0; at + 1 < ints.size(); at += 2) {
