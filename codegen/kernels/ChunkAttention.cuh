@@ -54,7 +54,8 @@ namespace chunk_detail {
 template <int Hq, int HD, int G>
 __device__ __forceinline__ void
 mergeClusterRows(unsigned char *shared, prefill_detail::AttendState<HD> &st,
-                 bf16 *out, prefill_detail::AttendRows rows, int splits) {
+                 bf16 *out, prefill_detail::AttendRows rows, int splits,
+                 const bf16 *sinks) {
   using Shape = PrefillAttentionShape<HD>;
   float *sO = reinterpret_cast<float *>(shared + Shape::kTileElems * 2);
   float *sM = sO + kPrefillRows * HD;
@@ -89,7 +90,8 @@ mergeClusterRows(unsigned char *shared, prefill_detail::AttendState<HD> &st,
     const int r = idx / HD;
     out[(rows.t0 + r / G) * outRow + (rows.headBase + r % G) * HD + idx % HD] =
         __float2bfloat16_rn(mergeClusterStates<kMaxChunkSplits>(
-            sM + r, sL + r, sO + idx, splits));
+            sM + r, sL + r, sO + idx, splits,
+            sinkLog2Of(sinks, rows.headBase + r % G)));
   }
   clusterSync(); // the other blocks' reads of this block's state are done
 }
@@ -99,7 +101,7 @@ __device__ __forceinline__ void
 attendChunk(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
             const int *positions, const int *token_seq, const int *block_tables,
             int max_blocks, float scale, int sliding_window, float softcap,
-            const int2 *tiles) {
+            const int2 *tiles, const bf16 *sinks) {
   using namespace prefill_detail;
   constexpr int G = Hq / Hkv;
   static_assert(G <= kPrefillRows, "chunk_attention: too many heads per group");
@@ -133,9 +135,9 @@ attendChunk(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
                                   scale, sliding_window, softcap, kvBegin,
                                   kvEnd, tileFirst, tileEnd, early, st);
   if (splits == 1)
-    writeNormalized<Hq, HD, G>(st, out, rows);
+    writeNormalized<Hq, HD, G>(st, out, rows, sinks);
   else
-    mergeClusterRows<Hq, HD, G>(shared, st, out, rows, splits);
+    mergeClusterRows<Hq, HD, G>(shared, st, out, rows, splits, sinks);
 }
 
 } // namespace chunk_detail
@@ -152,7 +154,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
   chunk_detail::attendChunk<Hq, Hkv, HD, BS>(
       chunkShared, kv, args.out, args.qkv, args.positions, args.tokenSeq,
       args.blockTables, args.maxBlocks, args.scale, args.slidingWindow,
-      Softcap ? args.softcap : 0.0f, args.tiles);
+      Softcap ? args.softcap : 0.0f, args.tiles, args.sinks);
 }
 
 // k_scales, v_scales: [num_blocks, BS, Hkv] float32 (PrefillAttention.cuh).
@@ -169,7 +171,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
   chunk_detail::attendChunk<Hq, Hkv, HD, BS>(
       chunkShared, kv, args.out, args.qkv, args.positions, args.tokenSeq,
       args.blockTables, args.maxBlocks, args.scale, args.slidingWindow,
-      Softcap ? args.softcap : 0.0f, args.tiles);
+      Softcap ? args.softcap : 0.0f, args.tiles, args.sinks);
 }
 
 } // namespace kernels

@@ -356,14 +356,32 @@ __device__ __forceinline__ float softcapScore(float s, float capLog2,
   return fmaf(-2.0f * capLog2, r, capLog2);
 }
 
+// Attention sinks (gpt-oss): a head's learned logit, one more softmax term
+// of no key. sinkLog2 is it in the log2 domain, or -inf for a head without.
+__device__ __forceinline__ float sinkLog2Of(const bf16 *sinks, int head) {
+  return sinks ? __bfloat162float(sinks[head]) * kLog2e : negativeInfinity();
+}
+
+// The factor that normalises the unnormalised output of a softmax state
+// (max m, log2 domain; sum l) whose softmax also has the sink term
+// 2^sinkLog2 (a finite sinkLog2): both scaled to the larger of m and the
+// sink, so that neither overflows.
+__device__ __forceinline__ float sinkNormalizer(float m, float l,
+                                                float sinkLog2) {
+  const float mAll = fmaxf(m, sinkLog2);
+  const float c = softmaxRescale(m, mAll);
+  return c / (l * c + exp2f(sinkLog2 - mAll));
+}
+
 // The merge of the running softmax states of the first `splits` (<= Max)
 // blocks of a thread-block cluster, each holding its state at the same
 // shared-memory addresses: max m (log2 domain), sum l and one unnormalised
-// output acc. Returns the normalised output (0 when nothing was seen).
+// output acc. Returns the normalised output (0 when nothing was seen), with
+// the head's sink in the softmax when sinkLog2 is finite.
 template <int Max>
 __device__ __forceinline__ float
-mergeClusterStates(const float *m, const float *l, const float *acc,
-                   int splits) {
+mergeClusterStates(const float *m, const float *l, const float *acc, int splits,
+                   float sinkLog2 = negativeInfinity()) {
   float ms[Max], ls[Max], as[Max];
   float mAll = negativeInfinity();
 #pragma unroll
@@ -384,6 +402,8 @@ mergeClusterStates(const float *m, const float *l, const float *acc,
     lAll += ls[s] * c;
     aAll += as[s] * c;
   }
+  if (sinkLog2 != negativeInfinity())
+    return aAll * sinkNormalizer(mAll, lAll, sinkLog2);
   return lAll > 0.0f ? aAll / lAll : 0.0f;
 }
 

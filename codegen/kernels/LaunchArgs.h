@@ -284,8 +284,9 @@ struct PagedAttentionArgs {
   float attentionScaling = 1.0f;
   float softcap = 0.0f; // 0: none
   int ropeLongFrom = 0x7fffffff;
+  SOL_DEVICE_PTR(const bf16) sinks = nullptr; // [Hq] (gpt-oss), or none
 };
-SOL_ARGS_SIZE(PagedAttentionArgs, 128)
+SOL_ARGS_SIZE(PagedAttentionArgs, 136)
 SOL_ARGS_FIELD(PagedAttentionArgs, out, 0)
 SOL_ARGS_FIELD(PagedAttentionArgs, qkv, 8)
 SOL_ARGS_FIELD(PagedAttentionArgs, kCache, 16)
@@ -305,6 +306,7 @@ SOL_ARGS_FIELD(PagedAttentionArgs, tokens, 108)
 SOL_ARGS_FIELD(PagedAttentionArgs, attentionScaling, 112)
 SOL_ARGS_FIELD(PagedAttentionArgs, softcap, 116)
 SOL_ARGS_FIELD(PagedAttentionArgs, ropeLongFrom, 120)
+SOL_ARGS_FIELD(PagedAttentionArgs, sinks, 128)
 
 /// The tensor-core attention kernels over host-planned tiles:
 /// prefill_attention(_fp8) (PrefillAttention.cuh) and chunk_attention(_fp8)
@@ -325,8 +327,9 @@ struct TiledAttentionArgs {
   float scale = 0.0f;
   int slidingWindow = 0; // 0: none
   float softcap = 0.0f;  // 0: none
+  SOL_DEVICE_PTR(const bf16) sinks = nullptr; // [Hq] (gpt-oss), or none
 };
-SOL_ARGS_SIZE(TiledAttentionArgs, 96)
+SOL_ARGS_SIZE(TiledAttentionArgs, 104)
 SOL_ARGS_FIELD(TiledAttentionArgs, out, 0)
 SOL_ARGS_FIELD(TiledAttentionArgs, qkv, 8)
 SOL_ARGS_FIELD(TiledAttentionArgs, kCache, 16)
@@ -341,6 +344,7 @@ SOL_ARGS_FIELD(TiledAttentionArgs, maxBlocks, 80)
 SOL_ARGS_FIELD(TiledAttentionArgs, scale, 84)
 SOL_ARGS_FIELD(TiledAttentionArgs, slidingWindow, 88)
 SOL_ARGS_FIELD(TiledAttentionArgs, softcap, 92)
+SOL_ARGS_FIELD(TiledAttentionArgs, sinks, 96)
 
 /// swiglu<I> and swiglu_pairs<I> (Swiglu.cuh): out [tokens, I] from gateUp
 /// [tokens, 2 I].
@@ -569,9 +573,14 @@ struct MoeGateUpArgs {
   SOL_DEVICE_PTR(const int) ids = nullptr; // [rows * topK]
   int rows = 0;
   int topK = 0;
-  int geluTanh = 0; // the gate's activation: silu, or (1) tanh GELU
+  // The gate's activation, as Plan.fbs's GateActivation: silu (0), tanh
+  // GELU (1), gpt-oss's clamped SwiGLU (2) with `limit`.
+  int activation = 0;
+  float limit = 0.0f;
+  SOL_DEVICE_PTR(const bf16) gateBias = nullptr; // [E * I], or none
+  SOL_DEVICE_PTR(const bf16) upBias = nullptr;   // [E * I], or none
 };
-SOL_ARGS_SIZE(MoeGateUpArgs, 56)
+SOL_ARGS_SIZE(MoeGateUpArgs, 72)
 SOL_ARGS_FIELD(MoeGateUpArgs, act, 0)
 SOL_ARGS_FIELD(MoeGateUpArgs, x, 8)
 SOL_ARGS_FIELD(MoeGateUpArgs, gate, 16)
@@ -579,9 +588,13 @@ SOL_ARGS_FIELD(MoeGateUpArgs, up, 24)
 SOL_ARGS_FIELD(MoeGateUpArgs, ids, 32)
 SOL_ARGS_FIELD(MoeGateUpArgs, rows, 40)
 SOL_ARGS_FIELD(MoeGateUpArgs, topK, 44)
-SOL_ARGS_FIELD(MoeGateUpArgs, geluTanh, 48)
+SOL_ARGS_FIELD(MoeGateUpArgs, activation, 48)
+SOL_ARGS_FIELD(MoeGateUpArgs, limit, 52)
+SOL_ARGS_FIELD(MoeGateUpArgs, gateBias, 56)
+SOL_ARGS_FIELD(MoeGateUpArgs, upBias, 64)
 
-/// moe_down<H, I>: out[slot] = down_e . act[slot]; down is [E * H, I].
+/// moe_down<H, I>: out[slot] = down_e . act[slot] (+ bias_e); down is
+/// [E * H, I], bias [E * H] or none.
 struct MoeDownArgs {
   SOL_DEVICE_PTR(bf16) out = nullptr;       // [rows * topK, H]
   SOL_DEVICE_PTR(const bf16) act = nullptr; // [rows * topK, I]
@@ -589,14 +602,16 @@ struct MoeDownArgs {
   SOL_DEVICE_PTR(const int) ids = nullptr;
   int rows = 0;
   int topK = 0;
+  SOL_DEVICE_PTR(const bf16) bias = nullptr;
 };
-SOL_ARGS_SIZE(MoeDownArgs, 40)
+SOL_ARGS_SIZE(MoeDownArgs, 48)
 SOL_ARGS_FIELD(MoeDownArgs, out, 0)
 SOL_ARGS_FIELD(MoeDownArgs, act, 8)
 SOL_ARGS_FIELD(MoeDownArgs, down, 16)
 SOL_ARGS_FIELD(MoeDownArgs, ids, 24)
 SOL_ARGS_FIELD(MoeDownArgs, rows, 32)
 SOL_ARGS_FIELD(MoeDownArgs, topK, 36)
+SOL_ARGS_FIELD(MoeDownArgs, bias, 40)
 
 /// moe_combine<H, K>: y[row] = the row's K outputs, weighted, in increasing
 /// expert order.

@@ -13,10 +13,13 @@
 //  moe_gate_up<H, I>    block b = expert e = b / tiles, rows [tile * 16, +16)
 //                       of its gate and up: the slots routed to e (in slot
 //                       order), then per row j and slot the dot products with
-//                       x[slot's row]; act[slot][j] = bf16(bf16(act(bf16(g)))
-//                       * bf16(u)), Transformers' rounding points.
+//                       x[slot's row] (g, u: bf16, plus the bias, rounded,
+//                       when there is one); act[slot][j] =
+//                       bf16(bf16(act(g)) * u), Transformers' rounding
+//                       points; gpt-oss's clamped SwiGLU rounds each of its
+//                       steps as Transformers' bf16 ops do (moeClampedSwiglu).
 //  moe_down<H, I>       the same over down's H rows of e: out[slot][j] =
-//                       bf16(down_e[j] . act[slot]).
+//                       bf16(down_e[j] . act[slot]) (+ its bias, rounded).
 //  moe_combine<H, K>    y[r] = the row's K outputs weighted, added in
 //                       increasing expert order, each product and sum
 //                       rounded to bf16 (Transformers' index_add_ over the
@@ -145,6 +148,19 @@ __global__ void __launch_bounds__(kMoeRouteThreads)
   }
 }
 
+// gpt-oss's clamped SwiGLU of the bf16 values g, u with Transformers' bf16
+// rounding of each op: g = min(g, L), u = clamp(u, -L, L), glu = g *
+// sigmoid(g * 1.702), (u + 1) * glu.
+__device__ __forceinline__ float moeClampedSwiglu(float g, float u,
+                                                  float limit) {
+  g = fminf(g, limit);
+  u = fminf(fmaxf(u, -limit), limit);
+  const float sig =
+      roundToBf16(1.0f / (1.0f + __expf(-roundToBf16(g * 1.702f))));
+  const float glu = roundToBf16(g * sig);
+  return roundToBf16(roundToBf16(u + 1.0f) * glu);
+}
+
 // The dot products of weight row `w` (N bf16) with the vectors of `count`
 // slots (x + slot's row offset), summed over the warp into acc[0..count).
 template <int N>
@@ -211,13 +227,31 @@ __global__ void __launch_bounds__(kMoeThreads)
       float g[kMoeSlots], u[kMoeSlots];
       moeDots<H>(gate + static_cast<long long>(j) * H, x, count, g);
       moeDots<H>(up + static_cast<long long>(j) * H, x, count, u);
-      if (lane == 0)
-        for (int s = 0; s < count; ++s) {
-          const float a = args.geluTanh ? geluTanh(roundToBf16(g[s]))
-                                        : silu(roundToBf16(g[s]));
-          args.act[static_cast<long long>(list[s]) * I + j] =
-              __float2bfloat16_rn(roundToBf16(a) * roundToBf16(u[s]));
+      if (lane == 0) {
+        float gb = 0.0f, ub = 0.0f;
+        if (args.gateBias) {
+          gb = __bfloat162float(args.gateBias[expert * I + j]);
+          ub = __bfloat162float(args.upBias[expert * I + j]);
         }
+#pragma unroll
+        for (int s = 0; s < kMoeSlots; ++s) {
+          if (s >= count)
+            break;
+          float gs = roundToBf16(g[s]), us = roundToBf16(u[s]);
+          if (args.gateBias) {
+            gs = roundToBf16(gs + gb);
+            us = roundToBf16(us + ub);
+          }
+          float a;
+          if (args.activation == 2)
+            a = moeClampedSwiglu(gs, us, args.limit);
+          else
+            a = roundToBf16(args.activation == 1 ? geluTanh(gs) : silu(gs)) *
+                us;
+          args.act[static_cast<long long>(list[s]) * I + j] =
+              __float2bfloat16_rn(a);
+        }
+      }
     }
     __syncthreads(); // list is rewritten by the next pass
     if (count < kMoeSlots)
@@ -255,10 +289,17 @@ __global__ void __launch_bounds__(kMoeThreads)
         break;
       float y[kMoeSlots];
       moeDots<I>(down + static_cast<long long>(j) * I, act, count, y);
-      if (lane == 0)
-        for (int s = 0; s < count; ++s)
+      if (lane == 0) {
+        const float bias =
+            args.bias ? __bfloat162float(args.bias[expert * H + j]) : 0.0f;
+#pragma unroll
+        for (int s = 0; s < kMoeSlots; ++s) {
+          if (s >= count)
+            break;
           args.out[static_cast<long long>(list[s]) * H + j] =
-              __float2bfloat16_rn(y[s]);
+              __float2bfloat16_rn(args.bias ? roundToBf16(y[s]) + bias : y[s]);
+        }
+      }
     }
     __syncthreads();
     if (count < kMoeSlots)

@@ -131,21 +131,24 @@ namespace attention_detail {
 
 template <int Hq, int HD, int G, int kWarps>
 __device__ __forceinline__ void mergeSplits(bf16 *out, const float *partials,
-                                            int t, int g, int splits, int T);
+                                            const bf16 *sinks, int t, int g,
+                                            int splits, int T);
 template <int Hq, int HD, int G>
 __device__ __forceinline__ void
 mergeCluster(bf16 *out, const float *mergedM, const float *mergedL,
-             const float *mergedAcc, int t, int g, int splits);
+             const float *mergedAcc, const bf16 *sinks, int t, int g,
+             int splits);
 
 // Merges the running softmax states of a block's position groups (lanes
 // with equal `sub` hold head-dim values [sub * E, sub * E + E) of each of the
 // G heads; kLpp lanes a group, of which the first HD / E hold values) and
-// its warps, then writes out (splits == 1) or the split's partials.
+// its warps, then writes out (splits == 1) or the split's partials. `sinks`
+// (gpt-oss; null for none) join each head's softmax where it is normalised.
 template <int Hq, int HD, int G, int kLpp, int E, int kWarps>
 __device__ __forceinline__ void
 mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
-              float *partials, unsigned *arrivals, int t, int g, int split,
-              int splits, int T) {
+              float *partials, unsigned *arrivals, const bf16 *sinks, int t,
+              int g, int split, int splits, int T) {
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int sub = lane % kLpp;
@@ -209,8 +212,12 @@ mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
     }
     const int head = g * G + gi;
     if (splits == 1) {
+      const float o =
+          sinks ? aAll * sinkNormalizer(mAll, lAll, sinkLog2Of(sinks, head))
+          : lAll > 0.0f ? aAll / lAll
+                        : 0.0f;
       out[static_cast<long long>(t) * Hq * HD + head * HD + d] =
-          __float2bfloat16_rn(lAll > 0.0f ? aAll / lAll : 0.0f);
+          __float2bfloat16_rn(o);
     } else if (clusterMerge) {
       mergedAcc[idx] = aAll;
       if (d == 0) {
@@ -231,7 +238,8 @@ mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
   if (splits == 1)
     return;
   if (clusterMerge) {
-    mergeCluster<Hq, HD, G>(out, mergedM, mergedL, mergedAcc, t, g, splits);
+    mergeCluster<Hq, HD, G>(out, mergedM, mergedL, mergedAcc, sinks, t, g,
+                            splits);
     return;
   }
 
@@ -249,7 +257,7 @@ mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
   if (!lastArrival)
     return;
   __threadfence(); // the other blocks' partials after their arrivals
-  mergeSplits<Hq, HD, G, kWarps>(out, partials, t, g, splits, T);
+  mergeSplits<Hq, HD, G, kWarps>(out, partials, sinks, t, g, splits, T);
 }
 
 // The merge of a cluster of `splits` (<= kMaxClusterSplits) blocks, one per
@@ -262,7 +270,8 @@ mergeAndWrite(float (&m)[G], float (&l)[G], float (&acc)[G][E], bf16 *out,
 template <int Hq, int HD, int G>
 __device__ __forceinline__ void
 mergeCluster(bf16 *out, const float *mergedM, const float *mergedL,
-             const float *mergedAcc, int t, int g, int splits) {
+             const float *mergedAcc, const bf16 *sinks, int t, int g,
+             int splits) {
   clusterSync();
   const int per = ceilDiv(G * HD, splits);
   const int first = static_cast<int>(clusterRank()) * per;
@@ -271,7 +280,8 @@ mergeCluster(bf16 *out, const float *mergedM, const float *mergedL,
     const int gi = idx / HD;
     out[static_cast<long long>(t) * Hq * HD + (g * G + gi) * HD + idx % HD] =
         __float2bfloat16_rn(mergeClusterStates<kMaxClusterSplits>(
-            mergedM + gi, mergedL + gi, mergedAcc + idx, splits));
+            mergedM + gi, mergedL + gi, mergedAcc + idx, splits,
+            sinkLog2Of(sinks, g * G + gi)));
   }
   clusterSync();
 }
@@ -282,9 +292,11 @@ mergeCluster(bf16 *out, const float *mergedM, const float *mergedL,
 // every thread sums its outputs' partials with independent loads in flight.
 template <int Hq, int HD, int G, int kWarps>
 __device__ __forceinline__ void mergeSplits(bf16 *out, const float *partials,
-                                            int t, int g, int splits, int T) {
+                                            const bf16 *sinks, int t, int g,
+                                            int splits, int T) {
   constexpr int kPerLane = kMaxAttentionSplits / 32;
   __shared__ float weight[kMaxAttentionSplits][G];
+  // Per head: its sum, or with a sink the factor of its weighted sum.
   __shared__ float total[G];
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -313,7 +325,9 @@ __device__ __forceinline__ void mergeSplits(bf16 *out, const float *partials,
     }
     lAll = groupSum<32>(lAll);
     if (lane == 0)
-      total[gi] = lAll;
+      total[gi] =
+          sinks ? sinkNormalizer(mAll, lAll, sinkLog2Of(sinks, g * G + gi))
+                : lAll;
   }
   __syncthreads();
   // Four consecutive outputs a thread (16-byte loads) and 8 splits in
@@ -353,7 +367,9 @@ __device__ __forceinline__ void mergeSplits(bf16 *out, const float *partials,
     bf16 *o = out + static_cast<long long>(t) * Hq * HD + (g * G + gi) * HD + d;
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      o[j] = __float2bfloat16_rn(lAll > 0.0f ? a[j] / lAll : 0.0f);
+      o[j] = __float2bfloat16_rn(sinks         ? a[j] * lAll
+                                 : lAll > 0.0f ? a[j] / lAll
+                                               : 0.0f);
   }
 }
 
@@ -809,7 +825,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   }
 
   mergeAndWrite<Hq, HD, G, kLpp, 8, kWarps>(m, l, acc, out, partials, arrivals,
-                                            t, g, split, splits, T);
+                                            args.sinks, t, g, split, splits, T);
 }
 
 template <int Hq, int Hkv, int HD, int BS, bool FusedRope,
@@ -1087,7 +1103,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   }
 
   mergeAndWrite<Hq, HD, G, kLpp, E, kWarps>(m, l, acc, out, partials, arrivals,
-                                            t, g, split, splits, T);
+                                            args.sinks, t, g, split, splits, T);
 }
 
 } // namespace kernels

@@ -581,18 +581,26 @@ attendTiles(unsigned char *shared, const Kv &kv, const bf16 *qkv,
 }
 
 // Normalises a block's finished state and writes its rows to out
-// [T, Hq * HD].
+// [T, Hq * HD], each head's sink (gpt-oss; `sinks` null: none) in its
+// softmax.
 template <int Hq, int HD, int G>
 __device__ __forceinline__ void writeNormalized(AttendState<HD> &st, bf16 *out,
-                                                AttendRows rows) {
+                                                AttendRows rows,
+                                                const bf16 *sinks) {
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int qRows = rows.tokens * G;
   const int rowA = warp * 16 + lane / 4;
   const int rowB = rowA + 8;
   const float2 l = st.rowSums();
-  const float invA = l.x > 0.0f ? 1.0f / l.x : 0.0f;
-  const float invB = l.y > 0.0f ? 1.0f / l.y : 0.0f;
+  float invA = l.x > 0.0f ? 1.0f / l.x : 0.0f;
+  float invB = l.y > 0.0f ? 1.0f / l.y : 0.0f;
+  if (sinks) {
+    invA =
+        sinkNormalizer(st.mA, l.x, sinkLog2Of(sinks, rows.headBase + rowA % G));
+    invB =
+        sinkNormalizer(st.mB, l.y, sinkLog2Of(sinks, rows.headBase + rowB % G));
+  }
   const long long outRow = static_cast<long long>(Hq) * HD;
   bf16 *outA = out + (rows.t0 + rowA / G) * outRow +
                (rows.headBase + rowA % G) * HD + (lane % 4) * 2;
@@ -627,7 +635,7 @@ __device__ __forceinline__ void
 attend(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
        const int *positions, const int *token_seq, const int *block_tables,
        int max_blocks, float scale, int sliding_window, float softcap,
-       const int2 *tiles) {
+       const int2 *tiles, const bf16 *sinks) {
   const int2 tile = tiles[blockIdx.x];
   const AttendRows rows{tile.x, tile.y, static_cast<int>(blockIdx.y)};
   const int g = rows.headBase / (Hq / Hkv);
@@ -647,7 +655,7 @@ attend(unsigned char *shared, const Kv &kv, bf16 *out, const bf16 *qkv,
   attendTiles<Hq, Hkv, HD, BS, 1>(shared, kv, qkv, positions, table, rows, g,
                                   scale, sliding_window, softcap, kvBegin,
                                   kvEnd, 0, kvTiles, false, st);
-  writeNormalized<Hq, HD, 1>(st, out, rows);
+  writeNormalized<Hq, HD, 1>(st, out, rows, sinks);
 }
 
 } // namespace prefill_detail
@@ -666,7 +674,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
   prefill_detail::attend<Hq, Hkv, HD, BS>(
       prefillShared, kv, args.out, args.qkv, args.positions, args.tokenSeq,
       args.blockTables, args.maxBlocks, args.scale, args.slidingWindow,
-      Softcap ? args.softcap : 0.0f, args.tiles);
+      Softcap ? args.softcap : 0.0f, args.tiles, args.sinks);
 }
 
 // kScales, vScales: [num_blocks, BS, Hkv] float32 (see the header).
@@ -685,7 +693,7 @@ __global__ void __launch_bounds__(kPrefillThreads)
   prefill_detail::attend<Hq, Hkv, HD, BS>(
       prefillShared, kv, args.out, args.qkv, args.positions, args.tokenSeq,
       args.blockTables, args.maxBlocks, args.scale, args.slidingWindow,
-      Softcap ? args.softcap : 0.0f, args.tiles);
+      Softcap ? args.softcap : 0.0f, args.tiles, args.sinks);
 }
 
 } // namespace kernels

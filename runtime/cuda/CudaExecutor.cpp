@@ -1231,6 +1231,7 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       // The fp8 cache's scales follow its values (null for bf16).
       const CUdeviceptr ks = kvFp8() ? vc + kvArrayBytes_ : null;
       const CUdeviceptr vs = kvFp8() ? ks + kvScaleBytes_ : null;
+      const CUdeviceptr sinks = d.hasSinks() ? w(0) : null;
       // prefill_attention or chunk_attention, over tiles planned on the host.
       auto tiled = [&](CUdeviceptr tiles) {
         return TiledAttentionArgs{.out = out,
@@ -1246,7 +1247,8 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
                                   .maxBlocks = shape.maxBlocks,
                                   .scale = d.scale,
                                   .slidingWindow = window,
-                                  .softcap = d.softcap};
+                                  .softcap = d.softcap,
+                                  .sinks = sinks};
       };
       if (shape.prefillTiles > 0 && prefillAttentionUsable(d)) {
         const PrefillAttentionSpec spec = prefillAttentionSpec(d);
@@ -1284,7 +1286,8 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
           .scale = d.scale,
           .slidingWindow = window,
           .tokens = rows,
-          .softcap = d.softcap};
+          .softcap = d.softcap,
+          .sinks = sinks};
       // The fused variant rotates q and k and appends k and v itself.
       if (shape.fusedRope) {
         const auto rope = static_cast<std::size_t>(
@@ -1378,8 +1381,12 @@ void CudaExecutor::launchMoe(
     l.dims = dependent(l.dims);
   const int experts = static_cast<int>(router.weightShapes[0][0]);
   const int hidden = static_cast<int>(d.bufferWidths[1]);
+  const bool biased = d.hasMoeBiases();
+  auto bias = [&](std::size_t i) -> CUdeviceptr {
+    return biased ? weight(d.weights[4 + i]) : 0;
+  };
   launchLinear(launches, 0, logits, buffer(d.buffers[1]), weight(d.weights[0]),
-               0, rows, experts, hidden);
+               bias(0), rows, experts, hidden);
   const std::vector<KernelLaunch> moe = moeLaunches(d, rows);
   const int topK = static_cast<int>(d.topK);
   kernel(moe[0].instance)
@@ -1391,16 +1398,17 @@ void CudaExecutor::launchMoe(
                            .normalize = d.normalizeTopK ? 1 : 0});
   kernel(moe[1].instance)
       .launch(dependent(moe[1].dims), stream_,
-              MoeGateUpArgs{
-                  .act = act,
-                  .x = buffer(d.buffers[1]),
-                  .gate = weight(d.weights[1]),
-                  .up = weight(d.weights[2]),
-                  .ids = ids,
-                  .rows = rows,
-                  .topK = topK,
-                  .geluTanh =
-                      d.activation == fb::GateActivation::GeluTanh ? 1 : 0});
+              MoeGateUpArgs{.act = act,
+                            .x = buffer(d.buffers[1]),
+                            .gate = weight(d.weights[1]),
+                            .up = weight(d.weights[2]),
+                            .ids = ids,
+                            .rows = rows,
+                            .topK = topK,
+                            .activation = static_cast<int>(d.activation),
+                            .limit = d.activationLimit,
+                            .gateBias = bias(1),
+                            .upBias = bias(2)});
   kernel(moe[2].instance)
       .launch(dependent(moe[2].dims), stream_,
               MoeDownArgs{.out = out,
@@ -1408,7 +1416,8 @@ void CudaExecutor::launchMoe(
                           .down = weight(d.weights[3]),
                           .ids = ids,
                           .rows = rows,
-                          .topK = topK});
+                          .topK = topK,
+                          .bias = bias(3)});
   kernel(moe[3].instance)
       .launch(dependent(moe[3].dims), stream_,
               MoeCombineArgs{.y = buffer(d.buffers[0]),
@@ -1501,36 +1510,7 @@ void CudaExecutor::launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
                       .eps = eps});
 }
 
-namespace {
-
-std::string opName(const fb::Op *op) {
-  return "op " + (op->name() ? op->name()->str() : std::string("?"));
-}
-
-} // namespace
-
-std::string CudaExecutor::unimplementedFeature(const fb::Plan &plan) {
-  if (!plan.ops())
-    return {};
-  auto name = opName;
-  for (const fb::Op *op : *plan.ops()) {
-    if (const fb::AttentionOp *a = op->params_as_AttentionOp();
-        a && a->sinks() >= 0)
-      return name(op) + " has attention sinks (gpt-oss), which the CUDA "
-                        "attention kernels do not implement yet";
-    if (const fb::MoeOp *m = op->params_as_MoeOp();
-        m && (m->router_bias() >= 0 ||
-              m->activation() == fb::GateActivation::ClampedSilu))
-      return name(op) + " is a mixture of experts with biases and gpt-oss's "
-                        "clamped SwiGLU, which the CUDA MoE kernels do not "
-                        "implement yet";
-  }
-  return {};
-}
-
 std::string CudaExecutor::whyUnsupported(const fb::Plan &plan) {
-  if (std::string missing = unimplementedFeature(plan); !missing.empty())
-    return missing;
   // The MoE kernels (MoeDecode.cuh) are checked on the CPU emulation but not
   // yet on a GPU: SOL_CUDA_MOE=1 runs them.
   if (const char *v = std::getenv("SOL_CUDA_MOE");
@@ -1539,9 +1519,9 @@ std::string CudaExecutor::whyUnsupported(const fb::Plan &plan) {
   if (plan.ops())
     for (const fb::Op *op : *plan.ops())
       if (op->params_type() == fb::OpParams::MoeOp)
-        return opName(op) + " is a mixture of experts, which the CUDA "
-                            "executor runs only with SOL_CUDA_MOE=1 until its "
-                            "kernels are checked on a GPU";
+        return "op " + (op->name() ? op->name()->str() : std::string("?")) +
+               " is a mixture of experts, which the CUDA executor runs only "
+               "with SOL_CUDA_MOE=1 until its kernels are checked on a GPU";
   return {};
 }
 

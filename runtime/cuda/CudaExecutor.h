@@ -69,10 +69,6 @@ public:
   /// mixture of experts), or empty: the constructor refuses such a plan
   /// with this reason.
   static std::string whyUnsupported(const fb::Plan &plan);
-  /// The part of whyUnsupported that no setting changes: a feature of the
-  /// plan no CUDA kernel implements yet (attention sinks, experts with
-  /// biases), or empty.
-  static std::string unimplementedFeature(const fb::Plan &plan);
 
   std::string name() const override { return "cuda"; }
   int32_t numKvBlocks() const override { return numKvBlocks_; }

@@ -499,6 +499,10 @@ OpDesc moeRouterLinear(const OpDesc &moe) {
   router.name = moe.name + ".router";
   router.weights = {moe.weights.at(0)};
   router.weightShapes = {moe.weightShapes.at(0)};
+  if (moe.hasMoeBiases()) { // gpt-oss: the router's bias
+    router.weights.push_back(moe.weights.at(4));
+    router.weightShapes.push_back(moe.weightShapes.at(4));
+  }
   const int64_t experts = moe.weightShapes.at(0).at(0);
   router.bufferWidths = {experts, moe.bufferWidths.at(1)};
   router.outDtype = fb::DType::BF16;

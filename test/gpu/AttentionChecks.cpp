@@ -147,6 +147,7 @@ struct AttentionCase {
   bool checked;
   int blockSize = 16; // the KV layout's tokens per block
   float softcap = 0.0f;
+  bool sinks = false; // random per-head sinks (gpt-oss)
 };
 
 // Runs one case at every split count, against the CPU reference.
@@ -205,6 +206,15 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
   const DeviceBuffer dPos = c.upload(batch.positions);
   const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // Sinks as large as the scores, so that they take a visible share.
+  std::vector<Bf16> sinks;
+  std::vector<float> sinkValues;
+  if (ac.sinks) {
+    sinks = randomBf16(c.rng, static_cast<std::size_t>(h.qHeads), -2, 4);
+    for (Bf16 v : sinks)
+      sinkValues.push_back(bf16ToFloat(v));
+  }
+  const DeviceBuffer dSinks = c.upload(ac.sinks ? sinks : std::vector<Bf16>(1));
 
   std::vector<double> ref;
   if (ac.checked) {
@@ -223,6 +233,7 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
                        scale,
                        ac.window};
     p.softcap = ac.softcap;
+    p.sinks = sinkValues;
     ref = referenceAttention(p);
   }
 
@@ -240,22 +251,24 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
     unsigned *arrivals = work.arrivals();
     std::function<void(int)> launch = [&](int rotation) {
       const int copy = rotation % copies;
-      attention.launch(
-          launchSpec.dims(batch.tokens, splits, kClusterCheckSMs), c.stream,
-          kernels::PagedAttentionArgs{.out = dOut.address(),
-                                      .qkv = dQkv.address(),
-                                      .kCache = dK[copy].address(),
-                                      .vCache = dV[copy].address(),
-                                      .positions = dPos.address(),
-                                      .tokenSeq = dSeq.address(),
-                                      .blockTables = dTables[0].address(),
-                                      .partials = partials,
-                                      .arrivals = arrivals,
-                                      .maxBlocks = batch.maxBlocks,
-                                      .scale = scale,
-                                      .slidingWindow = ac.window,
-                                      .tokens = batch.tokens,
-                                      .softcap = ac.softcap});
+      attention.launch(launchSpec.dims(batch.tokens, splits, kClusterCheckSMs),
+                       c.stream,
+                       kernels::PagedAttentionArgs{
+                           .out = dOut.address(),
+                           .qkv = dQkv.address(),
+                           .kCache = dK[copy].address(),
+                           .vCache = dV[copy].address(),
+                           .positions = dPos.address(),
+                           .tokenSeq = dSeq.address(),
+                           .blockTables = dTables[0].address(),
+                           .partials = partials,
+                           .arrivals = arrivals,
+                           .maxBlocks = batch.maxBlocks,
+                           .scale = scale,
+                           .slidingWindow = ac.window,
+                           .tokens = batch.tokens,
+                           .softcap = ac.softcap,
+                           .sinks = ac.sinks ? dSinks.address() : 0});
     };
     launch(0);
     const std::vector<Bf16> out = c.download<Bf16>(dOut);
@@ -272,7 +285,8 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
         sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " ", ac.label, " BS=",
                  ac.blockSize, " splits=", splits, cluster ? " cluster" : "",
                  ac.softcap > 0.0f ? sol::cat(" softcap=", ac.softcap)
-                                   : std::string()),
+                                   : std::string(),
+                 ac.sinks ? " sinks" : ""),
         instance);
     if (ac.checked) {
       judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
@@ -449,6 +463,34 @@ void checkAttention(Checker &c) {
     for (const AttentionCase &ac : cases)
       runAttentionCase(c, h, ac);
   }
+  // gpt-oss's sinks (8 query heads of 64 a kv head): every merge path
+  // (one split, global partials, a cluster), windowed and not.
+  const HeadShape gptOss{64, 8, 64};
+  for (AttentionCase ac :
+       std::vector<AttentionCase>{{"prefill",
+                                   {{1, 1}, {37, 37}, {300, 300}},
+                                   2,
+                                   0,
+                                   {1, 3},
+                                   false,
+                                   true},
+                                  {"decode",
+                                   {{1, 1}, {17, 1}, {1000, 1}, {2500, 1}},
+                                   1,
+                                   0,
+                                   {1, 0, 7},
+                                   false,
+                                   true},
+                                  {"decode, window=128",
+                                   {{100, 1}, {1000, 1}, {129, 1}},
+                                   1,
+                                   128,
+                                   {1, 0},
+                                   false,
+                                   true}}) {
+    ac.sinks = true;
+    runAttentionCase(c, gptOss, ac);
+  }
 }
 
 void checkRopeAll(Checker &c) {
@@ -490,6 +532,7 @@ std::vector<CheckFamily> attentionChecks() {
          PagedAttentionSpec capped{28, 4, 128};
          capped.softcap = true;
          k.require(capped.instance());
+         k.require(PagedAttentionSpec{64, 8, 64}.instance()); // gpt-oss
          for (const HeadShape &h : kMoreHeadShapes) {
            PagedAttentionSpec spec{h.qHeads, h.kvHeads, h.headDim};
            k.require(spec.instance());

@@ -67,7 +67,11 @@ struct ChunkCase {
   int window;
   bool timed;
   float softcap = 0.0f;
+  bool sinks = false; // random per-head sinks (gpt-oss)
 };
+
+// gpt-oss's attention: 8 query heads of 64 a kv head, with sinks.
+const HeadShape kGptOss{64, 8, 64, 16};
 
 std::string shapeLabel(const HeadShape &h, bool fp8) {
   return sol::cat(h.qHeads, "/", h.kvHeads, "x", h.headDim, " BS=", h.blockSize,
@@ -127,6 +131,15 @@ void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
   const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
   const DeviceBuffer dTiles = c.upload(tileInts);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  std::vector<Bf16> sinks(1);
+  std::vector<float> sinkValues;
+  if (cc.sinks) {
+    sinks = randomBf16(c.rng, static_cast<std::size_t>(h.qHeads), -2, 4);
+    for (Bf16 v : sinks)
+      sinkValues.push_back(bf16ToFloat(v));
+  }
+  const DeviceBuffer dSinks = c.upload(sinks);
+  const CUdeviceptr sinksArg = cc.sinks ? dSinks.address() : 0;
 
   AttentionProblem p{h.qHeads,
                      h.kvHeads,
@@ -143,6 +156,7 @@ void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
                      scale,
                      cc.window};
   p.softcap = cc.softcap;
+  p.sinks = sinkValues;
   if (fp8) {
     p.kCacheF32 = fp8Cache.kDeq;
     p.vCacheF32 = fp8Cache.vDeq;
@@ -175,14 +189,16 @@ void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
                                       .maxBlocks = batch.maxBlocks,
                                       .scale = scale,
                                       .slidingWindow = cc.window,
-                                      .softcap = cc.softcap});
+                                      .softcap = cc.softcap,
+                                      .sinks = sinksArg});
     };
     launch(0);
     const std::vector<Bf16> out = c.download<Bf16>(dOut);
     CheckRecord r = makeRecord(
         c, "chunk_attention",
         sol::cat(shapeLabel(h, fp8), " ", cc.label, capLabel(cc.softcap),
-                 " T=", batch.tokens, " tiles=", numTiles, " splits=", splits,
+                 cc.sinks ? " sinks" : "", " T=", batch.tokens,
+                 " tiles=", numTiles, " splits=", splits,
                  splits == chosen ? " (chosen)" : ""),
         spec.instance());
     judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
@@ -261,6 +277,18 @@ void checkChunkAttention(Checker &c) {
         runChunkCase(c, h, fp8, cc);
     }
   }
+  // Sinks through both writes: one split, and the cluster merge.
+  for (bool fp8 : {false, true})
+    for (ChunkCase cc : std::vector<ChunkCase>{
+             {"chunks, decodes, padding",
+              {{300, 5}, {129, 1}, {90, 23}, {2, 2}},
+              3,
+              0,
+              false},
+             {"window=128", {{500, 12}, {40, 3}}, 1, 128, false}}) {
+      cc.sinks = true;
+      runChunkCase(c, kGptOss, fp8, cc);
+    }
 }
 
 } // namespace
@@ -282,6 +310,11 @@ std::vector<CheckFamily> chunkAttentionChecks() {
                  paged.clusterMerge = true;
                  k.require(paged.instance());
                }
+             for (bool fp8 : {false, true})
+               k.require(ChunkAttentionSpec{kGptOss.qHeads, kGptOss.kvHeads,
+                                            kGptOss.headDim, kGptOss.blockSize,
+                                            fp8}
+                             .instance());
            },
            checkChunkAttention}};
 }

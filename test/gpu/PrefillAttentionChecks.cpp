@@ -53,6 +53,7 @@ struct PrefillCase {
   int window;
   bool timed;
   float softcap = 0.0f;
+  bool sinks = false; // random per-head sinks (gpt-oss)
 };
 
 void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
@@ -90,6 +91,14 @@ void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
   const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
   const DeviceBuffer dTiles = c.upload(tileInts);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  std::vector<Bf16> sinks(1);
+  std::vector<float> sinkValues;
+  if (pc.sinks) {
+    sinks = randomBf16(c.rng, static_cast<std::size_t>(h.qHeads), -2, 4);
+    for (Bf16 v : sinks)
+      sinkValues.push_back(bf16ToFloat(v));
+  }
+  const DeviceBuffer dSinks = c.upload(sinks);
 
   AttentionProblem p{h.qHeads,
                      h.kvHeads,
@@ -106,6 +115,7 @@ void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
                      scale,
                      pc.window};
   p.softcap = pc.softcap;
+  p.sinks = sinkValues;
   const std::vector<double> ref = referenceAttention(p);
 
   const cuda::Kernel &kernel = c.kernels.kernel(spec.instance());
@@ -114,29 +124,31 @@ void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
       c.poisoned(static_cast<std::size_t>(batch.tokens) * h.qHeads * hd * 2);
   const int numTiles = static_cast<int>(tiles.size());
   std::function<void(int)> launch = [&](int) {
-    kernel.launch(spec.dims(numTiles), c.stream,
-                  kernels::TiledAttentionArgs{.out = dOut.address(),
-                                              .qkv = dQkv.address(),
-                                              .kCache = dK.address(),
-                                              .vCache = dV.address(),
-                                              .positions = dPos.address(),
-                                              .tokenSeq = dSeq.address(),
-                                              .blockTables = dTables.address(),
-                                              .tiles = dTiles.address(),
-                                              .maxBlocks = batch.maxBlocks,
-                                              .scale = scale,
-                                              .slidingWindow = pc.window,
-                                              .softcap = pc.softcap});
+    kernel.launch(
+        spec.dims(numTiles), c.stream,
+        kernels::TiledAttentionArgs{.out = dOut.address(),
+                                    .qkv = dQkv.address(),
+                                    .kCache = dK.address(),
+                                    .vCache = dV.address(),
+                                    .positions = dPos.address(),
+                                    .tokenSeq = dSeq.address(),
+                                    .blockTables = dTables.address(),
+                                    .tiles = dTiles.address(),
+                                    .maxBlocks = batch.maxBlocks,
+                                    .scale = scale,
+                                    .slidingWindow = pc.window,
+                                    .softcap = pc.softcap,
+                                    .sinks = pc.sinks ? dSinks.address() : 0});
   };
   launch(0);
   const std::vector<Bf16> out = c.download<Bf16>(dOut);
-  CheckRecord r =
-      makeRecord(c, "prefill_attention",
-                 sol::cat(h.qHeads, "/", h.kvHeads, "x", hd, " ", pc.label,
-                          pc.softcap > 0.0f ? sol::cat(" softcap=", pc.softcap)
-                                            : std::string(),
-                          " T=", batch.tokens, " tiles=", numTiles),
-                 spec.instance());
+  CheckRecord r = makeRecord(
+      c, "prefill_attention",
+      sol::cat(
+          h.qHeads, "/", h.kvHeads, "x", hd, " ", pc.label,
+          pc.softcap > 0.0f ? sol::cat(" softcap=", pc.softcap) : std::string(),
+          pc.sinks ? " sinks" : "", " T=", batch.tokens, " tiles=", numTiles),
+      spec.instance());
   judge(r, relativeL2(toFloat(out), ref), 1e-2, countPoison(out));
   r.bytes = 2.0 * batch.tokens * h.qHeads * hd * 2;
   r.flops = 4.0 * static_cast<double>(scorePairs) * h.qHeads * hd;
@@ -207,6 +219,13 @@ void checkPrefillAttention(Checker &c) {
     for (const PrefillCase &pc : cases)
       runPrefillCase(c, h, pc);
   }
+  // gpt-oss's sinks (8 query heads of 64 a kv head).
+  for (PrefillCase pc : std::vector<PrefillCase>{
+           {"mixed", {{1, 1}, {37, 37}, {300, 300}, {500, 100}}, 2, 0, false},
+           {"window=128", {{700, 400}, {45, 45}}, 0, 128, false}}) {
+    pc.sinks = true;
+    runPrefillCase(c, HeadShape{64, 8, 64}, pc);
+  }
 }
 
 } // namespace
@@ -225,6 +244,8 @@ std::vector<CheckFamily> prefillAttentionChecks() {
            k.require(
                PagedAttentionSpec{h.qHeads, h.kvHeads, h.headDim}.instance());
          }
+         k.require(PrefillAttentionSpec{64, 8, 64, 16}.instance()); // gpt-oss
+         k.require(PagedAttentionSpec{64, 8, 64}.instance());
        },
        checkPrefillAttention}};
 }

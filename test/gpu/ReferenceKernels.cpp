@@ -270,7 +270,10 @@ std::vector<double> referenceAttention(const AttentionProblem &p) {
             scores[j - lo] = p.softcap * std::tanh(scores[j - lo] / p.softcap);
           maxScore = std::max(maxScore, scores[j - lo]);
         }
-        double sum = 0.0;
+        const double sink =
+            p.sinks.empty() ? -INFINITY : double(p.sinks[size_t(h)]);
+        maxScore = std::max(maxScore, sink);
+        double sum = p.sinks.empty() ? 0.0 : std::exp(sink - maxScore);
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int j = lo; j <= pos; ++j) {
           const double w = std::exp(scores[j - lo] - maxScore);

@@ -110,6 +110,9 @@ struct AttentionProblem {
   std::span<const float> vCacheF32 = {};
   /// > 0: scores s become softcap * tanh(s / softcap) (Gemma 2).
   double softcap = 0.0;
+  /// When set, one logit per query head (gpt-oss's sinks): one more term
+  /// exp(sink) in each head's softmax denominator, of no key.
+  std::span<const float> sinks = {};
 };
 
 /// out [T, Hq * HD], unrounded; padding tokens (seq < 0) give zeros.

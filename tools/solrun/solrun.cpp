@@ -12,7 +12,6 @@
 //   solrun --tokenizer DIR|PLAN --encode | --decode | --render-chat
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cuda/CudaExecutor.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/engine/TextModel.h"
 #include "runtime/executor/ExecutorFactory.h"
@@ -296,19 +295,14 @@ void printInfo(const sol::PlanFile &file) {
       extras += sol::cat(", clamped SwiGLU (limit ", moe->activationLimit, ")");
     if (sharedExperts)
       extras += ", a gated shared expert beside them";
-    const std::string where =
-        sol::cuda::CudaExecutor::unimplementedFeature(p).empty()
-            ? "on a GPU with SOL_CUDA_MOE=1, else on the CPU reference "
-              "executor"
-            : "on the CPU reference executor: the CUDA executor does not "
-              "run them yet";
     std::printf(
         "experts:       %d mixture-of-experts layers of %lld experts, "
-        "%lld per token%s (%s)\n",
+        "%lld per token%s (on a GPU with SOL_CUDA_MOE=1, else on the CPU "
+        "reference executor)\n",
         mixtures,
         router && router->size() == 2 ? static_cast<long long>(router->Get(0))
                                       : 0LL,
-        static_cast<long long>(moe->topK), extras.c_str(), where.c_str());
+        static_cast<long long>(moe->topK), extras.c_str());
   }
   if (sinks)
     std::printf("attention:     a learned sink logit per head (gpt-oss)\n");

@@ -237,9 +237,11 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
   code += sol::cat("static_assert(kSkinnyThreads == ",
                    SkinnySpec{2048}.dims(8).block.x, ");\n");
   // The MoE kernels' geometry, and their instances of the Qwen3-30B-A3B
-  // (128 experts, 8 a token) and Mixtral-8x7B (8, 2) shapes compiled in full.
+  // (128 experts, 8 a token), Mixtral-8x7B (8, 2), gpt-oss-20b (32, 4) and
+  // Qwen1.5-MoE-A2.7B (60, 4) shapes compiled in full.
   for (const cuda::MoeSpec &moe :
-       {cuda::MoeSpec{128, 8, 2048, 768}, cuda::MoeSpec{8, 2, 4096, 14336}}) {
+       {cuda::MoeSpec{128, 8, 2048, 768}, cuda::MoeSpec{8, 2, 4096, 14336},
+        cuda::MoeSpec{32, 4, 2880, 2880}, cuda::MoeSpec{60, 4, 2048, 1408}}) {
     code += sol::cat(
         "static_assert(kMoeThreads == ", moe.gateUpDims().block.x, ");\n",
         "static_assert(kMoeThreads == ", moe.downDims().block.x, ");\n",
@@ -259,6 +261,10 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
               "(const __grid_constant__ MoeCombineArgs)"})
       code += "template __global__ void " + expr + ";\n";
   }
+  // Qwen1.5-MoE-A2.7B's shared-expert gate.
+  code += "#include \"SigmoidGate.cuh\"\n"
+          "template __global__ void sol::kernels::sigmoid_gate<2048, 2048>("
+          "const __grid_constant__ SigmoidGateArgs);\n";
   // The epilogue values the specs put into linear_gemv / linear_gemm names.
   code += sol::cat(
       "static_assert(kEpilogueNone == ", static_cast<int>(LinearEpilogue::None),

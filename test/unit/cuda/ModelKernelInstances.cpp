@@ -37,6 +37,7 @@ bool takesItsLaunchArgs(const std::string &nameExpression,
       {"swiglu", LaunchArgsName<SwigluArgs>::kMangled.view()},
       {"swiglu_pairs", LaunchArgsName<SwigluArgs>::kMangled.view()},
       {"add", LaunchArgsName<AddArgs>::kMangled.view()},
+      {"sigmoid_gate", LaunchArgsName<SigmoidGateArgs>::kMangled.view()},
       {"gather_rows", LaunchArgsName<GatherRowsArgs>::kMangled.view()},
       {"argmax", LaunchArgsName<ArgmaxArgs>::kMangled.view()},
       {"sample_rows", LaunchArgsName<SamplingArgs>::kMangled.view()},
@@ -60,6 +61,8 @@ const std::vector<ModelShape> &supportedModelShapes() {
       {"Qwen2.5-7B", 3584, 18944, 28, 4, 128, 152064, true, false},
       {"Qwen3-0.6B", 1024, 3072, 16, 8, 128, 151936, false, true},
       {"Mistral-7B", 4096, 14336, 32, 8, 128, 32768, false, false},
+      // Its attention: 8 query heads of 64 per kv head, q wider than hidden.
+      {"gpt-oss-20b", 2880, 2880, 64, 8, 64, 201088, true, false},
   };
   return shapes;
 }

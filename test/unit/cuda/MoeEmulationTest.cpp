@@ -133,7 +133,7 @@ TEST(MoeEmulation, RoutedExpertsAndCombine) {
     g.ids = ids.data();
     g.rows = rows;
     g.topK = K;
-    g.geluTanh = gelu;
+    g.activation = gelu ? 1 : 0;
     cuda_emulation::launch(E * ceilDiv(I, kMoeRowsPerBlock), kMoeThreads,
                            [&] { moe_gate_up<H, I>(g); });
     for (int s = 0; s < slots; ++s) {
@@ -191,6 +191,88 @@ TEST(MoeEmulation, RoutedExpertsAndCombine) {
         }
         EXPECT_EQ(val(y[r * H + j]), sum) << "y row " << r << " column " << j;
       }
+    }
+  }
+}
+
+// gpt-oss's experts: gate, up and down biases and the clamped SwiGLU
+// (limit 7; the weights are large enough that gate and up pass the limit),
+// against a float64 reference rounding where Transformers' bf16 ops round.
+TEST(MoeEmulation, BiasedExpertsWithClampedSwiglu) {
+  constexpr int E = 4, K = 2, H = 64, I = 32;
+  constexpr float kLimit = 7.0f;
+  std::mt19937 rng(11);
+  const int rows = 3, slots = rows * K;
+  const std::vector<Bf16> x = randomBf16(rng, rows * H, 1.0f);
+  const std::vector<Bf16> gate = randomBf16(rng, E * I * H, 1.0f);
+  const std::vector<Bf16> up = randomBf16(rng, E * I * H, 1.0f);
+  const std::vector<Bf16> down = randomBf16(rng, E * H * I, 0.05f);
+  const std::vector<Bf16> gateBias = randomBf16(rng, E * I, 2.0f);
+  const std::vector<Bf16> upBias = randomBf16(rng, E * I, 6.0f);
+  const std::vector<Bf16> downBias = randomBf16(rng, E * H, 0.5f);
+  const std::vector<int> ids = {2, 0, 1, 2, 3, 1};
+  std::vector<Bf16> act(static_cast<std::size_t>(slots) * I, kNan);
+  std::vector<Bf16> out(static_cast<std::size_t>(slots) * H, kNan);
+  MoeGateUpArgs g;
+  g.act = act.data();
+  g.x = x.data();
+  g.gate = gate.data();
+  g.up = up.data();
+  g.ids = ids.data();
+  g.rows = rows;
+  g.topK = K;
+  g.activation = 2;
+  g.limit = kLimit;
+  g.gateBias = gateBias.data();
+  g.upBias = upBias.data();
+  cuda_emulation::launch(E * ceilDiv(I, kMoeRowsPerBlock), kMoeThreads,
+                         [&] { moe_gate_up<H, I>(g); });
+  int clampedGate = 0, clampedUpHigh = 0, clampedUpLow = 0;
+  for (int s = 0; s < slots; ++s) {
+    const int e = ids[s], r = s / K;
+    for (int j = 0; j < I; ++j) {
+      double gs = 0, us = 0;
+      for (int h = 0; h < H; ++h) {
+        gs += double(val(gate[(e * I + j) * H + h])) * val(x[r * H + h]);
+        us += double(val(up[(e * I + j) * H + h])) * val(x[r * H + h]);
+      }
+      float gv = bf(bf(static_cast<float>(gs)) + val(gateBias[e * I + j]));
+      float uv = bf(bf(static_cast<float>(us)) + val(upBias[e * I + j]));
+      clampedGate += gv > kLimit;
+      clampedUpHigh += uv > kLimit;
+      clampedUpLow += uv < -kLimit;
+      gv = std::min(gv, kLimit);
+      uv = std::clamp(uv, -kLimit, kLimit);
+      const float sig = bf(1.0f / (1.0f + std::exp(-bf(gv * 1.702f))));
+      const float a = bf(bf(uv + 1.0f) * bf(gv * sig));
+      // The kernel sums in float: a few bf16 ulps of slack.
+      EXPECT_NEAR(val(act[s * I + j]), a, 3e-2f * std::abs(a) + 1e-2f)
+          << "act slot " << s << " row " << j;
+    }
+  }
+  EXPECT_GT(clampedGate, 0); // the limit was exercised on every side
+  EXPECT_GT(clampedUpHigh, 0);
+  EXPECT_GT(clampedUpLow, 0);
+  MoeDownArgs d;
+  d.out = out.data();
+  d.act = act.data();
+  d.down = down.data();
+  d.ids = ids.data();
+  d.rows = rows;
+  d.topK = K;
+  d.bias = downBias.data();
+  cuda_emulation::launch(E * ceilDiv(H, kMoeRowsPerBlock), kMoeThreads,
+                         [&] { moe_down<H, I>(d); });
+  for (int s = 0; s < slots; ++s) {
+    const int e = ids[s];
+    for (int j = 0; j < H; ++j) {
+      double ds = 0;
+      for (int i = 0; i < I; ++i)
+        ds += double(val(down[(e * H + j) * I + i])) * val(act[s * I + i]);
+      const float want =
+          bf(bf(static_cast<float>(ds)) + val(downBias[e * H + j]));
+      EXPECT_NEAR(val(out[s * H + j]), want, 1e-2f * std::abs(want) + 1e-2f)
+          << "out slot " << s << " row " << j;
     }
   }
 }
