@@ -194,6 +194,26 @@ __device__ __forceinline__ void moeDots(const bf16 *w, const bf16 *const *x,
   }
 }
 
+// The passes of an expert's block over the slots routed to it, kMoeSlots
+// at a time: pass(list, count) with the pass's slots in list[0..count).
+// Every thread of the block takes part.
+template <typename Pass>
+__device__ __forceinline__ void moeSlotPasses(const int *ids, int slots,
+                                              int expert, Pass &&pass) {
+  __shared__ int list[kMoeSlots];
+  __shared__ int warpCounts[kMoeThreads / 32];
+  int from = 0;
+  while (true) {
+    const int count = moeSlotsOf(ids, slots, expert, from, list, warpCounts);
+    if (count == 0)
+      return;
+    pass(static_cast<const int *>(list), count);
+    __syncthreads(); // list is rewritten by the next pass
+    if (count < kMoeSlots)
+      return;
+  }
+}
+
 template <int H, int I>
 __global__ void __launch_bounds__(kMoeThreads)
     moe_gate_up(const __grid_constant__ MoeGateUpArgs args) {
@@ -201,20 +221,13 @@ __global__ void __launch_bounds__(kMoeThreads)
   waitForPredecessor();
   static_assert(H % 8 == 0 && I % 8 == 0, "moe_gate_up: H, I multiples of 8");
   constexpr int kTiles = (I + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock;
-  __shared__ int list[kMoeSlots];
-  __shared__ int warpCounts[kMoeThreads / 32];
   const int expert = blockIdx.x / kTiles;
   const int tile = blockIdx.x % kTiles;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int slots = args.rows * args.topK;
   const bf16 *gate = args.gate + static_cast<long long>(expert) * I * H;
   const bf16 *up = args.up + static_cast<long long>(expert) * I * H;
-  int from = 0;
-  while (true) {
-    const int count =
-        moeSlotsOf(args.ids, slots, expert, from, list, warpCounts);
-    if (count == 0)
-      return;
+  moeSlotPasses(args.ids, slots, expert, [&](const int *list, int count) {
     const bf16 *x[kMoeSlots];
 #pragma unroll
     for (int s = 0; s < kMoeSlots; ++s)
@@ -253,10 +266,7 @@ __global__ void __launch_bounds__(kMoeThreads)
         }
       }
     }
-    __syncthreads(); // list is rewritten by the next pass
-    if (count < kMoeSlots)
-      return;
-  }
+  });
 }
 
 template <int H, int I>
@@ -266,19 +276,12 @@ __global__ void __launch_bounds__(kMoeThreads)
   waitForPredecessor();
   static_assert(H % 8 == 0 && I % 8 == 0, "moe_down: H, I multiples of 8");
   constexpr int kTiles = (H + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock;
-  __shared__ int list[kMoeSlots];
-  __shared__ int warpCounts[kMoeThreads / 32];
   const int expert = blockIdx.x / kTiles;
   const int tile = blockIdx.x % kTiles;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int slots = args.rows * args.topK;
   const bf16 *down = args.down + static_cast<long long>(expert) * H * I;
-  int from = 0;
-  while (true) {
-    const int count =
-        moeSlotsOf(args.ids, slots, expert, from, list, warpCounts);
-    if (count == 0)
-      return;
+  moeSlotPasses(args.ids, slots, expert, [&](const int *list, int count) {
     const bf16 *act[kMoeSlots];
 #pragma unroll
     for (int s = 0; s < kMoeSlots; ++s)
@@ -301,10 +304,7 @@ __global__ void __launch_bounds__(kMoeThreads)
         }
       }
     }
-    __syncthreads();
-    if (count < kMoeSlots)
-      return;
-  }
+  });
 }
 
 template <int H, int K>
