@@ -2,8 +2,9 @@
 //
 // The lit tests show the IR the pass leaves; these check the bytes its
 // producers write into the weight store: concatenation, gate/up
-// interleaving, dtype conversion (round to nearest even), transposition, a
-// chain of them, and AWQ's scaling and clamping.
+// interleaving, dtype conversion (round to nearest even), transposition
+// (of 2-D weights and of stacked experts), strided row slices, reshapes,
+// MXFP4 dequantization, a chain of them, and AWQ's scaling and clamping.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -109,6 +110,61 @@ func.func @f(%x: tensor<?x2xbf16>) -> (tensor<?x3xbf16>, tensor<?x4xbf16>, tenso
   // [2, 3] -> [3, 2], then k's row.
   EXPECT_EQ(readAs<uint16_t>(store, names[3]),
             (std::vector<uint16_t>{1, 4, 2, 5, 3, 6, 5, 6}));
+}
+
+// gpt-oss's experts: [E, K, N] transposed per expert, interleaved gate/up
+// rows split by strided slices; MXFP4 blocks dequantized.
+TEST(MaterializeWeightsTest, StackedExpertsAndMxfp4) {
+  // Two experts of [K = 2, N = 4] (inputs first), values e*100 + k*10 + n.
+  std::vector<uint16_t> w;
+  for (int e = 0; e < 2; ++e)
+    for (int k = 0; k < 2; ++k)
+      for (int n = 0; n < 4; ++n)
+        w.push_back(static_cast<uint16_t>(e * 100 + k * 10 + n));
+  // One MXFP4 row of 32 values: bytes 0x21 (low 1 -> 0.5, high 2 -> 1.0),
+  // then 0xF8 (-0.0, -6.0), the rest 0x77 (6.0, 6.0); scale 2^(128 - 127).
+  std::vector<uint8_t> blocks(16, 0x77), scales = {128};
+  blocks[0] = 0x21;
+  blocks[1] = 0xF8;
+  WeightStore store;
+  store.addView("x.gate_up", DType::BF16, {2, 2, 4}, raw(w));
+  store.addView("x.blocks", DType::U8, {1, 1, 1, 16}, raw(blocks));
+  store.addView("x.scales", DType::U8, {1, 1, 1}, raw(scales));
+  const std::string ir = R"mlir(
+func.func @f(%x: tensor<?x2xbf16>, %y: tensor<?x32xbf16>) -> (tensor<?x4xbf16>, tensor<?x4xbf16>, tensor<?x2xbf16>, tensor<?x1xbf16>) {
+  %w = sol.weight @x.gate_up : tensor<2x2x4xbf16>
+  %t = sol.transpose_weight %w : tensor<2x2x4xbf16> -> tensor<8x2xbf16>
+  %g = sol.slice_rows %t {offset = 0 : i64, stride = 2 : i64} : tensor<8x2xbf16> -> tensor<4x2xbf16>
+  %u = sol.slice_rows %t {offset = 1 : i64, stride = 2 : i64} : tensor<8x2xbf16> -> tensor<4x2xbf16>
+  %r = sol.reshape_weight %w : tensor<2x2x4xbf16> -> tensor<8x2xbf16>
+  %r2 = sol.slice_rows %r {offset = 6 : i64} : tensor<8x2xbf16> -> tensor<2x2xbf16>
+  %b = sol.weight @x.blocks : tensor<1x1x1x16xui8>
+  %s = sol.weight @x.scales : tensor<1x1x1xui8>
+  %m = sol.dequantize_mxfp4 %b, %s : (tensor<1x1x1x16xui8>, tensor<1x1x1xui8>) -> tensor<1x32xbf16>
+  %y1 = sol.linear %x, %g : (tensor<?x2xbf16>, tensor<4x2xbf16>) -> tensor<?x4xbf16>
+  %y2 = sol.linear %x, %u : (tensor<?x2xbf16>, tensor<4x2xbf16>) -> tensor<?x4xbf16>
+  %y3 = sol.linear %x, %r2 : (tensor<?x2xbf16>, tensor<2x2xbf16>) -> tensor<?x2xbf16>
+  %y4 = sol.linear %y, %m : (tensor<?x32xbf16>, tensor<1x32xbf16>) -> tensor<?x1xbf16>
+  return %y1, %y2, %y3, %y4 : tensor<?x4xbf16>, tensor<?x4xbf16>, tensor<?x2xbf16>, tensor<?x1xbf16>
+}
+)mlir";
+  std::vector<std::string> names = materialize(ir, store);
+  ASSERT_EQ(names.size(), 4u);
+  // Expert e's transposed rows are n = 0..3 of (k = 0, k = 1); gate takes
+  // the even rows of all experts, up the odd ones.
+  EXPECT_EQ(readAs<uint16_t>(store, names[0]),
+            (std::vector<uint16_t>{0, 10, 2, 12, 100, 110, 102, 112}));
+  EXPECT_EQ(readAs<uint16_t>(store, names[1]),
+            (std::vector<uint16_t>{1, 11, 3, 13, 101, 111, 103, 113}));
+  // The same elements in the same order: rows 6 and 7 of [8, 2].
+  EXPECT_EQ(readAs<uint16_t>(store, names[2]),
+            (std::vector<uint16_t>{110, 111, 112, 113}));
+  std::vector<uint16_t> want(32, 0x4140); // bf16 12.0 = 6 * 2
+  want[0] = 0x3F80;                       // 0.5 * 2
+  want[1] = 0x4000;                       // 1.0 * 2
+  want[2] = 0x8000;                       // -0.0
+  want[3] = 0xC140;                       // -6.0 * 2
+  EXPECT_EQ(readAs<uint16_t>(store, names[3]), want);
 }
 
 TEST(MaterializeWeightsTest, ClashingNamesGetASuffix) {
