@@ -51,6 +51,21 @@ TEST(RegexTest, Gpt2StylePatternSplitsContractionsAndDigits) {
                                       "!\n\n", "ok"}));
 }
 
+// o200k_base's split (gpt-oss's tokenizer.json): case runs kept whole or
+// split before a capital, contractions case-insensitively, three digits at
+// a time, punctuation with a leading space, newlines apart.
+TEST(RegexTest, O200kPatternSplitsCaseRunsAndPunctuation) {
+  const Regex regex = Regex::fromPattern(
+      R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+      "o200k");
+  EXPECT_EQ(matches(regex, "Hello World'S helloWorld HTTPServer 12345 "
+                           "\xC2\xBFQu\xC3\xA9? a/b\n\n  x"),
+            (std::vector<std::string>{"Hello", " World'S", " hello", "World",
+                                      " HTTPServer", " ", "123", "45",
+                                      " \xC2\xBF", "Qu\xC3\xA9", "?", " a",
+                                      "/b", "\n\n", " ", " x"}));
+}
+
 TEST(RegexTest, LiteralPatternsAndEmptyMatches) {
   const Regex literal = Regex::literal("a+", "test");
   EXPECT_EQ(matches(literal, "aa+a+"), (std::vector<std::string>{"a+", "a+"}));
