@@ -118,6 +118,49 @@ func.func @moe(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
 
 // -----
 
+// gpt-oss's biases: the router's stays whole, gate's and up's follow their
+// experts' rows, down's is added by rank 0 only (the sum holds it once).
+// CHECK-LABEL: func.func @moe_biases
+// CHECK-DAG: %[[RB:.*]] = sol.weight @router.bias : tensor<8xbf16>
+// CHECK-DAG: %[[GB:.*]] = sol.shard_weight %{{.*}} {axis = 0 : i64, groups = 8 : i64, ranks = 2 : i64, shards = 2 : i64} : tensor<256xbf16> -> tensor<128xbf16>
+// CHECK-DAG: %[[DB:.*]] = sol.first_rank_weight %{{.*}} {ranks = 2 : i64} : tensor<512xbf16>
+// CHECK: sol.moe {{.*}} biases(%[[RB]], %[[GB]], %{{.*}}, %[[DB]])
+// CHECK: sol.all_reduce
+func.func @moe_biases(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %r = sol.weight @router.weight : tensor<8x64xbf16>
+  %g = sol.weight @gate.weight : tensor<256x64xbf16>
+  %u = sol.weight @up.weight : tensor<256x64xbf16>
+  %d = sol.weight @down.weight : tensor<512x32xbf16>
+  %rb = sol.weight @router.bias : tensor<8xbf16>
+  %gb = sol.weight @gate.bias : tensor<256xbf16>
+  %ub = sol.weight @up.bias : tensor<256xbf16>
+  %db = sol.weight @down.bias : tensor<512xbf16>
+  %y = sol.moe %x, %r, %g, %u, %d biases(%rb, %gb, %ub, %db) {top_k = 2 : i64, normalize_top_k = true, activation = #sol<activation clamped_silu>, activation_limit = 7.0 : f32} : (tensor<?x64xbf16>, tensor<8x64xbf16>, tensor<256x64xbf16>, tensor<256x64xbf16>, tensor<512x32xbf16>, tensor<8xbf16>, tensor<256xbf16>, tensor<256xbf16>, tensor<512xbf16>) -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+// Attention sinks follow their query heads.
+// CHECK-LABEL: func.func @sinks
+// CHECK: %[[S:.*]] = sol.shard_weight %{{.*}} {axis = 0 : i64, ranks = 2 : i64, shards = 2 : i64} : tensor<4xbf16> -> tensor<2xbf16>
+// CHECK: sol.attention {{.*}} sinks %[[S]] {head_dim = 16 : i64, layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64
+func.func @sinks(%x: tensor<?x64xbf16>, %pos: tensor<?xi32>, %seq: tensor<?xi32>) -> tensor<?x64xbf16> {
+  %wq = sol.weight @q.weight : tensor<64x64xbf16>
+  %wk = sol.weight @k.weight : tensor<32x64xbf16>
+  %wv = sol.weight @v.weight : tensor<32x64xbf16>
+  %wo = sol.weight @o.weight : tensor<64x64xbf16>
+  %s = sol.weight @sinks : tensor<4xbf16>
+  %q = sol.linear %x, %wq : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16>
+  %k = sol.linear %x, %wk : (tensor<?x64xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
+  %v = sol.linear %x, %wv : (tensor<?x64xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
+  %a = sol.attention %q, %k, %v, %pos, %seq sinks %s {head_dim = 16 : i64, layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<4xbf16>) -> tensor<?x64xbf16>
+  %o = sol.linear %a, %wo : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16>
+  return %o : tensor<?x64xbf16>
+}
+
+// -----
+
 // The LM head by vocabulary, the logits' columns gathered; the tied
 // embedding keeps the whole table.
 // CHECK-LABEL: func.func @lm_head
