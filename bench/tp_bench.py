@@ -78,7 +78,9 @@ def expert_bytes(config):
     dense = set(config.get("mlp_only_layers") or [])
     step = config.get("decoder_sparse_step", 1) or 1
     moe_layers = sum(1 for i in range(layers) if i not in dense and (i + 1) % step == 0)
-    per_layer = 3 * config["hidden_size"] * width * 2 * experts
+    # bf16, or MXFP4 (gpt-oss's checkpoints: 4 bits and an exponent byte per 32).
+    mxfp4 = (config.get("quantization_config") or {}).get("quant_method") == "mxfp4"
+    per_layer = 3 * config["hidden_size"] * width * (17 / 32 if mxfp4 else 2) * experts
     return float(per_layer * moe_layers), config["num_experts_per_tok"] / experts
 
 

@@ -1142,39 +1142,72 @@ LogicalResult MoeOp::verify() {
   if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)))
     return failure();
   const int64_t hidden = getInput().getType().getDimSize(1);
-  auto floatWeight = [&](Value v, const char *what) -> LogicalResult {
+  // MXFP4 experts: ui8 codes, two values a byte, and their scales.
+  const bool mxfp4 = isMxfp4();
+  const int64_t packing = mxfp4 ? 2 : 1;
+  auto expertWeight = [&](Value v, const char *what) -> LogicalResult {
     auto t = cast<RankedTensorType>(v.getType());
-    if (t.getRank() != 2 || !isa<FloatType>(t.getElementType()) ||
-        isa<Float8E4M3FNType>(t.getElementType()))
+    const bool ok = mxfp4 ? t.getElementType().isUnsignedInteger(8)
+                          : isa<FloatType>(t.getElementType()) &&
+                                !isa<Float8E4M3FNType>(t.getElementType());
+    if (t.getRank() != 2 || !ok)
       return emitOpError() << what << " must be a 2-D bf16, f16 or f32 "
-                           << "weight (quantized experts are not supported "
-                           << "yet), but has type " << t;
+                           << "weight, or ui8 MXFP4 codes like every expert "
+                           << "weight (other quantized experts are not "
+                           << "supported yet), but has type " << t;
     return success();
   };
-  if (failed(floatWeight(getRouter(), "router")) ||
-      failed(floatWeight(getGate(), "gate")) ||
-      failed(floatWeight(getUp(), "up")) ||
-      failed(floatWeight(getDown(), "down")))
+  auto router = getRouter().getType();
+  if (router.getRank() != 2 || !isFloatElement(router.getElementType()))
+    return emitOpError() << "router must be a 2-D float weight, but has type "
+                         << router;
+  if (failed(expertWeight(getGate(), "gate")) ||
+      failed(expertWeight(getUp(), "up")) ||
+      failed(expertWeight(getDown(), "down")))
     return failure();
   const int64_t experts = getNumExperts();
-  auto router = getRouter().getType(), gate = getGate().getType();
+  auto gate = getGate().getType();
   if (experts <= 0 || router.getDimSize(1) != hidden)
     return emitOpError() << "router must have shape [experts, " << hidden
                          << "], but has shape " << shapeString(router);
-  if (gate.getDimSize(1) != hidden || gate.getDimSize(0) % experts != 0 ||
-      gate.getDimSize(0) == 0)
+  if (gate.getDimSize(1) * packing != hidden ||
+      gate.getDimSize(0) % experts != 0 || gate.getDimSize(0) == 0)
     return emitOpError() << "gate must have shape [" << experts
-                         << " * intermediate, " << hidden << "], but has shape "
-                         << shapeString(gate);
+                         << " * intermediate, " << hidden / packing
+                         << "], but has shape " << shapeString(gate);
   if (getUp().getType().getShape() != gate.getShape())
     return emitOpError() << "up must have gate's shape " << shapeString(gate)
                          << ", but has shape "
                          << shapeString(getUp().getType());
   const int64_t width = getExpertWidth();
   auto down = getDown().getType();
-  if (down.getDimSize(0) != experts * hidden || down.getDimSize(1) != width)
+  if (down.getDimSize(0) != experts * hidden ||
+      down.getDimSize(1) * packing != width)
     return emitOpError() << "down must have shape [" << experts * hidden << ", "
-                         << width << "], but has shape " << shapeString(down);
+                         << width / packing << "], but has shape "
+                         << shapeString(down);
+  if (mxfp4) {
+    if (hidden % 32 != 0 || width % 32 != 0)
+      return emitOpError() << "MXFP4 experts need the hidden size (" << hidden
+                           << ") and the experts' width (" << width
+                           << ") to be multiples of 32";
+    if (getScales().size() != 3)
+      return emitOpError() << "MXFP4 experts take three scales (gate, up, "
+                           << "down), got " << getScales().size();
+    const int64_t rows[] = {experts * width, experts * width, experts * hidden};
+    const int64_t groups[] = {hidden / 32, hidden / 32, width / 32};
+    static const char *const names[] = {"gate", "up", "down"};
+    for (auto [i, v] : llvm::enumerate(getScales())) {
+      auto t = cast<RankedTensorType>(v.getType());
+      if (!t.getElementType().isUnsignedInteger(8) || t.getRank() != 2 ||
+          t.getDimSize(0) != rows[i] || t.getDimSize(1) != groups[i])
+        return emitOpError()
+               << "the " << names[i] << " scales must be ui8 [" << rows[i]
+               << ", " << groups[i] << "], but have type " << t;
+    }
+  } else if (!getScales().empty()) {
+    return emitOpError() << "takes scales only for MXFP4 (ui8) experts";
+  }
   if (getTopK() < 1 || getTopK() > experts)
     return emitOpError() << "top_k must be in [1, " << experts << "], got "
                          << getTopK();

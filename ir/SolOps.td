@@ -592,7 +592,7 @@ def Sol_SwigluOp : Sol_Op<"swiglu", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Sol_MoeOp : Sol_Op<"moe", [Pure]> {
+def Sol_MoeOp : Sol_Op<"moe", [Pure, AttrSizedOperandSegments]> {
   let summary = "mixture of experts: each row through the gated MLPs of its top_k experts";
   let description = [{
     `input` is `tensor<?xH>`; `router` is `[E, H]`; `gate` and `up` are
@@ -611,6 +611,11 @@ def Sol_MoeOp : Sol_Op<"moe", [Pure]> {
     activation: with g = min(gate, L) and u = clamp(up, −L, L) for
     L = `activation_limit`, it gives (u + 1) · g · sigmoid(1.702 · g).
 
+    MXFP4 experts (gpt-oss's checkpoints): `gate`, `up` and `down` are `ui8`
+    codes, two E2M1 values a byte (the low nibble first), `[E·I, H/2]` and
+    `[E·H, I/2]`, and `scales` holds their E8M0 exponents, one a group of
+    32 values of a row: `[E·I, H/32]` twice and `[E·H, I/32]`.
+
     ```mlir
     %y = sol.moe %x, %router, %gate, %up, %down {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<8x64xbf16>, tensor<256x64xbf16>, tensor<256x64xbf16>, tensor<512x32xbf16>) -> tensor<?x64xbf16>
     ```
@@ -618,7 +623,8 @@ def Sol_MoeOp : Sol_Op<"moe", [Pure]> {
   let arguments = (ins Sol_FloatTensor:$input, Sol_WeightTensor:$router,
                        Sol_WeightTensor:$gate, Sol_WeightTensor:$up,
                        Sol_WeightTensor:$down,
-                       Variadic<Sol_WeightTensor>:$biases, I64Attr:$top_k,
+                       Variadic<Sol_WeightTensor>:$biases,
+                       Variadic<Sol_WeightTensor>:$scales, I64Attr:$top_k,
                        BoolAttr:$normalize_top_k,
                        DefaultValuedAttr<Sol_GateActivationAttr,
                                          "::sol::GateActivation::Silu">:$activation,
@@ -626,12 +632,14 @@ def Sol_MoeOp : Sol_Op<"moe", [Pure]> {
   let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $router `,` $gate `,` $up `,` $down (`biases` `(` $biases^ `)`)?
-    attr-dict `:` functional-type(operands, results)
+    (`scales` `(` $scales^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
     int64_t getNumExperts() { return getRouter().getType().getDimSize(0); }
     /// Each expert's intermediate size.
     int64_t getExpertWidth() { return getGate().getType().getDimSize(0) / getNumExperts(); }
+    /// Whether the experts are MXFP4 codes (with `scales`).
+    bool isMxfp4() { return getGate().getType().getElementType().isUnsignedInteger(8); }
   }];
   let hasVerifier = 1;
 }

@@ -62,14 +62,18 @@ struct SolQuantizePass : sol::impl::SolQuantizeBase<SolQuantizePass> {
         quantize(linear, target);
       else
         quantize(cast<NormLinearOp>(op), target);
-    // Experts stay as they are (no quantized expert kernels yet): once.
+    // Experts stay as they are (no int8/fp8/int4 expert kernels yet): once.
     int64_t mixtures = 0;
-    getOperation().walk([&](MoeOp) { ++mixtures; });
+    bool mxfp4 = false;
+    getOperation().walk([&](MoeOp m) {
+      ++mixtures;
+      mxfp4 = mxfp4 || m.isMxfp4();
+    });
     if (mixtures > 0)
       getOperation().emitWarning()
           << "keeps the expert weights of " << mixtures
-          << " mixture-of-experts layers bf16 (quantized experts are not "
-             "supported yet); "
+          << " mixture-of-experts layers " << (mxfp4 ? "MXFP4" : "bf16")
+          << " (other quantized experts are not supported yet); "
           << scheme.getValue() << " applies to the other linears";
     // Linears a checkpoint brought quantized keep their format: say so once
     // rather than per layer.

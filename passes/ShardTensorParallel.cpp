@@ -334,6 +334,27 @@ private:
     return shardColumns(*down, s, "down");
   }
 
+  /// MXFP4 experts in bf16 (sol.dequantize_mxfp4 of each projection),
+  /// for splits that would cut their groups of 32.
+  void dequantizeExperts(OpBuilder &b, MoeOp m) {
+    auto dequantize = [&](Value codes, Value scales) -> Value {
+      auto c = cast<RankedTensorType>(codes.getType());
+      const int64_t rows = c.getDimSize(0), groups = c.getDimSize(1) / 16;
+      Value blocks = b.create<ReshapeWeightOp>(
+          m.getLoc(),
+          RankedTensorType::get({rows, groups, 16}, c.getElementType()), codes);
+      return b.create<DequantizeMxfp4Op>(
+          m.getLoc(),
+          RankedTensorType::get({rows, groups * 32}, b.getBF16Type()), blocks,
+          scales);
+    };
+    SmallVector<Value, 3> scales(m.getScales());
+    m.getGateMutable().assign(dequantize(m.getGate(), scales[0]));
+    m.getUpMutable().assign(dequantize(m.getUp(), scales[1]));
+    m.getDownMutable().assign(dequantize(m.getDown(), scales[2]));
+    m.getScalesMutable().clear();
+  }
+
   LogicalResult shardMoe(MoeOp m) {
     const int64_t experts = m.getNumExperts(), width = m.getExpertWidth();
     if (width % ranks != 0)
@@ -342,11 +363,23 @@ private:
                  << ranks << " ranks cannot share evenly",
              failure();
     OpBuilder b(m);
+    // MXFP4 down projections split by columns at whole groups of 32; where
+    // a rank's share is no whole number of groups, the experts go bf16.
+    if (m.isMxfp4() && (width / ranks) % 32 != 0)
+      dequantizeExperts(b, m);
     // Every expert's rows of gate and up, its columns of down; the router
-    // stays whole, so every rank routes each row alike.
+    // stays whole, so every rank routes each row alike. MXFP4 scales follow
+    // their codes.
     m.getGateMutable().assign(shard(b, m.getGate(), 0, ranks, experts));
     m.getUpMutable().assign(shard(b, m.getUp(), 0, ranks, experts));
     m.getDownMutable().assign(shard(b, m.getDown(), 1, ranks));
+    if (m.isMxfp4()) {
+      SmallVector<Value, 3> scales(m.getScales());
+      m.getScalesMutable().assign(
+          ValueRange{shard(b, scales[0], 0, ranks, experts),
+                     shard(b, scales[1], 0, ranks, experts),
+                     shard(b, scales[2], 1, ranks)});
+    }
     if (!m.getBiases().empty()) {
       // The router's bias stays whole; gate's and up's follow their rows;
       // down's is added once, by rank 0, before the sum.

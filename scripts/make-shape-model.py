@@ -155,9 +155,7 @@ QWEN3_30B_A3B = {
     "vocab_size": 151936,
 }
 
-# openai/gpt-oss-20b's (its experts MXFP4 in the real checkpoint; --config-only
-# writes it without quantization_config, so the dummy plan holds bf16 experts
-# as an MXFP4 checkpoint's plan does).
+# openai/gpt-oss-20b's, its experts MXFP4 as in the published checkpoint.
 GPT_OSS_20B = {
     "architectures": ["GptOssForCausalLM"],
     "attention_bias": True,
@@ -178,6 +176,9 @@ GPT_OSS_20B = {
     "num_local_experts": 32,
     "output_router_logits": False,
     "pad_token_id": 199999,
+    "quantization_config": {"modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
+        "lm_head"], "quant_method": "mxfp4"},
     "rms_norm_eps": 1e-05,
     "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
                      "original_max_position_embeddings": 4096, "rope_type": "yarn",

@@ -579,8 +579,12 @@ struct MoeGateUpArgs {
   float limit = 0.0f;
   SOL_DEVICE_PTR(const bf16) gateBias = nullptr; // [E * I], or none
   SOL_DEVICE_PTR(const bf16) upBias = nullptr;   // [E * I], or none
+  // MXFP4 experts (moe_gate_up<H, I, true>): gate and up are codes, these
+  // their exponents ([E * I, H / 32]).
+  SOL_DEVICE_PTR(const unsigned char) gateScales = nullptr;
+  SOL_DEVICE_PTR(const unsigned char) upScales = nullptr;
 };
-SOL_ARGS_SIZE(MoeGateUpArgs, 72)
+SOL_ARGS_SIZE(MoeGateUpArgs, 88)
 SOL_ARGS_FIELD(MoeGateUpArgs, act, 0)
 SOL_ARGS_FIELD(MoeGateUpArgs, x, 8)
 SOL_ARGS_FIELD(MoeGateUpArgs, gate, 16)
@@ -592,6 +596,8 @@ SOL_ARGS_FIELD(MoeGateUpArgs, activation, 48)
 SOL_ARGS_FIELD(MoeGateUpArgs, limit, 52)
 SOL_ARGS_FIELD(MoeGateUpArgs, gateBias, 56)
 SOL_ARGS_FIELD(MoeGateUpArgs, upBias, 64)
+SOL_ARGS_FIELD(MoeGateUpArgs, gateScales, 72)
+SOL_ARGS_FIELD(MoeGateUpArgs, upScales, 80)
 
 /// moe_down<H, I>: out[slot] = down_e . act[slot] (+ bias_e); down is
 /// [E * H, I], bias [E * H] or none.
@@ -603,8 +609,10 @@ struct MoeDownArgs {
   int rows = 0;
   int topK = 0;
   SOL_DEVICE_PTR(const bf16) bias = nullptr;
+  // MXFP4 experts (moe_down<H, I, true>): down's exponents, [E * H, I / 32].
+  SOL_DEVICE_PTR(const unsigned char) scales = nullptr;
 };
-SOL_ARGS_SIZE(MoeDownArgs, 48)
+SOL_ARGS_SIZE(MoeDownArgs, 56)
 SOL_ARGS_FIELD(MoeDownArgs, out, 0)
 SOL_ARGS_FIELD(MoeDownArgs, act, 8)
 SOL_ARGS_FIELD(MoeDownArgs, down, 16)
@@ -612,6 +620,7 @@ SOL_ARGS_FIELD(MoeDownArgs, ids, 24)
 SOL_ARGS_FIELD(MoeDownArgs, rows, 32)
 SOL_ARGS_FIELD(MoeDownArgs, topK, 36)
 SOL_ARGS_FIELD(MoeDownArgs, bias, 40)
+SOL_ARGS_FIELD(MoeDownArgs, scales, 48)
 
 /// moe_combine<H, K>: y[row] = the row's K outputs, weighted, in increasing
 /// expert order.

@@ -20,6 +20,12 @@
 //                       steps as Transformers' bf16 ops do (moeClampedSwiglu).
 //  moe_down<H, I>       the same over down's H rows of e: out[slot][j] =
 //                       bf16(down_e[j] . act[slot]) (+ its bias, rounded).
+//
+// With Fp4 the experts are MXFP4 (gpt-oss): gate, up and down hold two
+// E2M1 codes a byte, the low nibble first, and *Scales one E8M0 exponent a
+// group of 32 values of a row; a lane decodes a group (16 bytes) at a time,
+// values exact in float, so the products are those of the bf16 weights
+// Transformers dequantizes them to.
 //  moe_combine<H, K>    y[r] = the row's K outputs weighted, added in
 //                       increasing expert order, each product and sum
 //                       rounded to bf16 (Transformers' index_add_ over the
@@ -161,27 +167,77 @@ __device__ __forceinline__ float moeClampedSwiglu(float g, float u,
   return roundToBf16(roundToBf16(u + 1.0f) * glu);
 }
 
-// The dot products of weight row `w` (N bf16) with the vectors of `count`
-// slots (x + slot's row offset), summed over the warp into acc[0..count).
-template <int N>
-__device__ __forceinline__ void moeDots(const bf16 *w, const bf16 *const *x,
-                                        int count, float (&acc)[kMoeSlots]) {
+// An FP4 (E2M1) code's value: 0, 0.5, 1, 1.5, 2, 3, 4, 6, negated by
+// bit 3.
+__device__ __forceinline__ float fp4Value(unsigned code) {
+  const unsigned e = (code >> 1) & 3u, m = code & 1u;
+  // (2 + m) * 2^(e - 2) for e > 0; m / 2 for e = 0.
+  const float magnitude =
+      e ? (2.0f + static_cast<float>(m)) *
+              __int_as_float(static_cast<int>((125u + e) << 23))
+        : 0.5f * static_cast<float>(m);
+  return (code & 8u) ? -magnitude : magnitude;
+}
+
+// An E8M0 exponent's scale, 2^(s - 127) (s = 255, NaN in the format, gives
+// infinity, as Transformers' ldexp does).
+__device__ __forceinline__ float e8m0Scale(unsigned s) {
+  return s ? __int_as_float(static_cast<int>(s << 23))
+           : 5.877471754111438e-39f; // 2^-127
+}
+
+// The dot products of weight row `w` (N bf16; with Fp4, N MXFP4 values: N/2
+// bytes of codes and the N/32 exponents at `scales`) with the vectors of
+// `count` slots (x + slot's row offset), summed over the warp into
+// acc[0..count).
+template <int N, bool Fp4>
+__device__ __forceinline__ void
+moeDots(const void *w, const unsigned char *scales, const bf16 *const *x,
+        int count, float (&acc)[kMoeSlots]) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int s = 0; s < kMoeSlots; ++s)
     acc[s] = 0.0f;
-  for (int c = lane; c < N / 8; c += 32) {
-    float wv[8];
-    unpack8(load16(w + c * 8), wv);
+  if constexpr (Fp4) {
+    static_assert(N % 32 == 0, "moeDots: MXFP4 rows are groups of 32");
+    const unsigned char *codes = static_cast<const unsigned char *>(w);
+    for (int c = lane; c < N / 32; c += 32) {
+      const uint4 packed = load16(codes + c * 16);
+      const float scale = e8m0Scale(scales[c]);
+      const unsigned words[4] = {packed.x, packed.y, packed.z, packed.w};
+      float wv[32];
 #pragma unroll
-    for (int s = 0; s < kMoeSlots; ++s) {
-      if (s >= count)
-        break;
-      float xv[8];
-      unpack8(load16(x[s] + c * 8), xv);
+      for (int i = 0; i < 32; ++i)
+        wv[i] = fp4Value(words[i / 8] >> (4 * (i % 8))) * scale;
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
-        acc[s] += wv[j] * xv[j];
+      for (int s = 0; s < kMoeSlots; ++s) {
+        if (s >= count)
+          break;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          float xv[8];
+          unpack8(load16(x[s] + c * 32 + q * 8), xv);
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            acc[s] += wv[q * 8 + j] * xv[j];
+        }
+      }
+    }
+  } else {
+    const bf16 *row = static_cast<const bf16 *>(w);
+    for (int c = lane; c < N / 8; c += 32) {
+      float wv[8];
+      unpack8(load16(row + c * 8), wv);
+#pragma unroll
+      for (int s = 0; s < kMoeSlots; ++s) {
+        if (s >= count)
+          break;
+        float xv[8];
+        unpack8(load16(x[s] + c * 8), xv);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          acc[s] += wv[j] * xv[j];
+      }
     }
   }
   // Only the slots in use (count is the same for the whole block): a decode
@@ -214,7 +270,24 @@ __device__ __forceinline__ void moeSlotPasses(const int *ids, int slots,
   }
 }
 
-template <int H, int I>
+// A weight row (and, for Fp4, its exponents) of an expert matrix of N
+// inputs: row `row` of bf16 `w`, or of MXFP4 codes (N / 2 bytes a row) and
+// `scales` (N / 32 a row).
+template <int N, bool Fp4> struct MoeRow {
+  const void *w;
+  const unsigned char *scales;
+};
+template <int N, bool Fp4>
+__device__ __forceinline__ MoeRow<N, Fp4>
+moeRow(const bf16 *w, const unsigned char *scales, long long row) {
+  if constexpr (Fp4)
+    return {reinterpret_cast<const unsigned char *>(w) + row * (N / 2),
+            scales + row * (N / 32)};
+  else
+    return {w + row * N, nullptr};
+}
+
+template <int H, int I, bool Fp4 = false>
 __global__ void __launch_bounds__(kMoeThreads)
     moe_gate_up(const __grid_constant__ MoeGateUpArgs args) {
   allowDependentLaunch();
@@ -225,8 +298,6 @@ __global__ void __launch_bounds__(kMoeThreads)
   const int tile = blockIdx.x % kTiles;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int slots = args.rows * args.topK;
-  const bf16 *gate = args.gate + static_cast<long long>(expert) * I * H;
-  const bf16 *up = args.up + static_cast<long long>(expert) * I * H;
   moeSlotPasses(args.ids, slots, expert, [&](const int *list, int count) {
     const bf16 *x[kMoeSlots];
 #pragma unroll
@@ -238,8 +309,11 @@ __global__ void __launch_bounds__(kMoeThreads)
       if (j >= I)
         break;
       float g[kMoeSlots], u[kMoeSlots];
-      moeDots<H>(gate + static_cast<long long>(j) * H, x, count, g);
-      moeDots<H>(up + static_cast<long long>(j) * H, x, count, u);
+      const long long row = static_cast<long long>(expert) * I + j;
+      const MoeRow<H, Fp4> gr = moeRow<H, Fp4>(args.gate, args.gateScales, row);
+      const MoeRow<H, Fp4> ur = moeRow<H, Fp4>(args.up, args.upScales, row);
+      moeDots<H, Fp4>(gr.w, gr.scales, x, count, g);
+      moeDots<H, Fp4>(ur.w, ur.scales, x, count, u);
       if (lane == 0) {
         float gb = 0.0f, ub = 0.0f;
         if (args.gateBias) {
@@ -269,7 +343,7 @@ __global__ void __launch_bounds__(kMoeThreads)
   });
 }
 
-template <int H, int I>
+template <int H, int I, bool Fp4 = false>
 __global__ void __launch_bounds__(kMoeThreads)
     moe_down(const __grid_constant__ MoeDownArgs args) {
   allowDependentLaunch();
@@ -280,7 +354,6 @@ __global__ void __launch_bounds__(kMoeThreads)
   const int tile = blockIdx.x % kTiles;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int slots = args.rows * args.topK;
-  const bf16 *down = args.down + static_cast<long long>(expert) * H * I;
   moeSlotPasses(args.ids, slots, expert, [&](const int *list, int count) {
     const bf16 *act[kMoeSlots];
 #pragma unroll
@@ -291,7 +364,9 @@ __global__ void __launch_bounds__(kMoeThreads)
       if (j >= H)
         break;
       float y[kMoeSlots];
-      moeDots<I>(down + static_cast<long long>(j) * I, act, count, y);
+      const MoeRow<I, Fp4> dr = moeRow<I, Fp4>(
+          args.down, args.scales, static_cast<long long>(expert) * H + j);
+      moeDots<I, Fp4>(dr.w, dr.scales, act, count, y);
       if (lane == 0) {
         const float bias =
             args.bias ? __bfloat162float(args.bias[expert * H + j]) : 0.0f;

@@ -577,18 +577,22 @@ LogicalResult Translator::translate(Operation *op) {
     if (failed(in) || failed(router) || failed(gate) || failed(up) ||
         failed(down))
       return failure();
-    SmallVector<int32_t, 4> biases;
-    for (Value bias : moe.getBiases()) {
-      FailureOr<int32_t> b = weight(op, bias);
-      if (failed(b))
-        return failure();
-      biases.push_back(*b);
-    }
+    SmallVector<int32_t, 8> extras; // biases, then MXFP4 scales
+    for (ValueRange values :
+         {ValueRange(moe.getBiases()), ValueRange(moe.getScales())})
+      for (Value v : values) {
+        FailureOr<int32_t> w = weight(op, v);
+        if (failed(w))
+          return failure();
+        extras.push_back(*w);
+      }
     int32_t out = newBuffer("moe", moe.getResult(), rowsOf(*in));
     PlanOp &o = emit(OpKind::Moe, op);
     o.buffers = {out, in->buffer};
     o.weights = {*router, *gate, *up, *down};
-    o.weights.insert(o.weights.end(), biases.begin(), biases.end());
+    o.weights.insert(o.weights.end(), extras.begin(), extras.end());
+    if (moe.isMxfp4())
+      o.expertFormat = fb::ExpertFormat::Mxfp4;
     o.topK = moe.getTopK();
     o.normalizeTopK = moe.getNormalizeTopK();
     o.activation = static_cast<fb::GateActivation>(moe.getActivation());

@@ -144,8 +144,10 @@ private:
   Value gatedMlp(Value x, const std::string &prefix, bool bias);
   Value mixtureOfExperts(Value x, const std::string &layerPrefix);
   /// gpt-oss's experts: gate, up and down stacked as sol.moe takes them,
-  /// from the [E, H, 2I] / [E, I, H] tensors or their MXFP4 blocks.
-  std::array<Value, 3> stackedExperts(const std::string &prefix);
+  /// from the [E, H, 2I] / [E, I, H] tensors, or their MXFP4 codes and
+  /// (in `scales`) their exponents.
+  std::array<Value, 3> stackedExperts(const std::string &prefix,
+                                      SmallVectorImpl<Value> &scales);
   Value reshapeWeight(Value w, ArrayRef<int64_t> shape);
   Value everyOtherRow(Value w, int64_t first);
 
@@ -450,35 +452,37 @@ Value Builder::everyOtherRow(Value w, int64_t first) {
       b.getI64IntegerAttr(first), b.getI64IntegerAttr(2));
 }
 
-std::array<Value, 3> Builder::stackedExperts(const std::string &p) {
+std::array<Value, 3> Builder::stackedExperts(const std::string &p,
+                                             SmallVectorImpl<Value> &scales) {
   const int64_t experts = config.numExperts, hidden = config.hiddenSize,
                 width = config.expertIntermediateSize;
   const std::string x = p + ".mlp.experts";
-  Value gateUp, down; // [E * 2I, H] (gate/up rows interleaved), [E * H, I]
+  if (config.quantization && config.quantization->quantizes(x)) {
+    // MXFP4, kept packed: each row's codes ([rows, K/2] bytes) and its
+    // groups' exponents ([rows, K/32]); the rows are already outputs.
+    Type u8 = b.getIntegerType(8, /*isSigned=*/false);
+    auto packed = [&](const std::string &name, const char *suffix, int64_t rows,
+                      int64_t cols) {
+      const hf::TensorView &t = model.checkpoint.get(name + suffix);
+      return reshapeWeight(storeWeight(t.name, t.shape, u8), {rows, cols});
+    };
+    const std::string gu = x + ".gate_up_proj", d = x + ".down_proj";
+    Value codes = packed(gu, "_blocks", experts * 2 * width, hidden / 2);
+    Value exps = packed(gu, "_scales", experts * 2 * width, hidden / 32);
+    scales.assign({everyOtherRow(exps, 0), everyOtherRow(exps, 1),
+                   packed(d, "_scales", experts * hidden, width / 32)});
+    return {everyOtherRow(codes, 0), everyOtherRow(codes, 1),
+            packed(d, "_blocks", experts * hidden, width / 2)};
+  }
+  // Stored inputs first: each expert's matrix transposed.
   auto weightType = [&](int64_t rows, int64_t cols) {
     return RankedTensorType::get({rows, cols}, actType);
   };
-  if (config.quantization && config.quantization->quantizes(x)) {
-    // MXFP4: the blocks' rows are already outputs.
-    auto mxfp4 = [&](const std::string &name, int64_t rows, int64_t cols) {
-      const hf::TensorView &blocks = model.checkpoint.get(name + "_blocks");
-      const hf::TensorView &scales = model.checkpoint.get(name + "_scales");
-      Type u8 = b.getIntegerType(8, /*isSigned=*/false);
-      return b.create<DequantizeMxfp4Op>(
-          loc, weightType(rows, cols),
-          storeWeight(blocks.name, blocks.shape, u8),
-          storeWeight(scales.name, scales.shape, u8));
-    };
-    gateUp = mxfp4(x + ".gate_up_proj", experts * 2 * width, hidden);
-    down = mxfp4(x + ".down_proj", experts * hidden, width);
-  } else {
-    // Stored inputs first: each expert's matrix transposed.
-    gateUp = b.create<TransposeWeightOp>(
-        loc, weightType(experts * 2 * width, hidden),
-        weight(x + ".gate_up_proj"));
-    down = b.create<TransposeWeightOp>(loc, weightType(experts * hidden, width),
-                                       weight(x + ".down_proj"));
-  }
+  Value gateUp =
+      b.create<TransposeWeightOp>(loc, weightType(experts * 2 * width, hidden),
+                                  weight(x + ".gate_up_proj"));
+  Value down = b.create<TransposeWeightOp>(
+      loc, weightType(experts * hidden, width), weight(x + ".down_proj"));
   return {everyOtherRow(gateUp, 0), everyOtherRow(gateUp, 1), down};
 }
 
@@ -501,8 +505,9 @@ Value Builder::mixtureOfExperts(Value x, const std::string &p) {
   };
   const std::string router = p + "." + config.moeRouter();
   Value gate, up, down;
+  SmallVector<Value, 3> scales;
   if (config.stackedExperts) {
-    auto [g, u, d] = stackedExperts(p);
+    auto [g, u, d] = stackedExperts(p, scales);
     gate = g, up = u, down = d;
   } else {
     gate = stacked(P::Gate), up = stacked(P::Up), down = stacked(P::Down);
@@ -524,11 +529,11 @@ Value Builder::mixtureOfExperts(Value x, const std::string &p) {
     act = GateActivation::ClampedSilu;
     limit = b.getF32FloatAttr(float(config.swigluLimit));
   }
-  Value routed =
-      b.create<MoeOp>(loc, x.getType(), x, weight(router + ".weight"), gate, up,
-                      down, biases, b.getI64IntegerAttr(config.expertsPerToken),
-                      b.getBoolAttr(config.normalizeTopK),
-                      GateActivationAttr::get(&ctx, act), limit);
+  Value routed = b.create<MoeOp>(
+      loc, x.getType(), x, weight(router + ".weight"), gate, up, down, biases,
+      scales, b.getI64IntegerAttr(config.expertsPerToken),
+      b.getBoolAttr(config.normalizeTopK), GateActivationAttr::get(&ctx, act),
+      limit);
   if (!config.sharedExpertIntermediateSize)
     return routed;
   Value shared = gatedMlp(x, p + ".mlp.shared_expert", /*bias=*/false);

@@ -1385,6 +1385,9 @@ void CudaExecutor::launchMoe(
   auto bias = [&](std::size_t i) -> CUdeviceptr {
     return biased ? weight(d.weights[4 + i]) : 0;
   };
+  auto mxfp4Scales = [&](std::size_t i) -> CUdeviceptr {
+    return d.hasMxfp4Experts() ? weight(d.weights[d.moeScalesWeight() + i]) : 0;
+  };
   launchLinear(launches, 0, logits, buffer(d.buffers[1]), weight(d.weights[0]),
                bias(0), rows, experts, hidden);
   const std::vector<KernelLaunch> moe = moeLaunches(d, rows);
@@ -1408,7 +1411,9 @@ void CudaExecutor::launchMoe(
                             .activation = static_cast<int>(d.activation),
                             .limit = d.activationLimit,
                             .gateBias = bias(1),
-                            .upBias = bias(2)});
+                            .upBias = bias(2),
+                            .gateScales = mxfp4Scales(0),
+                            .upScales = mxfp4Scales(1)});
   kernel(moe[2].instance)
       .launch(dependent(moe[2].dims), stream_,
               MoeDownArgs{.out = out,
@@ -1417,7 +1422,8 @@ void CudaExecutor::launchMoe(
                           .ids = ids,
                           .rows = rows,
                           .topK = topK,
-                          .bias = bias(3)});
+                          .bias = bias(3),
+                          .scales = mxfp4Scales(2)});
   kernel(moe[3].instance)
       .launch(dependent(moe[3].dims), stream_,
               MoeCombineArgs{.y = buffer(d.buffers[0]),

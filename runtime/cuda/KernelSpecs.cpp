@@ -113,14 +113,18 @@ KernelInstance MoeSpec::route() const {
 KernelInstance MoeSpec::gateUp() const {
   requireMultiple(hidden, 8, "hidden size", "moe_gate_up");
   requireMultiple(width, 8, "expert intermediate size", "moe_gate_up");
-  return {"MoeDecode.cuh",
-          cat(kNamespace, "moe_gate_up<", hidden, ", ", width, ">")};
+  if (mxfp4)
+    requireMultiple(hidden, 32, "hidden size", "moe_gate_up (MXFP4)");
+  return {"MoeDecode.cuh", cat(kNamespace, "moe_gate_up<", hidden, ", ", width,
+                               mxfp4 ? ", true>" : ">")};
 }
 KernelInstance MoeSpec::down() const {
   requireMultiple(hidden, 8, "hidden size", "moe_down");
   requireMultiple(width, 8, "expert intermediate size", "moe_down");
-  return {"MoeDecode.cuh",
-          cat(kNamespace, "moe_down<", hidden, ", ", width, ">")};
+  if (mxfp4)
+    requireMultiple(width, 32, "expert intermediate size", "moe_down (MXFP4)");
+  return {"MoeDecode.cuh", cat(kNamespace, "moe_down<", hidden, ", ", width,
+                               mxfp4 ? ", true>" : ">")};
 }
 KernelInstance MoeSpec::combine() const {
   requireMultiple(hidden, 8, "hidden size", "moe_combine");

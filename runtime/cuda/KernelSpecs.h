@@ -70,9 +70,10 @@ struct SwigluSpec {
 /// weights read once per step.
 struct MoeSpec {
   int experts = 0, topK = 0, hidden = 0, width = 0; // E, K, H, I
+  bool mxfp4 = false; // MXFP4 experts: the kernels' Fp4 instances
   KernelInstance route() const;                     // moe_route<E, K>
-  KernelInstance gateUp() const;                    // moe_gate_up<H, I>
-  KernelInstance down() const;                      // moe_down<H, I>
+  KernelInstance gateUp() const;                    // moe_gate_up<H, I[, true]>
+  KernelInstance down() const;                      // moe_down<H, I[, true]>
   KernelInstance combine() const;                   // moe_combine<H, K>
   LaunchDims routeDims(int rows) const;
   LaunchDims gateUpDims() const;

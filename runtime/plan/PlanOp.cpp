@@ -221,6 +221,19 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
              present, " of its four biases; it needs all or none");
       for (int32_t w : biases)
         optional(op.weights, w);
+      if (p->expert_format() > fb::ExpertFormat::MAX)
+        fail("plan ", planPath, ": op #", i, " '", op.name,
+             "' (Moe) has expert format ", static_cast<int>(p->expert_format()),
+             ", which this runtime does not know; this plan needs a newer Sol "
+             "runtime");
+      op.expertFormat = p->expert_format();
+      if (op.hasMxfp4Experts()) {
+        if (p->gate_scales() < 0 || p->up_scales() < 0 || p->down_scales() < 0)
+          fail("plan ", planPath, ": op #", i, " '", op.name,
+               "' (Moe) has MXFP4 experts without their scales");
+        op.weights.insert(op.weights.end(),
+                          {p->gate_scales(), p->up_scales(), p->down_scales()});
+      }
       op.topK = p->top_k();
       op.normalizeTopK = p->normalize_top_k();
       op.activation = p->activation();
@@ -367,13 +380,17 @@ flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
     params = fb::CreateSoftcapOp(b, buffer(0), op.softcap).Union();
     break;
   case OpKind::Moe: {
-    const bool biased = op.hasMoeBiases();
+    const bool biased = op.hasMoeBiases(), mxfp4 = op.hasMxfp4Experts();
     auto bias = [&](size_t i) { return biased ? weight(4 + i) : -1; };
+    auto scales = [&](size_t i) {
+      return mxfp4 ? weight(op.moeScalesWeight() + i) : -1;
+    };
     params =
         fb::CreateMoeOp(b, buffer(0), buffer(1), weight(0), weight(1),
                         weight(2), weight(3), static_cast<int32_t>(op.topK),
                         op.normalizeTopK, op.activation, bias(0), bias(1),
-                        bias(2), bias(3), op.activationLimit)
+                        bias(2), bias(3), op.activationLimit, op.expertFormat,
+                        scales(0), scales(1), scales(2))
             .Union();
     break;
   }

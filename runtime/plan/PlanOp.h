@@ -62,6 +62,7 @@ inline bool isGated(fb::LinearEpilogue e) {
 ///   Softcap        buffers buf
 ///   Moe            buffers out, in               weights router, gate, up,
 ///                  down[, router bias, gate bias, up bias, down bias]
+///                  [, gate scales, up scales, down scales (Mxfp4)]
 ///   AllReduce      buffers buf
 ///   AllGather      buffers out, in
 ///   SigmoidGate    buffers out, value, in        weights weight
@@ -93,16 +94,26 @@ struct PlanOp {
   int64_t topK = 0;           // Moe: experts per row
   bool normalizeTopK = false; // Moe: top-k weights divided by their sum
   float activationLimit = 0;  // Moe with ClampedSilu: its limit
+  fb::ExpertFormat expertFormat = fb::ExpertFormat::Float; // Moe
   std::vector<int64_t> columns, widths; // ConcatColumns: per input
 
   /// Attention: whether the heads have sinks (weights[0]).
   bool hasSinks() const {
     return kind == OpKind::Attention && !weights.empty();
   }
+  /// Moe: whether the experts are MXFP4 (their scales are the last three
+  /// weights).
+  bool hasMxfp4Experts() const {
+    return kind == OpKind::Moe && expertFormat == fb::ExpertFormat::Mxfp4;
+  }
   /// Moe: whether the router and the experts have biases (weights[4..7]).
   bool hasMoeBiases() const {
-    return kind == OpKind::Moe && weights.size() == 8;
+    return kind == OpKind::Moe &&
+           weights.size() == (hasMxfp4Experts() ? 11u : 8u);
   }
+  /// Moe with MXFP4 experts: the index in `weights` of the gate's scales
+  /// (up's and down's follow).
+  size_t moeScalesWeight() const { return weights.size() - 3; }
   /// RmsNorm: whether it adds a residual first (a third buffer).
   bool hasResidual() const { return buffers.size() == 3; }
   /// RmsNorm: whether the input is normalised before the residual add;

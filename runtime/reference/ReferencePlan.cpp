@@ -240,12 +240,15 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
     case OpKind::Softcap:
       expectCounts(1, 1, 0, 0);
       break;
-    case OpKind::Moe:
-      expectCounts(2, 2, 4, 8);
-      if (op.weights.size() != 4 && op.weights.size() != 8)
-        opError("has ", op.weights.size(),
-                " weights, expected 4 (no biases) or 8");
+    case OpKind::Moe: {
+      // Four, the four biases, and MXFP4 experts' three scales.
+      const size_t base = op.hasMxfp4Experts() ? 7 : 4;
+      expectCounts(2, 2, base, base + 4);
+      if (op.weights.size() != base && op.weights.size() != base + 4)
+        opError("has ", op.weights.size(), " weights, expected ", base,
+                " (no biases) or ", base + 4);
       break;
+    }
     case OpKind::SigmoidGate:
       expectCounts(3, 3, 1, 1);
       break;
@@ -538,7 +541,9 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
     const BufferInfo &out = activation(0);
     const BufferInfo &in = activation(1);
     const WeightInfo &router = weight(0);
-    const WeightInfo &gate = weight(1);
+    const WeightInfo &gate =
+        weight(1, op.hasMxfp4Experts() ? std::optional<DType>(DType::U8)
+                                       : std::optional<DType>());
     if (router.shape.size() != 2 || router.shape[0] <= 0)
       opError("router '", router.name, "' must be [experts, ", in.width, "]");
     const int64_t experts = router.shape[0];
@@ -548,9 +553,23 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
       opError("gate '", gate.name, "' must be [", experts, " * intermediate, ",
               in.width, "]");
     const int64_t width = gate.shape[0] / experts;
-    shapeIs(gate, {experts * width, in.width});
-    shapeIs(weight(2), {experts * width, in.width});
-    shapeIs(weight(3), {experts * in.width, width});
+    if (op.hasMxfp4Experts()) {
+      // Codes two to a byte, an exponent per 32.
+      if (in.width % 32 != 0 || width % 32 != 0)
+        opError("MXFP4 experts need widths that are multiples of 32, got ",
+                in.width, " and ", width);
+      shapeIs(weight(1, DType::U8), {experts * width, in.width / 2});
+      shapeIs(weight(2, DType::U8), {experts * width, in.width / 2});
+      shapeIs(weight(3, DType::U8), {experts * in.width, width / 2});
+      const size_t s = op.moeScalesWeight();
+      shapeIs(weight(s, DType::U8), {experts * width, in.width / 32});
+      shapeIs(weight(s + 1, DType::U8), {experts * width, in.width / 32});
+      shapeIs(weight(s + 2, DType::U8), {experts * in.width, width / 32});
+    } else {
+      shapeIs(gate, {experts * width, in.width});
+      shapeIs(weight(2), {experts * width, in.width});
+      shapeIs(weight(3), {experts * in.width, width});
+    }
     if (op.topK < 1 || op.topK > experts)
       opError("top_k is ", op.topK, "; it must be in [1, ", experts, "]");
     if (op.hasMoeBiases()) {

@@ -8,6 +8,7 @@
 #include "runtime/support/DType.h"
 #include "runtime/support/Error.h"
 #include "runtime/support/Quantize.h"
+#include "runtime/support/QuantizedCheckpoint.h"
 
 #include <cstring>
 #include <new>
@@ -44,10 +45,19 @@ ReferenceWeights::ReferenceWeights(const PlanFile &file,
   // points), which are read there and not converted on their own.
   struct Dequantize {
     const PlanOp *op = nullptr;
+    int mxfp4Scales = -1; // an MXFP4 expert weight: its scales' index
   };
   std::vector<Dequantize> dequantize(infos.size());
   std::vector<bool> auxiliary(infos.size(), false);
   for (const PlanOp &op : plan.ops()) {
+    if (op.hasMxfp4Experts()) {
+      for (size_t j = 0; j < 3; ++j) {
+        const int scales = op.weights[op.moeScalesWeight() + j];
+        dequantize[static_cast<size_t>(op.weights[1 + j])].mxfp4Scales = scales;
+        auxiliary[static_cast<size_t>(scales)] = true;
+      }
+      continue;
+    }
     if (op.quant == fb::WeightQuant::None)
       continue;
     dequantize[static_cast<size_t>(op.weights[op.linearWeight()])].op = &op;
@@ -74,6 +84,21 @@ ReferenceWeights::ReferenceWeights(const PlanFile &file,
     const WeightInfo &info = infos[i];
     const std::span<const std::byte> bytes = bytesOf(i, codeScratch);
     std::vector<float> &out = values_[i];
+    if (const int s = dequantize[i].mxfp4Scales; s >= 0) {
+      // MXFP4 codes: 32 values from each 16 bytes and its exponent byte.
+      const std::span<const std::byte> scales =
+          bytesOf(static_cast<size_t>(s), scaleScratch);
+      out.resize(scales.size() * 32);
+      std::vector<uint16_t> group(32);
+      for (size_t g = 0; g < scales.size(); ++g) {
+        quant::dequantizeMxfp4Group(bytes.subspan(g * 16, 16),
+                                    std::to_integer<uint8_t>(scales[g]), group);
+        for (size_t j = 0; j < 32; ++j)
+          out[g * 32 + j] = bf16ToFloat(group[j]);
+      }
+      bytes_ += out.size() * sizeof(float);
+      continue;
+    }
     try {
       out.resize(static_cast<size_t>(info.elements));
     } catch (const std::bad_alloc &) {

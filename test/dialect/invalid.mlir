@@ -1561,7 +1561,7 @@ func.func @moe_top_k(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<12
 
 // Experts are float weights (no quantized experts yet).
 func.func @moe_quantized(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xi8>, %d: tensor<256x32xbf16>) {
-  // expected-error @+1 {{gate must be a 2-D bf16, f16 or f32 weight (quantized experts are not supported yet), but has type 'tensor<128x64xi8>'}}
+  // expected-error @+1 {{gate must be a 2-D bf16, f16 or f32 weight, or ui8 MXFP4 codes like every expert weight (other quantized experts are not supported yet), but has type 'tensor<128x64xi8>'}}
   %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xi8>, tensor<128x64xi8>, tensor<256x32xbf16>) -> tensor<?x64xbf16>
   return
 }
@@ -1744,5 +1744,29 @@ func.func @mxfp4_result() {
 func.func @rope_truncate_without_yarn(%q: tensor<?x64xbf16>, %pos: tensor<?xi32>) {
   // expected-error @+1 {{rope truncate = false goes with yarn scaling only}}
   %r = sol.rope %q, %pos {rope = #sol.rope<theta = 10000.0, truncate = false>, num_heads = 4, head_dim = 16} : (tensor<?x64xbf16>, tensor<?xi32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @moe_mxfp4_scales(%x: tensor<?x64xbf16>) {
+  %r = sol.weight @router : tensor<4x64xbf16>
+  %g = sol.weight @gate : tensor<128x32xui8>
+  %d = sol.weight @down : tensor<256x16xui8>
+  %gs = sol.weight @gate.scales : tensor<128x2xui8>
+  %ds = sol.weight @down.scales : tensor<256x2xui8>
+  // expected-error @+1 {{the down scales must be ui8 [256, 1], but have type 'tensor<256x2xui8>'}}
+  %y = sol.moe %x, %r, %g, %g, %d scales(%gs, %gs, %ds) {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x32xui8>, tensor<128x32xui8>, tensor<256x16xui8>, tensor<128x2xui8>, tensor<128x2xui8>, tensor<256x2xui8>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @moe_mxfp4_without_scales(%x: tensor<?x64xbf16>) {
+  %r = sol.weight @router : tensor<4x64xbf16>
+  %g = sol.weight @gate : tensor<128x32xui8>
+  %d = sol.weight @down : tensor<256x16xui8>
+  // expected-error @+1 {{MXFP4 experts take three scales (gate, up, down), got 0}}
+  %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x32xui8>, tensor<128x32xui8>, tensor<256x16xui8>) -> tensor<?x64xbf16>
   return
 }

@@ -50,6 +50,21 @@ func.func @gpt_oss(%x: tensor<?x64xbf16>, %pos: tensor<?xi32>, %seq: tensor<?xi3
   return %a : tensor<?x64xbf16>
 }
 
+// MXFP4 experts kept packed: ui8 codes two to a byte and their exponents.
+// CHECK-LABEL: func.func @moe_mxfp4
+func.func @moe_mxfp4(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %r = sol.weight @router : tensor<4x64xbf16>
+  %g = sol.weight @gate : tensor<128x32xui8>
+  %u = sol.weight @up : tensor<128x32xui8>
+  %d = sol.weight @down : tensor<256x16xui8>
+  %gs = sol.weight @gate.scales : tensor<128x2xui8>
+  %us = sol.weight @up.scales : tensor<128x2xui8>
+  %ds = sol.weight @down.scales : tensor<256x1xui8>
+  // CHECK: sol.moe {{.*}} scales(%{{.*}}, %{{.*}}, %{{.*}}) {normalize_top_k = true, top_k = 2 : i64}
+  %y = sol.moe %x, %r, %g, %u, %d scales(%gs, %us, %ds) {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x32xui8>, tensor<128x32xui8>, tensor<256x16xui8>, tensor<128x2xui8>, tensor<128x2xui8>, tensor<256x1xui8>) -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+
 // MXFP4 experts: 16 bytes (32 values) per group, rows = outputs.
 // CHECK-LABEL: func.func @mxfp4
 func.func @mxfp4() -> tensor<256x64xbf16> {

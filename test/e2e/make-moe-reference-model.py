@@ -142,7 +142,9 @@ class Model:
         self.family = family
         self.gpt_oss = family.startswith("gpt-oss")
         self.layers = 2 if self.gpt_oss else 3
-        self.inter = 32
+        # MXFP4: 64 wide, so that two tensor-parallel ranks keep whole groups
+        # of 32 (four do not, and take the bf16 fallback).
+        self.inter = 64 if family == "gpt-oss-mxfp4" else 32
         self.w = Weights({"gpt-oss": 7, "gpt-oss-mxfp4": 11, "qwen2-moe": 13}[family])
         self.window = 4
         self.eps = 1e-5 if self.gpt_oss else 1e-6

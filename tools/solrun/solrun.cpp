@@ -289,6 +289,8 @@ void printInfo(const sol::PlanFile &file) {
     std::string extras;
     if (moe->normalizeTopK)
       extras += ", their weights renormalised";
+    if (moe->hasMxfp4Experts())
+      extras += ", MXFP4 experts";
     if (moe->hasMoeBiases())
       extras += ", biases on the router and experts";
     if (moe->activation == sol::fb::GateActivation::ClampedSilu)

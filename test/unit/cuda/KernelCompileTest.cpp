@@ -237,11 +237,14 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
   code += sol::cat("static_assert(kSkinnyThreads == ",
                    SkinnySpec{2048}.dims(8).block.x, ");\n");
   // The MoE kernels' geometry, and their instances of the Qwen3-30B-A3B
-  // (128 experts, 8 a token), Mixtral-8x7B (8, 2), gpt-oss-20b (32, 4) and
-  // Qwen1.5-MoE-A2.7B (60, 4) shapes compiled in full.
+  // (128 experts, 8 a token), Mixtral-8x7B (8, 2), gpt-oss-20b (32, 4; bf16
+  // and MXFP4 experts) and Qwen1.5-MoE-A2.7B (60, 4) shapes compiled in
+  // full.
   for (const cuda::MoeSpec &moe :
        {cuda::MoeSpec{128, 8, 2048, 768}, cuda::MoeSpec{8, 2, 4096, 14336},
-        cuda::MoeSpec{32, 4, 2880, 2880}, cuda::MoeSpec{60, 4, 2048, 1408}}) {
+        cuda::MoeSpec{32, 4, 2880, 2880},
+        cuda::MoeSpec{32, 4, 2880, 2880, true},
+        cuda::MoeSpec{60, 4, 2048, 1408}}) {
     code += sol::cat(
         "static_assert(kMoeThreads == ", moe.gateUpDims().block.x, ");\n",
         "static_assert(kMoeThreads == ", moe.downDims().block.x, ");\n",
@@ -252,13 +255,17 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
         moe.width, " + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock));\n",
         "static_assert(", moe.downDims().grid.x, " == ", moe.experts, " * ((",
         moe.hidden, " + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock));\n");
-    for (const std::string &expr :
-         {moe.route().nameExpression + "(const __grid_constant__ MoeRouteArgs)",
-          moe.gateUp().nameExpression +
-              "(const __grid_constant__ MoeGateUpArgs)",
-          moe.down().nameExpression + "(const __grid_constant__ MoeDownArgs)",
-          moe.combine().nameExpression +
-              "(const __grid_constant__ MoeCombineArgs)"})
+    std::vector<std::string> exprs = {
+        moe.gateUp().nameExpression + "(const __grid_constant__ MoeGateUpArgs)",
+        moe.down().nameExpression + "(const __grid_constant__ MoeDownArgs)"};
+    if (!moe.mxfp4) // the bf16 spec of the same shape has them
+      for (const std::string &expr :
+           {moe.route().nameExpression +
+                "(const __grid_constant__ MoeRouteArgs)",
+            moe.combine().nameExpression +
+                "(const __grid_constant__ MoeCombineArgs)"})
+        exprs.push_back(expr);
+    for (const std::string &expr : exprs)
       code += "template __global__ void " + expr + ";\n";
   }
   // Qwen1.5-MoE-A2.7B's shared-expert gate.

@@ -277,4 +277,92 @@ TEST(MoeEmulation, BiasedExpertsWithClampedSwiglu) {
   }
 }
 
+// MXFP4 experts (moe_gate_up<H, I, true>, moe_down<H, I, true>): random
+// codes and exponents against the float64 products of their values, every
+// code and a spread of exponents exercised.
+TEST(MoeEmulation, Mxfp4Experts) {
+  constexpr int E = 3, K = 2, H = 96, I = 64;
+  std::mt19937 rng(5);
+  const int rows = 4, slots = rows * K;
+  const std::vector<Bf16> x = randomBf16(rng, rows * H, 1.0f);
+  std::uniform_int_distribution<int> byte(0, 255), exponent(120, 126);
+  auto codes = [&](int n) {
+    std::vector<unsigned char> v(static_cast<std::size_t>(n) / 2);
+    for (unsigned char &b : v)
+      b = static_cast<unsigned char>(byte(rng));
+    return v;
+  };
+  auto exponents = [&](int n) {
+    std::vector<unsigned char> v(static_cast<std::size_t>(n) / 32);
+    for (unsigned char &b : v)
+      b = static_cast<unsigned char>(exponent(rng));
+    return v;
+  };
+  const std::vector<unsigned char> gate = codes(E * I * H),
+                                   up = codes(E * I * H),
+                                   down = codes(E * H * I);
+  const std::vector<unsigned char> gateS = exponents(E * I * H),
+                                   upS = exponents(E * I * H),
+                                   downS = exponents(E * H * I);
+  // Value k of row r of a [rows, n] MXFP4 matrix.
+  auto value = [](const std::vector<unsigned char> &c,
+                  const std::vector<unsigned char> &s, int n, int r, int k) {
+    static const double kFp4[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    const unsigned b = c[static_cast<std::size_t>(r) * (n / 2) + k / 2];
+    const unsigned code = k % 2 ? b >> 4 : b & 15;
+    const double v = (code & 8 ? -1 : 1) * kFp4[code & 7];
+    return std::ldexp(v,
+                      s[static_cast<std::size_t>(r) * (n / 32) + k / 32] - 127);
+  };
+  const std::vector<int> ids = {0, 2, 1, 0, 2, 1, 0, 1};
+  std::vector<Bf16> act(static_cast<std::size_t>(slots) * I, kNan);
+  std::vector<Bf16> out(static_cast<std::size_t>(slots) * H, kNan);
+  MoeGateUpArgs g;
+  g.act = act.data();
+  g.x = x.data();
+  g.gate = reinterpret_cast<const Bf16 *>(gate.data());
+  g.up = reinterpret_cast<const Bf16 *>(up.data());
+  g.ids = ids.data();
+  g.rows = rows;
+  g.topK = K;
+  g.gateScales = gateS.data();
+  g.upScales = upS.data();
+  cuda_emulation::launch(E * ceilDiv(I, kMoeRowsPerBlock), kMoeThreads,
+                         [&] { moe_gate_up<H, I, true>(g); });
+  for (int s = 0; s < slots; ++s) {
+    const int e = ids[s], r = s / K;
+    for (int j = 0; j < I; ++j) {
+      double gs = 0, us = 0;
+      for (int h = 0; h < H; ++h) {
+        gs += value(gate, gateS, H, e * I + j, h) * val(x[r * H + h]);
+        us += value(up, upS, H, e * I + j, h) * val(x[r * H + h]);
+      }
+      const float gv = bf(static_cast<float>(gs));
+      const float a = bf(bf(silu(gv)) * bf(static_cast<float>(us)));
+      EXPECT_NEAR(val(act[s * I + j]), a, 1e-2f * std::abs(a) + 1e-5f)
+          << "act slot " << s << " row " << j;
+    }
+  }
+  MoeDownArgs d;
+  d.out = out.data();
+  d.act = act.data();
+  d.down = reinterpret_cast<const Bf16 *>(down.data());
+  d.ids = ids.data();
+  d.rows = rows;
+  d.topK = K;
+  d.scales = downS.data();
+  cuda_emulation::launch(E * ceilDiv(H, kMoeRowsPerBlock), kMoeThreads,
+                         [&] { moe_down<H, I, true>(d); });
+  for (int s = 0; s < slots; ++s) {
+    const int e = ids[s];
+    for (int j = 0; j < H; ++j) {
+      double ds = 0;
+      for (int i = 0; i < I; ++i)
+        ds += value(down, downS, I, e * H + j, i) * val(act[s * I + i]);
+      EXPECT_NEAR(val(out[s * H + j]), ds, 1e-2 * std::abs(ds) + 1e-5)
+          << "out slot " << s << " row " << j;
+    }
+  }
+}
+
 } // namespace

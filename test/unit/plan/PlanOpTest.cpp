@@ -64,6 +64,12 @@ std::vector<PlanOp> everyKind() {
   biased.activationLimit = 7.0f;
   // Qwen2-MoE's shared-expert gate.
   add(OpKind::SigmoidGate, {42, 20, 4}, {43});
+  // gpt-oss's MXFP4 experts: biases, then the three scales.
+  PlanOp &packed =
+      add(OpKind::Moe, {30, 4}, {31, 32, 33, 34, 38, 39, 40, 41, 44, 45, 46});
+  packed.topK = 4, packed.normalizeTopK = true,
+  packed.activation = fb::GateActivation::ClampedSilu,
+  packed.activationLimit = 7.0f, packed.expertFormat = fb::ExpertFormat::Mxfp4;
   return ops;
 }
 
@@ -105,6 +111,7 @@ TEST(PlanOpTest, EveryKindRoundTrips) {
     EXPECT_EQ(d.normalizeTopK, a.normalizeTopK);
     EXPECT_EQ(d.activation, a.activation);
     EXPECT_EQ(d.activationLimit, a.activationLimit);
+    EXPECT_EQ(d.expertFormat, a.expertFormat);
   }
   EXPECT_TRUE(decoded[1].hasResidual());
   EXPECT_FALSE(decoded[2].hasResidual());
@@ -123,6 +130,10 @@ TEST(PlanOpTest, EveryKindRoundTrips) {
   EXPECT_TRUE(decoded[19].hasSinks());
   EXPECT_FALSE(decoded[16].hasMoeBiases());
   EXPECT_TRUE(decoded[20].hasMoeBiases());
+  EXPECT_FALSE(decoded[20].hasMxfp4Experts());
+  EXPECT_TRUE(decoded[22].hasMxfp4Experts());
+  EXPECT_TRUE(decoded[22].hasMoeBiases());
+  EXPECT_EQ(decoded[22].weights[decoded[22].moeScalesWeight()], 44);
 }
 
 TEST(PlanOpTest, QuantizedLinearsNeedTheirScales) {
