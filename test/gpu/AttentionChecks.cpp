@@ -206,15 +206,9 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
   const DeviceBuffer dPos = c.upload(batch.positions);
   const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  // Sinks as large as the scores, so that they take a visible share.
-  std::vector<Bf16> sinks;
-  std::vector<float> sinkValues;
-  if (ac.sinks) {
-    sinks = randomBf16(c.rng, static_cast<std::size_t>(h.qHeads), -2, 4);
-    for (Bf16 v : sinks)
-      sinkValues.push_back(bf16ToFloat(v));
-  }
-  const DeviceBuffer dSinks = c.upload(ac.sinks ? sinks : std::vector<Bf16>(1));
+  const AttentionSinks sinks = randomSinks(c.rng, ac.sinks ? h.qHeads : 0);
+  const DeviceBuffer dSinks =
+      c.upload(ac.sinks ? sinks.bf16 : std::vector<Bf16>(1));
 
   std::vector<double> ref;
   if (ac.checked) {
@@ -233,7 +227,7 @@ void runAttentionCase(Checker &c, const HeadShape &h, const AttentionCase &ac) {
                        scale,
                        ac.window};
     p.softcap = ac.softcap;
-    p.sinks = sinkValues;
+    p.sinks = sinks.values;
     ref = referenceAttention(p);
   }
 

@@ -33,6 +33,14 @@ int Rng::uniformInt(int lo, int hiInclusive) {
   return lo + static_cast<int>(next() % span);
 }
 
+AttentionSinks randomSinks(Rng &rng, int heads) {
+  AttentionSinks sinks;
+  sinks.bf16 = randomBf16(rng, static_cast<std::size_t>(heads), -2, 4);
+  for (Bf16 v : sinks.bf16)
+    sinks.values.push_back(bf16ToFloat(v));
+  return sinks;
+}
+
 std::vector<Bf16> randomBf16(Rng &rng, std::size_t n, float lo, float hi) {
   std::vector<Bf16> out(n);
   for (Bf16 &v : out) {

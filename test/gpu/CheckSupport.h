@@ -34,6 +34,15 @@ private:
 };
 
 std::vector<Bf16> randomBf16(Rng &rng, std::size_t n, float lo, float hi);
+
+/// Attention sinks (gpt-oss) of `heads` query heads, as large as the scores
+/// so that they take a visible share: the bf16 values the kernels read and
+/// the same values for the reference. Empty for `heads` = 0.
+struct AttentionSinks {
+  std::vector<Bf16> bf16;
+  std::vector<float> values;
+};
+AttentionSinks randomSinks(Rng &rng, int heads);
 std::vector<float> toFloat(std::span<const Bf16> v);
 
 /// ||out - ref|| / ||ref||; infinity when out has a NaN or ref is all zero

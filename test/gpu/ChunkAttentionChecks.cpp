@@ -131,14 +131,9 @@ void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
   const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
   const DeviceBuffer dTiles = c.upload(tileInts);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  std::vector<Bf16> sinks(1);
-  std::vector<float> sinkValues;
-  if (cc.sinks) {
-    sinks = randomBf16(c.rng, static_cast<std::size_t>(h.qHeads), -2, 4);
-    for (Bf16 v : sinks)
-      sinkValues.push_back(bf16ToFloat(v));
-  }
-  const DeviceBuffer dSinks = c.upload(sinks);
+  const AttentionSinks sinks = randomSinks(c.rng, cc.sinks ? h.qHeads : 0);
+  const DeviceBuffer dSinks =
+      c.upload(cc.sinks ? sinks.bf16 : std::vector<Bf16>(1));
   const CUdeviceptr sinksArg = cc.sinks ? dSinks.address() : 0;
 
   AttentionProblem p{h.qHeads,
@@ -156,7 +151,7 @@ void runChunkCase(Checker &c, const HeadShape &h, bool fp8,
                      scale,
                      cc.window};
   p.softcap = cc.softcap;
-  p.sinks = sinkValues;
+  p.sinks = sinks.values;
   if (fp8) {
     p.kCacheF32 = fp8Cache.kDeq;
     p.vCacheF32 = fp8Cache.vDeq;

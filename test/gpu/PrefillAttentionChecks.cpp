@@ -91,14 +91,9 @@ void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
   const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
   const DeviceBuffer dTiles = c.upload(tileInts);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  std::vector<Bf16> sinks(1);
-  std::vector<float> sinkValues;
-  if (pc.sinks) {
-    sinks = randomBf16(c.rng, static_cast<std::size_t>(h.qHeads), -2, 4);
-    for (Bf16 v : sinks)
-      sinkValues.push_back(bf16ToFloat(v));
-  }
-  const DeviceBuffer dSinks = c.upload(sinks);
+  const AttentionSinks sinks = randomSinks(c.rng, pc.sinks ? h.qHeads : 0);
+  const DeviceBuffer dSinks =
+      c.upload(pc.sinks ? sinks.bf16 : std::vector<Bf16>(1));
 
   AttentionProblem p{h.qHeads,
                      h.kvHeads,
@@ -115,7 +110,7 @@ void runPrefillCase(Checker &c, const HeadShape &h, const PrefillCase &pc) {
                      scale,
                      pc.window};
   p.softcap = pc.softcap;
-  p.sinks = sinkValues;
+  p.sinks = sinks.values;
   const std::vector<double> ref = referenceAttention(p);
 
   const cuda::Kernel &kernel = c.kernels.kernel(spec.instance());
