@@ -325,8 +325,8 @@ struct TiledAttentionArgs {
   SOL_DEVICE_PTR(const int2) tiles = nullptr;
   int maxBlocks = 0;
   float scale = 0.0f;
-  int slidingWindow = 0; // 0: none
-  float softcap = 0.0f;  // 0: none
+  int slidingWindow = 0;                      // 0: none
+  float softcap = 0.0f;                       // 0: none
   SOL_DEVICE_PTR(const bf16) sinks = nullptr; // [Hq] (gpt-oss), or none
 };
 SOL_ARGS_SIZE(TiledAttentionArgs, 104)
@@ -638,6 +638,74 @@ SOL_ARGS_FIELD(MoeCombineArgs, weights, 16)
 SOL_ARGS_FIELD(MoeCombineArgs, ids, 24)
 SOL_ARGS_FIELD(MoeCombineArgs, rows, 32)
 
+/// random_weights (RandomWeights.cuh): `count` elements of a weight of a
+/// plan without weight bytes, element i from seed ^ i; `kind` is one of
+/// RandomWeights.cuh's kRandom*.
+inline constexpr int kRandomBf16Matrix = 0; // 0.02 u
+inline constexpr int kRandomBf16Vector = 1; // 1 + 0.02 u (norms, biases)
+inline constexpr int kRandomF32 = 2;        // 0.01 (1 + 0.5 u): scales
+inline constexpr int kRandomF32AsBf16 = 3;  // the same, stored as bf16
+inline constexpr int kRandomE4m3 = 4;       // exponent 1..7, any sign, mantissa
+inline constexpr int kRandomI8 = 5;         // -127..127
+inline constexpr int kRandomU8 = 6;         // 8 (an E8M0 scale of 2^-119)
+inline constexpr int kRandomI4 = 7;         // a byte of two codes
+struct RandomWeightsArgs {
+  SOL_DEVICE_PTR(void) out = nullptr;
+  unsigned long long seed = 0;
+  long long count = 0;
+  int kind = 0;
+};
+SOL_ARGS_SIZE(RandomWeightsArgs, 32)
+SOL_ARGS_FIELD(RandomWeightsArgs, out, 0)
+SOL_ARGS_FIELD(RandomWeightsArgs, seed, 8)
+SOL_ARGS_FIELD(RandomWeightsArgs, count, 16)
+SOL_ARGS_FIELD(RandomWeightsArgs, kind, 24)
+
+/// moe_sort<E, BM> (MoeGroupedGemm.cuh): the rows * topK slots of `ids`
+/// grouped by expert into sorted = [order | expert starts (E + 1) | tile
+/// starts (E + 1)].
+struct MoeSortArgs {
+  SOL_DEVICE_PTR(int) sorted = nullptr;    // [rows * topK + 2 (E + 1)]
+  SOL_DEVICE_PTR(const int) ids = nullptr; // [rows * topK]
+  int rows = 0;
+  int topK = 0;
+};
+SOL_ARGS_SIZE(MoeSortArgs, 24)
+SOL_ARGS_FIELD(MoeSortArgs, sorted, 0)
+SOL_ARGS_FIELD(MoeSortArgs, ids, 8)
+SOL_ARGS_FIELD(MoeSortArgs, rows, 16)
+SOL_ARGS_FIELD(MoeSortArgs, topK, 20)
+
+/// moe_grouped_gemm<E, KD, N, GateUp>: each expert's sorted slots against
+/// its weights. GateUp: y = act [slots, I], x [rows, H], w0 / w1 gate / up
+/// ([E * I, H]), bias0 / bias1 their biases; otherwise y = out [slots, H],
+/// x = act, w0 down ([E * H, I]), bias0 its bias (w1, bias1 unused).
+struct MoeGroupedGemmArgs {
+  SOL_DEVICE_PTR(bf16) y = nullptr;
+  SOL_DEVICE_PTR(const bf16) x = nullptr;
+  SOL_DEVICE_PTR(const bf16) w0 = nullptr;
+  SOL_DEVICE_PTR(const bf16) w1 = nullptr;
+  SOL_DEVICE_PTR(const int) sorted = nullptr; // moe_sort's
+  SOL_DEVICE_PTR(const bf16) bias0 = nullptr; // or none
+  SOL_DEVICE_PTR(const bf16) bias1 = nullptr; // or none
+  int rows = 0;
+  int topK = 0;
+  int activation = 0; // as MoeGateUpArgs's
+  float limit = 0.0f;
+};
+SOL_ARGS_SIZE(MoeGroupedGemmArgs, 72)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, y, 0)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, x, 8)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, w0, 16)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, w1, 24)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, sorted, 32)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, bias0, 40)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, bias1, 48)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, rows, 56)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, topK, 60)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, activation, 64)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, limit, 68)
+
 #undef SOL_ARGS_SIZE
 #undef SOL_ARGS_FIELD
 #undef SOL_OFFSETOF
@@ -689,6 +757,9 @@ SOL_LAUNCH_ARGS_NAME(MoeRouteArgs)
 SOL_LAUNCH_ARGS_NAME(MoeGateUpArgs)
 SOL_LAUNCH_ARGS_NAME(MoeDownArgs)
 SOL_LAUNCH_ARGS_NAME(MoeCombineArgs)
+SOL_LAUNCH_ARGS_NAME(MoeSortArgs)
+SOL_LAUNCH_ARGS_NAME(RandomWeightsArgs)
+SOL_LAUNCH_ARGS_NAME(MoeGroupedGemmArgs)
 #undef SOL_LAUNCH_ARGS_NAME
 #endif
 

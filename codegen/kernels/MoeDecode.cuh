@@ -10,15 +10,17 @@
 //                       K experts of highest p (the lower index first on
 //                       ties), their p divided by the K's sum when
 //                       args.normalize: ids[slot], weights[slot].
-//  moe_gate_up<H, I>    block b = expert e = b / tiles, rows [tile * 16, +16)
-//                       of its gate and up: the slots routed to e (in slot
-//                       order), then per row j and slot the dot products with
-//                       x[slot's row] (g, u: bf16, plus the bias, rounded,
-//                       when there is one); act[slot][j] =
+//  moe_gate_up<E, H, I> block b: rows [tile * 16, +16) of the gate and up
+//                       of expert e = b / tiles (or, in a step of fewer
+//                       slots than experts, of slot b / tiles' expert, so
+//                       that unchosen experts cost no block): the slots routed
+//                       to e (in slot order), then per row j and slot the dot
+//                       products with x[slot's row] (g, u: bf16, plus the bias,
+//                       rounded, when there is one); act[slot][j] =
 //                       bf16(bf16(act(g)) * u), Transformers' rounding
 //                       points; gpt-oss's clamped SwiGLU rounds each of its
 //                       steps as Transformers' bf16 ops do (moeClampedSwiglu).
-//  moe_down<H, I>       the same over down's H rows of e: out[slot][j] =
+//  moe_down<E, H, I>    the same over down's H rows of e: out[slot][j] =
 //                       bf16(down_e[j] . act[slot]) (+ its bias, rounded).
 //
 // With Fp4 the experts are MXFP4 (gpt-oss): gate, up and down hold two
@@ -167,6 +169,30 @@ __device__ __forceinline__ float moeClampedSwiglu(float g, float u,
   return roundToBf16(roundToBf16(u + 1.0f) * glu);
 }
 
+// act[slot][j] from the float sums g, u of gate and up row j: each rounded
+// to bf16, plus its bias (rounded) when the experts have biases, then the
+// gate's activation (Plan.fbs's GateActivation: silu 0, tanh GELU 1, the
+// clamped SwiGLU 2 with `limit`) times u, where Transformers rounds.
+__device__ __forceinline__ float
+moeGatedValue(float g, float u, const bf16 *gateBias, const bf16 *upBias,
+              long long biasIndex, int activation, float limit) {
+  float gs = roundToBf16(g), us = roundToBf16(u);
+  if (gateBias) {
+    gs = roundToBf16(gs + __bfloat162float(gateBias[biasIndex]));
+    us = roundToBf16(us + __bfloat162float(upBias[biasIndex]));
+  }
+  if (activation == 2)
+    return moeClampedSwiglu(gs, us, limit);
+  return roundToBf16(activation == 1 ? geluTanh(gs) : silu(gs)) * us;
+}
+
+// out[slot][j] from down row j's float sum y: bf16(y), or bf16(bf16(y) +
+// bias) when the experts have biases.
+__device__ __forceinline__ float moeDownValue(float y, const bf16 *bias,
+                                              long long biasIndex) {
+  return bias ? roundToBf16(y) + __bfloat162float(bias[biasIndex]) : y;
+}
+
 // An FP4 (E2M1) code's value: 0, 0.5, 1, 1.5, 2, 3, 4, 6, negated by
 // bit 3.
 __device__ __forceinline__ float fp4Value(unsigned code) {
@@ -201,7 +227,12 @@ moeDots(const void *w, const unsigned char *scales, const bf16 *const *x,
   if constexpr (Fp4) {
     static_assert(N % 32 == 0, "moeDots: MXFP4 rows are groups of 32");
     const unsigned char *codes = static_cast<const unsigned char *>(w);
-    for (int c = lane; c < N / 32; c += 32) {
+    constexpr int kGroups = N / 32, kPerLane = (kGroups + 31) / 32;
+#pragma unroll 4
+    for (int i = 0; i < kPerLane; ++i) {
+      const int c = lane + 32 * i;
+      if (kGroups % 32 != 0 && c >= kGroups)
+        break;
       const uint4 packed = load16(codes + c * 16);
       const float scale = e8m0Scale(scales[c]);
       const unsigned words[4] = {packed.x, packed.y, packed.z, packed.w};
@@ -225,7 +256,15 @@ moeDots(const void *w, const unsigned char *scales, const bf16 *const *x,
     }
   } else {
     const bf16 *row = static_cast<const bf16 *>(w);
-    for (int c = lane; c < N / 8; c += 32) {
+    // Counted and unrolled, so that a lane's weight loads are in flight
+    // together: decode reads each weight once, at the bandwidth only many
+    // outstanding loads reach.
+    constexpr int kChunks = N / 8, kPerLane = (kChunks + 31) / 32;
+#pragma unroll 8
+    for (int i = 0; i < kPerLane; ++i) {
+      const int c = lane + 32 * i;
+      if (kChunks % 32 != 0 && c >= kChunks)
+        break;
       float wv[8];
       unpack8(load16(row + c * 8), wv);
 #pragma unroll
@@ -287,14 +326,33 @@ moeRow(const bf16 *w, const unsigned char *scales, long long row) {
     return {w + row * N, nullptr};
 }
 
-template <int H, int I, bool Fp4 = false>
+// The expert block b works on, or -1 when it has none: with E * kTiles
+// blocks, expert b / kTiles; with fewer (a step of fewer slots than
+// experts: one unit per slot, so that experts no row chose cost no block),
+// the expert of slot b / kTiles, unless an earlier slot chose it too (that
+// slot's block takes all of the expert's slots).
+template <int E, int kTiles>
+__device__ __forceinline__ int moeBlockExpert(const int *ids) {
+  const int unit = static_cast<int>(blockIdx.x) / kTiles;
+  if (static_cast<int>(gridDim.x) == E * kTiles)
+    return unit;
+  const int expert = ids[unit];
+  for (int s = 0; s < unit; ++s)
+    if (ids[s] == expert)
+      return -1;
+  return expert;
+}
+
+template <int E, int H, int I, bool Fp4 = false>
 __global__ void __launch_bounds__(kMoeThreads)
     moe_gate_up(const __grid_constant__ MoeGateUpArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   static_assert(H % 8 == 0 && I % 8 == 0, "moe_gate_up: H, I multiples of 8");
   constexpr int kTiles = (I + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock;
-  const int expert = blockIdx.x / kTiles;
+  const int expert = moeBlockExpert<E, kTiles>(args.ids);
+  if (expert < 0)
+    return;
   const int tile = blockIdx.x % kTiles;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int slots = args.rows * args.topK;
@@ -315,42 +373,30 @@ __global__ void __launch_bounds__(kMoeThreads)
       moeDots<H, Fp4>(gr.w, gr.scales, x, count, g);
       moeDots<H, Fp4>(ur.w, ur.scales, x, count, u);
       if (lane == 0) {
-        float gb = 0.0f, ub = 0.0f;
-        if (args.gateBias) {
-          gb = __bfloat162float(args.gateBias[expert * I + j]);
-          ub = __bfloat162float(args.upBias[expert * I + j]);
-        }
 #pragma unroll
         for (int s = 0; s < kMoeSlots; ++s) {
           if (s >= count)
             break;
-          float gs = roundToBf16(g[s]), us = roundToBf16(u[s]);
-          if (args.gateBias) {
-            gs = roundToBf16(gs + gb);
-            us = roundToBf16(us + ub);
-          }
-          float a;
-          if (args.activation == 2)
-            a = moeClampedSwiglu(gs, us, args.limit);
-          else
-            a = roundToBf16(args.activation == 1 ? geluTanh(gs) : silu(gs)) *
-                us;
           args.act[static_cast<long long>(list[s]) * I + j] =
-              __float2bfloat16_rn(a);
+              __float2bfloat16_rn(moeGatedValue(g[s], u[s], args.gateBias,
+                                                args.upBias, row,
+                                                args.activation, args.limit));
         }
       }
     }
   });
 }
 
-template <int H, int I, bool Fp4 = false>
+template <int E, int H, int I, bool Fp4 = false>
 __global__ void __launch_bounds__(kMoeThreads)
     moe_down(const __grid_constant__ MoeDownArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
   static_assert(H % 8 == 0 && I % 8 == 0, "moe_down: H, I multiples of 8");
   constexpr int kTiles = (H + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock;
-  const int expert = blockIdx.x / kTiles;
+  const int expert = moeBlockExpert<E, kTiles>(args.ids);
+  if (expert < 0)
+    return;
   const int tile = blockIdx.x % kTiles;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int slots = args.rows * args.topK;
@@ -368,14 +414,13 @@ __global__ void __launch_bounds__(kMoeThreads)
           args.down, args.scales, static_cast<long long>(expert) * H + j);
       moeDots<I, Fp4>(dr.w, dr.scales, act, count, y);
       if (lane == 0) {
-        const float bias =
-            args.bias ? __bfloat162float(args.bias[expert * H + j]) : 0.0f;
 #pragma unroll
         for (int s = 0; s < kMoeSlots; ++s) {
           if (s >= count)
             break;
           args.out[static_cast<long long>(list[s]) * H + j] =
-              __float2bfloat16_rn(args.bias ? roundToBf16(y[s]) + bias : y[s]);
+              __float2bfloat16_rn(moeDownValue(
+                  y[s], args.bias, static_cast<long long>(expert) * H + j));
         }
       }
     }

@@ -64,6 +64,7 @@ compileKernels(const StepProgram &program,
       add(k);
   add(cuda::ArgmaxSpec{}.instance());
   add(cuda::SamplingSpec{}.instance()); // per-request sampling, logprobs
+  add(cuda::RandomWeightsSpec{}.instance()); // --load-format dummy plans
 
   nvrtc::NvrtcOptions nvrtcOptions;
   nvrtcOptions.gpuArch = options.gpuArch;

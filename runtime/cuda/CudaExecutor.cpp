@@ -234,6 +234,9 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   std::vector<uint16_t> rounded;
   std::vector<std::byte> random; // a plan without weights: seeded values
   for (unsigned i = 0; i < plan.weights()->size(); ++i) {
+    if (plan.random_weights() &&
+        fillRandomWeightOnDevice(static_cast<int>(i), normWeight[i]))
+      continue;
     auto bytes =
         weightBytesOrRandom(planFile, static_cast<int>(i), rank.rank, random);
     if (normWeight[i] && plan.weights()->Get(i)->dtype() == fb::DType::F32) {
@@ -291,7 +294,8 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
                              (dtypeBits(toDType(d.outDtype)) / 8));
   if (gatheredBytes > 0)
     gathered_ = DeviceBuffer(gatheredBytes);
-  std::size_t logitsBytes = 0, slotBytes = 0, actBytes = 0, outBytes = 0;
+  std::size_t logitsBytes = 0, slotBytes = 0, actBytes = 0, outBytes = 0,
+              sortedBytes = 0;
   for (const OpDesc &d : ops_)
     if (d.kind == OpKind::Moe) {
       const auto rows = static_cast<std::size_t>(maxTokens_);
@@ -304,13 +308,17 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
       slotBytes = std::max(slotBytes, alignUp(slots * 4));
       actBytes = std::max(actBytes, alignUp(slots * width * 2));
       outBytes = std::max(outBytes, alignUp(slots * hidden * 2));
+      sortedBytes = std::max(
+          sortedBytes,
+          alignUp(static_cast<std::size_t>(moeSortedInts(d, maxTokens_)) * 4));
     }
   if (logitsBytes > 0) {
     moeIdsOffset_ = logitsBytes;
     moeWeightsOffset_ = moeIdsOffset_ + slotBytes;
     moeActOffset_ = moeWeightsOffset_ + slotBytes;
     moeOutOffset_ = moeActOffset_ + actBytes;
-    moeWorkspace_ = DeviceBuffer(moeOutOffset_ + outBytes);
+    moeSortedOffset_ = moeOutOffset_ + outBytes;
+    moeWorkspace_ = DeviceBuffer(moeSortedOffset_ + sortedBytes);
   }
 
   // Step inputs. The fused argmax's key comes first, zero in the staging
@@ -622,6 +630,49 @@ CUdeviceptr CudaExecutor::buffer(int index) const {
   const fb::Buffer *b = plan_.plan().buffers()->Get(index);
   return arena_.address() +
          slotOffsets_.at(static_cast<size_t>(b->arena_slot()));
+}
+
+bool CudaExecutor::fillRandomWeightOnDevice(int index, bool normWeight) {
+  const RandomWeightsSpec spec;
+  const KernelInstance instance = spec.instance();
+  if (!kernels_.count(instance.nameExpression))
+    return false; // a plan of an older solc: the host makes them
+  const fb::Weight &w = *plan_.plan().weights()->Get(index);
+  const bool matrix = w.shape() && w.shape()->size() >= 2;
+  const DType dtype = toDType(w.dtype());
+  int kind;
+  switch (dtype) {
+  case DType::BF16:
+    kind = matrix ? kernels::kRandomBf16Matrix : kernels::kRandomBf16Vector;
+    break;
+  case DType::F32:
+    kind = normWeight ? kernels::kRandomF32AsBf16 : kernels::kRandomF32;
+    break;
+  case DType::F8E4M3:
+    kind = kernels::kRandomE4m3;
+    break;
+  case DType::I8:
+    kind = kernels::kRandomI8;
+    break;
+  case DType::U8:
+    kind = kernels::kRandomU8;
+    break;
+  case DType::I4:
+    kind = kernels::kRandomI4;
+    break;
+  default:
+    return false; // the host's values (float16)
+  }
+  const long long count = static_cast<long long>(
+      dtype == DType::I4 ? weightStorageBytes(w)
+                         : weightStorageBytes(w) / (dtypeBits(dtype) / 8));
+  kernel(instance).launch(
+      spec.dims(count), stream_,
+      RandomWeightsArgs{.out = weight(index),
+                        .seed = randomWeightSeed(w, index, rank_.rank),
+                        .count = count,
+                        .kind = kind});
+  return true;
 }
 
 CUdeviceptr CudaExecutor::weight(int index) const {
@@ -1399,33 +1450,59 @@ void CudaExecutor::launchMoe(
                            .logits = logits,
                            .rows = rows,
                            .normalize = d.normalizeTopK ? 1 : 0});
-  kernel(moe[1].instance)
-      .launch(dependent(moe[1].dims), stream_,
-              MoeGateUpArgs{.act = act,
-                            .x = buffer(d.buffers[1]),
-                            .gate = weight(d.weights[1]),
-                            .up = weight(d.weights[2]),
+  if (moe.size() == kMoeGroupedLaunches) {
+    // Many slots: sorted by expert, then the grouped GEMMs.
+    const CUdeviceptr sorted = base + moeSortedOffset_;
+    kernel(moe[1].instance)
+        .launch(dependent(moe[1].dims), stream_,
+                MoeSortArgs{
+                    .sorted = sorted, .ids = ids, .rows = rows, .topK = topK});
+    for (int i : {2, 3}) {
+      const Kernel &k = kernel(moe[i].instance);
+      raiseSharedLimit(k, moe[i]);
+      const bool gateUp = i == 2;
+      k.launch(dependent(moe[i].dims), stream_,
+               MoeGroupedGemmArgs{.y = gateUp ? act : out,
+                                  .x = gateUp ? buffer(d.buffers[1]) : act,
+                                  .w0 = weight(d.weights[gateUp ? 1 : 3]),
+                                  .w1 = gateUp ? weight(d.weights[2]) : 0,
+                                  .sorted = sorted,
+                                  .bias0 = bias(gateUp ? 1 : 3),
+                                  .bias1 = gateUp ? bias(2) : 0,
+                                  .rows = rows,
+                                  .topK = topK,
+                                  .activation = static_cast<int>(d.activation),
+                                  .limit = d.activationLimit});
+    }
+  } else {
+    kernel(moe[1].instance)
+        .launch(dependent(moe[1].dims), stream_,
+                MoeGateUpArgs{.act = act,
+                              .x = buffer(d.buffers[1]),
+                              .gate = weight(d.weights[1]),
+                              .up = weight(d.weights[2]),
+                              .ids = ids,
+                              .rows = rows,
+                              .topK = topK,
+                              .activation = static_cast<int>(d.activation),
+                              .limit = d.activationLimit,
+                              .gateBias = bias(1),
+                              .upBias = bias(2),
+                              .gateScales = mxfp4Scales(0),
+                              .upScales = mxfp4Scales(1)});
+    kernel(moe[2].instance)
+        .launch(dependent(moe[2].dims), stream_,
+                MoeDownArgs{.out = out,
+                            .act = act,
+                            .down = weight(d.weights[3]),
                             .ids = ids,
                             .rows = rows,
                             .topK = topK,
-                            .activation = static_cast<int>(d.activation),
-                            .limit = d.activationLimit,
-                            .gateBias = bias(1),
-                            .upBias = bias(2),
-                            .gateScales = mxfp4Scales(0),
-                            .upScales = mxfp4Scales(1)});
-  kernel(moe[2].instance)
-      .launch(dependent(moe[2].dims), stream_,
-              MoeDownArgs{.out = out,
-                          .act = act,
-                          .down = weight(d.weights[3]),
-                          .ids = ids,
-                          .rows = rows,
-                          .topK = topK,
-                          .bias = bias(3),
-                          .scales = mxfp4Scales(2)});
-  kernel(moe[3].instance)
-      .launch(dependent(moe[3].dims), stream_,
+                            .bias = bias(3),
+                            .scales = mxfp4Scales(2)});
+  }
+  kernel(moe.back().instance)
+      .launch(dependent(moe.back().dims), stream_,
               MoeCombineArgs{.y = buffer(d.buffers[0]),
                              .out = out,
                              .weights = weights,

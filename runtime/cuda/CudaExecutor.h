@@ -192,6 +192,10 @@ private:
   void raiseSharedLimit(const Kernel &k, const KernelLaunch &l);
   CUdeviceptr buffer(int index) const;
   CUdeviceptr weight(int index) const;
+  /// Writes weight `index` of a plan without weight bytes on the device
+  /// (random_weights; an f32 norm weight as bf16); false where the host
+  /// must (a plan without the kernel, a dtype it does not make).
+  bool fillRandomWeightOnDevice(int index, bool normWeight);
   /// The launch arguments of a quantized single-pass linear for op `d`
   /// (normW: the NormLinear's norm weight for the prologue, else 0).
   kernels::QuantLinearArgs quantLinearArgs(const OpDesc &d, CUdeviceptr y,
@@ -242,10 +246,10 @@ private:
   DeviceBuffer gathered_;
   /// A Moe op's intermediates for maxTokens_ rows (the largest op's):
   /// router logits, chosen ids and weights, each slot's activation and
-  /// down projection.
+  /// down projection, moe_sort's order and starts (grouped steps).
   DeviceBuffer moeWorkspace_;
   std::size_t moeIdsOffset_ = 0, moeWeightsOffset_ = 0, moeActOffset_ = 0,
-              moeOutOffset_ = 0;
+              moeOutOffset_ = 0, moeSortedOffset_ = 0;
   std::vector<std::size_t> weightOffsets_;
   DeviceBuffer ropes_;
   std::vector<std::size_t> ropeOffsets_;

@@ -522,10 +522,20 @@ MoeSpec moeSpec(const OpDesc &moe) {
 
 std::vector<KernelLaunch> moeLaunches(const OpDesc &moe, int rows) {
   const MoeSpec spec = moeSpec(moe);
+  if (spec.grouped(rows))
+    return {{spec.route(), spec.routeDims(rows)},
+            {spec.sort(), spec.sortDims()},
+            {spec.groupedGateUp(), spec.groupedGateUpDims(rows)},
+            {spec.groupedDown(), spec.groupedDownDims(rows)},
+            {spec.combine(), spec.combineDims(rows)}};
   return {{spec.route(), spec.routeDims(rows)},
-          {spec.gateUp(), spec.gateUpDims()},
-          {spec.down(), spec.downDims()},
+          {spec.gateUp(), spec.gateUpDims(rows)},
+          {spec.down(), spec.downDims(rows)},
           {spec.combine(), spec.combineDims(rows)}};
+}
+
+long long moeSortedInts(const OpDesc &moe, int maxRows) {
+  return moeSpec(moe).sortedInts(maxRows);
 }
 
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
@@ -542,6 +552,9 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
       out.push_back(k);
     for (const KernelLaunch &l : moeLaunches(op, 1))
       out.push_back(l.instance);
+    // Steps large enough for the grouped GEMMs.
+    if (moeLaunches(op, maxTokens).size() == kMoeGroupedLaunches)
+      add(moeLaunches(op, maxTokens));
     return out;
   }
   if (op.kind == OpKind::Linear || op.kind == OpKind::NormLinear) {

@@ -83,9 +83,15 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
 /// A Moe op's router as a Linear op of its own (weights[0], [E, H]; bf16
 /// logits into a workspace), whose launches selectKernels chooses.
 OpDesc moeRouterLinear(const OpDesc &moe);
-/// A Moe op's kernels after its router (MoeDecode.cuh): moe_route,
-/// moe_gate_up, moe_down, moe_combine, in that order, for `rows` rows.
+/// A Moe op's kernels after its router, for `rows` rows, in order:
+/// moe_route, moe_gate_up, moe_down, moe_combine (MoeDecode.cuh); or, for
+/// steps of many slots (MoeSpec::grouped), kMoeGroupedLaunches of them:
+/// moe_route, moe_sort, the two moe_grouped_gemm (MoeGroupedGemm.cuh),
+/// moe_combine.
 std::vector<KernelLaunch> moeLaunches(const OpDesc &moe, int rows);
+inline constexpr std::size_t kMoeGroupedLaunches = 5;
+/// The ints of moe_sort's output for steps of up to `maxRows` rows.
+long long moeSortedInts(const OpDesc &moe, int maxRows);
 
 /// selectKernels for a Linear or NormLinear op with a quantized W: the
 /// quantized kernels read its codes for up to 16 rows: linear_gemv_quant

@@ -115,16 +115,16 @@ KernelInstance MoeSpec::gateUp() const {
   requireMultiple(width, 8, "expert intermediate size", "moe_gate_up");
   if (mxfp4)
     requireMultiple(hidden, 32, "hidden size", "moe_gate_up (MXFP4)");
-  return {"MoeDecode.cuh", cat(kNamespace, "moe_gate_up<", hidden, ", ", width,
-                               mxfp4 ? ", true>" : ">")};
+  return {"MoeDecode.cuh", cat(kNamespace, "moe_gate_up<", experts, ", ",
+                               hidden, ", ", width, mxfp4 ? ", true>" : ">")};
 }
 KernelInstance MoeSpec::down() const {
   requireMultiple(hidden, 8, "hidden size", "moe_down");
   requireMultiple(width, 8, "expert intermediate size", "moe_down");
   if (mxfp4)
     requireMultiple(width, 32, "expert intermediate size", "moe_down (MXFP4)");
-  return {"MoeDecode.cuh", cat(kNamespace, "moe_down<", hidden, ", ", width,
-                               mxfp4 ? ", true>" : ">")};
+  return {"MoeDecode.cuh", cat(kNamespace, "moe_down<", experts, ", ", hidden,
+                               ", ", width, mxfp4 ? ", true>" : ">")};
 }
 KernelInstance MoeSpec::combine() const {
   requireMultiple(hidden, 8, "hidden size", "moe_combine");
@@ -139,17 +139,23 @@ LaunchDims MoeSpec::routeDims(int rows) const {
   dims.grid.x = static_cast<unsigned>(ceilDiv(std::max(rows, 1), 4));
   return dims;
 }
-LaunchDims MoeSpec::gateUpDims() const {
+namespace {
+// A block per 16 weight rows of each expert, or of each slot's expert when
+// a step has fewer slots than experts (moeBlockExpert).
+LaunchDims moeDecodeDims(int rows, int topK, int experts, int weightRows) {
   LaunchDims dims;
   dims.block.x = 128;
-  dims.grid.x = static_cast<unsigned>(experts * ceilDiv(width, 16));
+  const long long units = std::min<long long>(
+      static_cast<long long>(std::max(rows, 1)) * topK, experts);
+  dims.grid.x = static_cast<unsigned>(units * ceilDiv(weightRows, 16));
   return dims;
 }
-LaunchDims MoeSpec::downDims() const {
-  LaunchDims dims;
-  dims.block.x = 128;
-  dims.grid.x = static_cast<unsigned>(experts * ceilDiv(hidden, 16));
-  return dims;
+} // namespace
+LaunchDims MoeSpec::gateUpDims(int rows) const {
+  return moeDecodeDims(rows, topK, experts, width);
+}
+LaunchDims MoeSpec::downDims(int rows) const {
+  return moeDecodeDims(rows, topK, experts, hidden);
 }
 LaunchDims MoeSpec::combineDims(int rows) const {
   LaunchDims dims;
@@ -157,6 +163,70 @@ LaunchDims MoeSpec::combineDims(int rows) const {
   dims.grid.x = std::clamp<unsigned>(
       ceilDiv(static_cast<long long>(std::max(rows, 1)) * (hidden / 8), 128),
       1u, 65535u);
+  return dims;
+}
+
+bool MoeSpec::grouped(int rows) const {
+  return !mxfp4 && static_cast<long long>(rows) * topK >= 8LL * experts;
+}
+KernelInstance MoeSpec::sort() const {
+  requirePositive(experts, "experts", "moe_sort");
+  return {"MoeGroupedGemm.cuh",
+          cat(kNamespace, "moe_sort<", experts, ", ", kGroupedTileRows, ">")};
+}
+KernelInstance MoeSpec::groupedGateUp() const {
+  if (mxfp4)
+    fail("moe_grouped_gemm: MXFP4 experts run the decode kernels");
+  requireMultiple(hidden, 8, "hidden size", "moe_grouped_gemm");
+  requireMultiple(width, 8, "expert intermediate size", "moe_grouped_gemm");
+  return {"MoeGroupedGemm.cuh", cat(kNamespace, "moe_grouped_gemm<", experts,
+                                    ", ", hidden, ", ", 2 * width, ", true>")};
+}
+KernelInstance MoeSpec::groupedDown() const {
+  if (mxfp4)
+    fail("moe_grouped_gemm: MXFP4 experts run the decode kernels");
+  requireMultiple(hidden, 8, "hidden size", "moe_grouped_gemm");
+  requireMultiple(width, 8, "expert intermediate size", "moe_grouped_gemm");
+  return {"MoeGroupedGemm.cuh", cat(kNamespace, "moe_grouped_gemm<", experts,
+                                    ", ", width, ", ", hidden, ", false>")};
+}
+LaunchDims MoeSpec::sortDims() const {
+  LaunchDims dims;
+  dims.block.x = 1024;
+  return dims;
+}
+namespace {
+// moeGemmTileBound (MoeGroupedGemm.cuh): every expert's last tile may be
+// partial.
+LaunchDims groupedDims(int rows, int topK, int experts, int outputs) {
+  LaunchDims dims;
+  dims.block.x = 128;
+  const long long slots = static_cast<long long>(std::max(rows, 1)) * topK;
+  dims.grid.x = static_cast<unsigned>(
+      (ceilDiv(slots, MoeSpec::kGroupedTileRows) + experts) *
+      ceilDiv(outputs, MoeSpec::kGroupedTileCols));
+  dims.sharedBytes = MoeSpec::kGroupedSharedBytes;
+  return dims;
+}
+} // namespace
+LaunchDims MoeSpec::groupedGateUpDims(int rows) const {
+  return groupedDims(rows, topK, experts, 2 * width);
+}
+LaunchDims MoeSpec::groupedDownDims(int rows) const {
+  return groupedDims(rows, topK, experts, hidden);
+}
+long long MoeSpec::sortedInts(int rows) const {
+  return static_cast<long long>(rows) * topK + 2LL * (experts + 1);
+}
+
+KernelInstance RandomWeightsSpec::instance() const {
+  return {"RandomWeights.cuh", cat(kNamespace, "random_weights")};
+}
+LaunchDims RandomWeightsSpec::dims(long long count) const {
+  LaunchDims dims;
+  dims.block.x = 256;
+  dims.grid.x =
+      std::clamp<unsigned>(ceilDiv(std::max(count, 1LL), 256), 1u, 132u * 16);
   return dims;
 }
 
@@ -765,7 +835,9 @@ int GemmSpec::sharedBytes() const { return stages * (tileM + tileN) * 64 * 2; }
 
 LaunchDims GemmSpec::dims(int rows, int outFeatures) const {
   requirePositive(rows, "rows (M)", "linear_gemm");
-  requireMultiple(outFeatures, 8, "out features (N)", "linear_gemm");
+  // Loads are bounded by N row by row; the epilogue stores column pairs
+  // (a router of 60 experts is a legal N).
+  requireMultiple(outFeatures, 2, "out features (N)", "linear_gemm");
   LaunchDims dims;
   dims.block.x = static_cast<unsigned>(threads());
   dims.grid.x = ceilDiv(rows, tileM);

@@ -70,15 +70,42 @@ struct SwigluSpec {
 /// weights read once per step.
 struct MoeSpec {
   int experts = 0, topK = 0, hidden = 0, width = 0; // E, K, H, I
-  bool mxfp4 = false; // MXFP4 experts: the kernels' Fp4 instances
-  KernelInstance route() const;                     // moe_route<E, K>
-  KernelInstance gateUp() const;                    // moe_gate_up<H, I[, true]>
-  KernelInstance down() const;                      // moe_down<H, I[, true]>
-  KernelInstance combine() const;                   // moe_combine<H, K>
+  bool mxfp4 = false;             // MXFP4 experts: the kernels' Fp4 instances
+  KernelInstance route() const;   // moe_route<E, K>
+  KernelInstance gateUp() const;  // moe_gate_up<H, I[, true]>
+  KernelInstance down() const;    // moe_down<H, I[, true]>
+  KernelInstance combine() const; // moe_combine<H, K>
   LaunchDims routeDims(int rows) const;
-  LaunchDims gateUpDims() const;
-  LaunchDims downDims() const;
+  LaunchDims gateUpDims(int rows) const;
+  LaunchDims downDims(int rows) const;
   LaunchDims combineDims(int rows) const;
+
+  // Steps of many slots (MoeGroupedGemm.cuh): the slots sorted by expert,
+  // then each expert's gate/up and down as GEMMs on tensor cores, 64 slots
+  // a tile, in place of moe_gate_up / moe_down.
+  static constexpr int kGroupedTileRows = 64;
+  static constexpr int kGroupedTileCols = 128;
+  static constexpr int kGroupedSharedBytes = 4 * (64 + 128) * 64 * 2;
+  /// Whether a step of `rows` rows runs the grouped GEMMs: bf16 experts,
+  /// and at least kMoeSlots (8) slots an expert on average, where the
+  /// decode kernels would read most experts' weights twice or more.
+  bool grouped(int rows) const;
+  KernelInstance sort() const;          // moe_sort<E, 64>
+  KernelInstance groupedGateUp() const; // moe_grouped_gemm<E, H, 2I, true>
+  KernelInstance groupedDown() const;   // moe_grouped_gemm<E, I, H, false>
+  LaunchDims sortDims() const;
+  LaunchDims groupedGateUpDims(int rows) const;
+  LaunchDims groupedDownDims(int rows) const;
+  /// The ints moe_sort writes for `rows` rows: order, expert and tile
+  /// starts.
+  long long sortedInts(int rows) const;
+};
+
+/// random_weights (RandomWeights.cuh): a weight's seeded random values in
+/// device memory, for plans without weight bytes; every plan holds it.
+struct RandomWeightsSpec {
+  KernelInstance instance() const;
+  LaunchDims dims(long long count) const;
 };
 
 /// softcap over the f32 logits of `rows` rows of `width` (Softcap.cuh).

@@ -28,10 +28,6 @@ float uniform(uint64_t bits) {
   return static_cast<float>(bits & 0xFFFFFF) / float(1 << 23) - 1.0f;
 }
 
-/// Element i's bytes: matrices around 0 (std 0.02 / sqrt(3)), vectors
-/// (norms, biases) around 1, float32 tensors (quantization scales, Gemma's
-/// 1 + w norms) small and positive; quantized codes anywhere in range but
-/// never an fp8 NaN; int4 zero points in the middle.
 void writeElement(DType dtype, bool matrix, uint64_t bits, std::byte *out) {
   switch (dtype) {
   case DType::BF16:
@@ -89,6 +85,22 @@ uint64_t weightStorageBytes(const fb::Weight &w) {
   return *bytes;
 }
 
+uint64_t randomWeightSeed(const fb::Weight &w, int index, int rank) {
+  return mix(static_cast<uint64_t>(index) * 0x100000001b3ULL +
+             static_cast<uint64_t>(w.rank_data() ? rank + 1 : 0));
+}
+
+void fillRandomWeight(DType dtype, bool matrix, uint64_t seed,
+                      std::span<std::byte> out) {
+  const size_t width = dtype == DType::I4 ? 1 : dtypeBits(dtype) / 8;
+  const int64_t count = static_cast<int64_t>(out.size() / width);
+  parallelChunks(count, count, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      writeElement(dtype, matrix, mix(seed ^ static_cast<uint64_t>(i)),
+                   out.data() + static_cast<size_t>(i) * width);
+  });
+}
+
 std::span<const std::byte>
 weightBytesOrRandom(const PlanFile &file, int index, int rank,
                     std::vector<std::byte> &scratch) {
@@ -97,22 +109,10 @@ weightBytesOrRandom(const PlanFile &file, int index, int rank,
     return file.weightBytes(index, rank);
   (void)file.weightBytes(index, rank); // range checks
   const fb::Weight *w = plan.weights()->Get(static_cast<uint32_t>(index));
-  const DType dtype = toDType(w->dtype());
   const uint64_t bytes = weightStorageBytes(*w);
   scratch.resize(bytes);
-  const bool matrix = w->shape() && w->shape()->size() >= 2;
-  const size_t width = dtype == DType::I4 ? 1 : dtypeBits(dtype) / 8;
-  const int64_t count = static_cast<int64_t>(bytes / width);
-  // Each rank's shard of a split weight differs; a replicated one is the
-  // same on every rank.
-  const uint64_t seed =
-      mix(static_cast<uint64_t>(index) * 0x100000001b3ULL +
-          static_cast<uint64_t>(w->rank_data() ? rank + 1 : 0));
-  parallelChunks(count, count, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      writeElement(dtype, matrix, mix(seed ^ static_cast<uint64_t>(i)),
-                   scratch.data() + static_cast<size_t>(i) * width);
-  });
+  fillRandomWeight(toDType(w->dtype()), w->shape() && w->shape()->size() >= 2,
+                   randomWeightSeed(*w, index, rank), scratch);
   return scratch;
 }
 

@@ -150,6 +150,7 @@ const GemmCase kGemmCases[] = {
     {17, 264, 72, LinearOutput::Bf16, true, false},
     {100, 3072, 2048, LinearOutput::Bf16, true, false},
     {128, 1000, 2048, LinearOutput::Fp32, false, false},
+    {37, 60, 2048, LinearOutput::Fp32, false, false}, // Qwen1.5-MoE's router
     {333, 2048, 8192, LinearOutput::Bf16, false, false},
     {512, 16384, 2048, LinearOutput::Bf16, false, true},
     {4096, 3072, 2048, LinearOutput::Bf16, false, true},

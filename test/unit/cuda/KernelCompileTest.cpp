@@ -182,7 +182,7 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
                      "#include \"PagedAttention.cuh\"\n"
                      "#include \"RopeKvWrite.cuh\"\n"
                      "#include \"LinearSkinny.cuh\"\n"
-                     "#include \"MoeDecode.cuh\"\n"
+                     "#include \"MoeGroupedGemm.cuh\"\n"
                      "using namespace sol::kernels;\n";
   for (int dim :
        {64, 128, 256, 896, 1024, 1536, 2048, 3584, 4096, 5120, 8192, 16384}) {
@@ -246,14 +246,18 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
         cuda::MoeSpec{32, 4, 2880, 2880, true},
         cuda::MoeSpec{60, 4, 2048, 1408}}) {
     code += sol::cat(
-        "static_assert(kMoeThreads == ", moe.gateUpDims().block.x, ");\n",
-        "static_assert(kMoeThreads == ", moe.downDims().block.x, ");\n",
+        "static_assert(kMoeThreads == ", moe.gateUpDims(1).block.x, ");\n",
+        "static_assert(kMoeThreads == ", moe.downDims(1).block.x, ");\n",
         "static_assert(kMoeRouteThreads == ", moe.routeDims(1).block.x, ");\n",
         "static_assert(", moe.routeDims(9).grid.x,
         " == (9 + kMoeRouteThreads / 32 - 1) / (kMoeRouteThreads / 32));\n",
-        "static_assert(", moe.gateUpDims().grid.x, " == ", moe.experts, " * ((",
-        moe.width, " + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock));\n",
-        "static_assert(", moe.downDims().grid.x, " == ", moe.experts, " * ((",
+        // A unit of blocks per expert in large steps, per slot in small
+        // ones (moeBlockExpert).
+        "static_assert(", moe.gateUpDims(4096).grid.x, " == ", moe.experts,
+        " * ((", moe.width, " + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock));\n",
+        "static_assert(", moe.downDims(4096).grid.x, " == ", moe.experts,
+        " * ((", moe.hidden, " + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock));\n",
+        "static_assert(", moe.downDims(1).grid.x, " == ", moe.topK, " * ((",
         moe.hidden, " + kMoeRowsPerBlock - 1) / kMoeRowsPerBlock));\n");
     std::vector<std::string> exprs = {
         moe.gateUp().nameExpression + "(const __grid_constant__ MoeGateUpArgs)",
@@ -265,6 +269,27 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
             moe.combine().nameExpression +
                 "(const __grid_constant__ MoeCombineArgs)"})
         exprs.push_back(expr);
+    if (!moe.mxfp4) {
+      // The grouped GEMMs' geometry, shared memory and instances.
+      code += sol::cat(
+          "static_assert(MoeGemmShape::kBM == ", moe.kGroupedTileRows, ");\n",
+          "static_assert(MoeGemmShape::kBN == ", moe.kGroupedTileCols, ");\n",
+          "static_assert(MoeGemmShape::kThreads == ",
+          moe.groupedGateUpDims(9).block.x, ");\n",
+          "static_assert(MoeGemmShape::kSharedBytes == ",
+          moe.groupedDownDims(9).sharedBytes, ");\n",
+          "static_assert(kMoeSortThreads == ", moe.sortDims().block.x, ");\n",
+          "static_assert(", moe.groupedDownDims(9).grid.x,
+          " == moeGemmTileBound(9 * ", moe.topK, ", ", moe.experts, ") * ((",
+          moe.hidden, " + 127) / 128));\n");
+      for (const std::string &expr :
+           {moe.sort().nameExpression + "(const __grid_constant__ MoeSortArgs)",
+            moe.groupedGateUp().nameExpression +
+                "(const __grid_constant__ MoeGroupedGemmArgs)",
+            moe.groupedDown().nameExpression +
+                "(const __grid_constant__ MoeGroupedGemmArgs)"})
+        exprs.push_back(expr);
+    }
     for (const std::string &expr : exprs)
       code += "template __global__ void " + expr + ";\n";
   }

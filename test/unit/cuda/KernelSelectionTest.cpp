@@ -200,20 +200,44 @@ TEST(KernelSelection, MoeRunsItsRouterThenTheRoutedExperts) {
     EXPECT_EQ(experts[0].instance.nameExpression,
               "sol::kernels::moe_route<128, 8>");
     EXPECT_EQ(experts[1].instance.nameExpression,
-              "sol::kernels::moe_gate_up<2048, 768>");
+              "sol::kernels::moe_gate_up<128, 2048, 768>");
     EXPECT_EQ(experts[2].instance.nameExpression,
-              "sol::kernels::moe_down<2048, 768>");
+              "sol::kernels::moe_down<128, 2048, 768>");
     EXPECT_EQ(experts[3].instance.nameExpression,
               "sol::kernels::moe_combine<2048, 8>");
-    // One warp a row routes; a block per 16 rows of each expert's weights.
+    // One warp a row routes; a block per 16 rows of each expert's weights,
+    // or of each slot's expert when there are fewer slots than experts.
+    const unsigned units = std::min(rows * 8, 128);
     EXPECT_EQ(experts[0].dims.grid.x, static_cast<unsigned>((rows + 3) / 4));
-    EXPECT_EQ(experts[1].dims.grid.x, 128u * 48);
-    EXPECT_EQ(experts[2].dims.grid.x, 128u * 128);
+    EXPECT_EQ(experts[1].dims.grid.x, units * 48);
+    EXPECT_EQ(experts[2].dims.grid.x, units * 128);
   }
+  // From 8 slots an expert on average (128 rows x 8 of 128 experts): the
+  // slots sorted by expert, then the grouped GEMMs.
+  EXPECT_EQ(moeLaunches(moe, 127).size(), 4u);
+  const std::vector<KernelLaunch> grouped = moeLaunches(moe, 128);
+  ASSERT_EQ(grouped.size(), kMoeGroupedLaunches);
+  EXPECT_EQ(grouped[1].instance.nameExpression,
+            "sol::kernels::moe_sort<128, 64>");
+  EXPECT_EQ(grouped[2].instance.nameExpression,
+            "sol::kernels::moe_grouped_gemm<128, 2048, 1536, true>");
+  EXPECT_EQ(grouped[3].instance.nameExpression,
+            "sol::kernels::moe_grouped_gemm<128, 768, 2048, false>");
+  EXPECT_EQ(grouped[4].instance, moeLaunches(moe, 1)[3].instance);
+  // 1,024 slots: 16 full tiles, and a partial one per expert at most.
+  EXPECT_EQ(grouped[2].dims.grid.x, (16u + 128) * 12);
+  EXPECT_EQ(grouped[3].dims.grid.x, (16u + 128) * 16);
+  EXPECT_EQ(grouped[3].dims.sharedBytes, 98304u);
+  EXPECT_EQ(moeSortedInts(moe, 128), 128 * 8 + 2 * 129);
   const std::vector<KernelInstance> planned = enumerateKernels(moe, 2048, 0);
-  for (const KernelLaunch &l : moeLaunches(moe, 1))
-    EXPECT_NE(std::find(planned.begin(), planned.end(), l.instance),
-              planned.end());
+  for (std::size_t rows : {1, 2048})
+    for (const KernelLaunch &l : moeLaunches(moe, static_cast<int>(rows)))
+      EXPECT_NE(std::find(planned.begin(), planned.end(), l.instance),
+                planned.end())
+          << l.instance.nameExpression;
+  // Plans of small steps only have no grouped GEMMs.
+  for (const KernelInstance &k : enumerateKernels(moe, 64, 0))
+    EXPECT_EQ(k.nameExpression.find("grouped"), std::string::npos);
   for (const KernelInstance &k : enumerateKernels(router, 2048, 0))
     EXPECT_NE(std::find(planned.begin(), planned.end(), k), planned.end());
   EXPECT_EQ(splitKWorkspaceFloats(moe, 2048),

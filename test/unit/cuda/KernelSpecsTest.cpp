@@ -591,7 +591,8 @@ TEST(KernelSpecs, GemmGeometry) {
   const GemmSpec small = GemmSpec::choose(64, 2048, LinearOutput::Bf16, false);
   EXPECT_EQ(small.tileM, 64);
   EXPECT_EQ(small.threads(), 128);
-  EXPECT_THROW(big.dims(16, 100), sol::Error); // N not a multiple of 8
+  EXPECT_THROW(big.dims(16, 101), sol::Error); // N odd: column pairs
+  EXPECT_EQ(big.dims(16, 60).grid.y, 1u);      // a router of 60 experts
   // The epilogue changes neither the tiles nor the grid: it runs over W's
   // rows (swiglu writes half as many output columns).
   const GemmSpec swiglu = GemmSpec::choose(4096, 16384, LinearOutput::Bf16,
@@ -895,5 +896,27 @@ TEST(KernelSpecs, QuantGemmNameGeometryAndErrors) {
   EXPECT_THROW(down.dims(16, 4100), sol::Error);
 }
 
+} // namespace
+} // namespace sol::test
+
+namespace sol::test {
+namespace {
+using namespace cuda;
+// The grouped expert GEMMs take over from 8 slots an expert on average, for
+// bf16 experts only: MXFP4 experts keep the decode kernels.
+TEST(KernelSpecs, MoeGroupedGemmRule) {
+  const MoeSpec qwen3{128, 8, 2048, 768};
+  EXPECT_FALSE(qwen3.grouped(127));
+  EXPECT_TRUE(qwen3.grouped(128));
+  const MoeSpec gptOssMxfp4{32, 4, 2880, 2880, true};
+  EXPECT_FALSE(gptOssMxfp4.grouped(8192));
+  EXPECT_THROW(gptOssMxfp4.groupedGateUp(), sol::Error);
+  const MoeSpec mixtral{8, 2, 4096, 14336};
+  EXPECT_TRUE(mixtral.grouped(32));
+  EXPECT_EQ(mixtral.groupedGateUp().nameExpression,
+            "sol::kernels::moe_grouped_gemm<8, 4096, 28672, true>");
+  EXPECT_EQ(mixtral.sortDims().block.x, 1024u);
+  EXPECT_EQ(mixtral.sortDims().grid.x, 1u);
+}
 } // namespace
 } // namespace sol::test

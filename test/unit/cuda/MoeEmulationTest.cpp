@@ -135,7 +135,7 @@ TEST(MoeEmulation, RoutedExpertsAndCombine) {
     g.topK = K;
     g.activation = gelu ? 1 : 0;
     cuda_emulation::launch(E * ceilDiv(I, kMoeRowsPerBlock), kMoeThreads,
-                           [&] { moe_gate_up<H, I>(g); });
+                           [&] { moe_gate_up<E, H, I>(g); });
     for (int s = 0; s < slots; ++s) {
       const int e = ids[s], r = s / K;
       for (int j = 0; j < I; ++j) {
@@ -162,7 +162,7 @@ TEST(MoeEmulation, RoutedExpertsAndCombine) {
     d.rows = rows;
     d.topK = K;
     cuda_emulation::launch(E * ceilDiv(H, kMoeRowsPerBlock), kMoeThreads,
-                           [&] { moe_down<H, I>(d); });
+                           [&] { moe_down<E, H, I>(d); });
     MoeCombineArgs c;
     c.y = y.data();
     c.out = out.data();
@@ -192,6 +192,55 @@ TEST(MoeEmulation, RoutedExpertsAndCombine) {
         EXPECT_EQ(val(y[r * H + j]), sum) << "y row " << r << " column " << j;
       }
     }
+  }
+}
+
+// A step of fewer slots than experts launches a unit of blocks per slot
+// (moeBlockExpert): the block of a slot whose expert an earlier slot chose
+// returns, the earlier one's takes both; act and out must equal those of
+// the grid of every expert.
+TEST(MoeEmulation, SlotGridForFewSlots) {
+  constexpr int E = 6, K = 2, H = 64, I = 40;
+  std::mt19937 rng(9);
+  const int rows = 2, slots = rows * K;
+  const std::vector<Bf16> x = randomBf16(rng, rows * H, 1.0f);
+  const std::vector<Bf16> gate = randomBf16(rng, E * I * H, 0.2f);
+  const std::vector<Bf16> up = randomBf16(rng, E * I * H, 0.2f);
+  const std::vector<Bf16> down = randomBf16(rng, E * H * I, 0.2f);
+  const std::vector<int> ids = {1, 4, 4, 2}; // expert 4 twice
+  auto run = [&](int units, std::vector<Bf16> &act, std::vector<Bf16> &out) {
+    act.assign(static_cast<std::size_t>(slots) * I, kNan);
+    out.assign(static_cast<std::size_t>(slots) * H, kNan);
+    MoeGateUpArgs g;
+    g.act = act.data();
+    g.x = x.data();
+    g.gate = gate.data();
+    g.up = up.data();
+    g.ids = ids.data();
+    g.rows = rows;
+    g.topK = K;
+    cuda_emulation::launch(units * ceilDiv(I, kMoeRowsPerBlock), kMoeThreads,
+                           [&] { moe_gate_up<E, H, I>(g); });
+    MoeDownArgs d;
+    d.out = out.data();
+    d.act = act.data();
+    d.down = down.data();
+    d.ids = ids.data();
+    d.rows = rows;
+    d.topK = K;
+    cuda_emulation::launch(units * ceilDiv(H, kMoeRowsPerBlock), kMoeThreads,
+                           [&] { moe_down<E, H, I>(d); });
+  };
+  std::vector<Bf16> act, out, slotAct, slotOut;
+  run(E, act, out);
+  run(slots, slotAct, slotOut);
+  for (std::size_t i = 0; i < act.size(); ++i) {
+    ASSERT_FALSE(std::isnan(val(slotAct[i]))) << "act " << i << " unwritten";
+    EXPECT_EQ(val(slotAct[i]), val(act[i])) << "act " << i;
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    ASSERT_FALSE(std::isnan(val(slotOut[i]))) << "out " << i << " unwritten";
+    EXPECT_EQ(val(slotOut[i]), val(out[i])) << "out " << i;
   }
 }
 
@@ -226,7 +275,7 @@ TEST(MoeEmulation, BiasedExpertsWithClampedSwiglu) {
   g.gateBias = gateBias.data();
   g.upBias = upBias.data();
   cuda_emulation::launch(E * ceilDiv(I, kMoeRowsPerBlock), kMoeThreads,
-                         [&] { moe_gate_up<H, I>(g); });
+                         [&] { moe_gate_up<E, H, I>(g); });
   int clampedGate = 0, clampedUpHigh = 0, clampedUpLow = 0;
   for (int s = 0; s < slots; ++s) {
     const int e = ids[s], r = s / K;
@@ -262,7 +311,7 @@ TEST(MoeEmulation, BiasedExpertsWithClampedSwiglu) {
   d.topK = K;
   d.bias = downBias.data();
   cuda_emulation::launch(E * ceilDiv(H, kMoeRowsPerBlock), kMoeThreads,
-                         [&] { moe_down<H, I>(d); });
+                         [&] { moe_down<E, H, I>(d); });
   for (int s = 0; s < slots; ++s) {
     const int e = ids[s];
     for (int j = 0; j < H; ++j) {
@@ -277,7 +326,7 @@ TEST(MoeEmulation, BiasedExpertsWithClampedSwiglu) {
   }
 }
 
-// MXFP4 experts (moe_gate_up<H, I, true>, moe_down<H, I, true>): random
+// MXFP4 experts (moe_gate_up<E, H, I, true>, moe_down<E, H, I, true>): random
 // codes and exponents against the float64 products of their values, every
 // code and a spread of exponents exercised.
 TEST(MoeEmulation, Mxfp4Experts) {
@@ -328,7 +377,7 @@ TEST(MoeEmulation, Mxfp4Experts) {
   g.gateScales = gateS.data();
   g.upScales = upS.data();
   cuda_emulation::launch(E * ceilDiv(I, kMoeRowsPerBlock), kMoeThreads,
-                         [&] { moe_gate_up<H, I, true>(g); });
+                         [&] { moe_gate_up<E, H, I, true>(g); });
   for (int s = 0; s < slots; ++s) {
     const int e = ids[s], r = s / K;
     for (int j = 0; j < I; ++j) {
@@ -352,7 +401,7 @@ TEST(MoeEmulation, Mxfp4Experts) {
   d.topK = K;
   d.scales = downS.data();
   cuda_emulation::launch(E * ceilDiv(H, kMoeRowsPerBlock), kMoeThreads,
-                         [&] { moe_down<H, I, true>(d); });
+                         [&] { moe_down<E, H, I, true>(d); });
   for (int s = 0; s < slots; ++s) {
     const int e = ids[s];
     for (int j = 0; j < H; ++j) {

@@ -1,0 +1,207 @@
+//===- MoeGroupedGemm.cuh - The routed experts as grouped GEMMs (prefill) -===//
+//
+// sol.moe for steps of many rows (prompts, large batches): after moe_route
+// (MoeDecode.cuh) the slots are sorted by expert, and each expert's slots
+// run through its gate/up and down weights on tensor cores, BM slots a
+// tile, so an expert's weights are read once per BM of its slots rather
+// than once per kMoeSlots as moe_gate_up / moe_down read them. The values
+// are those of the decode kernels (moeGatedValue, moeDownValue); only the
+// order of the float sums differs.
+//
+//  moe_sort<E, BM>  one block: counts each expert's slots, then `sorted` =
+//                   [order (slots) | expert starts (E + 1) | tile starts
+//                   (E + 1)]: the slots grouped by expert (in no set order
+//                   within one: each row of a GEMM is computed alone), where
+//                   each expert's group begins, and where its tiles of BM
+//                   begin in the tile numbering (an expert of c slots has
+//                   ceil(c / BM) tiles).
+//  moe_grouped_gemm<E, KD, N, GateUp>
+//                   block b: N tile b / mTiles, tile t = b % mTiles of the
+//                   expert whose tiles hold t (mTiles = gridDim.x / N tiles,
+//                   an upper bound, ceil(slots / BM) + E; blocks past the
+//                   last tile return). A = the tile's slots' rows gathered
+//                   from x, B = rows of the expert's weights:
+//                   GateUp: x [rows, H], B = gate and up rows interleaved
+//                     (tile row 2j is gate row j, 2j + 1 up row j), so an
+//                     accumulator pair is (g, u) of one output j:
+//                     act[slot][j] = moeGatedValue(g, u); KD = H, N = 2I.
+//                   down: x = act [slots, I], B = down rows: out[slot][j] =
+//                     moeDownValue(y); KD = I, N = H.
+//
+// moe_combine then weighs and adds each row's K outputs, as in decode.
+// bf16 experts only (MXFP4 experts keep the decode kernels).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "Common.cuh"
+#include "GemmEpilogue.cuh"
+#include "GemmTiles.cuh"
+#include "LaunchArgs.h"
+#include "MoeDecode.cuh"
+
+namespace sol {
+namespace kernels {
+
+constexpr int kMoeSortThreads = 1024;
+// The grouped GEMM's tile: 64 slots x 128 outputs, 2 x 2 warps, 4 stages
+// (linear_gemm's medium tile; an expert of a prompt step seldom has many
+// more than 64 slots).
+using MoeGemmShape = GemmShape<64, 128, 2, 2, 4>;
+constexpr int kMoeGemmStages = 4;
+
+// The upper bound on the tiles of `slots` slots over E experts that
+// moe_grouped_gemm's grid covers.
+__host__ __device__ constexpr int moeGemmTileBound(int slots, int experts) {
+  return (slots + MoeGemmShape::kBM - 1) / MoeGemmShape::kBM + experts;
+}
+
+template <int E, int BM>
+__global__ void __launch_bounds__(kMoeSortThreads)
+    moe_sort(const __grid_constant__ MoeSortArgs args) {
+  allowDependentLaunch();
+  waitForPredecessor();
+  __shared__ int counts[E];
+  __shared__ int cursor[E];
+  const int slots = args.rows * args.topK;
+  int *const order = args.sorted;
+  int *const expertStarts = order + slots;
+  int *const tileStarts = expertStarts + E + 1;
+  for (int e = threadIdx.x; e < E; e += kMoeSortThreads)
+    counts[e] = 0;
+  __syncthreads();
+  for (int s = threadIdx.x; s < slots; s += kMoeSortThreads)
+    atomicAdd(&counts[args.ids[s]], 1);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int start = 0, tile = 0;
+    for (int e = 0; e < E; ++e) {
+      expertStarts[e] = start;
+      tileStarts[e] = tile;
+      cursor[e] = start;
+      start += counts[e];
+      tile += (counts[e] + BM - 1) / BM;
+    }
+    expertStarts[E] = start;
+    tileStarts[E] = tile;
+  }
+  __syncthreads();
+  for (int s = threadIdx.x; s < slots; s += kMoeSortThreads)
+    order[atomicAdd(&cursor[args.ids[s]], 1)] = s;
+}
+
+template <int E, int KD, int N, bool GateUp>
+__global__ void __launch_bounds__(MoeGemmShape::kThreads)
+    moe_grouped_gemm(const __grid_constant__ MoeGroupedGemmArgs args) {
+  allowDependentLaunch();
+  waitForPredecessor();
+  using Shape = MoeGemmShape;
+  constexpr int BM = Shape::kBM, BN = Shape::kBN;
+  constexpr int kThreads = Shape::kThreads;
+  constexpr int kMT = Shape::kMTiles, kNT = Shape::kNTiles;
+  constexpr int kNTiles = (N + BN - 1) / BN;
+  constexpr int kWidth = GateUp ? N / 2 : N; // outputs a slot gets
+  static_assert(KD % 8 == 0 && N % 2 == 0,
+                "moe_grouped_gemm: K a multiple of 8, N even");
+  using namespace gemm_detail;
+  const int slots = args.rows * args.topK;
+  const int *const order = args.sorted;
+  const int *const expertStarts = order + slots;
+  const int *const tileStarts = expertStarts + E + 1;
+  const int mTiles = static_cast<int>(gridDim.x) / kNTiles;
+  const int tile = static_cast<int>(blockIdx.x) % mTiles;
+  const int n0 = static_cast<int>(blockIdx.x) / mTiles * BN;
+  if (tile >= tileStarts[E])
+    return; // past the last tile: the whole block leaves together
+  // The expert holding this tile: the last e with tileStarts[e] <= tile
+  // (empty experts share their start with the next one).
+  int lo = 0, hi = E - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (tileStarts[mid] <= tile)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  const int expert = lo;
+  const int first = expertStarts[expert] + (tile - tileStarts[expert]) * BM;
+  const int count = min(BM, expertStarts[expert + 1] - first);
+
+  // The tile's slots and the rows of A they read (-1: past the expert's
+  // slots, zero rows).
+  __shared__ int slotOf[BM];
+  __shared__ int rowOf[BM];
+  for (int r = threadIdx.x; r < BM; r += kThreads) {
+    const int slot = r < count ? order[first + r] : -1;
+    slotOf[r] = slot;
+    rowOf[r] = slot < 0 ? -1 : GateUp ? slot / args.topK : slot;
+  }
+  __syncthreads();
+
+  bf16 *const shared = reinterpret_cast<bf16 *>(dynamicSharedMemory());
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int warpM = warp / 2, warpN = warp % 2; // 2 x 2 warps
+  const long long expertRows = static_cast<long long>(expert) * kWidth;
+  auto loadStage = [&](int stage, int kTile) {
+    bf16 *tileA = shared + stage * Shape::kStageElems;
+    bf16 *tileB = tileA + BM * Shape::kBK;
+    const int k0 = kTile * Shape::kBK;
+#pragma unroll
+    for (int i = 0; i < BM * 8 / kThreads; ++i) {
+      const int idx = threadIdx.x + i * kThreads;
+      const int r = idx / 8, c = idx % 8, k = k0 + c * 8;
+      const int row = rowOf[r];
+      const bool ok = row >= 0 && k < KD;
+      const bf16 *from =
+          ok ? args.x + static_cast<long long>(row) * KD + k : args.x;
+      copyAsync16(sharedAddress(tileA + swizzled(r, c)), from, ok);
+    }
+#pragma unroll
+    for (int i = 0; i < BN * 8 / kThreads; ++i) {
+      const int idx = threadIdx.x + i * kThreads;
+      const int r = idx / 8, c = idx % 8, k = k0 + c * 8;
+      const int n = n0 + r;
+      const bool ok = n < N && k < KD;
+      // GateUp: tile row 2j + 1 is up row j, 2j gate row j.
+      const bf16 *w = GateUp && (n & 1) ? args.w1 : args.w0;
+      const long long wRow = expertRows + (GateUp ? n / 2 : n);
+      const bf16 *from = ok ? w + wRow * KD + k : args.w0;
+      copyAsync16(sharedAddress(tileB + swizzled(r, c)), from, ok);
+    }
+  };
+
+  float acc[kMT][kNT][4];
+  gemmMainLoop<Shape, kMoeGemmStages>(shared,
+                                      (KD + Shape::kBK - 1) / Shape::kBK,
+                                      loadStage, warpM, warpN, lane, acc);
+
+#pragma unroll
+  for (int j = 0; j < kNT; ++j) {
+    const int col = n0 + warpN * Shape::kWarpTileN + j * 8 + (lane % 4) * 2;
+    if (col >= N)
+      continue;
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = warpM * Shape::kWarpTileM + i * 16 + lane / 4 + half * 8;
+        if (r >= count)
+          continue;
+        const long long slot = slotOf[r];
+        const float a = acc[i][j][2 * half], b = acc[i][j][2 * half + 1];
+        if constexpr (GateUp) {
+          const int out = col / 2;
+          args.y[slot * kWidth + out] = __float2bfloat16_rn(
+              moeGatedValue(a, b, args.bias0, args.bias1, expertRows + out,
+                            args.activation, args.limit));
+        } else {
+          storePair(args.y + slot * kWidth + col,
+                    moeDownValue(a, args.bias0, expertRows + col),
+                    moeDownValue(b, args.bias0, expertRows + col + 1));
+        }
+      }
+  }
+}
+
+} // namespace kernels
+} // namespace sol

@@ -1,0 +1,205 @@
+//===- MoeGroupedGemmEmulationTest.cpp - the grouped expert GEMMs on the CPU =//
+//
+// codegen/kernels/MoeGroupedGemm.cuh compiled as host C++ against the
+// thread-per-CUDA-thread emulation, with the cp.async, ldmatrix and bf16 mma
+// stand-ins of emulation/TensorCore.cuh: moe_sort's grouping, then
+// moe_grouped_gemm for gate/up and down over a step where one expert has
+// more slots than a tile holds (two tiles, the second partial), another
+// none, gate/up's outputs span two N tiles and both GEMMs end in a
+// partial K tile. Its act and
+// out must be those of the decode kernels (moe_gate_up, moe_down, checked
+// against float64 in MoeEmulationTest) to a bf16 ulp, since only the order
+// of the float sums differs; plain SwiGLU and gpt-oss's biased, clamped
+// variant. Outputs start as NaN, so a slot no block writes fails.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+#include "MoeGroupedGemm.cuh"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace sol::kernels;
+using Bf16 = __nv_bfloat16;
+
+constexpr Bf16 kNan{0x7fc1};
+constexpr int E = 6, K = 2, H = 72, I = 72, kRows = 70;
+constexpr int kSlots = kRows * K;
+
+float val(Bf16 v) { return __bfloat162float(v); }
+
+std::vector<Bf16> randomBf16(std::mt19937 &rng, std::size_t n, float scale) {
+  std::uniform_real_distribution<float> d(-scale, scale);
+  std::vector<Bf16> v(n);
+  for (Bf16 &x : v)
+    x = __float2bfloat16_rn(d(rng));
+  return v;
+}
+
+// Every row picks expert 1 (70 slots: a full tile of 64 and 6 more), first
+// or second, and one of 0, 2, 3, 4; expert 5 gets none.
+std::vector<int> routing() {
+  std::vector<int> ids(kSlots);
+  const int others[] = {0, 2, 3, 4};
+  for (int r = 0; r < kRows; ++r) {
+    ids[r * K + r % 2] = 1;
+    ids[r * K + 1 - r % 2] = others[r % 4];
+  }
+  return ids;
+}
+
+template <int KD, int N, bool GateUp>
+void grouped(const MoeGroupedGemmArgs &args, int rows) {
+  std::vector<uint4> shared(ceilDiv(MoeGemmShape::kSharedBytes, 16),
+                            uint4{~0u, ~0u, ~0u, ~0u});
+  cuda_emulation::dynamicShared =
+      reinterpret_cast<unsigned char *>(shared.data());
+  const int blocks =
+      moeGemmTileBound(rows * K, E) * ceilDiv(N, MoeGemmShape::kBN);
+  cuda_emulation::launch(blocks, MoeGemmShape::kThreads,
+                         [&] { moe_grouped_gemm<E, KD, N, GateUp>(args); });
+}
+
+// A bf16 ulp of slack (the float sums differ in order), of the sum before
+// a bias is added where there is one (`absolute`).
+void expectClose(const std::vector<Bf16> &got, const std::vector<Bf16> &want,
+                 int width, float absolute, const char *what) {
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const float w = val(want[i]), g = val(got[i]);
+    ASSERT_NEAR(g, w, 8e-3f * std::abs(w) + absolute)
+        << what << " slot " << i / width << " column " << i % width;
+  }
+}
+
+TEST(MoeGroupedGemmEmulation, SortGroupsSlotsByExpert) {
+  const std::vector<int> ids = routing();
+  std::vector<int> sorted(kSlots + 2 * (E + 1), -1);
+  MoeSortArgs args;
+  args.sorted = sorted.data();
+  args.ids = ids.data();
+  args.rows = kRows;
+  args.topK = K;
+  cuda_emulation::launch(1, kMoeSortThreads,
+                         [&] { moe_sort<E, MoeGemmShape::kBM>(args); });
+  const int *starts = sorted.data() + kSlots, *tiles = starts + E + 1;
+  std::vector<int> counts(E, 0);
+  for (int id : ids)
+    ++counts[id];
+  int start = 0, tile = 0;
+  for (int e = 0; e <= E; ++e) {
+    EXPECT_EQ(starts[e], start) << "expert " << e;
+    EXPECT_EQ(tiles[e], tile) << "expert " << e;
+    if (e == E)
+      break;
+    for (int p = start; p < start + counts[e]; ++p)
+      EXPECT_EQ(ids[sorted[p]], e) << "position " << p;
+    start += counts[e];
+    tile += ceilDiv(counts[e], MoeGemmShape::kBM);
+  }
+  EXPECT_EQ(tiles[1] - tiles[0], 1); // expert 0: 18 slots
+  EXPECT_EQ(tiles[2] - tiles[1], 2); // expert 1: 70 slots
+  EXPECT_EQ(tiles[6] - tiles[5], 0); // expert 5: none
+  std::vector<int> order(sorted.begin(), sorted.begin() + kSlots);
+  std::sort(order.begin(), order.end());
+  for (int s = 0; s < kSlots; ++s)
+    ASSERT_EQ(order[s], s) << "order is not a permutation of the slots";
+}
+
+class MoeGroupedGemmEmulation : public ::testing::TestWithParam<bool> {};
+
+// The grouped GEMMs against the decode kernels: SwiGLU without biases, and
+// (GetParam) gpt-oss's biases with the clamped SwiGLU.
+TEST_P(MoeGroupedGemmEmulation, MatchesTheDecodeKernels) {
+  const bool gptOss = GetParam();
+  std::mt19937 rng(gptOss ? 23 : 3);
+  const std::vector<int> ids = routing();
+  const std::vector<Bf16> x = randomBf16(rng, kRows * H, 1.0f);
+  const float scale = gptOss ? 0.6f : 0.2f; // past the limit of 7
+  const std::vector<Bf16> gate = randomBf16(rng, E * I * H, scale);
+  const std::vector<Bf16> up = randomBf16(rng, E * I * H, scale);
+  const std::vector<Bf16> down = randomBf16(rng, E * H * I, 0.1f);
+  const std::vector<Bf16> gateBias = randomBf16(rng, E * I, 2.0f);
+  const std::vector<Bf16> upBias = randomBf16(rng, E * I, 6.0f);
+  const std::vector<Bf16> downBias = randomBf16(rng, E * H, 0.5f);
+  const int activation = gptOss ? 2 : 0;
+  const float limit = 7.0f;
+
+  // The decode kernels' act and out.
+  std::vector<Bf16> wantAct(kSlots * I, kNan), wantOut(kSlots * H, kNan);
+  MoeGateUpArgs g;
+  g.act = wantAct.data();
+  g.x = x.data();
+  g.gate = gate.data();
+  g.up = up.data();
+  g.ids = ids.data();
+  g.rows = kRows;
+  g.topK = K;
+  g.activation = activation;
+  g.limit = limit;
+  g.gateBias = gptOss ? gateBias.data() : nullptr;
+  g.upBias = gptOss ? upBias.data() : nullptr;
+  cuda_emulation::launch(E * ceilDiv(I, kMoeRowsPerBlock), kMoeThreads,
+                         [&] { moe_gate_up<E, H, I>(g); });
+  MoeDownArgs d;
+  d.out = wantOut.data();
+  d.act = wantAct.data();
+  d.down = down.data();
+  d.ids = ids.data();
+  d.rows = kRows;
+  d.topK = K;
+  d.bias = gptOss ? downBias.data() : nullptr;
+  cuda_emulation::launch(E * ceilDiv(H, kMoeRowsPerBlock), kMoeThreads,
+                         [&] { moe_down<E, H, I>(d); });
+
+  std::vector<int> sorted(kSlots + 2 * (E + 1), -1);
+  MoeSortArgs s;
+  s.sorted = sorted.data();
+  s.ids = ids.data();
+  s.rows = kRows;
+  s.topK = K;
+  cuda_emulation::launch(1, kMoeSortThreads,
+                         [&] { moe_sort<E, MoeGemmShape::kBM>(s); });
+  std::vector<Bf16> act(kSlots * I, kNan), out(kSlots * H, kNan);
+  MoeGroupedGemmArgs a;
+  a.y = act.data();
+  a.x = x.data();
+  a.w0 = gate.data();
+  a.w1 = up.data();
+  a.sorted = sorted.data();
+  a.bias0 = g.gateBias;
+  a.bias1 = g.upBias;
+  a.rows = kRows;
+  a.topK = K;
+  a.activation = activation;
+  a.limit = limit;
+  grouped<H, 2 * I, true>(a, kRows);
+  const float slack = gptOss ? 1e-2f : 1e-5f;
+  expectClose(act, wantAct, I, slack, "act");
+  // down from the decode kernels' act, so that a difference is down's own.
+  MoeGroupedGemmArgs b;
+  b.y = out.data();
+  b.x = wantAct.data();
+  b.w0 = down.data();
+  b.sorted = sorted.data();
+  b.bias0 = d.bias;
+  b.rows = kRows;
+  b.topK = K;
+  grouped<I, H, false>(b, kRows);
+  expectClose(out, wantOut, H, slack, "out");
+}
+
+INSTANTIATE_TEST_SUITE_P(Activations, MoeGroupedGemmEmulation,
+                         ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return info.param ? "BiasedClampedSwiglu" : "Swiglu";
+                         });
+
+} // namespace
