@@ -16,6 +16,9 @@ checked):
            warm-up and --runs timed runs, median decode tokens/s;
   N seqs   `solrun PLAN --bench --num-prompts --concurrency --input-len
            --prompt-tokens --output-len --new-tokens --json`: output tokens/s;
+  prompt   `solrun PLAN --prompt-ids (--long-prompt-tokens ids) --max-tokens
+           1 --json`: the time to the first token of a long prompt (a
+           mixture of experts' prompt step runs its grouped GEMMs);
   bound    a decode step reads every weight once, spread over the ranks:
            tokens/s <= ranks x --bandwidth (4.3e12 B/s, an H200's measured
            copy rate) / weight bytes (solrun --info); fraction = measured /
@@ -108,6 +111,12 @@ def sol_rows(args, shape, ranks, config_dir, work):
             raise RuntimeError(f"solrun failed: {r.stderr.strip()[-2000:]}")
         if i > 0:  # the first run warms up (and captures the graphs)
             rates.append(json.loads(r.stdout)["timing"]["decode_tokens_per_s"])
+    long_ids = ",".join(str(rng.randrange(vocab)) for _ in range(args.long_prompt_tokens))
+    r = run([args.solrun, plan, "--device", "cuda", "--prompt-ids", long_ids, "--max-tokens", 1,
+             "--json"], 1800)
+    if r.returncode != 0:
+        raise RuntimeError(f"solrun (long prompt) failed: {r.stderr.strip()[-2000:]}")
+    ttft_long = json.loads(r.stdout)["timing"]["ttft_ms"]
     r = run([args.solrun, plan, "--device", "cuda", "--bench", "--num-prompts", args.concurrency,
              "--input-len", args.prompt_tokens, "--output-len", args.new_tokens,
              "--seed", args.seed, "--json"], 1800)
@@ -121,6 +130,7 @@ def sol_rows(args, shape, ranks, config_dir, work):
     return {"engine": "sol", "shape": shape, "gpus": ranks, "weight_gb": bytes_ / 1e9,
             "active_gb_batch1": active1 / 1e9, "compile_s": compile_s,
             "batch1_tok_s": batch1, "batch1_runs": rates,
+            f"ttft_{args.long_prompt_tokens}_ms": ttft_long,
             "bound_tok_s": bound, "fraction_of_bound": batch1 / bound,
             f"seqs{args.concurrency}_output_tok_s": manyRate,
             f"seqs{args.concurrency}_bound_tok_s": boundN,
@@ -170,6 +180,15 @@ def hf_row(args, shape, config_dir, bytes_):
             total = time.time() - t0
         return batch * (args.new_tokens - 1) / (total - ttft)
 
+    ids = torch.randint(0, config.vocab_size, (1, args.long_prompt_tokens), device="cuda:0",
+                        generator=gen)
+    with torch.no_grad():
+        model(ids, use_cache=False)  # warm-up
+        torch.cuda.synchronize()
+        t0 = time.time()
+        model(ids, use_cache=False)
+        torch.cuda.synchronize()
+    row[f"ttft_{args.long_prompt_tokens}_ms"] = (time.time() - t0) * 1e3
     row["batch1_tok_s"] = decode_rate(1)
     row[f"seqs{args.concurrency}_output_tok_s"] = decode_rate(args.concurrency)
     del model
@@ -186,6 +205,8 @@ def main():
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--new-tokens", type=int, default=128)
     ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--long-prompt-tokens", type=int, default=2048,
+                    help="prompt of the time-to-first-token row")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--bandwidth", type=float, default=4.3e12)
     ap.add_argument("--seed", type=int, default=0)
@@ -224,8 +245,10 @@ def main():
     if args.json_out:
         Path(args.json_out).write_text(text + "\n")
     key = f"seqs{args.concurrency}_output_tok_s"
+    ttft = f"ttft_{args.long_prompt_tokens}_ms"
     print(f"\n{'shape':<16}{'engine':<14}{'GPUs':>5}{'batch-1 tok/s':>15}{'of bound':>10}"
-          f"{f'{args.concurrency} seqs tok/s':>16}{'of bound':>10}")
+          f"{f'{args.concurrency} seqs tok/s':>16}{'of bound':>10}"
+          f"{f'TTFT {args.long_prompt_tokens} ms':>16}")
     for r in rows:
         if "error" in r or "skipped" in r:
             print(f"{r['shape']:<16}{r['engine']:<14}{r['gpus']:>5}  "
@@ -235,7 +258,7 @@ def main():
         fracN = r.get(f"seqs{args.concurrency}_fraction_of_bound")
         fracN = f"{fracN:.0%}" if fracN is not None else ""
         print(f"{r['shape']:<16}{r['engine']:<14}{r['gpus']:>5}{r['batch1_tok_s']:>15.1f}"
-              f"{frac:>10}{r[key]:>16.1f}{fracN:>10}")
+              f"{frac:>10}{r[key]:>16.1f}{fracN:>10}{r.get(ttft, float('nan')):>16.1f}")
     sys.exit(0 if ok else 1)
 
 

@@ -33,6 +33,7 @@ std::vector<CheckFamily> prefillAttentionFp8Checks();
 std::vector<CheckFamily> chunkAttentionChecks();
 std::vector<CheckFamily> runtimeChecks();
 std::vector<CheckFamily> samplingChecks();
+std::vector<CheckFamily> moeChecks();
 
 /// A record for `instance` with its resource report filled in.
 CheckRecord makeRecord(Checker &checker, const std::string &family,

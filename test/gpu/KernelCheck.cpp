@@ -93,7 +93,7 @@ std::vector<CheckFamily> allFamilies() {
         kvFp8Checks(), fusedRopeChecks(), prefillAttentionChecks(),
         prefillAttentionFp8Checks(), chunkAttentionChecks(), linearChecks(),
         fusedLinearChecks(), skinnyChecks(), quantGemvChecks(),
-        quantSkinnyChecks(), quantGemmChecks(), samplingChecks()})
+        quantSkinnyChecks(), quantGemmChecks(), samplingChecks(), moeChecks()})
     for (auto &family : group)
       all.push_back(std::move(family));
   return all;

@@ -1,0 +1,325 @@
+//===- MoeChecks.cpp - the mixture-of-experts kernels ---------------------===//
+//
+// moe: the chain after the router's linear (moe_route, then moe_gate_up /
+// moe_down or, from MoeSpec::grouped's step size, moe_sort and the two
+// moe_grouped_gemm, then moe_combine) as the CUDA executor launches it, on
+// random bf16 router logits, activations and experts (MXFP4 codes and
+// exponents for gpt-oss's format), against a float64 reference that routes
+// from the same logits (softmax, top k, lower expert first on ties,
+// renormalised) and rounds where the kernels document: g and u to bf16 (plus
+// the bias, rounded), the activation, the product; down to bf16 (plus the
+// bias); each weighted output and running sum. Shapes: Qwen3-30B-A3B's (128
+// experts, 8 a token) at 1, 8, 64 rows (the decode kernels) and 128 rows (the
+// grouped GEMMs); gpt-oss-20b's with bf16 biased experts and the clamped
+// SwiGLU (1 and 64 rows, decode and grouped) and with MXFP4 experts (1 and
+// 16 rows). Timed as one chain; bytes are the weights of the experts the
+// step routes to (each read once).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Checks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+namespace sol::check {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::KernelInstance;
+using cuda::MoeSpec;
+
+struct MoeCase {
+  const char *shape;
+  MoeSpec spec;
+  bool biased = false; // gpt-oss: biases and the clamped SwiGLU (limit 7)
+  std::vector<int> rows;
+};
+
+const std::vector<MoeCase> &moeCases() {
+  static const std::vector<MoeCase> cases = {
+      {"qwen3-30b-a3b", MoeSpec{128, 8, 2048, 768}, false, {1, 8, 64, 128}},
+      {"gpt-oss-20b bf16", MoeSpec{32, 4, 2880, 2880}, true, {1, 64}},
+      {"gpt-oss-20b mxfp4", MoeSpec{32, 4, 2880, 2880, true}, true, {1, 16}},
+  };
+  return cases;
+}
+
+std::vector<KernelInstance> instancesOf(const MoeCase &m, int rows) {
+  std::vector<KernelInstance> out = {m.spec.route()};
+  if (m.spec.grouped(rows))
+    out.insert(out.end(),
+               {m.spec.sort(), m.spec.groupedGateUp(), m.spec.groupedDown()});
+  else
+    out.insert(out.end(), {m.spec.gateUp(), m.spec.down()});
+  out.push_back(m.spec.combine());
+  return out;
+}
+
+/// A row-major matrix of `rows` x `cols` expert weights: bf16 values, or
+/// MXFP4 codes (cols / 2 bytes a row) and exponents (cols / 32 a row).
+struct ExpertMatrix {
+  std::vector<Bf16> bf16;
+  std::vector<unsigned char> codes, exponents;
+  int cols = 0;
+  double at(long long row, int col) const {
+    if (codes.empty())
+      return bf16ToFloat(bf16[row * cols + col]);
+    static const double kFp4[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    const unsigned byte = codes[row * (cols / 2) + col / 2];
+    const unsigned code = col % 2 ? byte >> 4 : byte & 15u;
+    return (code & 8u ? -1 : 1) *
+           std::ldexp(kFp4[code & 7u],
+                      exponents[row * (cols / 32) + col / 32] - 127);
+  }
+};
+
+ExpertMatrix randomExperts(Rng &rng, long long rows, int cols, bool mxfp4,
+                           float scale) {
+  ExpertMatrix m;
+  m.cols = cols;
+  if (!mxfp4) {
+    m.bf16 =
+        randomBf16(rng, static_cast<std::size_t>(rows) * cols, -scale, scale);
+    return m;
+  }
+  m.codes.resize(static_cast<std::size_t>(rows) * cols / 2);
+  for (unsigned char &b : m.codes)
+    b = static_cast<unsigned char>(rng.uniformInt(0, 255));
+  // 2^-8 .. 2^-6: values up to 6 * 2^-6, the spread of a trained layer.
+  m.exponents.resize(static_cast<std::size_t>(rows) * cols / 32);
+  for (unsigned char &e : m.exponents)
+    e = static_cast<unsigned char>(rng.uniformInt(119, 121));
+  return m;
+}
+
+DeviceBuffer uploadExperts(Checker &c, const ExpertMatrix &m) {
+  return m.codes.empty() ? c.upload(m.bf16) : c.upload(m.codes);
+}
+
+double silu(double g) { return g / (1 + std::exp(-g)); }
+
+void checkMoe(Checker &c) {
+  for (const MoeCase &m : moeCases()) {
+    const MoeSpec &s = m.spec;
+    const int E = s.experts, K = s.topK, H = s.hidden, I = s.width;
+    const ExpertMatrix gate =
+        randomExperts(c.rng, 1LL * E * I, H, s.mxfp4, m.biased ? 0.05f : 0.03f);
+    const ExpertMatrix up =
+        randomExperts(c.rng, 1LL * E * I, H, s.mxfp4, m.biased ? 0.05f : 0.03f);
+    const ExpertMatrix down =
+        randomExperts(c.rng, 1LL * E * H, I, s.mxfp4, 0.03f);
+    std::vector<Bf16> gateBias, upBias, downBias;
+    if (m.biased) {
+      gateBias = randomBf16(c.rng, static_cast<std::size_t>(E) * I, -2, 2);
+      upBias = randomBf16(c.rng, static_cast<std::size_t>(E) * I, -6, 6);
+      downBias = randomBf16(c.rng, static_cast<std::size_t>(E) * H, -0.5, 0.5);
+    }
+    const DeviceBuffer dGate = uploadExperts(c, gate),
+                       dUp = uploadExperts(c, up),
+                       dDown = uploadExperts(c, down);
+    DeviceBuffer dGateS, dUpS, dDownS, dGateB, dUpB, dDownB;
+    if (s.mxfp4) {
+      dGateS = c.upload(gate.exponents);
+      dUpS = c.upload(up.exponents);
+      dDownS = c.upload(down.exponents);
+    }
+    if (m.biased) {
+      dGateB = c.upload(gateBias);
+      dUpB = c.upload(upBias);
+      dDownB = c.upload(downBias);
+    }
+    for (int rows : m.rows) {
+      const int slots = rows * K;
+      const std::vector<Bf16> x =
+          randomBf16(c.rng, static_cast<std::size_t>(rows) * H, -1, 1);
+      const std::vector<Bf16> logits =
+          randomBf16(c.rng, static_cast<std::size_t>(rows) * E, -3, 3);
+      const DeviceBuffer dX = c.upload(x), dLogits = c.upload(logits);
+      DeviceBuffer dIds(static_cast<std::size_t>(slots) * 4),
+          dWeights(static_cast<std::size_t>(slots) * 4),
+          dAct(static_cast<std::size_t>(slots) * I * 2),
+          dOut(static_cast<std::size_t>(slots) * H * 2),
+          dSorted(static_cast<std::size_t>(s.sortedInts(rows)) * 4);
+      DeviceBuffer dY = c.poisoned(static_cast<std::size_t>(rows) * H * 2);
+      const bool grouped = s.grouped(rows);
+      if (grouped)
+        for (const KernelInstance &i : {s.groupedGateUp(), s.groupedDown()})
+          c.kernels.kernel(i).setMaxDynamicSharedMemory(
+              MoeSpec::kGroupedSharedBytes);
+      std::function<void(int)> launch = [&](int) {
+        c.kernels.kernel(s.route()).launch(
+            s.routeDims(rows), c.stream,
+            kernels::MoeRouteArgs{.ids = dIds.address(),
+                                  .weights = dWeights.address(),
+                                  .logits = dLogits.address(),
+                                  .rows = rows,
+                                  .normalize = 1});
+        if (grouped) {
+          c.kernels.kernel(s.sort()).launch(
+              s.sortDims(), c.stream,
+              kernels::MoeSortArgs{.sorted = dSorted.address(),
+                                   .ids = dIds.address(),
+                                   .rows = rows,
+                                   .topK = K});
+          for (bool gateUp : {true, false}) {
+            c.kernels.kernel(gateUp ? s.groupedGateUp() : s.groupedDown())
+                .launch(gateUp ? s.groupedGateUpDims(rows)
+                               : s.groupedDownDims(rows),
+                        c.stream,
+                        kernels::MoeGroupedGemmArgs{
+                            .y = gateUp ? dAct.address() : dOut.address(),
+                            .x = gateUp ? dX.address() : dAct.address(),
+                            .w0 = gateUp ? dGate.address() : dDown.address(),
+                            .w1 = gateUp ? dUp.address() : 0,
+                            .sorted = dSorted.address(),
+                            .bias0 = m.biased
+                                         ? (gateUp ? dGateB : dDownB).address()
+                                         : 0,
+                            .bias1 = m.biased && gateUp ? dUpB.address() : 0,
+                            .rows = rows,
+                            .topK = K,
+                            .activation = m.biased ? 2 : 0,
+                            .limit = 7.0f});
+          }
+        } else {
+          c.kernels.kernel(s.gateUp())
+              .launch(s.gateUpDims(rows), c.stream,
+                      kernels::MoeGateUpArgs{
+                          .act = dAct.address(),
+                          .x = dX.address(),
+                          .gate = dGate.address(),
+                          .up = dUp.address(),
+                          .ids = dIds.address(),
+                          .rows = rows,
+                          .topK = K,
+                          .activation = m.biased ? 2 : 0,
+                          .limit = 7.0f,
+                          .gateBias = m.biased ? dGateB.address() : 0,
+                          .upBias = m.biased ? dUpB.address() : 0,
+                          .gateScales = s.mxfp4 ? dGateS.address() : 0,
+                          .upScales = s.mxfp4 ? dUpS.address() : 0});
+          c.kernels.kernel(s.down()).launch(
+              s.downDims(rows), c.stream,
+              kernels::MoeDownArgs{.out = dOut.address(),
+                                   .act = dAct.address(),
+                                   .down = dDown.address(),
+                                   .ids = dIds.address(),
+                                   .rows = rows,
+                                   .topK = K,
+                                   .bias = m.biased ? dDownB.address() : 0,
+                                   .scales = s.mxfp4 ? dDownS.address() : 0});
+        }
+        c.kernels.kernel(s.combine())
+            .launch(s.combineDims(rows), c.stream,
+                    kernels::MoeCombineArgs{.y = dY.address(),
+                                            .out = dOut.address(),
+                                            .weights = dWeights.address(),
+                                            .ids = dIds.address(),
+                                            .rows = rows});
+      };
+      launch(0);
+      const std::vector<Bf16> y = c.download<Bf16>(dY);
+      const std::vector<int> ids = c.download<int>(dIds);
+
+      // The reference: routing from the same bf16 logits, then each slot.
+      std::vector<double> ref(static_cast<std::size_t>(rows) * H);
+      int routingDiffers = 0;
+      std::set<int> touched;
+      for (int r = 0; r < rows; ++r) {
+        std::vector<double> p(E);
+        double max = -1e30, sum = 0;
+        for (int e = 0; e < E; ++e)
+          max = std::max<double>(max, bf16ToFloat(logits[r * E + e]));
+        for (int e = 0; e < E; ++e)
+          sum += p[e] = std::exp(bf16ToFloat(logits[r * E + e]) - max);
+        std::vector<int> order(E);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int a, int b) { return p[a] > p[b]; });
+        double chosenSum = 0;
+        for (int k = 0; k < K; ++k)
+          chosenSum += p[order[k]] / sum;
+        // The row's slots in increasing expert order, as moe_combine adds.
+        std::vector<int> chosen(order.begin(), order.begin() + K);
+        for (int k = 0; k < K; ++k)
+          routingDiffers += ids[r * K + k] != chosen[k];
+        std::vector<int> sortedChosen = chosen;
+        std::sort(sortedChosen.begin(), sortedChosen.end());
+        std::vector<float> acc(H, 0.0f);
+        for (int e : sortedChosen) {
+          touched.insert(e);
+          const float w = roundBf16(static_cast<float>(p[e] / sum / chosenSum));
+          std::vector<float> act(I);
+          for (int j = 0; j < I; ++j) {
+            const long long wr = 1LL * e * I + j;
+            double g = 0, u = 0;
+            for (int h = 0; h < H; ++h) {
+              const double xv = bf16ToFloat(x[r * H + h]);
+              g += gate.at(wr, h) * xv;
+              u += up.at(wr, h) * xv;
+            }
+            float gs = roundBf16(static_cast<float>(g)),
+                  us = roundBf16(static_cast<float>(u));
+            if (m.biased) {
+              gs = roundBf16(gs + bf16ToFloat(gateBias[wr]));
+              us = roundBf16(us + bf16ToFloat(upBias[wr]));
+              gs = std::min(gs, 7.0f);
+              us = std::clamp(us, -7.0f, 7.0f);
+              const float sig = roundBf16(static_cast<float>(
+                  1 / (1 + std::exp(-roundBf16(gs * 1.702f)))));
+              act[j] = roundBf16(roundBf16(us + 1) * roundBf16(gs * sig));
+            } else {
+              act[j] = roundBf16(roundBf16(static_cast<float>(silu(gs))) * us);
+            }
+          }
+          for (int j = 0; j < H; ++j) {
+            const long long wr = 1LL * e * H + j;
+            double d = 0;
+            for (int i = 0; i < I; ++i)
+              d += down.at(wr, i) * act[i];
+            float o = roundBf16(static_cast<float>(d));
+            if (m.biased)
+              o = roundBf16(o + bf16ToFloat(downBias[wr]));
+            acc[j] = roundBf16(acc[j] + roundBf16(o * w));
+          }
+        }
+        for (int j = 0; j < H; ++j)
+          ref[static_cast<std::size_t>(r) * H + j] = acc[j];
+      }
+      CheckRecord rec = makeRecord(
+          c, "moe",
+          sol::cat(m.shape, " rows=", rows, grouped ? " grouped" : " decode"),
+          grouped ? s.groupedGateUp() : s.gateUp());
+      // A bf16 ulp here and there: the kernels' float sums differ in order
+      // from the reference's double ones.
+      judge(rec, relativeL2(toFloat(y), ref), 1e-2, countPoison(y));
+      if (routingDiffers) { // the logits are bf16: ties are rare, not absent
+        rec.note += sol::cat(routingDiffers, " routed slots differ; ");
+        if (routingDiffers > slots / 100 + 1)
+          rec.passed = false;
+      }
+      const double bytesPerWeight = s.mxfp4 ? 17.0 / 32 : 2.0;
+      rec.bytes =
+          static_cast<double>(touched.size()) * 3 * H * I * bytesPerWeight;
+      c.finish(std::move(rec), &launch);
+    }
+  }
+}
+
+} // namespace
+
+std::vector<CheckFamily> moeChecks() {
+  return {{"moe",
+           [](KernelLibrary &k) {
+             for (const MoeCase &m : moeCases())
+               for (int rows : m.rows)
+                 for (const KernelInstance &i : instancesOf(m, rows))
+                   k.require(i);
+           },
+           checkMoe}};
+}
+
+} // namespace sol::check
