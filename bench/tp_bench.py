@@ -3,13 +3,13 @@
 
 Sol on one and several GPUs, beside Transformers. For each --shape NAME:RANKS
 (default "llama-3.1-8b:1,2 llama-3.1-70b:2"; the mixtures of experts
-"qwen3-30b-a3b:1 mixtral-8x7b:1" need SOL_CUDA_MOE=1 until their kernels are
-checked):
+"qwen3-30b-a3b:1 mixtral-8x7b:1" need SOL_CUDA_MOE=1 until the MoE kernels are
+enabled by default):
 
   weights  the real config.json of the shape (scripts/make-shape-model.py
            --config-only), compiled with `solc --load-format dummy
            --tensor-parallel-size N`: no checkpoint on disk, solrun fills the
-           weights with seeded random values at load (a 70B checkpoint does not
+           weights with seeded random values at load, on the GPU (a 70B checkpoint does not
            fit the two-GPU machine's disk);
   batch 1  `solrun PLAN --prompt-ids (--prompt-tokens seeded random ids)
            --max-tokens --new-tokens --ignore-eos --json --device cuda`: one
