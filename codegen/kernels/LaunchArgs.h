@@ -676,8 +676,9 @@ SOL_ARGS_FIELD(MoeSortArgs, ids, 8)
 SOL_ARGS_FIELD(MoeSortArgs, rows, 16)
 SOL_ARGS_FIELD(MoeSortArgs, topK, 20)
 
-/// moe_grouped_gemm<E, KD, N, GateUp>: each expert's sorted slots against
-/// its weights. GateUp: y = act [slots, I], x [rows, H], w0 / w1 gate / up
+/// moe_grouped_gemm<E, KD, N, GateUp[, Fp4]>: each expert's sorted slots
+/// against its weights. GateUp: y = act [slots, I], x [rows, H], w0 / w1 gate /
+/// up
 /// ([E * I, H]), bias0 / bias1 their biases; otherwise y = out [slots, H],
 /// x = act, w0 down ([E * H, I]), bias0 its bias (w1, bias1 unused).
 struct MoeGroupedGemmArgs {
@@ -692,8 +693,11 @@ struct MoeGroupedGemmArgs {
   int topK = 0;
   int activation = 0; // as MoeGateUpArgs's
   float limit = 0.0f;
+  // MXFP4 experts (Fp4): w0 / w1 are codes, these their exponents.
+  SOL_DEVICE_PTR(const unsigned char) w0Scales = nullptr;
+  SOL_DEVICE_PTR(const unsigned char) w1Scales = nullptr;
 };
-SOL_ARGS_SIZE(MoeGroupedGemmArgs, 72)
+SOL_ARGS_SIZE(MoeGroupedGemmArgs, 88)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, y, 0)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, x, 8)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, w0, 16)
@@ -705,6 +709,8 @@ SOL_ARGS_FIELD(MoeGroupedGemmArgs, rows, 56)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, topK, 60)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, activation, 64)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, limit, 68)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, w0Scales, 72)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, w1Scales, 80)
 
 #undef SOL_ARGS_SIZE
 #undef SOL_ARGS_FIELD

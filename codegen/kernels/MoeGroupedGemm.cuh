@@ -28,8 +28,9 @@
 //                   down: x = act [slots, I], B = down rows: out[slot][j] =
 //                     moeDownValue(y); KD = I, N = H.
 //
-// moe_combine then weighs and adds each row's K outputs, as in decode.
-// bf16 experts only (MXFP4 experts keep the decode kernels).
+// With Fp4 the experts are MXFP4 codes and exponents, decoded into the B
+// tiles (moeLoadMxfp4Row). moe_combine then weighs and adds each row's K
+// outputs, as in decode.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -90,7 +91,32 @@ __global__ void __launch_bounds__(kMoeSortThreads)
     order[atomicAdd(&cursor[args.ids[s]], 1)] = s;
 }
 
-template <int E, int KD, int N, bool GateUp>
+// With Fp4 (gpt-oss's MXFP4 experts) a thread writes one B row of a stage:
+// its 64 values' codes (32 bytes) and two exponents, read with plain loads
+// and decoded to bf16 (exact: what Transformers dequantizes the experts to)
+// before the barrier that precedes the stage's use.
+template <int KD>
+__device__ __forceinline__ void
+moeLoadMxfp4Row(bf16 *tileB, int r, const unsigned char *codes,
+                const unsigned char *scales, bool rowOk, int k0) {
+#pragma unroll
+  for (int g = 0; g < 2; ++g) {
+    const bool ok = rowOk && k0 + 32 * g < KD;
+    const uint4 packed = ok ? load16(codes + 16 * g) : make_uint4(0, 0, 0, 0);
+    const float scale = ok ? e8m0Scale(scales[g]) : 0.0f;
+    const unsigned words[4] = {packed.x, packed.y, packed.z, packed.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      float v[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        v[j] = fp4Value(words[q] >> (4 * j)) * scale;
+      store16(tileB + gemm_detail::swizzled(r, 4 * g + q), pack8(v));
+    }
+  }
+}
+
+template <int E, int KD, int N, bool GateUp, bool Fp4 = false>
 __global__ void __launch_bounds__(MoeGemmShape::kThreads)
     moe_grouped_gemm(const __grid_constant__ MoeGroupedGemmArgs args) {
   allowDependentLaunch();
@@ -103,6 +129,9 @@ __global__ void __launch_bounds__(MoeGemmShape::kThreads)
   constexpr int kWidth = GateUp ? N / 2 : N; // outputs a slot gets
   static_assert(KD % 8 == 0 && N % 2 == 0,
                 "moe_grouped_gemm: K a multiple of 8, N even");
+  static_assert(!Fp4 || (KD % 32 == 0 && BN == kThreads),
+                "moe_grouped_gemm: MXFP4 rows are groups of 32, a row a "
+                "thread");
   using namespace gemm_detail;
   const int slots = args.rows * args.topK;
   const int *const order = args.sorted;
@@ -156,17 +185,28 @@ __global__ void __launch_bounds__(MoeGemmShape::kThreads)
           ok ? args.x + static_cast<long long>(row) * KD + k : args.x;
       copyAsync16(sharedAddress(tileA + swizzled(r, c)), from, ok);
     }
-#pragma unroll
-    for (int i = 0; i < BN * 8 / kThreads; ++i) {
-      const int idx = threadIdx.x + i * kThreads;
-      const int r = idx / 8, c = idx % 8, k = k0 + c * 8;
-      const int n = n0 + r;
-      const bool ok = n < N && k < KD;
-      // GateUp: tile row 2j + 1 is up row j, 2j gate row j.
-      const bf16 *w = GateUp && (n & 1) ? args.w1 : args.w0;
+    if constexpr (Fp4) {
+      const int r = threadIdx.x, n = n0 + r;
+      const bool up = GateUp && (n & 1);
       const long long wRow = expertRows + (GateUp ? n / 2 : n);
-      const bf16 *from = ok ? w + wRow * KD + k : args.w0;
-      copyAsync16(sharedAddress(tileB + swizzled(r, c)), from, ok);
+      const unsigned char *codes =
+          reinterpret_cast<const unsigned char *>(up ? args.w1 : args.w0);
+      const unsigned char *scales = up ? args.w1Scales : args.w0Scales;
+      moeLoadMxfp4Row<KD>(tileB, r, codes + wRow * (KD / 2) + k0 / 2,
+                          scales + wRow * (KD / 32) + k0 / 32, n < N, k0);
+    } else {
+#pragma unroll
+      for (int i = 0; i < BN * 8 / kThreads; ++i) {
+        const int idx = threadIdx.x + i * kThreads;
+        const int r = idx / 8, c = idx % 8, k = k0 + c * 8;
+        const int n = n0 + r;
+        const bool ok = n < N && k < KD;
+        // GateUp: tile row 2j + 1 is up row j, 2j gate row j.
+        const bf16 *w = GateUp && (n & 1) ? args.w1 : args.w0;
+        const long long wRow = expertRows + (GateUp ? n / 2 : n);
+        const bf16 *from = ok ? w + wRow * KD + k : args.w0;
+        copyAsync16(sharedAddress(tileB + swizzled(r, c)), from, ok);
+      }
     }
   };
 

@@ -1472,7 +1472,9 @@ void CudaExecutor::launchMoe(
                                   .rows = rows,
                                   .topK = topK,
                                   .activation = static_cast<int>(d.activation),
-                                  .limit = d.activationLimit});
+                                  .limit = d.activationLimit,
+                                  .w0Scales = mxfp4Scales(gateUp ? 0 : 2),
+                                  .w1Scales = gateUp ? mxfp4Scales(1) : 0});
     }
   } else {
     kernel(moe[1].instance)

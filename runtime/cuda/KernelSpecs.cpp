@@ -167,7 +167,7 @@ LaunchDims MoeSpec::combineDims(int rows) const {
 }
 
 bool MoeSpec::grouped(int rows) const {
-  return !mxfp4 && static_cast<long long>(rows) * topK >= 8LL * experts;
+  return static_cast<long long>(rows) * topK >= 8LL * experts;
 }
 KernelInstance MoeSpec::sort() const {
   requirePositive(experts, "experts", "moe_sort");
@@ -175,20 +175,19 @@ KernelInstance MoeSpec::sort() const {
           cat(kNamespace, "moe_sort<", experts, ", ", kGroupedTileRows, ">")};
 }
 KernelInstance MoeSpec::groupedGateUp() const {
-  if (mxfp4)
-    fail("moe_grouped_gemm: MXFP4 experts run the decode kernels");
-  requireMultiple(hidden, 8, "hidden size", "moe_grouped_gemm");
+  requireMultiple(hidden, mxfp4 ? 32 : 8, "hidden size", "moe_grouped_gemm");
   requireMultiple(width, 8, "expert intermediate size", "moe_grouped_gemm");
-  return {"MoeGroupedGemm.cuh", cat(kNamespace, "moe_grouped_gemm<", experts,
-                                    ", ", hidden, ", ", 2 * width, ", true>")};
+  return {"MoeGroupedGemm.cuh",
+          cat(kNamespace, "moe_grouped_gemm<", experts, ", ", hidden, ", ",
+              2 * width, ", true", mxfp4 ? ", true>" : ">")};
 }
 KernelInstance MoeSpec::groupedDown() const {
-  if (mxfp4)
-    fail("moe_grouped_gemm: MXFP4 experts run the decode kernels");
   requireMultiple(hidden, 8, "hidden size", "moe_grouped_gemm");
-  requireMultiple(width, 8, "expert intermediate size", "moe_grouped_gemm");
-  return {"MoeGroupedGemm.cuh", cat(kNamespace, "moe_grouped_gemm<", experts,
-                                    ", ", width, ", ", hidden, ", false>")};
+  requireMultiple(width, mxfp4 ? 32 : 8, "expert intermediate size",
+                  "moe_grouped_gemm");
+  return {"MoeGroupedGemm.cuh",
+          cat(kNamespace, "moe_grouped_gemm<", experts, ", ", width, ", ",
+              hidden, ", false", mxfp4 ? ", true>" : ">")};
 }
 LaunchDims MoeSpec::sortDims() const {
   LaunchDims dims;

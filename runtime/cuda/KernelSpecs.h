@@ -86,13 +86,14 @@ struct MoeSpec {
   static constexpr int kGroupedTileRows = 64;
   static constexpr int kGroupedTileCols = 128;
   static constexpr int kGroupedSharedBytes = 4 * (64 + 128) * 64 * 2;
-  /// Whether a step of `rows` rows runs the grouped GEMMs: bf16 experts,
-  /// and at least kMoeSlots (8) slots an expert on average, where the
-  /// decode kernels would read most experts' weights twice or more.
+  /// Whether a step of `rows` rows runs the grouped GEMMs: at least
+  /// kMoeSlots (8) slots an expert on average, where the decode kernels
+  /// would read most experts' weights twice or more.
   bool grouped(int rows) const;
-  KernelInstance sort() const;          // moe_sort<E, 64>
-  KernelInstance groupedGateUp() const; // moe_grouped_gemm<E, H, 2I, true>
-  KernelInstance groupedDown() const;   // moe_grouped_gemm<E, I, H, false>
+  KernelInstance sort() const; // moe_sort<E, 64>
+  // moe_grouped_gemm<E, H, 2I, true[, true]>, <E, I, H, false[, true]>
+  KernelInstance groupedGateUp() const;
+  KernelInstance groupedDown() const;
   LaunchDims sortDims() const;
   LaunchDims groupedGateUpDims(int rows) const;
   LaunchDims groupedDownDims(int rows) const;

@@ -11,9 +11,9 @@
 // bias); each weighted output and running sum. Shapes: Qwen3-30B-A3B's (128
 // experts, 8 a token) at 1, 8, 64 rows (the decode kernels) and 128 rows (the
 // grouped GEMMs); gpt-oss-20b's with bf16 biased experts and the clamped
-// SwiGLU (1 and 64 rows, decode and grouped) and with MXFP4 experts (1 and
-// 16 rows). Timed as one chain; bytes are the weights of the experts the
-// step routes to (each read once).
+// SwiGLU and with MXFP4 experts (1 and 64 rows each: decode and grouped). Timed
+// as one chain; bytes are the weights of the experts the step routes to (each
+// read once).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,7 +42,7 @@ const std::vector<MoeCase> &moeCases() {
   static const std::vector<MoeCase> cases = {
       {"qwen3-30b-a3b", MoeSpec{128, 8, 2048, 768}, false, {1, 8, 64, 128}},
       {"gpt-oss-20b bf16", MoeSpec{32, 4, 2880, 2880}, true, {1, 64}},
-      {"gpt-oss-20b mxfp4", MoeSpec{32, 4, 2880, 2880, true}, true, {1, 16}},
+      {"gpt-oss-20b mxfp4", MoeSpec{32, 4, 2880, 2880, true}, true, {1, 64}},
   };
   return cases;
 }
@@ -166,23 +166,27 @@ void checkMoe(Checker &c) {
                                    .topK = K});
           for (bool gateUp : {true, false}) {
             c.kernels.kernel(gateUp ? s.groupedGateUp() : s.groupedDown())
-                .launch(gateUp ? s.groupedGateUpDims(rows)
-                               : s.groupedDownDims(rows),
-                        c.stream,
-                        kernels::MoeGroupedGemmArgs{
-                            .y = gateUp ? dAct.address() : dOut.address(),
-                            .x = gateUp ? dX.address() : dAct.address(),
-                            .w0 = gateUp ? dGate.address() : dDown.address(),
-                            .w1 = gateUp ? dUp.address() : 0,
-                            .sorted = dSorted.address(),
-                            .bias0 = m.biased
-                                         ? (gateUp ? dGateB : dDownB).address()
-                                         : 0,
-                            .bias1 = m.biased && gateUp ? dUpB.address() : 0,
-                            .rows = rows,
-                            .topK = K,
-                            .activation = m.biased ? 2 : 0,
-                            .limit = 7.0f});
+                .launch(
+                    gateUp ? s.groupedGateUpDims(rows)
+                           : s.groupedDownDims(rows),
+                    c.stream,
+                    kernels::MoeGroupedGemmArgs{
+                        .y = gateUp ? dAct.address() : dOut.address(),
+                        .x = gateUp ? dX.address() : dAct.address(),
+                        .w0 = gateUp ? dGate.address() : dDown.address(),
+                        .w1 = gateUp ? dUp.address() : 0,
+                        .sorted = dSorted.address(),
+                        .bias0 =
+                            m.biased ? (gateUp ? dGateB : dDownB).address() : 0,
+                        .bias1 = m.biased && gateUp ? dUpB.address() : 0,
+                        .rows = rows,
+                        .topK = K,
+                        .activation = m.biased ? 2 : 0,
+                        .limit = 7.0f,
+                        .w0Scales = !s.mxfp4 ? 0
+                                    : gateUp ? dGateS.address()
+                                             : dDownS.address(),
+                        .w1Scales = s.mxfp4 && gateUp ? dUpS.address() : 0});
           }
         } else {
           c.kernels.kernel(s.gateUp())

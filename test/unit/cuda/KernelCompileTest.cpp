@@ -289,6 +289,11 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
             moe.groupedDown().nameExpression +
                 "(const __grid_constant__ MoeGroupedGemmArgs)"})
         exprs.push_back(expr);
+    } else { // the MXFP4 grouped GEMMs (moe_sort is the bf16 spec's)
+      exprs.push_back(moe.groupedGateUp().nameExpression +
+                      "(const __grid_constant__ MoeGroupedGemmArgs)");
+      exprs.push_back(moe.groupedDown().nameExpression +
+                      "(const __grid_constant__ MoeGroupedGemmArgs)");
     }
     for (const std::string &expr : exprs)
       code += "template __global__ void " + expr + ";\n";

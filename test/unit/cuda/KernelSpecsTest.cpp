@@ -902,15 +902,20 @@ TEST(KernelSpecs, QuantGemmNameGeometryAndErrors) {
 namespace sol::test {
 namespace {
 using namespace cuda;
-// The grouped expert GEMMs take over from 8 slots an expert on average, for
-// bf16 experts only: MXFP4 experts keep the decode kernels.
+// The grouped expert GEMMs take over from 8 slots an expert on average;
+// MXFP4 experts have their own instances (codes decoded into the tiles).
 TEST(KernelSpecs, MoeGroupedGemmRule) {
   const MoeSpec qwen3{128, 8, 2048, 768};
   EXPECT_FALSE(qwen3.grouped(127));
   EXPECT_TRUE(qwen3.grouped(128));
   const MoeSpec gptOssMxfp4{32, 4, 2880, 2880, true};
-  EXPECT_FALSE(gptOssMxfp4.grouped(8192));
-  EXPECT_THROW(gptOssMxfp4.groupedGateUp(), sol::Error);
+  EXPECT_FALSE(gptOssMxfp4.grouped(63));
+  EXPECT_TRUE(gptOssMxfp4.grouped(64));
+  EXPECT_EQ(gptOssMxfp4.groupedGateUp().nameExpression,
+            "sol::kernels::moe_grouped_gemm<32, 2880, 5760, true, true>");
+  EXPECT_EQ(gptOssMxfp4.groupedDown().nameExpression,
+            "sol::kernels::moe_grouped_gemm<32, 2880, 2880, false, true>");
+  EXPECT_THROW((MoeSpec{32, 4, 2880, 2888, true}.groupedDown()), sol::Error);
   const MoeSpec mixtral{8, 2, 4096, 14336};
   EXPECT_TRUE(mixtral.grouped(32));
   EXPECT_EQ(mixtral.groupedGateUp().nameExpression,

@@ -56,7 +56,7 @@ std::vector<int> routing() {
   return ids;
 }
 
-template <int KD, int N, bool GateUp>
+template <int KD, int N, bool GateUp, bool Fp4 = false>
 void grouped(const MoeGroupedGemmArgs &args, int rows) {
   std::vector<uint4> shared(ceilDiv(MoeGemmShape::kSharedBytes, 16),
                             uint4{~0u, ~0u, ~0u, ~0u});
@@ -64,8 +64,9 @@ void grouped(const MoeGroupedGemmArgs &args, int rows) {
       reinterpret_cast<unsigned char *>(shared.data());
   const int blocks =
       moeGemmTileBound(rows * K, E) * ceilDiv(N, MoeGemmShape::kBN);
-  cuda_emulation::launch(blocks, MoeGemmShape::kThreads,
-                         [&] { moe_grouped_gemm<E, KD, N, GateUp>(args); });
+  cuda_emulation::launch(blocks, MoeGemmShape::kThreads, [&] {
+    moe_grouped_gemm<E, KD, N, GateUp, Fp4>(args);
+  });
 }
 
 // A bf16 ulp of slack (the float sums differ in order), of the sum before
@@ -201,5 +202,111 @@ INSTANTIATE_TEST_SUITE_P(Activations, MoeGroupedGemmEmulation,
                          [](const ::testing::TestParamInfo<bool> &info) {
                            return info.param ? "BiasedClampedSwiglu" : "Swiglu";
                          });
+
+} // namespace
+
+namespace {
+
+// gpt-oss's MXFP4 experts (with its biases and clamp): the codes decoded into
+// the B tiles must give the decode kernels' act and out. H = I = 96: groups
+// of 32, a second K tile that ends after one group (its other group zero),
+// gate/up over two N tiles, down's tile partly past H.
+TEST(MoeGroupedGemmEmulationMxfp4, MatchesTheDecodeKernels) {
+  constexpr int H4 = 96, I4 = 96;
+  std::mt19937 rng(31);
+  std::uniform_int_distribution<int> byte(0, 255), exponent(121, 124);
+  auto codes = [&](int n) {
+    std::vector<unsigned char> v(static_cast<std::size_t>(n) / 2);
+    for (unsigned char &b : v)
+      b = static_cast<unsigned char>(byte(rng));
+    return v;
+  };
+  auto exponents = [&](int n) {
+    std::vector<unsigned char> v(static_cast<std::size_t>(n) / 32);
+    for (unsigned char &b : v)
+      b = static_cast<unsigned char>(exponent(rng));
+    return v;
+  };
+  const std::vector<int> ids = routing();
+  const std::vector<Bf16> x = randomBf16(rng, kRows * H4, 1.0f);
+  const std::vector<unsigned char> gate = codes(E * I4 * H4),
+                                   up = codes(E * I4 * H4),
+                                   down = codes(E * H4 * I4);
+  const std::vector<unsigned char> gateS = exponents(E * I4 * H4),
+                                   upS = exponents(E * I4 * H4),
+                                   downS = exponents(E * H4 * I4);
+  const std::vector<Bf16> gateBias = randomBf16(rng, E * I4, 2.0f);
+  const std::vector<Bf16> upBias = randomBf16(rng, E * I4, 6.0f);
+  const std::vector<Bf16> downBias = randomBf16(rng, E * H4, 0.5f);
+  auto bf16s = [](const std::vector<unsigned char> &v) {
+    return reinterpret_cast<const Bf16 *>(v.data());
+  };
+
+  std::vector<Bf16> wantAct(kSlots * I4, kNan), wantOut(kSlots * H4, kNan);
+  MoeGateUpArgs g;
+  g.act = wantAct.data();
+  g.x = x.data();
+  g.gate = bf16s(gate);
+  g.up = bf16s(up);
+  g.ids = ids.data();
+  g.rows = kRows;
+  g.topK = K;
+  g.activation = 2;
+  g.limit = 7.0f;
+  g.gateBias = gateBias.data();
+  g.upBias = upBias.data();
+  g.gateScales = gateS.data();
+  g.upScales = upS.data();
+  cuda_emulation::launch(E * ceilDiv(I4, kMoeRowsPerBlock), kMoeThreads,
+                         [&] { moe_gate_up<E, H4, I4, true>(g); });
+  MoeDownArgs d;
+  d.out = wantOut.data();
+  d.act = wantAct.data();
+  d.down = bf16s(down);
+  d.ids = ids.data();
+  d.rows = kRows;
+  d.topK = K;
+  d.bias = downBias.data();
+  d.scales = downS.data();
+  cuda_emulation::launch(E * ceilDiv(H4, kMoeRowsPerBlock), kMoeThreads,
+                         [&] { moe_down<E, H4, I4, true>(d); });
+
+  std::vector<int> sorted(kSlots + 2 * (E + 1), -1);
+  MoeSortArgs s;
+  s.sorted = sorted.data();
+  s.ids = ids.data();
+  s.rows = kRows;
+  s.topK = K;
+  cuda_emulation::launch(1, kMoeSortThreads,
+                         [&] { moe_sort<E, MoeGemmShape::kBM>(s); });
+  std::vector<Bf16> act(kSlots * I4, kNan), out(kSlots * H4, kNan);
+  MoeGroupedGemmArgs a;
+  a.y = act.data();
+  a.x = x.data();
+  a.w0 = bf16s(gate);
+  a.w1 = bf16s(up);
+  a.sorted = sorted.data();
+  a.bias0 = gateBias.data();
+  a.bias1 = upBias.data();
+  a.rows = kRows;
+  a.topK = K;
+  a.activation = 2;
+  a.limit = 7.0f;
+  a.w0Scales = gateS.data();
+  a.w1Scales = upS.data();
+  grouped<H4, 2 * I4, true, true>(a, kRows);
+  expectClose(act, wantAct, I4, 1e-2f, "act");
+  MoeGroupedGemmArgs b;
+  b.y = out.data();
+  b.x = wantAct.data();
+  b.w0 = bf16s(down);
+  b.sorted = sorted.data();
+  b.bias0 = downBias.data();
+  b.rows = kRows;
+  b.topK = K;
+  b.w0Scales = downS.data();
+  grouped<I4, H4, false, true>(b, kRows);
+  expectClose(out, wantOut, H4, 1e-2f, "out");
+}
 
 } // namespace
