@@ -56,6 +56,19 @@ std::vector<int> routing() {
   return ids;
 }
 
+// moe_sort over the step's slots: order, expert starts, tile starts.
+std::vector<int> sortSlots(const std::vector<int> &ids) {
+  std::vector<int> sorted(kSlots + 2 * (E + 1), -1);
+  MoeSortArgs args;
+  args.sorted = sorted.data();
+  args.ids = ids.data();
+  args.rows = kRows;
+  args.topK = K;
+  cuda_emulation::launch(1, kMoeSortThreads,
+                         [&] { moe_sort<E, MoeGemmShape::kBM>(args); });
+  return sorted;
+}
+
 template <int KD, int N, bool GateUp, bool Fp4 = false>
 void grouped(const MoeGroupedGemmArgs &args, int rows) {
   std::vector<uint4> shared(ceilDiv(MoeGemmShape::kSharedBytes, 16),
@@ -82,14 +95,7 @@ void expectClose(const std::vector<Bf16> &got, const std::vector<Bf16> &want,
 
 TEST(MoeGroupedGemmEmulation, SortGroupsSlotsByExpert) {
   const std::vector<int> ids = routing();
-  std::vector<int> sorted(kSlots + 2 * (E + 1), -1);
-  MoeSortArgs args;
-  args.sorted = sorted.data();
-  args.ids = ids.data();
-  args.rows = kRows;
-  args.topK = K;
-  cuda_emulation::launch(1, kMoeSortThreads,
-                         [&] { moe_sort<E, MoeGemmShape::kBM>(args); });
+  const std::vector<int> sorted = sortSlots(ids);
   const int *starts = sorted.data() + kSlots, *tiles = starts + E + 1;
   std::vector<int> counts(E, 0);
   for (int id : ids)
@@ -160,14 +166,7 @@ TEST_P(MoeGroupedGemmEmulation, MatchesTheDecodeKernels) {
   cuda_emulation::launch(E * ceilDiv(H, kMoeRowsPerBlock), kMoeThreads,
                          [&] { moe_down<E, H, I>(d); });
 
-  std::vector<int> sorted(kSlots + 2 * (E + 1), -1);
-  MoeSortArgs s;
-  s.sorted = sorted.data();
-  s.ids = ids.data();
-  s.rows = kRows;
-  s.topK = K;
-  cuda_emulation::launch(1, kMoeSortThreads,
-                         [&] { moe_sort<E, MoeGemmShape::kBM>(s); });
+  const std::vector<int> sorted = sortSlots(ids);
   std::vector<Bf16> act(kSlots * I, kNan), out(kSlots * H, kNan);
   MoeGroupedGemmArgs a;
   a.y = act.data();
@@ -271,14 +270,7 @@ TEST(MoeGroupedGemmEmulationMxfp4, MatchesTheDecodeKernels) {
   cuda_emulation::launch(E * ceilDiv(H4, kMoeRowsPerBlock), kMoeThreads,
                          [&] { moe_down<E, H4, I4, true>(d); });
 
-  std::vector<int> sorted(kSlots + 2 * (E + 1), -1);
-  MoeSortArgs s;
-  s.sorted = sorted.data();
-  s.ids = ids.data();
-  s.rows = kRows;
-  s.topK = K;
-  cuda_emulation::launch(1, kMoeSortThreads,
-                         [&] { moe_sort<E, MoeGemmShape::kBM>(s); });
+  const std::vector<int> sorted = sortSlots(ids);
   std::vector<Bf16> act(kSlots * I4, kNan), out(kSlots * H4, kNan);
   MoeGroupedGemmArgs a;
   a.y = act.data();
