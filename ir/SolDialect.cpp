@@ -1142,19 +1142,22 @@ LogicalResult MoeOp::verify() {
   if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)))
     return failure();
   const int64_t hidden = getInput().getType().getDimSize(1);
-  // MXFP4 experts: ui8 codes, two values a byte, and their scales.
+  // MXFP4 experts: ui8 codes, two values a byte, and their scales;
+  // sol-quantize's: i8, f8E4M3FN or i4 codes of the float shapes.
   const bool mxfp4 = isMxfp4();
+  const QuantScheme quant = getExpertQuant();
   const int64_t packing = mxfp4 ? 2 : 1;
+  Type codeType = getGate().getType().getElementType();
   auto expertWeight = [&](Value v, const char *what) -> LogicalResult {
     auto t = cast<RankedTensorType>(v.getType());
-    const bool ok = mxfp4 ? t.getElementType().isUnsignedInteger(8)
-                          : isa<FloatType>(t.getElementType()) &&
-                                !isa<Float8E4M3FNType>(t.getElementType());
+    const bool ok = mxfp4 || quant != QuantScheme::None
+                        ? t.getElementType() == codeType
+                        : isa<FloatType>(t.getElementType()) &&
+                              !isa<Float8E4M3FNType>(t.getElementType());
     if (t.getRank() != 2 || !ok)
       return emitOpError() << what << " must be a 2-D bf16, f16 or f32 "
-                           << "weight, or ui8 MXFP4 codes like every expert "
-                           << "weight (other quantized experts are not "
-                           << "supported yet), but has type " << t;
+                           << "weight, or ui8 MXFP4, i8, f8E4M3FN or i4 codes "
+                           << "of gate's type, but has type " << t;
     return success();
   };
   auto router = getRouter().getType();
@@ -1186,27 +1189,68 @@ LogicalResult MoeOp::verify() {
     return emitOpError() << "down must have shape [" << experts * hidden << ", "
                          << width / packing << "], but has shape "
                          << shapeString(down);
+  static const char *const projections[] = {"gate", "up", "down"};
+  const int64_t rows[] = {experts * width, experts * width, experts * hidden};
+  // Checks `values` (three: gate's, up's, down's) against `element` and the
+  // shapes [rows] or, with `groups`, [rows, groups].
+  auto perRow = [&](ValueRange values, const char *what, Type element,
+                    ArrayRef<int64_t> groups) -> LogicalResult {
+    for (auto [i, v] : llvm::enumerate(values)) {
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t, 2> shape{rows[i]};
+      if (!groups.empty())
+        shape.push_back(groups[i]);
+      if (t.getElementType() != element || t.getShape() != ArrayRef(shape)) {
+        std::string name;
+        llvm::raw_string_ostream os(name);
+        os << element; // unquoted, as in "ui8 [256, 1]"
+        return emitOpError()
+               << "the " << projections[i] << " " << what << " must be " << name
+               << " " << shapeString(ArrayRef<int64_t>(shape))
+               << ", but have type " << t;
+      }
+    }
+    return success();
+  };
+  const size_t scaleCount = mxfp4 || quant != QuantScheme::None ? 3 : 0;
+  const size_t zeroCount = quant == QuantScheme::Int4 ? 3 : 0;
+  if (getScales().size() != scaleCount || getZeros().size() != zeroCount)
+    return emitOpError() << "takes " << scaleCount << " scales and "
+                         << zeroCount << " zero points for its experts ("
+                         << (mxfp4 ? "MXFP4"
+                                   : stringifyQuantScheme(quant).str())
+                         << "), got " << getScales().size() << " and "
+                         << getZeros().size();
   if (mxfp4) {
     if (hidden % 32 != 0 || width % 32 != 0)
       return emitOpError() << "MXFP4 experts need the hidden size (" << hidden
                            << ") and the experts' width (" << width
                            << ") to be multiples of 32";
-    if (getScales().size() != 3)
-      return emitOpError() << "MXFP4 experts take three scales (gate, up, "
-                           << "down), got " << getScales().size();
-    const int64_t rows[] = {experts * width, experts * width, experts * hidden};
     const int64_t groups[] = {hidden / 32, hidden / 32, width / 32};
-    static const char *const names[] = {"gate", "up", "down"};
-    for (auto [i, v] : llvm::enumerate(getScales())) {
-      auto t = cast<RankedTensorType>(v.getType());
-      if (!t.getElementType().isUnsignedInteger(8) || t.getRank() != 2 ||
-          t.getDimSize(0) != rows[i] || t.getDimSize(1) != groups[i])
-        return emitOpError()
-               << "the " << names[i] << " scales must be ui8 [" << rows[i]
-               << ", " << groups[i] << "], but have type " << t;
-    }
-  } else if (!getScales().empty()) {
-    return emitOpError() << "takes scales only for MXFP4 (ui8) experts";
+    if (failed(perRow(getScales(), "scales",
+                      IntegerType::get(getContext(), 8, IntegerType::Unsigned),
+                      groups)))
+      return failure();
+  } else if (quant == QuantScheme::Int4) {
+    auto first = cast<RankedTensorType>(getScales()[0].getType());
+    const int64_t group = getExpertGroupSize();
+    if (first.getRank() != 2 || group <= 0 || group % 2 != 0 ||
+        hidden % group != 0 || width % group != 0)
+      return emitOpError() << "int4 experts need an even group size that "
+                           << "divides the hidden size (" << hidden
+                           << ") and the experts' width (" << width
+                           << "), but the gate scales have type " << first;
+    const int64_t groups[] = {hidden / group, hidden / group, width / group};
+    if (failed(perRow(getScales(), "scales", Float32Type::get(getContext()),
+                      groups)) ||
+        failed(perRow(getZeros(), "zero points",
+                      IntegerType::get(getContext(), 8, IntegerType::Unsigned),
+                      groups)))
+      return failure();
+  } else if (quant != QuantScheme::None) {
+    if (failed(
+            perRow(getScales(), "scales", Float32Type::get(getContext()), {})))
+      return failure();
   }
   if (getTopK() < 1 || getTopK() > experts)
     return emitOpError() << "top_k must be in [1, " << experts << "], got "

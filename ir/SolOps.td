@@ -616,6 +616,12 @@ def Sol_MoeOp : Sol_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     `[E·H, I/2]`, and `scales` holds their E8M0 exponents, one a group of
     32 values of a row: `[E·I, H/32]` twice and `[E·H, I/32]`.
 
+    Quantized experts (sol-quantize): `gate`, `up` and `down` are `i8`,
+    `f8E4M3FN` or `i4` codes of their float shapes, as a quantized
+    `sol.linear`'s weight; `scales` holds each one's f32 scales (`[rows]` for
+    int8 and fp8, `[rows, K/G]` for int4 in groups of G along its inputs),
+    and `zeros` int4's ui8 zero points of the scales' shapes.
+
     ```mlir
     %y = sol.moe %x, %router, %gate, %up, %down {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<8x64xbf16>, tensor<256x64xbf16>, tensor<256x64xbf16>, tensor<512x32xbf16>) -> tensor<?x64xbf16>
     ```
@@ -624,7 +630,8 @@ def Sol_MoeOp : Sol_Op<"moe", [Pure, AttrSizedOperandSegments]> {
                        Sol_WeightTensor:$gate, Sol_WeightTensor:$up,
                        Sol_WeightTensor:$down,
                        Variadic<Sol_WeightTensor>:$biases,
-                       Variadic<Sol_WeightTensor>:$scales, I64Attr:$top_k,
+                       Variadic<Sol_WeightTensor>:$scales,
+                       Variadic<Sol_WeightTensor>:$zeros, I64Attr:$top_k,
                        BoolAttr:$normalize_top_k,
                        DefaultValuedAttr<Sol_GateActivationAttr,
                                          "::sol::GateActivation::Silu">:$activation,
@@ -632,7 +639,8 @@ def Sol_MoeOp : Sol_Op<"moe", [Pure, AttrSizedOperandSegments]> {
   let results = (outs Sol_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $router `,` $gate `,` $up `,` $down (`biases` `(` $biases^ `)`)?
-    (`scales` `(` $scales^ `)`)? attr-dict `:` functional-type(operands, results)
+    (`scales` `(` $scales^ `)`)? (`zeros` `(` $zeros^ `)`)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
     int64_t getNumExperts() { return getRouter().getType().getDimSize(0); }
@@ -640,6 +648,25 @@ def Sol_MoeOp : Sol_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     int64_t getExpertWidth() { return getGate().getType().getDimSize(0) / getNumExperts(); }
     /// Whether the experts are MXFP4 codes (with `scales`).
     bool isMxfp4() { return getGate().getType().getElementType().isUnsignedInteger(8); }
+    /// The scheme of sol-quantize's expert codes (by their type), or none
+    /// (float or MXFP4 experts).
+    ::sol::QuantScheme getExpertQuant() {
+      ::mlir::Type t = getGate().getType().getElementType();
+      if (t.isSignlessInteger(8))
+        return ::sol::QuantScheme::Int8;
+      if (::mlir::isa<::mlir::Float8E4M3FNType>(t))
+        return ::sol::QuantScheme::Fp8;
+      if (t.isSignlessInteger(4))
+        return ::sol::QuantScheme::Int4;
+      return ::sol::QuantScheme::None;
+    }
+    /// Int4 experts: the inputs per scale (0 otherwise).
+    int64_t getExpertGroupSize() {
+      if (getExpertQuant() != ::sol::QuantScheme::Int4 || getScales().empty())
+        return 0;
+      auto scales = ::mlir::cast<::mlir::RankedTensorType>(getScales()[0].getType());
+      return scales.getDimSize(1) > 0 ? getGate().getType().getDimSize(1) / scales.getDimSize(1) : 0;
+    }
   }];
   let hasVerifier = 1;
 }

@@ -94,15 +94,6 @@ struct SolAwqCalibratePass
              "least one point)";
       return signalPassFailure();
     }
-    bool mixture = false;
-    getOperation().walk([&](MoeOp) { mixture = true; });
-    if (mixture) {
-      getOperation().emitError()
-          << "int4-awq calibration does not evaluate mixture-of-experts "
-             "layers yet; use --quant int4-rtn (or int8, fp8), which need no "
-             "calibration";
-      return signalPassFailure();
-    }
     for (auto fn : getOperation().getOps<func::FuncOp>())
       if (failed(calibrate(fn)))
         return signalPassFailure();

@@ -288,8 +288,10 @@ def SolQuantize : Pass<"sol-quantize", "::mlir::func::FuncOp"> {
       `clip-search`, each group's range shrunk by the best of a 20-point
       grid of ratios; without, plain round to nearest).
 
-    The LM head (the linear whose results are f32 logits) keeps its weight
-    unless `lm-head` is set. A linear that cannot take the scheme (int4 with
+    The experts of a `sol.moe` take the scheme too (gate, up and down codes
+    with their scales and zero points; the router stays float); MXFP4
+    experts keep their format, with a warning. The LM head (the linear
+    whose results are f32 logits) keeps its weight unless `lm-head` is set. A linear that cannot take the scheme (int4 with
     input features that are not a multiple of the group size) keeps its
     weight with a warning. A linear that is quantized already (imported from
     a quantized checkpoint) keeps its format; one warning counts them. Each
@@ -340,7 +342,10 @@ def SolAwqCalibrate : Pass<"sol-awq-calibrate", "::mlir::ModuleOp"> {
     outputs). Linears whose inputs are not a multiple of the group size get
     scales but no clipping. Built with the weight store and the calibration
     tokens (createSolAwqCalibrate); the scales and ratios are new tensors of
-    the store.
+    the store. Mixtures of experts are evaluated (routed in float32, each
+    expert's tokens through its MLP) but form no group: the norm before one
+    feeds the router and the experts, and sol-quantize gives the experts
+    int4 round to nearest.
   }];
   let options = [
     Option<"groupSize", "group-size", "int64_t", /*default=*/"128",

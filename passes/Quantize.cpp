@@ -6,7 +6,9 @@
 // carries the scales, zero points and scheme the kernels need. It runs on
 // kernel-level IR so that fused projections (QKV, gate/up) are quantized
 // once, as the kernels read them; per-row scales and groups along K are the
-// same whether rows are quantized before or after stacking.
+// same whether rows are quantized before or after stacking. A mixture's
+// experts are quantized the same way, each projection's stacked weight at
+// once.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -62,19 +64,23 @@ struct SolQuantizePass : sol::impl::SolQuantizeBase<SolQuantizePass> {
         quantize(linear, target);
       else
         quantize(cast<NormLinearOp>(op), target);
-    // Experts stay as they are (no int8/fp8/int4 expert kernels yet): once.
-    int64_t mixtures = 0;
-    bool mxfp4 = false;
-    getOperation().walk([&](MoeOp m) {
-      ++mixtures;
-      mxfp4 = mxfp4 || m.isMxfp4();
-    });
-    if (mixtures > 0)
+    // The experts take the scheme too, each projection's stacked [E * rows,
+    // K] weight as one linear's (rows and groups are per expert either
+    // way); MXFP4 ones keep their format.
+    SmallVector<MoeOp> mixtures;
+    getOperation().walk([&](MoeOp m) { mixtures.push_back(m); });
+    int64_t mxfp4 = 0;
+    for (MoeOp m : mixtures)
+      if (m.isMxfp4() || m.getExpertQuant() != QuantScheme::None)
+        ++mxfp4;
+      else
+        quantize(m, target);
+    if (mxfp4 > 0)
       getOperation().emitWarning()
-          << "keeps the expert weights of " << mixtures
-          << " mixture-of-experts layers " << (mxfp4 ? "MXFP4" : "bf16")
-          << " (other quantized experts are not supported yet); "
-          << scheme.getValue() << " applies to the other linears";
+          << "keeps the expert weights of " << mxfp4
+          << " mixture-of-experts layers in their checkpoint's format "
+          << "(MXFP4); " << scheme.getValue()
+          << " applies to the other linears";
     // Linears a checkpoint brought quantized keep their format: say so once
     // rather than per layer.
     if (!alreadyQuantized.empty()) {
@@ -175,6 +181,35 @@ struct SolQuantizePass : sol::impl::SolQuantizeBase<SolQuantizePass> {
     replacement->setDiscardableAttrs(op->getDiscardableAttrDictionary());
     op.getResult().replaceAllUsesWith(replacement.getResult());
     op.erase();
+  }
+
+  void quantize(MoeOp op, QuantScheme target) {
+    if (target == QuantScheme::Int4 &&
+        (op.getGate().getType().getDimSize(1) % groupSize != 0 ||
+         op.getExpertWidth() % groupSize != 0)) {
+      std::string why = "the hidden size " +
+                        std::to_string(op.getGate().getType().getDimSize(1)) +
+                        " or the experts' width " +
+                        std::to_string(op.getExpertWidth()) +
+                        " is not a multiple of the group size " +
+                        std::to_string(groupSize.getValue());
+      op->emitWarning() << "keeps its expert weights: " << why;
+      op->setAttr("sol.quant_kept", StringAttr::get(&getContext(), why));
+      return;
+    }
+    OpBuilder b(op);
+    SmallVector<Value, 3> scales, zeros;
+    for (OpOperand *operand :
+         {&op.getGateMutable(), &op.getUpMutable(), &op.getDownMutable()}) {
+      QuantizeWeightOp q =
+          quantizeWeight(b, op.getLoc(), operand->get(), target);
+      operand->set(q.getCodes());
+      scales.push_back(q.getScales());
+      if (q.getZeros())
+        zeros.push_back(q.getZeros());
+    }
+    op.getScalesMutable().assign(scales);
+    op.getZerosMutable().assign(zeros);
   }
 
   void quantize(NormLinearOp op, QuantScheme target) {

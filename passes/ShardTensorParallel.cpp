@@ -357,6 +357,12 @@ private:
 
   LogicalResult shardMoe(MoeOp m) {
     const int64_t experts = m.getNumExperts(), width = m.getExpertWidth();
+    if (m.getExpertQuant() != QuantScheme::None)
+      return m.emitOpError()
+                 << "has " << stringifyQuantScheme(m.getExpertQuant())
+                 << " experts; sharding runs before sol-quantize, on float "
+                 << "or MXFP4 experts",
+             failure();
     if (width % ranks != 0)
       return m.emitOpError()
                  << "has experts of intermediate size " << width << ", which "

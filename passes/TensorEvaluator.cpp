@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
 using namespace mlir;
 
@@ -507,8 +508,104 @@ TensorEvaluator::compute(Operation *op, const Values &local,
           (gelu ? geluTanh(g.values[i]) : silu(g.values[i])) * u.values[i];
     return out;
   }
+  if (auto moe = dyn_cast<MoeOp>(op))
+    return mixture(moe, in(moe.getInput()));
+  if (auto gate = dyn_cast<SigmoidGateOp>(op)) {
+    const Activation &v = in(gate.getValue()), &x = in(gate.getInput());
+    const std::vector<float> w = weight(gate.getWeight());
+    Activation out = v;
+    for (int64_t t = 0; t < v.rows; ++t) {
+      float z = 0.0f;
+      for (int64_t i = 0; i < x.cols; ++i)
+        z += x.row(t)[i] * w[static_cast<size_t>(i)];
+      const float g = 1.0f / (1.0f + std::exp(-z));
+      for (int64_t j = 0; j < v.cols; ++j)
+        out.row(t)[j] *= g;
+    }
+    return out;
+  }
   return op->emitOpError("calibration cannot evaluate this op (it evaluates "
                          "the tensor-level ops importers produce)");
+}
+
+std::vector<float> TensorEvaluator::expertWeight(Value stacked, int64_t e,
+                                                 int64_t experts) const {
+  // Importers stack the experts with sol.concat_weights: read only the one.
+  if (auto concat = stacked.getDefiningOp<ConcatWeightsOp>();
+      concat && static_cast<int64_t>(concat.getInputs().size()) == experts)
+    return weight(concat.getInputs()[e]);
+  const std::vector<float> all = weight(stacked);
+  const size_t each = all.size() / static_cast<size_t>(experts);
+  return {all.begin() + static_cast<std::ptrdiff_t>(each * e),
+          all.begin() + static_cast<std::ptrdiff_t>(each * (e + 1))};
+}
+
+FailureOr<Activation> TensorEvaluator::mixture(MoeOp moe,
+                                               const Activation &x) const {
+  if (moe.isMxfp4() || moe.getExpertQuant() != QuantScheme::None ||
+      !moe.getBiases().empty() ||
+      moe.getActivation() == GateActivation::ClampedSilu)
+    return moe.emitOpError("calibration evaluates mixtures of float experts "
+                           "without biases (Qwen3-MoE, Qwen2-MoE, Mixtral)");
+  const int64_t experts = moe.getNumExperts(), width = moe.getExpertWidth();
+  const int64_t hidden = x.cols, topK = moe.getTopK();
+  // Routing: softmax over the router's logits, the top k (lower index first
+  // on ties), renormalised when the model says so.
+  Activation logits = makeActivation(x.rows, experts);
+  linearFloat(logits.values, x.values, weight(moe.getRouter()), {}, x.rows,
+              experts, hidden);
+  std::vector<std::vector<std::pair<int64_t, float>>> routed(
+      static_cast<size_t>(experts)); // (token, weight) per expert
+  std::vector<int64_t> order(static_cast<size_t>(experts));
+  for (int64_t t = 0; t < x.rows; ++t) {
+    float *p = logits.row(t);
+    const float top = *std::max_element(p, p + experts);
+    float sum = 0.0f;
+    for (int64_t e = 0; e < experts; ++e)
+      sum += (p[e] = std::exp(p[e] - top));
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + topK, order.end(),
+                      [&](int64_t a, int64_t b) {
+                        return p[a] > p[b] || (p[a] == p[b] && a < b);
+                      });
+    float chosen = 0.0f;
+    for (int64_t k = 0; k < topK; ++k)
+      chosen += p[order[static_cast<size_t>(k)]];
+    for (int64_t k = 0; k < topK; ++k) {
+      const int64_t e = order[static_cast<size_t>(k)];
+      routed[static_cast<size_t>(e)].push_back(
+          {t, moe.getNormalizeTopK() ? p[e] / chosen : p[e] / sum});
+    }
+  }
+  // Each expert over the tokens routed to it, as GEMMs.
+  const bool gelu = moe.getActivation() == GateActivation::GeluTanh;
+  Activation out = makeActivation(x.rows, hidden);
+  for (int64_t e = 0; e < experts; ++e) {
+    const auto &tokens = routed[static_cast<size_t>(e)];
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    if (n == 0)
+      continue;
+    std::vector<float> xe(static_cast<size_t>(n * hidden));
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(xe.data() + i * hidden, x.row(tokens[size_t(i)].first),
+                  hidden * sizeof(float));
+    std::vector<float> g(static_cast<size_t>(n * width)), u(g.size()),
+        y(static_cast<size_t>(n * hidden));
+    linearFloat(g, xe, expertWeight(moe.getGate(), e, experts), {}, n, width,
+                hidden);
+    linearFloat(u, xe, expertWeight(moe.getUp(), e, experts), {}, n, width,
+                hidden);
+    for (size_t i = 0; i < g.size(); ++i)
+      g[i] = (gelu ? geluTanh(g[i]) : silu(g[i])) * u[i];
+    linearFloat(y, g, expertWeight(moe.getDown(), e, experts), {}, n, hidden,
+                width);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto [t, w] = tokens[static_cast<size_t>(i)];
+      for (int64_t j = 0; j < hidden; ++j)
+        out.row(t)[j] += w * y[static_cast<size_t>(i * hidden + j)];
+    }
+  }
+  return out;
 }
 
 } // namespace sol

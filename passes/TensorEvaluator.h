@@ -71,6 +71,12 @@ private:
   mlir::FailureOr<Activation> compute(mlir::Operation *op, const Values &local,
                                       const WeightOverrides &overrides) const;
   const Activation &lookup(mlir::Value v, const Values &local) const;
+  /// A sol.moe over x: routed in float32, each expert's tokens through its
+  /// gated MLP.
+  mlir::FailureOr<Activation> mixture(MoeOp moe, const Activation &x) const;
+  /// Expert e's rows of a stacked expert weight ([experts * rows, K]).
+  std::vector<float> expertWeight(mlir::Value stacked, int64_t e,
+                                  int64_t experts) const;
   std::span<const int32_t> indices(mlir::Value v) const;
 
   const WeightStore &store_;

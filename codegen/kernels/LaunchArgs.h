@@ -579,12 +579,17 @@ struct MoeGateUpArgs {
   float limit = 0.0f;
   SOL_DEVICE_PTR(const bf16) gateBias = nullptr; // [E * I], or none
   SOL_DEVICE_PTR(const bf16) upBias = nullptr;   // [E * I], or none
-  // MXFP4 experts (moe_gate_up<H, I, true>): gate and up are codes, these
-  // their exponents ([E * I, H / 32]).
-  SOL_DEVICE_PTR(const unsigned char) gateScales = nullptr;
-  SOL_DEVICE_PTR(const unsigned char) upScales = nullptr;
+  // Quantized experts (moe_gate_up<E, H, I, Format>): gate and up are
+  // codes, these their scales: MXFP4's E8M0 exponents ([E * I, H / 32]
+  // bytes), int8's and fp8's f32 row scales ([E * I]), int4's f32 group
+  // scales ([E * I, H / groupSize]) with u8 zero points beside them.
+  SOL_DEVICE_PTR(const void) gateScales = nullptr;
+  SOL_DEVICE_PTR(const void) upScales = nullptr;
+  SOL_DEVICE_PTR(const unsigned char) gateZeros = nullptr; // int4
+  SOL_DEVICE_PTR(const unsigned char) upZeros = nullptr;   // int4
+  int groupSize = 0; // int4: inputs per scale, a multiple of 32
 };
-SOL_ARGS_SIZE(MoeGateUpArgs, 88)
+SOL_ARGS_SIZE(MoeGateUpArgs, 112)
 SOL_ARGS_FIELD(MoeGateUpArgs, act, 0)
 SOL_ARGS_FIELD(MoeGateUpArgs, x, 8)
 SOL_ARGS_FIELD(MoeGateUpArgs, gate, 16)
@@ -598,6 +603,9 @@ SOL_ARGS_FIELD(MoeGateUpArgs, gateBias, 56)
 SOL_ARGS_FIELD(MoeGateUpArgs, upBias, 64)
 SOL_ARGS_FIELD(MoeGateUpArgs, gateScales, 72)
 SOL_ARGS_FIELD(MoeGateUpArgs, upScales, 80)
+SOL_ARGS_FIELD(MoeGateUpArgs, gateZeros, 88)
+SOL_ARGS_FIELD(MoeGateUpArgs, upZeros, 96)
+SOL_ARGS_FIELD(MoeGateUpArgs, groupSize, 104)
 
 /// moe_down<H, I>: out[slot] = down_e . act[slot] (+ bias_e); down is
 /// [E * H, I], bias [E * H] or none.
@@ -609,10 +617,14 @@ struct MoeDownArgs {
   int rows = 0;
   int topK = 0;
   SOL_DEVICE_PTR(const bf16) bias = nullptr;
-  // MXFP4 experts (moe_down<H, I, true>): down's exponents, [E * H, I / 32].
-  SOL_DEVICE_PTR(const unsigned char) scales = nullptr;
+  // Quantized experts (moe_down<E, H, I, Format>): down's scales, as
+  // MoeGateUpArgs's ([E * H, I / 32] exponents, [E * H] or [E * H, I /
+  // groupSize] f32), and int4's zero points.
+  SOL_DEVICE_PTR(const void) scales = nullptr;
+  SOL_DEVICE_PTR(const unsigned char) zeros = nullptr;
+  int groupSize = 0;
 };
-SOL_ARGS_SIZE(MoeDownArgs, 56)
+SOL_ARGS_SIZE(MoeDownArgs, 72)
 SOL_ARGS_FIELD(MoeDownArgs, out, 0)
 SOL_ARGS_FIELD(MoeDownArgs, act, 8)
 SOL_ARGS_FIELD(MoeDownArgs, down, 16)
@@ -621,6 +633,8 @@ SOL_ARGS_FIELD(MoeDownArgs, rows, 32)
 SOL_ARGS_FIELD(MoeDownArgs, topK, 36)
 SOL_ARGS_FIELD(MoeDownArgs, bias, 40)
 SOL_ARGS_FIELD(MoeDownArgs, scales, 48)
+SOL_ARGS_FIELD(MoeDownArgs, zeros, 56)
+SOL_ARGS_FIELD(MoeDownArgs, groupSize, 64)
 
 /// moe_combine<H, K>: y[row] = the row's K outputs, weighted, in increasing
 /// expert order.
@@ -676,7 +690,7 @@ SOL_ARGS_FIELD(MoeSortArgs, ids, 8)
 SOL_ARGS_FIELD(MoeSortArgs, rows, 16)
 SOL_ARGS_FIELD(MoeSortArgs, topK, 20)
 
-/// moe_grouped_gemm<E, KD, N, GateUp[, Fp4]>: each expert's sorted slots
+/// moe_grouped_gemm<E, KD, N, GateUp[, Format]>: each expert's sorted slots
 /// against its weights. GateUp: y = act [slots, I], x [rows, H], w0 / w1 gate /
 /// up
 /// ([E * I, H]), bias0 / bias1 their biases; otherwise y = out [slots, H],
@@ -693,11 +707,15 @@ struct MoeGroupedGemmArgs {
   int topK = 0;
   int activation = 0; // as MoeGateUpArgs's
   float limit = 0.0f;
-  // MXFP4 experts (Fp4): w0 / w1 are codes, these their exponents.
-  SOL_DEVICE_PTR(const unsigned char) w0Scales = nullptr;
-  SOL_DEVICE_PTR(const unsigned char) w1Scales = nullptr;
+  // Quantized experts (Format): w0 / w1 are codes, these their scales and
+  // int4's zero points, as MoeGateUpArgs's.
+  SOL_DEVICE_PTR(const void) w0Scales = nullptr;
+  SOL_DEVICE_PTR(const void) w1Scales = nullptr;
+  SOL_DEVICE_PTR(const unsigned char) w0Zeros = nullptr;
+  SOL_DEVICE_PTR(const unsigned char) w1Zeros = nullptr;
+  int groupSize = 0;
 };
-SOL_ARGS_SIZE(MoeGroupedGemmArgs, 88)
+SOL_ARGS_SIZE(MoeGroupedGemmArgs, 112)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, y, 0)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, x, 8)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, w0, 16)
@@ -711,6 +729,9 @@ SOL_ARGS_FIELD(MoeGroupedGemmArgs, activation, 64)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, limit, 68)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, w0Scales, 72)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, w1Scales, 80)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, w0Zeros, 88)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, w1Zeros, 96)
+SOL_ARGS_FIELD(MoeGroupedGemmArgs, groupSize, 104)
 
 #undef SOL_ARGS_SIZE
 #undef SOL_ARGS_FIELD

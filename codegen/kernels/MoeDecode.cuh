@@ -23,11 +23,19 @@
 //  moe_down<E, H, I>    the same over down's H rows of e: out[slot][j] =
 //                       bf16(down_e[j] . act[slot]) (+ its bias, rounded).
 //
-// With Fp4 the experts are MXFP4 (gpt-oss): gate, up and down hold two
-// E2M1 codes a byte, the low nibble first, and *Scales one E8M0 exponent a
-// group of 32 values of a row; a lane decodes a group (16 bytes) at a time,
-// values exact in float, so the products are those of the bf16 weights
-// Transformers dequantizes them to.
+// Format (Plan.fbs's ExpertFormat) says how the experts are stored:
+//  kMoeBf16   bf16 rows;
+//  kMoeMxfp4  gpt-oss's MXFP4: two E2M1 codes a byte, the low nibble first,
+//             and one E8M0 exponent a group of 32 values of a row; a lane
+//             decodes a group (16 bytes) at a time, values exact in float,
+//             so the products are those of the bf16 weights Transformers
+//             dequantizes them to;
+//  kMoeInt8, kMoeFp8  sol-quantize's codes with an f32 scale a row: a lane
+//             multiplies 16 codes (exact in float) at a time and the row's
+//             sum is scaled once;
+//  kMoeInt4   two codes a byte (the low nibble first) with an f32 scale and
+//             a u8 zero point a group of groupSize inputs (a multiple of
+//             32): a lane takes 32 codes of one group at a time.
 //  moe_combine<H, K>    y[r] = the row's K outputs weighted, added in
 //                       increasing expert order, each product and sum
 //                       rounded to bf16 (Transformers' index_add_ over the
@@ -41,9 +49,21 @@
 
 #include "Common.cuh"
 #include "LaunchArgs.h"
+#include "LinearGemvQuant.cuh"
 
 namespace sol {
 namespace kernels {
+
+// How the experts are stored: Plan.fbs's ExpertFormat.
+constexpr int kMoeBf16 = 0, kMoeMxfp4 = 1, kMoeInt8 = 2, kMoeFp8 = 3,
+              kMoeInt4 = 4;
+// quant_gemv's decoders for the int8, fp8 and int4 formats.
+template <int Format>
+constexpr WeightFormat kMoeCodes = Format == kMoeInt8  ? WeightFormat::Int8
+                                   : Format == kMoeFp8 ? WeightFormat::Fp8
+                                                       : WeightFormat::Int4;
+// quant_gemv::dequantFp8 decodes E4M3 codes to 2^-120 times their value.
+constexpr float kMoeFp8Decoded = 1.329227995784916e36f; // 2^120
 
 constexpr int kMoeThreads = 128;      // 4 warps
 constexpr int kMoeRowsPerBlock = 16;  // 4 weight rows per warp
@@ -212,21 +232,51 @@ __device__ __forceinline__ float e8m0Scale(unsigned s) {
            : 5.877471754111438e-39f; // 2^-127
 }
 
-// The dot products of weight row `w` (N bf16; with Fp4, N MXFP4 values: N/2
-// bytes of codes and the N/32 exponents at `scales`) with the vectors of
-// `count` slots (x + slot's row offset), summed over the warp into
-// acc[0..count).
-template <int N, bool Fp4>
-__device__ __forceinline__ void
-moeDots(const void *w, const unsigned char *scales, const bf16 *const *x,
-        int count, float (&acc)[kMoeSlots]) {
+// Row `row` of an expert matrix of N inputs stored as Format: the row's
+// codes (or bf16 values) and, for the quantized formats, its scales (and
+// int4's zero points).
+template <int N, int Format> struct MoeRow {
+  const void *w;
+  const void *scales;
+  const unsigned char *zeros;
+  int groupSize;
+};
+template <int N, int Format>
+__device__ __forceinline__ MoeRow<N, Format>
+moeRow(const void *w, const void *scales, const unsigned char *zeros,
+       int groupSize, long long row) {
+  const unsigned char *codes = static_cast<const unsigned char *>(w);
+  if constexpr (Format == kMoeBf16)
+    return {static_cast<const bf16 *>(w) + row * N, nullptr, nullptr, 0};
+  else if constexpr (Format == kMoeMxfp4)
+    return {codes + row * (N / 2),
+            static_cast<const unsigned char *>(scales) + row * (N / 32),
+            nullptr, 0};
+  else if constexpr (Format == kMoeInt4)
+    return {codes + row * (N / 2),
+            static_cast<const float *>(scales) + row * (N / groupSize),
+            zeros + row * (N / groupSize), groupSize};
+  else
+    return {codes + row * N, static_cast<const float *>(scales) + row, nullptr,
+            0};
+}
+
+// The dot products of an expert weight row of N inputs (`row`, from
+// moeRow) with the vectors of `count` slots (x + slot's row offset), summed
+// over the warp into acc[0..count).
+template <int N, int Format>
+__device__ __forceinline__ void moeDots(const MoeRow<N, Format> &row,
+                                        const bf16 *const *x, int count,
+                                        float (&acc)[kMoeSlots]) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int s = 0; s < kMoeSlots; ++s)
     acc[s] = 0.0f;
-  if constexpr (Fp4) {
+  if constexpr (Format == kMoeMxfp4) {
     static_assert(N % 32 == 0, "moeDots: MXFP4 rows are groups of 32");
-    const unsigned char *codes = static_cast<const unsigned char *>(w);
+    const unsigned char *codes = static_cast<const unsigned char *>(row.w);
+    const unsigned char *scales =
+        static_cast<const unsigned char *>(row.scales);
     constexpr int kGroups = N / 32, kPerLane = (kGroups + 31) / 32;
 #pragma unroll 4
     for (int i = 0; i < kPerLane; ++i) {
@@ -254,8 +304,8 @@ moeDots(const void *w, const unsigned char *scales, const bf16 *const *x,
         }
       }
     }
-  } else {
-    const bf16 *row = static_cast<const bf16 *>(w);
+  } else if constexpr (Format == kMoeBf16) {
+    const bf16 *w = static_cast<const bf16 *>(row.w);
     // Counted and unrolled, so that a lane's weight loads are in flight
     // together: decode reads each weight once, at the bandwidth only many
     // outstanding loads reach.
@@ -266,7 +316,7 @@ moeDots(const void *w, const unsigned char *scales, const bf16 *const *x,
       if (kChunks % 32 != 0 && c >= kChunks)
         break;
       float wv[8];
-      unpack8(load16(row + c * 8), wv);
+      unpack8(load16(w + c * 8), wv);
 #pragma unroll
       for (int s = 0; s < kMoeSlots; ++s) {
         if (s >= count)
@@ -278,6 +328,44 @@ moeDots(const void *w, const unsigned char *scales, const bf16 *const *x,
           acc[s] += wv[j] * xv[j];
       }
     }
+  } else {
+    // int8, fp8 (16 codes a vector) and int4 (32, of one group).
+    constexpr WeightFormat F = kMoeCodes<Format>;
+    constexpr int kValues = quant_gemv::kVectorValues<F>;
+    static_assert(N % kValues == 0,
+                  "moeDots: int8 and fp8 rows are vectors of 16, int4 of 32");
+    const unsigned char *codes = static_cast<const unsigned char *>(row.w);
+    constexpr int kVecs = N / kValues, kPerLane = (kVecs + 31) / 32;
+#pragma unroll 4
+    for (int i = 0; i < kPerLane; ++i) {
+      const int c = lane + 32 * i;
+      if (kVecs % 32 != 0 && c >= kVecs)
+        break;
+      const uint4 v = load16(codes + c * 16);
+      unsigned negativeZero = 0;
+      float scale = 1.0f; // int4: the group's, applied per vector
+      if constexpr (Format == kMoeInt4) {
+        const int g = c * kValues / row.groupSize;
+        negativeZero = quant_gemv::int4NegativeZero(row.zeros[g]);
+        scale = static_cast<const float *>(row.scales)[g];
+      }
+#pragma unroll
+      for (int s = 0; s < kMoeSlots; ++s) {
+        if (s >= count)
+          break;
+        float sum = 0.0f;
+#pragma unroll
+        for (int q = 0; q < kValues / 8; ++q) {
+          float wv[8], xv[8];
+          quant_gemv::dequant<F>(v, q, negativeZero, wv);
+          unpack8(load16(x[s] + c * kValues + q * 8), xv);
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            sum += wv[j] * xv[j];
+        }
+        acc[s] += Format == kMoeInt4 ? sum * scale : sum;
+      }
+    }
   }
   // Only the slots in use (count is the same for the whole block): a decode
   // step at batch 1 has one.
@@ -286,6 +374,10 @@ moeDots(const void *w, const unsigned char *scales, const bf16 *const *x,
     if (s >= count)
       break;
     acc[s] = warpSum(acc[s]);
+    if constexpr (Format == kMoeInt8)
+      acc[s] *= *static_cast<const float *>(row.scales);
+    else if constexpr (Format == kMoeFp8)
+      acc[s] *= *static_cast<const float *>(row.scales) * kMoeFp8Decoded;
   }
 }
 
@@ -309,23 +401,6 @@ __device__ __forceinline__ void moeSlotPasses(const int *ids, int slots,
   }
 }
 
-// A weight row (and, for Fp4, its exponents) of an expert matrix of N
-// inputs: row `row` of bf16 `w`, or of MXFP4 codes (N / 2 bytes a row) and
-// `scales` (N / 32 a row).
-template <int N, bool Fp4> struct MoeRow {
-  const void *w;
-  const unsigned char *scales;
-};
-template <int N, bool Fp4>
-__device__ __forceinline__ MoeRow<N, Fp4>
-moeRow(const bf16 *w, const unsigned char *scales, long long row) {
-  if constexpr (Fp4)
-    return {reinterpret_cast<const unsigned char *>(w) + row * (N / 2),
-            scales + row * (N / 32)};
-  else
-    return {w + row * N, nullptr};
-}
-
 // The expert block b works on, or -1 when it has none: with E * kTiles
 // blocks, expert b / kTiles; with fewer (a step of fewer slots than
 // experts: one unit per slot, so that experts no row chose cost no block),
@@ -343,7 +418,7 @@ __device__ __forceinline__ int moeBlockExpert(const int *ids) {
   return expert;
 }
 
-template <int E, int H, int I, bool Fp4 = false>
+template <int E, int H, int I, int Format = kMoeBf16>
 __global__ void __launch_bounds__(kMoeThreads)
     moe_gate_up(const __grid_constant__ MoeGateUpArgs args) {
   allowDependentLaunch();
@@ -368,10 +443,12 @@ __global__ void __launch_bounds__(kMoeThreads)
         break;
       float g[kMoeSlots], u[kMoeSlots];
       const long long row = static_cast<long long>(expert) * I + j;
-      const MoeRow<H, Fp4> gr = moeRow<H, Fp4>(args.gate, args.gateScales, row);
-      const MoeRow<H, Fp4> ur = moeRow<H, Fp4>(args.up, args.upScales, row);
-      moeDots<H, Fp4>(gr.w, gr.scales, x, count, g);
-      moeDots<H, Fp4>(ur.w, ur.scales, x, count, u);
+      moeDots(moeRow<H, Format>(args.gate, args.gateScales, args.gateZeros,
+                                args.groupSize, row),
+              x, count, g);
+      moeDots(moeRow<H, Format>(args.up, args.upScales, args.upZeros,
+                                args.groupSize, row),
+              x, count, u);
       if (lane == 0) {
 #pragma unroll
         for (int s = 0; s < kMoeSlots; ++s) {
@@ -387,7 +464,7 @@ __global__ void __launch_bounds__(kMoeThreads)
   });
 }
 
-template <int E, int H, int I, bool Fp4 = false>
+template <int E, int H, int I, int Format = kMoeBf16>
 __global__ void __launch_bounds__(kMoeThreads)
     moe_down(const __grid_constant__ MoeDownArgs args) {
   allowDependentLaunch();
@@ -410,9 +487,10 @@ __global__ void __launch_bounds__(kMoeThreads)
       if (j >= H)
         break;
       float y[kMoeSlots];
-      const MoeRow<I, Fp4> dr = moeRow<I, Fp4>(
-          args.down, args.scales, static_cast<long long>(expert) * H + j);
-      moeDots<I, Fp4>(dr.w, dr.scales, act, count, y);
+      moeDots(moeRow<I, Format>(args.down, args.scales, args.zeros,
+                                args.groupSize,
+                                static_cast<long long>(expert) * H + j),
+              act, count, y);
       if (lane == 0) {
 #pragma unroll
         for (int s = 0; s < kMoeSlots; ++s) {

@@ -28,9 +28,11 @@
 //                   down: x = act [slots, I], B = down rows: out[slot][j] =
 //                     moeDownValue(y); KD = I, N = H.
 //
-// With Fp4 the experts are MXFP4 codes and exponents, decoded into the B
-// tiles (moeLoadMxfp4Row). moe_combine then weighs and adds each row's K
-// outputs, as in decode.
+// Quantized experts (Format, as MoeDecode.cuh's) are decoded into the B
+// tiles: MXFP4 exactly (moeLoadMxfp4Row); int8 and fp8 codes exactly, their
+// row scales applied to the sums in the epilogue; int4 codes minus their
+// zero point times the group's scale, rounded to bf16 (moeLoadQuantRow).
+// moe_combine then weighs and adds each row's K outputs, as in decode.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -91,7 +93,7 @@ __global__ void __launch_bounds__(kMoeSortThreads)
     order[atomicAdd(&cursor[args.ids[s]], 1)] = s;
 }
 
-// With Fp4 (gpt-oss's MXFP4 experts) a thread writes one B row of a stage:
+// With MXFP4 experts (gpt-oss's) a thread writes one B row of a stage:
 // its 64 values' codes (32 bytes) and two exponents, read with plain loads
 // and decoded to bf16 (exact: what Transformers dequantizes the experts to)
 // before the barrier that precedes the stage's use.
@@ -116,7 +118,44 @@ moeLoadMxfp4Row(bf16 *tileB, int r, const unsigned char *codes,
   }
 }
 
-template <int E, int KD, int N, bool GateUp, bool Fp4 = false>
+// With int8, fp8 or int4 experts a thread writes one B row of a stage the
+// same way: its 64 values from `codes` (the row's first code), decoded
+// (int8 and fp8 exact, unscaled; int4 times its group's scale), zeros past
+// KD.
+template <int KD, int Format>
+__device__ __forceinline__ void
+moeLoadQuantRow(bf16 *tileB, int r, const unsigned char *codes,
+                const float *scales, const unsigned char *zeros, int groupSize,
+                bool rowOk, int k0) {
+  constexpr WeightFormat F = kMoeCodes<Format>;
+  constexpr int kValues = quant_gemv::kVectorValues<F>;
+#pragma unroll
+  for (int q = 0; q < 64 / kValues; ++q) {
+    const int k = k0 + q * kValues;
+    const bool ok = rowOk && k < KD;
+    const uint4 v = ok ? load16(codes + (Format == kMoeInt4 ? k / 2 : k))
+                       : make_uint4(0, 0, 0, 0);
+    unsigned negativeZero = 0;
+    float scale = Format == kMoeFp8 ? kMoeFp8Decoded : 1.0f;
+    if constexpr (Format == kMoeInt4) {
+      const int g = k / groupSize;
+      negativeZero = quant_gemv::int4NegativeZero(ok ? zeros[g] : 0);
+      scale = ok ? scales[g] : 0.0f;
+    }
+#pragma unroll
+    for (int h = 0; h < kValues / 8; ++h) {
+      float f[8];
+      quant_gemv::dequant<F>(v, h, negativeZero, f);
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        f[j] *= scale;
+      store16(tileB + gemm_detail::swizzled(r, q * (kValues / 8) + h),
+              pack8(f));
+    }
+  }
+}
+
+template <int E, int KD, int N, bool GateUp, int Format = kMoeBf16>
 __global__ void __launch_bounds__(MoeGemmShape::kThreads)
     moe_grouped_gemm(const __grid_constant__ MoeGroupedGemmArgs args) {
   allowDependentLaunch();
@@ -129,9 +168,12 @@ __global__ void __launch_bounds__(MoeGemmShape::kThreads)
   constexpr int kWidth = GateUp ? N / 2 : N; // outputs a slot gets
   static_assert(KD % 8 == 0 && N % 2 == 0,
                 "moe_grouped_gemm: K a multiple of 8, N even");
-  static_assert(!Fp4 || (KD % 32 == 0 && BN == kThreads),
-                "moe_grouped_gemm: MXFP4 rows are groups of 32, a row a "
-                "thread");
+  static_assert(
+      Format == kMoeBf16 ||
+          (KD % (Format == kMoeInt8 || Format == kMoeFp8 ? 16 : 32) == 0 &&
+           BN == kThreads && Shape::kBK == 64),
+      "moe_grouped_gemm: quantized rows are whole vectors (16 int8 "
+      "or fp8 codes, 32 int4 or MXFP4), a row a thread");
   using namespace gemm_detail;
   const int slots = args.rows * args.topK;
   const int *const order = args.sorted;
@@ -185,15 +227,26 @@ __global__ void __launch_bounds__(MoeGemmShape::kThreads)
           ok ? args.x + static_cast<long long>(row) * KD + k : args.x;
       copyAsync16(sharedAddress(tileA + swizzled(r, c)), from, ok);
     }
-    if constexpr (Fp4) {
+    if constexpr (Format != kMoeBf16) {
       const int r = threadIdx.x, n = n0 + r;
       const bool up = GateUp && (n & 1);
       const long long wRow = expertRows + (GateUp ? n / 2 : n);
       const unsigned char *codes =
           reinterpret_cast<const unsigned char *>(up ? args.w1 : args.w0);
-      const unsigned char *scales = up ? args.w1Scales : args.w0Scales;
-      moeLoadMxfp4Row<KD>(tileB, r, codes + wRow * (KD / 2) + k0 / 2,
-                          scales + wRow * (KD / 32) + k0 / 32, n < N, k0);
+      const void *scales = up ? args.w1Scales : args.w0Scales;
+      if constexpr (Format == kMoeMxfp4) {
+        moeLoadMxfp4Row<KD>(tileB, r, codes + wRow * (KD / 2) + k0 / 2,
+                            static_cast<const unsigned char *>(scales) +
+                                wRow * (KD / 32) + k0 / 32,
+                            n < N, k0);
+      } else {
+        const long long groups = Format == kMoeInt4 ? KD / args.groupSize : 0;
+        moeLoadQuantRow<KD, Format>(
+            tileB, r, codes + wRow * (Format == kMoeInt4 ? KD / 2 : KD),
+            static_cast<const float *>(scales) + wRow * groups,
+            (up ? args.w1Zeros : args.w0Zeros) + wRow * groups, args.groupSize,
+            n < N, k0);
+      }
     } else {
 #pragma unroll
       for (int i = 0; i < BN * 8 / kThreads; ++i) {
@@ -228,7 +281,17 @@ __global__ void __launch_bounds__(MoeGemmShape::kThreads)
         if (r >= count)
           continue;
         const long long slot = slotOf[r];
-        const float a = acc[i][j][2 * half], b = acc[i][j][2 * half + 1];
+        float a = acc[i][j][2 * half], b = acc[i][j][2 * half + 1];
+        if constexpr (Format == kMoeInt8 || Format == kMoeFp8) {
+          // The codes' row scales: gate's and up's of output col / 2, or
+          // down's of outputs col and col + 1.
+          const float *s0 = static_cast<const float *>(args.w0Scales);
+          const float *s1 = static_cast<const float *>(GateUp ? args.w1Scales
+                                                              : args.w0Scales);
+          const long long at = expertRows + (GateUp ? col / 2 : col);
+          a *= s0[at];
+          b *= s1[GateUp ? at : at + 1];
+        }
         if constexpr (GateUp) {
           const int out = col / 2;
           args.y[slot * kWidth + out] = __float2bfloat16_rn(

@@ -577,9 +577,10 @@ LogicalResult Translator::translate(Operation *op) {
     if (failed(in) || failed(router) || failed(gate) || failed(up) ||
         failed(down))
       return failure();
-    SmallVector<int32_t, 8> extras; // biases, then MXFP4 scales
+    SmallVector<int32_t, 10> extras; // biases, scales, zero points
     for (ValueRange values :
-         {ValueRange(moe.getBiases()), ValueRange(moe.getScales())})
+         {ValueRange(moe.getBiases()), ValueRange(moe.getScales()),
+          ValueRange(moe.getZeros())})
       for (Value v : values) {
         FailureOr<int32_t> w = weight(op, v);
         if (failed(w))
@@ -591,8 +592,50 @@ LogicalResult Translator::translate(Operation *op) {
     o.buffers = {out, in->buffer};
     o.weights = {*router, *gate, *up, *down};
     o.weights.insert(o.weights.end(), extras.begin(), extras.end());
-    if (moe.isMxfp4())
-      o.expertFormat = fb::ExpertFormat::Mxfp4;
+    // The experts' codes, scales and zero points say what they are in
+    // solrun --info --weights.
+    const QuantScheme quant = moe.getExpertQuant();
+    if (quant != QuantScheme::None) {
+      const std::string scheme(stringifyQuantScheme(quant));
+      const std::string per =
+          quant == QuantScheme::Int4
+              ? "group of " + std::to_string(moe.getExpertGroupSize()) +
+                    " inputs"
+              : "row";
+      const size_t scalesAt = moe.getBiases().size();
+      for (size_t j = 0; j < 3; ++j) {
+        const int32_t codes = o.weights[1 + j];
+        note(codes, scheme + " expert codes (W" +
+                        (quant == QuantScheme::Int4 ? "4" : "8") +
+                        "A16), scales per " + per);
+        note(extras[scalesAt + j],
+             scheme + " scales of " +
+                 s.weights[static_cast<size_t>(codes)].name + ", per " + per);
+        if (quant == QuantScheme::Int4)
+          note(extras[scalesAt + 3 + j],
+               "int4 zero points of " +
+                   s.weights[static_cast<size_t>(codes)].name + ", per " + per);
+      }
+    } else if (auto kept = op->getAttrOfType<StringAttr>("sol.quant_kept")) {
+      for (size_t j = 0; j < 3; ++j)
+        note(o.weights[1 + j], "kept: " + kept.str());
+    }
+    switch (quant) {
+    case QuantScheme::None:
+      if (moe.isMxfp4())
+        o.expertFormat = fb::ExpertFormat::Mxfp4;
+      break;
+    case QuantScheme::Int8:
+      o.expertFormat = fb::ExpertFormat::Int8;
+      break;
+    case QuantScheme::Fp8:
+      o.expertFormat = fb::ExpertFormat::Fp8;
+      break;
+    case QuantScheme::Int4:
+      o.expertFormat = fb::ExpertFormat::Int4;
+      o.groupSize = moe.getExpertGroupSize();
+      break;
+    }
     o.topK = moe.getTopK();
     o.normalizeTopK = moe.getNormalizeTopK();
     o.activation = static_cast<fb::GateActivation>(moe.getActivation());

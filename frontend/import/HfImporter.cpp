@@ -531,7 +531,7 @@ Value Builder::mixtureOfExperts(Value x, const std::string &p) {
   }
   Value routed = b.create<MoeOp>(
       loc, x.getType(), x, weight(router + ".weight"), gate, up, down, biases,
-      scales, b.getI64IntegerAttr(config.expertsPerToken),
+      scales, ValueRange(), b.getI64IntegerAttr(config.expertsPerToken),
       b.getBoolAttr(config.normalizeTopK), GateActivationAttr::get(&ctx, act),
       limit);
   if (!config.sharedExpertIntermediateSize)

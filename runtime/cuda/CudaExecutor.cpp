@@ -1436,9 +1436,13 @@ void CudaExecutor::launchMoe(
   auto bias = [&](std::size_t i) -> CUdeviceptr {
     return biased ? weight(d.weights[4 + i]) : 0;
   };
-  auto mxfp4Scales = [&](std::size_t i) -> CUdeviceptr {
-    return d.hasMxfp4Experts() ? weight(d.weights[d.moeScalesWeight() + i]) : 0;
+  // Quantized experts: gate's, up's and down's scales (i = 0..2) and int4's
+  // zero points (3..5).
+  auto quantWeight = [&](std::size_t i) -> CUdeviceptr {
+    return i < d.moeQuantWeights() ? weight(d.weights[d.moeScalesWeight() + i])
+                                   : 0;
   };
+  const int groupSize = static_cast<int>(d.groupSize);
   launchLinear(launches, 0, logits, buffer(d.buffers[1]), weight(d.weights[0]),
                bias(0), rows, experts, hidden);
   const std::vector<KernelLaunch> moe = moeLaunches(d, rows);
@@ -1473,8 +1477,11 @@ void CudaExecutor::launchMoe(
                                   .topK = topK,
                                   .activation = static_cast<int>(d.activation),
                                   .limit = d.activationLimit,
-                                  .w0Scales = mxfp4Scales(gateUp ? 0 : 2),
-                                  .w1Scales = gateUp ? mxfp4Scales(1) : 0});
+                                  .w0Scales = quantWeight(gateUp ? 0 : 2),
+                                  .w1Scales = gateUp ? quantWeight(1) : 0,
+                                  .w0Zeros = quantWeight(gateUp ? 3 : 5),
+                                  .w1Zeros = gateUp ? quantWeight(4) : 0,
+                                  .groupSize = groupSize});
     }
   } else {
     kernel(moe[1].instance)
@@ -1490,8 +1497,11 @@ void CudaExecutor::launchMoe(
                               .limit = d.activationLimit,
                               .gateBias = bias(1),
                               .upBias = bias(2),
-                              .gateScales = mxfp4Scales(0),
-                              .upScales = mxfp4Scales(1)});
+                              .gateScales = quantWeight(0),
+                              .upScales = quantWeight(1),
+                              .gateZeros = quantWeight(3),
+                              .upZeros = quantWeight(4),
+                              .groupSize = groupSize});
     kernel(moe[2].instance)
         .launch(dependent(moe[2].dims), stream_,
                 MoeDownArgs{.out = out,
@@ -1501,7 +1511,9 @@ void CudaExecutor::launchMoe(
                             .rows = rows,
                             .topK = topK,
                             .bias = bias(3),
-                            .scales = mxfp4Scales(2)});
+                            .scales = quantWeight(2),
+                            .zeros = quantWeight(5),
+                            .groupSize = groupSize});
   }
   kernel(moe.back().instance)
       .launch(dependent(moe.back().dims), stream_,

@@ -514,8 +514,12 @@ namespace {
 
 MoeSpec moeSpec(const OpDesc &moe) {
   const int experts = toInt(moe.weightShapes.at(0).at(0));
-  return {experts, toInt(moe.topK), toInt(moe.bufferWidths.at(1)),
-          toInt(moe.weightShapes.at(1).at(0)) / experts, moe.hasMxfp4Experts()};
+  return {experts,
+          toInt(moe.topK),
+          toInt(moe.bufferWidths.at(1)),
+          toInt(moe.weightShapes.at(1).at(0)) / experts,
+          moe.expertFormat,
+          toInt(moe.groupSize)};
 }
 
 } // namespace

@@ -110,21 +110,53 @@ KernelInstance MoeSpec::route() const {
   return {"MoeDecode.cuh",
           cat(kNamespace, "moe_route<", experts, ", ", topK, ">")};
 }
+namespace {
+// The template argument after the shape: none for bf16 experts, else the
+// format's number (MoeDecode.cuh's kMoe*).
+std::string moeFormatArgument(fb::ExpertFormat format) {
+  return format == fb::ExpertFormat::Float
+             ? ">"
+             : cat(", ", static_cast<int>(format), ">");
+}
+// The multiple an expert matrix's inputs must be for `format`: whole vectors
+// of the kernels' loads (8 bf16 values, 16 int8 or fp8 codes, 32 int4 or
+// MXFP4 ones); int4's groups hold whole vectors.
+void requireExpertInputs(fb::ExpertFormat format, int inputs, int groupSize,
+                         const char *what, const char *kernel) {
+  switch (format) {
+  case fb::ExpertFormat::Float:
+    requireMultiple(inputs, 8, what, kernel);
+    break;
+  case fb::ExpertFormat::Int8:
+  case fb::ExpertFormat::Fp8:
+    requireMultiple(inputs, 16, what, kernel);
+    break;
+  case fb::ExpertFormat::Mxfp4:
+    requireMultiple(inputs, 32, what, kernel);
+    break;
+  case fb::ExpertFormat::Int4:
+    requireMultiple(inputs, 32, what, kernel);
+    requireMultiple(groupSize, 32, "int4 group size", kernel);
+    if (inputs % groupSize != 0)
+      fail(kernel, ": the int4 group size ", groupSize, " must divide the ",
+           inputs, " inputs");
+    break;
+  }
+}
+} // namespace
+
 KernelInstance MoeSpec::gateUp() const {
-  requireMultiple(hidden, 8, "hidden size", "moe_gate_up");
+  requireExpertInputs(format, hidden, groupSize, "hidden size", "moe_gate_up");
   requireMultiple(width, 8, "expert intermediate size", "moe_gate_up");
-  if (mxfp4)
-    requireMultiple(hidden, 32, "hidden size", "moe_gate_up (MXFP4)");
   return {"MoeDecode.cuh", cat(kNamespace, "moe_gate_up<", experts, ", ",
-                               hidden, ", ", width, mxfp4 ? ", true>" : ">")};
+                               hidden, ", ", width, moeFormatArgument(format))};
 }
 KernelInstance MoeSpec::down() const {
   requireMultiple(hidden, 8, "hidden size", "moe_down");
-  requireMultiple(width, 8, "expert intermediate size", "moe_down");
-  if (mxfp4)
-    requireMultiple(width, 32, "expert intermediate size", "moe_down (MXFP4)");
+  requireExpertInputs(format, width, groupSize, "expert intermediate size",
+                      "moe_down");
   return {"MoeDecode.cuh", cat(kNamespace, "moe_down<", experts, ", ", hidden,
-                               ", ", width, mxfp4 ? ", true>" : ">")};
+                               ", ", width, moeFormatArgument(format))};
 }
 KernelInstance MoeSpec::combine() const {
   requireMultiple(hidden, 8, "hidden size", "moe_combine");
@@ -175,19 +207,20 @@ KernelInstance MoeSpec::sort() const {
           cat(kNamespace, "moe_sort<", experts, ", ", kGroupedTileRows, ">")};
 }
 KernelInstance MoeSpec::groupedGateUp() const {
-  requireMultiple(hidden, mxfp4 ? 32 : 8, "hidden size", "moe_grouped_gemm");
+  requireExpertInputs(format, hidden, groupSize, "hidden size",
+                      "moe_grouped_gemm");
   requireMultiple(width, 8, "expert intermediate size", "moe_grouped_gemm");
   return {"MoeGroupedGemm.cuh",
           cat(kNamespace, "moe_grouped_gemm<", experts, ", ", hidden, ", ",
-              2 * width, ", true", mxfp4 ? ", true>" : ">")};
+              2 * width, ", true", moeFormatArgument(format))};
 }
 KernelInstance MoeSpec::groupedDown() const {
   requireMultiple(hidden, 8, "hidden size", "moe_grouped_gemm");
-  requireMultiple(width, mxfp4 ? 32 : 8, "expert intermediate size",
-                  "moe_grouped_gemm");
+  requireExpertInputs(format, width, groupSize, "expert intermediate size",
+                      "moe_grouped_gemm");
   return {"MoeGroupedGemm.cuh",
           cat(kNamespace, "moe_grouped_gemm<", experts, ", ", width, ", ",
-              hidden, ", false", mxfp4 ? ", true>" : ">")};
+              hidden, ", false", moeFormatArgument(format))};
 }
 LaunchDims MoeSpec::sortDims() const {
   LaunchDims dims;

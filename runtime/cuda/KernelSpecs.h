@@ -70,10 +70,13 @@ struct SwigluSpec {
 /// weights read once per step.
 struct MoeSpec {
   int experts = 0, topK = 0, hidden = 0, width = 0; // E, K, H, I
-  bool mxfp4 = false;             // MXFP4 experts: the kernels' Fp4 instances
+  // How the experts are stored (Plan.fbs's ExpertFormat, the kernels'
+  // Format: bf16, MXFP4, int8, fp8, int4) and int4's inputs per scale.
+  fb::ExpertFormat format = fb::ExpertFormat::Float;
+  int groupSize = 0;
   KernelInstance route() const;   // moe_route<E, K>
-  KernelInstance gateUp() const;  // moe_gate_up<H, I[, true]>
-  KernelInstance down() const;    // moe_down<H, I[, true]>
+  KernelInstance gateUp() const;  // moe_gate_up<E, H, I[, Format]>
+  KernelInstance down() const;    // moe_down<E, H, I[, Format]>
   KernelInstance combine() const; // moe_combine<H, K>
   LaunchDims routeDims(int rows) const;
   LaunchDims gateUpDims(int rows) const;
@@ -91,7 +94,7 @@ struct MoeSpec {
   /// would read most experts' weights twice or more.
   bool grouped(int rows) const;
   KernelInstance sort() const; // moe_sort<E, 64>
-  // moe_grouped_gemm<E, H, 2I, true[, true]>, <E, I, H, false[, true]>
+  // moe_grouped_gemm<E, H, 2I, true[, Format]>, <E, I, H, false[, Format]>
   KernelInstance groupedGateUp() const;
   KernelInstance groupedDown() const;
   LaunchDims sortDims() const;

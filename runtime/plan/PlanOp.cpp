@@ -227,12 +227,23 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
              ", which this runtime does not know; this plan needs a newer Sol "
              "runtime");
       op.expertFormat = p->expert_format();
-      if (op.hasMxfp4Experts()) {
+      if (op.moeQuantWeights() > 0) {
         if (p->gate_scales() < 0 || p->up_scales() < 0 || p->down_scales() < 0)
-          fail("plan ", planPath, ": op #", i, " '", op.name,
-               "' (Moe) has MXFP4 experts without their scales");
+          fail("plan ", planPath, ": op #", i, " '", op.name, "' (Moe) has ",
+               fb::EnumNameExpertFormat(op.expertFormat),
+               " experts without their scales");
         op.weights.insert(op.weights.end(),
                           {p->gate_scales(), p->up_scales(), p->down_scales()});
+      }
+      if (op.expertFormat == fb::ExpertFormat::Int4) {
+        if (p->gate_zeros() < 0 || p->up_zeros() < 0 || p->down_zeros() < 0 ||
+            p->group_size() <= 0)
+          fail("plan ", planPath, ": op #", i, " '", op.name,
+               "' (Moe) has Int4 experts without their zero points or group "
+               "size");
+        op.weights.insert(op.weights.end(),
+                          {p->gate_zeros(), p->up_zeros(), p->down_zeros()});
+        op.groupSize = p->group_size();
       }
       op.topK = p->top_k();
       op.normalizeTopK = p->normalize_top_k();
@@ -380,18 +391,19 @@ flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
     params = fb::CreateSoftcapOp(b, buffer(0), op.softcap).Union();
     break;
   case OpKind::Moe: {
-    const bool biased = op.hasMoeBiases(), mxfp4 = op.hasMxfp4Experts();
+    const bool biased = op.hasMoeBiases();
+    const size_t quantWeights = op.moeQuantWeights();
     auto bias = [&](size_t i) { return biased ? weight(4 + i) : -1; };
     auto scales = [&](size_t i) {
-      return mxfp4 ? weight(op.moeScalesWeight() + i) : -1;
+      return i < quantWeights ? weight(op.moeScalesWeight() + i) : -1;
     };
-    params =
-        fb::CreateMoeOp(b, buffer(0), buffer(1), weight(0), weight(1),
-                        weight(2), weight(3), static_cast<int32_t>(op.topK),
-                        op.normalizeTopK, op.activation, bias(0), bias(1),
-                        bias(2), bias(3), op.activationLimit, op.expertFormat,
-                        scales(0), scales(1), scales(2))
-            .Union();
+    params = fb::CreateMoeOp(
+                 b, buffer(0), buffer(1), weight(0), weight(1), weight(2),
+                 weight(3), static_cast<int32_t>(op.topK), op.normalizeTopK,
+                 op.activation, bias(0), bias(1), bias(2), bias(3),
+                 op.activationLimit, op.expertFormat, scales(0), scales(1),
+                 scales(2), op.groupSize, scales(3), scales(4), scales(5))
+                 .Union();
     break;
   }
   case OpKind::SigmoidGate:

@@ -62,7 +62,9 @@ inline bool isGated(fb::LinearEpilogue e) {
 ///   Softcap        buffers buf
 ///   Moe            buffers out, in               weights router, gate, up,
 ///                  down[, router bias, gate bias, up bias, down bias]
-///                  [, gate scales, up scales, down scales (Mxfp4)]
+///                  [, gate scales, up scales, down scales (Mxfp4,
+///                  Int8, Fp8, Int4)][, gate zeros, up zeros, down zeros
+///                  (Int4)]
 ///   AllReduce      buffers buf
 ///   AllGather      buffers out, in
 ///   SigmoidGate    buffers out, value, in        weights weight
@@ -89,7 +91,7 @@ struct PlanOp {
   int64_t slidingWindow = 0;   // Attention: 0 = unlimited
   fb::LinearEpilogue epilogue = fb::LinearEpilogue::None; // Linear, NormLinear
   fb::WeightQuant quant = fb::WeightQuant::None;          // Linear, NormLinear
-  int64_t groupSize = 0; // Linear, NormLinear: inputs per Int4 scale
+  int64_t groupSize = 0; // Linear, NormLinear, Moe: inputs per Int4 scale
   fb::GateActivation activation = fb::GateActivation::Silu; // Swiglu, Moe
   int64_t topK = 0;           // Moe: experts per row
   bool normalizeTopK = false; // Moe: top-k weights divided by their sum
@@ -106,14 +108,20 @@ struct PlanOp {
   bool hasMxfp4Experts() const {
     return kind == OpKind::Moe && expertFormat == fb::ExpertFormat::Mxfp4;
   }
+  /// Moe: the weights after the biases that describe quantized experts:
+  /// three scales (MXFP4, Int8, Fp8), and three zero points (Int4).
+  size_t moeQuantWeights() const {
+    if (kind != OpKind::Moe || expertFormat == fb::ExpertFormat::Float)
+      return 0;
+    return expertFormat == fb::ExpertFormat::Int4 ? 6 : 3;
+  }
   /// Moe: whether the router and the experts have biases (weights[4..7]).
   bool hasMoeBiases() const {
-    return kind == OpKind::Moe &&
-           weights.size() == (hasMxfp4Experts() ? 11u : 8u);
+    return kind == OpKind::Moe && weights.size() == 8 + moeQuantWeights();
   }
-  /// Moe with MXFP4 experts: the index in `weights` of the gate's scales
-  /// (up's and down's follow).
-  size_t moeScalesWeight() const { return weights.size() - 3; }
+  /// Moe with quantized experts: the index in `weights` of the gate's scales
+  /// (up's and down's follow, then, for Int4, the three zero points).
+  size_t moeScalesWeight() const { return weights.size() - moeQuantWeights(); }
   /// RmsNorm: whether it adds a residual first (a third buffer).
   bool hasResidual() const { return buffers.size() == 3; }
   /// RmsNorm: whether the input is normalised before the residual add;

@@ -241,8 +241,8 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
       expectCounts(1, 1, 0, 0);
       break;
     case OpKind::Moe: {
-      // Four, the four biases, and MXFP4 experts' three scales.
-      const size_t base = op.hasMxfp4Experts() ? 7 : 4;
+      // Four, the four biases, and quantized experts' scales (and zeros).
+      const size_t base = 4 + op.moeQuantWeights();
       expectCounts(2, 2, base, base + 4);
       if (op.weights.size() != base && op.weights.size() != base + 4)
         opError("has ", op.weights.size(), " weights, expected ", base,
@@ -541,9 +541,25 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
     const BufferInfo &out = activation(0);
     const BufferInfo &in = activation(1);
     const WeightInfo &router = weight(0);
-    const WeightInfo &gate =
-        weight(1, op.hasMxfp4Experts() ? std::optional<DType>(DType::U8)
-                                       : std::optional<DType>());
+    // The experts' element type by format (any float one when Float).
+    std::optional<DType> codes;
+    switch (op.expertFormat) {
+    case fb::ExpertFormat::Mxfp4:
+      codes = DType::U8;
+      break;
+    case fb::ExpertFormat::Int8:
+      codes = DType::I8;
+      break;
+    case fb::ExpertFormat::Fp8:
+      codes = DType::F8E4M3;
+      break;
+    case fb::ExpertFormat::Int4:
+      codes = DType::I4;
+      break;
+    case fb::ExpertFormat::Float:
+      break;
+    }
+    const WeightInfo &gate = weight(1, codes);
     if (router.shape.size() != 2 || router.shape[0] <= 0)
       opError("router '", router.name, "' must be [experts, ", in.width, "]");
     const int64_t experts = router.shape[0];
@@ -567,8 +583,28 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
       shapeIs(weight(s + 2, DType::U8), {experts * in.width, width / 32});
     } else {
       shapeIs(gate, {experts * width, in.width});
-      shapeIs(weight(2), {experts * width, in.width});
-      shapeIs(weight(3), {experts * in.width, width});
+      shapeIs(weight(2, codes), {experts * width, in.width});
+      shapeIs(weight(3, codes), {experts * in.width, width});
+    }
+    if (op.expertFormat == fb::ExpertFormat::Int8 ||
+        op.expertFormat == fb::ExpertFormat::Fp8) {
+      const size_t s = op.moeScalesWeight();
+      shapeIs(weight(s, DType::F32), {experts * width});
+      shapeIs(weight(s + 1, DType::F32), {experts * width});
+      shapeIs(weight(s + 2, DType::F32), {experts * in.width});
+    } else if (op.expertFormat == fb::ExpertFormat::Int4) {
+      const int64_t g = op.groupSize;
+      if (g <= 0 || g % 2 != 0 || in.width % g != 0 || width % g != 0)
+        opError("int4 experts' group size ", g, " must be an even divisor of ",
+                in.width, " and ", width);
+      const int64_t rows[] = {experts * width, experts * width,
+                              experts * in.width};
+      const int64_t groups[] = {in.width / g, in.width / g, width / g};
+      const size_t s = op.moeScalesWeight();
+      for (size_t j = 0; j < 3; ++j) {
+        shapeIs(weight(s + j, DType::F32), {rows[j], groups[j]});
+        shapeIs(weight(s + 3 + j, DType::U8), {rows[j], groups[j]});
+      }
     }
     if (op.topK < 1 || op.topK > experts)
       opError("top_k is ", op.topK, "; it must be in [1, ", experts, "]");

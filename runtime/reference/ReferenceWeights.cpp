@@ -41,10 +41,14 @@ ReferenceWeights::ReferenceWeights(const PlanFile &file,
                                    const ReferencePlan &plan, int rank) {
   const auto &infos = plan.weights();
   values_.resize(infos.size());
-  // A quantized linear's codes are dequantized with its scales (and zero
-  // points), which are read there and not converted on their own.
+  // A quantized linear's or expert projection's codes are dequantized with
+  // its scales (and zero points), which are read there and not converted on
+  // their own.
   struct Dequantize {
-    const PlanOp *op = nullptr;
+    bool quantized = false;
+    quant::Scheme scheme = quant::Scheme::Int8;
+    int64_t groupSize = 0;
+    int scales = -1, zeros = -1;
     int mxfp4Scales = -1; // an MXFP4 expert weight: its scales' index
   };
   std::vector<Dequantize> dequantize(infos.size());
@@ -58,10 +62,37 @@ ReferenceWeights::ReferenceWeights(const PlanFile &file,
       }
       continue;
     }
+    if (op.kind == OpKind::Moe && op.moeQuantWeights() > 0) {
+      const quant::Scheme scheme =
+          op.expertFormat == fb::ExpertFormat::Int8  ? quant::Scheme::Int8
+          : op.expertFormat == fb::ExpertFormat::Fp8 ? quant::Scheme::Fp8
+                                                     : quant::Scheme::Int4;
+      const size_t s = op.moeScalesWeight();
+      const bool int4 = scheme == quant::Scheme::Int4;
+      for (size_t j = 0; j < 3; ++j) {
+        Dequantize &d = dequantize[static_cast<size_t>(op.weights[1 + j])];
+        d = {true,
+             scheme,
+             op.groupSize,
+             op.weights[s + j],
+             int4 ? op.weights[s + 3 + j] : -1,
+             -1};
+      }
+      for (size_t j = s; j < op.weights.size(); ++j)
+        auxiliary[static_cast<size_t>(op.weights[j])] = true;
+      continue;
+    }
     if (op.quant == fb::WeightQuant::None)
       continue;
-    dequantize[static_cast<size_t>(op.weights[op.linearWeight()])].op = &op;
-    for (size_t j = op.scalesWeight(); j < op.weights.size(); ++j)
+    const size_t s = op.scalesWeight();
+    dequantize[static_cast<size_t>(op.weights[op.linearWeight()])] = {
+        true,
+        static_cast<quant::Scheme>(op.quant),
+        op.groupSize,
+        op.weights[s],
+        op.quant == fb::WeightQuant::Int4 ? op.weights[s + 1] : -1,
+        -1};
+    for (size_t j = s; j < op.weights.size(); ++j)
       auxiliary[static_cast<size_t>(op.weights[j])] = true;
   }
   // A plan without weight bytes (solc --load-format dummy) gets random ones.
@@ -79,7 +110,7 @@ ReferenceWeights::ReferenceWeights(const PlanFile &file,
     return bytes;
   };
   for (size_t i = 0; i < infos.size(); ++i) {
-    if (!plan.weightIsUsed()[i] || (auxiliary[i] && !dequantize[i].op))
+    if (!plan.weightIsUsed()[i] || (auxiliary[i] && !dequantize[i].quantized))
       continue;
     const WeightInfo &info = infos[i];
     const std::span<const std::byte> bytes = bytesOf(i, codeScratch);
@@ -105,21 +136,19 @@ ReferenceWeights::ReferenceWeights(const PlanFile &file,
       fail("out of memory converting weight '", info.name, "' (", info.elements,
            " elements) to float32 for the reference executor");
     }
-    if (const PlanOp *op = dequantize[i].op) {
-      const size_t s = static_cast<size_t>(op->weights[op->scalesWeight()]);
+    if (const Dequantize &d = dequantize[i]; d.quantized) {
+      const size_t s = static_cast<size_t>(d.scales);
       std::vector<float> scales(static_cast<size_t>(infos[s].elements));
       convert<float>(bytesOf(s, scaleScratch), scales,
                      [](float v) { return v; });
       std::span<const uint8_t> zeros;
-      if (op->quant == fb::WeightQuant::Int4) {
-        const size_t z =
-            static_cast<size_t>(op->weights[op->scalesWeight() + 1]);
-        const std::span<const std::byte> zb = bytesOf(z, zeroScratch);
+      if (d.zeros >= 0) {
+        const std::span<const std::byte> zb =
+            bytesOf(static_cast<size_t>(d.zeros), zeroScratch);
         zeros = {reinterpret_cast<const uint8_t *>(zb.data()), zb.size()};
       }
-      quant::dequantizeInto(static_cast<quant::Scheme>(op->quant),
-                            info.shape[0], info.shape[1], op->groupSize, bytes,
-                            scales, zeros, out);
+      quant::dequantizeInto(d.scheme, info.shape[0], info.shape[1], d.groupSize,
+                            bytes, scales, zeros, out);
       bytes_ += out.size() * sizeof(float);
       continue;
     }

@@ -1559,10 +1559,45 @@ func.func @moe_top_k(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<12
 
 // -----
 
-// Experts are float weights (no quantized experts yet).
-func.func @moe_quantized(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xi8>, %d: tensor<256x32xbf16>) {
-  // expected-error @+1 {{gate must be a 2-D bf16, f16 or f32 weight, or ui8 MXFP4 codes like every expert weight (other quantized experts are not supported yet), but has type 'tensor<128x64xi8>'}}
+// Quantized experts are all of one code type.
+func.func @moe_quantized_mixed(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xi8>, %d: tensor<256x32xbf16>) {
+  // expected-error @+1 {{down must be a 2-D bf16, f16 or f32 weight, or ui8 MXFP4, i8, f8E4M3FN or i4 codes of gate's type, but has type 'tensor<256x32xbf16>'}}
   %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xi8>, tensor<128x64xi8>, tensor<256x32xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// int8 experts take an f32 scale a row of each projection.
+func.func @moe_int8_without_scales(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xi8>, %d: tensor<256x32xi8>) {
+  // expected-error @+1 {{takes 3 scales and 0 zero points for its experts (int8), got 0 and 0}}
+  %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xi8>, tensor<128x64xi8>, tensor<256x32xi8>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @moe_fp8_scale_shape(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xf8E4M3FN>, %d: tensor<256x32xf8E4M3FN>, %gs: tensor<128xf32>, %ds: tensor<128xf32>) {
+  // expected-error @+1 {{the down scales must be f32 [256], but have type 'tensor<128xf32>'}}
+  %y = sol.moe %x, %r, %g, %g, %d scales(%gs, %gs, %ds) {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>, tensor<256x32xf8E4M3FN>, tensor<128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// int4 experts: groups along the inputs that divide both H and I, and a zero
+// point beside each scale.
+func.func @moe_int4_group(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xi4>, %d: tensor<256x32xi4>, %gs: tensor<128x1xf32>, %ds: tensor<256x1xf32>, %gz: tensor<128x1xui8>, %dz: tensor<256x1xui8>) {
+  // expected-error @+1 {{int4 experts need an even group size that divides the hidden size (64) and the experts' width (32), but the gate scales have type 'tensor<128x1xf32>'}}
+  %y = sol.moe %x, %r, %g, %g, %d scales(%gs, %gs, %ds) zeros(%gz, %gz, %dz) {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xi4>, tensor<128x64xi4>, tensor<256x32xi4>, tensor<128x1xf32>, tensor<128x1xf32>, tensor<256x1xf32>, tensor<128x1xui8>, tensor<128x1xui8>, tensor<256x1xui8>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @moe_int4_zeros(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xi4>, %d: tensor<256x32xi4>, %gs: tensor<128x2xf32>, %ds: tensor<256x1xf32>, %gz: tensor<128x2xui8>, %dz: tensor<256x2xui8>) {
+  // expected-error @+1 {{the down zero points must be ui8 [256, 1], but have type 'tensor<256x2xui8>'}}
+  %y = sol.moe %x, %r, %g, %g, %d scales(%gs, %gs, %ds) zeros(%gz, %gz, %dz) {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xi4>, tensor<128x64xi4>, tensor<256x32xi4>, tensor<128x2xf32>, tensor<128x2xf32>, tensor<256x1xf32>, tensor<128x2xui8>, tensor<128x2xui8>, tensor<256x2xui8>) -> tensor<?x64xbf16>
   return
 }
 
@@ -1766,7 +1801,7 @@ func.func @moe_mxfp4_without_scales(%x: tensor<?x64xbf16>) {
   %r = sol.weight @router : tensor<4x64xbf16>
   %g = sol.weight @gate : tensor<128x32xui8>
   %d = sol.weight @down : tensor<256x16xui8>
-  // expected-error @+1 {{MXFP4 experts take three scales (gate, up, down), got 0}}
+  // expected-error @+1 {{takes 3 scales and 0 zero points for its experts (MXFP4), got 0 and 0}}
   %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x32xui8>, tensor<128x32xui8>, tensor<256x16xui8>) -> tensor<?x64xbf16>
   return
 }

@@ -65,6 +65,21 @@ func.func @moe_mxfp4(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
   return %y : tensor<?x64xbf16>
 }
 
+// sol-quantize's experts: int8 (or fp8) codes with an f32 scale a row;
+// int4 codes with f32 scales and ui8 zero points a group (here 32).
+// CHECK-LABEL: func.func @moe_int8
+func.func @moe_int8(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xi8>, %d: tensor<256x32xi8>, %gs: tensor<128xf32>, %ds: tensor<256xf32>) -> tensor<?x64xbf16> {
+  // CHECK: sol.moe {{.*}} scales(%{{.*}}, %{{.*}}, %{{.*}}) {normalize_top_k = true, top_k = 2 : i64} : ({{.*}}tensor<128x64xi8>
+  %y = sol.moe %x, %r, %g, %g, %d scales(%gs, %gs, %ds) {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xi8>, tensor<128x64xi8>, tensor<256x32xi8>, tensor<128xf32>, tensor<128xf32>, tensor<256xf32>) -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+// CHECK-LABEL: func.func @moe_int4
+func.func @moe_int4(%x: tensor<?x64xbf16>, %r: tensor<4x64xbf16>, %g: tensor<128x64xi4>, %d: tensor<256x32xi4>, %gs: tensor<128x2xf32>, %ds: tensor<256x1xf32>, %gz: tensor<128x2xui8>, %dz: tensor<256x1xui8>) -> tensor<?x64xbf16> {
+  // CHECK: sol.moe {{.*}} scales(%{{.*}}, %{{.*}}, %{{.*}}) zeros(%{{.*}}, %{{.*}}, %{{.*}}) {normalize_top_k = true, top_k = 2 : i64}
+  %y = sol.moe %x, %r, %g, %g, %d scales(%gs, %gs, %ds) zeros(%gz, %gz, %dz) {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xi4>, tensor<128x64xi4>, tensor<256x32xi4>, tensor<128x2xf32>, tensor<128x2xf32>, tensor<256x1xf32>, tensor<128x2xui8>, tensor<128x2xui8>, tensor<256x1xui8>) -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+
 // MXFP4 experts: 16 bytes (32 values) per group, rows = outputs.
 // CHECK-LABEL: func.func @mxfp4
 func.func @mxfp4() -> tensor<256x64xbf16> {

@@ -10,14 +10,18 @@
 // the bias, rounded), the activation, the product; down to bf16 (plus the
 // bias); each weighted output and running sum. Shapes: Qwen3-30B-A3B's (128
 // experts, 8 a token) at 1, 8, 64 rows (the decode kernels) and 128 rows (the
-// grouped GEMMs); gpt-oss-20b's with bf16 biased experts and the clamped
-// SwiGLU and with MXFP4 experts (1 and 64 rows each: decode and grouped). Timed
+// grouped GEMMs), and with sol-quantize's int8, fp8 and int4 (groups of 128)
+// experts at 1 and 128 rows; gpt-oss-20b's with bf16 biased experts and the
+// clamped SwiGLU and with MXFP4 experts (1 and 64 rows each: decode and
+// grouped). Timed
 // as one chain; bytes are the weights of the experts the step routes to (each
 // read once).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Checks.h"
+
+#include "runtime/support/Fp8.h"
 
 #include <algorithm>
 #include <cmath>
@@ -39,10 +43,26 @@ struct MoeCase {
 };
 
 const std::vector<MoeCase> &moeCases() {
+  using F = fb::ExpertFormat;
   static const std::vector<MoeCase> cases = {
       {"qwen3-30b-a3b", MoeSpec{128, 8, 2048, 768}, false, {1, 8, 64, 128}},
+      {"qwen3-30b-a3b int8",
+       MoeSpec{128, 8, 2048, 768, F::Int8},
+       false,
+       {1, 128}},
+      {"qwen3-30b-a3b fp8",
+       MoeSpec{128, 8, 2048, 768, F::Fp8},
+       false,
+       {1, 128}},
+      {"qwen3-30b-a3b int4",
+       MoeSpec{128, 8, 2048, 768, F::Int4, 128},
+       false,
+       {1, 128}},
       {"gpt-oss-20b bf16", MoeSpec{32, 4, 2880, 2880}, true, {1, 64}},
-      {"gpt-oss-20b mxfp4", MoeSpec{32, 4, 2880, 2880, true}, true, {1, 64}},
+      {"gpt-oss-20b mxfp4",
+       MoeSpec{32, 4, 2880, 2880, F::Mxfp4},
+       true,
+       {1, 64}},
   };
   return cases;
 }
@@ -58,15 +78,35 @@ std::vector<KernelInstance> instancesOf(const MoeCase &m, int rows) {
   return out;
 }
 
-/// A row-major matrix of `rows` x `cols` expert weights: bf16 values, or
-/// MXFP4 codes (cols / 2 bytes a row) and exponents (cols / 32 a row).
+/// A row-major matrix of `rows` x `cols` expert weights in `format`: bf16
+/// values; MXFP4 codes (cols / 2 bytes a row) and exponents (cols / 32 a
+/// row); int8 or fp8 codes and an f32 scale a row; int4 codes (cols / 2
+/// bytes a row) with an f32 scale and a u8 zero point a group.
 struct ExpertMatrix {
+  fb::ExpertFormat format = fb::ExpertFormat::Float;
   std::vector<Bf16> bf16;
-  std::vector<unsigned char> codes, exponents;
-  int cols = 0;
+  std::vector<unsigned char> codes, exponents, zeros;
+  std::vector<float> scales;
+  int cols = 0, group = 0;
   double at(long long row, int col) const {
-    if (codes.empty())
+    switch (format) {
+    case fb::ExpertFormat::Float:
       return bf16ToFloat(bf16[row * cols + col]);
+    case fb::ExpertFormat::Int8:
+      return static_cast<signed char>(codes[row * cols + col]) *
+             static_cast<double>(scales[row]);
+    case fb::ExpertFormat::Fp8:
+      return e4m3ToFloat(codes[row * cols + col]) *
+             static_cast<double>(scales[row]);
+    case fb::ExpertFormat::Int4: {
+      const unsigned byte = codes[row * (cols / 2) + col / 2];
+      const int code = static_cast<int>(col % 2 ? byte >> 4 : byte & 15u);
+      const long long g = row * (cols / group) + col / group;
+      return (code - zeros[g]) * static_cast<double>(scales[g]);
+    }
+    case fb::ExpertFormat::Mxfp4:
+      break;
+    }
     static const double kFp4[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
     const unsigned byte = codes[row * (cols / 2) + col / 2];
     const unsigned code = col % 2 ? byte >> 4 : byte & 15u;
@@ -76,27 +116,95 @@ struct ExpertMatrix {
   }
 };
 
-ExpertMatrix randomExperts(Rng &rng, long long rows, int cols, bool mxfp4,
-                           float scale) {
+/// Random experts of values up to about `scale`.
+ExpertMatrix randomExperts(Rng &rng, long long rows, int cols,
+                           const MoeSpec &spec, float scale) {
   ExpertMatrix m;
+  m.format = spec.format;
   m.cols = cols;
-  if (!mxfp4) {
-    m.bf16 =
-        randomBf16(rng, static_cast<std::size_t>(rows) * cols, -scale, scale);
-    return m;
+  m.group = spec.groupSize;
+  const std::size_t count = static_cast<std::size_t>(rows) * cols;
+  auto randomBytes = [&](std::size_t n, int lo, int hi) {
+    std::vector<unsigned char> v(n);
+    for (unsigned char &b : v)
+      b = static_cast<unsigned char>(rng.uniformInt(lo, hi));
+    return v;
+  };
+  // Scales spread around `scale / largest code`, as a trained layer's.
+  auto randomScales = [&](std::size_t n, float largest) {
+    std::vector<float> v(n);
+    for (float &f : v)
+      f = scale / largest * rng.uniform(0.5f, 1.5f);
+    return v;
+  };
+  switch (spec.format) {
+  case fb::ExpertFormat::Float:
+    m.bf16 = randomBf16(rng, count, -scale, scale);
+    break;
+  case fb::ExpertFormat::Mxfp4:
+    m.codes = randomBytes(count / 2, 0, 255);
+    // 2^-8 .. 2^-6: values up to 6 * 2^-6, the spread of a trained layer.
+    m.exponents = randomBytes(count / 32, 119, 121);
+    break;
+  case fb::ExpertFormat::Int8:
+    m.codes = randomBytes(count, 0, 255);
+    m.scales = randomScales(static_cast<std::size_t>(rows), 127);
+    break;
+  case fb::ExpertFormat::Fp8: {
+    // Any sign, exponent fields 1..14 (no NaN), any mantissa: up to 240.
+    m.codes.resize(count);
+    for (unsigned char &b : m.codes)
+      b = static_cast<unsigned char>(rng.uniformInt(0, 1) << 7 |
+                                     rng.uniformInt(1, 14) << 3 |
+                                     rng.uniformInt(0, 7));
+    m.scales = randomScales(static_cast<std::size_t>(rows), 240);
+    break;
   }
-  m.codes.resize(static_cast<std::size_t>(rows) * cols / 2);
-  for (unsigned char &b : m.codes)
-    b = static_cast<unsigned char>(rng.uniformInt(0, 255));
-  // 2^-8 .. 2^-6: values up to 6 * 2^-6, the spread of a trained layer.
-  m.exponents.resize(static_cast<std::size_t>(rows) * cols / 32);
-  for (unsigned char &e : m.exponents)
-    e = static_cast<unsigned char>(rng.uniformInt(119, 121));
+  case fb::ExpertFormat::Int4:
+    m.codes = randomBytes(count / 2, 0, 255);
+    m.scales = randomScales(count / m.group, 8);
+    m.zeros = randomBytes(count / m.group, 6, 9);
+    break;
+  }
   return m;
 }
 
-DeviceBuffer uploadExperts(Checker &c, const ExpertMatrix &m) {
-  return m.codes.empty() ? c.upload(m.bf16) : c.upload(m.codes);
+/// The device copies of an ExpertMatrix: codes (or values), scales (or
+/// exponents), zero points.
+struct DeviceExperts {
+  DeviceBuffer w, scales, zeros;
+};
+DeviceExperts uploadExperts(Checker &c, const ExpertMatrix &m) {
+  DeviceExperts d;
+  d.w = m.bf16.empty() ? c.upload(m.codes) : c.upload(m.bf16);
+  if (!m.exponents.empty())
+    d.scales = c.upload(m.exponents);
+  if (!m.scales.empty())
+    d.scales = c.upload(m.scales);
+  if (!m.zeros.empty())
+    d.zeros = c.upload(m.zeros);
+  return d;
+}
+
+/// A buffer's address, 0 when it holds nothing.
+CUdeviceptr addressOr0(const DeviceBuffer &b) {
+  return b.size() ? b.address() : 0;
+}
+
+/// The bytes a weight takes in `format`, with its scales.
+double bytesPerWeight(const MoeSpec &s) {
+  switch (s.format) {
+  case fb::ExpertFormat::Float:
+    return 2.0;
+  case fb::ExpertFormat::Mxfp4:
+    return 17.0 / 32;
+  case fb::ExpertFormat::Int8:
+  case fb::ExpertFormat::Fp8:
+    return 1.0;
+  case fb::ExpertFormat::Int4:
+    return 0.5 + 5.0 / s.groupSize;
+  }
+  return 2.0;
 }
 
 double silu(double g) { return g / (1 + std::exp(-g)); }
@@ -106,26 +214,20 @@ void checkMoe(Checker &c) {
     const MoeSpec &s = m.spec;
     const int E = s.experts, K = s.topK, H = s.hidden, I = s.width;
     const ExpertMatrix gate =
-        randomExperts(c.rng, 1LL * E * I, H, s.mxfp4, m.biased ? 0.05f : 0.03f);
+        randomExperts(c.rng, 1LL * E * I, H, s, m.biased ? 0.05f : 0.03f);
     const ExpertMatrix up =
-        randomExperts(c.rng, 1LL * E * I, H, s.mxfp4, m.biased ? 0.05f : 0.03f);
-    const ExpertMatrix down =
-        randomExperts(c.rng, 1LL * E * H, I, s.mxfp4, 0.03f);
+        randomExperts(c.rng, 1LL * E * I, H, s, m.biased ? 0.05f : 0.03f);
+    const ExpertMatrix down = randomExperts(c.rng, 1LL * E * H, I, s, 0.03f);
     std::vector<Bf16> gateBias, upBias, downBias;
     if (m.biased) {
       gateBias = randomBf16(c.rng, static_cast<std::size_t>(E) * I, -2, 2);
       upBias = randomBf16(c.rng, static_cast<std::size_t>(E) * I, -6, 6);
       downBias = randomBf16(c.rng, static_cast<std::size_t>(E) * H, -0.5, 0.5);
     }
-    const DeviceBuffer dGate = uploadExperts(c, gate),
-                       dUp = uploadExperts(c, up),
-                       dDown = uploadExperts(c, down);
-    DeviceBuffer dGateS, dUpS, dDownS, dGateB, dUpB, dDownB;
-    if (s.mxfp4) {
-      dGateS = c.upload(gate.exponents);
-      dUpS = c.upload(up.exponents);
-      dDownS = c.upload(down.exponents);
-    }
+    const DeviceExperts dGate = uploadExperts(c, gate),
+                        dUp = uploadExperts(c, up),
+                        dDown = uploadExperts(c, down);
+    DeviceBuffer dGateB, dUpB, dDownB;
     if (m.biased) {
       dGateB = c.upload(gateBias);
       dUpB = c.upload(upBias);
@@ -173,8 +275,8 @@ void checkMoe(Checker &c) {
                     kernels::MoeGroupedGemmArgs{
                         .y = gateUp ? dAct.address() : dOut.address(),
                         .x = gateUp ? dX.address() : dAct.address(),
-                        .w0 = gateUp ? dGate.address() : dDown.address(),
-                        .w1 = gateUp ? dUp.address() : 0,
+                        .w0 = (gateUp ? dGate : dDown).w.address(),
+                        .w1 = gateUp ? dUp.w.address() : 0,
                         .sorted = dSorted.address(),
                         .bias0 =
                             m.biased ? (gateUp ? dGateB : dDownB).address() : 0,
@@ -183,10 +285,11 @@ void checkMoe(Checker &c) {
                         .topK = K,
                         .activation = m.biased ? 2 : 0,
                         .limit = 7.0f,
-                        .w0Scales = !s.mxfp4 ? 0
-                                    : gateUp ? dGateS.address()
-                                             : dDownS.address(),
-                        .w1Scales = s.mxfp4 && gateUp ? dUpS.address() : 0});
+                        .w0Scales = addressOr0((gateUp ? dGate : dDown).scales),
+                        .w1Scales = gateUp ? addressOr0(dUp.scales) : 0,
+                        .w0Zeros = addressOr0((gateUp ? dGate : dDown).zeros),
+                        .w1Zeros = gateUp ? addressOr0(dUp.zeros) : 0,
+                        .groupSize = s.groupSize});
           }
         } else {
           c.kernels.kernel(s.gateUp())
@@ -194,8 +297,8 @@ void checkMoe(Checker &c) {
                       kernels::MoeGateUpArgs{
                           .act = dAct.address(),
                           .x = dX.address(),
-                          .gate = dGate.address(),
-                          .up = dUp.address(),
+                          .gate = dGate.w.address(),
+                          .up = dUp.w.address(),
                           .ids = dIds.address(),
                           .rows = rows,
                           .topK = K,
@@ -203,18 +306,23 @@ void checkMoe(Checker &c) {
                           .limit = 7.0f,
                           .gateBias = m.biased ? dGateB.address() : 0,
                           .upBias = m.biased ? dUpB.address() : 0,
-                          .gateScales = s.mxfp4 ? dGateS.address() : 0,
-                          .upScales = s.mxfp4 ? dUpS.address() : 0});
+                          .gateScales = addressOr0(dGate.scales),
+                          .upScales = addressOr0(dUp.scales),
+                          .gateZeros = addressOr0(dGate.zeros),
+                          .upZeros = addressOr0(dUp.zeros),
+                          .groupSize = s.groupSize});
           c.kernels.kernel(s.down()).launch(
               s.downDims(rows), c.stream,
               kernels::MoeDownArgs{.out = dOut.address(),
                                    .act = dAct.address(),
-                                   .down = dDown.address(),
+                                   .down = dDown.w.address(),
                                    .ids = dIds.address(),
                                    .rows = rows,
                                    .topK = K,
                                    .bias = m.biased ? dDownB.address() : 0,
-                                   .scales = s.mxfp4 ? dDownS.address() : 0});
+                                   .scales = addressOr0(dDown.scales),
+                                   .zeros = addressOr0(dDown.zeros),
+                                   .groupSize = s.groupSize});
         }
         c.kernels.kernel(s.combine())
             .launch(s.combineDims(rows), c.stream,
@@ -305,9 +413,8 @@ void checkMoe(Checker &c) {
         if (routingDiffers > slots / 100 + 1)
           rec.passed = false;
       }
-      const double bytesPerWeight = s.mxfp4 ? 17.0 / 32 : 2.0;
       rec.bytes =
-          static_cast<double>(touched.size()) * 3 * H * I * bytesPerWeight;
+          static_cast<double>(touched.size()) * 3 * H * I * bytesPerWeight(s);
       c.finish(std::move(rec), &launch);
     }
   }

@@ -89,3 +89,43 @@ func.func @already(%x: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf1
   %v = sol.linear %x, %vw : (tensor<?x64xbf16>, tensor<16x64xbf16>) -> tensor<?x16xbf16>
   return %q, %k, %v : tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x16xbf16>
 }
+
+// A mixture's experts take the scheme too, each projection's stacked weight
+// quantized as one linear's (the router stays float); int4 experts whose
+// hidden size or width the group does not divide keep their weights.
+// MOE-INT8-LABEL: func.func @mixture
+// MOE-INT8: %[[G:.*]], %[[GS:.*]] = sol.quantize_weight %{{.*}} {scheme = #sol<quant int8>} : tensor<128x64xbf16> -> (tensor<128x64xi8>, tensor<128xf32>)
+// MOE-INT8: %[[D:.*]], %[[DS:.*]] = sol.quantize_weight %{{.*}} {scheme = #sol<quant int8>} : tensor<256x32xbf16> -> (tensor<256x32xi8>, tensor<256xf32>)
+// MOE-INT8: sol.moe %{{.*}}, %{{.*}}, %[[G]], %{{.*}}, %[[D]] scales(%[[GS]], %{{.*}}, %[[DS]]) {normalize_top_k = true, top_k = 2 : i64} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xi8>
+// MOE-INT4-LABEL: func.func @mixture
+// MOE-INT4: sol.quantize_weight %{{.*}} {group_size = 32 : i64, scheme = #sol<quant int4>} : tensor<256x32xbf16> -> (tensor<256x32xi4>, tensor<256x1xf32>, tensor<256x1xui8>)
+// MOE-INT4: sol.moe {{.*}} scales(%{{.*}}, %{{.*}}, %{{.*}}) zeros(%{{.*}}, %{{.*}}, %{{.*}})
+// MOE-KEEP: warning: keeps its expert weights: the hidden size 64 or the experts' width 32 is not a multiple of the group size 64
+// MOE-KEEP-LABEL: func.func @mixture
+// MOE-KEEP: sol.moe {{.*}}sol.quant_kept = "the hidden size 64 or the experts' width 32 is not a multiple of the group size 64"
+// RUN: solc-opt %s --pass-pipeline='builtin.module(func.func(sol-quantize{scheme=int8}))' | FileCheck %s --check-prefix=MOE-INT8
+// RUN: solc-opt %s --pass-pipeline='builtin.module(func.func(sol-quantize{scheme=int4 group-size=32}))' 2>/dev/null | FileCheck %s --check-prefix=MOE-INT4
+// RUN: solc-opt %s --pass-pipeline='builtin.module(func.func(sol-quantize{scheme=int4 group-size=64}))' 2>&1 | FileCheck %s --check-prefix=MOE-KEEP
+func.func @mixture(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %r = sol.weight @router : tensor<4x64xbf16>
+  %g = sol.weight @gate : tensor<128x64xbf16>
+  %u = sol.weight @up : tensor<128x64xbf16>
+  %d = sol.weight @down : tensor<256x32xbf16>
+  %y = sol.moe %x, %r, %g, %u, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x64xbf16>, tensor<128x64xbf16>, tensor<256x32xbf16>) -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+
+// MXFP4 experts keep their format; one warning counts the layers.
+// MXFP4: warning: keeps the expert weights of 1 mixture-of-experts layers in their checkpoint's format (MXFP4); int8 applies to the other linears
+// MXFP4-LABEL: func.func @mixture_mxfp4
+// MXFP4: sol.moe {{.*}} scales(%{{.*}}, %{{.*}}, %{{.*}}) {normalize_top_k = true, top_k = 2 : i64} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x32xui8>
+// RUN: solc-opt %s --pass-pipeline='builtin.module(func.func(sol-quantize{scheme=int8}))' --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=MXFP4
+func.func @mixture_mxfp4(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %r = sol.weight @router : tensor<4x64xbf16>
+  %g = sol.weight @gate : tensor<128x32xui8>
+  %d = sol.weight @down : tensor<256x16xui8>
+  %gs = sol.weight @gate.scales : tensor<128x2xui8>
+  %ds = sol.weight @down.scales : tensor<256x1xui8>
+  %y = sol.moe %x, %r, %g, %g, %d scales(%gs, %gs, %ds) {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x32xui8>, tensor<128x32xui8>, tensor<256x16xui8>, tensor<128x2xui8>, tensor<128x2xui8>, tensor<256x1xui8>) -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}

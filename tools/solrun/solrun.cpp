@@ -289,8 +289,22 @@ void printInfo(const sol::PlanFile &file) {
     std::string extras;
     if (moe->normalizeTopK)
       extras += ", their weights renormalised";
-    if (moe->hasMxfp4Experts())
+    switch (moe->expertFormat) {
+    case sol::fb::ExpertFormat::Float:
+      break;
+    case sol::fb::ExpertFormat::Int4:
+      extras += sol::cat(", int4 experts (groups of ", moe->groupSize, ")");
+      break;
+    case sol::fb::ExpertFormat::Mxfp4:
       extras += ", MXFP4 experts";
+      break;
+    case sol::fb::ExpertFormat::Int8:
+      extras += ", int8 experts";
+      break;
+    case sol::fb::ExpertFormat::Fp8:
+      extras += ", fp8 experts";
+      break;
+    }
     if (moe->hasMoeBiases())
       extras += ", biases on the router and experts";
     if (moe->activation == sol::fb::GateActivation::ClampedSilu)

@@ -1,13 +1,24 @@
-//===- TensorEvaluatorTest.cpp - calibration's float32 GEMM ---------------===//
+//===- TensorEvaluatorTest.cpp - calibration's float32 evaluation ---------===//
 //
 // linearFloat (packed panels, tiles of 6 x 16, FMA where the CPU has it)
 // against a double-precision reference on shapes that leave partial tiles,
 // panels and row chunks, with and without bias; every output is written.
+// A sol.moe evaluated as calibration runs it (experts stacked by
+// sol.concat_weights, read one at a time, and one stacked weight read
+// whole) against a double-precision mixture.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/TensorEvaluator.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
 
 #include <cmath>
 #include <random>
@@ -50,6 +61,109 @@ TEST(TensorEvaluatorTest, LinearFloatMatchesDouble) {
   checkLinear(13, 37, 29, true);
   checkLinear(97, 16, 64, false); // two row chunks, one full panel
   checkLinear(200, 33, 384, true);
+}
+
+} // namespace
+} // namespace sol
+
+namespace sol {
+namespace {
+
+// Three experts of width 2 over hidden 4, top 2 without renormalisation:
+// gate and down stacked from per-expert weights, up one weight.
+TEST(TensorEvaluatorTest, MixtureOfExpertsMatchesDouble) {
+  constexpr int64_t E = 3, H = 4, I = 2, K = 2, V = 5;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  auto random = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = normal(rng);
+    return v;
+  };
+  const std::vector<float> embed = random(V * H), router = random(E * H),
+                           up = random(E * I * H);
+  std::vector<std::vector<float>> gate, down;
+  WeightStore store;
+  auto add = [&](const std::string &name, std::vector<int64_t> shape,
+                 const std::vector<float> &v) {
+    store.addView(name, DType::F32, std::move(shape),
+                  std::as_bytes(std::span(v)));
+  };
+  add("embed", {V, H}, embed);
+  add("router", {E, H}, router);
+  add("up", {E * I, H}, up);
+  for (int64_t e = 0; e < E; ++e) {
+    gate.push_back(random(I * H));
+    down.push_back(random(H * I));
+  }
+  for (int64_t e = 0; e < E; ++e) {
+    add("gate" + std::to_string(e), {I, H}, gate[e]);
+    add("down" + std::to_string(e), {H, I}, down[e]);
+  }
+  const std::string ir = R"mlir(
+func.func @f(%tok: tensor<?xi32> {sol.name = "tokens"}) -> tensor<?x4xf32> {
+  %emb = sol.weight @embed : tensor<5x4xf32>
+  %x = sol.embedding %tok, %emb : (tensor<?xi32>, tensor<5x4xf32>) -> tensor<?x4xf32>
+  %r = sol.weight @router : tensor<3x4xf32>
+  %g0 = sol.weight @gate0 : tensor<2x4xf32>
+  %g1 = sol.weight @gate1 : tensor<2x4xf32>
+  %g2 = sol.weight @gate2 : tensor<2x4xf32>
+  %g = sol.concat_weights %g0, %g1, %g2 : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<6x4xf32>
+  %u = sol.weight @up : tensor<6x4xf32>
+  %d0 = sol.weight @down0 : tensor<4x2xf32>
+  %d1 = sol.weight @down1 : tensor<4x2xf32>
+  %d2 = sol.weight @down2 : tensor<4x2xf32>
+  %d = sol.concat_weights %d0, %d1, %d2 : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<12x2xf32>
+  %y = sol.moe %x, %r, %g, %u, %d {top_k = 2 : i64, normalize_top_k = false} : (tensor<?x4xf32>, tensor<3x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<12x2xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+)mlir";
+  mlir::MLIRContext context;
+  context.loadDialect<SolDialect, mlir::func::FuncDialect>();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(ir, &context);
+  ASSERT_TRUE(module);
+  auto fn = *module->getOps<mlir::func::FuncOp>().begin();
+  const std::vector<std::vector<int32_t>> sequences = {{0, 1, 2, 3, 4, 2}};
+  TensorEvaluator evaluator(fn, store, sequences);
+  mlir::Operation *ret = fn.getBody().front().getTerminator();
+  ASSERT_TRUE(mlir::succeeded(evaluator.runUntil(ret)));
+  const Activation &y = evaluator.value(ret->getOperand(0));
+  ASSERT_EQ(y.rows, 6);
+  for (int64_t t = 0; t < y.rows; ++t) {
+    const float *x = embed.data() + sequences[0][t] * H;
+    std::vector<double> p(E);
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t h = 0; h < H; ++h)
+        p[e] += double(x[h]) * router[e * H + h];
+    const double top = *std::max_element(p.begin(), p.end());
+    double sum = 0;
+    for (double &v : p)
+      sum += (v = std::exp(v - top));
+    std::vector<int64_t> order(E);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+    for (int64_t j = 0; j < H; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t e = order[k];
+        double sumDown = 0;
+        for (int64_t i = 0; i < I; ++i) {
+          double g = 0, u = 0;
+          for (int64_t h = 0; h < H; ++h) {
+            g += double(gate[e][i * H + h]) * x[h];
+            u += double(up[(e * I + i) * H + h]) * x[h];
+          }
+          sumDown += down[e][j * I + i] * (g / (1 + std::exp(-g)) * u);
+        }
+        want += p[e] / sum * sumDown;
+      }
+      EXPECT_NEAR(y.row(t)[j], want, 1e-5 * (1 + std::abs(want)))
+          << "token " << t << " column " << j;
+    }
+  }
 }
 
 } // namespace

@@ -237,14 +237,19 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
   code += sol::cat("static_assert(kSkinnyThreads == ",
                    SkinnySpec{2048}.dims(8).block.x, ");\n");
   // The MoE kernels' geometry, and their instances of the Qwen3-30B-A3B
-  // (128 experts, 8 a token), Mixtral-8x7B (8, 2), gpt-oss-20b (32, 4; bf16
-  // and MXFP4 experts) and Qwen1.5-MoE-A2.7B (60, 4) shapes compiled in
-  // full.
+  // (128 experts, 8 a token; bf16, and int8, fp8 and int4 experts),
+  // Mixtral-8x7B (8, 2), gpt-oss-20b (32, 4; bf16 and MXFP4 experts) and
+  // Qwen1.5-MoE-A2.7B (60, 4) shapes compiled in full.
+  using Format = fb::ExpertFormat;
   for (const cuda::MoeSpec &moe :
-       {cuda::MoeSpec{128, 8, 2048, 768}, cuda::MoeSpec{8, 2, 4096, 14336},
-        cuda::MoeSpec{32, 4, 2880, 2880},
-        cuda::MoeSpec{32, 4, 2880, 2880, true},
+       {cuda::MoeSpec{128, 8, 2048, 768},
+        cuda::MoeSpec{128, 8, 2048, 768, Format::Int8},
+        cuda::MoeSpec{128, 8, 2048, 768, Format::Fp8},
+        cuda::MoeSpec{128, 8, 2048, 768, Format::Int4, 128},
+        cuda::MoeSpec{8, 2, 4096, 14336}, cuda::MoeSpec{32, 4, 2880, 2880},
+        cuda::MoeSpec{32, 4, 2880, 2880, Format::Mxfp4},
         cuda::MoeSpec{60, 4, 2048, 1408}}) {
+    const bool quantized = moe.format != Format::Float;
     code += sol::cat(
         "static_assert(kMoeThreads == ", moe.gateUpDims(1).block.x, ");\n",
         "static_assert(kMoeThreads == ", moe.downDims(1).block.x, ");\n",
@@ -262,14 +267,14 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
     std::vector<std::string> exprs = {
         moe.gateUp().nameExpression + "(const __grid_constant__ MoeGateUpArgs)",
         moe.down().nameExpression + "(const __grid_constant__ MoeDownArgs)"};
-    if (!moe.mxfp4) // the bf16 spec of the same shape has them
+    if (!quantized) // the bf16 spec of the same shape has them
       for (const std::string &expr :
            {moe.route().nameExpression +
                 "(const __grid_constant__ MoeRouteArgs)",
             moe.combine().nameExpression +
                 "(const __grid_constant__ MoeCombineArgs)"})
         exprs.push_back(expr);
-    if (!moe.mxfp4) {
+    if (!quantized) {
       // The grouped GEMMs' geometry, shared memory and instances.
       code += sol::cat(
           "static_assert(MoeGemmShape::kBM == ", moe.kGroupedTileRows, ");\n",
@@ -289,7 +294,7 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
             moe.groupedDown().nameExpression +
                 "(const __grid_constant__ MoeGroupedGemmArgs)"})
         exprs.push_back(expr);
-    } else { // the MXFP4 grouped GEMMs (moe_sort is the bf16 spec's)
+    } else { // the quantized grouped GEMMs (moe_sort is the bf16 spec's)
       exprs.push_back(moe.groupedGateUp().nameExpression +
                       "(const __grid_constant__ MoeGroupedGemmArgs)");
       exprs.push_back(moe.groupedDown().nameExpression +

@@ -903,19 +903,41 @@ namespace sol::test {
 namespace {
 using namespace cuda;
 // The grouped expert GEMMs take over from 8 slots an expert on average;
-// MXFP4 experts have their own instances (codes decoded into the tiles).
+// quantized experts have their own instances (codes decoded into the
+// tiles), named by ExpertFormat's number.
 TEST(KernelSpecs, MoeGroupedGemmRule) {
+  using Format = fb::ExpertFormat;
   const MoeSpec qwen3{128, 8, 2048, 768};
   EXPECT_FALSE(qwen3.grouped(127));
   EXPECT_TRUE(qwen3.grouped(128));
-  const MoeSpec gptOssMxfp4{32, 4, 2880, 2880, true};
+  const MoeSpec gptOssMxfp4{32, 4, 2880, 2880, Format::Mxfp4};
   EXPECT_FALSE(gptOssMxfp4.grouped(63));
   EXPECT_TRUE(gptOssMxfp4.grouped(64));
   EXPECT_EQ(gptOssMxfp4.groupedGateUp().nameExpression,
-            "sol::kernels::moe_grouped_gemm<32, 2880, 5760, true, true>");
+            "sol::kernels::moe_grouped_gemm<32, 2880, 5760, true, 1>");
   EXPECT_EQ(gptOssMxfp4.groupedDown().nameExpression,
-            "sol::kernels::moe_grouped_gemm<32, 2880, 2880, false, true>");
-  EXPECT_THROW((MoeSpec{32, 4, 2880, 2888, true}.groupedDown()), sol::Error);
+            "sol::kernels::moe_grouped_gemm<32, 2880, 2880, false, 1>");
+  EXPECT_EQ(gptOssMxfp4.gateUp().nameExpression,
+            "sol::kernels::moe_gate_up<32, 2880, 2880, 1>");
+  EXPECT_THROW((MoeSpec{32, 4, 2880, 2888, Format::Mxfp4}.groupedDown()),
+               sol::Error);
+  // int8 and fp8 rows are vectors of 16 codes; int4's of 32, in groups of a
+  // multiple of 32 that divides the inputs.
+  EXPECT_EQ((MoeSpec{128, 8, 2048, 768, Format::Int8}.down().nameExpression),
+            "sol::kernels::moe_down<128, 2048, 768, 2>");
+  EXPECT_EQ(
+      (MoeSpec{128, 8, 2048, 768, Format::Fp8}.groupedGateUp().nameExpression),
+      "sol::kernels::moe_grouped_gemm<128, 2048, 1536, true, 3>");
+  EXPECT_EQ(
+      (MoeSpec{128, 8, 2048, 768, Format::Int4, 128}.gateUp().nameExpression),
+      "sol::kernels::moe_gate_up<128, 2048, 768, 4>");
+  EXPECT_THROW((MoeSpec{8, 2, 64, 40, Format::Int8}.down()), sol::Error);
+  EXPECT_NO_THROW((MoeSpec{8, 2, 64, 48, Format::Int8}.down()));
+  EXPECT_THROW((MoeSpec{8, 2, 2048, 768, Format::Int4, 48}.gateUp()),
+               sol::Error);
+  EXPECT_THROW((MoeSpec{8, 2, 2048, 768, Format::Int4, 512}.down()),
+               sol::Error); // 512 does not divide 768
+  EXPECT_NO_THROW((MoeSpec{8, 2, 2048, 768, Format::Int4, 256}.down()));
   const MoeSpec mixtral{8, 2, 4096, 14336};
   EXPECT_TRUE(mixtral.grouped(32));
   EXPECT_EQ(mixtral.groupedGateUp().nameExpression,

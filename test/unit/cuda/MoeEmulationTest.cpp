@@ -7,13 +7,16 @@
 // expert, more rows than one pass takes (kMoeSlots) share one expert, and
 // some experts get no row, against a float64 reference that rounds where
 // the kernels document (bf16 after each projection, activation, product and
-// sum). The outputs start as NaN, so an element no kernel writes fails.
+// sum); MXFP4 and sol-quantize's int8, fp8 and int4 experts against the
+// float64 products of their values. The outputs start as NaN, so an element
+// no kernel writes fails.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
 
 #include "MoeDecode.cuh"
+#include "MoeQuantExperts.h"
 
 #include <gtest/gtest.h>
 
@@ -413,5 +416,81 @@ TEST(MoeEmulation, Mxfp4Experts) {
     }
   }
 }
+
+// sol-quantize's experts (moe_gate_up<E, H, I, Format>, moe_down<...>):
+// random int8, fp8 or int4 codes with their scales (and zero points; groups
+// of 32, so H and I hold several) against the float64 products of their
+// values. Expert 1 has four slots, 0 and 2 two, 3 none.
+template <int Format> void checkQuantizedExperts(unsigned seed) {
+  constexpr int E = 4, K = 2, H = 128, I = 64, kGroup = 32;
+  std::mt19937 rng(seed);
+  const int rows = 4, slots = rows * K;
+  const std::vector<Bf16> x = randomBf16(rng, rows * H, 1.0f);
+  using sol::test::QuantExperts;
+  const QuantExperts gate =
+      sol::test::randomQuantExperts(rng, Format, E * I, H, kGroup, 0.2f);
+  const QuantExperts up =
+      sol::test::randomQuantExperts(rng, Format, E * I, H, kGroup, 0.2f);
+  const QuantExperts down =
+      sol::test::randomQuantExperts(rng, Format, E * H, I, kGroup, 0.2f);
+  const std::vector<int> ids = {0, 1, 2, 1, 1, 0, 2, 1};
+  std::vector<Bf16> act(static_cast<std::size_t>(slots) * I, kNan);
+  std::vector<Bf16> out(static_cast<std::size_t>(slots) * H, kNan);
+  MoeGateUpArgs g;
+  g.act = act.data();
+  g.x = x.data();
+  g.gate = reinterpret_cast<const Bf16 *>(gate.codes.data());
+  g.up = reinterpret_cast<const Bf16 *>(up.codes.data());
+  g.ids = ids.data();
+  g.rows = rows;
+  g.topK = K;
+  g.gateScales = gate.scales.data();
+  g.upScales = up.scales.data();
+  g.gateZeros = gate.zeros.empty() ? nullptr : gate.zeros.data();
+  g.upZeros = up.zeros.empty() ? nullptr : up.zeros.data();
+  g.groupSize = kGroup;
+  cuda_emulation::launch(E * ceilDiv(I, kMoeRowsPerBlock), kMoeThreads,
+                         [&] { moe_gate_up<E, H, I, Format>(g); });
+  for (int s = 0; s < slots; ++s) {
+    const int e = ids[s], r = s / K;
+    for (int j = 0; j < I; ++j) {
+      double gs = 0, us = 0;
+      for (int h = 0; h < H; ++h) {
+        gs += gate.at(e * I + j, h) * val(x[r * H + h]);
+        us += up.at(e * I + j, h) * val(x[r * H + h]);
+      }
+      const float gv = bf(static_cast<float>(gs));
+      const float a = bf(bf(silu(gv)) * bf(static_cast<float>(us)));
+      ASSERT_NEAR(val(act[s * I + j]), a, 1e-2f * std::abs(a) + 1e-5f)
+          << "act slot " << s << " row " << j;
+    }
+  }
+  MoeDownArgs d;
+  d.out = out.data();
+  d.act = act.data();
+  d.down = reinterpret_cast<const Bf16 *>(down.codes.data());
+  d.ids = ids.data();
+  d.rows = rows;
+  d.topK = K;
+  d.scales = down.scales.data();
+  d.zeros = down.zeros.empty() ? nullptr : down.zeros.data();
+  d.groupSize = kGroup;
+  cuda_emulation::launch(E * ceilDiv(H, kMoeRowsPerBlock), kMoeThreads,
+                         [&] { moe_down<E, H, I, Format>(d); });
+  for (int s = 0; s < slots; ++s) {
+    const int e = ids[s];
+    for (int j = 0; j < H; ++j) {
+      double ds = 0;
+      for (int i = 0; i < I; ++i)
+        ds += down.at(e * H + j, i) * val(act[s * I + i]);
+      ASSERT_NEAR(val(out[s * H + j]), ds, 1e-2 * std::abs(ds) + 1e-5)
+          << "out slot " << s << " row " << j;
+    }
+  }
+}
+
+TEST(MoeEmulation, Int8Experts) { checkQuantizedExperts<kMoeInt8>(11); }
+TEST(MoeEmulation, Fp8Experts) { checkQuantizedExperts<kMoeFp8>(12); }
+TEST(MoeEmulation, Int4Experts) { checkQuantizedExperts<kMoeInt4>(13); }
 
 } // namespace

@@ -17,6 +17,7 @@
 #include "Common.cuh"
 
 #include "MoeGroupedGemm.cuh"
+#include "MoeQuantExperts.h"
 
 #include <gtest/gtest.h>
 
@@ -69,7 +70,7 @@ std::vector<int> sortSlots(const std::vector<int> &ids) {
   return sorted;
 }
 
-template <int KD, int N, bool GateUp, bool Fp4 = false>
+template <int KD, int N, bool GateUp, int Format = kMoeBf16>
 void grouped(const MoeGroupedGemmArgs &args, int rows) {
   std::vector<uint4> shared(ceilDiv(MoeGemmShape::kSharedBytes, 16),
                             uint4{~0u, ~0u, ~0u, ~0u});
@@ -78,7 +79,7 @@ void grouped(const MoeGroupedGemmArgs &args, int rows) {
   const int blocks =
       moeGemmTileBound(rows * K, E) * ceilDiv(N, MoeGemmShape::kBN);
   cuda_emulation::launch(blocks, MoeGemmShape::kThreads, [&] {
-    moe_grouped_gemm<E, KD, N, GateUp, Fp4>(args);
+    moe_grouped_gemm<E, KD, N, GateUp, Format>(args);
   });
 }
 
@@ -286,7 +287,7 @@ TEST(MoeGroupedGemmEmulationMxfp4, MatchesTheDecodeKernels) {
   a.limit = 7.0f;
   a.w0Scales = gateS.data();
   a.w1Scales = upS.data();
-  grouped<H4, 2 * I4, true, true>(a, kRows);
+  grouped<H4, 2 * I4, true, kMoeMxfp4>(a, kRows);
   expectClose(act, wantAct, I4, 1e-2f, "act");
   MoeGroupedGemmArgs b;
   b.y = out.data();
@@ -297,8 +298,124 @@ TEST(MoeGroupedGemmEmulationMxfp4, MatchesTheDecodeKernels) {
   b.rows = kRows;
   b.topK = K;
   b.w0Scales = downS.data();
-  grouped<I4, H4, false, true>(b, kRows);
+  grouped<I4, H4, false, kMoeMxfp4>(b, kRows);
   expectClose(out, wantOut, H4, 1e-2f, "out");
+}
+
+} // namespace
+
+namespace {
+
+// sol-quantize's int8, fp8 and int4 experts: the codes decoded into the B
+// tiles must give the decode kernels' act and out: int8's and fp8's exactly
+// (codes exact in bf16, row scales applied in the epilogue), int4's those of
+// the bf16 decode kernels over the weights rounded as the tiles hold them,
+// bf16((q - zero) * scale). H = I = 96: a second K tile half past the end,
+// gate/up over two N tiles, int4 groups of 32 (three a row).
+template <int Format> void checkGroupedQuantized(unsigned seed) {
+  constexpr int H4 = 96, I4 = 96, kGroup = 32;
+  std::mt19937 rng(seed);
+  const std::vector<int> ids = routing();
+  const std::vector<Bf16> x = randomBf16(rng, kRows * H4, 1.0f);
+  using sol::test::QuantExperts;
+  const QuantExperts gate =
+      sol::test::randomQuantExperts(rng, Format, E * I4, H4, kGroup, 0.2f);
+  const QuantExperts up =
+      sol::test::randomQuantExperts(rng, Format, E * I4, H4, kGroup, 0.2f);
+  const QuantExperts down =
+      sol::test::randomQuantExperts(rng, Format, E * H4, I4, kGroup, 0.2f);
+  auto codes = [](const QuantExperts &m) {
+    return reinterpret_cast<const Bf16 *>(m.codes.data());
+  };
+  auto zeros = [](const QuantExperts &m) {
+    return m.zeros.empty() ? nullptr : m.zeros.data();
+  };
+  // int4 weights as moeLoadQuantRow rounds them.
+  auto rounded = [](const QuantExperts &m, int rows) {
+    std::vector<Bf16> w(static_cast<std::size_t>(rows) * m.cols);
+    for (int r = 0; r < rows; ++r)
+      for (int k = 0; k < m.cols; ++k) {
+        const unsigned byte = m.codes[(r * m.cols + k) / 2];
+        const int q = static_cast<int>(k % 2 ? byte >> 4 : byte & 15u);
+        const int g = r * (m.cols / m.group) + k / m.group;
+        w[r * m.cols + k] = __float2bfloat16_rn(
+            static_cast<float>(q - m.zeros[g]) * m.scales[g]);
+      }
+    return w;
+  };
+  constexpr bool kInt4 = Format == kMoeInt4;
+  const std::vector<Bf16> gate16 = kInt4 ? rounded(gate, E * I4)
+                                         : std::vector<Bf16>(),
+                          up16 =
+                              kInt4 ? rounded(up, E * I4) : std::vector<Bf16>(),
+                          down16 = kInt4 ? rounded(down, E * H4)
+                                         : std::vector<Bf16>();
+
+  std::vector<Bf16> wantAct(kSlots * I4, kNan), wantOut(kSlots * H4, kNan);
+  MoeGateUpArgs g;
+  g.act = wantAct.data();
+  g.x = x.data();
+  g.gate = kInt4 ? gate16.data() : codes(gate);
+  g.up = kInt4 ? up16.data() : codes(up);
+  g.ids = ids.data();
+  g.rows = kRows;
+  g.topK = K;
+  g.gateScales = gate.scales.data();
+  g.upScales = up.scales.data();
+  cuda_emulation::launch(E * ceilDiv(I4, kMoeRowsPerBlock), kMoeThreads, [&] {
+    moe_gate_up<E, H4, I4, kInt4 ? kMoeBf16 : Format>(g);
+  });
+  MoeDownArgs d;
+  d.out = wantOut.data();
+  d.act = wantAct.data();
+  d.down = kInt4 ? down16.data() : codes(down);
+  d.ids = ids.data();
+  d.rows = kRows;
+  d.topK = K;
+  d.scales = down.scales.data();
+  cuda_emulation::launch(E * ceilDiv(H4, kMoeRowsPerBlock), kMoeThreads, [&] {
+    moe_down<E, H4, I4, kInt4 ? kMoeBf16 : Format>(d);
+  });
+
+  const std::vector<int> sorted = sortSlots(ids);
+  std::vector<Bf16> act(kSlots * I4, kNan), out(kSlots * H4, kNan);
+  MoeGroupedGemmArgs a;
+  a.y = act.data();
+  a.x = x.data();
+  a.w0 = codes(gate);
+  a.w1 = codes(up);
+  a.sorted = sorted.data();
+  a.rows = kRows;
+  a.topK = K;
+  a.w0Scales = gate.scales.data();
+  a.w1Scales = up.scales.data();
+  a.w0Zeros = zeros(gate);
+  a.w1Zeros = zeros(up);
+  a.groupSize = kGroup;
+  grouped<H4, 2 * I4, true, Format>(a, kRows);
+  expectClose(act, wantAct, I4, 1e-5f, "act");
+  MoeGroupedGemmArgs b;
+  b.y = out.data();
+  b.x = wantAct.data();
+  b.w0 = codes(down);
+  b.sorted = sorted.data();
+  b.rows = kRows;
+  b.topK = K;
+  b.w0Scales = down.scales.data();
+  b.w0Zeros = zeros(down);
+  b.groupSize = kGroup;
+  grouped<I4, H4, false, Format>(b, kRows);
+  expectClose(out, wantOut, H4, 1e-5f, "out");
+}
+
+TEST(MoeGroupedGemmEmulationQuantized, Int8MatchesTheDecodeKernels) {
+  checkGroupedQuantized<kMoeInt8>(41);
+}
+TEST(MoeGroupedGemmEmulationQuantized, Fp8MatchesTheDecodeKernels) {
+  checkGroupedQuantized<kMoeFp8>(42);
+}
+TEST(MoeGroupedGemmEmulationQuantized, Int4MatchesTheDecodeKernels) {
+  checkGroupedQuantized<kMoeInt4>(43);
 }
 
 } // namespace

@@ -70,6 +70,14 @@ std::vector<PlanOp> everyKind() {
   packed.topK = 4, packed.normalizeTopK = true,
   packed.activation = fb::GateActivation::ClampedSilu,
   packed.activationLimit = 7.0f, packed.expertFormat = fb::ExpertFormat::Mxfp4;
+  // sol-quantize's int4 experts: three scales, three zero points, a group
+  // size; int8 ones: three scales.
+  PlanOp &int4Experts =
+      add(OpKind::Moe, {30, 4}, {31, 32, 33, 34, 47, 48, 49, 50, 51, 52});
+  int4Experts.topK = 2, int4Experts.expertFormat = fb::ExpertFormat::Int4,
+  int4Experts.groupSize = 64;
+  PlanOp &int8Experts = add(OpKind::Moe, {30, 4}, {31, 32, 33, 34, 47, 48, 49});
+  int8Experts.topK = 2, int8Experts.expertFormat = fb::ExpertFormat::Int8;
   return ops;
 }
 
@@ -134,6 +142,12 @@ TEST(PlanOpTest, EveryKindRoundTrips) {
   EXPECT_TRUE(decoded[22].hasMxfp4Experts());
   EXPECT_TRUE(decoded[22].hasMoeBiases());
   EXPECT_EQ(decoded[22].weights[decoded[22].moeScalesWeight()], 44);
+  EXPECT_FALSE(decoded[23].hasMoeBiases());
+  EXPECT_EQ(decoded[23].moeQuantWeights(), 6u);
+  EXPECT_EQ(decoded[23].weights[decoded[23].moeScalesWeight() + 3], 50);
+  EXPECT_EQ(decoded[23].groupSize, 64);
+  EXPECT_EQ(decoded[24].moeQuantWeights(), 3u);
+  EXPECT_EQ(decoded[24].weights[decoded[24].moeScalesWeight()], 47);
 }
 
 TEST(PlanOpTest, QuantizedLinearsNeedTheirScales) {

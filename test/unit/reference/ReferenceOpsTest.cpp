@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 using namespace sol;
@@ -264,6 +265,101 @@ TEST(ReferenceOps, MixtureOfExpertsWithBiasesAndClampedSwiglu) {
   // h = (up + 1) * gate * sigmoid(1.702 * gate); weight 1 (top-1).
   const double h = -6.0 * 7.0 / (1 + std::exp(-1.702 * 7.0));
   expectNear(out, {h * 1 + 0.5, h * 2 - 0.5}, 1e-4);
+}
+
+// sol-quantize's experts: int8 codes with a scale a row, and int4 codes
+// (two a byte, the low nibble first) with a scale and a zero point a group
+// of 2 inputs, give the outputs of float experts holding their values.
+TEST(ReferenceOps, MixtureOfExpertsWithQuantizedExperts) {
+  constexpr int E = 3, H = 4, I = 4;
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> code(-8, 7), nibble(0, 15);
+  std::uniform_real_distribution<float> scale(0.05f, 0.2f);
+  auto raw = [](TestPlan &p, const std::string &name, DType dtype,
+                std::vector<int64_t> shape, const std::vector<std::byte> &b) {
+    p.weights.push_back({name, dtype, std::move(shape), b});
+    return static_cast<int>(p.weights.size()) - 1;
+  };
+  auto floats = [](const std::vector<float> &v) {
+    std::vector<std::byte> b(v.size() * sizeof(float));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  for (fb::ExpertFormat format :
+       {fb::ExpertFormat::Int8, fb::ExpertFormat::Int4}) {
+    const bool int4 = format == fb::ExpertFormat::Int4;
+    const int64_t rows[] = {E * I, E * I, E * H}, cols[] = {H, H, I};
+    TestPlan quantized, plain;
+    std::vector<int> q, f; // the experts' weights in each plan
+    std::vector<int> quantWeights;
+    for (int j = 0; j < 3; ++j) {
+      const int64_t n = rows[j] * cols[j], groups = int4 ? n / 2 : rows[j];
+      std::vector<std::byte> codes(static_cast<size_t>(int4 ? n / 2 : n));
+      std::vector<float> scales(static_cast<size_t>(groups)), values(n);
+      std::vector<std::byte> zeros(int4 ? static_cast<size_t>(groups) : 0);
+      for (float &v : scales)
+        v = scale(rng);
+      for (std::byte &z : zeros)
+        z = static_cast<std::byte>(nibble(rng));
+      for (int64_t k = 0; k < n; ++k) {
+        if (int4) {
+          const int c = nibble(rng);
+          codes[k / 2] |= static_cast<std::byte>(k % 2 ? c << 4 : c);
+          values[k] =
+              static_cast<float>(c - std::to_integer<int>(zeros[k / 2])) *
+              scales[k / 2];
+        } else {
+          const int c = code(rng);
+          codes[k] = static_cast<std::byte>(static_cast<int8_t>(c));
+          values[k] = static_cast<float>(c) * scales[k / cols[j]];
+        }
+      }
+      const std::string name = std::string("expert") + char('0' + j);
+      q.push_back(raw(quantized, name, int4 ? DType::I4 : DType::I8,
+                      {rows[j], cols[j]}, codes));
+      quantWeights.push_back(
+          raw(quantized, name + ".scales", DType::F32,
+              int4 ? std::vector<int64_t>{rows[j], cols[j] / 2}
+                   : std::vector<int64_t>{rows[j]},
+              floats(scales)));
+      if (int4)
+        quantWeights.push_back(raw(quantized, name + ".zeros", DType::U8,
+                                   {rows[j], cols[j] / 2}, zeros));
+      f.push_back(plain.weight(name, {rows[j], cols[j]}, values));
+    }
+    // Scales first (gate, up, down), then int4's zero points.
+    std::vector<int> extras;
+    for (int j = 0; j < 3; ++j)
+      extras.push_back(quantWeights[int4 ? 2 * j : j]);
+    if (int4)
+      for (int j = 0; j < 3; ++j)
+        extras.push_back(quantWeights[2 * j + 1]);
+    auto finish = [&](TestPlan &p, std::vector<int> experts, bool isQuant) {
+      const int e = p.weight("embed", {2, H}, {1, 0.5f, -1, 2, -2, 1, 0.5f, 1});
+      const int router =
+          p.weight("router", {E, H}, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1});
+      const int x = p.buffer("x", H), y = p.buffer("y", H);
+      p.op(OpKind::Embedding, "embed", {x, 0}, {e});
+      std::vector<int32_t> weights = {router, experts[0], experts[1],
+                                      experts[2]};
+      if (isQuant)
+        weights.insert(weights.end(), extras.begin(), extras.end());
+      p.op(OpKind::Moe, "moe", {y, x}, weights, {2, 1});
+      if (isQuant) {
+        p.ops.back().expertFormat = format;
+        p.ops.back().groupSize = int4 ? 2 : 0;
+      }
+      p.observe(y);
+    };
+    finish(quantized, q, true);
+    finish(plain, f, false);
+    PlanFile qf = quantized.write(), pf = plain.write();
+    ReferenceExecutor qx(qf), px(pf);
+    const TestStep step = TestStep::sequence({0, 1}, 0, 1);
+    const std::vector<float> want = runStep(px, step, H);
+    expectNear(runStep(qx, step, H),
+               std::vector<double>(want.begin(), want.end()), 1e-6);
+  }
 }
 
 // Qwen2-MoE's shared-expert gate: value * sigmoid(x . w).
