@@ -2,6 +2,7 @@
 #include "frontend/import/HfImporter.h"
 
 #include "frontend/import/SideFiles.h"
+#include "runtime/chat/TokenizerConfigFile.h"
 
 #include "frontend/hf/DerivedRope.h"
 #include "ir/QuantizedOutputs.h"
@@ -608,8 +609,7 @@ ImportedModel importHfModel(MLIRContext &context,
   a.sourceConfig = readText(model->directory / "config.json");
   if (model->tokenizerJson)
     a.tokenizerJson = readText(*model->tokenizerJson);
-  if (model->tokenizerConfigJson)
-    a.tokenizerConfigJson = readText(*model->tokenizerConfigJson);
+  a.tokenizerConfigJson = readTokenizerConfig(model->directory);
   a.generation = generationDefaults(
       model->config.eosTokenIds, model->config.bosTokenId, model->generation);
   imported.weights.retain(std::move(model));

@@ -7,6 +7,7 @@
 #include "frontend/import/SideFiles.h"
 #include "frontend/onnx/OnnxModel.h"
 #include "ir/SolDialect.h"
+#include "runtime/chat/TokenizerConfigFile.h"
 #include "runtime/support/Error.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -662,8 +663,7 @@ ImportedModel importOnnxModel(MLIRContext &context,
   a.sourceConfig = config.text;
   if (std::filesystem::exists(dir / "tokenizer.json"))
     a.tokenizerJson = readText(dir / "tokenizer.json");
-  if (std::filesystem::exists(dir / "tokenizer_config.json"))
-    a.tokenizerConfigJson = readText(dir / "tokenizer_config.json");
+  a.tokenizerConfigJson = readTokenizerConfig(dir);
   std::optional<hf::GenerationConfig> generation =
       hf::loadGenerationConfig(dir);
   a.generation =

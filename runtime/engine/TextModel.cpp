@@ -1,10 +1,9 @@
 //===- TextModel.cpp - A model's tokenizer and chat template --------------===//
 #include "runtime/engine/TextModel.h"
 
-#include "runtime/support/Error.h"
+#include "runtime/chat/TokenizerConfigFile.h"
 
-#include <fstream>
-#include <iterator>
+#include "runtime/support/Error.h"
 
 namespace sol {
 
@@ -16,13 +15,6 @@ std::optional<ChatTemplate> chatTemplateOf(std::string_view configJson,
       configJson.find("\"chat_template\"") == std::string_view::npos)
     return std::nullopt;
   return ChatTemplate::fromTokenizerConfig(configJson, origin);
-}
-
-std::string readFile(const std::filesystem::path &p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in)
-    fail("cannot read ", p.string());
-  return {std::istreambuf_iterator<char>(in), {}};
 }
 
 } // namespace
@@ -49,9 +41,7 @@ TextModel TextModel::fromPlan(const PlanFile &plan) {
 TextModel TextModel::fromDirectory(const std::filesystem::path &dir) {
   if (!std::filesystem::exists(dir / "tokenizer.json"))
     fail(dir.string(), ": no tokenizer.json in this directory");
-  std::string config;
-  if (std::filesystem::exists(dir / "tokenizer_config.json"))
-    config = readFile(dir / "tokenizer_config.json");
+  const std::string config = readTokenizerConfig(dir).value_or("");
   return {Tokenizer::fromDirectory(dir),
           chatTemplateOf(config, (dir / "tokenizer_config.json").string())};
 }

@@ -449,8 +449,9 @@ GenerationSpec parseChatRequest(const Json &body, const ServedModel &model) {
   if (!model.text->chatTemplate)
     badRequest("messages",
                cat("the model '", model.name,
-                   "' has no chat template (its tokenizer_config.json has no "
-                   "chat_template); use /v1/completions"));
+                   "' has no chat template (no chat_template in its "
+                   "tokenizer_config.json, no chat_template.jinja beside "
+                   "it); use /v1/completions"));
 
   Json request = Json::object();
   Json &msgs = request["messages"] = Json::array();

@@ -42,7 +42,8 @@ std::string process(const TextModel &model, const TokenizerToolOptions &o,
                  : text;
   }
   if (!model.chatTemplate)
-    fail(o.source, ": tokenizer_config.json has no chat_template");
+    fail(o.source, ": no chat template (no chat_template in "
+                   "tokenizer_config.json, no chat_template.jinja beside it)");
   std::string rendered =
       model.chatTemplate->render(nlohmann::ordered_json::parse(input));
   return jsonl ? nlohmann::json(rendered).dump(

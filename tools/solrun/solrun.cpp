@@ -525,7 +525,8 @@ int run(Options &opts) {
     } else {
       if (!text->chatTemplate)
         sol::fail(opts.plan, ": the model has no chat template "
-                             "(tokenizer_config.json has no chat_template); "
+                             "(no chat_template in tokenizer_config.json, no "
+                             "chat_template.jinja beside it); "
                              "use --prompt");
       nlohmann::ordered_json request;
       request["messages"] = nlohmann::ordered_json::array();

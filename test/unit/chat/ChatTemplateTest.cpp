@@ -8,10 +8,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/chat/ChatTemplate.h"
+#include "runtime/chat/TokenizerConfigFile.h"
 #include "runtime/support/Error.h"
 #include "test/unit/TestTokenizers.h"
 
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace {
 
@@ -591,6 +595,60 @@ TEST(ChatTemplate, BadInputsAreClearErrors) {
               std::string::npos);
     EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos);
   }
+}
+
+// A model directory's chat template files, as Transformers reads them: they
+// take priority over tokenizer_config.json's "chat_template".
+TEST(TokenizerConfigFile, ChatTemplateFilesTakePriority) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("sol-tokenizer-config-" +
+       std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::filesystem::path &p, const std::string &text) {
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+  };
+  auto render = [&](const std::string &config, const char *tools) {
+    const std::string text =
+        std::string(R"({"messages": [{"role": "user", "content": "x"}])") +
+        tools + "}";
+    return sol::ChatTemplate::fromTokenizerConfig(config).render(
+        request(text.c_str()));
+  };
+  // Neither file: nothing.
+  EXPECT_FALSE(sol::readTokenizerConfig(dir).has_value());
+  // The config alone comes back byte for byte.
+  const std::string config =
+      R"({"eos_token": "<E>", "chat_template": "config {{ eos_token }}"})";
+  write(dir / "tokenizer_config.json", config);
+  EXPECT_EQ(sol::readTokenizerConfig(dir), config);
+  // chat_template.jinja replaces the config's template; the rest stays.
+  write(dir / "chat_template.jinja",
+        "jinja {{ messages[0].content }}{{ eos_token }}");
+  EXPECT_EQ(render(*sol::readTokenizerConfig(dir), ""), "jinja x<E>");
+  // Named templates beside it: a list, the file as "default"; tools pick
+  // "tool_use".
+  write(dir / "additional_chat_templates" / "tool_use.jinja",
+        "tools {{ tools|length }}");
+  const std::string both = *sol::readTokenizerConfig(dir);
+  EXPECT_EQ(render(both, ""), "jinja x<E>");
+  EXPECT_EQ(render(both, R"(, "tools": [{"type": "function"}])"), "tools 1");
+  // Template files without a config.
+  std::filesystem::remove(dir / "tokenizer_config.json");
+  std::filesystem::remove_all(dir / "additional_chat_templates");
+  EXPECT_EQ(render(*sol::readTokenizerConfig(dir), ""), "jinja x");
+  // A config that is not a JSON object is named.
+  write(dir / "tokenizer_config.json", "[1]");
+  try {
+    sol::readTokenizerConfig(dir);
+    FAIL() << "expected an error";
+  } catch (const sol::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer_config.json"),
+              std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 } // namespace
