@@ -1346,6 +1346,33 @@ LogicalResult ConcatColumnsOp::verify() {
   return success();
 }
 
+LogicalResult GatherColumnsOp::verify() {
+  if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)))
+    return failure();
+  if (getResult().getType() != getInput().getType())
+    return emitOpError() << "result must have the input's type "
+                         << getInput().getType() << ", but has "
+                         << getResult().getType();
+  // A permutation: each column exactly once.
+  const int64_t width = getInput().getType().getDimSize(1);
+  ArrayRef<int32_t> columns = getColumns();
+  if (static_cast<int64_t>(columns.size()) != width)
+    return emitOpError() << "columns must name each of the " << width
+                         << " input columns once, but has " << columns.size()
+                         << " entries";
+  std::vector<bool> seen(static_cast<size_t>(width), false);
+  for (auto [j, c] : llvm::enumerate(columns)) {
+    if (c < 0 || c >= width || seen[static_cast<size_t>(c)])
+      return emitOpError() << "columns[" << j << "] = " << c
+                           << (c < 0 || c >= width
+                                   ? " is outside [0, "
+                                   : " repeats a column of [0, ")
+                           << width << ")";
+    seen[static_cast<size_t>(c)] = true;
+  }
+  return success();
+}
+
 LogicalResult AllReduceOp::verify() {
   if (failed(checkActivation(*this, getInput(), "operand #0 (input)", 2)))
     return failure();

@@ -955,6 +955,26 @@ def Sol_ConcatColumnsOp : Sol_Op<"concat_columns", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Sol_GatherColumnsOp : Sol_Op<"gather_columns", [Pure]> {
+  let summary = "each row's columns in the order `columns` names";
+  let description = [{
+    `result[r][j] = input[r][columns[j]]`, `columns` a permutation of the
+    input's columns: the inputs of a GPTQ linear quantized with act-order
+    (desc_act), whose weight columns are stored sorted by quantization
+    group, reordered to match.
+
+    ```mlir
+    %p = sol.gather_columns %x {columns = array<i32: 2, 0, 3, 1>} : (tensor<?x4xbf16>) -> tensor<?x4xbf16>
+    ```
+  }];
+  let arguments = (ins Sol_FloatTensor:$input, DenseI32ArrayAttr:$columns);
+  let results = (outs Sol_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` `(` type($input) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 include "ir/SolOnnxOps.td"
 
 #endif // SOL_OPS_TD

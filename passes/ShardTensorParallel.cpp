@@ -38,6 +38,17 @@ public:
   Sharder(func::FuncOp fn, int64_t ranks) : fn(fn), ranks(ranks) {}
 
   LogicalResult run() {
+    // An act-order linear's input permutation spans the whole input, which
+    // a row-parallel split would cut.
+    WalkResult gathered = fn.walk([&](GatherColumnsOp g) {
+      g.emitOpError() << "gathers the inputs of a GPTQ act-order (desc_act) "
+                      << "linear, which cannot be split over " << ranks
+                      << " GPUs yet; compile without --tensor-parallel-size, "
+                      << "or use a checkpoint quantized with desc_act false";
+      return WalkResult::interrupt();
+    });
+    if (gathered.wasInterrupted())
+      return failure();
     // Collected first: the rewrites insert ops.
     SmallVector<AttentionOp> attentions;
     SmallVector<SwigluOp> mlps;

@@ -401,6 +401,20 @@ SOL_ARGS_FIELD(SigmoidGateArgs, in, 16)
 SOL_ARGS_FIELD(SigmoidGateArgs, weight, 24)
 SOL_ARGS_FIELD(SigmoidGateArgs, rows, 32)
 
+/// gather_columns<W> (GatherColumns.cuh): out[t][j] = in[t][columns[j]] for
+/// t < rows.
+struct GatherColumnsArgs {
+  SOL_DEVICE_PTR(bf16) out = nullptr;
+  SOL_DEVICE_PTR(const bf16) in = nullptr;
+  SOL_DEVICE_PTR(const int) columns = nullptr; // [W]
+  int rows = 0;
+};
+SOL_ARGS_SIZE(GatherColumnsArgs, 32)
+SOL_ARGS_FIELD(GatherColumnsArgs, out, 0)
+SOL_ARGS_FIELD(GatherColumnsArgs, in, 8)
+SOL_ARGS_FIELD(GatherColumnsArgs, columns, 16)
+SOL_ARGS_FIELD(GatherColumnsArgs, rows, 24)
+
 /// gather_rows<D> (GatherRows.cuh): out[i] = in[indices[i]] for i < rows.
 struct GatherRowsArgs {
   SOL_DEVICE_PTR(bf16) out = nullptr;
@@ -774,6 +788,7 @@ SOL_LAUNCH_ARGS_NAME(SwigluArgs)
 SOL_LAUNCH_ARGS_NAME(SoftcapArgs)
 SOL_LAUNCH_ARGS_NAME(AddArgs)
 SOL_LAUNCH_ARGS_NAME(SigmoidGateArgs)
+SOL_LAUNCH_ARGS_NAME(GatherColumnsArgs)
 SOL_LAUNCH_ARGS_NAME(GatherRowsArgs)
 SOL_LAUNCH_ARGS_NAME(ArgmaxArgs)
 SOL_LAUNCH_ARGS_NAME(SamplingArgs)

@@ -510,6 +510,18 @@ LogicalResult Translator::translate(Operation *op) {
     return success();
   }
 
+  if (auto g = dyn_cast<GatherColumnsOp>(op)) {
+    FailureOr<View> in = whole(op, g.getInput());
+    if (failed(in))
+      return failure();
+    int32_t out = newBuffer("gathered_columns", g.getResult(), rowsOf(*in));
+    PlanOp &o = emit(OpKind::GatherColumns, op);
+    o.buffers = {out, in->buffer};
+    o.columns.assign(g.getColumns().begin(), g.getColumns().end());
+    define(g.getResult(), {out, 0, s.buffers[out].width});
+    return success();
+  }
+
   if (auto c = dyn_cast<ConcatColumnsOp>(op)) {
     std::vector<View> parts;
     for (Value input : c.getInputs()) {

@@ -73,8 +73,12 @@ quant::QuantizedWeight unpackInt4(const WeightStore &store,
     auto scales = readArray<uint16_t>(store, module + ".scales");
     if (config.method == hf::QuantMethod::Awq)
       return quant::unpackAutoAwq(qweight, qzeros, scales, k, n, g);
-    // The importer checked that g_idx is trivial.
-    return quant::unpackGptq(qweight, qzeros, scales, {}, k, n, g,
+    // With act-order, the codes' columns come sorted by group, as the
+    // importer's sol.gather_columns orders the inputs.
+    std::vector<int32_t> gIdx;
+    if (store.contains(module + ".g_idx"))
+      gIdx = readArray<int32_t>(store, module + ".g_idx");
+    return quant::unpackGptq(qweight, qzeros, scales, gIdx, k, n, g,
                              config.gptqV2 ? quant::GptqZeros::Stored
                                            : quant::GptqZeros::StoredMinusOne)
         .weight;
@@ -99,6 +103,9 @@ struct LinearWeight {
   }
   QuantScheme scheme = QuantScheme::None;
   int64_t groupSize = 0;
+  /// A GPTQ act-order linear: its codes' columns are these inputs, in this
+  /// order (sol.gather_columns feeds it so); empty otherwise.
+  std::vector<int32_t> inputColumns;
 };
 
 /// Emits the ops of one model, in Hugging Face's order of computation.
@@ -193,17 +200,17 @@ LinearWeight Builder::int4Weight(const std::string &module) {
       q.method == hf::QuantMethod::Awq ? packed.shape[0] : packed.shape[0] * 8;
   const int64_t g = q.groupSizeFor(k);
 
+  std::vector<int32_t> inputColumns;
   if (q.method == hf::QuantMethod::Gptq) {
+    // Act-order (desc_act): groups of inputs in g_idx's order, not k / g.
     if (const hf::TensorView *gIdx = model.checkpoint.find(module + ".g_idx")) {
-      std::vector<int32_t> groups = readArray<int32_t>(gIdx->bytes);
-      for (int64_t i = 0; i < k; ++i)
-        if (groups[i] != i / g)
-          fail("checkpoint '", model.directory.string(), "': tensor '",
-               gIdx->name, "' puts input ", i, " in group ", groups[i],
-               " rather than ", i / g,
-               ": the checkpoint was quantized with act-order (desc_act), "
-               "whose permuted input groups Sol does not support yet; use a "
-               "GPTQ checkpoint quantized with desc_act false");
+      try {
+        inputColumns =
+            quant::gptqInputPermutation(readArray<int32_t>(gIdx->bytes), k, g);
+      } catch (const Error &e) {
+        fail("checkpoint '", model.directory.string(), "': tensor '",
+             gIdx->name, "': ", e.what());
+      }
     }
     // The classic format stores zero - 1: a stored 15 would be a zero of
     // 16, outside int4 (a sym=false checkpoint whose zero 0 wrapped).
@@ -236,6 +243,7 @@ LinearWeight Builder::int4Weight(const std::string &module) {
                         b.getIntegerType(8, /*isSigned=*/false));
   w.scheme = QuantScheme::Int4;
   w.groupSize = g;
+  w.inputColumns = std::move(inputColumns);
   return w;
 }
 
@@ -310,6 +318,10 @@ LinearWeight Builder::permuteForRope(const LinearWeight &w) {
 
 Value Builder::linear(Value x, const LinearWeight &w, const std::string &name) {
   int64_t n = cast<RankedTensorType>(w.weight.getType()).getDimSize(0);
+  if (!w.inputColumns.empty())
+    x = b.create<GatherColumnsOp>(NameLoc::get(b.getStringAttr(name)),
+                                  x.getType(), x,
+                                  b.getDenseI32ArrayAttr(w.inputColumns));
   return b.create<LinearOp>(
       NameLoc::get(b.getStringAttr(name)), activation(n), x, w.weight, w.bias,
       /*residual=*/Value(), w.scales, w.zeros,

@@ -276,6 +276,18 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   ropes_ = DeviceBuffer(std::max<std::size_t>(ropeData.size() * 4, kAlign));
   if (!ropeData.empty())
     ropes_.upload(std::span<const float>(ropeData), stream_);
+  // GatherColumns ops' column tables, one buffer for all.
+  for (const OpDesc &d : ops_)
+    if (d.kind == OpKind::GatherColumns) {
+      columnTableOffsets_[&d] = columnData_.size() * sizeof(int32_t);
+      columnData_.insert(columnData_.end(), d.columns.begin(), d.columns.end());
+      while (columnData_.size() % (kAlign / sizeof(int32_t)))
+        columnData_.push_back(0);
+    }
+  if (!columnData_.empty()) {
+    columnTables_ = DeviceBuffer(columnData_.size() * sizeof(int32_t));
+    columnTables_.upload(std::span<const int32_t>(columnData_), stream_);
+  }
 
   // Activation arena: each slot holds its widest buffer for maxTokens rows.
   std::size_t arenaBytes = 0;
@@ -1374,6 +1386,14 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
           l.dims, stream_,
           GatherRowsArgs{
               .out = buf(0), .in = buf(1), .indices = buf(2), .rows = rows});
+      break;
+    case OpKind::GatherColumns:
+      k.launch(l.dims, stream_,
+               GatherColumnsArgs{.out = buf(0),
+                                 .in = buf(1),
+                                 .columns = columnTables_.address() +
+                                            columnTableOffsets_.at(&d),
+                                 .rows = rows});
       break;
     case OpKind::SigmoidGate:
       k.launch(l.dims, stream_,

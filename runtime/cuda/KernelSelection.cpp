@@ -28,6 +28,22 @@ struct AddSpec {
   }
 };
 
+/// gather_columns<W> of codegen/kernels/GatherColumns.cuh: a block of 256
+/// threads per row.
+struct GatherColumnsSpec {
+  int width = 0;
+  KernelInstance instance() const {
+    return {"GatherColumns.cuh",
+            "sol::kernels::gather_columns<" + std::to_string(width) + ">"};
+  }
+  LaunchDims dims(int rows) const {
+    LaunchDims d;
+    d.block.x = 256;
+    d.grid.x = static_cast<unsigned>(std::max(rows, 1));
+    return d;
+  }
+};
+
 /// sigmoid_gate<D, H> of codegen/kernels/SigmoidGate.cuh: a block per row.
 struct SigmoidGateSpec {
   int width = 0, hidden = 0;
@@ -450,6 +466,15 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   case OpKind::SigmoidGate: {
     SigmoidGateSpec spec{toInt(op.bufferWidths.at(0)),
                          toInt(op.bufferWidths.at(2))};
+    return {{spec.instance(), spec.dims(rows)}};
+  }
+  case OpKind::GatherColumns: {
+    if (op.outDtype != fb::DType::BF16)
+      fail("GatherColumns '", op.name,
+           "': the CUDA kernel gathers bf16 "
+           "activations, not ",
+           fb::EnumNameDType(op.outDtype));
+    GatherColumnsSpec spec{toInt(op.bufferWidths.at(0))};
     return {{spec.instance(), spec.dims(rows)}};
   }
   }

@@ -42,6 +42,8 @@ std::string_view opKindName(OpKind kind) {
     return "AllGather";
   case OpKind::SigmoidGate:
     return "SigmoidGate";
+  case OpKind::GatherColumns:
+    return "GatherColumns";
   }
   return "unknown";
 }
@@ -313,6 +315,15 @@ std::vector<PlanOp> decodePlanOps(const fb::Plan &plan,
              op.columns.size(), " columns and ", op.widths.size(), " widths");
       break;
     }
+    case OpKind::GatherColumns: {
+      const fb::GatherColumnsOp *p = src->params_as_GatherColumnsOp();
+      if (!p)
+        missing();
+      op.buffers = {p->out(), p->input()};
+      if (p->columns())
+        op.columns.assign(p->columns()->begin(), p->columns()->end());
+      break;
+    }
     }
     out.push_back(std::move(op));
   }
@@ -427,6 +438,12 @@ flatbuffers::Offset<fb::Op> encodePlanOp(flatbuffers::FlatBufferBuilder &b,
     std::vector<int32_t> inputs(op.buffers.begin() + 1, op.buffers.end());
     params = fb::CreateConcatColumnsOpDirect(b, buffer(0), &inputs, &op.columns,
                                              &op.widths)
+                 .Union();
+    break;
+  }
+  case OpKind::GatherColumns: {
+    std::vector<int32_t> columns(op.columns.begin(), op.columns.end());
+    params = fb::CreateGatherColumnsOpDirect(b, buffer(0), buffer(1), &columns)
                  .Union();
     break;
   }

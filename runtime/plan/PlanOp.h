@@ -36,8 +36,9 @@ enum class OpKind : uint8_t {
   AllReduce,
   AllGather,
   SigmoidGate,
+  GatherColumns,
 };
-inline constexpr int kNumOpKinds = static_cast<int>(OpKind::SigmoidGate) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::GatherColumns) + 1;
 std::string_view opKindName(OpKind kind);
 
 /// True for the linear epilogues that pair interleaved (gate, up) weight rows
@@ -68,6 +69,7 @@ inline bool isGated(fb::LinearEpilogue e) {
 ///   AllReduce      buffers buf
 ///   AllGather      buffers out, in
 ///   SigmoidGate    buffers out, value, in        weights weight
+///   GatherColumns  buffers out, in               (columns)
 ///
 /// where q is a quantized W's scales (and, for Int4, zero points).
 /// Only the parameters of the op's kind are meaningful.
@@ -97,7 +99,8 @@ struct PlanOp {
   bool normalizeTopK = false; // Moe: top-k weights divided by their sum
   float activationLimit = 0;  // Moe with ClampedSilu: its limit
   fb::ExpertFormat expertFormat = fb::ExpertFormat::Float; // Moe
-  std::vector<int64_t> columns, widths; // ConcatColumns: per input
+  std::vector<int64_t> columns, widths; // ConcatColumns: per input;
+                                        // GatherColumns: columns only
 
   /// Attention: whether the heads have sinks (weights[0]).
   bool hasSinks() const {

@@ -510,6 +510,15 @@ void ReferenceExecutor::runOp(const PlanOp &op, Rank &rank,
                       act(op.buffers[2]), weight(op, 0), rows, width,
                       buffers[static_cast<size_t>(op.buffers[2])].width);
       break;
+    case OpKind::GatherColumns: {
+      std::span<float> out = act(op.buffers[0]);
+      std::span<const float> in = act(op.buffers[1]);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < width; ++j)
+          out[static_cast<size_t>(r * width + j)] = in[static_cast<size_t>(
+              r * width + op.columns[static_cast<size_t>(j)])];
+      break;
+    }
     case OpKind::ConcatColumns: {
       std::span<float> out = act(op.buffers[0]);
       int64_t at = 0;

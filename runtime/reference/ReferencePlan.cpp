@@ -252,6 +252,9 @@ void ReferencePlan::decodeOps(const PlanFile &file) {
     case OpKind::SigmoidGate:
       expectCounts(3, 3, 1, 1);
       break;
+    case OpKind::GatherColumns:
+      expectCounts(2, 2, 0, 0);
+      break;
     case OpKind::AllReduce:
       expectCounts(1, 1, 0, 0);
       break;
@@ -646,6 +649,26 @@ void ReferencePlan::checkOp(const PlanOp &op, int opIndex) const {
     distinct(0, 1);
     break;
   }
+  case OpKind::GatherColumns: {
+    const BufferInfo &out = activation(0);
+    const BufferInfo &in = activation(1);
+    if (out.width != in.width)
+      opError("out '", out.name, "' has width ", out.width, " but in '",
+              in.name, "' has width ", in.width);
+    if (static_cast<int64_t>(op.columns.size()) != in.width)
+      opError("has ", op.columns.size(), " columns for the ", in.width, " of '",
+              in.name, "'");
+    std::vector<bool> seen(static_cast<size_t>(in.width), false);
+    for (int64_t c : op.columns) {
+      if (c < 0 || c >= in.width || seen[static_cast<size_t>(c)])
+        opError("column ", c, " is outside [0, ", in.width,
+                ") or named twice; the columns must be a permutation");
+      seen[static_cast<size_t>(c)] = true;
+    }
+    sameRows(out, in);
+    distinct(0, 1);
+    break;
+  }
   case OpKind::SigmoidGate: {
     const BufferInfo &out = activation(0);
     const BufferInfo &value = activation(1);
@@ -770,6 +793,9 @@ void ReferencePlan::checkDataFlow() const {
     case OpKind::SigmoidGate:
       reads(1);
       reads(2);
+      break;
+    case OpKind::GatherColumns:
+      reads(1);
       break;
     case OpKind::ConcatColumns:
       for (size_t j = 1; j < op.buffers.size(); ++j)

@@ -82,6 +82,40 @@ QuantizedWeight unpackAutoAwq(std::span<const int32_t> qweight,
   return q;
 }
 
+std::vector<int32_t> gptqInputPermutation(std::span<const int32_t> gIdx,
+                                          int64_t K, int64_t groupSize) {
+  constexpr std::string_view kFormat = "GPTQ";
+  if (!gIdx.empty() && static_cast<int64_t>(gIdx.size()) != K)
+    fail(kFormat, " tensor 'g_idx' has ", gIdx.size(),
+         " elements, expected K = ", K);
+  bool trivial = true;
+  for (int64_t k = 0; k < static_cast<int64_t>(gIdx.size()); ++k)
+    trivial = trivial && gIdx[k] == k / groupSize;
+  if (trivial)
+    return {};
+  // The inputs stably sorted by group (a counting sort).
+  const int64_t groups = K / groupSize;
+  std::vector<int64_t> next(groups + 1, 0);
+  for (int64_t k = 0; k < K; ++k) {
+    if (gIdx[k] < 0 || gIdx[k] >= groups)
+      fail(kFormat, " g_idx[", k, "] = ", gIdx[k], " is not a group of ",
+           groups, " (K / group size)");
+    ++next[gIdx[k] + 1];
+  }
+  for (int64_t g = 0; g < groups; ++g)
+    if (next[g + 1] != groupSize)
+      fail(kFormat, " g_idx puts ", next[g + 1], " inputs in group ", g,
+           ", but group size ", groupSize,
+           " needs exactly that many in each; g_idx and the quantization "
+           "config disagree");
+  for (int64_t g = 0; g < groups; ++g)
+    next[g + 1] += next[g];
+  std::vector<int32_t> permutation(K);
+  for (int64_t k = 0; k < K; ++k)
+    permutation[next[gIdx[k]]++] = static_cast<int32_t>(k);
+  return permutation;
+}
+
 GptqWeight unpackGptq(std::span<const int32_t> qweight,
                       std::span<const int32_t> qzeros,
                       std::span<const uint16_t> scalesFp16,
@@ -96,36 +130,10 @@ GptqWeight unpackGptq(std::span<const int32_t> qweight,
   checkTensor(kFormat, "qweight", qweight.size(), K / 8, N);
   checkTensor(kFormat, "qzeros", qzeros.size(), groups, N / 8);
   checkTensor(kFormat, "scales", scalesFp16.size(), groups, N);
-  if (!gIdx.empty() && static_cast<int64_t>(gIdx.size()) != K)
-    fail(kFormat, " tensor 'g_idx' has ", gIdx.size(),
-         " elements, expected K = ", K);
 
-  // The permutation: inputs stably sorted by group (a counting sort), or
-  // none when every input already sits in group k / g.
   GptqWeight result;
-  bool trivial = true;
-  for (int64_t k = 0; k < static_cast<int64_t>(gIdx.size()); ++k)
-    trivial = trivial && gIdx[k] == k / groupSize;
-  if (!trivial) {
-    std::vector<int64_t> next(groups + 1, 0);
-    for (int64_t k = 0; k < K; ++k) {
-      if (gIdx[k] < 0 || gIdx[k] >= groups)
-        fail(kFormat, " g_idx[", k, "] = ", gIdx[k], " is not a group of ",
-             groups, " (K / group size)");
-      ++next[gIdx[k] + 1];
-    }
-    for (int64_t g = 0; g < groups; ++g)
-      if (next[g + 1] != groupSize)
-        fail(kFormat, " g_idx puts ", next[g + 1], " inputs in group ", g,
-             ", but group size ", groupSize,
-             " needs exactly that many in each; g_idx and the quantization "
-             "config disagree");
-    for (int64_t g = 0; g < groups; ++g)
-      next[g + 1] += next[g];
-    result.inputPermutation.resize(K);
-    for (int64_t k = 0; k < K; ++k)
-      result.inputPermutation[next[gIdx[k]]++] = static_cast<int32_t>(k);
-  }
+  result.inputPermutation = gptqInputPermutation(gIdx, K, groupSize);
+  const bool trivial = result.inputPermutation.empty();
 
   QuantizedWeight &q = result.weight;
   q = {Scheme::Int4, N, K, groupSize, {}, {}, {}};

@@ -87,6 +87,13 @@ struct GptqWeight {
   std::vector<int32_t> inputPermutation;
 };
 
+/// GptqWeight::inputPermutation for `gIdx` (K entries, or none): empty when
+/// every input k sits in group k / groupSize, else the inputs stably sorted
+/// by group. Fails when g_idx does not give every group exactly groupSize
+/// inputs.
+std::vector<int32_t> gptqInputPermutation(std::span<const int32_t> gIdx,
+                                          int64_t K, int64_t groupSize);
+
 /// One GPTQ linear; `gIdx` may be empty (then groups are k / g). Fails when
 /// g_idx does not give every group exactly g inputs.
 GptqWeight unpackGptq(std::span<const int32_t> qweight,

@@ -1805,3 +1805,28 @@ func.func @moe_mxfp4_without_scales(%x: tensor<?x64xbf16>) {
   %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = true} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<128x32xui8>, tensor<128x32xui8>, tensor<256x16xui8>) -> tensor<?x64xbf16>
   return
 }
+
+// -----
+
+// sol.gather_columns: a permutation of the input's columns.
+func.func @gather_columns_repeat(%x: tensor<?x4xbf16>) {
+  // expected-error @+1 {{columns[2] = 0 repeats a column of [0, 4)}}
+  %p = sol.gather_columns %x {columns = array<i32: 2, 0, 0, 1>} : (tensor<?x4xbf16>) -> tensor<?x4xbf16>
+  return
+}
+
+// -----
+
+func.func @gather_columns_count(%x: tensor<?x4xbf16>) {
+  // expected-error @+1 {{columns must name each of the 4 input columns once, but has 3 entries}}
+  %p = sol.gather_columns %x {columns = array<i32: 2, 0, 1>} : (tensor<?x4xbf16>) -> tensor<?x4xbf16>
+  return
+}
+
+// -----
+
+func.func @gather_columns_range(%x: tensor<?x4xbf16>) {
+  // expected-error @+1 {{columns[0] = 4 is outside [0, 4)}}
+  %p = sol.gather_columns %x {columns = array<i32: 4, 0, 1, 2>} : (tensor<?x4xbf16>) -> tensor<?x4xbf16>
+  return
+}

@@ -220,3 +220,11 @@ func.func @tensor_parallel(%x: tensor<?x16xbf16>, %l: tensor<?x8xf32>) -> (tenso
   %g = sol.all_gather %l {ranks = 4 : i64} : tensor<?x8xf32> -> tensor<?x32xf32>
   return %s, %b0, %y, %g : tensor<32x16xbf16>, tensor<16xbf16>, tensor<?x16xbf16>, tensor<?x32xf32>
 }
+
+// A GPTQ act-order linear's inputs in its codes' column order.
+// CHECK-LABEL: func.func @gather_columns
+func.func @gather_columns(%x: tensor<?x4xbf16>) -> tensor<?x4xbf16> {
+  // CHECK: sol.gather_columns %{{.*}} {columns = array<i32: 2, 0, 3, 1>} : (tensor<?x4xbf16>) -> tensor<?x4xbf16>
+  %p = sol.gather_columns %x {columns = array<i32: 2, 0, 3, 1>} : (tensor<?x4xbf16>) -> tensor<?x4xbf16>
+  return %p : tensor<?x4xbf16>
+}

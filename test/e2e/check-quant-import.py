@@ -10,10 +10,17 @@ greedy ids from --prompt-ids and, with --text, the perplexity of its first
 --positions ids and the argmax at every position. The results must be
 identical, bit for bit. Prints one line per format and exits non-zero when
 one differs. Standard library only (CI has no numpy).
+
+With --act-order (gptq formats) the checkpoint is quantized in a shuffled
+input order (desc_act) and the reference holds its dequantized weights,
+compiled without --quant: the plans compute the same products in another
+order of the inputs, so the greedy ids must be equal and, with --text, the
+perplexity within 1e-4 (relative) and the argmax equal at 99% of positions.
 """
 import argparse
 import filecmp
 import json
+import struct
 import subprocess
 import sys
 import tempfile
@@ -40,6 +47,8 @@ def main():
     ap.add_argument("--positions", type=int, default=512)
     ap.add_argument("--prompt-ids", default="0,100,200,300")
     ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument("--act-order", action="store_true",
+                    help="gptq: act-order checkpoints against their dequantized weights")
     args = ap.parse_args()
 
     model = Path(args.model)
@@ -70,9 +79,30 @@ def main():
         for fmt in args.formats.split(","):
             out, ref = tmp / fmt, tmp / f"{fmt}-ref"
             run([args.tool, str(model), "--format", fmt, "--group-size",
-                 str(args.group_size), "--out", str(out), "--reference", str(ref)])
+                 str(args.group_size), "--out", str(out), "--reference", str(ref),
+                 *(["--act-order"] if args.act_order else [])])
             scheme = SOL_SCHEME[fmt]
             got = evaluate(fmt, out, [])
+            if args.act_order:
+                want = evaluate(f"{fmt}-ref", ref, [])
+                ok = got["ids"] == want["ids"]
+                what = f"{len(got['ids'])} greedy ids"
+                if args.text:
+                    ids = [struct.unpack(f"<{len(r['argmax']) // 4}i", r["argmax"])
+                           for r in (got, want)]
+                    same = sum(a == b for a, b in zip(*ids))
+                    share = same / max(1, len(ids[1]))
+                    rel = abs(got["perplexity"] - want["perplexity"]) / want["perplexity"]
+                    ok = ok and rel < 1e-4 and share >= 0.99
+                    what = (f"perplexity {got['perplexity']:.4f} against "
+                            f"{want['perplexity']:.4f} (relative {rel:.1e}), argmax "
+                            f"{100 * share:.1f}% equal and {what}")
+                failures += not ok
+                print(f"{model.name} {fmt} act-order: {what} against its dequantized "
+                      f"weights in bf16: {'ok' if ok else 'FAIL'}")
+                if got["ids"] != want["ids"]:
+                    print(f"  ids: {got['ids']} != {want['ids']}")
+                continue
             want = None
             for (other_scheme, other_ref), other in results.items():
                 if other_scheme == scheme and filecmp.cmp(

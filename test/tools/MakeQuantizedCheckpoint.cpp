@@ -30,9 +30,13 @@
 //     all that one.
 //
 // --keep MODULE leaves that linear in bf16 and lists it in
-// modules_to_not_convert (ignore for compressed-tensors). --act-order writes
-// a GPTQ g_idx that swaps the groups of the first and last input (desc_act
-// true), a checkpoint Sol must refuse.
+// modules_to_not_convert (ignore for compressed-tensors). --act-order (gptq)
+// quantizes as GPTQ's desc_act does: each linear's inputs in a permuted
+// order (a shuffle seeded by the module's name), groups of g consecutive
+// inputs of that order, g_idx giving each input's group; the reference is
+// then the dequantized weights (exact in bf16 after the snapping below),
+// which solc compiles without --quant to a plan that must compute what the
+// act-order one does.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/hf/ExpectedWeights.h"
@@ -53,6 +57,9 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <numeric>
+#include <random>
+#include <span>
 #include <tuple>
 
 namespace {
@@ -212,16 +219,23 @@ void packAwq(Tensors &out, const std::string &module,
   out[module + ".scales"] = tensor("F16", {groups, n}, fp16Scales(q));
 }
 
+/// `q` quantizes the inputs in the order `order` (empty: 0, 1, ...): its
+/// column j is input order[j].
 void packGptq(Tensors &out, const std::string &module,
-              const sol::quant::QuantizedWeight &q, bool v2, bool actOrder) {
+              const sol::quant::QuantizedWeight &q, bool v2,
+              const std::vector<int64_t> &order) {
   const int64_t n = q.rows, k = q.cols, groups = k / q.groupSize;
+  // The column of q holding each input.
+  std::vector<int64_t> column(k);
+  for (int64_t j = 0; j < k; ++j)
+    column[order.empty() ? j : order[j]] = j;
   std::vector<int32_t> qweight(k / 8 * n);
   for (int64_t r = 0; r < k / 8; ++r)
     for (int64_t nn = 0; nn < n; ++nn) {
       uint32_t word = 0;
       for (int j = 0; j < 8; ++j)
         word |= static_cast<uint32_t>(
-                    sol::quant::int4CodeAt(q.codes, k, nn, r * 8 + j))
+                    sol::quant::int4CodeAt(q.codes, k, nn, column[r * 8 + j]))
                 << (4 * j);
       qweight[r * n + nn] = static_cast<int32_t>(word);
     }
@@ -234,9 +248,7 @@ void packGptq(Tensors &out, const std::string &module,
   out[module + ".scales"] = tensor("F16", {groups, n}, fp16Scales(q));
   std::vector<int32_t> gIdx(k);
   for (int64_t i = 0; i < k; ++i)
-    gIdx[i] = static_cast<int32_t>(i / q.groupSize);
-  if (actOrder)
-    std::swap(gIdx.front(), gIdx.back());
+    gIdx[i] = static_cast<int32_t>(column[i] / q.groupSize);
   out[module + ".g_idx"] = tensor("I32", {k}, gIdx);
 }
 
@@ -313,6 +325,8 @@ int run(const std::string &src, const std::string &format, int64_t groupSize,
       linears.push_back(t.name.substr(0, t.name.size() - 7));
 
   const bool int4 = format == "awq" || format.starts_with("gptq");
+  if (actOrder && !format.starts_with("gptq"))
+    fail("--act-order is for the gptq formats, not ", format);
   Tensors quantized, reference;
   for (const sol::hf::SafetensorsFile &file : checkpoint.files())
     for (const sol::hf::TensorView &t : file.tensors())
@@ -326,12 +340,36 @@ int run(const std::string &src, const std::string &format, int64_t groupSize,
     quantized.erase(module + ".weight");
     if (int4) {
       const int64_t g = groupSize > 0 ? groupSize : k;
+      // Act-order: the inputs in a shuffled order, quantized in it.
+      std::vector<int64_t> order;
+      if (actOrder) {
+        order.resize(k);
+        std::iota(order.begin(), order.end(), 0);
+        std::mt19937 rng(
+            static_cast<uint32_t>(std::hash<std::string>{}(module)));
+        std::shuffle(order.begin(), order.end(), rng);
+        std::vector<float> shuffled(w.size());
+        for (int64_t r = 0; r < n; ++r)
+          for (int64_t j = 0; j < k; ++j)
+            shuffled[r * k + j] = w[r * k + order[j]];
+        w = std::move(shuffled);
+      }
       snapInt4Groups(w, n, k, g);
       const auto q = sol::quant::quantizeInt4(w, n, k, g);
       if (format == "awq")
         packAwq(quantized, module, q);
       else
-        packGptq(quantized, module, q, format == "gptq_v2", actOrder);
+        packGptq(quantized, module, q, format == "gptq_v2", order);
+      if (actOrder) {
+        // The reference: the dequantized weights, inputs in their order.
+        std::vector<float> deq(w.size());
+        sol::quant::dequantizeInto(sol::quant::Scheme::Int4, n, k, g,
+                                   std::as_bytes(std::span(q.codes)), q.scales,
+                                   q.zeros, deq);
+        for (int64_t r = 0; r < n; ++r)
+          for (int64_t j = 0; j < k; ++j)
+            w[r * k + order[j]] = deq[r * k + j];
+      }
     } else {
       if (format == "fp8-tensor")
         snapFp8Rows(w, n, k);
@@ -396,7 +434,8 @@ int main(int argc, char **argv) {
                  "a linear (e.g. model.layers.0.self_attn.k_proj) to leave "
                  "in bf16, listed as not converted");
   app.add_flag("--act-order", actOrder,
-               "gptq: write a g_idx with permuted groups (desc_act true)");
+               "gptq: quantize in a shuffled input order (desc_act true); "
+               "the reference holds the dequantized weights");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(src, format, groupSize, out, reference, keep, actOrder);

@@ -303,6 +303,10 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
     for (const std::string &expr : exprs)
       code += "template __global__ void " + expr + ";\n";
   }
+  // A GPTQ act-order down projection's inputs (Llama-3.1-8B's 14,336).
+  code += "#include \"GatherColumns.cuh\"\n"
+          "template __global__ void sol::kernels::gather_columns<14336>("
+          "const __grid_constant__ GatherColumnsArgs);\n";
   // Qwen1.5-MoE-A2.7B's shared-expert gate.
   code += "#include \"SigmoidGate.cuh\"\n"
           "template __global__ void sol::kernels::sigmoid_gate<2048, 2048>("

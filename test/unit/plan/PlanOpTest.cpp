@@ -78,6 +78,9 @@ std::vector<PlanOp> everyKind() {
   int4Experts.groupSize = 64;
   PlanOp &int8Experts = add(OpKind::Moe, {30, 4}, {31, 32, 33, 34, 47, 48, 49});
   int8Experts.topK = 2, int8Experts.expertFormat = fb::ExpertFormat::Int8;
+  // A GPTQ act-order linear's inputs in its codes' order.
+  PlanOp &gather = add(OpKind::GatherColumns, {53, 4}, {});
+  gather.columns = {2, 0, 3, 1};
   return ops;
 }
 
@@ -146,6 +149,8 @@ TEST(PlanOpTest, EveryKindRoundTrips) {
   EXPECT_EQ(decoded[23].moeQuantWeights(), 6u);
   EXPECT_EQ(decoded[23].weights[decoded[23].moeScalesWeight() + 3], 50);
   EXPECT_EQ(decoded[23].groupSize, 64);
+  EXPECT_EQ(decoded[25].kind, OpKind::GatherColumns);
+  EXPECT_EQ(decoded[25].columns, (std::vector<int64_t>{2, 0, 3, 1}));
   EXPECT_EQ(decoded[24].moeQuantWeights(), 3u);
   EXPECT_EQ(decoded[24].weights[decoded[24].moeScalesWeight()], 47);
 }

@@ -362,6 +362,30 @@ TEST(ReferenceOps, MixtureOfExpertsWithQuantizedExperts) {
   }
 }
 
+// A GPTQ act-order linear's inputs: each row's columns in the named order;
+// columns that are not a permutation are refused when the plan loads.
+TEST(ReferenceOps, GatherColumnsPermutesEachRow) {
+  auto plan = [](std::vector<int64_t> columns) {
+    TestPlan p;
+    const int e = p.weight("embed", {2, 3}, {1, 2, 3, 4, 5, 6});
+    const int x = p.buffer("x", 3), y = p.buffer("y", 3);
+    p.op(OpKind::Embedding, "embed", {x, 0}, {e});
+    p.op(OpKind::GatherColumns, "gather", {y, x});
+    p.ops.back().columns = std::move(columns);
+    p.observe(y);
+    return p;
+  };
+  PlanFile f = plan({2, 0, 1}).write();
+  ReferenceExecutor ex(f);
+  expectNear(runStep(ex, TestStep::sequence({0, 1}, 0, 1), 3),
+             {3, 1, 2, 6, 4, 5});
+  PlanFile bad = plan({2, 2, 1}).write();
+  EXPECT_NE(errorOf([&] {
+              ReferenceExecutor rejected(bad);
+            }).find("the columns must be a permutation"),
+            std::string::npos);
+}
+
 // Qwen2-MoE's shared-expert gate: value * sigmoid(x . w).
 TEST(ReferenceOps, SigmoidGateScalesRows) {
   TestPlan p;
