@@ -276,17 +276,19 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   ropes_ = DeviceBuffer(std::max<std::size_t>(ropeData.size() * 4, kAlign));
   if (!ropeData.empty())
     ropes_.upload(std::span<const float>(ropeData), stream_);
-  // GatherColumns ops' column tables, one buffer for all.
+  // GatherColumns ops' column tables, one buffer for all (uploaded as the
+  // rope tables are).
+  std::vector<int32_t> columnData;
   for (const OpDesc &d : ops_)
     if (d.kind == OpKind::GatherColumns) {
-      columnTableOffsets_[&d] = columnData_.size() * sizeof(int32_t);
-      columnData_.insert(columnData_.end(), d.columns.begin(), d.columns.end());
-      while (columnData_.size() % (kAlign / sizeof(int32_t)))
-        columnData_.push_back(0);
+      columnTableOffsets_[&d] = columnData.size() * sizeof(int32_t);
+      columnData.insert(columnData.end(), d.columns.begin(), d.columns.end());
+      while (columnData.size() % (kAlign / sizeof(int32_t)))
+        columnData.push_back(0);
     }
-  if (!columnData_.empty()) {
-    columnTables_ = DeviceBuffer(columnData_.size() * sizeof(int32_t));
-    columnTables_.upload(std::span<const int32_t>(columnData_), stream_);
+  if (!columnData.empty()) {
+    columnTables_ = DeviceBuffer(columnData.size() * sizeof(int32_t));
+    columnTables_.upload(std::span<const int32_t>(columnData), stream_);
   }
 
   // Activation arena: each slot holds its widest buffer for maxTokens rows.

@@ -247,10 +247,9 @@ private:
   /// A Moe op's intermediates for maxTokens_ rows (the largest op's):
   /// router logits, chosen ids and weights, each slot's activation and
   /// down projection, moe_sort's order and starts (grouped steps).
-  /// GatherColumns ops' column tables (int32, each kAlign-aligned), the
-  /// host copy they were uploaded from, and each op's byte offset.
+  /// GatherColumns ops' column tables (int32, each kAlign-aligned) and each
+  /// op's byte offset in them.
   DeviceBuffer columnTables_;
-  std::vector<int32_t> columnData_;
   std::map<const OpDesc *, std::size_t> columnTableOffsets_;
   DeviceBuffer moeWorkspace_;
   std::size_t moeIdsOffset_ = 0, moeWeightsOffset_ = 0, moeActOffset_ = 0,

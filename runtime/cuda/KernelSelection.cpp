@@ -471,9 +471,8 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   case OpKind::GatherColumns: {
     if (op.outDtype != fb::DType::BF16)
       fail("GatherColumns '", op.name,
-           "': the CUDA kernel gathers bf16 "
-           "activations, not ",
-           fb::EnumNameDType(op.outDtype));
+           "': the CUDA kernel gathers bf16 activations, not ",
+           fb::EnumNameDType(op.outDtype), "; run this plan with --device cpu");
     GatherColumnsSpec spec{toInt(op.bufferWidths.at(0))};
     return {{spec.instance(), spec.dims(rows)}};
   }

@@ -3,10 +3,12 @@
 // The MoE emulation tests' sol-quantize experts: random codes with their
 // scales (and int4's zero points) in the layouts of Plan.fbs's ExpertFormat
 // Int8, Fp8 and Int4, and each weight's value computed independently of the
-// kernels' decoders, in double.
+// kernels' decoders, in double (E4M3 by runtime/support/Fp8.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+
+#include "runtime/support/Fp8.h"
 
 #include <cmath>
 #include <cstddef>
@@ -26,20 +28,13 @@ struct QuantExperts {
 
   static constexpr int kInt8 = 2, kFp8 = 3, kInt4 = 4;
 
-  /// E4M3: s eeee mmm, 2^(e - 7) (1 + m / 8), subnormal 2^-6 m / 8.
-  static double e4m3(unsigned char b) {
-    const int e = (b >> 3) & 15, m = b & 7;
-    const double v =
-        e ? std::ldexp(1.0 + m / 8.0, e - 7) : std::ldexp(m / 8.0, -6);
-    return b & 0x80 ? -v : v;
-  }
-
   double at(long long row, int col) const {
     if (format == kInt8)
       return static_cast<signed char>(codes[row * cols + col]) *
              static_cast<double>(scales[row]);
     if (format == kFp8)
-      return e4m3(codes[row * cols + col]) * static_cast<double>(scales[row]);
+      return sol::e4m3ToFloat(codes[row * cols + col]) *
+             static_cast<double>(scales[row]);
     const unsigned byte = codes[row * (cols / 2) + col / 2];
     const int code = static_cast<int>(col % 2 ? byte >> 4 : byte & 15u);
     const long long g = row * (cols / group) + col / group;
