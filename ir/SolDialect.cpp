@@ -512,15 +512,31 @@ LogicalResult UnpackNBitsOp::verify() {
   const int64_t bits = getBits(), block = getBlockSize();
   if (!(bits == 2 || bits == 4 || bits == 8))
     return emitOpError() << "unpacks 2, 4 or 8-bit codes, not " << bits;
-  if (block < 16 || (block & (block - 1)) != 0)
-    return emitOpError() << "needs a power-of-two block size of at least 16, "
-                         << "not " << block;
+  const bool wholeRow = packed.getRank() == 3 && packed.getDimSize(1) == 1;
+  if (block < 16 || ((block & (block - 1)) != 0 && !wholeRow))
+    return emitOpError() << "needs a power-of-two block size of at least 16 "
+                         << "(or one block a row), not " << block;
   if (packed.getRank() != 3 || !packed.getElementType().isUnsignedInteger(8) ||
       packed.getDimSize(2) != block * bits / 8)
     return emitOpError() << "packed codes must be ui8 [N, blocks, "
                          << block * bits / 8 << "], not "
                          << shapeString(packed);
   const int64_t n = packed.getDimSize(0), blocks = packed.getDimSize(1);
+  std::optional<ArrayRef<int32_t>> columns = getColumns();
+  if (columns && !getOutputs().empty()) {
+    const int64_t k =
+        cast<RankedTensorType>(getOutputs()[0].getType()).getDimSize(1);
+    std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(k, 0)));
+    bool permutation = static_cast<int64_t>(columns->size()) == k;
+    for (int32_t c : *columns) {
+      permutation = permutation && c >= 0 && c < k && !seen[size_t(c)];
+      if (permutation)
+        seen[size_t(c)] = true;
+    }
+    if (!permutation)
+      return emitOpError() << "columns must be a permutation of the " << k
+                           << " inputs";
+  }
   auto scales = getScales().getType();
   if (!isFloatElement(scales.getElementType()) ||
       scales.getNumElements() != n * blocks)

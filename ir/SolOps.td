@@ -355,13 +355,20 @@ def Sol_UnpackNBitsOp : Sol_WeightTransformOp<"unpack_nbits"> {
       and K a multiple of the block size: the same values, repacked;
     * `tensor<NxKxbf16>`: the weight dequantized.
 
+    The block size is a power of two of at least 16, or the whole row (one
+    scale a row: QMoE's per-row experts). With `columns` (a permutation of
+    the K inputs: MatMulNBits' act-order `g_idx` sorted by block), result
+    column j is stored column `columns[j]` and belongs to block j / g; the
+    linear's input is gathered in the same order (`sol.gather_columns`).
+
     ```mlir
     %c, %s, %z = sol.unpack_nbits %q, %sc {bits = 4, block_size = 32} : (tensor<64x2x16xui8>, tensor<64x2xf32>) -> (tensor<64x64xi4>, tensor<64x2xf32>, tensor<64x2xui8>)
     ```
   }];
   let arguments = (ins Sol_WeightTensor:$packed, Sol_WeightTensor:$scales,
                        Optional<Sol_WeightTensor>:$zero_points,
-                       I64Attr:$bits, I64Attr:$block_size);
+                       I64Attr:$bits, I64Attr:$block_size,
+                       OptionalAttr<DenseI32ArrayAttr>:$columns);
   let results = (outs Variadic<Sol_WeightTensor>:$outputs);
   let assemblyFormat = [{
     $packed `,` $scales (`,` $zero_points^)? attr-dict `:` `(` type($packed)

@@ -541,6 +541,9 @@ struct SolMaterializeWeightsPass
     const bool dequantize = op.getOutputs().size() == 1;
     const int64_t cols =
         cast<RankedTensorType>(op.getOutputs()[0].getType()).getDimSize(1);
+    std::vector<int32_t> columns;
+    if (std::optional<ArrayRef<int32_t>> order = op.getColumns())
+      columns.assign(order->begin(), order->end());
     // Reads the op's tensors and calls `use` with them.
     auto withWeight = [=](const WeightStore &s, int rank, auto &&use) {
       std::vector<std::byte> packedBytes, zeroBytes;
@@ -554,6 +557,7 @@ struct SolMaterializeWeightsPass
       w.packed = {reinterpret_cast<const uint8_t *>(packed.data()),
                   packed.size()};
       w.scales = scales;
+      w.columns = columns;
       if (sources.size() > 2 && floatZeros) {
         zeroFloats = s.readFloat(sources[2], rank);
         w.zeroFloats = zeroFloats;

@@ -202,6 +202,25 @@ Value weightOf(PatternRewriter &rewriter, Value v) {
       RankedTensorType::get(type.getShape(), rewriter.getBF16Type()), w);
 }
 
+Value floatLinearWeight(OpBuilder &b, LinearOp linear) {
+  if (linear.getQuant() == QuantScheme::None)
+    return linear.getWeight();
+  auto unpack = linear.getWeight().getDefiningOp<UnpackNBitsOp>();
+  if (!unpack || unpack.getColumns())
+    return {};
+  auto codes = cast<RankedTensorType>(unpack.getOutputs()[0].getType());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfter(unpack);
+  return b
+      .create<UnpackNBitsOp>(
+          unpack.getLoc(),
+          TypeRange{RankedTensorType::get(codes.getShape(), b.getBF16Type())},
+          unpack.getPacked(), unpack.getScales(), unpack.getZeroPoints(),
+          unpack.getBitsAttr(), unpack.getBlockSizeAttr(),
+          /*columns=*/DenseI32ArrayAttr())
+      .getResult(0);
+}
+
 RankedTensorType activationType(MLIRContext *ctx, int64_t width) {
   return RankedTensorType::get({ShapedType::kDynamic, width},
                                BFloat16Type::get(ctx));

@@ -72,6 +72,13 @@ mlir::Value storedWeight(mlir::PatternRewriter &rewriter, mlir::Value v);
 /// The dimensions of the weight `v` stands for, or nullopt.
 std::optional<llvm::SmallVector<int64_t>> weightShape(mlir::Value v);
 
+/// The float weight of a raised linear, for ops that read one (the LM
+/// head, a mixture's router): its own, or an imported MatMulNBits int4
+/// weight dequantized to bf16 (a second sol.unpack_nbits of the same
+/// codes); null for other quantized weights and for act-order ones (the
+/// linear's input is gathered to match them).
+mlir::Value floatLinearWeight(mlir::OpBuilder &b, LinearOp linear);
+
 /// Sol's activation type: tensor<?xwidthxbf16>.
 mlir::RankedTensorType activationType(mlir::MLIRContext *ctx, int64_t width);
 

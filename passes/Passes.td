@@ -31,6 +31,29 @@ def SolRaiseEmbedding : Pass<"sol-raise-embedding", "::mlir::ModuleOp"> {
   let dependentDialects = ["::sol::SolDialect"];
 }
 
+def SolRaiseMoe : Pass<"sol-raise-moe", "::mlir::ModuleOp"> {
+  let summary = "com.microsoft MoE / QMoE into sol.moe";
+  let description = [{
+    onnxruntime's mixture-of-experts ops (onnxruntime-genai writes them for
+    gpt-oss) become `sol.moe`: the router is the raised linear (MatMul,
+    bias Add, Reshape to [tokens, experts]) of the same input that feeds
+    `router_probs`; `k`, `normalize_routing_weights` and the activation
+    (`swiglu` as silu(g)·u or gpt-oss's clamped form with alpha 1.702, beta
+    1 and `swiglu_limit`; `silu` with fc3) map to its attributes; fc1 holds
+    gate and up interleaved (`swiglu_fusion` 1), or fc1 and fc3 hold them
+    (0). QMoE's 4-bit codes in blocks of a multiple of 32 become Sol's int4
+    experts (zero point 8 unless given), other codes are dequantized to bf16
+    with a note. Refused by name: `swiglu_fusion` 2, `use_sparse_mixer`,
+    `router_weights`, FP4 `quant_type`s, CUTLASS-prepacked weights (the
+    attribute, or a graph whose genai_config.json names the CUDA provider),
+    activations that are not gated, and biases on some but not all of the
+    router and the experts. Runs after sol-raise-linear (the router) and
+    before sol-raise-rms-norm (the norm that adds the experts' output to
+    the residual).
+  }];
+  let dependentDialects = ["::sol::SolDialect"];
+}
+
 def SolRaiseRmsNorm : Pass<"sol-raise-rms-norm", "::mlir::ModuleOp"> {
   let summary = "decomposed RMSNorm into sol.rms_norm";
   let description = [{

@@ -49,6 +49,7 @@ void sol::buildSolRaisePipeline(OpPassManager &pm, const WeightStore *store) {
   pm.addPass(createSolRaiseInputs());
   pm.addPass(createSolRaiseEmbedding());
   pm.addPass(createSolRaiseLinear(store));
+  pm.addPass(createSolRaiseMoe());
   pm.addPass(createSolRaiseRmsNorm());
   pm.addPass(createSolRaiseSwiglu());
   pm.addPass(createSolRaiseResidualAdd());

@@ -754,7 +754,8 @@ struct RaiseAttentionOp : OpRewritePattern<OnnxOp> {
 /// the op is sol.attention of the layer, with sol.rms_norm and sol.rope
 /// before it. local_window_size w is the sliding window (w keys, the query's
 /// own included), as onnxruntime 1.30 computes it and as the builder writes
-/// it from config.json's sliding_window.
+/// it from config.json's sliding_window. A head_sink input is the
+/// attention's sinks (gpt-oss).
 struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
   RaiseGroupQueryAttention(MLIRContext *ctx, const WeightStore *store)
       : OpRewritePattern(ctx), store(store) {}
@@ -776,9 +777,11 @@ struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
     if (auto softcap = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("softcap"));
         softcap && softcap.getValueAsDouble() != 0.0)
       return nearMiss(rewriter, op, "softcap is not supported");
-    if (intAttr(op, "smooth_softmax", 0) != 0 || present(11))
-      return nearMiss(rewriter, op,
-                      "smooth softmax / attention sinks are not supported");
+    if (intAttr(op, "smooth_softmax", 0) != 0)
+      return nearMiss(rewriter, op, "smooth softmax is not supported");
+    // head_sink: one logit per head in each head's softmax (gpt-oss).
+    if (present(11) && weightShape(inputs[11]) != SmallVector<int64_t>{heads})
+      return nearMiss(rewriter, op, "head_sink is not a [num_heads] weight");
     if (present(10))
       return nearMiss(rewriter, op, "an attention_bias input");
     if (present(12) || present(13) || intAttr(op, "kv_cache_bit_width", 0))
@@ -914,8 +917,11 @@ struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
         attr && attr.getValueAsDouble() != 0.0)
       scale = attr.getValueAsDouble();
     const int64_t localWindow = intAttr(op, "local_window_size", -1);
+    Value sinks = present(11)
+                      ? storedWeight(rewriter, skipFloatCasts(inputs[11]))
+                      : Value();
     Value attn = rewriter.create<AttentionOp>(
-        loc, q.getType(), q, k, v, positions, tokenSeq, /*sinks=*/Value(),
+        loc, q.getType(), q, k, v, positions, tokenSeq, sinks,
         rewriter.getI64IntegerAttr(*layer), rewriter.getI64IntegerAttr(heads),
         rewriter.getI64IntegerAttr(kvHeads), rewriter.getI64IntegerAttr(dim),
         rewriter.getF32FloatAttr(float(scale)), rewriter.getBoolAttr(true),

@@ -141,7 +141,8 @@ struct RaiseGatherBlockQuantized : OpRewritePattern<OnnxOp> {
                 storedWeight(rewriter, data), storedWeight(rewriter, inputs[2]),
                 zeros ? storedWeight(rewriter, inputs[3]) : Value(),
                 rewriter.getI64IntegerAttr(bits),
-                rewriter.getI64IntegerAttr(block))
+                rewriter.getI64IntegerAttr(block),
+                /*columns=*/DenseI32ArrayAttr())
             .getResult(0);
     replaceWithEmbedding(rewriter, gather, inputs[1], table);
     return success();

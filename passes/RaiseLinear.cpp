@@ -8,8 +8,12 @@
 //===----------------------------------------------------------------------===//
 #include "passes/OnnxMatch.h"
 #include "passes/Passes.h"
+#include "runtime/support/Error.h"
+#include "runtime/support/QuantizedCheckpoint.h"
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cstring>
 
 namespace sol {
 #define GEN_PASS_DEF_SOLRAISELINEAR
@@ -176,9 +180,11 @@ OnnxOp biasAddOf(OnnxOp matmul, Value &bias) {
 }
 
 /// Replaces `matmul` (and the bias Add after it, if any; `bias` is the op's
-/// own bias input otherwise) by sol.linear of `x` and `w`.
+/// own bias input otherwise) by sol.linear of `x` (or of `input`, a Sol
+/// value standing for x: its columns gathered) and `w`.
 LogicalResult replaceWithLinear(PatternRewriter &rewriter, OnnxOp matmul,
-                                Value x, const LinearWeight &w, Value bias) {
+                                Value x, const LinearWeight &w, Value bias,
+                                Value input = {}) {
   OnnxOp root = matmul;
   if (!bias)
     if (OnnxOp add = biasAddOf(matmul, bias))
@@ -187,7 +193,8 @@ LogicalResult replaceWithLinear(PatternRewriter &rewriter, OnnxOp matmul,
     return nearMiss(rewriter, matmul, "a bias of another size");
   rewriter.setInsertionPoint(root);
   Value biasWeight = bias ? weightOf(rewriter, bias) : Value();
-  Value input = tokenMajor(rewriter, x, w.in);
+  if (!input)
+    input = tokenMajor(rewriter, x, w.in);
   Value y = rewriter.create<LinearOp>(
       matmul.getLoc(), activationType(rewriter.getContext(), w.out), input,
       w.weight, biasWeight, /*residual=*/Value(), w.scales, w.zeros,
@@ -253,9 +260,12 @@ struct RaiseLinear : OpRewritePattern<OnnxOp> {
 /// com.microsoft MatMulNBits(A, B, scales[, zero_points, g_idx, bias]):
 /// block-quantized weights become Sol's int4 linear (4 bits, integer zero
 /// points, K a multiple of block_size), or are dequantized to bf16 at
-/// compile time (other bit widths, float zero points), with a note.
+/// compile time (other bit widths, float zero points), with a note. A
+/// g_idx (act-order: each input's block) sorts the codes' columns by block
+/// and gathers the linear's inputs in that order, as for GPTQ checkpoints.
 struct RaiseMatMulNBits : OpRewritePattern<OnnxOp> {
-  using OpRewritePattern::OpRewritePattern;
+  RaiseMatMulNBits(MLIRContext *ctx, const WeightStore *store)
+      : OpRewritePattern(ctx), store(store) {}
 
   LogicalResult matchAndRewrite(OnnxOp op,
                                 PatternRewriter &rewriter) const override {
@@ -272,9 +282,6 @@ struct RaiseMatMulNBits : OpRewritePattern<OnnxOp> {
                           ": the weights are in a GPU kernel's prepacked "
                           "layout; export them unpacked (onnxruntime-genai's "
                           "matmulnbits_weights_prepacked=0)");
-    if (present(4))
-      return nearMiss(rewriter, op,
-                      "a g_idx input (act-order groups) is not supported");
     const int64_t k = intAttr(op, "K", 0), n = intAttr(op, "N", 0),
                   bits = intAttr(op, "bits", 4),
                   block = intAttr(op, "block_size", 0);
@@ -295,6 +302,33 @@ struct RaiseMatMulNBits : OpRewritePattern<OnnxOp> {
     Value zeros = present(3) ? raw(inputs[3]) : Value();
     const bool floatZeros =
         zeros && isa<FloatType>(getElementTypeOrSelf(zeros.getType()));
+    // Act-order: the inputs sorted by their block (empty when g_idx is
+    // k / block_size or absent).
+    std::vector<int32_t> columns;
+    if (present(4)) {
+      // onnxruntime 1.31's CPU kernel reads g_idx with float zero points
+      // or none, but ignores packed ones (it takes 2^(bits-1)).
+      if (zeros && !floatZeros)
+        return nearMiss(rewriter, op,
+                        "g_idx with packed zero points (onnxruntime's CPU "
+                        "kernel ignores such zero points when g_idx is "
+                        "given, so the graph means two things); re-export "
+                        "it without g_idx or with float zero points");
+      std::optional<std::vector<int32_t>> groups = int32Weight(inputs[4]);
+      if (!groups)
+        return nearMiss(rewriter, op, "g_idx is not an int32 initializer");
+      if (k % block != 0)
+        return nearMiss(rewriter, op,
+                        "g_idx with K not a multiple of block_size");
+      try {
+        columns = quant::gptqInputPermutation(*groups, k, block);
+      } catch (const Error &e) {
+        return nearMiss(rewriter, op, std::string("g_idx: ") + e.what());
+      }
+    }
+    DenseI32ArrayAttr columnsAttr =
+        columns.empty() ? DenseI32ArrayAttr()
+                        : rewriter.getDenseI32ArrayAttr(columns);
     const bool asInt4 = bits == 4 && k == blocks * block && !floatZeros;
     rewriter.setInsertionPoint(op);
     LinearWeight w;
@@ -310,27 +344,51 @@ struct RaiseMatMulNBits : OpRewritePattern<OnnxOp> {
                                 rewriter.getIntegerType(8, false))};
       auto unpack = rewriter.create<UnpackNBitsOp>(
           loc, types, raw(inputs[1]), raw(inputs[2]), zeros,
-          rewriter.getI64IntegerAttr(bits), rewriter.getI64IntegerAttr(block));
+          rewriter.getI64IntegerAttr(bits), rewriter.getI64IntegerAttr(block),
+          columnsAttr);
       w.weight = unpack.getResult(0);
       w.scales = unpack.getResult(1);
       w.zeros = unpack.getResult(2);
       w.scheme = QuantScheme::Int4;
       w.groupSize = block;
     } else {
-      w.weight =
-          rewriter
-              .create<UnpackNBitsOp>(loc,
-                                     TypeRange{RankedTensorType::get(
-                                         {n, k}, rewriter.getBF16Type())},
-                                     raw(inputs[1]), raw(inputs[2]), zeros,
-                                     rewriter.getI64IntegerAttr(bits),
-                                     rewriter.getI64IntegerAttr(block))
-              .getResult(0);
+      w.weight = rewriter
+                     .create<UnpackNBitsOp>(
+                         loc,
+                         TypeRange{RankedTensorType::get(
+                             {n, k}, rewriter.getBF16Type())},
+                         raw(inputs[1]), raw(inputs[2]), zeros,
+                         rewriter.getI64IntegerAttr(bits),
+                         rewriter.getI64IntegerAttr(block), columnsAttr)
+                     .getResult(0);
       noteDequantized(op, bits);
     }
+    Value gathered;
+    if (columnsAttr)
+      gathered = rewriter.create<GatherColumnsOp>(
+          loc, activationType(getContext(), k),
+          tokenMajor(rewriter, inputs[0], k), columnsAttr);
     return replaceWithLinear(rewriter, op, inputs[0], w,
-                             present(5) ? inputs[5] : Value());
+                             present(5) ? inputs[5] : Value(), gathered);
   }
+
+  /// The int32 values of the initializer `v` (a constant, or read from
+  /// the weight store), or nullopt.
+  std::optional<std::vector<int32_t>> int32Weight(Value v) const {
+    if (std::optional<SmallVector<int64_t>> values = intValues(v))
+      return std::vector<int32_t>(values->begin(), values->end());
+    auto weight = skipFloatCasts(v).getDefiningOp<WeightOp>();
+    if (!weight || !store || !store->contains(weight.getName().str()) ||
+        !getElementTypeOrSelf(weight.getType()).isInteger(32))
+      return std::nullopt;
+    std::vector<std::byte> scratch;
+    auto bytes = store->contiguous(weight.getName().str(), scratch);
+    std::vector<int32_t> out(bytes.size() / sizeof(int32_t));
+    std::memcpy(out.data(), bytes.data(), out.size() * sizeof(int32_t));
+    return out;
+  }
+
+  const WeightStore *store;
 
   /// One note per module: the weights lose no precision but the plan
   /// stores them in bf16.
@@ -478,7 +536,8 @@ struct SolRaiseLinearPass : sol::impl::SolRaiseLinearBase<SolRaiseLinearPass> {
   void runOnOperation() override {
     DequantizedNote note;
     RewritePatternSet patterns(&getContext());
-    patterns.add<RaiseMatMulNBits, RaiseSplit>(&getContext());
+    patterns.add<RaiseSplit>(&getContext());
+    patterns.add<RaiseMatMulNBits>(&getContext(), store);
     patterns.add<RaiseLinear, RaiseMatMulInteger>(&getContext(), store, note);
     if (failed(applyRaisePatterns(getOperation(), std::move(patterns),
                                   "sol-raise-linear")))

@@ -25,24 +25,6 @@ using namespace sol;
 
 namespace {
 
-/// The LM head's weight as sol.logits reads it (bf16): the linear's own,
-/// or an imported 4-bit one (MatMulNBits) dequantized; null otherwise.
-Value bf16HeadWeight(OpBuilder &b, LinearOp linear) {
-  if (linear.getQuant() == QuantScheme::None)
-    return linear.getWeight();
-  auto unpack = linear.getWeight().getDefiningOp<UnpackNBitsOp>();
-  if (!unpack)
-    return {};
-  auto codes = cast<RankedTensorType>(unpack.getOutputs()[0].getType());
-  return b
-      .create<UnpackNBitsOp>(
-          unpack.getLoc(),
-          TypeRange{RankedTensorType::get(codes.getShape(), b.getBF16Type())},
-          unpack.getPacked(), unpack.getScales(), unpack.getZeroPoints(),
-          unpack.getBitsAttr(), unpack.getBlockSizeAttr())
-      .getResult(0);
-}
-
 /// The config beside the graph must describe the graph: its sizes against
 /// the raised module's (a config.json of another model, or of another size
 /// of the same family, is a user error worth naming).
@@ -150,7 +132,7 @@ struct SolRaiseOutputsPass
         if (auto linear = head.getDefiningOp<LinearOp>();
             linear && !linear.getBias() && !logits)
           if (auto norm = linear.getInput().getDefiningOp<RmsNormOp>()) {
-            Value headWeight = bf16HeadWeight(b, linear);
+            Value headWeight = raise::floatLinearWeight(b, linear);
             auto normWeight =
                 cast<RankedTensorType>(norm.getWeight().getType());
             auto headType = headWeight

@@ -169,15 +169,18 @@ std::vector<RopeParameters> ropeCandidates(ArrayRef<double> invFreq,
 }
 
 /// The first candidate for `invFreq` that `matches` accepts, as a #sol.rope
-/// (attention scaling 1: yarn's is not fitted).
+/// whose cos and sin are multiplied by `scaling` (1 unless the tables were
+/// scaled: yarn's attention factor; only the hint has such a factor).
 std::optional<RopeAttr>
 fitRope(MLIRContext *ctx, ArrayRef<double> invFreq, int64_t dim, RopeAttr hint,
-        llvm::function_ref<bool(const RopeTable &)> matches) {
+        llvm::function_ref<bool(const RopeTable &)> matches,
+        double scaling = 1.0) {
   std::vector<RopeParameters> candidates = ropeCandidates(invFreq, dim, hint);
   for (size_t i = 0; i < candidates.size(); ++i) {
     try {
       RopeTable table = RopeTable::compute(candidates[i], dim);
-      if (std::fabs(table.attentionScaling - 1.0f) < 1e-6 && matches(table))
+      if (std::fabs(table.attentionScaling - scaling) < 1e-3 * scaling &&
+          matches(table))
         return hint && i == 0 ? hint : ropeAttr(ctx, candidates[i]);
     } catch (const std::exception &) {
       // Parameters RopeTable rejects: not this candidate.
@@ -270,6 +273,20 @@ std::optional<RopeAttr> sol::raise::ropeFromCaches(Operation *at, Value cos,
   auto at2 = [&](const EvalTensor &t, int64_t p, int64_t i) {
     return t.data[p * half + i];
   };
+  // Row 0 holds cos 0 and sin 0 times the tables' scaling (yarn's
+  // attention factor; 1 for most ropes).
+  double scaling = 0;
+  for (int64_t i = 0; i < half; ++i)
+    scaling += at2(*c, 0, i) / double(half);
+  for (int64_t i = 0; i < half; ++i)
+    if (std::fabs(at2(*c, 0, i) - scaling) > 1e-3 * std::fabs(scaling) ||
+        std::fabs(at2(*s, 0, i)) > 1e-3 * std::fabs(scaling) ||
+        !(scaling > 0)) {
+      why = "the cos/sin caches' row 0 is not cos 0 and sin 0";
+      return std::nullopt;
+    }
+  if (std::fabs(scaling - 1.0) < 1e-3)
+    scaling = 1.0;
   // Each angle from row 1, refined on rows 2, 4, 8...: a row p pins the
   // frequency to a p-th of the table's rounding error.
   SmallVector<double> invFreq(half);
@@ -292,22 +309,47 @@ std::optional<RopeAttr> sol::raise::ropeFromCaches(Operation *at, Value cos,
                            : element.isF16()                  ? 2e-3
                                                               : 1e-2;
   const int64_t stride = std::max<int64_t>(1, rows * half / 1000000);
+  auto matches = [&](ArrayRef<float> freq) {
+    for (int64_t p = 0; p < rows; p += stride)
+      for (int64_t i = 0; i < half; ++i) {
+        const double angle = float(p) * freq[i];
+        const double allowed =
+            (tolerance + std::fabs(angle) * 2.4e-7) * scaling;
+        if (std::fabs(at2(*c, p, i) - scaling * std::cos(angle)) > allowed ||
+            std::fabs(at2(*s, p, i) - scaling * std::sin(angle)) > allowed)
+          return false;
+      }
+    return true;
+  };
   std::optional<RopeAttr> rope = fitRope(
-      at->getContext(), invFreq, dim, ropeHint(at), [&](const RopeTable &t) {
-        for (int64_t p = 0; p < rows; p += stride)
-          for (int64_t i = 0; i < half; ++i) {
-            const double angle = float(p) * t.invFreq[i];
-            const double allowed = tolerance + std::fabs(angle) * 2.4e-7;
-            if (std::fabs(at2(*c, p, i) - std::cos(angle)) > allowed ||
-                std::fabs(at2(*s, p, i) - std::sin(angle)) > allowed)
-              return false;
-          }
-        return true;
-      });
-  if (!rope)
-    why = "the cos/sin caches are not those of a rope Sol knows (theta, "
-          "linear or llama3 scaling)";
-  return rope;
+      at->getContext(), invFreq, dim, ropeHint(at),
+      [&](const RopeTable &t) { return matches(t.invFreq); }, scaling);
+  if (rope)
+    return rope;
+  // No named scaling fits (yarn without a config.json beside the graph):
+  // the fitted frequencies themselves, as one divisor of theta's per pair
+  // (longrope's form, its short and long factors the same) and the
+  // tables' scaling.
+  RopeParameters p;
+  p.scaling = RopeScaling::LongRope;
+  p.theta = 10000.0;
+  p.factor = 1.0;
+  p.originalMaxPosition = rows;
+  p.attentionFactor = scaling;
+  for (int64_t i = 0; i < half; ++i)
+    p.shortFactor.push_back(std::pow(p.theta, -2.0 * double(i) / double(dim)) /
+                            invFreq[i]);
+  p.longFactor = p.shortFactor;
+  try {
+    RopeTable table = RopeTable::compute(p, dim);
+    if (llvm::all_of(invFreq, [](double f) { return f > 0; }) &&
+        matches(table.invFreq))
+      return ropeAttr(at->getContext(), p);
+  } catch (const std::exception &) {
+  }
+  why = "the cos/sin caches are not cos and sin of position x inv_freq "
+        "(times one scaling) for any frequencies";
+  return std::nullopt;
 }
 
 namespace {

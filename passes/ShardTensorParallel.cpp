@@ -368,16 +368,27 @@ private:
 
   LogicalResult shardMoe(MoeOp m) {
     const int64_t experts = m.getNumExperts(), width = m.getExpertWidth();
-    if (m.getExpertQuant() != QuantScheme::None)
+    const QuantScheme quant = m.getExpertQuant();
+    // int8 and fp8 experts come from sol-quantize, which runs after this
+    // pass; int4 ones also from an imported graph (QMoE).
+    if (quant != QuantScheme::None && quant != QuantScheme::Int4)
       return m.emitOpError()
-                 << "has " << stringifyQuantScheme(m.getExpertQuant())
-                 << " experts; sharding runs before sol-quantize, on float "
-                 << "or MXFP4 experts",
+                 << "has " << stringifyQuantScheme(quant)
+                 << " experts; sharding runs before sol-quantize, on float, "
+                 << "MXFP4 or imported int4 experts",
              failure();
     if (width % ranks != 0)
       return m.emitOpError()
                  << "has experts of intermediate size " << width << ", which "
                  << ranks << " ranks cannot share evenly",
+             failure();
+    if (quant == QuantScheme::Int4 &&
+        (width / ranks) % m.getExpertGroupSize() != 0)
+      return m.emitOpError()
+                 << "cannot be split over " << ranks
+                 << " ranks: its int4 experts' groups of "
+                 << m.getExpertGroupSize() << " inputs do not divide the "
+                 << width / ranks << " inputs of down per rank",
              failure();
     OpBuilder b(m);
     // MXFP4 down projections split by columns at whole groups of 32; where
@@ -390,13 +401,17 @@ private:
     m.getGateMutable().assign(shard(b, m.getGate(), 0, ranks, experts));
     m.getUpMutable().assign(shard(b, m.getUp(), 0, ranks, experts));
     m.getDownMutable().assign(shard(b, m.getDown(), 1, ranks));
-    if (m.isMxfp4()) {
-      SmallVector<Value, 3> scales(m.getScales());
-      m.getScalesMutable().assign(
-          ValueRange{shard(b, scales[0], 0, ranks, experts),
-                     shard(b, scales[1], 0, ranks, experts),
-                     shard(b, scales[2], 1, ranks)});
-    }
+    // Scales (MXFP4, int4) and zero points (int4) follow their codes: one
+    // a row's group of inputs.
+    auto followCodes = [&](ValueRange values) -> SmallVector<Value, 3> {
+      return {shard(b, values[0], 0, ranks, experts),
+              shard(b, values[1], 0, ranks, experts),
+              shard(b, values[2], 1, ranks)};
+    };
+    if (!m.getScales().empty())
+      m.getScalesMutable().assign(followCodes(m.getScales()));
+    if (!m.getZeros().empty())
+      m.getZerosMutable().assign(followCodes(m.getZeros()));
     if (!m.getBiases().empty()) {
       // The router's bias stays whole; gate's and up's follow their rows;
       // down's is added once, by rank 0, before the sum.

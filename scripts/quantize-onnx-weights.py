@@ -23,6 +23,13 @@ do, for Sol's tests of quantized ONNX graphs (CI has no onnxruntime):
                      [N, K / 32, 16] uint8 (code k of a row in the low nibble
                      first), codes q + 8 in 0..15 (no zero points: 8),
                      scale = max|w| / 7 over the block.
+  --format nbits4-act-order
+                     the same with act-order groups (GPTQ's desc_act, as
+                     MatMulNBits' g_idx input states them): each weight's
+                     K inputs shuffled (seeded by its name), block b the
+                     inputs at shuffled positions [32 b, 32 b + 32), codes
+                     still stored in input order, g_idx int32 [K] the block
+                     of each input.
 
 Every MatMul whose second input is a 2-D float initializer [K, N] is rewritten;
 int8 weights are symmetric per output column (scale = max|w| / 127, zero
@@ -80,6 +87,23 @@ def quantize_nbits4(w):
     return packed, scale.reshape(-1)
 
 
+def quantize_nbits4_act_order(w, seed):
+    """quantize_nbits4 with the inputs grouped in a shuffled order: packed
+    [N, K / BLOCK, BLOCK / 2] in input order, scales [N * K / BLOCK] per
+    group, g_idx [K] int32."""
+    k, n = w.shape
+    order = np.random.default_rng(seed).permutation(k)
+    g_idx = np.empty(k, np.int32)
+    g_idx[order] = np.arange(k) // BLOCK
+    grouped = w[order].T.reshape(n, k // BLOCK, BLOCK)
+    scale = (np.abs(grouped).max(axis=2) / 7.0).astype(np.float32)
+    scale = np.where(scale == 0, 1.0, scale).astype(np.float32)
+    codes = np.clip(np.rint(w.T / scale[:, g_idx]), -8, 7) + 8  # [N, K], input order
+    codes = codes.astype(np.uint8).reshape(n, k // BLOCK, BLOCK)
+    packed = (codes[:, :, 0::2] | (codes[:, :, 1::2] << 4)).astype(np.uint8)
+    return packed, scale.reshape(-1), g_idx
+
+
 def uint4_tensor(name, values):
     """A UINT4 (21) initializer: two codes a byte, the first in the low nibble
     (onnx 1.12's helpers predate 4-bit types)."""
@@ -97,7 +121,8 @@ def uint4_tensor(name, values):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--format", choices=["dynamic", "qdq", "qdq4", "nbits4"], required=True)
+    ap.add_argument("--format", choices=["dynamic", "qdq", "qdq4", "nbits4", "nbits4-act-order"],
+                    required=True)
     ap.add_argument("input")
     ap.add_argument("output")
     args = ap.parse_args()
@@ -115,13 +140,21 @@ def main():
         base = w.name
         q, s, z = base + "_quantized", base + "_scale", base + "_zero_point"
         x, y, name = node.input[0], node.output[0], node.name
-        if args.format == "nbits4":
+        if args.format.startswith("nbits4"):
             wf = numpy_helper.to_array(w)
+            inputs = [x, q, s]
+            if args.format == "nbits4-act-order":
+                g = base + "_g_idx"
+                inputs += ["", g]
             if q not in used:
                 used.add(q)
-                packed, scale = quantize_nbits4(wf)
+                if args.format == "nbits4":
+                    packed, scale = quantize_nbits4(wf)
+                else:
+                    packed, scale, g_idx = quantize_nbits4_act_order(wf, sum(map(ord, base)))
+                    graph.initializer.append(numpy_helper.from_array(g_idx, g))
                 graph.initializer.extend([numpy_helper.from_array(packed, q), numpy_helper.from_array(scale, s)])
-            nodes.append(helper.make_node("MatMulNBits", [x, q, s], [y], name=name + "_Q4", domain="com.microsoft",
+            nodes.append(helper.make_node("MatMulNBits", inputs, [y], name=name + "_Q4", domain="com.microsoft",
                                           K=wf.shape[0], N=wf.shape[1], bits=4, block_size=BLOCK,
                                           accuracy_level=4))
             quantized += 1
@@ -170,7 +203,7 @@ def main():
     if args.format == "dynamic" and not any(o.domain in ("", "ai.onnx") and o.version >= 11
                                             for o in model.opset_import):
         sys.exit("quantize-onnx-weights: DynamicQuantizeLinear needs opset 11 or later")
-    if args.format == "nbits4":
+    if args.format.startswith("nbits4"):
         if not any(o.domain == "com.microsoft" for o in model.opset_import):
             model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     elif args.format == "qdq4":
@@ -183,7 +216,8 @@ def main():
     else:
         onnx.checker.check_model(model, full_check=True)
     onnx.save(model, args.output)
-    bits = {"qdq4": "uint4", "nbits4": "4-bit MatMulNBits"}.get(args.format, "int8")
+    bits = {"qdq4": "uint4", "nbits4": "4-bit MatMulNBits",
+            "nbits4-act-order": "4-bit MatMulNBits with g_idx"}.get(args.format, "int8")
     print(f"quantize-onnx-weights: {quantized} MatMul weights to {bits} ({args.format}): {args.output}")
 
 

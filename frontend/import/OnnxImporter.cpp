@@ -500,6 +500,10 @@ struct SourceConfig {
   /// head_dim), for sol-raise-outputs to check against the graph.
   std::vector<std::pair<std::string, int64_t>> sizes;
   std::string sizesSource;
+  /// The first execution provider genai_config.json's session options name
+  /// ("cuda", "dml", ...; empty for the CPU): the builder lays out some
+  /// weights for it (CUTLASS-prepacked QMoE experts for CUDA).
+  std::string executionProvider;
 };
 
 /// The sizes `fields` states under `keys` (config key -> Sol's name).
@@ -520,6 +524,23 @@ hf::GenerationConfig genaiSearchDefaults(const nlohmann::json &json,
     return {};
   return hf::generationConfigFrom(
       hf::detail::JsonFields(json["search"], source, "search."));
+}
+
+/// model.decoder.session_options.provider_options[0]'s one key, or "".
+std::string genaiProvider(const nlohmann::json &json) {
+  const nlohmann::json *at = &json;
+  for (const char *key : {"model", "decoder", "session_options"}) {
+    if (!at->is_object() || !at->contains(key))
+      return {};
+    at = &(*at)[key];
+  }
+  if (!at->is_object() || !at->contains("provider_options"))
+    return {};
+  const nlohmann::json &providers = (*at)["provider_options"];
+  if (!providers.is_array() || providers.empty() || !providers[0].is_object() ||
+      providers[0].size() != 1)
+    return {};
+  return providers[0].begin().key();
 }
 
 SourceConfig readSourceConfig(const std::filesystem::path &dir) {
@@ -556,6 +577,7 @@ SourceConfig readSourceConfig(const std::filesystem::path &dir) {
     std::string text = readText(dir / "genai_config.json");
     nlohmann::json json = hf::detail::parseJsonObject(text, source);
     config.genaiSearch = genaiSearchDefaults(json, source);
+    config.executionProvider = genaiProvider(json);
     if (!config.text.empty())
       return config; // config.json says the rest.
     config.text = std::move(text);
@@ -656,6 +678,9 @@ ImportedModel importOnnxModel(MLIRContext &context,
     source.push_back(
         b.getNamedAttr("sizes_from", b.getStringAttr(config.sizesSource)));
   }
+  if (!config.executionProvider.empty())
+    source.push_back(b.getNamedAttr("execution_provider",
+                                    b.getStringAttr(config.executionProvider)));
   (*imported.module)->setAttr("sol.onnx_source", b.getDictionaryAttr(source));
 
   ModelAssets &a = imported.assets;

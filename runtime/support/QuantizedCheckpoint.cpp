@@ -206,12 +206,25 @@ float zeroAt(const NBitsWeight &w, int64_t row, int64_t block) {
 void checkNBits(const NBitsWeight &w, std::string_view what) {
   if (!(w.bits == 2 || w.bits == 4 || w.bits == 8))
     fail(what, ": MatMulNBits with ", w.bits, " bits (2, 4 or 8 are defined)");
+  // One block a row (QMoE's per-row scales) may have any width.
   if (w.rows <= 0 || w.cols <= 0 || w.blockSize < 16 ||
-      (w.blockSize & (w.blockSize - 1)) != 0)
+      ((w.blockSize & (w.blockSize - 1)) != 0 && w.blockSize != w.cols))
     fail(what, ": MatMulNBits shape N=", w.rows, " K=", w.cols,
          " block_size=", w.blockSize,
          " (block_size must be a power of two of at least 16)");
   const int64_t blocks = nbitsBlocks(w);
+  if (!w.columns.empty()) {
+    std::vector<bool> seen(static_cast<size_t>(w.cols), false);
+    bool permutation = static_cast<int64_t>(w.columns.size()) == w.cols;
+    for (int32_t c : w.columns) {
+      permutation = permutation && c >= 0 && c < w.cols && !seen[size_t(c)];
+      if (permutation)
+        seen[size_t(c)] = true;
+    }
+    if (!permutation)
+      fail(what, ": its column order is not a permutation of its ", w.cols,
+           " inputs");
+  }
   checkTensor("MatMulNBits", std::string(what) + " codes", w.packed.size(),
               w.rows, nbitsRowBytes(w));
   checkTensor("MatMulNBits", std::string(what) + " scales", w.scales.size(),
@@ -234,6 +247,17 @@ QuantizedWeight unpackNBits(const NBitsWeight &w) {
   QuantizedWeight q{Scheme::Int4, w.rows, w.cols, w.blockSize, {}, {}, {}};
   // Row bytes are Sol's: code k at nibble k, low nibble first.
   q.codes.assign(w.packed.begin(), w.packed.end());
+  if (!w.columns.empty()) {
+    const int64_t rowBytes = nbitsRowBytes(w);
+    for (int64_t n = 0; n < w.rows; ++n) {
+      std::span<const uint8_t> row = w.packed.subspan(n * rowBytes, rowBytes);
+      uint8_t *out = q.codes.data() + n * rowBytes;
+      std::fill(out, out + rowBytes, uint8_t{0});
+      for (int64_t j = 0; j < w.cols; ++j)
+        out[j / 2] |=
+            static_cast<uint8_t>(codeAt(row, w.columns[j], 4) << (j % 2 * 4));
+    }
+  }
   q.scales.assign(w.scales.begin(), w.scales.end());
   q.zeros.resize(static_cast<size_t>(w.rows * blocks));
   for (int64_t n = 0; n < w.rows; ++n)
@@ -250,8 +274,9 @@ std::vector<float> dequantizeNBits(const NBitsWeight &w) {
     std::span<const uint8_t> row = w.packed.subspan(n * rowBytes, rowBytes);
     for (int64_t k = 0; k < w.cols; ++k) {
       const int64_t b = k / w.blockSize;
+      const int64_t stored = w.columns.empty() ? k : w.columns[k];
       out[n * w.cols + k] =
-          (static_cast<float>(codeAt(row, k, w.bits)) - zeroAt(w, n, b)) *
+          (static_cast<float>(codeAt(row, stored, w.bits)) - zeroAt(w, n, b)) *
           w.scales[n * blocks + b];
     }
   }

@@ -104,13 +104,16 @@ GptqWeight unpackGptq(std::span<const int32_t> qweight,
                       GptqZeros zeros = GptqZeros::StoredMinusOne);
 
 /// One MatMulNBits weight (N rows of K inputs). `zeroCodes` and
-/// `zeroFloats` are both empty when the op has no zero points.
+/// `zeroFloats` are both empty when the op has no zero points. With
+/// `columns` (a permutation of the K inputs, from a g_idx), the result's
+/// column j is the stored column columns[j], in block j / blockSize.
 struct NBitsWeight {
   int64_t rows = 0, cols = 0, bits = 4, blockSize = 32;
   std::span<const uint8_t> packed;
   std::span<const float> scales;
   std::span<const uint8_t> zeroCodes;
   std::span<const float> zeroFloats;
+  std::span<const int32_t> columns;
 };
 
 /// Throws sol::Error (naming `what`) unless the arrays have the sizes the

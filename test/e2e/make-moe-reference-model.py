@@ -2,7 +2,7 @@
 """Writes a tiny random gpt-oss or Qwen2-MoE checkpoint with goldens from an
 independent float64 forward pass (standard library only; CI has no torch).
 
-  make-moe-reference-model.py {gpt-oss,gpt-oss-mxfp4,qwen2-moe} OUT
+  make-moe-reference-model.py {gpt-oss,gpt-oss-mxfp4,gpt-oss-grid,qwen2-moe} OUT
 
 OUT gets what scripts/make-test-models.py writes for the other families
 (config.json, model.safetensors in bf16, golden.json with input_ids and
@@ -17,6 +17,14 @@ SwiGLU, the experts' biases; Qwen2-MoE's softmax-then-top-k routing without
 renormalisation, its shared expert scaled by sigmoid(shared_expert_gate),
 mlp_only_layers, q/k/v biases, a sliding first layer. It stands in for the
 Transformers goldens until those are generated with the other families'.
+
+gpt-oss-grid is gpt-oss in the bf16 layout with every expert weight on a
+grid that symmetric integer quantization keeps exactly: each output row
+(of an expert's [2I, H] or [H, I] matrix, inputs along the row) is k·2^e
+for integers k in [-8, 7], one exponent e a row, and every block of 32
+inputs holds a -8. Its 4-bit blockwise (block 32) and 8-bit per-row codes,
+as onnxruntime's QMoE quantizers compute them (scale max|w| / 8, or / 128),
+are the weights themselves, so a quantized graph of it has these goldens.
 """
 import json
 import math
@@ -25,7 +33,7 @@ import struct
 import sys
 from pathlib import Path
 
-FAMILIES = ("gpt-oss", "gpt-oss-mxfp4", "qwen2-moe")
+FAMILIES = ("gpt-oss", "gpt-oss-mxfp4", "gpt-oss-grid", "qwen2-moe")
 FP4 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
        -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
 H, NH, KV, HD, E, TOPK, VOCAB = 64, 4, 2, 16, 4, 2, 256
@@ -144,8 +152,9 @@ class Model:
         self.layers = 2 if self.gpt_oss else 3
         # MXFP4: 64 wide, so that two tensor-parallel ranks keep whole groups
         # of 32 (four do not, and take the bf16 fallback).
-        self.inter = 64 if family == "gpt-oss-mxfp4" else 32
-        self.w = Weights({"gpt-oss": 7, "gpt-oss-mxfp4": 11, "qwen2-moe": 13}[family])
+        self.inter = 64 if family in ("gpt-oss-mxfp4", "gpt-oss-grid") else 32
+        self.w = Weights({"gpt-oss": 7, "gpt-oss-mxfp4": 11, "gpt-oss-grid": 17,
+                          "qwen2-moe": 13}[family])
         self.window = 4
         self.eps = 1e-5 if self.gpt_oss else 1e-6
         self.make_weights()
@@ -191,6 +200,22 @@ class Model:
                         # 2^(s - 127): values up to 6 * 2^-3 (gate/up), 6 * 2^-4.
                         w.u8(m + f"experts.{name}_scales", [E, rows, cols // 32],
                              [w.rng.choice((121, 122, 123, 124)) for _ in range(n // 32)])
+                elif self.family == "gpt-oss-grid":
+                    # Rows of [2I, H] and [H, I] on the grid, stored inputs first.
+                    for name, rows, cols, exps in (("gate_up_proj", 2 * I, H, (-3, -4)),
+                                                   ("down_proj", H, I, (-4, -5))):
+                        mat = [[0.0] * cols for _ in range(E * rows)]
+                        for r in range(E * rows):
+                            scale = 2.0 ** w.rng.choice(exps)
+                            for b in range(0, cols, 32):
+                                low = b + w.rng.randrange(32)
+                                for c in range(b, b + 32):
+                                    k = -8 if c == low else w.rng.randrange(-8, 8)
+                                    mat[r][c] = k * scale
+                        w.tensors[m + "experts." + name] = (
+                            "BF16", [E, cols, rows],
+                            [mat[e * rows + r][c] for e in range(E) for c in range(cols)
+                             for r in range(rows)])
                 else:
                     # Inputs first: [E, H, 2I] and [E, I, H], gate/up interleaved.
                     w.normal(m + "experts.gate_up_proj", [E, H, 2 * I], math.sqrt(16.0 / H))

@@ -965,6 +965,48 @@ TEST(QuantizedCheckpoint, NBitsInt4IsSolsInt4) {
   }
 }
 
+// Act-order (g_idx): result column j is stored column columns[j], in block
+// j / block, for the dequantized weight and Sol's int4 alike.
+TEST(QuantizedCheckpoint, NBitsColumnsGatherStoredColumns) {
+  NBitsFixture f(5, 96, 4, 32, 11);
+  std::vector<int32_t> columns(96);
+  std::iota(columns.begin(), columns.end(), 0);
+  std::shuffle(columns.begin(), columns.end(), std::mt19937(4));
+  for (bool zeros : {false, true}) {
+    NBitsWeight w = f.weight(zeros);
+    w.columns = columns;
+    const std::vector<float> got = dequantizeNBits(w);
+    const QuantizedWeight q = unpackNBits(w);
+    for (int64_t n = 0; n < 5; ++n)
+      for (int64_t j = 0; j < 96; ++j) {
+        const int64_t b = j / 32;
+        const float zero = zeros ? f.zeroValues[n * 3 + b] : 8.0f;
+        const float want =
+            (static_cast<float>(f.codes[n * 96 + columns[j]]) - zero) *
+            f.scales[n * 3 + b];
+        ASSERT_EQ(got[n * 96 + j], want) << n << "," << j;
+        const Int4Group group{q.scales[n * 3 + b], q.zeros[n * 3 + b]};
+        ASSERT_EQ(int4Dequantize(int4CodeAt(q.codes, 96, n, j), group), want);
+      }
+  }
+  NBitsWeight w = f.weight(false);
+  columns[1] = columns[0];
+  w.columns = columns;
+  EXPECT_ERROR_HAS(dequantizeNBits(w), "not a permutation of its 96 inputs");
+}
+
+// One block a whole row (QMoE's per-row scales) may have any width; other
+// blocks are powers of two.
+TEST(QuantizedCheckpoint, NBitsWholeRowBlock) {
+  NBitsFixture f(3, 48, 4, 48, 5);
+  const std::vector<float> w = dequantizeNBits(f.weight(false));
+  for (int64_t n = 0; n < 3; ++n)
+    for (int64_t k = 0; k < 48; ++k)
+      ASSERT_EQ(w[n * 48 + k], f.value(n, k, false));
+  NBitsFixture g(3, 96, 4, 48, 5);
+  EXPECT_ERROR_HAS(dequantizeNBits(g.weight(false)), "power of two");
+}
+
 TEST(QuantizedCheckpoint, NBitsBadShapes) {
   NBitsFixture f(4, 64, 4, 32, 1);
   NBitsWeight w = f.weight(true);
@@ -1069,8 +1111,8 @@ TEST(QuantizedCheckpoint, LinearQuantDequantizeEveryLayout) {
     bool zeros;
   };
   const Case cases[] = {
-      {8, true, 1, 0, 1, false},   {8, true, 1, 0, 12, true},
-      {8, false, 0, 0, 10, true},  {4, false, 0, 4, 3 * 12, true},
+      {8, true, 1, 0, 1, false},      {8, true, 1, 0, 12, true},
+      {8, false, 0, 0, 10, true},     {4, false, 0, 4, 3 * 12, true},
       {4, true, 0, 4, 3 * 12, false}, {4, true, 1, 5, 10 * 3, true},
       {8, true, 1, 8, 10 * 2, true}};
   for (const Case &c : cases) {
