@@ -66,20 +66,24 @@ struct SolQuantizePass : sol::impl::SolQuantizeBase<SolQuantizePass> {
         quantize(cast<NormLinearOp>(op), target);
     // The experts take the scheme too, each projection's stacked [E * rows,
     // K] weight as one linear's (rows and groups are per expert either
-    // way); MXFP4 ones keep their format.
+    // way); MXFP4 ones (gpt-oss's checkpoints) and int4 ones (an ONNX
+    // graph's QMoE) keep their format.
     SmallVector<MoeOp> mixtures;
     getOperation().walk([&](MoeOp m) { mixtures.push_back(m); });
-    int64_t mxfp4 = 0;
-    for (MoeOp m : mixtures)
-      if (m.isMxfp4() || m.getExpertQuant() != QuantScheme::None)
-        ++mxfp4;
+    std::map<std::string, int64_t> kept;
+    for (MoeOp m : mixtures) {
+      if (m.isMxfp4())
+        ++kept["MXFP4"];
+      else if (m.getExpertQuant() != QuantScheme::None)
+        ++kept[stringifyQuantScheme(m.getExpertQuant()).str()];
       else
         quantize(m, target);
-    if (mxfp4 > 0)
+    }
+    for (const auto &[format, count] : kept)
       getOperation().emitWarning()
-          << "keeps the expert weights of " << mxfp4
-          << " mixture-of-experts layers in their checkpoint's format "
-          << "(MXFP4); " << scheme.getValue()
+          << "keeps the expert weights of " << count
+          << " mixture-of-experts layers in their checkpoint's format ("
+          << format << "); " << scheme.getValue()
           << " applies to the other linears";
     // Linears a checkpoint brought quantized keep their format: say so once
     // rather than per layer.
