@@ -202,6 +202,21 @@ Value weightOf(PatternRewriter &rewriter, Value v) {
       RankedTensorType::get(type.getShape(), rewriter.getBF16Type()), w);
 }
 
+Value normWeightOf(PatternRewriter &rewriter, Value v) {
+  Value w = storedWeight(rewriter, skipFloatCasts(v));
+  if (!w)
+    return {};
+  auto type = cast<RankedTensorType>(w.getType());
+  Type element = type.getElementType();
+  if (element.isBF16() || element.isF32())
+    return w;
+  if (!isa<FloatType>(element))
+    return {};
+  return rewriter.create<ConvertWeightOp>(
+      w.getLoc(), RankedTensorType::get(type.getShape(), rewriter.getF32Type()),
+      w);
+}
+
 Value floatLinearWeight(OpBuilder &b, LinearOp linear) {
   if (linear.getQuant() == QuantScheme::None)
     return linear.getWeight();

@@ -66,6 +66,12 @@ std::optional<llvm::SmallVector<int64_t>> axesOf(OnnxOp op);
 /// store, a Cast of either), in bf16, or null. Weights of other float types
 /// are converted (sol.convert_weight).
 mlir::Value weightOf(mlir::PatternRewriter &rewriter, mlir::Value v);
+/// The weight of a norm `v` stands for: bf16 and f32 as stored, other
+/// float types converted to f32, so that a norm weight the exporter stored
+/// in f32 or f16 (Gemma's 1 + w) loses nothing on the reference executor
+/// (the CUDA executor rounds norm weights to bf16 when it uploads them);
+/// null when `v` is no float weight.
+mlir::Value normWeightOf(mlir::PatternRewriter &rewriter, mlir::Value v);
 /// The weight `v` stands for as the store holds it (no conversion), or
 /// null.
 mlir::Value storedWeight(mlir::PatternRewriter &rewriter, mlir::Value v);

@@ -26,7 +26,8 @@ def SolRaiseEmbedding : Pass<"sol-raise-embedding", "::mlir::ModuleOp"> {
   let summary = "ONNX Gather of a weight's rows into sol.embedding";
   let description = [{
     `Gather(table, ids)` along axis 0 of a 2-D weight becomes
-    `sol.embedding` of the ids seen as Sol's flat `tensor<?xi32>`.
+    `sol.embedding` of the ids seen as Sol's flat `tensor<?xi32>`; a `Mul`
+    of it by a scalar constant (Gemma's sqrt(hidden_size)) its `scale`.
   }];
   let dependentDialects = ["::sol::SolDialect"];
 }
@@ -86,10 +87,12 @@ def SolRaiseLinear : Pass<"sol-raise-linear", "::mlir::ModuleOp"> {
 }
 
 def SolRaiseSwiglu : Pass<"sol-raise-swiglu", "::mlir::ModuleOp"> {
-  let summary = "silu(gate) * up into sol.swiglu";
+  let summary = "act(gate) * up into sol.swiglu";
   let description = [{
     `Mul(Mul(g, Sigmoid(g)), u)` (any operand order, casts allowed) where
-    `g` and `u` are raised values of one width becomes `sol.swiglu(g, u)`.
+    `g` and `u` are raised values of one width becomes `sol.swiglu(g, u)`;
+    `Mul(Gelu(g), u)` with approximate = "tanh" (or com.microsoft
+    `FastGelu(g)`) the same with `activation = gelu_tanh` (Gemma).
   }];
   let dependentDialects = ["::sol::SolDialect"];
 }

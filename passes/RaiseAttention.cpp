@@ -619,9 +619,12 @@ struct RaiseAttentionOp : OpRewritePattern<OnnxOp> {
       return nearMiss(rewriter, op,
                       "a nonpad_kv_seqlen input (a static cache) is not "
                       "supported");
-    if (auto softcap = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("softcap"));
-        softcap && softcap.getValueAsDouble() != 0.0)
-      return nearMiss(rewriter, op, "softcap is not supported");
+    // softcap > 0: scores capped as softcap · tanh(s / softcap) (Gemma 2).
+    double softcap = 0.0;
+    if (auto attr = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("softcap")))
+      softcap = attr.getValueAsDouble();
+    if (softcap < 0.0)
+      return nearMiss(rewriter, op, "a negative softcap");
     // Outputs 1 and 2 (the presents) may only be graph outputs.
     for (unsigned i = 1; i < op->getNumResults(); ++i)
       for (Operation *user : op->getResult(i).getUsers())
@@ -745,6 +748,65 @@ struct RaiseAttentionOp : OpRewritePattern<OnnxOp> {
   MaskWindowCache &masks;
 };
 
+/// Whether `linear`'s result is read only by `op` (through batch views).
+bool onlyFeeds(LinearOp linear, Operation *op) {
+  for (Operation *user : linear->getUsers()) {
+    auto view = dyn_cast<BatchViewOp>(user);
+    if (user == op)
+      continue;
+    if (!view ||
+        !llvm::all_of(view->getUsers(), [&](Operation *u) { return u == op; }))
+      return false;
+  }
+  return true;
+}
+
+/// Reorders the rows of `linear`'s weight, bias, scales and zero points in
+/// each head of `dim` for a rotation of `rotary` dims, in the row blocks
+/// `blocks` (rows, permuted or kept) that make up its output.
+void permuteProjectionRows(PatternRewriter &rewriter, LinearOp linear,
+                           ArrayRef<std::pair<int64_t, bool>> blocks,
+                           int64_t dim, int64_t rotary) {
+  Location loc = linear.getLoc();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(linear);
+  auto permute = [&](Value v) -> Value {
+    if (!v)
+      return v;
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<Value> parts;
+    int64_t offset = 0;
+    for (auto [rows, rotated] : blocks) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] = rows;
+      auto partType = RankedTensorType::get(shape, type.getElementType());
+      Value part = v;
+      if (blocks.size() > 1)
+        part = rewriter.create<SliceRowsOp>(loc, partType, v,
+                                            rewriter.getI64IntegerAttr(offset),
+                                            rewriter.getI64IntegerAttr(1));
+      if (rotated)
+        part = rewriter.create<PermuteHeadDimsOp>(
+            loc, partType, part, rewriter.getI64IntegerAttr(dim),
+            rewriter.getI64IntegerAttr(rotary));
+      parts.push_back(part);
+      offset += rows;
+    }
+    if (parts.size() == 1)
+      return parts.front();
+    return rewriter.create<ConcatWeightsOp>(loc, type, parts);
+  };
+  rewriter.modifyOpInPlace(linear, [&] {
+    linear.getWeightMutable().assign(permute(linear.getWeight()));
+    if (Value bias = linear.getBias())
+      linear.getBiasMutable().assign(permute(bias));
+    if (Value scales = linear.getWeightScales())
+      linear.getWeightScalesMutable().assign(permute(scales));
+    if (Value zeros = linear.getWeightZeros())
+      linear.getWeightZerosMutable().assign(permute(zeros));
+  });
+}
+
 /// com.microsoft GroupQueryAttention, as onnxruntime-genai's model builder
 /// writes it: Q, K and V as [batch, seq, heads·dim] (or one packed QKV),
 /// the layer's past_key/past_value inputs (present outputs are the cache
@@ -774,9 +836,12 @@ struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
     const int64_t kvHeads = intAttr(op, "kv_num_heads", 0);
     if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
       return nearMiss(rewriter, op, "num_heads / kv_num_heads do not agree");
-    if (auto softcap = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("softcap"));
-        softcap && softcap.getValueAsDouble() != 0.0)
-      return nearMiss(rewriter, op, "softcap is not supported");
+    // softcap > 0: scores capped as softcap · tanh(s / softcap) (Gemma 2).
+    double softcap = 0.0;
+    if (auto attr = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("softcap")))
+      softcap = attr.getValueAsDouble();
+    if (softcap < 0.0)
+      return nearMiss(rewriter, op, "a negative softcap");
     if (intAttr(op, "smooth_softmax", 0) != 0)
       return nearMiss(rewriter, op, "smooth softmax is not supported");
     // head_sink: one logit per head in each head's softmax (gpt-oss).
@@ -882,9 +947,41 @@ struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
     Value tokenSeq = solArgument(op, "token_seq");
     if (!positions || !tokenSeq)
       return nearMiss(rewriter, op, "no Sol arguments");
+    // Partial rotation (caches of fewer than head_dim / 2 columns:
+    // Phi-4-mini's partial_rotary_factor): Sol's rope pairs dims half a
+    // head apart, so the query and key projections' rows are reordered in
+    // each head (sol.permute_head_dims) as the checkpoint importer does;
+    // scores are the same for queries and keys permuted alike.
+    SmallVector<LinearOp, 2> permuted;
+    if (rope && rope.getRotaryDim() != 0 && rope.getRotaryDim() != dim) {
+      if (present(14))
+        return nearMiss(rewriter, op,
+                        "partial rotation with fused q/k norms is not "
+                        "supported");
+      for (Value v :
+           packed ? SmallVector<Value>{q} : SmallVector<Value>{q, k}) {
+        auto linear = v.getDefiningOp<LinearOp>();
+        if (!linear || !onlyFeeds(linear, op))
+          return nearMiss(rewriter, op,
+                          "partial rotation of a query or key that is not a "
+                          "projection read by this op alone");
+        permuted.push_back(linear);
+      }
+    }
 
     rewriter.setInsertionPoint(op);
     Location loc = op.getLoc();
+    for (auto [i, linear] : llvm::enumerate(permuted)) {
+      // Row blocks of the projection: query heads, key heads (packed QKV
+      // also value heads, which keep their order).
+      SmallVector<std::pair<int64_t, bool>> blocks;
+      if (packed)
+        blocks = {
+            {heads * dim, true}, {kvHeads * dim, true}, {kvHeads * dim, false}};
+      else
+        blocks = {{(i == 0 ? heads : kvHeads) * dim, true}};
+      permuteProjectionRows(rewriter, linear, blocks, dim, rope.getRotaryDim());
+    }
     if (packed) {
       auto part = [&](int64_t n) {
         return activationType(getContext(), n * dim);
@@ -899,10 +996,10 @@ struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
       auto eps = dyn_cast_or_null<FloatAttr>(op.getOnnxAttr("qk_norm_epsilon"));
       FloatAttr epsilon =
           rewriter.getF32FloatAttr(eps ? eps.getValueAsDouble() : 1e-6);
-      q = rewriter.create<RmsNormOp>(loc, q.getType(), q,
-                                     weightOf(rewriter, inputs[14]), epsilon);
-      k = rewriter.create<RmsNormOp>(loc, k.getType(), k,
-                                     weightOf(rewriter, inputs[15]), epsilon);
+      q = rewriter.create<RmsNormOp>(
+          loc, q.getType(), q, normWeightOf(rewriter, inputs[14]), epsilon);
+      k = rewriter.create<RmsNormOp>(
+          loc, k.getType(), k, normWeightOf(rewriter, inputs[15]), epsilon);
     }
     if (rope) {
       q = rewriter.create<RopeOp>(loc, q.getType(), q, positions, rope,
@@ -927,7 +1024,7 @@ struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
         rewriter.getF32FloatAttr(float(scale)), rewriter.getBoolAttr(true),
         localWindow > 0 ? rewriter.getI64IntegerAttr(localWindow)
                         : IntegerAttr(),
-        /*softcap=*/FloatAttr());
+        softcap > 0.0 ? rewriter.getF32FloatAttr(float(softcap)) : FloatAttr());
     // The present outputs stay until sol-raise-outputs drops them.
     replaceWithView(rewriter, op, attn);
     return success();

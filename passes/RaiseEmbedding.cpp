@@ -47,6 +47,37 @@ void replaceWithEmbedding(PatternRewriter &rewriter, OnnxOp gather, Value ids,
   replaceWithView(rewriter, gather, embedded, viewShape);
 }
 
+/// Mul(embedding, c) for a scalar constant c (Gemma's sqrt(hidden_size),
+/// as onnxruntime-genai writes it) -> the embedding's scale.
+struct RaiseEmbeddingScale : OpRewritePattern<OnnxOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnnxOp mul,
+                                PatternRewriter &rewriter) const override {
+    if (mul.getOpType() != "Mul" || !mul.getDomain().empty() ||
+        mul.getInputs().size() != 2)
+      return failure();
+    for (int i = 0; i < 2; ++i) {
+      Value viewed = viewedSolValue(skipFloatCasts(mul.getInputs()[i]));
+      auto embedding = viewed ? viewed.getDefiningOp<EmbeddingOp>() : nullptr;
+      std::optional<double> scale = splatValue(mul.getInputs()[1 - i]);
+      if (!embedding || !scale)
+        continue;
+      auto type = dyn_cast<ShapedType>(mul.getInputs()[1 - i].getType());
+      if (!type || type.getNumElements() != 1 || embedding.getScale() ||
+          !embedding->hasOneUse())
+        return nearMiss(rewriter, mul,
+                        "not one scale of an embedding read only by it");
+      rewriter.modifyOpInPlace(embedding, [&] {
+        embedding.setScaleAttr(rewriter.getF32FloatAttr(float(*scale)));
+      });
+      replaceWithView(rewriter, mul, embedding);
+      return success();
+    }
+    return failure();
+  }
+};
+
 /// Gather(table [V, H], ids, axis 0) -> sol.embedding.
 struct RaiseEmbedding : OpRewritePattern<OnnxOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -153,7 +184,9 @@ struct SolRaiseEmbeddingPass
     : sol::impl::SolRaiseEmbeddingBase<SolRaiseEmbeddingPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<RaiseEmbedding, RaiseGatherBlockQuantized>(&getContext());
+    patterns
+        .add<RaiseEmbedding, RaiseEmbeddingScale, RaiseGatherBlockQuantized>(
+            &getContext());
     if (failed(applyRaisePatterns(getOperation(), std::move(patterns),
                                   "sol-raise-embedding")))
       signalPassFailure();

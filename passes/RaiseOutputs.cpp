@@ -25,6 +25,29 @@ using namespace sol;
 
 namespace {
 
+/// `x` and c when `v` is Mul(Tanh(Div(x, c)), c) for one positive scalar
+/// constant c (either Mul operand order, float casts between).
+std::optional<std::pair<Value, double>> logitSoftcap(Value v) {
+  OnnxOp mul = raise::producer(v, "Mul");
+  if (!mul || mul.getInputs().size() != 2)
+    return std::nullopt;
+  for (int i = 0; i < 2; ++i) {
+    OnnxOp tanh =
+        raise::producer(raise::skipFloatCasts(mul.getInputs()[i]), "Tanh");
+    std::optional<double> outer = raise::splatValue(mul.getInputs()[1 - i]);
+    if (!tanh || !outer || !(*outer > 0))
+      continue;
+    OnnxOp div =
+        raise::producer(raise::skipFloatCasts(tanh.getInputs()[0]), "Div");
+    if (!div || div.getInputs().size() != 2)
+      continue;
+    std::optional<double> inner = raise::splatValue(div.getInputs()[1]);
+    if (inner && *inner == *outer)
+      return std::make_pair(raise::skipFloatCasts(div.getInputs()[0]), *outer);
+  }
+  return std::nullopt;
+}
+
 /// The config beside the graph must describe the graph: its sizes against
 /// the raised module's (a config.json of another model, or of another size
 /// of the same family, is a user error worth naming).
@@ -127,8 +150,15 @@ struct SolRaiseOutputsPass
           attn->getResult(0).use_empty() &&
           raise::skipFloatCasts(value) != attn->getResult(0))
         continue;
-      // The logits: the LM head's linear of the final norm.
-      if (Value head = raise::viewedSolValue(raise::skipFloatCasts(value)))
+      // The logits: the LM head's linear of the final norm, soft-capped
+      // as c · tanh(x / c) where the graph does so (Gemma 2).
+      FloatAttr softcap;
+      Value capped = raise::skipFloatCasts(value);
+      if (std::optional<std::pair<Value, double>> cap = logitSoftcap(capped)) {
+        capped = cap->first;
+        softcap = b.getF32FloatAttr(float(cap->second));
+      }
+      if (Value head = raise::viewedSolValue(capped))
         if (auto linear = head.getDefiningOp<LinearOp>();
             linear && !linear.getBias() && !logits)
           if (auto norm = linear.getInput().getDefiningOp<RmsNormOp>()) {
@@ -145,8 +175,7 @@ struct SolRaiseOutputsPass
                   b.getF32Type());
               logits = b.create<LogitsOp>(
                   linear.getLoc(), type, norm.getInput(), norm.getWeight(),
-                  headWeight, logitRows, norm.getEpsilonAttr(),
-                  /*softcap=*/FloatAttr());
+                  headWeight, logitRows, norm.getEpsilonAttr(), softcap);
               results.push_back(logits);
               resultAttrs.push_back(b.getDictionaryAttr({}));
               continue;

@@ -156,7 +156,7 @@ LogicalResult replaceWithNorm(PatternRewriter &rewriter, OnnxOp root, Value x,
   if (!width || *width % group != 0)
     return nearMiss(rewriter, root, "cannot tell the row width");
   rewriter.setInsertionPoint(root);
-  Value weight = weightOf(rewriter, w);
+  Value weight = normWeightOf(rewriter, w);
   Value normed = rewriter.create<RmsNormOp>(
       root.getLoc(), activationType(root.getContext(), *width),
       tokenMajor(rewriter, input, *width), weight,
@@ -263,7 +263,7 @@ struct RaiseSkipSimplifiedLayerNorm : OpRewritePattern<OnnxOp> {
     rewriter.setInsertionPoint(op);
     Value sum = rewriter.create<AddOp>(op.getLoc(), a, b);
     Value normed = rewriter.create<RmsNormOp>(
-        op.getLoc(), sum.getType(), sum, weightOf(rewriter, inputs[2]),
+        op.getLoc(), sum.getType(), sum, normWeightOf(rewriter, inputs[2]),
         rewriter.getF32FloatAttr(float(epsilon)));
     if (op->getNumResults() > 3 && !op->getResult(3).use_empty()) {
       Type type = op->getResult(3).getType();

@@ -174,9 +174,14 @@ std::vector<RopeParameters> ropeCandidates(ArrayRef<double> invFreq,
 std::optional<RopeAttr>
 fitRope(MLIRContext *ctx, ArrayRef<double> invFreq, int64_t dim, RopeAttr hint,
         llvm::function_ref<bool(const RopeTable &)> matches,
-        double scaling = 1.0) {
-  std::vector<RopeParameters> candidates = ropeCandidates(invFreq, dim, hint);
+        double scaling = 1.0, int64_t rotary = 0) {
+  // Candidates fitted from the numbers rotate `rotary` dims of a head of
+  // `dim` (all when 0); the hint says its own.
+  std::vector<RopeParameters> candidates =
+      ropeCandidates(invFreq, rotary ? rotary : dim, hint);
   for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!(hint && i == 0))
+      candidates[i].rotaryDim = rotary;
     try {
       RopeTable table = RopeTable::compute(candidates[i], dim);
       if (std::fabs(table.attentionScaling - scaling) < 1e-3 * scaling &&
@@ -252,10 +257,51 @@ std::optional<RopeAttr> ropeFromTables(Operation *at, Value cos, Value sin,
 
 } // namespace
 
-std::optional<RopeAttr> sol::raise::ropeFromCaches(Operation *at, Value cos,
-                                                   Value sin, int64_t dim,
-                                                   const WeightStore *store,
-                                                   std::string &why) {
+namespace {
+
+/// A cos/sin cache pair read whole: row p holds cos and sin of p·inv_freq
+/// (the rotated pairs' frequencies), times one scaling.
+struct CacheTables {
+  EvalTensor cos, sin;
+  int64_t rows = 0, cols = 0;
+  /// Row 0's cosines: yarn's and longrope's attention factor, else 1.
+  double scaling = 1.0;
+  /// Each pair's frequency, fitted from the rows.
+  SmallVector<double> invFreq;
+  /// How far an entry may be from cos or sin: the table type's precision.
+  double tolerance = 2e-5;
+
+  double at(const EvalTensor &t, int64_t p, int64_t i) const {
+    return t.data[p * cols + i];
+  }
+
+  /// Whether every row holds scaling times cos and sin of p·freq[i].
+  bool matches(ArrayRef<float> freq) const {
+    // cos(p·f) and sin(p·f) with p·f rounded to float32 as exporters
+    // compute, and f itself allowed two float32 ulps of difference from
+    // Sol's (the exporter's float32 arithmetic for llama3's blend or
+    // theta's powers need not round as Sol's does): p·f may then differ by
+    // p·f·2.4e-7.
+    const int64_t stride = std::max<int64_t>(1, rows * cols / 1000000);
+    for (int64_t p = 0; p < rows; p += stride)
+      for (int64_t i = 0; i < cols; ++i) {
+        const double angle = float(p) * freq[i];
+        const double allowed =
+            (tolerance + std::fabs(angle) * 2.4e-7) * scaling;
+        if (std::fabs(at(cos, p, i) - scaling * std::cos(angle)) > allowed ||
+            std::fabs(at(sin, p, i) - scaling * std::sin(angle)) > allowed)
+          return false;
+      }
+    return true;
+  }
+};
+
+/// Reads the caches `cos` and `sin` ([positions, cols] for cols <= `half`)
+/// and fits their frequencies and scaling; nullopt with `why` set when
+/// they are not such tables.
+std::optional<CacheTables> readCaches(Value cos, Value sin, int64_t half,
+                                      const WeightStore *store,
+                                      std::string &why) {
   OnnxEvaluator eval;
   eval.setWeightStore(store);
   std::optional<EvalTensor> c = eval.evaluate(cos), s = eval.evaluate(sin);
@@ -263,67 +309,187 @@ std::optional<RopeAttr> sol::raise::ropeFromCaches(Operation *at, Value cos,
     why = "cannot read the cos/sin caches: " + eval.reason();
     return std::nullopt;
   }
-  const int64_t half = dim / 2;
-  if (c->shape.size() != 2 || c->shape != s->shape || c->shape[1] != half ||
-      c->shape[0] < 2) {
-    why = "the cos/sin caches are not [positions, head_dim / 2] tables";
+  if (c->shape.size() != 2 || c->shape != s->shape || c->shape[1] > half ||
+      c->shape[1] < 1 || c->shape[0] < 2) {
+    why = "the cos/sin caches are not [positions, rotary dims / 2] tables "
+          "(at most head_dim / 2)";
     return std::nullopt;
   }
-  const int64_t rows = c->shape[0];
-  auto at2 = [&](const EvalTensor &t, int64_t p, int64_t i) {
-    return t.data[p * half + i];
-  };
-  // Row 0 holds cos 0 and sin 0 times the tables' scaling (yarn's
-  // attention factor; 1 for most ropes).
+  CacheTables t;
+  t.cos = std::move(*c);
+  t.sin = std::move(*s);
+  t.rows = t.cos.shape[0];
+  t.cols = t.cos.shape[1];
   double scaling = 0;
-  for (int64_t i = 0; i < half; ++i)
-    scaling += at2(*c, 0, i) / double(half);
-  for (int64_t i = 0; i < half; ++i)
-    if (std::fabs(at2(*c, 0, i) - scaling) > 1e-3 * std::fabs(scaling) ||
-        std::fabs(at2(*s, 0, i)) > 1e-3 * std::fabs(scaling) ||
+  for (int64_t i = 0; i < t.cols; ++i)
+    scaling += t.at(t.cos, 0, i) / double(t.cols);
+  for (int64_t i = 0; i < t.cols; ++i)
+    if (std::fabs(t.at(t.cos, 0, i) - scaling) > 1e-3 * std::fabs(scaling) ||
+        std::fabs(t.at(t.sin, 0, i)) > 1e-3 * std::fabs(scaling) ||
         !(scaling > 0)) {
       why = "the cos/sin caches' row 0 is not cos 0 and sin 0";
       return std::nullopt;
     }
-  if (std::fabs(scaling - 1.0) < 1e-3)
-    scaling = 1.0;
+  t.scaling = std::fabs(scaling - 1.0) < 1e-3 ? 1.0 : scaling;
   // Each angle from row 1, refined on rows 2, 4, 8...: a row p pins the
   // frequency to a p-th of the table's rounding error.
-  SmallVector<double> invFreq(half);
-  for (int64_t i = 0; i < half; ++i) {
-    double f = std::atan2(at2(*s, 1, i), at2(*c, 1, i));
-    for (int64_t p = 2; p < rows; p *= 2) {
-      const double a = std::atan2(at2(*s, p, i), at2(*c, p, i));
+  t.invFreq.resize(t.cols);
+  for (int64_t i = 0; i < t.cols; ++i) {
+    double f = std::atan2(t.at(t.sin, 1, i), t.at(t.cos, 1, i));
+    for (int64_t p = 2; p < t.rows; p *= 2) {
+      const double a = std::atan2(t.at(t.sin, p, i), t.at(t.cos, p, i));
       const double turns = std::round((double(p) * f - a) / (2.0 * M_PI));
       f = (a + 2.0 * M_PI * turns) / double(p);
     }
-    invFreq[i] = f;
+    t.invFreq[i] = f;
   }
-  // The tables are checked whole, to the precision their type holds:
-  // cos(p·f) and sin(p·f) with p·f rounded to float32 as exporters compute,
-  // and f itself allowed two float32 ulps of difference from Sol's (the
-  // exporter's float32 arithmetic for llama3's blend or theta's powers need
-  // not round as Sol's does): p·f may then differ by p·f·2.4e-7.
   Type element = getElementTypeOrSelf(cos.getType());
-  const double tolerance = element.isF32() || element.isF64() ? 2e-5
-                           : element.isF16()                  ? 2e-3
-                                                              : 1e-2;
-  const int64_t stride = std::max<int64_t>(1, rows * half / 1000000);
-  auto matches = [&](ArrayRef<float> freq) {
-    for (int64_t p = 0; p < rows; p += stride)
-      for (int64_t i = 0; i < half; ++i) {
-        const double angle = float(p) * freq[i];
-        const double allowed =
-            (tolerance + std::fabs(angle) * 2.4e-7) * scaling;
-        if (std::fabs(at2(*c, p, i) - scaling * std::cos(angle)) > allowed ||
-            std::fabs(at2(*s, p, i) - scaling * std::sin(angle)) > allowed)
-          return false;
-      }
-    return true;
+  t.tolerance = element.isF32() || element.isF64() ? 2e-5
+                : element.isF16()                  ? 2e-3
+                                                   : 1e-2;
+  return t;
+}
+
+/// The divisor of theta's frequency each fitted pair has (rotating
+/// `rotary` dims), for the longrope form of fitted frequencies.
+std::vector<double> divisors(ArrayRef<double> invFreq, double theta,
+                             int64_t rotary) {
+  std::vector<double> out;
+  for (size_t i = 0; i < invFreq.size(); ++i)
+    out.push_back(std::pow(theta, -2.0 * double(i) / double(rotary)) /
+                  invFreq[i]);
+  return out;
+}
+
+/// onnxruntime-genai's longrope caches: an If (imported with its branches'
+/// constants as operands, `then_outputs` of each) on the total length
+/// choosing the long factors' caches (then) or the short ones'. The If op
+/// when `cos` and `sin` are its outputs k and k + 1... of one such op.
+OnnxOp constantChoice(Value cos, Value sin) {
+  auto op = skipFloatCasts(cos).getDefiningOp<OnnxOp>();
+  if (!op || op.getOpType() != "If" || !op.getDomain().empty() ||
+      !op.getOnnxAttr("then_outputs") ||
+      skipFloatCasts(sin).getDefiningOp<OnnxOp>() != op)
+    return {};
+  return op;
+}
+
+/// The longrope of a constantChoice `choice` whose outputs `cosAt` and
+/// `sinAt` are the caches: the long factors from the then branch's tables,
+/// the short ones from the else branch's, the switch where the condition
+/// turns true (evaluated for decode steps of growing total length).
+std::optional<RopeAttr> ropeFromChoice(Operation *at, OnnxOp choice,
+                                       unsigned cosAt, unsigned sinAt,
+                                       int64_t dim, const WeightStore *store,
+                                       std::string &why) {
+  const int64_t n = intAttr(choice, "then_outputs", 0);
+  auto inputs = choice.getInputs();
+  if (n <= 0 || int64_t(inputs.size()) != 1 + 2 * n) {
+    why = "a malformed If of constants";
+    return std::nullopt;
+  }
+  std::optional<CacheTables> longer =
+      readCaches(inputs[1 + cosAt], inputs[1 + sinAt], dim / 2, store, why);
+  if (!longer)
+    return std::nullopt;
+  std::optional<CacheTables> shorter = readCaches(
+      inputs[1 + n + cosAt], inputs[1 + n + sinAt], dim / 2, store, why);
+  if (!shorter)
+    return std::nullopt;
+  if (longer->cols != shorter->cols ||
+      std::fabs(longer->scaling - shorter->scaling) > 1e-3 * shorter->scaling) {
+    why = "the If's long and short rope caches rotate different dims or "
+          "have different scalings";
+    return std::nullopt;
+  }
+  // The smallest total length the condition takes the long caches for.
+  auto fn = at->getParentOfType<func::FuncOp>();
+  auto longFor = [&](int64_t total) -> std::optional<bool> {
+    OnnxEvaluator eval;
+    if (!bindStep(eval, fn, total - 1, {total - 1}))
+      return std::nullopt;
+    std::optional<EvalTensor> v = eval.evaluate(inputs[0]);
+    if (!v || v->shapeOnly || v->size() != 1)
+      return std::nullopt;
+    return v->data[0] != 0;
   };
+  int64_t lo = 1, hi = longer->rows;
+  std::optional<bool> first = longFor(lo), last = longFor(hi);
+  if (!first || !last || *first || !*last) {
+    why = "the If's condition is not 'total length above a bound' for "
+          "lengths 1.." +
+          std::to_string(hi);
+    return std::nullopt;
+  }
+  while (hi - lo > 1) {
+    const int64_t mid = (lo + hi) / 2;
+    std::optional<bool> v = longFor(mid);
+    if (!v) {
+      why = "cannot evaluate the If's condition";
+      return std::nullopt;
+    }
+    (*v ? hi : lo) = mid;
+  }
+  // A step of total length `hi` (last position hi - 1) takes the long
+  // factors: Sol's longrope switches at position hi - 1.
+  const int64_t from = hi - 1;
+  if (shorter->rows < from) {
+    why = "the short rope caches end before the If switches to the long ones";
+    return std::nullopt;
+  }
+  const int64_t rotary = 2 * shorter->cols;
+  auto consistent = [&](const RopeParameters &p) {
+    try {
+      RopeTable t = RopeTable::compute(p, dim);
+      return t.longFrom == from &&
+             std::fabs(t.attentionScaling - shorter->scaling) <
+                 1e-3 * shorter->scaling &&
+             shorter->matches(t.invFreq) && longer->matches(t.longInvFreq);
+    } catch (const std::exception &) {
+      return false;
+    }
+  };
+  // config.json's longrope when it is the one; else the fitted frequencies.
+  if (RopeAttr hint = ropeHint(at);
+      hint && hint.getKind() == RopeScalingKind::LongRope &&
+      consistent(ropeParameters(hint)))
+    return hint;
+  RopeParameters p;
+  p.scaling = RopeScaling::LongRope;
+  p.theta = 10000.0;
+  p.factor = 1.0;
+  p.originalMaxPosition = from;
+  p.attentionFactor = shorter->scaling;
+  p.rotaryDim = rotary < dim ? rotary : 0;
+  p.shortFactor = divisors(shorter->invFreq, p.theta, rotary);
+  p.longFactor = divisors(longer->invFreq, p.theta, rotary);
+  if (llvm::all_of(shorter->invFreq, [](double f) { return f > 0; }) &&
+      llvm::all_of(longer->invFreq, [](double f) { return f > 0; }) &&
+      consistent(p))
+    return ropeAttr(at->getContext(), p);
+  why = "the If's rope caches are not cos and sin of position x inv_freq";
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<RopeAttr> sol::raise::ropeFromCaches(Operation *at, Value cos,
+                                                   Value sin, int64_t dim,
+                                                   const WeightStore *store,
+                                                   std::string &why) {
+  if (OnnxOp choice = constantChoice(cos, sin))
+    return ropeFromChoice(
+        at, choice, cast<OpResult>(skipFloatCasts(cos)).getResultNumber(),
+        cast<OpResult>(skipFloatCasts(sin)).getResultNumber(), dim, store, why);
+  std::optional<CacheTables> t = readCaches(cos, sin, dim / 2, store, why);
+  if (!t)
+    return std::nullopt;
+  // Fewer columns than half a head: partial rotation of the first dims.
+  const int64_t rotary = 2 * t->cols < dim ? 2 * t->cols : 0;
   std::optional<RopeAttr> rope = fitRope(
-      at->getContext(), invFreq, dim, ropeHint(at),
-      [&](const RopeTable &t) { return matches(t.invFreq); }, scaling);
+      at->getContext(), t->invFreq, dim, ropeHint(at),
+      [&](const RopeTable &table) { return t->matches(table.invFreq); },
+      t->scaling, rotary);
   if (rope)
     return rope;
   // No named scaling fits (yarn without a config.json beside the graph):
@@ -334,16 +500,15 @@ std::optional<RopeAttr> sol::raise::ropeFromCaches(Operation *at, Value cos,
   p.scaling = RopeScaling::LongRope;
   p.theta = 10000.0;
   p.factor = 1.0;
-  p.originalMaxPosition = rows;
-  p.attentionFactor = scaling;
-  for (int64_t i = 0; i < half; ++i)
-    p.shortFactor.push_back(std::pow(p.theta, -2.0 * double(i) / double(dim)) /
-                            invFreq[i]);
+  p.originalMaxPosition = t->rows;
+  p.attentionFactor = t->scaling;
+  p.rotaryDim = rotary;
+  p.shortFactor = divisors(t->invFreq, p.theta, rotary ? rotary : dim);
   p.longFactor = p.shortFactor;
   try {
     RopeTable table = RopeTable::compute(p, dim);
-    if (llvm::all_of(invFreq, [](double f) { return f > 0; }) &&
-        matches(table.invFreq))
+    if (llvm::all_of(t->invFreq, [](double f) { return f > 0; }) &&
+        t->matches(table.invFreq))
       return ropeAttr(at->getContext(), p);
   } catch (const std::exception &) {
   }

@@ -1,8 +1,10 @@
 //===- RaiseSwiglu.cpp - sol-raise-swiglu ---------------------------------===//
 //
-// The gated MLP's activation, silu(gate) * up. ONNX has no SiLU, so
-// exporters write it as Mul(g, Sigmoid(g)) (either operand order). Raised
-// once the gate and up projections are Sol linears.
+// The gated MLP's activation, act(gate) * up. ONNX has no SiLU, so
+// exporters write silu as Mul(g, Sigmoid(g)) (either operand order);
+// Gemma's gelu_tanh is opset 20's Gelu(approximate = "tanh") or
+// com.microsoft FastGelu. Raised once the gate and up projections are Sol
+// linears.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/OnnxMatch.h"
@@ -34,7 +36,27 @@ Value siluInput(Value v) {
   return {};
 }
 
-/// silu(gate) * up -> sol.swiglu(gate, up), both raised values.
+/// The g of gelu_tanh(g): opset 20's Gelu with approximate = "tanh"
+/// (onnxruntime-genai's FastGelu for gelu_pytorch_tanh) or com.microsoft
+/// FastGelu without a bias; null otherwise.
+Value geluTanhInput(Value v) {
+  auto op = skipFloatCasts(v).getDefiningOp<OnnxOp>();
+  if (!op || op.getInputs().empty())
+    return {};
+  if (op.getOpType() == "Gelu" && op.getDomain().empty()) {
+    auto approximate =
+        dyn_cast_or_null<StringAttr>(op.getOnnxAttr("approximate"));
+    if (approximate && approximate.getValue() == "tanh")
+      return skipFloatCasts(op.getInputs()[0]);
+  }
+  if (op.getOpType() == "FastGelu" && op.getDomain() == "com.microsoft" &&
+      (op.getInputs().size() < 2 || isa<NoneType>(op.getInputs()[1].getType())))
+    return skipFloatCasts(op.getInputs()[0]);
+  return {};
+}
+
+/// act(gate) * up -> sol.swiglu(gate, up), both raised values: silu, or
+/// gelu_tanh (Gemma's gated MLP).
 struct RaiseSwiglu : OpRewritePattern<OnnxOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -43,7 +65,10 @@ struct RaiseSwiglu : OpRewritePattern<OnnxOp> {
     if (mul.getOpType() != "Mul" || !mul.getDomain().empty())
       return failure();
     for (int i = 0; i < 2; ++i) {
+      GateActivation act = GateActivation::Silu;
       Value gate = siluInput(mul.getInputs()[i]);
+      if (!gate && (gate = geluTanhInput(mul.getInputs()[i])))
+        act = GateActivation::GeluTanh;
       if (!gate)
         continue;
       Value g = viewedSolValue(gate);
@@ -52,8 +77,10 @@ struct RaiseSwiglu : OpRewritePattern<OnnxOp> {
         return nearMiss(rewriter, mul,
                         "gate and up are not raised values of one width");
       rewriter.setInsertionPoint(mul);
-      Value act = rewriter.create<SwigluOp>(mul.getLoc(), g.getType(), g, u);
-      replaceWithView(rewriter, mul, act);
+      Value gated = rewriter.create<SwigluOp>(
+          mul.getLoc(), g.getType(), g, u,
+          GateActivationAttr::get(rewriter.getContext(), act));
+      replaceWithView(rewriter, mul, gated);
       return success();
     }
     return failure();

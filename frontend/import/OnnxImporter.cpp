@@ -125,6 +125,8 @@ private:
   void addInitializer(const onnx::Tensor &t);
   bool isCacheBranchIf(const onnx::Node &node) const;
   void inlineBranch(const onnx::Node &node, const onnx::Graph &branch);
+  bool isConstantChoiceIf(const onnx::Node &node) const;
+  void importConstantChoice(const onnx::Node &node);
 
   MLIRContext &ctx;
   const onnx::Model &model;
@@ -372,9 +374,88 @@ void GraphImporter::inlineBranch(const onnx::Node &node,
   }
 }
 
+/// An If whose branches only hold constants (onnxruntime-genai's choice of
+/// the long or the short rope caches of a longrope model by the total
+/// length): both branches' values are imported, and the If becomes a
+/// sol.onnx "If" of the condition, the then values and the else values
+/// (`then_outputs` of each), for the raise patterns to read.
+bool GraphImporter::isConstantChoiceIf(const onnx::Node &node) const {
+  if (node.opType != "If" || !node.domain.empty() || node.inputs.size() != 1)
+    return false;
+  for (const char *name : {"then_branch", "else_branch"}) {
+    const onnx::Attribute *a = node.attribute(name);
+    if (!a || a->type != onnx::Attribute::Type::Graph || !a->g)
+      return false;
+    const onnx::Graph &branch = *a->g;
+    if (branch.outputs.size() != node.outputs.size() ||
+        !branch.inputs.empty() || branch.sparseInitializerCount > 0)
+      return false;
+    for (const onnx::Node &inner : branch.nodes)
+      if (inner.opType != "Constant" || !inner.domain.empty())
+        return false;
+  }
+  return true;
+}
+
+void GraphImporter::importConstantChoice(const onnx::Node &node) {
+  SmallVector<Value> inputs{lookup(node, node.inputs[0])};
+  SmallVector<Value> branchValues[2];
+  static const char *const names[] = {"then_branch", "else_branch"};
+  for (int i = 0; i < 2; ++i) {
+    const onnx::Graph &branch = *node.attribute(names[i])->g;
+    for (const onnx::Tensor &t : branch.initializers) {
+      if (initializers.count(t.name) || values.count(t.name))
+        failAt(node, "its branch '" + branch.name + "' redefines '" + t.name +
+                         "', a name the enclosing graph already has, which "
+                         "Sol does not scope");
+      addInitializer(t);
+    }
+    for (const onnx::Node &inner : branch.nodes) {
+      if (values.count(inner.outputs[0]))
+        failAt(node, "its branch '" + branch.name + "' redefines '" +
+                         inner.outputs[0] +
+                         "', a name the enclosing graph already has, which "
+                         "Sol does not scope");
+      importNode(inner);
+    }
+    for (const onnx::ValueInfo &out : branch.outputs)
+      branchValues[i].push_back(lookup(node, out.name));
+  }
+  inputs.append(branchValues[0]);
+  inputs.append(branchValues[1]);
+  // Each output has the type both branches agree on (a dimension they
+  // differ in is dynamic: caches of different lengths).
+  SmallVector<Type> types;
+  for (auto [a, b2] : llvm::zip(branchValues[0], branchValues[1])) {
+    auto ta = dyn_cast<RankedTensorType>(a.getType());
+    auto tb = dyn_cast<RankedTensorType>(b2.getType());
+    if (!ta || !tb || ta.getElementType() != tb.getElementType() ||
+        ta.getRank() != tb.getRank())
+      failAt(node, "its branches give values of different types");
+    SmallVector<int64_t> dims;
+    for (auto [x, y] : llvm::zip(ta.getShape(), tb.getShape()))
+      dims.push_back(x == y ? x : ShapedType::kDynamic);
+    types.push_back(RankedTensorType::get(dims, ta.getElementType()));
+  }
+  SmallVector<NamedAttribute> attrs{
+      b.getNamedAttr("op_type", b.getStringAttr("If")),
+      b.getNamedAttr("then_outputs",
+                     b.getI64IntegerAttr(int64_t(node.outputs.size())))};
+  auto op = b.create<OnnxOp>(
+      NameLoc::get(b.getStringAttr(node.name.empty() ? "If" : node.name)),
+      types, inputs, attrs);
+  for (auto [i, output] : llvm::enumerate(node.outputs))
+    if (!output.empty())
+      values[output] = op.getResult(i);
+}
+
 void GraphImporter::importNode(const onnx::Node &node) {
   if (node.opType == "Constant" && node.domain.empty()) {
     values[node.outputs[0]] = constant(node);
+    return;
+  }
+  if (isConstantChoiceIf(node)) {
+    importConstantChoice(node);
     return;
   }
   if (isCacheBranchIf(node)) {

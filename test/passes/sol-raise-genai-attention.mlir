@@ -39,10 +39,9 @@ func.func @packed(%tok: tensor<?xi32> {sol.name = "tokens"}, %pos: tensor<?xi32>
 
 // -----
 
-// A near miss: softcap is not Sol's attention.
-// CHECK: reason = "softcap is not supported"
+// softcap (Gemma 2's attention-logit soft-capping) is the attention's.
 // CHECK-LABEL: func.func @softcap
-// CHECK: sol.onnx "GroupQueryAttention"
+// CHECK: sol.attention {{.*}}softcap = 3.000000e+01 : f32
 
 module attributes {sol.onnx_source = {architecture = "LlamaForCausalLM"}} {
 func.func @softcap(%tok: tensor<?xi32> {sol.name = "tokens"}, %pos: tensor<?xi32> {sol.name = "positions"}, %seq: tensor<?xi32> {sol.name = "token_seq"}, %rows: tensor<?xi32> {sol.name = "logit_rows"},

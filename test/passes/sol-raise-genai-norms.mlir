@@ -6,7 +6,7 @@
 // (output 3) and its norm (output 0).
 
 // CHECK-LABEL: func.func @norms
-// CHECK: %[[N0:.*]] = sol.rms_norm %arg0, {{.*}} {epsilon = 9.99999997E-7 : f32} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+// CHECK: %[[N0:.*]] = sol.rms_norm %arg0, {{.*}} {epsilon = 9.99999997E-7 : f32} : (tensor<?x64xbf16>, tensor<64xf32>) -> tensor<?x64xbf16>
 // CHECK: %[[V0:.*]] = sol.batch_view %[[N0]]
 // CHECK: %[[SUM:.*]] = sol.add %arg0, %arg1 : tensor<?x64xbf16>
 // CHECK: %[[N1:.*]] = sol.rms_norm %[[SUM]], {{.*}} {epsilon = 9.99999997E-7 : f32}
