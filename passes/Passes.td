@@ -63,9 +63,10 @@ def SolRaiseRmsNorm : Pass<"sol-raise-rms-norm", "::mlir::ModuleOp"> {
     Mul(x, Reciprocal(s)); float casts anywhere in between) becomes
     `sol.rms_norm(x, w, eps)`. A norm over the last axis of a value whose
     heads a Reshape split off (Qwen3's q/k norm) becomes the per-group norm
-    of the unsplit rows. Not raised: another exponent, a mean over another
-    axis or without keepdims, an epsilon outside (0, 1e-2], a norm whose
-    divided value differs from the squared one.
+    of the unsplit rows. A weight stored in f32 or f16 is kept in f32
+    (Gemma's 1 + w, which bf16 would round). Not raised: another exponent,
+    a mean over another axis or without keepdims, an epsilon outside
+    (0, 1e-2], a norm whose divided value differs from the squared one.
   }];
   let dependentDialects = ["::sol::SolDialect"];
 }

@@ -748,17 +748,19 @@ struct RaiseAttentionOp : OpRewritePattern<OnnxOp> {
   MaskWindowCache &masks;
 };
 
-/// Whether `linear`'s result is read only by `op` (through batch views).
-bool onlyFeeds(LinearOp linear, Operation *op) {
-  for (Operation *user : linear->getUsers()) {
-    auto view = dyn_cast<BatchViewOp>(user);
+/// Whether `value` is read only by `op`, through batch views and float
+/// casts.
+bool onlyFeeds(Value value, Operation *op) {
+  return llvm::all_of(value.getUsers(), [&](Operation *user) {
     if (user == op)
-      continue;
-    if (!view ||
-        !llvm::all_of(view->getUsers(), [&](Operation *u) { return u == op; }))
-      return false;
-  }
-  return true;
+      return true;
+    if (isa<BatchViewOp>(user))
+      return onlyFeeds(user->getResult(0), op);
+    auto cast = dyn_cast<OnnxOp>(user);
+    return cast && cast.getOpType() == "Cast" && cast.getDomain().empty() &&
+           isa<FloatType>(getElementTypeOrSelf(cast->getResult(0).getType())) &&
+           onlyFeeds(cast->getResult(0), op);
+  });
 }
 
 /// Reorders the rows of `linear`'s weight, bias, scales and zero points in
@@ -961,7 +963,7 @@ struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
       for (Value v :
            packed ? SmallVector<Value>{q} : SmallVector<Value>{q, k}) {
         auto linear = v.getDefiningOp<LinearOp>();
-        if (!linear || !onlyFeeds(linear, op))
+        if (!linear || !onlyFeeds(linear.getResult(), op))
           return nearMiss(rewriter, op,
                           "partial rotation of a query or key that is not a "
                           "projection read by this op alone");
