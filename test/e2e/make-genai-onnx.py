@@ -276,6 +276,7 @@ class Writer:
         self.length = g.node("Cast", f"{sub}/Gather/Cast", [self.length64], to=INT32)
         self.residual, self.skip = None, None
         self.tied = set()
+        self.int4 = False
         # Gemma's norms multiply by 1 + w; the builder stores the sum.
         self.norm_offset = 0.0
 
@@ -286,10 +287,31 @@ class Writer:
     def tensor(self, name):
         return self.w[name][1]
 
-    def matmul(self, name, x, hf_weight, rows, cols, weight_name):
-        """MatMul by the transposed [rows, cols] HF weight, [cols, rows] stored."""
-        w = self.weight(weight_name, [cols, rows], transposed(hf_weight, rows, cols))
-        return self.g.node("MatMul", f"{name}/MatMul", [x, w])
+    def matmul(self, name, x, hf_weight, rows, cols, weight_name, quantize=True):
+        """MatMul by the transposed [rows, cols] HF weight, [cols, rows]
+        stored; with --linears int4 (and `quantize`), MatMulNBits of its
+        symmetric 4-bit blocks of 32 along the inputs (scale max|w| / 7,
+        codes q + 8), as the builder's int4 CPU export writes them."""
+        if not (self.int4 and quantize):
+            w = self.weight(weight_name, [cols, rows], transposed(hf_weight, rows, cols))
+            return self.g.node("MatMul", f"{name}/MatMul", [x, w])
+        base = weight_name[:-len(".weight")] if weight_name.endswith(".weight") else weight_name
+        codes, scales = [], []
+        for r in range(rows):
+            row = hf_weight[r * cols:(r + 1) * cols]
+            q = []
+            for b in range(0, cols, 32):
+                part = row[b:b + 32]
+                scale = f32(max(abs(v) for v in part) / 7.0) or 1.0
+                scales.append(scale)
+                q += [max(-8, min(7, round(v / scale))) + 8 for v in part]
+            codes += [q[i] | q[i + 1] << 4 for i in range(0, cols, 2)]
+        self.g.initializer(tensor(base + ".weight_Q4", [rows, cols // 32, 16], UINT8, bytes(codes)))
+        self.weight(base + ".weight_scales", [rows * cols // 32], scales)
+        return self.g.node("MatMulNBits", f"{name}/MatMul_Q4",
+                           [x, base + ".weight_Q4", base + ".weight_scales"],
+                           [f"{name}/MatMul/output_0"], domain="com.microsoft",
+                           K=cols, N=rows, bits=4, block_size=32, accuracy_level=4)
 
     def norm(self, location, hf_name, last=False):
         """The norm before a block: Simplified for the first, else Skip with
@@ -603,6 +625,8 @@ def main():
                     help="gpt-oss: swiglu_fusion")
     ap.add_argument("--provider", choices=("cpu", "cuda"), default="cpu",
                     help="the provider genai_config.json names")
+    ap.add_argument("--linears", choices=("float", "int4"), default="float",
+                    help="Phi-3, Gemma: the layers' MatMuls as MatMulNBits (int4)")
     args = ap.parse_args()
 
     config = json.loads((args.checkpoint / "config.json").read_text())
@@ -612,6 +636,7 @@ def main():
     if arch not in writers:
         raise SystemExit(f"{arch}: only {', '.join(writers)} checkpoints are written")
     wr = Writer(config, read_checkpoint(args.checkpoint))
+    wr.int4 = args.linears == "int4" and arch != "GptOssForCausalLM"
     writers[arch](wr, args)
     g = wr.g
 
