@@ -497,14 +497,21 @@ def write_phi3(wr, args):
     H, I = wr.H, c["intermediate_size"]
     rope = c["rope_parameters"]
     rotary = int(c.get("partial_rotary_factor", 1.0) * wr.HD)
-    original = c["original_max_position_embeddings"]
-    # longrope's attention factor, the same for both caches (make_mscale_su).
-    factor = wr.context / original
-    scaling = math.sqrt(1 + math.log(factor) / math.log(original)) if factor > 1 else 1.0
 
     def inv_freq(divisors):
         return [f32(1.0 / (d * rope["rope_theta"] ** (2 * i / rotary)))
                 for i, d in enumerate(divisors)]
+
+    if rope.get("rope_type", "default") != "longrope":
+        # Phi3MiniModel (Phi-3-mini-4k): one pair of caches.
+        cos, sin = rope_caches(inv_freq([1.0] * (rotary // 2)), wr.context, 1.0)
+        wr.weight("cos_cache", [wr.context, rotary // 2], cos)
+        wr.weight("sin_cache", [wr.context, rotary // 2], sin)
+        return write_phi3_layers(wr)
+    original = c["original_max_position_embeddings"]
+    # longrope's attention factor, the same for both caches (make_mscale_su).
+    factor = wr.context / original
+    scaling = math.sqrt(1 + math.log(factor) / math.log(original)) if factor > 1 else 1.0
 
     # The If on total length > original_max_position_embeddings choosing the
     # long factors' caches (then) or the short ones' (else).
@@ -523,7 +530,12 @@ def write_phi3(wr, args):
                     [wr.length64, g.constant([original], scalar=True)])
     g.node("If", "/model/rope_caches_subgraph/If", [longer], ["cos_cache", "sin_cache"],
            then_branch=caches["large"], else_branch=caches["small"])
+    write_phi3_layers(wr)
 
+
+def write_phi3_layers(wr):
+    c, g = wr.config, wr.g
+    H, I = wr.H, c["intermediate_size"]
     wr.embedding()
     window = c.get("sliding_window") or -1
     for layer in range(wr.layers):
