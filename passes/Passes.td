@@ -43,8 +43,8 @@ def SolRaiseMoe : Pass<"sol-raise-moe", "::mlir::ModuleOp"> {
     1 and `swiglu_limit`; `silu` with fc3) map to its attributes; fc1 holds
     gate and up interleaved (`swiglu_fusion` 1), or fc1 and fc3 hold them
     (0). QMoE's 4-bit codes in blocks of a multiple of 32 become Sol's int4
-    experts (zero point 8 unless given), other codes are dequantized to bf16
-    with a note. Refused by name: `swiglu_fusion` 2, `use_sparse_mixer`,
+    experts (zero point 8 unless given) when every projection's codes are
+    so; otherwise all are dequantized to bf16 with a note. Refused by name: `swiglu_fusion` 2, `use_sparse_mixer`,
     `router_weights`, FP4 `quant_type`s, CUTLASS-prepacked weights (the
     attribute, or a graph whose genai_config.json names the CUDA provider),
     activations that are not gated, and biases on some but not all of the

@@ -931,12 +931,20 @@ struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
         return nearMiss(rewriter, op, "interleaved rotation (not rotate-half)");
       if (!present(7) || !present(8))
         return nearMiss(rewriter, op, "do_rotary without cos/sin caches");
-      std::string why;
-      std::optional<RopeAttr> fitted =
-          ropeFromCaches(op, inputs[7], inputs[8], dim, store, why);
-      if (!fitted)
-        return nearMiss(rewriter, op, why);
-      rope = *fitted;
+      // Every layer reads the same caches (two pairs for Gemma 3): each
+      // pair is read and fitted once.
+      auto key = std::make_tuple(inputs[7].getAsOpaquePointer(),
+                                 inputs[8].getAsOpaquePointer(), dim);
+      auto fitted = fittedCaches.find(key);
+      if (fitted == fittedCaches.end()) {
+        std::string why;
+        std::optional<RopeAttr> fit =
+            ropeFromCaches(op, inputs[7], inputs[8], dim, store, why);
+        fitted = fittedCaches.emplace(key, std::make_pair(fit, why)).first;
+      }
+      if (!fitted->second.first)
+        return nearMiss(rewriter, op, fitted->second.second);
+      rope = *fitted->second.first;
     }
     Value qNorm, kNorm;
     if (present(14) || present(15)) {
@@ -1033,6 +1041,10 @@ struct RaiseGroupQueryAttention : OpRewritePattern<OnnxOp> {
   }
 
   const WeightStore *store;
+  /// ropeFromCaches' answers by (cos, sin, head_dim), for this pass run.
+  mutable std::map<std::tuple<const void *, const void *, int64_t>,
+                   std::pair<std::optional<RopeAttr>, std::string>>
+      fittedCaches;
 };
 
 struct SolRaiseAttentionPass

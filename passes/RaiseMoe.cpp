@@ -244,11 +244,12 @@ struct RaiseMoe : OpRewritePattern<OnnxOp> {
     const unsigned zeroAt[] = {11, 12, 13};
     const std::pair<unsigned, unsigned> projections[] = {
         {fc1, fc1Scales}, {fc2, fc2Scales}, {fc3, fc3Scales}};
-    const int64_t projectionShape[3][2] = {
-        {experts * gateRows * width, hidden},
-        {experts * hidden, width},
-        {experts * width, hidden}};
-    std::optional<bool> int4;
+    const int64_t projectionShape[3][2] = {{experts * gateRows * width, hidden},
+                                           {experts * hidden, width},
+                                           {experts * width, hidden}};
+    // Sol's int4 experts when every projection's codes can be; else all
+    // are dequantized (sol.moe takes one format).
+    bool int4 = bits != 0;
     for (unsigned i = 0; i < (fusion == 0 ? 3u : 2u); ++i) {
       auto [at, scalesAt] = projections[i];
       if (bits && !present(scalesAt))
@@ -261,10 +262,7 @@ struct RaiseMoe : OpRewritePattern<OnnxOp> {
                           projectionShape[i][0], projectionShape[i][1], why);
       if (!asInt4)
         return nearMiss(rewriter, op, why);
-      if (int4 && *int4 != *asInt4)
-        return nearMiss(rewriter, op,
-                        "fc1 and fc2 unpack to different formats");
-      int4 = asInt4;
+      int4 = int4 && *asInt4;
     }
     // Biases: the router's and the experts', all or none.
     const bool expertBiases = present(fc1Bias) || present(fc2Bias);
@@ -292,14 +290,14 @@ struct RaiseMoe : OpRewritePattern<OnnxOp> {
     Value routerWeight = floatLinearWeight(rewriter, router);
     WeightBuilder wb(rewriter, op.getLoc());
     Experts e = expertWeights(wb, op, inputs, fusion, experts, width, bits,
-                              projections, zeroAt, projectionShape);
+                              int4, projections, zeroAt, projectionShape);
     if (expertBiases) {
       Value b1 = weightOf(rewriter, inputs[fc1Bias]);
       Value b2 = weightOf(rewriter, inputs[fc2Bias]);
       if (fusion == 0) {
         e.gateBias = wb.reshape(b1, {experts * width});
-        e.upBias = wb.reshape(weightOf(rewriter, inputs[fc3Bias]),
-                              {experts * width});
+        e.upBias =
+            wb.reshape(weightOf(rewriter, inputs[fc3Bias]), {experts * width});
       } else {
         e.gateBias = wb.half(b1, experts, width, 0, 0);
         e.upBias = wb.half(b1, experts, width, 0, 1);
@@ -379,8 +377,7 @@ struct RaiseMoe : OpRewritePattern<OnnxOp> {
     }
     if (cols % block != 0 || block < 16) {
       why = "block_size " + std::to_string(block) +
-            " does not divide the experts' " + std::to_string(cols) +
-            " inputs";
+            " does not divide the experts' " + std::to_string(cols) + " inputs";
       return std::nullopt;
     }
     if (cast<RankedTensorType>(scales.getType()).getNumElements() !=
@@ -388,9 +385,8 @@ struct RaiseMoe : OpRewritePattern<OnnxOp> {
       why = "expert scales are not one per row and block";
       return std::nullopt;
     }
-    if (zeros && cast<RankedTensorType>(zeros.getType()).getNumElements() %
-                         rows !=
-                     0) {
+    if (zeros &&
+        cast<RankedTensorType>(zeros.getType()).getNumElements() % rows != 0) {
       why = "expert zero points are not the same number for every row";
       return std::nullopt;
     }
@@ -402,7 +398,8 @@ struct RaiseMoe : OpRewritePattern<OnnxOp> {
   }
 
   /// One projection's stacked weight ([rows, cols]) as checkProjection
-  /// allowed: a float weight, or Sol's int4 (`weight`, `scales`, `zeros`).
+  /// allowed: a float weight, Sol's int4 (`weight`, `scales`, `zeros`)
+  /// when `int4`, else the codes dequantized to bf16.
   /// QMoE codes are [E, N, K·bits/8] (low bits first along K) and scales
   /// [E, N, K / block_size] (or [E, N] with one block a row): row by row
   /// the layout of MatMulNBits, whose unpacking they share.
@@ -410,7 +407,7 @@ struct RaiseMoe : OpRewritePattern<OnnxOp> {
     Value weight, scales, zeros;
   };
   Stacked buildProjection(WeightBuilder &wb, OnnxOp op, Value w, Value scales,
-                          Value zeros, int64_t bits, int64_t rows,
+                          Value zeros, int64_t bits, bool int4, int64_t rows,
                           int64_t cols) const {
     PatternRewriter &rewriter = wb.rewriter;
     Stacked out;
@@ -419,23 +416,24 @@ struct RaiseMoe : OpRewritePattern<OnnxOp> {
       return out;
     }
     const int64_t block = blockSize(op, cols), blocks = cols / block;
-    Value packed = wb.reshape(storedWeight(rewriter, w),
-                              {rows, blocks, block * bits / 8});
-    Value flatScales = wb.reshape(storedWeight(rewriter, scales), {rows, blocks});
+    Value packed =
+        wb.reshape(storedWeight(rewriter, w), {rows, blocks, block * bits / 8});
+    Value flatScales =
+        wb.reshape(storedWeight(rewriter, scales), {rows, blocks});
     Value z;
     if (zeros) {
       z = storedWeight(rewriter, zeros);
       z = wb.reshape(
-          z, {rows, cast<RankedTensorType>(z.getType()).getNumElements() / rows});
+          z,
+          {rows, cast<RankedTensorType>(z.getType()).getNumElements() / rows});
     }
     auto create = [&](TypeRange types) {
-      return rewriter.create<UnpackNBitsOp>(
-          wb.loc, types, packed, flatScales, z,
-          rewriter.getI64IntegerAttr(bits), rewriter.getI64IntegerAttr(block),
-          /*columns=*/DenseI32ArrayAttr());
+      return rewriter.create<UnpackNBitsOp>(wb.loc, types, packed, flatScales,
+                                            z, rewriter.getI64IntegerAttr(bits),
+                                            rewriter.getI64IntegerAttr(block),
+                                            /*columns=*/DenseI32ArrayAttr());
     };
-    if (bits == 4 && block % 32 == 0 &&
-        (!z || getElementTypeOrSelf(z.getType()).isUnsignedInteger(8))) {
+    if (int4) {
       auto unpack = create(
           {RankedTensorType::get({rows, cols}, rewriter.getIntegerType(4)),
            RankedTensorType::get({rows, blocks}, rewriter.getF32Type()),
@@ -447,9 +445,9 @@ struct RaiseMoe : OpRewritePattern<OnnxOp> {
       return out;
     }
     noteDequantized(op, bits);
-    out.weight = create({RankedTensorType::get({rows, cols},
-                                               rewriter.getBF16Type())})
-                     .getResult(0);
+    out.weight =
+        create({RankedTensorType::get({rows, cols}, rewriter.getBF16Type())})
+            .getResult(0);
     return out;
   }
 
@@ -457,7 +455,7 @@ struct RaiseMoe : OpRewritePattern<OnnxOp> {
   /// as the checks allowed.
   Experts expertWeights(WeightBuilder &wb, OnnxOp op, ValueRange inputs,
                         int64_t fusion, int64_t experts, int64_t width,
-                        int64_t bits,
+                        int64_t bits, bool int4,
                         const std::pair<unsigned, unsigned> (&at)[3],
                         const unsigned (&zeroAt)[3],
                         const int64_t (&shape)[3][2]) const {
@@ -468,7 +466,7 @@ struct RaiseMoe : OpRewritePattern<OnnxOp> {
       Value scales = bits ? inputs[at[i].second] : Value();
       Value zeros = bits && present(zeroAt[i]) ? inputs[zeroAt[i]] : Value();
       return buildProjection(wb, op, inputs[at[i].first], scales, zeros, bits,
-                             shape[i][0], shape[i][1]);
+                             int4, shape[i][0], shape[i][1]);
     };
     Experts e;
     Stacked first = part(0), down = part(1);

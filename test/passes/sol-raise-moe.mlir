@@ -77,6 +77,29 @@ func.func @int8_experts(%h: tensor<?x64xbf16>) -> tensor<1x?x64xf32> {
 
 // -----
 
+// 4-bit codes one scale a row: fc1's rows of 64 inputs could be Sol's int4,
+// fc2's of 48 (not a multiple of 32) cannot, so both are dequantized (one
+// format for all experts).
+// CHECK-LABEL: func.func @mixed_blocks
+// CHECK: sol.unpack_nbits %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 64 : i64} : (tensor<384x1x32xui8>, tensor<384x1xf32>) -> (tensor<384x64xbf16>)
+// CHECK: sol.unpack_nbits %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 48 : i64} : (tensor<256x1x24xui8>, tensor<256x1xf32>) -> (tensor<256x48xbf16>)
+// CHECK: sol.moe {{.*}} : (tensor<?x64xbf16>, tensor<4x64xbf16>, tensor<192x64xbf16>, tensor<192x64xbf16>, tensor<256x48xbf16>) -> tensor<?x64xbf16>
+func.func @mixed_blocks(%h: tensor<?x64xbf16>) -> tensor<1x?x64xf32> {
+  %rw = sol.weight @router.weight : tensor<4x64xbf16>
+  %q1 = sol.weight @fc1.qweight : tensor<4x96x32xui8>
+  %s1 = sol.weight @fc1.scales : tensor<4x96xf32>
+  %q2 = sol.weight @fc2.qweight : tensor<4x64x24xui8>
+  %s2 = sol.weight @fc2.scales : tensor<4x64xf32>
+  %none = sol.onnx_none
+  %r = sol.linear %h, %rw : (tensor<?x64xbf16>, tensor<4x64xbf16>) -> tensor<?x4xbf16>
+  %rv = sol.batch_view %r : tensor<?x4xbf16> -> tensor<?x4xf32>
+  %x = sol.batch_view %h : tensor<?x64xbf16> -> tensor<1x?x64xf32>
+  %y = sol.onnx "QMoE"(%x, %rv, %q1, %s1, %none, %q2, %s2) {domain = "com.microsoft", k = 2 : i64, activation_type = "swiglu", swiglu_fusion = 1 : i64, expert_weight_bits = 4 : i64} : (tensor<1x?x64xf32>, tensor<?x4xf32>, tensor<4x96x32xui8>, tensor<4x96xf32>, none, tensor<4x64x24xui8>, tensor<4x64xf32>) -> tensor<1x?x64xf32>
+  return %y : tensor<1x?x64xf32>
+}
+
+// -----
+
 // Not raised, each for its reason: Phi-3.5-MoE's sparse mixer; a router
 // of another input; an ungated activation; gate/up fused but not
 // interleaved.
