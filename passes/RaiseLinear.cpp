@@ -162,8 +162,9 @@ LinearWeight outInWeight(PatternRewriter &rewriter, Value b,
 }
 
 /// The bias Add right after `matmul`: Add(b, y) or Add(y, b) of an [out]
-/// weight; null when there is none.
-OnnxOp biasAddOf(OnnxOp matmul, Value &bias) {
+/// weight; null when there is none. An Add of a vector of another size (a
+/// scalar broadcast, say) is no bias: it stays after the linear.
+OnnxOp biasAddOf(OnnxOp matmul, int64_t out, Value &bias) {
   if (!matmul->hasOneUse())
     return {};
   auto add = dyn_cast<OnnxOp>(*matmul->user_begin());
@@ -172,7 +173,7 @@ OnnxOp biasAddOf(OnnxOp matmul, Value &bias) {
   for (Value operand : add.getInputs())
     if (operand != matmul.getResult(0))
       if (std::optional<SmallVector<int64_t>> s = weightShape(operand);
-          s && s->size() == 1) {
+          s && s->size() == 1 && (*s)[0] == out) {
         bias = operand;
         return add;
       }
@@ -187,10 +188,8 @@ LogicalResult replaceWithLinear(PatternRewriter &rewriter, OnnxOp matmul,
                                 Value input = {}) {
   OnnxOp root = matmul;
   if (!bias)
-    if (OnnxOp add = biasAddOf(matmul, bias))
+    if (OnnxOp add = biasAddOf(matmul, w.out, bias))
       root = add;
-  if (bias && (*weightShape(bias))[0] != w.out)
-    return nearMiss(rewriter, matmul, "a bias of another size");
   rewriter.setInsertionPoint(root);
   Value biasWeight = bias ? weightOf(rewriter, bias) : Value();
   if (!input)
@@ -298,6 +297,11 @@ struct RaiseMatMulNBits : OpRewritePattern<OnnxOp> {
       return nearMiss(rewriter, op,
                       "B is not [N, blocks, block_size·bits/8] "
                       "for its K, N, bits and block_size");
+    if (present(5)) {
+      auto bias = weightShape(inputs[5]);
+      if (!bias || bias->size() != 1 || (*bias)[0] != n)
+        return nearMiss(rewriter, op, "bias is not an [N] initializer");
+    }
     auto raw = [&](Value v) { return storedWeight(rewriter, v); };
     Value zeros = present(3) ? raw(inputs[3]) : Value();
     const bool floatZeros =
@@ -323,7 +327,7 @@ struct RaiseMatMulNBits : OpRewritePattern<OnnxOp> {
       try {
         columns = quant::gptqInputPermutation(*groups, k, block);
       } catch (const Error &e) {
-        return nearMiss(rewriter, op, std::string("g_idx: ") + e.what());
+        return nearMiss(rewriter, op, e.what());
       }
     }
     DenseI32ArrayAttr columnsAttr =

@@ -84,10 +84,10 @@ QuantizedWeight unpackAutoAwq(std::span<const int32_t> qweight,
 
 std::vector<int32_t> gptqInputPermutation(std::span<const int32_t> gIdx,
                                           int64_t K, int64_t groupSize) {
-  constexpr std::string_view kFormat = "GPTQ";
+  // GPTQ checkpoints and MatMulNBits graphs share this: the messages name
+  // neither.
   if (!gIdx.empty() && static_cast<int64_t>(gIdx.size()) != K)
-    fail(kFormat, " tensor 'g_idx' has ", gIdx.size(),
-         " elements, expected K = ", K);
+    fail("g_idx has ", gIdx.size(), " elements, expected K = ", K);
   bool trivial = true;
   for (int64_t k = 0; k < static_cast<int64_t>(gIdx.size()); ++k)
     trivial = trivial && gIdx[k] == k / groupSize;
@@ -98,16 +98,16 @@ std::vector<int32_t> gptqInputPermutation(std::span<const int32_t> gIdx,
   std::vector<int64_t> next(groups + 1, 0);
   for (int64_t k = 0; k < K; ++k) {
     if (gIdx[k] < 0 || gIdx[k] >= groups)
-      fail(kFormat, " g_idx[", k, "] = ", gIdx[k], " is not a group of ",
-           groups, " (K / group size)");
+      fail("g_idx[", k, "] = ", gIdx[k], " is not a group of ", groups,
+           " (K / group size)");
     ++next[gIdx[k] + 1];
   }
   for (int64_t g = 0; g < groups; ++g)
     if (next[g + 1] != groupSize)
-      fail(kFormat, " g_idx puts ", next[g + 1], " inputs in group ", g,
+      fail("g_idx puts ", next[g + 1], " inputs in group ", g,
            ", but group size ", groupSize,
-           " needs exactly that many in each; g_idx and the quantization "
-           "config disagree");
+           " needs exactly that many in each: g_idx and the group size "
+           "disagree");
   for (int64_t g = 0; g < groups; ++g)
     next[g + 1] += next[g];
   std::vector<int32_t> permutation(K);

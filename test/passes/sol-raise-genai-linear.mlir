@@ -91,7 +91,7 @@ func.func @act_order(%h: tensor<?x64xbf16>) -> (tensor<1x?x16xf32>, tensor<1x?x1
 // Refused: g_idx with packed zero points (onnxruntime's CPU kernel then
 // ignores the zero points); a g_idx whose blocks are not block_size each.
 // CHECK-DAG: reason = "g_idx with packed zero points (onnxruntime's CPU kernel ignores such zero points when g_idx is given, so the graph means two things); re-export it without g_idx or with float zero points"
-// CHECK-DAG: reason = "g_idx: GPTQ g_idx puts 64 inputs in group 0, but group size 32 needs exactly that many in each; g_idx and the quantization config disagree"
+// CHECK-DAG: reason = "g_idx puts 64 inputs in group 0, but group size 32 needs exactly that many in each: g_idx and the group size disagree"
 // CHECK-LABEL: func.func @act_order_refused
 func.func @act_order_refused(%h: tensor<?x64xbf16>) -> (tensor<1x?x16xf32>, tensor<1x?x16xf32>) {
   %q = sol.weight @"w.weight_Q4" : tensor<16x2x16xui8>
@@ -104,4 +104,19 @@ func.func @act_order_refused(%h: tensor<?x64xbf16>) -> (tensor<1x?x16xf32>, tens
   %y = sol.onnx "MatMulNBits"(%x, %q, %s, %z, %g) {domain = "com.microsoft", K = 64 : i64, N = 16 : i64, bits = 4 : i64, block_size = 32 : i64} : (tensor<1x?x64xf32>, tensor<16x2x16xui8>, tensor<16x2xf32>, tensor<16x1xui8>, tensor<64xi32>) -> tensor<1x?x16xf32>
   %y2 = sol.onnx "MatMulNBits"(%x, %q, %s, %none, %zero) {domain = "com.microsoft", K = 64 : i64, N = 16 : i64, bits = 4 : i64, block_size = 32 : i64} : (tensor<1x?x64xf32>, tensor<16x2x16xui8>, tensor<16x2xf32>, none, tensor<64xi32>) -> tensor<1x?x16xf32>
   return %y, %y2 : tensor<1x?x16xf32>, tensor<1x?x16xf32>
+}
+
+// -----
+
+// A bias input that is not [N] is refused before anything is built.
+// CHECK-LABEL: func.func @wrong_bias
+// CHECK-NOT: sol.unpack_nbits
+// CHECK: sol.onnx "MatMulNBits"
+func.func @wrong_bias(%x: tensor<1x?x64xf32>) -> tensor<1x?x16xf32> {
+  %q = sol.weight @"w.weight_Q4" : tensor<16x2x16xui8>
+  %s = sol.weight @"w.weight_scales" : tensor<16x2xf32>
+  %b = sol.weight @"w.bias" : tensor<8xf32>
+  %none = sol.onnx_none
+  %y = sol.onnx "MatMulNBits"(%x, %q, %s, %none, %none, %b) {domain = "com.microsoft", K = 64 : i64, N = 16 : i64, bits = 4 : i64, block_size = 32 : i64} : (tensor<1x?x64xf32>, tensor<16x2x16xui8>, tensor<16x2xf32>, none, none, tensor<8xf32>) -> tensor<1x?x16xf32>
+  return %y : tensor<1x?x16xf32>
 }

@@ -57,3 +57,19 @@ func.func @not_linear(%q: tensor<?x?x?x16xf32>, %k: tensor<?x?x16x?xf32>, %r: te
   %z = sol.onnx "Add"(%y, %r) : (tensor<*xf32>, tensor<?x?x32xf32>) -> tensor<*xf32>
   return %s, %z : tensor<*xf32>, tensor<*xf32>
 }
+
+// -----
+
+// An Add of a one-element vector broadcasts a scalar: it is no bias and
+// stays after the linear.
+// CHECK-LABEL: func.func @scalar_add_is_no_bias
+// CHECK: %[[Y:.*]] = sol.linear %{{.*}}, %{{.*}} : (tensor<?x64xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
+// CHECK: %[[V:.*]] = sol.batch_view %[[Y]]
+// CHECK: sol.onnx "Add"(%[[V]], %{{.*}})
+func.func @scalar_add_is_no_bias(%x: tensor<?x?x64xf32>) -> tensor<?x?x32xf32> {
+  %wt = sol.weight @w : tensor<64x32xf32>
+  %b = sol.weight @shift : tensor<1xf32>
+  %y = sol.onnx "MatMul"(%x, %wt) : (tensor<?x?x64xf32>, tensor<64x32xf32>) -> tensor<*xf32>
+  %z = sol.onnx "Add"(%y, %b) : (tensor<*xf32>, tensor<1xf32>) -> tensor<?x?x32xf32>
+  return %z : tensor<?x?x32xf32>
+}

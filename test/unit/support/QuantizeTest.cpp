@@ -857,7 +857,7 @@ TEST(QuantizedCheckpoint, GptqInconsistentGIdx) {
   c.gIdx[0] = 4;
   EXPECT_ERROR_HAS(unpack(c), "g_idx[0] = 4 is not a group of 4");
   c.gIdx.resize(10);
-  EXPECT_ERROR_HAS(unpack(c), "'g_idx' has 10 elements");
+  EXPECT_ERROR_HAS(unpack(c), "g_idx has 10 elements");
   GptqCase odd = randomGptq(64, 8, 16, false, 52);
   EXPECT_ERROR_HAS(unpackGptq(packGptqWeight(odd.codes, 64, 8), {}, odd.scales,
                               {}, 60, 8, 12),
