@@ -159,9 +159,6 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
                          str(k->lowered_name())));
   }
 
-  if (std::string why = whyUnsupported(plan); !why.empty())
-    fail(planFile.path().string(), ": ", why,
-         "; run this plan with --device cpu (the reference executor)");
   const int ranks = rank.collectives ? rank.collectives->ranks() : 1;
   if (plan.tensor_parallel_size() != ranks)
     fail(planFile.path().string(), ": the plan is split over ",
@@ -212,17 +209,10 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
              k.nameExpression, " needed by op ", ops_[i].name,
              "; compile the model again with this version's solc");
 
-  // Weights, uploaded once. The norm kernels read bf16 weights: an f32
-  // norm weight (Gemma's 1 + w, exact in the plan for the reference
-  // executor) is rounded to bf16 here.
-  std::vector<bool> normWeight(plan.weights()->size(), false);
-  for (const OpDesc &d : ops_)
-    if (d.kind == OpKind::RmsNorm || d.kind == OpKind::HeadRmsNorm ||
-        d.kind == OpKind::NormLinear) {
-      normWeight[static_cast<size_t>(d.weights.at(0))] = true;
-      if (d.kind != OpKind::NormLinear && d.hasSecondNormWeight())
-        normWeight[static_cast<size_t>(d.weights.at(1))] = true;
-    }
+  // Weights, uploaded once; f32 norm weights and sinks rounded to the bf16
+  // their kernels read.
+  const std::vector<bool> bf16Read =
+      weightsReadAsBf16(ops_, plan.weights()->size());
   std::size_t total = 0;
   for (unsigned i = 0; i < plan.weights()->size(); ++i) {
     weightOffsets_.push_back(total);
@@ -235,11 +225,11 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   std::vector<std::byte> random; // a plan without weights: seeded values
   for (unsigned i = 0; i < plan.weights()->size(); ++i) {
     if (plan.random_weights() &&
-        fillRandomWeightOnDevice(static_cast<int>(i), normWeight[i]))
+        fillRandomWeightOnDevice(static_cast<int>(i), bf16Read[i]))
       continue;
     auto bytes =
         weightBytesOrRandom(planFile, static_cast<int>(i), rank.rank, random);
-    if (normWeight[i] && plan.weights()->Get(i)->dtype() == fb::DType::F32) {
+    if (bf16Read[i] && plan.weights()->Get(i)->dtype() == fb::DType::F32) {
       rounded.resize(bytes.size() / sizeof(float));
       for (std::size_t j = 0; j < rounded.size(); ++j) {
         float f;
@@ -646,7 +636,7 @@ CUdeviceptr CudaExecutor::buffer(int index) const {
          slotOffsets_.at(static_cast<size_t>(b->arena_slot()));
 }
 
-bool CudaExecutor::fillRandomWeightOnDevice(int index, bool normWeight) {
+bool CudaExecutor::fillRandomWeightOnDevice(int index, bool bf16Read) {
   const RandomWeightsSpec spec;
   const KernelInstance instance = spec.instance();
   if (!kernels_.count(instance.nameExpression))
@@ -660,7 +650,7 @@ bool CudaExecutor::fillRandomWeightOnDevice(int index, bool normWeight) {
     kind = matrix ? kernels::kRandomBf16Matrix : kernels::kRandomBf16Vector;
     break;
   case DType::F32:
-    kind = normWeight ? kernels::kRandomF32AsBf16 : kernels::kRandomF32;
+    kind = bf16Read ? kernels::kRandomF32AsBf16 : kernels::kRandomF32;
     break;
   case DType::F8E4M3:
     kind = kernels::kRandomE4m3;
@@ -1416,7 +1406,7 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
     case OpKind::AllGather:
       break; // NCCL, above
     case OpKind::Moe:
-      break; // refused at load (whyUnsupported)
+      break; // its own launches, above
     }
   }
   if (shape.sampling && end == ops_.size())
@@ -1627,21 +1617,6 @@ void CudaExecutor::launchArgmaxHead(CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
                       .rows = 1,
                       .n = n,
                       .eps = eps});
-}
-
-std::string CudaExecutor::whyUnsupported(const fb::Plan &plan) {
-  // The MoE kernels (MoeDecode.cuh) are checked on the CPU emulation but not
-  // yet on a GPU: SOL_CUDA_MOE=1 runs them.
-  if (const char *v = std::getenv("SOL_CUDA_MOE");
-      v && *v && std::string(v) != "0")
-    return {};
-  if (plan.ops())
-    for (const fb::Op *op : *plan.ops())
-      if (op->params_type() == fb::OpParams::MoeOp)
-        return "op " + (op->name() ? op->name()->str() : std::string("?")) +
-               " is a mixture of experts, which the CUDA executor runs only "
-               "with SOL_CUDA_MOE=1 until its kernels are checked on a GPU";
-  return {};
 }
 
 bool CudaExecutor::identityLogitRows(const StepBatch &batch) {

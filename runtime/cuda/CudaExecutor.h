@@ -65,11 +65,6 @@ public:
                const TensorParallelRank &rank = {});
   ~CudaExecutor() override;
 
-  /// Why this executor cannot run `plan` (an op it has no kernels for, a
-  /// mixture of experts), or empty: the constructor refuses such a plan
-  /// with this reason.
-  static std::string whyUnsupported(const fb::Plan &plan);
-
   std::string name() const override { return "cuda"; }
   int32_t numKvBlocks() const override { return numKvBlocks_; }
   int32_t blockSize() const override { return blockSize_; }
@@ -193,9 +188,9 @@ private:
   CUdeviceptr buffer(int index) const;
   CUdeviceptr weight(int index) const;
   /// Writes weight `index` of a plan without weight bytes on the device
-  /// (random_weights; an f32 norm weight as bf16); false where the host
+  /// (random_weights; an f32 norm weight or sink as bf16); false where the host
   /// must (a plan without the kernel, a dtype it does not make).
-  bool fillRandomWeightOnDevice(int index, bool normWeight);
+  bool fillRandomWeightOnDevice(int index, bool bf16Read);
   /// The launch arguments of a quantized single-pass linear for op `d`
   /// (normW: the NormLinear's norm weight for the prologue, else 0).
   kernels::QuantLinearArgs quantLinearArgs(const OpDesc &d, CUdeviceptr y,

@@ -86,6 +86,25 @@ void markAttentionReaders(std::vector<OpDesc> &ops) {
   }
 }
 
+std::vector<bool> weightsReadAsBf16(const std::vector<OpDesc> &ops,
+                                    std::size_t weightCount) {
+  std::vector<bool> read(weightCount, false);
+  auto mark = [&](int32_t index) {
+    read.at(static_cast<size_t>(index)) = true;
+  };
+  for (const OpDesc &d : ops) {
+    if (d.kind == OpKind::RmsNorm || d.kind == OpKind::HeadRmsNorm ||
+        d.kind == OpKind::NormLinear) {
+      mark(d.weights.at(0));
+      if (d.kind != OpKind::NormLinear && d.hasSecondNormWeight())
+        mark(d.weights.at(1));
+    }
+    if (d.kind == OpKind::Attention && d.hasSinks())
+      mark(d.weights.at(0));
+  }
+  return read;
+}
+
 namespace {
 
 struct LinearShape {

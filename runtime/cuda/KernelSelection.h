@@ -42,6 +42,14 @@ struct OpDesc : PlanOp {
 /// Sets OpDesc::readsAttention over a step's ops in order.
 void markAttentionReaders(std::vector<OpDesc> &ops);
 
+/// Which of a plan's `weightCount` weights the kernels read as bf16 whatever
+/// the plan stores: norm weights and attention sinks (the plan may hold
+/// them in f32, exact for the reference executor: Gemma's 1 + w, an ONNX
+/// graph's float initializers). The executor rounds such f32 weights to
+/// bf16 at upload.
+std::vector<bool> weightsReadAsBf16(const std::vector<OpDesc> &ops,
+                                    std::size_t weightCount);
+
 /// One launch of an op in a step.
 struct KernelLaunch {
   KernelInstance instance;

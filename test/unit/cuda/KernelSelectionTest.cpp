@@ -511,5 +511,27 @@ TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
           << rows << " " << l.instance.nameExpression;
 }
 
+TEST(KernelSelection, NormWeightsAndSinksAreReadAsBf16) {
+  // An ONNX gpt-oss plan holds sinks and norm weights in f32: the executor
+  // rounds exactly these at upload (the attention kernels read bf16 sinks).
+  OpDesc norm;
+  norm.kind = OpKind::RmsNorm;
+  norm.weights = {0};
+  OpDesc addNorm = norm; // two norm weights (Gemma's after and before)
+  addNorm.weights = {1, 2};
+  const OpDesc normLinear = normLinearOp(64, 32, LinearEpilogue::None);
+  OpDesc shifted = normLinear; // its norm weight 3, the linear's W 4
+  shifted.weights = {3, 4};
+  OpDesc sinks;
+  sinks.kind = OpKind::Attention;
+  sinks.weights = {5};
+  OpDesc noSinks;
+  noSinks.kind = OpKind::Attention;
+  const std::vector<bool> read =
+      weightsReadAsBf16({norm, addNorm, shifted, sinks, noSinks}, 7);
+  EXPECT_EQ(read,
+            (std::vector<bool>{true, true, true, true, false, true, false}));
+}
+
 } // namespace
 } // namespace sol::test
