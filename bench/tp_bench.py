@@ -2,9 +2,8 @@
 """Decode of full-size shapes from their configs alone: tensor parallelism, mixtures of experts.
 
 Sol on one and several GPUs, beside Transformers. For each --shape NAME:RANKS
-(default "llama-3.1-8b:1,2 llama-3.1-70b:2"; the mixtures of experts
-"qwen3-30b-a3b:1 mixtral-8x7b:1" need SOL_CUDA_MOE=1 until the MoE kernels are
-enabled by default):
+(default "llama-3.1-8b:1,2 llama-3.1-70b:2"; also the mixtures of experts
+"qwen3-30b-a3b:1 mixtral-8x7b:1 gpt-oss-20b:1 qwen1.5-moe-a2.7b:1"):
 
   weights  the real config.json of the shape (scripts/make-shape-model.py
            --config-only), compiled with `solc --load-format dummy

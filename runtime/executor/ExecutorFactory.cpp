@@ -50,12 +50,6 @@ std::unique_ptr<Executor> makeExecutor(const PlanFile &plan,
               << "); running on the CPU reference executor, which is slow\n";
     return makeReference(plan, options);
   }
-  if (std::string why = cuda::CudaExecutor::whyUnsupported(plan.plan());
-      !why.empty() && device == "auto") {
-    std::cerr << "solrun: warning: " << why
-              << "; running on the CPU reference executor, which is slow\n";
-    return makeReference(plan, options);
-  }
   const int ranks = plan.plan().tensor_parallel_size();
   if (ranks > 1) {
     int visible = 0;

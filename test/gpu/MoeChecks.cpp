@@ -13,9 +13,10 @@
 // grouped GEMMs), and with sol-quantize's int8, fp8 and int4 (groups of 128)
 // experts at 1 and 128 rows; gpt-oss-20b's with bf16 biased experts and the
 // clamped SwiGLU and with MXFP4 experts (1 and 64 rows each: decode and
-// grouped). Timed
-// as one chain; bytes are the weights of the experts the step routes to (each
-// read once).
+// grouped). Qwen3-30B-A3B's bf16 experts also run 16, 32 and 64 rows both
+// ways (the grouped GEMMs below MoeSpec::grouped's threshold), the
+// measurement that threshold is chosen from. Timed as one chain; bytes are
+// the weights of the experts the step routes to (each read once).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,12 +41,19 @@ struct MoeCase {
   MoeSpec spec;
   bool biased = false; // gpt-oss: biases and the clamped SwiGLU (limit 7)
   std::vector<int> rows;
+  // Rows also run through the grouped GEMMs below MoeSpec::grouped's
+  // threshold, to compare both paths at one step size.
+  std::vector<int> groupedRows = {};
 };
 
 const std::vector<MoeCase> &moeCases() {
   using F = fb::ExpertFormat;
   static const std::vector<MoeCase> cases = {
-      {"qwen3-30b-a3b", MoeSpec{128, 8, 2048, 768}, false, {1, 8, 64, 128}},
+      {"qwen3-30b-a3b",
+       MoeSpec{128, 8, 2048, 768},
+       false,
+       {1, 8, 16, 32, 64, 128},
+       {16, 32, 64}},
       {"qwen3-30b-a3b int8",
        MoeSpec{128, 8, 2048, 768, F::Int8},
        false,
@@ -67,9 +75,21 @@ const std::vector<MoeCase> &moeCases() {
   return cases;
 }
 
-std::vector<KernelInstance> instancesOf(const MoeCase &m, int rows) {
+/// Each step size of a case and whether it runs the grouped GEMMs.
+std::vector<std::pair<int, bool>> stepsOf(const MoeCase &m) {
+  std::vector<std::pair<int, bool>> steps;
+  for (int rows : m.rows)
+    steps.emplace_back(rows, m.spec.grouped(rows));
+  for (int rows : m.groupedRows)
+    if (!m.spec.grouped(rows))
+      steps.emplace_back(rows, true);
+  return steps;
+}
+
+std::vector<KernelInstance> instancesOf(const MoeCase &m, int rows,
+                                        bool grouped) {
   std::vector<KernelInstance> out = {m.spec.route()};
-  if (m.spec.grouped(rows))
+  if (grouped)
     out.insert(out.end(),
                {m.spec.sort(), m.spec.groupedGateUp(), m.spec.groupedDown()});
   else
@@ -233,7 +253,7 @@ void checkMoe(Checker &c) {
       dUpB = c.upload(upBias);
       dDownB = c.upload(downBias);
     }
-    for (int rows : m.rows) {
+    for (const auto &[rows, grouped] : stepsOf(m)) {
       const int slots = rows * K;
       const std::vector<Bf16> x =
           randomBf16(c.rng, static_cast<std::size_t>(rows) * H, -1, 1);
@@ -246,7 +266,6 @@ void checkMoe(Checker &c) {
           dOut(static_cast<std::size_t>(slots) * H * 2),
           dSorted(static_cast<std::size_t>(s.sortedInts(rows)) * 4);
       DeviceBuffer dY = c.poisoned(static_cast<std::size_t>(rows) * H * 2);
-      const bool grouped = s.grouped(rows);
       if (grouped)
         for (const KernelInstance &i : {s.groupedGateUp(), s.groupedDown()})
           c.kernels.kernel(i).setMaxDynamicSharedMemory(
@@ -426,8 +445,8 @@ std::vector<CheckFamily> moeChecks() {
   return {{"moe",
            [](KernelLibrary &k) {
              for (const MoeCase &m : moeCases())
-               for (int rows : m.rows)
-                 for (const KernelInstance &i : instancesOf(m, rows))
+               for (const auto &[rows, grouped] : stepsOf(m))
+                 for (const KernelInstance &i : instancesOf(m, rows, grouped))
                    k.require(i);
            },
            checkMoe}};

@@ -311,14 +311,13 @@ void printInfo(const sol::PlanFile &file) {
       extras += sol::cat(", clamped SwiGLU (limit ", moe->activationLimit, ")");
     if (sharedExperts)
       extras += ", a gated shared expert beside them";
-    std::printf(
-        "experts:       %d mixture-of-experts layers of %lld experts, "
-        "%lld per token%s (on a GPU with SOL_CUDA_MOE=1, else on the CPU "
-        "reference executor)\n",
-        mixtures,
-        router && router->size() == 2 ? static_cast<long long>(router->Get(0))
-                                      : 0LL,
-        static_cast<long long>(moe->topK), extras.c_str());
+    std::printf("experts:       %d mixture-of-experts layers of %lld experts, "
+                "%lld per token%s\n",
+                mixtures,
+                router && router->size() == 2
+                    ? static_cast<long long>(router->Get(0))
+                    : 0LL,
+                static_cast<long long>(moe->topK), extras.c_str());
   }
   if (sinks)
     std::printf("attention:     a learned sink logit per head (gpt-oss)\n");
