@@ -41,6 +41,12 @@ bool takesItsLaunchArgs(const std::string &nameExpression,
       {"gather_rows", LaunchArgsName<GatherRowsArgs>::kMangled.view()},
       {"argmax", LaunchArgsName<ArgmaxArgs>::kMangled.view()},
       {"sample_rows", LaunchArgsName<SamplingArgs>::kMangled.view()},
+      {"moe_route", LaunchArgsName<MoeRouteArgs>::kMangled.view()},
+      {"moe_gate_up", LaunchArgsName<MoeGateUpArgs>::kMangled.view()},
+      {"moe_down", LaunchArgsName<MoeDownArgs>::kMangled.view()},
+      {"moe_combine", LaunchArgsName<MoeCombineArgs>::kMangled.view()},
+      {"moe_sort", LaunchArgsName<MoeSortArgs>::kMangled.view()},
+      {"moe_grouped_gemm", LaunchArgsName<MoeGroupedGemmArgs>::kMangled.view()},
   };
   const std::string_view prefix = "sol::kernels::";
   std::string_view name = nameExpression;
@@ -162,6 +168,20 @@ std::vector<cuda::KernelInstance> modelKernelInstances() {
       add(RopeKvWriteSpec{m.qHeads, m.kvHeads, m.headDim, blockSize, true}
               .instance());
   }
+  // The mixtures' expert chains (the router is a linear above): decode and
+  // grouped, Qwen3-30B-A3B's in every expert format sol-quantize writes,
+  // gpt-oss-20b's bf16 and MXFP4 experts.
+  using F = fb::ExpertFormat;
+  const MoeSpec mixtures[] = {
+      {128, 8, 2048, 768},         {128, 8, 2048, 768, F::Int8},
+      {128, 8, 2048, 768, F::Fp8}, {128, 8, 2048, 768, F::Int4, 128},
+      {32, 4, 2880, 2880},         {32, 4, 2880, 2880, F::Mxfp4},
+  };
+  for (const MoeSpec &m : mixtures)
+    for (const KernelInstance &instance :
+         {m.route(), m.gateUp(), m.down(), m.combine(), m.sort(),
+          m.groupedGateUp(), m.groupedDown()})
+      add(instance);
   add(ArgmaxSpec{}.instance());
   add(SamplingSpec{}.instance());
   return out;

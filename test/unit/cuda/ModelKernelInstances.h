@@ -1,8 +1,9 @@
 //===- ModelKernelInstances.h - Kernels real models instantiate -*- C++ -*-===//
 //
 // The kernel instantiations that decoding and prefilling the supported model
-// shapes (Llama 3.x, Qwen2.5, Qwen3, Mistral) need, built through the same
-// specs the compiler and executor use.
+// shapes (Llama 3.x, Qwen2.5, Qwen3, Mistral, gpt-oss, and the experts of
+// Qwen3-30B-A3B and gpt-oss-20b) need, built through the same specs the
+// compiler and executor use.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
