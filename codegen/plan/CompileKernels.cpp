@@ -58,12 +58,23 @@ compileKernels(const StepProgram &program,
       instances.push_back(k);
   };
   const std::vector<cuda::OpDesc> descs = describeOps(program, options);
+  // A weight the kernels would misread is a compiler bug: stop here rather
+  // than write a plan whose GPU run is wrong.
+  std::vector<fb::DType> dtypes;
+  std::vector<std::string> names;
+  for (const ProgramWeight &w : program.weights) {
+    dtypes.push_back(w.dtype);
+    names.push_back(w.name);
+  }
+  if (std::string why = cuda::weightDtypeProblem(descs, dtypes, names);
+      !why.empty())
+    fail("internal error: ", why);
   for (const cuda::OpDesc &d : descs)
     for (const cuda::KernelInstance &k : cuda::enumerateKernels(
              d, options.maxTokensPerStep, options.maxContext))
       add(k);
   add(cuda::ArgmaxSpec{}.instance());
-  add(cuda::SamplingSpec{}.instance()); // per-request sampling, logprobs
+  add(cuda::SamplingSpec{}.instance());      // per-request sampling, logprobs
   add(cuda::RandomWeightsSpec{}.instance()); // --load-format dummy plans
 
   nvrtc::NvrtcOptions nvrtcOptions;

@@ -211,6 +211,18 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
 
   // Weights, uploaded once; f32 norm weights and sinks rounded to the bf16
   // their kernels read.
+  {
+    std::vector<fb::DType> dtypes;
+    std::vector<std::string> names;
+    for (const fb::Weight *w : *plan.weights()) {
+      dtypes.push_back(w->dtype());
+      names.push_back(w->name() ? w->name()->str() : std::string("?"));
+    }
+    if (std::string why = weightDtypeProblem(ops_, dtypes, names); !why.empty())
+      fail(planFile.path().string(), ": ", why,
+           "; compile the model again with this version's solc, or run the "
+           "plan with --device cpu");
+  }
   const std::vector<bool> bf16Read =
       weightsReadAsBf16(ops_, plan.weights()->size());
   std::size_t total = 0;

@@ -105,6 +105,40 @@ std::vector<bool> weightsReadAsBf16(const std::vector<OpDesc> &ops,
   return read;
 }
 
+std::string weightDtypeProblem(const std::vector<OpDesc> &ops,
+                               const std::vector<fb::DType> &dtypes,
+                               const std::vector<std::string> &names) {
+  std::vector<bool> f32 = weightsReadAsBf16(ops, dtypes.size());
+  for (const OpDesc &d : ops) {
+    const bool quantLinear =
+        (d.kind == OpKind::Linear || d.kind == OpKind::NormLinear) &&
+        d.quant != fb::WeightQuant::None;
+    if (quantLinear)
+      f32.at(static_cast<size_t>(d.weights.at(d.scalesWeight()))) = true;
+    if (d.kind == OpKind::Moe && d.moeQuantWeights() > 0 &&
+        !d.hasMxfp4Experts())
+      for (size_t j = 0; j < 3; ++j)
+        f32.at(static_cast<size_t>(d.weights.at(d.moeScalesWeight() + j))) =
+            true;
+  }
+  for (const OpDesc &d : ops)
+    for (int32_t w : d.weights) {
+      const auto i = static_cast<size_t>(w);
+      const fb::DType t = dtypes.at(i);
+      const bool readable = t == fb::DType::BF16 || t == fb::DType::I8 ||
+                            t == fb::DType::F8E4M3 || t == fb::DType::I4 ||
+                            t == fb::DType::U8 ||
+                            (t == fb::DType::F32 && f32[i]);
+      if (!readable)
+        return cat("weight '", names.at(i), "' of op ", d.name, " is ",
+                   fb::EnumNameDType(t),
+                   ", which its CUDA kernels do not read (they read bf16, "
+                   "quantized codes, and f32 only as scales, norm weights "
+                   "or sinks)");
+    }
+  return {};
+}
+
 namespace {
 
 struct LinearShape {

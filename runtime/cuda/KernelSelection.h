@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace sol::cuda {
@@ -49,6 +50,15 @@ void markAttentionReaders(std::vector<OpDesc> &ops);
 /// bf16 at upload.
 std::vector<bool> weightsReadAsBf16(const std::vector<OpDesc> &ops,
                                     std::size_t weightCount);
+
+/// Why the CUDA kernels cannot read the weights of `ops` as the plan stores
+/// them (`dtypes[i]` and `names[i]` of weight i), or empty. They read bf16
+/// values, the codes of quantized linears and experts (i8, e4m3, i4, u8),
+/// and f32 only as quantization scales or where weightsReadAsBf16 rounds it:
+/// anything else would be reinterpreted, not converted.
+std::string weightDtypeProblem(const std::vector<OpDesc> &ops,
+                               const std::vector<fb::DType> &dtypes,
+                               const std::vector<std::string> &names);
 
 /// One launch of an op in a step.
 struct KernelLaunch {

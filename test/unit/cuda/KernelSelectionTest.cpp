@@ -533,5 +533,33 @@ TEST(KernelSelection, NormWeightsAndSinksAreReadAsBf16) {
             (std::vector<bool>{true, true, true, true, false, true, false}));
 }
 
+TEST(KernelSelection, WeightDtypesTheKernelsRead) {
+  using fb::DType;
+  OpDesc sinks;
+  sinks.kind = OpKind::Attention;
+  sinks.name = "layers.0.attn";
+  sinks.weights = {0};
+  // An int8 linear: W, its f32 row scales.
+  const OpDesc int8 =
+      quantized(linearOp(64, 32, LinearEpilogue::None), fb::WeightQuant::Int8);
+  OpDesc linear = int8;
+  linear.weights = {1, 2};
+  const std::vector<std::string> names = {"sinks", "w", "w.scales"};
+  EXPECT_EQ(weightDtypeProblem({sinks, linear},
+                               {DType::F32, DType::I8, DType::F32}, names),
+            "");
+  // An f32 W would be read as bf16 pairs; so would any f16 weight.
+  linear.quant = fb::WeightQuant::None;
+  linear.weights = {1};
+  EXPECT_NE(
+      weightDtypeProblem({linear}, {DType::F32, DType::F32, DType::F32}, names)
+          .find("weight 'w' of op  is F32"),
+      std::string::npos);
+  EXPECT_NE(
+      weightDtypeProblem({sinks}, {DType::F16, DType::BF16, DType::F32}, names)
+          .find("weight 'sinks' of op layers.0.attn is F16"),
+      std::string::npos);
+}
+
 } // namespace
 } // namespace sol::test
