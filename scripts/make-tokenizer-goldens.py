@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the tokenizer goldens that test/unit/tokenizer compares Sol against.
 
-For each family (default: qwen3, llama3.1) loads DIR/<family> with
+For each family (default: qwen3, llama3.1; gptoss too) loads DIR/<family> with
 transformers.AutoTokenizer (what users get) and writes OUTDIR/<family>.jsonl,
 one line per corpus case, in corpus order:
 
@@ -41,6 +41,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 KNOWN = {
     "llama3.1": {"Hello world": ([9906, 1917], [128000, 9906, 1917])},
     "qwen3": {"Hello world": ([9707, 1879], [9707, 1879])},
+    "gptoss": {"Hello world": ([13225, 2375], [13225, 2375])},
 }
 
 
@@ -249,8 +250,22 @@ def main():
                 die(f"missing {os.path.join(directory, name)}")
         summaries[family] = make_goldens(family, directory, cases, args.out)
 
-    with open(os.path.join(args.out, "versions.json"), "w", encoding="utf-8") as f:
-        json.dump({"versions": versions, "families": summaries}, f, indent=2, sort_keys=True)
+    # Families written earlier (another --families run) stay listed, with
+    # the library versions that wrote them when those differ.
+    path = os.path.join(args.out, "versions.json")
+    report = {"versions": versions, "families": {}}
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            earlier = json.load(f)
+        for family, summary in earlier.get("families", {}).items():
+            if family not in summaries:
+                summary.setdefault("versions", earlier.get("versions"))
+                if summary["versions"] == versions:
+                    del summary["versions"]
+                report["families"][family] = summary
+    report["families"].update(summaries)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=2, sort_keys=True)
         f.write("\n")
     print(f"done: {', '.join(families)} -> {args.out}", flush=True)
 

@@ -1,6 +1,6 @@
 //===- TokenizerTest.cpp - sol::Tokenizer on the real tokenizers ----------===//
 //
-// Hand-verified facts about Qwen3 and Llama 3.1 (ids looked up in the
+// Hand-verified facts about Qwen3, Llama 3.1 and gpt-oss (ids looked up in the
 // vocabularies of the fetched test tokenizers), plus behaviour that the goldens
 // cannot show: invalid UTF-8, very long inputs, threads, error messages.
 //
@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <thread>
 
@@ -24,6 +25,7 @@ using Ids = std::vector<TokenId>;
 
 const Tokenizer &qwen() { return realTokenizer("qwen3"); }
 const Tokenizer &llama() { return realTokenizer("llama3.1"); }
+const Tokenizer &gptOss() { return realTokenizer("gptoss"); }
 
 /// Expects `f` to throw sol::Error whose message contains every `parts`.
 template <typename F>
@@ -103,6 +105,36 @@ TEST(TokenizerTest, SpecialTokensInsideText) {
   EXPECT_EQ(llama().encode(
                 "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"),
             (Ids{128006, 882, 128007, 271, 9906, 128009}));
+}
+
+TEST(TokenizerTest, GptOssHarmony) {
+  // o200k: "Hello", "Ġworld"; its post-processor adds no BOS although the
+  // config names one.
+  EXPECT_EQ(gptOss().encode("Hello world"), (Ids{13225, 2375}));
+  EXPECT_EQ(gptOss().encode("Hello world", true), (Ids{13225, 2375}));
+  EXPECT_TRUE(gptOss().specialPrefix().empty());
+  EXPECT_EQ(gptOss().bosTokenId(), 199998u); // <|startoftext|>
+  EXPECT_EQ(gptOss().eosTokenId(), 200002u); // <|return|>
+  // The harmony format's markers are single special ids (tokenizer.json's
+  // added tokens): <|start|> 200006, <|channel|> 200005, <|message|>
+  // 200008, <|end|> 200007, <|call|> 200012.
+  const std::string text =
+      "<|start|>assistant<|channel|>final<|message|>Hi<|end|>";
+  const Ids ids = gptOss().encode(text);
+  ASSERT_GE(ids.size(), 7u);
+  EXPECT_EQ(ids.front(), 200006u);
+  EXPECT_EQ(ids.back(), 200007u);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 200005u), 1);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 200008u), 1);
+  EXPECT_EQ(gptOss().decode(ids), text);
+  EXPECT_EQ(gptOss().decode(ids, true), "assistantfinalHi");
+  EXPECT_EQ(gptOss().tokenToId("<|call|>"), 200012u);
+  // Its pre-tokenizer (letter-case classes, numbers of up to three digits,
+  // no Llama-style contractions): text round-trips.
+  for (const char *t :
+       {"x = [1, 22, 333, 4444]", "I'm HTTPServer's\r\n",
+        "\xE4\xB8\xAD\xE6\x96\x87 caf\xC3\xA9 \xF0\x9F\x98\x80"})
+    EXPECT_EQ(gptOss().decode(gptOss().encode(t)), t) << t;
 }
 
 TEST(TokenizerTest, OtherFamiliesSpecialStringsArePlainText) {
