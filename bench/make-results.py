@@ -29,6 +29,11 @@ holds run.json ({"date", "commit", "gpu"}, written by gpu-check) and any of:
                                step 25: the Phi-3 / Gemma shapes' batch-1 decode
                                and 64 concurrent sequences
   onnx-genai.json              step 24: onnxruntime-genai's export, the same
+  moe_bench.json               step 27: mixture-of-experts shapes from their
+                               configs (bench/tp_bench.py)
+
+Runs on another GPU than an H200 (run.json's "gpu") are refused: the table
+is one H200's.
 
 Each report gives one or more rows, keyed by the workload (the first column).
 A later RUN_DIR (by date, then by position on the command line) replaces an
@@ -57,7 +62,9 @@ COLUMNS = ["workload", "Sol", "baseline (same run)", "date", "commit", "command"
 SHAPES = {"llama-3.2-1b": "Llama-3.2-1B", "llama-3.1-8b": "Llama-3.1-8B",
           "qwen2.5-1.5b": "Qwen2.5-1.5B", "qwen2.5-7b": "Qwen2.5-7B",
           "phi-3.5-mini": "Phi-3.5-mini", "phi-4-mini": "Phi-4-mini", "gemma-2-9b": "Gemma-2-9B",
-          "gemma-3-4b": "Gemma-3-4B (text)"}
+          "gemma-3-4b": "Gemma-3-4B (text)", "qwen3-30b-a3b": "Qwen3-30B-A3B",
+          "mixtral-8x7b": "Mixtral-8x7B", "gpt-oss-20b": "gpt-oss-20b (MXFP4)",
+          "qwen1.5-moe-a2.7b": "Qwen1.5-MoE-A2.7B"}
 
 
 def fail(msg):
@@ -265,6 +272,44 @@ def onnx_rows(d, step=22):
         command(step, "onnx_bench.py"))]
 
 
+def moe_rows(d):
+    """bench/tp_bench.py on one GPU: a mixture's batch-1 and 64-sequence decode
+    against the bound of the bytes its routed experts read, and a long
+    prompt's TTFT, beside Transformers."""
+    cmd = command(27, "tp_bench.py")
+    rows = []
+    hf = {r["shape"]: r for r in d["rows"] if r["engine"] == "transformers"}
+    for r in d["rows"]:
+        if r["engine"] != "sol" or r.get("gpus", 1) != 1 or "error" in r:
+            continue
+        shape = SHAPES.get(r["shape"], r["shape"])
+        t = hf.get(r["shape"], {})
+        who = "Transformers `generate()`, bf16"
+        if r.get("batch1_tok_s"):
+            rows.append((
+                f"{shape} shape (dummy weights), batch 1, prompt {d['prompt_tokens']} + "
+                f"{d['new_tokens']} new: decode tok/s",
+                f"{n(r['batch1_tok_s'])} ({r['fraction_of_bound']:.0%} of the "
+                f"{d['bandwidth'] / 1e12:.1f} TB/s bound of the "
+                f"{r['active_gb_batch1']:.2f} GB a token reads)",
+                f"{n(t['batch1_tok_s'])} ({who})" if t.get("batch1_tok_s") else "—", cmd))
+        if r.get("seqs64_output_tok_s"):
+            rows.append((
+                f"{shape} shape (dummy weights), {d['concurrency']} sequences, prompt "
+                f"{d['prompt_tokens']} + {d['new_tokens']} new: output tok/s",
+                f"{n(r['seqs64_output_tok_s'])} ({r['seqs64_fraction_of_bound']:.0%} of the "
+                f"bound of the experts they touch)",
+                f"{n(t['seqs64_output_tok_s'])} ({who}, one batch)"
+                if t.get("seqs64_output_tok_s") else "—", cmd))
+        if r.get("ttft_2048_ms"):
+            rows.append((
+                f"{shape} shape (dummy weights), 2,048-token prompt: TTFT",
+                f"{r['ttft_2048_ms']:.1f} ms",
+                f"{t['ttft_2048_ms']:.1f} ms ({who})" if t.get("ttft_2048_ms") else "—",
+                cmd))
+    return rows
+
+
 def load(path):
     with open(path) as f:
         return json.load(f)
@@ -319,6 +364,8 @@ def run_rows(run_dir, args):
     if not date or not commit:
         fail(f"{run_dir} has no run.json with a date and a known commit (scripts/gpu-check "
              "writes one; .carry/bin/COMMIT names the commit); give --date and --commit")
+    if meta.get("gpu") and "H200" not in meta["gpu"]:
+        fail(f"{run_dir} ran on {meta['gpu']}; the table holds one H200's figures")
     rows = []
     names = sorted(os.listdir(run_dir))
     for sub in ("trained", "ab"):
@@ -338,6 +385,8 @@ def run_rows(run_dir, args):
                 rows += quant_rows(load(path))
             elif name == "onnx.json":
                 rows += onnx_rows(load(path))
+            elif name == "moe_bench.json":
+                rows += moe_rows(load(path))
             elif name == "onnx-genai.json":
                 rows += onnx_rows(load(path), 24)
             elif re.fullmatch(r"decode-.+\.json", name):
