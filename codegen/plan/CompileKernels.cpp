@@ -68,7 +68,9 @@ compileKernels(const StepProgram &program,
   }
   if (std::string why = cuda::weightDtypeProblem(descs, dtypes, names);
       !why.empty())
-    fail("internal error: ", why);
+    fail("internal error: ", why,
+         "; please report it. `solc --gpu none` compiles a plan for the CPU "
+         "reference executor meanwhile");
   for (const cuda::OpDesc &d : descs)
     for (const cuda::KernelInstance &k : cuda::enumerateKernels(
              d, options.maxTokensPerStep, options.maxContext))
