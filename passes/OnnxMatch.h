@@ -13,6 +13,7 @@
 #include "ir/WeightStore.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <optional>
@@ -24,6 +25,21 @@ namespace sol::raise {
 /// prints the reason and the op's location to stderr.
 mlir::LogicalResult nearMiss(mlir::PatternRewriter &rewriter,
                              mlir::Operation *op, const llvm::Twine &reason);
+
+/// A remark a pass makes once per run however many ops it concerns (the
+/// patterns are made for each run): "these weights are dequantized to bf16".
+class RemarkOnce {
+public:
+  void emit(mlir::Location loc, const llvm::Twine &message) {
+    if (done)
+      return;
+    done = true;
+    mlir::emitRemark(loc) << message;
+  }
+
+private:
+  bool done = false;
+};
 
 /// Runs a raise pass's patterns over `module` to a fixpoint, recording the
 /// near misses they report (nearMiss) on the module

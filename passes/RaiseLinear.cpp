@@ -212,22 +212,16 @@ LogicalResult replaceWithLinear(PatternRewriter &rewriter, OnnxOp matmul,
 /// One note per pass run that integer weights Sol's quantized linears do
 /// not take as they are (zero points, unsigned or per-input codes) are
 /// dequantized to bf16: nothing is lost but the plan is larger.
-struct DequantizedNote {
-  void note(Operation *op) {
-    if (noted)
-      return;
-    noted = true;
-    emitRemark(op->getLoc())
-        << "integer weights that are not Sol's int8 (signed, symmetric, per "
-           "output) or int4 (4-bit blocks along the inputs) are dequantized "
-           "to bf16";
-  }
-  bool noted = false;
-};
+void noteIntegerDequantized(RemarkOnce &note, Operation *op) {
+  note.emit(op->getLoc(),
+            "integer weights that are not Sol's int8 (signed, symmetric, per "
+            "output) or int4 (4-bit blocks along the inputs) are dequantized "
+            "to bf16");
+}
 
 /// MatMul(x, Wᵀ) [+ b] -> sol.linear(x, W, b).
 struct RaiseLinear : OpRewritePattern<OnnxOp> {
-  RaiseLinear(MLIRContext *ctx, const WeightStore *store, DequantizedNote &note)
+  RaiseLinear(MLIRContext *ctx, const WeightStore *store, RemarkOnce &note)
       : OpRewritePattern(ctx), store(store), note(note) {}
 
   LogicalResult matchAndRewrite(OnnxOp matmul,
@@ -248,12 +242,12 @@ struct RaiseLinear : OpRewritePattern<OnnxOp> {
     if (!w.weight)
       return nearMiss(rewriter, matmul, "an unreadable weight");
     if (dequantized)
-      note.note(matmul);
+      noteIntegerDequantized(note, matmul);
     return replaceWithLinear(rewriter, matmul, matmul.getInputs()[0], w, {});
   }
 
   const WeightStore *store;
-  DequantizedNote &note;
+  RemarkOnce &note;
 };
 
 /// com.microsoft MatMulNBits(A, B, scales[, zero_points, g_idx, bias]):
@@ -394,20 +388,17 @@ struct RaiseMatMulNBits : OpRewritePattern<OnnxOp> {
 
   const WeightStore *store;
 
-  /// One note per module: the weights lose no precision but the plan
+  /// One note per pass run: the weights lose no precision but the plan
   /// stores them in bf16.
   void noteDequantized(OnnxOp op, int64_t bits) const {
-    if (noted)
-      return;
-    noted = true;
-    emitRemark(op.getLoc())
-        << "MatMulNBits weights of " << bits
-        << " bits (or with float zero points) are dequantized to bf16: Sol's "
-           "quantized linears take 4-bit codes with integer zero points";
+    dequantized.emit(op.getLoc(),
+                     "MatMulNBits weights of " + Twine(bits) +
+                         " bits (or with float zero points) are dequantized "
+                         "to bf16: Sol's quantized linears take 4-bit codes "
+                         "with integer zero points");
   }
 
-  /// One note per pass run (the patterns are made for each run).
-  mutable bool noted = false;
+  mutable RemarkOnce dequantized;
 };
 
 /// onnxruntime's dynamic quantization of a MatMul by a constant
@@ -421,7 +412,7 @@ struct RaiseMatMulNBits : OpRewritePattern<OnnxOp> {
 /// dequantized weight in bf16).
 struct RaiseMatMulInteger : OpRewritePattern<OnnxOp> {
   RaiseMatMulInteger(MLIRContext *ctx, const WeightStore *store,
-                     DequantizedNote &note)
+                     RemarkOnce &note)
       : OpRewritePattern(ctx), store(store), note(note) {}
 
   LogicalResult matchAndRewrite(OnnxOp mul,
@@ -463,14 +454,14 @@ struct RaiseMatMulInteger : OpRewritePattern<OnnxOp> {
                         "the weight, its scales or zero points are not "
                         "initializers of matching shapes");
       if (dequantized)
-        note.note(mul);
+        noteIntegerDequantized(note, mul);
       return replaceWithLinear(rewriter, mul, dql.getInputs()[0], lw, {});
     }
     return failure();
   }
 
   const WeightStore *store;
-  DequantizedNote &note;
+  RemarkOnce &note;
 };
 
 /// Split(x, sizes) of a raised [batch, seq, width] value along its last
@@ -538,7 +529,7 @@ struct SolRaiseLinearPass : sol::impl::SolRaiseLinearBase<SolRaiseLinearPass> {
   explicit SolRaiseLinearPass(const WeightStore *store) : store(store) {}
 
   void runOnOperation() override {
-    DequantizedNote note;
+    RemarkOnce note;
     RewritePatternSet patterns(&getContext());
     patterns.add<RaiseSplit>(&getContext());
     patterns.add<RaiseMatMulNBits>(&getContext(), store);

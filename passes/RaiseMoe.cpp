@@ -499,17 +499,14 @@ struct RaiseMoe : OpRewritePattern<OnnxOp> {
   /// One note per pass run: codes Sol's int4 experts do not take (8 bits,
   /// blocks that are not whole groups of 32) are dequantized to bf16.
   void noteDequantized(OnnxOp op, int64_t bits) const {
-    if (noted)
-      return;
-    noted = true;
-    emitRemark(op.getLoc())
-        << "QMoE experts of " << bits
-        << " bits (or in blocks that are not multiples of 32) are dequantized "
-           "to bf16: Sol's quantized experts take 4-bit codes in groups of "
-           "32";
+    dequantized.emit(op.getLoc(),
+                     "QMoE experts of " + Twine(bits) +
+                         " bits (or in blocks that are not multiples of 32) "
+                         "are dequantized to bf16: Sol's quantized experts "
+                         "take 4-bit codes in groups of 32");
   }
 
-  mutable bool noted = false;
+  mutable RemarkOnce dequantized;
 };
 
 struct SolRaiseMoePass : sol::impl::SolRaiseMoeBase<SolRaiseMoePass> {
