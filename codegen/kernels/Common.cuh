@@ -167,6 +167,19 @@ __device__ __forceinline__ uint4 loadActivation16(const void *p) {
   return v;
 }
 
+// loadActivation16 for one 32-bit or 16-bit value (ids, routing weights,
+// router logits).
+__device__ __forceinline__ unsigned loadActivation4(const void *p) {
+  unsigned v;
+  asm volatile("ld.global.b32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ unsigned loadActivation2(const void *p) {
+  unsigned short v;
+  asm volatile("ld.global.b16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+}
+
 // Sum over aligned groups of `Width` lanes (Width a power of two <= 32); every
 // lane of the warp must take part.
 template <int Width> __device__ __forceinline__ float groupSum(float v) {
@@ -184,6 +197,12 @@ template <int Width> __device__ __forceinline__ float groupMax(float v) {
 }
 
 __device__ __forceinline__ float warpSum(float v) { return groupSum<32>(v); }
+
+// The largest of the warp's 32 values (redux.sync, sm_80+); every lane of
+// the warp must take part.
+__device__ __forceinline__ unsigned warpMaxU32(unsigned v) {
+  return __reduce_max_sync(0xffffffffu, v);
+}
 
 // Programmatic dependent launch (sm_90+). The executor launches each step
 // kernel with programmatic stream serialization, so a kernel may start while

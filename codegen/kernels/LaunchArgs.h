@@ -50,6 +50,13 @@
 #define SOL_KERNEL_CODE 0
 #endif
 
+// Functions both the executor and the kernels call (sizes of a grid).
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define SOL_HOST_DEVICE __host__ __device__
+#else
+#define SOL_HOST_DEVICE
+#endif
+
 #if SOL_KERNEL_CODE
 #include "Common.cuh"
 #define SOL_DEVICE_PTR(T) T *
@@ -666,6 +673,83 @@ SOL_ARGS_FIELD(MoeCombineArgs, weights, 16)
 SOL_ARGS_FIELD(MoeCombineArgs, ids, 24)
 SOL_ARGS_FIELD(MoeCombineArgs, rows, 32)
 
+/// The (gate row, up row) pairs a warp of moe_gate_up_row<E, K, H, I,
+/// Format> takes (MoeDecodeRow.cuh; the executor sizes the grid with it):
+/// enough that about 16 of a lane's 16-byte loads are in flight, 1 to 4.
+/// Format as MoeDecode.cuh's kMoe* (0 bf16, 1 MXFP4, 2 int8, 3 fp8, 4 int4).
+SOL_HOST_DEVICE constexpr int moeRowPairsPerWarp(int format, int hidden) {
+  const int values = format == 0 ? 8 : format == 2 || format == 3 ? 16 : 32;
+  const int perLane = (hidden / values + 31) / 32;
+  const int pairs = 16 / (2 * perLane);
+  return pairs < 1 ? 1 : pairs > 4 ? 4 : pairs;
+}
+
+/// moe_gate_up_row<E, K, H, I[, Format]> (MoeDecodeRow.cuh): a step of one
+/// row routed from its router logits; act[k] = act(gate_e . x) * (up_e . x)
+/// for its k-th expert e; the K ids and weights written for moe_down_row.
+struct MoeGateUpRowArgs {
+  SOL_DEVICE_PTR(bf16) act = nullptr;          // [K, I]
+  SOL_DEVICE_PTR(const bf16) x = nullptr;      // [1, H]
+  SOL_DEVICE_PTR(const bf16) logits = nullptr; // [1, E]
+  SOL_DEVICE_PTR(const bf16) gate = nullptr;
+  SOL_DEVICE_PTR(const bf16) up = nullptr;
+  SOL_DEVICE_PTR(int) ids = nullptr;       // [K]
+  SOL_DEVICE_PTR(float) weights = nullptr; // [K]
+  int normalize = 0;                       // as MoeRouteArgs's
+  int activation = 0;                      // as MoeGateUpArgs's
+  float limit = 0.0f;
+  int groupSize = 0;
+  SOL_DEVICE_PTR(const bf16) gateBias = nullptr;
+  SOL_DEVICE_PTR(const bf16) upBias = nullptr;
+  SOL_DEVICE_PTR(const void) gateScales = nullptr;
+  SOL_DEVICE_PTR(const void) upScales = nullptr;
+  SOL_DEVICE_PTR(const unsigned char) gateZeros = nullptr;
+  SOL_DEVICE_PTR(const unsigned char) upZeros = nullptr;
+};
+SOL_ARGS_SIZE(MoeGateUpRowArgs, 120)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, act, 0)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, x, 8)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, logits, 16)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, gate, 24)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, up, 32)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, ids, 40)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, weights, 48)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, normalize, 56)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, activation, 60)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, limit, 64)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, groupSize, 68)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, gateBias, 72)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, upBias, 80)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, gateScales, 88)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, upScales, 96)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, gateZeros, 104)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, upZeros, 112)
+
+/// moe_down_row<E, K, H, I[, Format]> (MoeDecodeRow.cuh): y = the K
+/// experts' down_e . act[k] (+ bias_e), weighted and added as moe_combine
+/// adds them.
+struct MoeDownRowArgs {
+  SOL_DEVICE_PTR(bf16) y = nullptr;         // [1, H]
+  SOL_DEVICE_PTR(const bf16) act = nullptr; // [K, I]
+  SOL_DEVICE_PTR(const bf16) down = nullptr;
+  SOL_DEVICE_PTR(const int) ids = nullptr;       // [K]
+  SOL_DEVICE_PTR(const float) weights = nullptr; // [K]
+  SOL_DEVICE_PTR(const bf16) bias = nullptr;
+  SOL_DEVICE_PTR(const void) scales = nullptr; // as MoeDownArgs's
+  SOL_DEVICE_PTR(const unsigned char) zeros = nullptr;
+  int groupSize = 0;
+};
+SOL_ARGS_SIZE(MoeDownRowArgs, 72)
+SOL_ARGS_FIELD(MoeDownRowArgs, y, 0)
+SOL_ARGS_FIELD(MoeDownRowArgs, act, 8)
+SOL_ARGS_FIELD(MoeDownRowArgs, down, 16)
+SOL_ARGS_FIELD(MoeDownRowArgs, ids, 24)
+SOL_ARGS_FIELD(MoeDownRowArgs, weights, 32)
+SOL_ARGS_FIELD(MoeDownRowArgs, bias, 40)
+SOL_ARGS_FIELD(MoeDownRowArgs, scales, 48)
+SOL_ARGS_FIELD(MoeDownRowArgs, zeros, 56)
+SOL_ARGS_FIELD(MoeDownRowArgs, groupSize, 64)
+
 /// random_weights (RandomWeights.cuh): `count` elements of a weight of a
 /// plan without weight bytes, element i from seed ^ i; `kind` is one of
 /// RandomWeights.cuh's kRandom*.
@@ -798,6 +882,8 @@ SOL_LAUNCH_ARGS_NAME(DequantizeArgs)
 SOL_LAUNCH_ARGS_NAME(MoeRouteArgs)
 SOL_LAUNCH_ARGS_NAME(MoeGateUpArgs)
 SOL_LAUNCH_ARGS_NAME(MoeDownArgs)
+SOL_LAUNCH_ARGS_NAME(MoeGateUpRowArgs)
+SOL_LAUNCH_ARGS_NAME(MoeDownRowArgs)
 SOL_LAUNCH_ARGS_NAME(MoeCombineArgs)
 SOL_LAUNCH_ARGS_NAME(MoeSortArgs)
 SOL_LAUNCH_ARGS_NAME(RandomWeightsArgs)

@@ -108,70 +108,120 @@ __device__ __forceinline__ int moeSlotsOf(const int *ids, int count, int expert,
   return found;
 }
 
+// A router logit and its expert as one key that orders the experts as
+// moe_route chooses them: the higher logit first, the lower expert on ties
+// (-0 counts as +0). Ordering by the bf16 logits is ordering by their
+// softmax, which is monotonic.
+__device__ __forceinline__ unsigned moeRouteKey(unsigned bits, int expert) {
+  if (bits == 0x8000u)
+    bits = 0;
+  const unsigned ordered =
+      (bits & 0x8000u) ? (~bits & 0xffffu) : (bits | 0x8000u);
+  return ordered << 16 | (0xffffu - static_cast<unsigned>(expert));
+}
+// The logit of a key, as a float.
+__device__ __forceinline__ float moeKeyLogit(unsigned key) {
+  const unsigned ordered = key >> 16;
+  const unsigned bits =
+      (ordered & 0x8000u) ? (ordered & 0x7fffu) : (~ordered & 0xffffu);
+  return __uint_as_float(bits << 16);
+}
+
+// The routing of one row of E bf16 logits, by a whole warp (every lane
+// ends with the same result): p = softmax(logits) in float32, the K experts
+// of highest p (the lower index first on ties) into ids, and, when
+// `weighted`, their p (divided by the K's sum when `normalize`) into
+// weights; in that order, or in increasing expert order with ByExpert.
+template <int E, int K, bool ByExpert = false>
+__device__ __forceinline__ void moeTopK(const bf16 *logits, bool weighted,
+                                        bool normalize, int (&ids)[K],
+                                        float (&weights)[K]) {
+  static_assert(K >= 1 && K <= E && K <= 32 && E <= 65535,
+                "moeTopK: 1 <= K <= min(E, 32), E < 65536");
+  constexpr int kPerLane = (E + 31) / 32;
+  const int lane = threadIdx.x % 32;
+  // The logits come from the previous kernel: loads that stay after the
+  // wait for it.
+  unsigned key[kPerLane];
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    key[i] = e < E ? moeRouteKey(loadActivation2(logits + e), e) : 0u;
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    weights[k] = 0.0f;
+  float chosen[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    unsigned best = 0;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i)
+      best = max(best, key[i]);
+    best = warpMaxU32(best);
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i)
+      if (key[i] == best)
+        key[i] = 0; // taken
+    ids[k] = static_cast<int>(0xffffu - (best & 0xffffu));
+    chosen[k] = moeKeyLogit(best);
+  }
+  if (weighted) {
+    // The first choice holds the largest logit.
+    const float max = chosen[0];
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < E)
+        sum += __expf(__uint_as_float(loadActivation2(logits + e) << 16) - max);
+    }
+    sum = groupSum<32>(sum);
+    float chosenSum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      weights[k] = __expf(chosen[k] - max) / sum;
+      chosenSum += weights[k];
+    }
+    if (normalize)
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+        weights[k] /= chosenSum;
+  }
+  if constexpr (ByExpert) {
+    // K is small: compare-exchange passes on registers.
+#pragma unroll
+    for (int a = 0; a < K; ++a)
+#pragma unroll
+      for (int b = 0; b + 1 < K - a; ++b)
+        if (ids[b] > ids[b + 1]) {
+          const int id = ids[b];
+          const float w = weights[b];
+          ids[b] = ids[b + 1];
+          weights[b] = weights[b + 1];
+          ids[b + 1] = id;
+          weights[b + 1] = w;
+        }
+  }
+}
+
 template <int E, int K>
 __global__ void __launch_bounds__(kMoeRouteThreads)
     moe_route(const __grid_constant__ MoeRouteArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
-  static_assert(K >= 1 && K <= E && K <= 32, "moe_route: 1 <= K <= min(E, 32)");
-  constexpr int kPerLane = (E + 31) / 32;
   const int row = blockIdx.x * (kMoeRouteThreads / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
   if (row >= args.rows)
     return;
-  const bf16 *logits = args.logits + static_cast<long long>(row) * E;
-  const float kNone = negativeInfinity();
-  float v[kPerLane];
-  float best = kNone;
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    const int e = lane + 32 * i;
-    v[i] = e < E ? __bfloat162float(logits[e]) : kNone;
-    best = fmaxf(best, v[i]);
-  }
-  const float max = groupMax<32>(best);
-  float sum = 0.0f;
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    const int e = lane + 32 * i;
-    v[i] = e < E ? __expf(v[i] - max) : 0.0f; // p * sum, then taken away
-    sum += v[i];
-  }
-  sum = groupSum<32>(sum);
-  float chosenSum = 0.0f, chosen[K];
-  int chosenId[K];
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    // The highest remaining value, the lower expert on ties.
-    float value = -1.0f;
-    int id = E;
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int e = lane + 32 * i;
-      if (e < E && v[i] > value) // e grows with i: the first wins ties
-        value = v[i], id = e;
-    }
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) {
-      const float otherValue = __shfl_xor_sync(0xffffffffu, value, offset);
-      const int otherId = __shfl_xor_sync(0xffffffffu, id, offset);
-      if (otherValue > value || (otherValue == value && otherId < id))
-        value = otherValue, id = otherId;
-    }
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i)
-      if (lane + 32 * i == id)
-        v[i] = -1.0f; // taken
-    chosen[k] = value / sum;
-    chosenId[k] = id;
-    chosenSum += chosen[k];
-  }
-  if (lane == 0) {
+  int ids[K];
+  float weights[K];
+  moeTopK<E, K>(args.logits + static_cast<long long>(row) * E, true,
+                args.normalize != 0, ids, weights);
+  if (threadIdx.x % 32 == 0) {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-      args.ids[row * K + k] = chosenId[k];
-      args.weights[row * K + k] =
-          args.normalize ? chosen[k] / chosenSum : chosen[k];
+      args.ids[row * K + k] = ids[k];
+      args.weights[row * K + k] = weights[k];
     }
   }
 }
@@ -214,15 +264,13 @@ __device__ __forceinline__ float moeDownValue(float y, const bf16 *bias,
 }
 
 // An FP4 (E2M1) code's value: 0, 0.5, 1, 1.5, 2, 3, 4, 6, negated by
-// bit 3.
+// bit 3. Bits 2..0 (e1 e0 m) placed as a float's lowest exponent bits and
+// first mantissa bit make the value times 2^-126 (code 1 a subnormal), so
+// one exact multiply by 2^126 gives it: no int-to-float conversion, which
+// runs at a quarter of the FMA rate and bounded the MXFP4 GEMVs.
 __device__ __forceinline__ float fp4Value(unsigned code) {
-  const unsigned e = (code >> 1) & 3u, m = code & 1u;
-  // (2 + m) * 2^(e - 2) for e > 0; m / 2 for e = 0.
-  const float magnitude =
-      e ? (2.0f + static_cast<float>(m)) *
-              __int_as_float(static_cast<int>((125u + e) << 23))
-        : 0.5f * static_cast<float>(m);
-  return (code & 8u) ? -magnitude : magnitude;
+  const float magnitude = __uint_as_float((code & 7u) << 22) * 0x1p126f;
+  return __uint_as_float(__float_as_uint(magnitude) | (code & 8u) << 28);
 }
 
 // An E8M0 exponent's scale, 2^(s - 127) (s = 255, NaN in the format, gives
@@ -261,6 +309,91 @@ moeRow(const void *w, const void *scales, const unsigned char *zeros,
             0};
 }
 
+// The values one 16-byte vector of an expert row holds: 8 bf16, 16 int8 or
+// fp8 codes, 32 MXFP4 or int4 codes.
+template <int Format>
+constexpr int kMoeVectorValues = Format == kMoeBf16                        ? 8
+                                 : Format == kMoeInt8 || Format == kMoeFp8 ? 16
+                                                                           : 32;
+
+// Vector c of an expert row as loaded: the 16 bytes and, for MXFP4 and
+// int4, its group's scale (int4: and zero point).
+struct MoeVector {
+  uint4 bytes;
+  float scale;
+  unsigned negativeZero;
+};
+template <int N, int Format>
+__device__ __forceinline__ MoeVector moeLoadVector(const MoeRow<N, Format> &row,
+                                                   int c) {
+  MoeVector v{
+      loadStreaming16(static_cast<const unsigned char *>(row.w) + c * 16), 1.0f,
+      0u};
+  if constexpr (Format == kMoeMxfp4) {
+    v.scale = e8m0Scale(static_cast<const unsigned char *>(row.scales)[c]);
+  } else if constexpr (Format == kMoeInt4) {
+    const int g = c * 32 / row.groupSize;
+    v.negativeZero = quant_gemv::int4NegativeZero(row.zeros[g]);
+    v.scale = static_cast<const float *>(row.scales)[g];
+  }
+  return v;
+}
+
+// acc plus vector v's products with the x values it multiplies (x points
+// at the first), in the row's units (int8's and fp8's row scale comes after
+// the sum: moeRowScale). x is read 8 values at a time, as used.
+template <int Format>
+__device__ __forceinline__ float moeVectorDot(const MoeVector &v, const bf16 *x,
+                                              float acc) {
+  if constexpr (Format == kMoeBf16) {
+    float wv[8], xv[8];
+    unpack8(v.bytes, wv);
+    unpack8(load16(x), xv);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      acc += wv[j] * xv[j];
+    return acc;
+  } else if constexpr (Format == kMoeMxfp4) {
+    // The scale is a power of two: scaling the sum is scaling each value.
+    const unsigned words[4] = {v.bytes.x, v.bytes.y, v.bytes.z, v.bytes.w};
+    float sum = 0.0f;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      float xv[8];
+      unpack8(load16(x + q * 8), xv);
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        sum += fp4Value(words[q] >> (4 * j)) * xv[j];
+    }
+    return acc + sum * v.scale;
+  } else {
+    constexpr WeightFormat F = kMoeCodes<Format>;
+    float sum = 0.0f;
+#pragma unroll
+    for (int q = 0; q < kMoeVectorValues<Format> / 8; ++q) {
+      float wv[8], xv[8];
+      quant_gemv::dequant<F>(v.bytes, q, v.negativeZero, wv);
+      unpack8(load16(x + q * 8), xv);
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        sum += wv[j] * xv[j];
+    }
+    return acc + (Format == kMoeInt4 ? sum * v.scale : sum);
+  }
+}
+
+// The factor a row's summed products take: int8's row scale, fp8's with
+// the decoder's 2^120; 1 for the other formats.
+template <int N, int Format>
+__device__ __forceinline__ float moeRowScale(const MoeRow<N, Format> &row) {
+  if constexpr (Format == kMoeInt8)
+    return *static_cast<const float *>(row.scales);
+  else if constexpr (Format == kMoeFp8)
+    return *static_cast<const float *>(row.scales) * kMoeFp8Decoded;
+  else
+    return 1.0f;
+}
+
 // The dot products of an expert weight row of N inputs (`row`, from
 // moeRow) with the vectors of `count` slots (x + slot's row offset), summed
 // over the warp into acc[0..count).
@@ -268,28 +401,32 @@ template <int N, int Format>
 __device__ __forceinline__ void moeDots(const MoeRow<N, Format> &row,
                                         const bf16 *const *x, int count,
                                         float (&acc)[kMoeSlots]) {
+  constexpr int kValues = kMoeVectorValues<Format>;
+  static_assert(N % kValues == 0,
+                "moeDots: rows are whole vectors (8 bf16, 16 int8 or fp8 "
+                "codes, 32 MXFP4 or int4 codes)");
+  constexpr int kVecs = N / kValues, kPerLane = (kVecs + 31) / 32;
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int s = 0; s < kMoeSlots; ++s)
     acc[s] = 0.0f;
-  if constexpr (Format == kMoeMxfp4) {
-    static_assert(N % 32 == 0, "moeDots: MXFP4 rows are groups of 32");
-    const unsigned char *codes = static_cast<const unsigned char *>(row.w);
-    const unsigned char *scales =
-        static_cast<const unsigned char *>(row.scales);
-    constexpr int kGroups = N / 32, kPerLane = (kGroups + 31) / 32;
-#pragma unroll 4
-    for (int i = 0; i < kPerLane; ++i) {
-      const int c = lane + 32 * i;
-      if (kGroups % 32 != 0 && c >= kGroups)
-        break;
-      const uint4 packed = load16(codes + c * 16);
-      const float scale = e8m0Scale(scales[c]);
-      const unsigned words[4] = {packed.x, packed.y, packed.z, packed.w};
+    // Counted and unrolled, so that a lane's weight loads are in flight
+    // together: decode reads each weight once, at the bandwidth only many
+    // outstanding loads reach. Vectors of 16 or 32 codes take as many
+    // registers again to decode: 4 at a time.
+#pragma unroll(Format == kMoeBf16 ? 8 : 4)
+  for (int i = 0; i < kPerLane; ++i) {
+    const int c = lane + 32 * i;
+    if (kVecs % 32 != 0 && c >= kVecs)
+      break;
+    const MoeVector v = moeLoadVector(row, c);
+    if constexpr (Format == kMoeMxfp4) {
+      // Decoded once for all the slots (the FP4 decode is the costly part).
+      const unsigned words[4] = {v.bytes.x, v.bytes.y, v.bytes.z, v.bytes.w};
       float wv[32];
 #pragma unroll
       for (int i = 0; i < 32; ++i)
-        wv[i] = fp4Value(words[i / 8] >> (4 * (i % 8))) * scale;
+        wv[i] = fp4Value(words[i / 8] >> (4 * (i % 8))) * v.scale;
 #pragma unroll
       for (int s = 0; s < kMoeSlots; ++s) {
         if (s >= count)
@@ -303,81 +440,23 @@ __device__ __forceinline__ void moeDots(const MoeRow<N, Format> &row,
             acc[s] += wv[q * 8 + j] * xv[j];
         }
       }
-    }
-  } else if constexpr (Format == kMoeBf16) {
-    const bf16 *w = static_cast<const bf16 *>(row.w);
-    // Counted and unrolled, so that a lane's weight loads are in flight
-    // together: decode reads each weight once, at the bandwidth only many
-    // outstanding loads reach.
-    constexpr int kChunks = N / 8, kPerLane = (kChunks + 31) / 32;
-#pragma unroll 8
-    for (int i = 0; i < kPerLane; ++i) {
-      const int c = lane + 32 * i;
-      if (kChunks % 32 != 0 && c >= kChunks)
-        break;
-      float wv[8];
-      unpack8(load16(w + c * 8), wv);
+    } else {
 #pragma unroll
       for (int s = 0; s < kMoeSlots; ++s) {
         if (s >= count)
           break;
-        float xv[8];
-        unpack8(load16(x[s] + c * 8), xv);
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          acc[s] += wv[j] * xv[j];
-      }
-    }
-  } else {
-    // int8, fp8 (16 codes a vector) and int4 (32, of one group).
-    constexpr WeightFormat F = kMoeCodes<Format>;
-    constexpr int kValues = quant_gemv::kVectorValues<F>;
-    static_assert(N % kValues == 0,
-                  "moeDots: int8 and fp8 rows are vectors of 16, int4 of 32");
-    const unsigned char *codes = static_cast<const unsigned char *>(row.w);
-    constexpr int kVecs = N / kValues, kPerLane = (kVecs + 31) / 32;
-#pragma unroll 4
-    for (int i = 0; i < kPerLane; ++i) {
-      const int c = lane + 32 * i;
-      if (kVecs % 32 != 0 && c >= kVecs)
-        break;
-      const uint4 v = load16(codes + c * 16);
-      unsigned negativeZero = 0;
-      float scale = 1.0f; // int4: the group's, applied per vector
-      if constexpr (Format == kMoeInt4) {
-        const int g = c * kValues / row.groupSize;
-        negativeZero = quant_gemv::int4NegativeZero(row.zeros[g]);
-        scale = static_cast<const float *>(row.scales)[g];
-      }
-#pragma unroll
-      for (int s = 0; s < kMoeSlots; ++s) {
-        if (s >= count)
-          break;
-        float sum = 0.0f;
-#pragma unroll
-        for (int q = 0; q < kValues / 8; ++q) {
-          float wv[8], xv[8];
-          quant_gemv::dequant<F>(v, q, negativeZero, wv);
-          unpack8(load16(x[s] + c * kValues + q * 8), xv);
-#pragma unroll
-          for (int j = 0; j < 8; ++j)
-            sum += wv[j] * xv[j];
-        }
-        acc[s] += Format == kMoeInt4 ? sum * scale : sum;
+        acc[s] = moeVectorDot<Format>(v, x[s] + c * kValues, acc[s]);
       }
     }
   }
   // Only the slots in use (count is the same for the whole block): a decode
   // step at batch 1 has one.
+  const float scale = moeRowScale(row);
 #pragma unroll
   for (int s = 0; s < kMoeSlots; ++s) {
     if (s >= count)
       break;
-    acc[s] = warpSum(acc[s]);
-    if constexpr (Format == kMoeInt8)
-      acc[s] *= *static_cast<const float *>(row.scales);
-    else if constexpr (Format == kMoeFp8)
-      acc[s] *= *static_cast<const float *>(row.scales) * kMoeFp8Decoded;
+    acc[s] = warpSum(acc[s]) * scale;
   }
 }
 

@@ -1471,6 +1471,40 @@ void CudaExecutor::launchMoe(
                bias(0), rows, experts, hidden);
   const std::vector<KernelLaunch> moe = moeLaunches(d, rows);
   const int topK = static_cast<int>(d.topK);
+  const MoeSpec::Path path = moePath(d, rows);
+  if (path == MoeSpec::Path::Row) {
+    kernel(moe[0].instance)
+        .launch(dependent(moe[0].dims), stream_,
+                MoeGateUpRowArgs{.act = act,
+                                 .x = buffer(d.buffers[1]),
+                                 .logits = logits,
+                                 .gate = weight(d.weights[1]),
+                                 .up = weight(d.weights[2]),
+                                 .ids = ids,
+                                 .weights = weights,
+                                 .normalize = d.normalizeTopK ? 1 : 0,
+                                 .activation = static_cast<int>(d.activation),
+                                 .limit = d.activationLimit,
+                                 .groupSize = groupSize,
+                                 .gateBias = bias(1),
+                                 .upBias = bias(2),
+                                 .gateScales = quantWeight(0),
+                                 .upScales = quantWeight(1),
+                                 .gateZeros = quantWeight(3),
+                                 .upZeros = quantWeight(4)});
+    kernel(moe[1].instance)
+        .launch(dependent(moe[1].dims), stream_,
+                MoeDownRowArgs{.y = buffer(d.buffers[0]),
+                               .act = act,
+                               .down = weight(d.weights[3]),
+                               .ids = ids,
+                               .weights = weights,
+                               .bias = bias(3),
+                               .scales = quantWeight(2),
+                               .zeros = quantWeight(5),
+                               .groupSize = groupSize});
+    return;
+  }
   kernel(moe[0].instance)
       .launch(dependent(moe[0].dims), stream_,
               MoeRouteArgs{.ids = ids,
@@ -1478,7 +1512,7 @@ void CudaExecutor::launchMoe(
                            .logits = logits,
                            .rows = rows,
                            .normalize = d.normalizeTopK ? 1 : 0});
-  if (moe.size() == kMoeGroupedLaunches) {
+  if (path == MoeSpec::Path::Grouped) {
     // Many slots: sorted by expert, then the grouped GEMMs.
     const CUdeviceptr sorted = base + moeSortedOffset_;
     kernel(moe[1].instance)

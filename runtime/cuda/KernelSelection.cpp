@@ -603,16 +603,27 @@ MoeSpec moeSpec(const OpDesc &moe) {
 
 std::vector<KernelLaunch> moeLaunches(const OpDesc &moe, int rows) {
   const MoeSpec spec = moeSpec(moe);
-  if (spec.grouped(rows))
+  switch (spec.path(rows)) {
+  case MoeSpec::Path::Row:
+    return {{spec.gateUpRow(), spec.gateUpRowDims()},
+            {spec.downRow(), spec.downRowDims()}};
+  case MoeSpec::Path::Slots:
     return {{spec.route(), spec.routeDims(rows)},
-            {spec.sort(), spec.sortDims()},
-            {spec.groupedGateUp(), spec.groupedGateUpDims(rows)},
-            {spec.groupedDown(), spec.groupedDownDims(rows)},
+            {spec.gateUp(), spec.gateUpDims(rows)},
+            {spec.down(), spec.downDims(rows)},
             {spec.combine(), spec.combineDims(rows)}};
+  case MoeSpec::Path::Grouped:
+    break;
+  }
   return {{spec.route(), spec.routeDims(rows)},
-          {spec.gateUp(), spec.gateUpDims(rows)},
-          {spec.down(), spec.downDims(rows)},
+          {spec.sort(), spec.sortDims()},
+          {spec.groupedGateUp(), spec.groupedGateUpDims(rows)},
+          {spec.groupedDown(), spec.groupedDownDims(rows)},
           {spec.combine(), spec.combineDims(rows)}};
+}
+
+MoeSpec::Path moePath(const OpDesc &moe, int rows) {
+  return moeSpec(moe).path(rows);
 }
 
 long long moeSortedInts(const OpDesc &moe, int maxRows) {
@@ -631,11 +642,10 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     for (const KernelInstance &k :
          enumerateKernels(moeRouterLinear(op), maxTokens, maxContext))
       out.push_back(k);
-    for (const KernelLaunch &l : moeLaunches(op, 1))
-      out.push_back(l.instance);
-    // Steps large enough for the grouped GEMMs.
-    if (moeLaunches(op, maxTokens).size() == kMoeGroupedLaunches)
-      add(moeLaunches(op, maxTokens));
+    // One row, a few, and steps large enough for the grouped GEMMs.
+    for (int rows : {1, 2, maxTokens})
+      if (rows <= std::max(maxTokens, 1))
+        add(moeLaunches(op, rows));
     return out;
   }
   if (op.kind == OpKind::Linear || op.kind == OpKind::NormLinear) {

@@ -101,13 +101,13 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
 /// A Moe op's router as a Linear op of its own (weights[0], [E, H]; bf16
 /// logits into a workspace), whose launches selectKernels chooses.
 OpDesc moeRouterLinear(const OpDesc &moe);
-/// A Moe op's kernels after its router, for `rows` rows, in order:
-/// moe_route, moe_gate_up, moe_down, moe_combine (MoeDecode.cuh); or, for
-/// steps of many slots (MoeSpec::grouped), kMoeGroupedLaunches of them:
-/// moe_route, moe_sort, the two moe_grouped_gemm (MoeGroupedGemm.cuh),
-/// moe_combine.
+/// A Moe op's kernels after its router, for `rows` rows, in order, by
+/// moePath: one row, moe_gate_up_row and moe_down_row (MoeDecodeRow.cuh);
+/// a few, moe_route, moe_gate_up, moe_down, moe_combine (MoeDecode.cuh);
+/// many slots (MoeSpec::grouped), moe_route, moe_sort, the two
+/// moe_grouped_gemm (MoeGroupedGemm.cuh), moe_combine.
 std::vector<KernelLaunch> moeLaunches(const OpDesc &moe, int rows);
-inline constexpr std::size_t kMoeGroupedLaunches = 5;
+MoeSpec::Path moePath(const OpDesc &moe, int rows);
 /// The ints of moe_sort's output for steps of up to `maxRows` rows.
 long long moeSortedInts(const OpDesc &moe, int maxRows);
 

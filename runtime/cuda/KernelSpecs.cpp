@@ -2,6 +2,8 @@
 
 #include "runtime/cuda/KernelSpecs.h"
 
+#include "codegen/kernels/LaunchArgs.h"
+
 #include "runtime/support/Error.h"
 
 #include <algorithm>
@@ -198,8 +200,48 @@ LaunchDims MoeSpec::combineDims(int rows) const {
   return dims;
 }
 
+KernelInstance MoeSpec::gateUpRow() const {
+  route(); // the same checks of E and K
+  requireExpertInputs(format, hidden, groupSize, "hidden size",
+                      "moe_gate_up_row");
+  requireMultiple(width, 8, "expert intermediate size", "moe_gate_up_row");
+  return {"MoeDecodeRow.cuh",
+          cat(kNamespace, "moe_gate_up_row<", experts, ", ", topK, ", ", hidden,
+              ", ", width, moeFormatArgument(format))};
+}
+KernelInstance MoeSpec::downRow() const {
+  route();
+  requireMultiple(hidden, 8, "hidden size", "moe_down_row");
+  requireExpertInputs(format, width, groupSize, "expert intermediate size",
+                      "moe_down_row");
+  return {"MoeDecodeRow.cuh",
+          cat(kNamespace, "moe_down_row<", experts, ", ", topK, ", ", hidden,
+              ", ", width, moeFormatArgument(format))};
+}
+// MoeDecodeRow.cuh's geometry: 4 warps a block; a warp takes
+// moeRowPairsPerWarp (gate, up) pairs of one choice, or one output of down.
+LaunchDims MoeSpec::gateUpRowDims() const {
+  LaunchDims dims;
+  dims.block.x = 128;
+  const int rowsPerBlock =
+      4 * kernels::moeRowPairsPerWarp(static_cast<int>(format), hidden);
+  dims.grid.x = static_cast<unsigned>(topK * ceilDiv(width, rowsPerBlock));
+  return dims;
+}
+LaunchDims MoeSpec::downRowDims() const {
+  LaunchDims dims;
+  dims.block.x = 128;
+  dims.grid.x = static_cast<unsigned>(ceilDiv(hidden, 4));
+  return dims;
+}
+
+MoeSpec::Path MoeSpec::path(int rows) const {
+  if (grouped(rows))
+    return Path::Grouped;
+  return rows <= 1 ? Path::Row : Path::Slots;
+}
 bool MoeSpec::grouped(int rows) const {
-  return static_cast<long long>(rows) * topK >= 8LL * experts;
+  return rows > 1 && static_cast<long long>(rows) * topK >= experts;
 }
 KernelInstance MoeSpec::sort() const {
   requirePositive(experts, "experts", "moe_sort");

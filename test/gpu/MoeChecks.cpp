@@ -1,8 +1,9 @@
 //===- MoeChecks.cpp - the mixture-of-experts kernels ---------------------===//
 //
-// moe: the chain after the router's linear (moe_route, then moe_gate_up /
-// moe_down or, from MoeSpec::grouped's step size, moe_sort and the two
-// moe_grouped_gemm, then moe_combine) as the CUDA executor launches it, on
+// moe: the chain after the router's linear as the CUDA executor launches it
+// (one row: moe_gate_up_row and moe_down_row; a few: moe_route,
+// moe_gate_up, moe_down, moe_combine; from MoeSpec::grouped's step size:
+// moe_route, moe_sort, the two moe_grouped_gemm, moe_combine), on
 // random bf16 router logits, activations and experts (MXFP4 codes and
 // exponents for gpt-oss's format), against a float64 reference that routes
 // from the same logits (softmax, top k, lower expert first on ties,
@@ -15,8 +16,10 @@
 // clamped SwiGLU and with MXFP4 experts (1 and 64 rows each: decode and
 // grouped). Qwen3-30B-A3B's bf16 experts also run 16, 32 and 64 rows both
 // ways (the grouped GEMMs below MoeSpec::grouped's threshold), the
-// measurement that threshold is chosen from. Timed as one chain; bytes are
-// the weights of the experts the step routes to (each read once).
+// measurement that threshold is chosen from; one row also runs the few-rows
+// chain beside the one-row kernels. Timed as one chain; bytes are the
+// weights of the experts the step routes to (each read once). moe_row: the
+// steps of one row only (quick: batch-1 decode's kernels).
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,21 +78,31 @@ const std::vector<MoeCase> &moeCases() {
   return cases;
 }
 
-/// Each step size of a case and whether it runs the grouped GEMMs.
-std::vector<std::pair<int, bool>> stepsOf(const MoeCase &m) {
-  std::vector<std::pair<int, bool>> steps;
-  for (int rows : m.rows)
-    steps.emplace_back(rows, m.spec.grouped(rows));
+using Path = MoeSpec::Path;
+
+/// Each step size of a case and the kernels it runs.
+std::vector<std::pair<int, Path>> stepsOf(const MoeCase &m) {
+  std::vector<std::pair<int, Path>> steps;
+  for (int rows : m.rows) {
+    steps.emplace_back(rows, m.spec.path(rows));
+    if (m.spec.path(rows) == Path::Row)
+      steps.emplace_back(rows, Path::Slots);
+  }
   for (int rows : m.groupedRows)
-    if (!m.spec.grouped(rows))
-      steps.emplace_back(rows, true);
+    if (m.spec.path(rows) != Path::Grouped)
+      steps.emplace_back(rows, Path::Grouped);
   return steps;
 }
 
-std::vector<KernelInstance> instancesOf(const MoeCase &m, int rows,
-                                        bool grouped) {
+const char *pathName(Path path) {
+  return path == Path::Row ? "row" : path == Path::Slots ? "decode" : "grouped";
+}
+
+std::vector<KernelInstance> instancesOf(const MoeCase &m, Path path) {
+  if (path == Path::Row)
+    return {m.spec.gateUpRow(), m.spec.downRow()};
   std::vector<KernelInstance> out = {m.spec.route()};
-  if (grouped)
+  if (path == Path::Grouped)
     out.insert(out.end(),
                {m.spec.sort(), m.spec.groupedGateUp(), m.spec.groupedDown()});
   else
@@ -229,7 +242,9 @@ double bytesPerWeight(const MoeSpec &s) {
 
 double silu(double g) { return g / (1 + std::exp(-g)); }
 
-void checkMoe(Checker &c) {
+/// With oneRow, only the steps of one row (both chains): the quick check of
+/// batch-1 decode.
+void checkMoe(Checker &c, bool oneRow) {
   for (const MoeCase &m : moeCases()) {
     const MoeSpec &s = m.spec;
     const int E = s.experts, K = s.topK, H = s.hidden, I = s.width;
@@ -253,7 +268,10 @@ void checkMoe(Checker &c) {
       dUpB = c.upload(upBias);
       dDownB = c.upload(downBias);
     }
-    for (const auto &[rows, grouped] : stepsOf(m)) {
+    for (const auto &[rows, path] : stepsOf(m)) {
+      if (oneRow && rows != 1)
+        continue;
+      const bool grouped = path == Path::Grouped;
       const int slots = rows * K;
       const std::vector<Bf16> x =
           randomBf16(c.rng, static_cast<std::size_t>(rows) * H, -1, 1);
@@ -271,6 +289,41 @@ void checkMoe(Checker &c) {
           c.kernels.kernel(i).setMaxDynamicSharedMemory(
               MoeSpec::kGroupedSharedBytes);
       std::function<void(int)> launch = [&](int) {
+        if (path == Path::Row) {
+          c.kernels.kernel(s.gateUpRow())
+              .launch(s.gateUpRowDims(), c.stream,
+                      kernels::MoeGateUpRowArgs{
+                          .act = dAct.address(),
+                          .x = dX.address(),
+                          .logits = dLogits.address(),
+                          .gate = dGate.w.address(),
+                          .up = dUp.w.address(),
+                          .ids = dIds.address(),
+                          .weights = dWeights.address(),
+                          .normalize = 1,
+                          .activation = m.biased ? 2 : 0,
+                          .limit = 7.0f,
+                          .groupSize = s.groupSize,
+                          .gateBias = m.biased ? dGateB.address() : 0,
+                          .upBias = m.biased ? dUpB.address() : 0,
+                          .gateScales = addressOr0(dGate.scales),
+                          .upScales = addressOr0(dUp.scales),
+                          .gateZeros = addressOr0(dGate.zeros),
+                          .upZeros = addressOr0(dUp.zeros)});
+          c.kernels.kernel(s.downRow())
+              .launch(s.downRowDims(), c.stream,
+                      kernels::MoeDownRowArgs{
+                          .y = dY.address(),
+                          .act = dAct.address(),
+                          .down = dDown.w.address(),
+                          .ids = dIds.address(),
+                          .weights = dWeights.address(),
+                          .bias = m.biased ? dDownB.address() : 0,
+                          .scales = addressOr0(dDown.scales),
+                          .zeros = addressOr0(dDown.zeros),
+                          .groupSize = s.groupSize});
+          return;
+        }
         c.kernels.kernel(s.route()).launch(
             s.routeDims(rows), c.stream,
             kernels::MoeRouteArgs{.ids = dIds.address(),
@@ -375,10 +428,12 @@ void checkMoe(Checker &c) {
           chosenSum += p[order[k]] / sum;
         // The row's slots in increasing expert order, as moe_combine adds.
         std::vector<int> chosen(order.begin(), order.begin() + K);
-        for (int k = 0; k < K; ++k)
-          routingDiffers += ids[r * K + k] != chosen[k];
         std::vector<int> sortedChosen = chosen;
         std::sort(sortedChosen.begin(), sortedChosen.end());
+        // The one-row kernels keep the choices in increasing expert order.
+        for (int k = 0; k < K; ++k)
+          routingDiffers +=
+              ids[r * K + k] != (path == Path::Row ? sortedChosen : chosen)[k];
         std::vector<float> acc(H, 0.0f);
         for (int e : sortedChosen) {
           touched.insert(e);
@@ -421,9 +476,8 @@ void checkMoe(Checker &c) {
           ref[static_cast<std::size_t>(r) * H + j] = acc[j];
       }
       CheckRecord rec = makeRecord(
-          c, "moe",
-          sol::cat(m.shape, " rows=", rows, grouped ? " grouped" : " decode"),
-          grouped ? s.groupedGateUp() : s.gateUp());
+          c, "moe", sol::cat(m.shape, " rows=", rows, " ", pathName(path)),
+          instancesOf(m, path)[path == Path::Row ? 0 : 1]);
       // A bf16 ulp here and there: the kernels' float sums differ in order
       // from the reference's double ones.
       judge(rec, relativeL2(toFloat(y), ref), 1e-2, countPoison(y));
@@ -442,14 +496,17 @@ void checkMoe(Checker &c) {
 } // namespace
 
 std::vector<CheckFamily> moeChecks() {
-  return {{"moe",
-           [](KernelLibrary &k) {
-             for (const MoeCase &m : moeCases())
-               for (const auto &[rows, grouped] : stepsOf(m))
-                 for (const KernelInstance &i : instancesOf(m, rows, grouped))
-                   k.require(i);
-           },
-           checkMoe}};
+  auto require = [](bool oneRow) {
+    return [oneRow](KernelLibrary &k) {
+      for (const MoeCase &m : moeCases())
+        for (const auto &[rows, path] : stepsOf(m))
+          if (!oneRow || rows == 1)
+            for (const KernelInstance &i : instancesOf(m, path))
+              k.require(i);
+    };
+  };
+  return {{"moe", require(false), [](Checker &c) { checkMoe(c, false); }},
+          {"moe_row", require(true), [](Checker &c) { checkMoe(c, true); }}};
 }
 
 } // namespace sol::check

@@ -189,14 +189,31 @@ TEST(KernelSelection, MoeRunsItsRouterThenTheRoutedExperts) {
   EXPECT_EQ(router.kind, OpKind::Linear);
   EXPECT_EQ(linearOp(128, 2048, LinearEpilogue::None).weightShapes,
             router.weightShapes);
-  for (int rows : {1, 4, 64}) {
+  for (int rows : {1, 4, 15}) {
     SCOPED_TRACE(rows);
     const std::vector<KernelLaunch> launches = selectKernels(moe, rows, 0);
     const std::vector<KernelLaunch> linear = selectKernels(router, rows, 0);
-    ASSERT_EQ(launches.size(), linear.size() + 4);
+    const std::vector<KernelLaunch> experts = moeLaunches(moe, rows);
+    ASSERT_EQ(launches.size(), linear.size() + experts.size());
     for (std::size_t i = 0; i < linear.size(); ++i)
       EXPECT_EQ(launches[i].instance, linear[i].instance);
-    const std::vector<KernelLaunch> experts = moeLaunches(moe, rows);
+    if (rows == 1) {
+      // One row: routing inside the gate/up kernel, the combination inside
+      // down's; a warp takes one (gate, up) pair of bf16 rows of 2,048, and
+      // one output of down.
+      EXPECT_EQ(moePath(moe, rows), MoeSpec::Path::Row);
+      ASSERT_EQ(experts.size(), 2u);
+      EXPECT_EQ(experts[0].instance.nameExpression,
+                "sol::kernels::moe_gate_up_row<128, 8, 2048, 768>");
+      EXPECT_EQ(experts[0].instance.header, "MoeDecodeRow.cuh");
+      EXPECT_EQ(experts[1].instance.nameExpression,
+                "sol::kernels::moe_down_row<128, 8, 2048, 768>");
+      EXPECT_EQ(experts[0].dims.grid.x, 8u * 768 / 4);
+      EXPECT_EQ(experts[1].dims.grid.x, 2048u / 4);
+      continue;
+    }
+    EXPECT_EQ(moePath(moe, rows), MoeSpec::Path::Slots);
+    ASSERT_EQ(experts.size(), 4u);
     EXPECT_EQ(experts[0].instance.nameExpression,
               "sol::kernels::moe_route<128, 8>");
     EXPECT_EQ(experts[1].instance.nameExpression,
@@ -212,31 +229,40 @@ TEST(KernelSelection, MoeRunsItsRouterThenTheRoutedExperts) {
     EXPECT_EQ(experts[1].dims.grid.x, units * 48);
     EXPECT_EQ(experts[2].dims.grid.x, units * 128);
   }
-  // From 8 slots an expert on average (128 rows x 8 of 128 experts): the
+  // int4 experts (groups of 128): a lane's rows of 2,048 are two 16-byte
+  // vectors, so a warp takes 4 (gate, up) pairs.
+  OpDesc int4 = moe;
+  int4.expertFormat = fb::ExpertFormat::Int4;
+  int4.groupSize = 128;
+  EXPECT_EQ(moeLaunches(int4, 1)[0].instance.nameExpression,
+            "sol::kernels::moe_gate_up_row<128, 8, 2048, 768, 4>");
+  EXPECT_EQ(moeLaunches(int4, 1)[0].dims.grid.x, 8u * 768 / 16);
+  // From one slot an expert on average (16 rows x 8 of 128 experts): the
   // slots sorted by expert, then the grouped GEMMs.
-  EXPECT_EQ(moeLaunches(moe, 127).size(), 4u);
+  EXPECT_EQ(moePath(moe, 15), MoeSpec::Path::Slots);
+  EXPECT_EQ(moePath(moe, 16), MoeSpec::Path::Grouped);
   const std::vector<KernelLaunch> grouped = moeLaunches(moe, 128);
-  ASSERT_EQ(grouped.size(), kMoeGroupedLaunches);
+  ASSERT_EQ(grouped.size(), 5u);
   EXPECT_EQ(grouped[1].instance.nameExpression,
             "sol::kernels::moe_sort<128, 64>");
   EXPECT_EQ(grouped[2].instance.nameExpression,
             "sol::kernels::moe_grouped_gemm<128, 2048, 1536, true>");
   EXPECT_EQ(grouped[3].instance.nameExpression,
             "sol::kernels::moe_grouped_gemm<128, 768, 2048, false>");
-  EXPECT_EQ(grouped[4].instance, moeLaunches(moe, 1)[3].instance);
+  EXPECT_EQ(grouped[4].instance, moeLaunches(moe, 2)[3].instance);
   // 1,024 slots: 16 full tiles, and a partial one per expert at most.
   EXPECT_EQ(grouped[2].dims.grid.x, (16u + 128) * 12);
   EXPECT_EQ(grouped[3].dims.grid.x, (16u + 128) * 16);
   EXPECT_EQ(grouped[3].dims.sharedBytes, 98304u);
   EXPECT_EQ(moeSortedInts(moe, 128), 128 * 8 + 2 * 129);
   const std::vector<KernelInstance> planned = enumerateKernels(moe, 2048, 0);
-  for (std::size_t rows : {1, 2048})
+  for (std::size_t rows : {1, 2, 2048})
     for (const KernelLaunch &l : moeLaunches(moe, static_cast<int>(rows)))
       EXPECT_NE(std::find(planned.begin(), planned.end(), l.instance),
                 planned.end())
           << l.instance.nameExpression;
   // Plans of small steps only have no grouped GEMMs.
-  for (const KernelInstance &k : enumerateKernels(moe, 64, 0))
+  for (const KernelInstance &k : enumerateKernels(moe, 15, 0))
     EXPECT_EQ(k.nameExpression.find("grouped"), std::string::npos);
   for (const KernelInstance &k : enumerateKernels(router, 2048, 0))
     EXPECT_NE(std::find(planned.begin(), planned.end(), k), planned.end());

@@ -902,17 +902,24 @@ TEST(KernelSpecs, QuantGemmNameGeometryAndErrors) {
 namespace sol::test {
 namespace {
 using namespace cuda;
-// The grouped expert GEMMs take over from 8 slots an expert on average;
-// quantized experts have their own instances (codes decoded into the
-// tiles), named by ExpertFormat's number.
+// The grouped expert GEMMs take over from one slot an expert on average
+// (one row always runs the one-row kernels); quantized experts have their
+// own instances (codes decoded into the tiles), named by ExpertFormat's
+// number.
 TEST(KernelSpecs, MoeGroupedGemmRule) {
   using Format = fb::ExpertFormat;
   const MoeSpec qwen3{128, 8, 2048, 768};
-  EXPECT_FALSE(qwen3.grouped(127));
-  EXPECT_TRUE(qwen3.grouped(128));
+  EXPECT_FALSE(qwen3.grouped(15));
+  EXPECT_TRUE(qwen3.grouped(16));
+  EXPECT_EQ(qwen3.path(1), MoeSpec::Path::Row);
+  EXPECT_EQ(qwen3.path(15), MoeSpec::Path::Slots);
+  EXPECT_EQ(qwen3.path(16), MoeSpec::Path::Grouped);
   const MoeSpec gptOssMxfp4{32, 4, 2880, 2880, Format::Mxfp4};
-  EXPECT_FALSE(gptOssMxfp4.grouped(63));
-  EXPECT_TRUE(gptOssMxfp4.grouped(64));
+  EXPECT_FALSE(gptOssMxfp4.grouped(7));
+  EXPECT_TRUE(gptOssMxfp4.grouped(8));
+  // Mixtral-like: top 2 of 2 experts; one row is still the one-row path.
+  EXPECT_EQ((MoeSpec{2, 2, 64, 32}.path(1)), MoeSpec::Path::Row);
+  EXPECT_EQ((MoeSpec{2, 2, 64, 32}.path(2)), MoeSpec::Path::Grouped);
   EXPECT_EQ(gptOssMxfp4.groupedGateUp().nameExpression,
             "sol::kernels::moe_grouped_gemm<32, 2880, 5760, true, 1>");
   EXPECT_EQ(gptOssMxfp4.groupedDown().nameExpression,

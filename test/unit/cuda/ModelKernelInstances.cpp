@@ -45,6 +45,8 @@ bool takesItsLaunchArgs(const std::string &nameExpression,
       {"moe_gate_up", LaunchArgsName<MoeGateUpArgs>::kMangled.view()},
       {"moe_down", LaunchArgsName<MoeDownArgs>::kMangled.view()},
       {"moe_combine", LaunchArgsName<MoeCombineArgs>::kMangled.view()},
+      {"moe_gate_up_row", LaunchArgsName<MoeGateUpRowArgs>::kMangled.view()},
+      {"moe_down_row", LaunchArgsName<MoeDownRowArgs>::kMangled.view()},
       {"moe_sort", LaunchArgsName<MoeSortArgs>::kMangled.view()},
       {"moe_grouped_gemm", LaunchArgsName<MoeGroupedGemmArgs>::kMangled.view()},
   };
@@ -168,9 +170,9 @@ std::vector<cuda::KernelInstance> modelKernelInstances() {
       add(RopeKvWriteSpec{m.qHeads, m.kvHeads, m.headDim, blockSize, true}
               .instance());
   }
-  // The mixtures' expert chains (the router is a linear above): decode and
-  // grouped, Qwen3-30B-A3B's in every expert format sol-quantize writes,
-  // gpt-oss-20b's bf16 and MXFP4 experts.
+  // The mixtures' expert chains (the router is a linear above): one row,
+  // decode and grouped, Qwen3-30B-A3B's in every expert format sol-quantize
+  // writes, gpt-oss-20b's bf16 and MXFP4 experts.
   using F = fb::ExpertFormat;
   const MoeSpec mixtures[] = {
       {128, 8, 2048, 768},         {128, 8, 2048, 768, F::Int8},
@@ -179,8 +181,8 @@ std::vector<cuda::KernelInstance> modelKernelInstances() {
   };
   for (const MoeSpec &m : mixtures)
     for (const KernelInstance &instance :
-         {m.route(), m.gateUp(), m.down(), m.combine(), m.sort(),
-          m.groupedGateUp(), m.groupedDown()})
+         {m.gateUpRow(), m.downRow(), m.route(), m.gateUp(), m.down(),
+          m.combine(), m.sort(), m.groupedGateUp(), m.groupedDown()})
       add(instance);
   add(ArgmaxSpec{}.instance());
   add(SamplingSpec{}.instance());

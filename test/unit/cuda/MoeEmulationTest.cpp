@@ -8,14 +8,16 @@
 // some experts get no row, against a float64 reference that rounds where
 // the kernels document (bf16 after each projection, activation, product and
 // sum); MXFP4 and sol-quantize's int8, fp8 and int4 experts against the
-// float64 products of their values. The outputs start as NaN, so an element
-// no kernel writes fails.
+// float64 products of their values; and the one-row kernels
+// (MoeDecodeRow.cuh) against that chain, bit for bit. The outputs start as
+// NaN, so an element no kernel writes fails.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
 
 #include "MoeDecode.cuh"
+#include "MoeDecodeRow.cuh"
 #include "MoeQuantExperts.h"
 
 #include <gtest/gtest.h>
@@ -492,5 +494,220 @@ template <int Format> void checkQuantizedExperts(unsigned seed) {
 TEST(MoeEmulation, Int8Experts) { checkQuantizedExperts<kMoeInt8>(11); }
 TEST(MoeEmulation, Fp8Experts) { checkQuantizedExperts<kMoeFp8>(12); }
 TEST(MoeEmulation, Int4Experts) { checkQuantizedExperts<kMoeInt4>(13); }
+
+// Expert matrices of any format for the one-row tests: bf16 values, MXFP4
+// codes with E8M0 exponents, or sol-quantize's codes (MoeQuantExperts.h).
+struct AnyExperts {
+  std::vector<unsigned char> codes, zeros, exponents;
+  std::vector<float> scales;
+  const Bf16 *w() const { return reinterpret_cast<const Bf16 *>(codes.data()); }
+  const void *scaleData() const {
+    if (!exponents.empty())
+      return exponents.data();
+    return scales.empty() ? nullptr : scales.data();
+  }
+  const unsigned char *zeroData() const {
+    return zeros.empty() ? nullptr : zeros.data();
+  }
+};
+AnyExperts randomExperts(std::mt19937 &rng, int format, int rows, int cols,
+                         int group, float scale) {
+  AnyExperts m;
+  const std::size_t count = static_cast<std::size_t>(rows) * cols;
+  if (format == kMoeBf16) {
+    const std::vector<Bf16> v = randomBf16(rng, count, scale);
+    m.codes.resize(count * 2);
+    std::memcpy(m.codes.data(), v.data(), m.codes.size());
+  } else if (format == kMoeMxfp4) {
+    std::uniform_int_distribution<int> byte(0, 255), exponent(120, 126);
+    m.codes.resize(count / 2);
+    for (unsigned char &b : m.codes)
+      b = static_cast<unsigned char>(byte(rng));
+    m.exponents.resize(count / 32);
+    for (unsigned char &b : m.exponents)
+      b = static_cast<unsigned char>(exponent(rng));
+  } else {
+    sol::test::QuantExperts q =
+        sol::test::randomQuantExperts(rng, format, rows, cols, group, scale);
+    m.codes = std::move(q.codes);
+    m.zeros = std::move(q.zeros);
+    m.scales = std::move(q.scales);
+  }
+  return m;
+}
+
+// moe_gate_up_row and moe_down_row for a step of one row against moe_route,
+// moe_gate_up, moe_down and moe_combine (checked above against float64):
+// the same ids, weights, act and y, bit for bit, every element written.
+// Parts: kGateUp checks moe_gate_up_row alone, kDown moe_down_row alone
+// (over random activations), both the whole step.
+enum RowParts { kGateUp = 1, kDown = 2, kBoth = 3 };
+template <int Format, int E, int K, int H, int I>
+void checkRowKernels(unsigned seed, bool biased, bool normalize,
+                     RowParts parts = kBoth) {
+  std::mt19937 rng(seed);
+  constexpr int kGroup = 32;
+  const std::vector<Bf16> x = randomBf16(rng, H, 1.0f);
+  const std::vector<Bf16> logits = randomBf16(rng, E, 3.0f);
+  const float big = biased ? 1.0f : 0.2f; // biased: the clamp is reached
+  const AnyExperts gate = randomExperts(rng, Format, E * I, H, kGroup, big);
+  const AnyExperts up = randomExperts(rng, Format, E * I, H, kGroup, big);
+  const AnyExperts down = randomExperts(rng, Format, E * H, I, kGroup, 0.05f);
+  const std::vector<Bf16> gateBias = randomBf16(rng, E * I, 2.0f);
+  const std::vector<Bf16> upBias = randomBf16(rng, E * I, 6.0f);
+  const std::vector<Bf16> downBias = randomBf16(rng, E * H, 0.5f);
+  const int activation = biased ? 2 : 0;
+
+  // The chain of four kernels.
+  std::vector<int> ids;
+  std::vector<float> weights;
+  route<E, K>(logits, 1, normalize, ids, weights);
+  std::vector<Bf16> act(static_cast<std::size_t>(K) * I, kNan);
+  std::vector<Bf16> out(static_cast<std::size_t>(K) * H, kNan);
+  std::vector<Bf16> y(H, kNan);
+  MoeGateUpArgs g;
+  g.act = act.data();
+  g.x = x.data();
+  g.gate = gate.w();
+  g.up = up.w();
+  g.ids = ids.data();
+  g.rows = 1;
+  g.topK = K;
+  g.activation = activation;
+  g.limit = 7.0f;
+  g.gateBias = biased ? gateBias.data() : nullptr;
+  g.upBias = biased ? upBias.data() : nullptr;
+  g.gateScales = gate.scaleData();
+  g.upScales = up.scaleData();
+  g.gateZeros = gate.zeroData();
+  g.upZeros = up.zeroData();
+  g.groupSize = kGroup;
+  if (parts & kGateUp)
+    cuda_emulation::launch(K * ceilDiv(I, kMoeRowsPerBlock), kMoeThreads,
+                           [&] { moe_gate_up<E, H, I, Format>(g); });
+  else
+    act = randomBf16(rng, act.size(), 2.0f);
+  MoeDownArgs d;
+  d.out = out.data();
+  d.act = act.data();
+  d.down = down.w();
+  d.ids = ids.data();
+  d.rows = 1;
+  d.topK = K;
+  d.bias = biased ? downBias.data() : nullptr;
+  d.scales = down.scaleData();
+  d.zeros = down.zeroData();
+  d.groupSize = kGroup;
+  MoeCombineArgs c;
+  c.y = y.data();
+  c.out = out.data();
+  c.weights = weights.data();
+  c.ids = ids.data();
+  c.rows = 1;
+  if (parts & kDown) {
+    cuda_emulation::launch(K * ceilDiv(H, kMoeRowsPerBlock), kMoeThreads,
+                           [&] { moe_down<E, H, I, Format>(d); });
+    cuda_emulation::launch(1, kMoeThreads, [&] { moe_combine<H, K>(c); });
+  }
+
+  // The two one-row kernels; their choices come in increasing expert
+  // order: choice p is the chain's sorted[p].
+  std::vector<int> sorted(K);
+  std::iota(sorted.begin(), sorted.end(), 0);
+  std::sort(sorted.begin(), sorted.end(),
+            [&](int a, int b) { return ids[a] < ids[b]; });
+  std::vector<int> rowIds(K, -7);
+  std::vector<float> rowWeights(K, -7.0f);
+  std::vector<Bf16> rowAct(static_cast<std::size_t>(K) * I, kNan);
+  std::vector<Bf16> rowY(H, kNan);
+  MoeGateUpRowArgs gr;
+  gr.act = rowAct.data();
+  gr.x = x.data();
+  gr.logits = logits.data();
+  gr.gate = g.gate;
+  gr.up = g.up;
+  gr.ids = rowIds.data();
+  gr.weights = rowWeights.data();
+  gr.normalize = normalize;
+  gr.activation = activation;
+  gr.limit = g.limit;
+  gr.groupSize = kGroup;
+  gr.gateBias = g.gateBias;
+  gr.upBias = g.upBias;
+  gr.gateScales = g.gateScales;
+  gr.upScales = g.upScales;
+  gr.gateZeros = g.gateZeros;
+  gr.upZeros = g.upZeros;
+  constexpr int kRows = moeRowPairsPerWarp(Format, H) * kMoeThreads / 32;
+  if (parts & kGateUp) {
+    cuda_emulation::launch(K * ceilDiv(I, kRows), kMoeThreads,
+                           [&] { moe_gate_up_row<E, K, H, I, Format>(gr); });
+  } else {
+    // moe_down_row reads the choices in increasing expert order.
+    for (int p = 0; p < K; ++p) {
+      const int k = sorted[p];
+      rowIds[p] = ids[k];
+      rowWeights[p] = weights[k];
+      std::copy_n(act.begin() + k * I, I, rowAct.begin() + p * I);
+    }
+  }
+  MoeDownRowArgs dr;
+  dr.y = rowY.data();
+  dr.act = rowAct.data();
+  dr.down = d.down;
+  dr.ids = rowIds.data();
+  dr.weights = rowWeights.data();
+  dr.bias = d.bias;
+  dr.scales = d.scales;
+  dr.zeros = d.zeros;
+  dr.groupSize = kGroup;
+  if (parts & kDown)
+    cuda_emulation::launch(ceilDiv(H, kMoeThreads / 32), kMoeThreads,
+                           [&] { moe_down_row<E, K, H, I, Format>(dr); });
+
+  for (int p = 0; p < K; ++p) {
+    EXPECT_EQ(rowIds[p], ids[sorted[p]]) << "choice " << p;
+    EXPECT_EQ(rowWeights[p], weights[sorted[p]]) << "choice " << p;
+    for (int j = 0; j < I; ++j) {
+      const float a = val(rowAct[p * I + j]);
+      ASSERT_FALSE(std::isnan(a)) << "act " << p << ", " << j << " unwritten";
+      ASSERT_EQ(a, val(act[sorted[p] * I + j])) << "act " << p << ", " << j;
+    }
+  }
+  for (int j = 0; j < H && (parts & kDown); ++j) {
+    ASSERT_FALSE(std::isnan(val(rowY[j]))) << "y " << j << " unwritten";
+    ASSERT_EQ(val(rowY[j]), val(y[j])) << "y " << j;
+  }
+}
+
+TEST(MoeEmulation, RowKernelsBf16) {
+  checkRowKernels<kMoeBf16, 12, 4, 64, 48>(21, false, true);
+}
+// Gate and up rows of 288 vectors: two rounds of loads a warp, the second
+// partial.
+TEST(MoeEmulation, RowKernelsBf16LongRows) {
+  checkRowKernels<kMoeBf16, 4, 2, 2304, 8>(27, false, true, kGateUp);
+}
+// Down rows of 3 vectors a lane: the 8 choices in two batches of 4.
+TEST(MoeEmulation, RowKernelsBf16DownInBatches) {
+  checkRowKernels<kMoeBf16, 12, 8, 32, 768>(28, false, true, kDown);
+}
+// gpt-oss's biases and clamp; 4 pairs a warp, the last tile partial.
+TEST(MoeEmulation, RowKernelsBiasedClampedSwiglu) {
+  checkRowKernels<kMoeBf16, 8, 4, 64, 40>(22, true, true);
+}
+TEST(MoeEmulation, RowKernelsMxfp4) {
+  checkRowKernels<kMoeMxfp4, 8, 4, 96, 64>(23, true, true);
+}
+TEST(MoeEmulation, RowKernelsInt8) {
+  checkRowKernels<kMoeInt8, 8, 3, 128, 48>(24, false, false);
+}
+TEST(MoeEmulation, RowKernelsFp8) {
+  checkRowKernels<kMoeFp8, 8, 4, 128, 64>(25, false, true);
+}
+// int4 groups of 32 (one vector each), 4 pairs a warp.
+TEST(MoeEmulation, RowKernelsInt4) {
+  checkRowKernels<kMoeInt4, 8, 2, 128, 64>(26, false, true);
+}
 
 } // namespace

@@ -85,6 +85,16 @@ inline uint4 loadStreaming16(const void *p) { return load16(p); }
 inline uint4 loadStreamingInOrder16(const void *p) { return load16(p); }
 inline uint4 loadShared16(const void *p) { return load16(p); }
 inline uint4 loadActivation16(const void *p) { return load16(p); }
+inline unsigned loadActivation4(const void *p) {
+  unsigned v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline unsigned loadActivation2(const void *p) {
+  unsigned short v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
 // An L2 prefetch changes no value; the emulation has no L2.
 inline void prefetchL2(const void *) {}
 inline void prefetchBulkL2(const void *, long long) {}
@@ -95,6 +105,11 @@ template <int Width> inline float groupSum(float v) {
   return v;
 }
 inline float warpSum(float v) { return groupSum<32>(v); }
+inline unsigned warpMaxU32(unsigned v) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = std::max(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
 template <int Width> inline float groupMax(float v) {
   for (int offset = Width / 2; offset > 0; offset /= 2)
     v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));

@@ -81,6 +81,7 @@ inline float __uint_as_float(unsigned v) { return std::bit_cast<float>(v); }
 inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
+inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
 inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
 inline int __popc(unsigned x) { return std::popcount(x); }
 // PRMT: result byte i is byte (s >> 4i) & 7 of y:x.
