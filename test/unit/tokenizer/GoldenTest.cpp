@@ -190,7 +190,7 @@ TEST_P(GoldenTest, AddedTokenFlagsMatchTokenizersLibrary) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, GoldenTest,
-                         ::testing::Values("qwen3", "llama3.1"),
+                         ::testing::Values("qwen3", "llama3.1", "gptoss"),
                          [](const auto &info) {
                            std::string name = info.param;
                            std::erase(name, '.');
