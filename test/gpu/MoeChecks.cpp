@@ -10,14 +10,14 @@
 // renormalised) and rounds where the kernels document: g and u to bf16 (plus
 // the bias, rounded), the activation, the product; down to bf16 (plus the
 // bias); each weighted output and running sum. Shapes: Qwen3-30B-A3B's (128
-// experts, 8 a token) at 1, 8, 64 rows (the decode kernels) and 128 rows (the
-// grouped GEMMs), and with sol-quantize's int8, fp8 and int4 (groups of 128)
-// experts at 1 and 128 rows; gpt-oss-20b's with bf16 biased experts and the
-// clamped SwiGLU and with MXFP4 experts (1 and 64 rows each: decode and
-// grouped). Qwen3-30B-A3B's bf16 experts also run 16, 32 and 64 rows both
-// ways (the grouped GEMMs below MoeSpec::grouped's threshold), the
-// measurement that threshold is chosen from; one row also runs the few-rows
-// chain beside the one-row kernels. Timed as one chain; bytes are the
+// experts, 8 a token) at 1 row (the one-row kernels), 8 rows (the few-rows
+// kernels) and 16 to 128 rows (the grouped GEMMs), and with sol-quantize's
+// int8, fp8 and int4 (groups of 128) experts at 1 and 128 rows; gpt-oss-20b's
+// with bf16 biased experts and the clamped SwiGLU and with MXFP4 experts (1
+// and 64 rows each). Qwen3-30B-A3B's bf16 experts also run 8, 16 and 32 rows
+// the other way (few-rows kernels against grouped GEMMs), the measurement
+// MoeSpec::grouped's threshold is chosen from; one row also runs the
+// few-rows chain beside the one-row kernels. Timed as one chain; bytes are the
 // weights of the experts the step routes to (each read once). moe_row: the
 // steps of one row only (quick: batch-1 decode's kernels).
 //
@@ -44,9 +44,10 @@ struct MoeCase {
   MoeSpec spec;
   bool biased = false; // gpt-oss: biases and the clamped SwiGLU (limit 7)
   std::vector<int> rows;
-  // Rows also run through the grouped GEMMs below MoeSpec::grouped's
-  // threshold, to compare both paths at one step size.
-  std::vector<int> groupedRows = {};
+  // Rows also run through the other of the few-rows kernels and the
+  // grouped GEMMs, to compare both paths at one step size around
+  // MoeSpec::grouped's threshold.
+  std::vector<int> bothWays = {};
 };
 
 const std::vector<MoeCase> &moeCases() {
@@ -56,7 +57,7 @@ const std::vector<MoeCase> &moeCases() {
        MoeSpec{128, 8, 2048, 768},
        false,
        {1, 8, 16, 32, 64, 128},
-       {16, 32, 64}},
+       {8, 16, 32}},
       {"qwen3-30b-a3b int8",
        MoeSpec{128, 8, 2048, 768, F::Int8},
        false,
@@ -88,9 +89,9 @@ std::vector<std::pair<int, Path>> stepsOf(const MoeCase &m) {
     if (m.spec.path(rows) == Path::Row)
       steps.emplace_back(rows, Path::Slots);
   }
-  for (int rows : m.groupedRows)
-    if (m.spec.path(rows) != Path::Grouped)
-      steps.emplace_back(rows, Path::Grouped);
+  for (int rows : m.bothWays)
+    steps.emplace_back(
+        rows, m.spec.path(rows) == Path::Grouped ? Path::Slots : Path::Grouped);
   return steps;
 }
 
