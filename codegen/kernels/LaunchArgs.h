@@ -673,13 +673,19 @@ SOL_ARGS_FIELD(MoeCombineArgs, weights, 16)
 SOL_ARGS_FIELD(MoeCombineArgs, ids, 24)
 SOL_ARGS_FIELD(MoeCombineArgs, rows, 32)
 
+/// The values one 16-byte vector of an expert row holds, by format
+/// (MoeDecode.cuh's kMoe*): 8 bf16, 16 int8 or fp8 codes, 32 MXFP4 or int4
+/// codes.
+SOL_HOST_DEVICE constexpr int moeVectorValues(int format) {
+  return format == 0 ? 8 : format == 2 || format == 3 ? 16 : 32;
+}
+
 /// The (gate row, up row) pairs a warp of moe_gate_up_row<E, K, H, I,
 /// Format> takes (MoeDecodeRow.cuh; the executor sizes the grid with it):
 /// enough that about 16 of a lane's 16-byte loads are in flight, 1 to 4.
 /// Format as MoeDecode.cuh's kMoe* (0 bf16, 1 MXFP4, 2 int8, 3 fp8, 4 int4).
 SOL_HOST_DEVICE constexpr int moeRowPairsPerWarp(int format, int hidden) {
-  const int values = format == 0 ? 8 : format == 2 || format == 3 ? 16 : 32;
-  const int perLane = (hidden / values + 31) / 32;
+  const int perLane = (hidden / moeVectorValues(format) + 31) / 32;
   const int pairs = 16 / (2 * perLane);
   return pairs < 1 ? 1 : pairs > 4 ? 4 : pairs;
 }

@@ -309,12 +309,8 @@ moeRow(const void *w, const void *scales, const unsigned char *zeros,
             0};
 }
 
-// The values one 16-byte vector of an expert row holds: 8 bf16, 16 int8 or
-// fp8 codes, 32 MXFP4 or int4 codes.
-template <int Format>
-constexpr int kMoeVectorValues = Format == kMoeBf16                        ? 8
-                                 : Format == kMoeInt8 || Format == kMoeFp8 ? 16
-                                                                           : 32;
+// The values one 16-byte vector of an expert row holds (LaunchArgs.h).
+template <int Format> constexpr int kMoeVectorValues = moeVectorValues(Format);
 
 // Vector c of an expert row as loaded: the 16 bytes and, for MXFP4 and
 // int4, its group's scale (int4: and zero point).

@@ -688,7 +688,7 @@ TEST(MoeEmulation, RowKernelsBf16) {
 TEST(MoeEmulation, RowKernelsBf16LongRows) {
   checkRowKernels<kMoeBf16, 4, 2, 2304, 8>(27, false, true, kGateUp);
 }
-// Down rows of 3 vectors a lane: the 8 choices in two batches of 4.
+// Down rows of 3 vectors a lane: the 8 choices in four batches of 2.
 TEST(MoeEmulation, RowKernelsBf16DownInBatches) {
   checkRowKernels<kMoeBf16, 12, 8, 32, 768>(28, false, true, kDown);
 }
