@@ -269,8 +269,11 @@ SOL_ARGS_FIELD(RopeKvWriteArgs, ropeLongFrom, 84)
 /// outside a cluster the blocks merge through `partials` and `arrivals`
 /// (else both may be null). The FusedRope variants also rotate q and k
 /// with invFreq, attentionScaling and ropeLongFrom (as RopeKvWriteArgs) and
-/// append k and v to the cache. softcap > 0 caps every score s (q.k *
-/// scale) to softcap * tanh(s / softcap) before the mask (Gemma 2).
+/// append k and v to the cache; the QkNorm variants first normalise each q
+/// and k head as HeadRmsNorm does (rms_norm's RmsNormArgs with weight
+/// qNormWeight for q heads, secondWeight kNormWeight for k heads, eps
+/// normEps). softcap > 0 caps every score s (q.k * scale) to softcap *
+/// tanh(s / softcap) before the mask (Gemma 2).
 struct PagedAttentionArgs {
   SOL_DEVICE_PTR(bf16) out = nullptr;
   SOL_DEVICE_PTR(const bf16) qkv = nullptr;
@@ -291,9 +294,12 @@ struct PagedAttentionArgs {
   float attentionScaling = 1.0f;
   float softcap = 0.0f; // 0: none
   int ropeLongFrom = 0x7fffffff;
-  SOL_DEVICE_PTR(const bf16) sinks = nullptr; // [Hq] (gpt-oss), or none
+  SOL_DEVICE_PTR(const bf16) sinks = nullptr;       // [Hq] (gpt-oss), or none
+  SOL_DEVICE_PTR(const bf16) qNormWeight = nullptr; // [HD], QkNorm only
+  SOL_DEVICE_PTR(const bf16) kNormWeight = nullptr; // [HD], QkNorm only
+  float normEps = 0.0f;
 };
-SOL_ARGS_SIZE(PagedAttentionArgs, 136)
+SOL_ARGS_SIZE(PagedAttentionArgs, 160)
 SOL_ARGS_FIELD(PagedAttentionArgs, out, 0)
 SOL_ARGS_FIELD(PagedAttentionArgs, qkv, 8)
 SOL_ARGS_FIELD(PagedAttentionArgs, kCache, 16)
@@ -314,6 +320,9 @@ SOL_ARGS_FIELD(PagedAttentionArgs, attentionScaling, 112)
 SOL_ARGS_FIELD(PagedAttentionArgs, softcap, 116)
 SOL_ARGS_FIELD(PagedAttentionArgs, ropeLongFrom, 120)
 SOL_ARGS_FIELD(PagedAttentionArgs, sinks, 128)
+SOL_ARGS_FIELD(PagedAttentionArgs, qNormWeight, 136)
+SOL_ARGS_FIELD(PagedAttentionArgs, kNormWeight, 144)
+SOL_ARGS_FIELD(PagedAttentionArgs, normEps, 152)
 
 /// The tensor-core attention kernels over host-planned tiles:
 /// prefill_attention(_fp8) (PrefillAttention.cuh) and chunk_attention(_fp8)
@@ -692,17 +701,15 @@ SOL_HOST_DEVICE constexpr int moeRowPairsPerWarp(int format, int hidden) {
 
 /// moe_gate_up_row<E, K, H, I[, Format]> (MoeDecodeRow.cuh): a step of one
 /// row routed from its router logits; act[k] = act(gate_e . x) * (up_e . x)
-/// for its k-th expert e; the K ids and weights written for moe_down_row.
+/// for its k-th expert e in increasing expert order.
 struct MoeGateUpRowArgs {
   SOL_DEVICE_PTR(bf16) act = nullptr;          // [K, I]
   SOL_DEVICE_PTR(const bf16) x = nullptr;      // [1, H]
   SOL_DEVICE_PTR(const bf16) logits = nullptr; // [1, E]
   SOL_DEVICE_PTR(const bf16) gate = nullptr;
   SOL_DEVICE_PTR(const bf16) up = nullptr;
-  SOL_DEVICE_PTR(int) ids = nullptr;       // [K]
-  SOL_DEVICE_PTR(float) weights = nullptr; // [K]
-  int normalize = 0;                       // as MoeRouteArgs's
-  int activation = 0;                      // as MoeGateUpArgs's
+  int normalize = 0;  // as MoeRouteArgs's
+  int activation = 0; // as MoeGateUpArgs's
   float limit = 0.0f;
   int groupSize = 0;
   SOL_DEVICE_PTR(const bf16) gateBias = nullptr;
@@ -712,49 +719,48 @@ struct MoeGateUpRowArgs {
   SOL_DEVICE_PTR(const unsigned char) gateZeros = nullptr;
   SOL_DEVICE_PTR(const unsigned char) upZeros = nullptr;
 };
-SOL_ARGS_SIZE(MoeGateUpRowArgs, 120)
+SOL_ARGS_SIZE(MoeGateUpRowArgs, 104)
 SOL_ARGS_FIELD(MoeGateUpRowArgs, act, 0)
 SOL_ARGS_FIELD(MoeGateUpRowArgs, x, 8)
 SOL_ARGS_FIELD(MoeGateUpRowArgs, logits, 16)
 SOL_ARGS_FIELD(MoeGateUpRowArgs, gate, 24)
 SOL_ARGS_FIELD(MoeGateUpRowArgs, up, 32)
-SOL_ARGS_FIELD(MoeGateUpRowArgs, ids, 40)
-SOL_ARGS_FIELD(MoeGateUpRowArgs, weights, 48)
-SOL_ARGS_FIELD(MoeGateUpRowArgs, normalize, 56)
-SOL_ARGS_FIELD(MoeGateUpRowArgs, activation, 60)
-SOL_ARGS_FIELD(MoeGateUpRowArgs, limit, 64)
-SOL_ARGS_FIELD(MoeGateUpRowArgs, groupSize, 68)
-SOL_ARGS_FIELD(MoeGateUpRowArgs, gateBias, 72)
-SOL_ARGS_FIELD(MoeGateUpRowArgs, upBias, 80)
-SOL_ARGS_FIELD(MoeGateUpRowArgs, gateScales, 88)
-SOL_ARGS_FIELD(MoeGateUpRowArgs, upScales, 96)
-SOL_ARGS_FIELD(MoeGateUpRowArgs, gateZeros, 104)
-SOL_ARGS_FIELD(MoeGateUpRowArgs, upZeros, 112)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, normalize, 40)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, activation, 44)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, limit, 48)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, groupSize, 52)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, gateBias, 56)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, upBias, 64)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, gateScales, 72)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, upScales, 80)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, gateZeros, 88)
+SOL_ARGS_FIELD(MoeGateUpRowArgs, upZeros, 96)
 
 /// moe_down_row<E, K, H, I[, Format]> (MoeDecodeRow.cuh): y = the K
 /// experts' down_e . act[k] (+ bias_e), weighted and added as moe_combine
-/// adds them.
+/// adds them; the row routed again from the router's logits (as
+/// moe_gate_up_row routes it), before waiting for moe_gate_up_row.
 struct MoeDownRowArgs {
   SOL_DEVICE_PTR(bf16) y = nullptr;         // [1, H]
   SOL_DEVICE_PTR(const bf16) act = nullptr; // [K, I]
   SOL_DEVICE_PTR(const bf16) down = nullptr;
-  SOL_DEVICE_PTR(const int) ids = nullptr;       // [K]
-  SOL_DEVICE_PTR(const float) weights = nullptr; // [K]
+  SOL_DEVICE_PTR(const bf16) logits = nullptr; // [1, E]
   SOL_DEVICE_PTR(const bf16) bias = nullptr;
   SOL_DEVICE_PTR(const void) scales = nullptr; // as MoeDownArgs's
   SOL_DEVICE_PTR(const unsigned char) zeros = nullptr;
   int groupSize = 0;
+  int normalize = 0; // as MoeRouteArgs's
 };
-SOL_ARGS_SIZE(MoeDownRowArgs, 72)
+SOL_ARGS_SIZE(MoeDownRowArgs, 64)
 SOL_ARGS_FIELD(MoeDownRowArgs, y, 0)
 SOL_ARGS_FIELD(MoeDownRowArgs, act, 8)
 SOL_ARGS_FIELD(MoeDownRowArgs, down, 16)
-SOL_ARGS_FIELD(MoeDownRowArgs, ids, 24)
-SOL_ARGS_FIELD(MoeDownRowArgs, weights, 32)
-SOL_ARGS_FIELD(MoeDownRowArgs, bias, 40)
-SOL_ARGS_FIELD(MoeDownRowArgs, scales, 48)
-SOL_ARGS_FIELD(MoeDownRowArgs, zeros, 56)
-SOL_ARGS_FIELD(MoeDownRowArgs, groupSize, 64)
+SOL_ARGS_FIELD(MoeDownRowArgs, logits, 24)
+SOL_ARGS_FIELD(MoeDownRowArgs, bias, 32)
+SOL_ARGS_FIELD(MoeDownRowArgs, scales, 40)
+SOL_ARGS_FIELD(MoeDownRowArgs, zeros, 48)
+SOL_ARGS_FIELD(MoeDownRowArgs, groupSize, 56)
+SOL_ARGS_FIELD(MoeDownRowArgs, normalize, 60)
 
 /// random_weights (RandomWeights.cuh): `count` elements of a weight of a
 /// plan without weight bytes, element i from seed ^ i; `kind` is one of

@@ -8,13 +8,15 @@
 //  moe_gate_up_row<E, K, H, I, Format>  block b: choice k = b / kTiles (in
 //      increasing expert order) and rows [tile * kRows, +kRows) of its
 //      expert's gate and up. Each warp routes the row itself from the
-//      router's logits (moeTopK, as moe_route does; block 0 also writes the
-//      K ids and weights, in that order, for moe_down_row), then takes
+//      router's logits (moeTopK, as moe_route does), then takes
 //      kPairs (gate row j, up row j) pairs with all of their weight loads in
 //      flight before the first product (no slot scan, no barrier):
 //      act[k][j] as moe_gate_up computes it.
-//  moe_down_row<E, K, H, I, Format>  warp w of block b: output j = 4 b + w,
-//      the K experts' down rows j with act[k], kBatch experts' loads in
+//  moe_down_row<E, K, H, I, Format>  warp w of block b: output j = 4 b + w.
+//      Each warp routes the row again (with the weights) before waiting for
+//      moe_gate_up_row, whose blocks let it start only once the router's
+//      linear has finished, and issues its first experts' loads; then the K
+//      experts' down rows j with act[k], kBatch experts' loads in
 //      flight at a time, each value rounded as moe_down stores it, then
 //      weighted and added in increasing expert order as moe_combine does:
 //      y[j] with no [K, H] round trip through memory.
@@ -42,10 +44,16 @@ constexpr int kMoeRowBlocksPerSm = 4;
 // warp into acc[r]: kUnroll vectors of every row loaded before any product,
 // as many as keep a lane's 16-byte loads (weights, and x's without SharedX)
 // within LoadBudget. With SharedX all rows take x[0] (the same loads: L1).
-template <int N, int Format, int R, bool SharedX, int LoadBudget = 16>
-__device__ __forceinline__ void moeRowsDot(const MoeRow<N, Format> (&rows)[R],
-                                           const bf16 *const (&x)[R],
-                                           float (&acc)[R]) {
+// `afterFirstLoads` runs once, after the first weight loads are issued and
+// before the first product (moe_down_row waits for its predecessor there).
+struct MoeNoHook {
+  __device__ __forceinline__ void operator()() const {}
+};
+template <int N, int Format, int R, bool SharedX, int LoadBudget = 16,
+          typename Hook = MoeNoHook>
+__device__ __forceinline__ void
+moeRowsDot(const MoeRow<N, Format> (&rows)[R], const bf16 *const (&x)[R],
+           float (&acc)[R], const Hook &afterFirstLoads = {}) {
   constexpr int kValues = kMoeVectorValues<Format>;
   static_assert(N % kValues == 0, "moeRowsDot: rows are whole vectors");
   constexpr int kVecs = N / kValues, kPerLane = (kVecs + 31) / 32;
@@ -66,6 +74,8 @@ __device__ __forceinline__ void moeRowsDot(const MoeRow<N, Format> (&rows)[R],
         for (int r = 0; r < R; ++r)
           v[u][r] = moeLoadVector(rows[r], c);
     }
+    if (it == 0)
+      afterFirstLoads();
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int c = lane + 32 * (it + u);
@@ -92,24 +102,20 @@ __host__ __device__ constexpr int moeDivisorAtMost(int K, int most) {
 template <int E, int K, int H, int I, int Format = kMoeBf16>
 __global__ void __launch_bounds__(kMoeThreads, kMoeRowBlocksPerSm)
     moe_gate_up_row(const __grid_constant__ MoeGateUpRowArgs args) {
-  allowDependentLaunch();
+  // moe_down_row may start once every block is past this wait: the router's
+  // linear has finished by then, and moe_down_row routes from its logits
+  // before it waits for this kernel.
   waitForPredecessor();
+  allowDependentLaunch();
   static_assert(I % 8 == 0, "moe_gate_up_row: I a multiple of 8");
   constexpr int kPairs = moeRowPairsPerWarp(Format, H);
   constexpr int kRows = kPairs * (kMoeThreads / 32);
   constexpr int kTiles = (I + kRows - 1) / kRows;
   const int choice = blockIdx.x / kTiles, tile = blockIdx.x % kTiles;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool writer = blockIdx.x == 0 && warp == 0;
   int ids[K];
   float weights[K];
-  moeTopK<E, K, true>(args.logits, writer, args.normalize != 0, ids, weights);
-  if (writer && lane == 0)
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      args.ids[k] = ids[k];
-      args.weights[k] = weights[k];
-    }
+  moeTopK<E, K, true>(args.logits, false, args.normalize != 0, ids, weights);
   int expert = 0;
 #pragma unroll
   for (int k = 0; k < K; ++k)
@@ -149,7 +155,6 @@ template <int E, int K, int H, int I, int Format = kMoeBf16>
 __global__ void __launch_bounds__(kMoeThreads, kMoeRowBlocksPerSm)
     moe_down_row(const __grid_constant__ MoeDownRowArgs args) {
   allowDependentLaunch();
-  waitForPredecessor();
   static_assert(H % 8 == 0, "moe_down_row: H a multiple of 8");
   // A batch's weight and activation loads within kLoadBudget a lane.
   constexpr int kValues = kMoeVectorValues<Format>;
@@ -158,34 +163,43 @@ __global__ void __launch_bounds__(kMoeThreads, kMoeRowBlocksPerSm)
   constexpr int kBatch = moeDivisorAtMost(
       K, constMax(1, kLoadBudget / (kPerLane * (1 + kValues / 8))));
   const int j = blockIdx.x * (kMoeThreads / 32) + threadIdx.x / 32;
-  if (j >= H)
+  if (j >= H) {
+    waitForPredecessor();
     return;
-  // moe_gate_up_row wrote the choices in increasing expert order, the order
-  // moe_combine adds them in: a running sum, each product and sum rounded
-  // to bf16.
+  }
+  // The row's choices in increasing expert order, as moe_gate_up_row wrote
+  // act (the order moe_combine adds them in), from the router's logits:
+  // moe_gate_up_row lets this kernel start only after the router has
+  // finished. So the first experts' weight loads are in flight before the
+  // wait for moe_gate_up_row's act.
+  int ids[K];
+  float weights[K];
+  moeTopK<E, K, true>(args.logits, true, args.normalize != 0, ids, weights);
+  // A running sum, each product and sum rounded to bf16. Unrolled: the
+  // choices stay in registers.
   float y = 0.0f;
-#pragma unroll 1
+#pragma unroll
   for (int k0 = 0; k0 < K; k0 += kBatch) {
     MoeRow<I, Format> rows[kBatch];
     const bf16 *act[kBatch];
     long long row[kBatch];
+    float w[kBatch];
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
-      row[b] =
-          static_cast<long long>(loadActivation4(args.ids + k0 + b)) * H + j;
+      w[b] = weights[k0 + b];
+      row[b] = static_cast<long long>(ids[k0 + b]) * H + j;
       rows[b] = moeRow<I, Format>(args.down, args.scales, args.zeros,
                                   args.groupSize, row[b]);
       act[b] = args.act + static_cast<long long>(k0 + b) * I;
     }
     float acc[kBatch];
-    moeRowsDot<I, Format, kBatch, false, kLoadBudget>(rows, act, acc);
+    moeRowsDot<I, Format, kBatch, false, kLoadBudget>(
+        rows, act, acc, [] { waitForPredecessor(); });
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       // What moe_down stores, times the weight as moe_combine rounds it.
       const float out = roundToBf16(moeDownValue(acc[b], args.bias, row[b]));
-      const float w =
-          roundToBf16(__uint_as_float(loadActivation4(args.weights + k0 + b)));
-      y = roundToBf16(y + roundToBf16(out * w));
+      y = roundToBf16(y + roundToBf16(out * roundToBf16(w[b])));
     }
   }
   if (threadIdx.x % 32 == 0)

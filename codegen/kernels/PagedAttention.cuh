@@ -28,7 +28,8 @@
 // `splits` equal ranges, one block each; the blocks write unnormalised partial
 // results to `partials`: T * splits * Hq * (HD + 2) floats, the unnormalised
 // outputs [T, splits, Hq, HD] then (max, sum) pairs [T, splits, Hq, 2]), and
-// count themselves in `arrivals[t * Hkv + g]` (T * Hkv zeroed counters); the
+// count themselves in `arrivals[t * Hkv + g]` (T * Hkv zeroed counters; with
+// HeadSplit, T * Hkv * HeadSplit, one per block of heads); the
 // last block of a (token, kv head) to arrive merges the splits into `out` and
 // zeroes its counter again, so no combine launch is needed (the launch and
 // drain of one cost about 5 us per layer of batch-1 decode on an H200).
@@ -57,6 +58,22 @@
 // has one token in the step (decode): a prompt chunk's tokens would read
 // each other's K/V, which other blocks write.
 //
+// QkNorm (with FusedRope): q and k are not normalised either: the per-head
+// RMSNorm of Qwen3 and Gemma 3 (q_norm, k_norm; the plan's HeadRmsNorm,
+// which decode steps then skip) runs on the values each lane loads, before
+// the rope, with rms_norm<HD>'s bits (normalizeHead). Its weights are
+// constants, loaded before the wait.
+//
+// HeadSplit (with PreloadWalk): the Hq / Hkv query heads of a kv head are
+// spread over HeadSplit blocks of Hq / Hkv / HeadSplit heads each, which
+// walk the same positions: batch-1 decode of a large group (Qwen3-30B-A3B's
+// and gpt-oss's 8) otherwise leaves most multiprocessors idle while each
+// block's scores and softmax take 8 heads. Block x of the grid is token
+// x / (Hkv * HeadSplit) and "virtual kv head" x % (Hkv * HeadSplit), whose
+// q heads it handles and under which it merges; only the first block of a
+// kv head appends the token's k and v, every block takes them from its
+// registers (PreloadWalk), so none reads a row another writes.
+//
 // paged_attention_fp8 reads an fp8 (E4M3) cache with a float32 scale per
 // (block, slot, kv head) for K and V ([num_blocks, BS, Hkv], written by
 // rope_kv_write_fp8): K = e4m3 * k_scale, V = e4m3 * v_scale. The scales are
@@ -70,8 +87,8 @@
 // 128 floats per lane. Lane counts that are not a power of two are padded
 // as in the bf16 kernel (80: 10 lanes of 16, 96: 6 of 8 or 12 of 16).
 //
-// Launch: PagedAttentionArgs (LaunchArgs.h), grid (T * Hkv, splits),
-// kPagedAttentionThreads threads.
+// Launch: PagedAttentionArgs (LaunchArgs.h), grid (T * Hkv * HeadSplit,
+// splits), kPagedAttentionThreads threads.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -90,11 +107,15 @@ constexpr int kMaxAttentionSplits = 64;
 // (PagedAttentionSpec::kMaxClusterSplits; 8 is the portable cluster size).
 constexpr int kMaxClusterSplits = 8;
 
-template <int Hq, int Hkv, int HD, int BS> struct PagedAttentionShape {
+template <int Hq, int Hkv, int HD, int BS, int HeadSplit = 1>
+struct PagedAttentionShape {
   static_assert(Hq % Hkv == 0, "paged_attention: Hq must be a multiple of Hkv");
   static_assert(HD % 8 == 0 && HD >= 8 && HD / 8 <= 32,
                 "paged_attention: head_dim must be a multiple of 8, <= 256");
-  static constexpr int kGroup = Hq / Hkv;
+  static_assert((Hq / Hkv) % HeadSplit == 0,
+                "paged_attention: HeadSplit must divide the group");
+  // The q heads of a block.
+  static constexpr int kGroup = Hq / Hkv / HeadSplit;
   // Lanes holding a position's values, and lanes per position (padded to a
   // power of two; the rest idle).
   static constexpr int kValueLanes = HD / 8;
@@ -102,28 +123,33 @@ template <int Hq, int Hkv, int HD, int BS> struct PagedAttentionShape {
   static constexpr int kPosPerWarp = 32 / kLanesPerPos;
   static constexpr int kWarps = kPagedAttentionThreads / 32;
   static constexpr int kPosPerStep = kWarps * kPosPerWarp;
-  // More positions in flight per lane when the group's state leaves room.
-  static constexpr int kUnroll = kGroup <= 4 ? 4 : 2;
+  // More positions in flight per lane when the group's state leaves room;
+  // by the whole group, so that a head split walks in the same steps and
+  // gives the same bits.
+  static constexpr int kUnroll = Hq / Hkv <= 4 ? 4 : 2;
   static constexpr int kRowElems = (Hq + 2 * Hkv) * HD;
 };
 
 // The fp8 kernel's lane layout: E fp8 values per lane (16 = one 16-byte
 // load, or 8 = 8 bytes when the group is large; see the header comment).
-template <int Hq, int Hkv, int HD, int BS> struct PagedAttentionFp8Shape {
+template <int Hq, int Hkv, int HD, int BS, int HeadSplit = 1>
+struct PagedAttentionFp8Shape {
   static_assert(Hq % Hkv == 0,
                 "paged_attention_fp8: Hq must be a multiple of Hkv");
+  static_assert((Hq / Hkv) % HeadSplit == 0,
+                "paged_attention_fp8: HeadSplit must divide the group");
   static_assert(HD % 16 == 0 && HD >= 16 && HD <= 256,
                 "paged_attention_fp8: head_dim must be a multiple of 16, "
                 "<= 256");
-  static constexpr int kGroup = Hq / Hkv;
+  static constexpr int kGroup = Hq / Hkv / HeadSplit; // q heads of a block
   static constexpr int kElems =
-      kGroup <= 4 && (isPowerOfTwo(HD) || HD % 32 == 0) ? 16 : 8;
+      Hq / Hkv <= 4 && (isPowerOfTwo(HD) || HD % 32 == 0) ? 16 : 8;
   static constexpr int kValueLanes = HD / kElems;
   static constexpr int kLanesPerPos = nextPowerOfTwo(HD / kElems);
   static constexpr int kPosPerWarp = 32 / kLanesPerPos;
   static constexpr int kWarps = kPagedAttentionThreads / 32;
   static constexpr int kPosPerStep = kWarps * kPosPerWarp;
-  static constexpr int kUnroll = kGroup <= 2 ? 4 : 2;
+  static constexpr int kUnroll = Hq / Hkv <= 2 ? 4 : 2; // as above
   static constexpr int kRowElems = (Hq + 2 * Hkv) * HD;
 };
 
@@ -139,7 +165,9 @@ mergeCluster(bf16 *out, const float *mergedM, const float *mergedL,
              const float *mergedAcc, const bf16 *sinks, int t, int g,
              int splits);
 
-// Merges the running softmax states of a block's position groups (lanes
+// Merges, for the block's G heads [g * G, g * G + G) (g: its kv head, or
+// with HeadSplit its part of one), the running softmax states of its
+// position groups (lanes
 // with equal `sub` hold head-dim values [sub * E, sub * E + E) of each of the
 // G heads; kLpp lanes a group, of which the first HD / E hold values) and
 // its warps, then writes out (splits == 1) or the split's partials. `sinks`
@@ -409,6 +437,62 @@ __device__ __forceinline__ void loadBf16(const bf16 *p, float (&f)[E]) {
   raw.unpack(f);
 }
 
+// QkNorm: HeadRmsNorm's RMSNorm of one head (Qwen3's q_norm or k_norm)
+// held E values a lane by aligned groups of kLpp lanes (padding lanes hold
+// zeros), scaled by w (the lane's E weights), with the bits of
+// rms_norm<HD>: x = bf16(w * bf16(x * rsqrt(mean(x^2) + eps))). That kernel
+// gives each of its nextPowerOfTwo(HD / 8) lanes 8 values, sums their
+// squares in order and adds across lanes by groupSum, whose butterfly pairs
+// the farthest lanes first. With E = 16 a lane holds two of its lanes'
+// values: the butterfly over the even ones and over the odd ones, then
+// their sum (the butterfly's last, offset-1 step) is the same sum.
+template <int HD, int E, int kLpp>
+__device__ __forceinline__ void normalizeHead(float (&x)[E],
+                                              const RawBf16<E> &w, float eps) {
+  static_assert(E == 8 || E == 16, "normalizeHead: 8 or 16 values a lane");
+  float total = 0.0f;
+#pragma unroll
+  for (int c = 0; c < E / 8; ++c) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      sum += x[c * 8 + j] * x[c * 8 + j];
+    sum = groupSum<kLpp>(sum);
+    total = c == 0 ? sum : total + sum;
+  }
+  const float inv = rsqrtf(total / static_cast<float>(HD) + eps);
+  float wf[E];
+  w.unpack(wf);
+#pragma unroll
+  for (int j = 0; j < E; ++j)
+    x[j] = roundToBf16(wf[j] * roundToBf16(x[j] * inv));
+}
+
+// The QkNorm weights of this lane's dims (q's, then k's), loaded when the
+// variant normalises, before waiting for the QKV projection.
+template <bool QkNorm, int E> struct QkNormWeights {
+  RawBf16<E> q, k;
+  float eps = 0.0f;
+  __device__ __forceinline__ void load(const PagedAttentionArgs &args,
+                                       bool holds, int sub) {
+    if constexpr (QkNorm) {
+      q.loadIf(holds, args.qNormWeight + sub * E);
+      k.loadIf(holds, args.kNormWeight + sub * E);
+      eps = args.normEps;
+    }
+  }
+  template <int HD, int kLpp>
+  __device__ __forceinline__ void normalizeQ(float (&x)[E]) const {
+    if constexpr (QkNorm)
+      normalizeHead<HD, E, kLpp>(x, q, eps);
+  }
+  template <int HD, int kLpp>
+  __device__ __forceinline__ void normalizeK(float (&x)[E]) const {
+    if constexpr (QkNorm)
+      normalizeHead<HD, E, kLpp>(x, k, eps);
+  }
+};
+
 // FusedRope's work before griddepcontrol.wait: L2 prefetches of this lane's
 // chunks (E elements of T) of the K and V rows of the walk's step at `base`
 // (the first; with PreloadWalk, which loads the first, the second),
@@ -462,12 +546,14 @@ __device__ __forceinline__ void storeFp8Raw(unsigned char *dst,
 }
 
 // FusedRope's cache append for a bf16 cache, run by one warp: the HD / 8
-// lanes of its first position group rotate token row `row`'s k head g and
-// store it and the v head at `offset` (elements) of the caches.
-template <int Hq, int Hkv, int HD>
+// lanes of its first position group rotate token row `row`'s k head g
+// (normalised first with QkNorm) and store it and the v head at `offset`
+// (elements) of the caches.
+template <int Hq, int Hkv, int HD, bool QkNorm>
 __device__ __forceinline__ void
 appendKvBf16(const bf16 *row, bf16 *k_cache, bf16 *v_cache, long long offset,
-             int g, const float *cosT, const float *sinT) {
+             int g, const float *cosT, const float *sinT,
+             const QkNormWeights<QkNorm, 8> &norm) {
   constexpr int kLanes = HD / 8;
   constexpr int kLpp = nextPowerOfTwo(kLanes);
   const int lane = threadIdx.x % 32;
@@ -476,6 +562,7 @@ appendKvBf16(const bf16 *row, bf16 *k_cache, bf16 *v_cache, long long offset,
   unpack8(kLanes == kLpp || sub < kLanes ? load16(row + (Hq + g) * HD + sub * 8)
                                          : make_uint4(0, 0, 0, 0),
           k);
+  norm.template normalizeK<HD, kLpp>(k);
   rope_detail::rotateLane<HD, 8>(k, sub, cosT, sinT);
   if (lane < kLanes) {
     store16(k_cache + offset + sub * 8, pack8(k));
@@ -487,11 +574,12 @@ appendKvBf16(const bf16 *row, bf16 *k_cache, bf16 *v_cache, long long offset,
 // The same for an fp8 cache: lanes hold E values (HD / E lanes per row,
 // padded to a power of two with lanes of zeros), and each row gets its
 // scale (Rope.cuh) at scale index `row` of the caches.
-template <int Hq, int Hkv, int HD, int E>
+template <int Hq, int Hkv, int HD, int E, bool QkNorm>
 __device__ __forceinline__ void
 appendKvFp8(const bf16 *row, unsigned char *k_cache, unsigned char *v_cache,
             float *k_scales, float *v_scales, long long cacheRow, int g,
-            const float *cosT, const float *sinT) {
+            const float *cosT, const float *sinT,
+            const QkNormWeights<QkNorm, E> &norm) {
   constexpr int kLanes = HD / E;
   constexpr int kLpp = nextPowerOfTwo(kLanes);
   const int lane = threadIdx.x % 32;
@@ -507,8 +595,10 @@ appendKvFp8(const bf16 *row, unsigned char *k_cache, unsigned char *v_cache,
       for (int j = 0; j < E; ++j)
         x[j] = 0.0f;
     }
-    if (!isV)
+    if (!isV) {
+      norm.template normalizeK<HD, kLpp>(x);
       rope_detail::rotateLane<HD, E>(x, sub, cosT, sinT);
+    }
     float scale;
     const uint4 raw = quantizeFp8<E, kLpp>(x, scale);
     if (lane < kLanes)
@@ -556,7 +646,8 @@ template <int E> __device__ __forceinline__ uint4 loadFp8(const void *p) {
 } // namespace attention_detail
 
 template <int Hq, int Hkv, int HD, int BS, bool FusedRope,
-          bool PreloadWalk = false, bool Softcap = false>
+          bool PreloadWalk = false, bool Softcap = false, bool QkNorm = false,
+          int HeadSplit = 1>
 __global__ void __launch_bounds__(kPagedAttentionThreads)
     paged_attention(const __grid_constant__ PagedAttentionArgs args) {
   allowDependentLaunch();
@@ -583,17 +674,24 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   // (a prompt chunk's tokens read each other's), so wait at once.
   static_assert(FusedRope || !PreloadWalk,
                 "paged_attention: PreloadWalk needs FusedRope");
+  static_assert(FusedRope || !QkNorm,
+                "paged_attention: QkNorm needs FusedRope");
+  static_assert(HeadSplit == 1 || PreloadWalk,
+                "paged_attention: HeadSplit needs PreloadWalk");
   if constexpr (!FusedRope)
     waitForPredecessor();
   using namespace attention_detail;
-  using Shape = PagedAttentionShape<Hq, Hkv, HD, BS>;
+  using Shape = PagedAttentionShape<Hq, Hkv, HD, BS, HeadSplit>;
   constexpr int G = Shape::kGroup;
   constexpr int kLpp = Shape::kLanesPerPos;
   constexpr int U = Shape::kUnroll;
   constexpr int kWarps = Shape::kWarps;
 
-  const int t = blockIdx.x / Hkv;
-  const int g = blockIdx.x % Hkv;
+  // The block's q heads are [gv * G, gv * G + G), of kv head g.
+  const int t = blockIdx.x / (Hkv * HeadSplit);
+  const int gv = blockIdx.x % (Hkv * HeadSplit);
+  const int g = gv / HeadSplit;
+  const bool appendsKv = gv % HeadSplit == 0;
   if (t >= T)
     return;
   const int split = blockIdx.y;
@@ -621,7 +719,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
 
   // q's chunks, loaded as soon as the QKV projection is done.
-  const bf16 *qRow = tokenRow + g * G * HD + sub * 8;
+  const bf16 *qRow = tokenRow + gv * G * HD + sub * 8;
   RawBf16<8> qRaw[G];
   auto loadQ = [&] {
 #pragma unroll
@@ -632,12 +730,19 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   // One step of the walk: U positions per position group.
   uint4 kRaw[U], vRaw[U];
   bool ok[U];
+  // HeadSplit: the token's k and v (position pos), which only the first
+  // block of a kv head appends to the cache: the others take them from here
+  // wherever their walk meets pos, never reading a row another block writes.
+  uint4 kPos = make_uint4(0, 0, 0, 0), vPos = make_uint4(0, 0, 0, 0);
   auto loadStep = [&](int base) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int p = base + u * Shape::kPosPerStep + posGroup;
       ok[u] = p < end;
-      if (ok[u] && holds) {
+      if (HeadSplit > 1 && p == pos) {
+        kRaw[u] = kPos;
+        vRaw[u] = vPos;
+      } else if (ok[u] && holds) {
         const long long block = table[p / BS];
         const long long offset =
             ((block * BS + p % BS) * Hkv + g) * HD + sub * 8;
@@ -673,6 +778,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   // attention blocks off multiprocessors that the QKV projection still
   // occupies (the same 16 KB unused in the plain kernel costs as much).
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
+  QkNormWeights<QkNorm, 8> norm;
+  norm.load(args, holds, sub);
   if constexpr (FusedRope && PreloadWalk) {
     if (seq >= 0)
       rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, pos, attention_scaling,
@@ -703,11 +810,16 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
                              : make_uint4(0, 0, 0, 0);
       float k[8];
       unpack8(kNew, k);
+      norm.template normalizeK<HD, kLpp>(k);
       rope_detail::rotateLane<HD, 8>(k, sub, cosT, sinT);
       kNew = pack8(k); // exact: rotateLane rounds to bf16
+      kPos = kNew;
+      vPos = vNew;
       if (writesPos) {
-        store16(k_cache + newOffset, kNew);
-        store16(v_cache + newOffset, vNew);
+        if (appendsKv) {
+          store16(k_cache + newOffset, kNew);
+          store16(v_cache + newOffset, vNew);
+        }
         const int first = (pos - begin) / Shape::kPosPerStep;
 #pragma unroll
         for (int u = 0; u < U; ++u)
@@ -731,9 +843,9 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       if (begin <= pos && pos < end) {
         if (warp == 0) {
           const long long block = table[pos / BS];
-          appendKvBf16<Hq, Hkv, HD>(tokenRow, k_cache, v_cache,
-                                    ((block * BS + pos % BS) * Hkv + g) * HD, g,
-                                    cosT, sinT);
+          appendKvBf16<Hq, Hkv, HD, QkNorm>(
+              tokenRow, k_cache, v_cache,
+              ((block * BS + pos % BS) * Hkv + g) * HD, g, cosT, sinT, norm);
         }
         __syncthreads(); // the block reads the appended row below
       }
@@ -747,6 +859,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
 #pragma unroll
   for (int gi = 0; gi < G; ++gi) {
     qRaw[gi].unpack(q[gi]);
+    norm.template normalizeQ<HD, kLpp>(q[gi]);
     if constexpr (FusedRope)
       if (seq >= 0)
         rope_detail::rotateLane<HD, 8>(q[gi], sub, cosT, sinT);
@@ -824,12 +937,13 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     }
   }
 
-  mergeAndWrite<Hq, HD, G, kLpp, 8, kWarps>(m, l, acc, out, partials, arrivals,
-                                            args.sinks, t, g, split, splits, T);
+  mergeAndWrite<Hq, HD, G, kLpp, 8, kWarps>(
+      m, l, acc, out, partials, arrivals, args.sinks, t, gv, split, splits, T);
 }
 
 template <int Hq, int Hkv, int HD, int BS, bool FusedRope,
-          bool PreloadWalk = false, bool Softcap = false>
+          bool PreloadWalk = false, bool Softcap = false, bool QkNorm = false,
+          int HeadSplit = 1>
 __global__ void __launch_bounds__(kPagedAttentionThreads)
     paged_attention_fp8(const __grid_constant__ PagedAttentionArgs args) {
   allowDependentLaunch();
@@ -858,18 +972,25 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   // (a prompt chunk's tokens read each other's), so wait at once.
   static_assert(FusedRope || !PreloadWalk,
                 "paged_attention: PreloadWalk needs FusedRope");
+  static_assert(FusedRope || !QkNorm,
+                "paged_attention: QkNorm needs FusedRope");
+  static_assert(HeadSplit == 1 || PreloadWalk,
+                "paged_attention: HeadSplit needs PreloadWalk");
   if constexpr (!FusedRope)
     waitForPredecessor();
   using namespace attention_detail;
-  using Shape = PagedAttentionFp8Shape<Hq, Hkv, HD, BS>;
+  using Shape = PagedAttentionFp8Shape<Hq, Hkv, HD, BS, HeadSplit>;
   constexpr int G = Shape::kGroup;
   constexpr int E = Shape::kElems;
   constexpr int kLpp = Shape::kLanesPerPos;
   constexpr int U = Shape::kUnroll;
   constexpr int kWarps = Shape::kWarps;
 
-  const int t = blockIdx.x / Hkv;
-  const int g = blockIdx.x % Hkv;
+  // The block's q heads are [gv * G, gv * G + G), of kv head g.
+  const int t = blockIdx.x / (Hkv * HeadSplit);
+  const int gv = blockIdx.x % (Hkv * HeadSplit);
+  const int g = gv / HeadSplit;
+  const bool appendsKv = gv % HeadSplit == 0;
   if (t >= T)
     return;
   const int split = blockIdx.y;
@@ -897,7 +1018,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       block_tables + static_cast<long long>(seq < 0 ? 0 : seq) * max_blocks;
 
   // q's chunks, loaded as soon as the QKV projection is done.
-  const bf16 *qRow = tokenRow + g * G * HD + sub * E;
+  const bf16 *qRow = tokenRow + gv * G * HD + sub * E;
   RawBf16<E> qRaw[G];
   auto loadQ = [&] {
 #pragma unroll
@@ -909,12 +1030,21 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   uint4 kRaw[U], vRaw[U];
   float kScale[U], vScale[U];
   bool ok[U];
+  // HeadSplit: the token's quantised k and v and their scales, as in
+  // paged_attention.
+  uint4 kPos = make_uint4(0, 0, 0, 0), vPos = make_uint4(0, 0, 0, 0);
+  float kPosScale = 0.0f, vPosScale = 0.0f;
   auto loadStep = [&](int base) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int p = base + u * Shape::kPosPerStep + posGroup;
       ok[u] = p < end;
-      if (ok[u]) {
+      if (HeadSplit > 1 && p == pos) {
+        kRaw[u] = kPos;
+        vRaw[u] = vPos;
+        kScale[u] = kPosScale;
+        vScale[u] = vPosScale;
+      } else if (ok[u]) {
         const long long block = table[p / BS];
         const long long row = (block * BS + p % BS) * Hkv + g;
         kRaw[u] = holds ? loadFp8<E>(k_cache + row * HD + sub * E)
@@ -936,6 +1066,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
   // pos quantises the token's rotated k and its v (Rope.cuh's arithmetic,
   // the bits rope_kv_write_fp8 stores).
   __shared__ float cosT[FusedRope ? HD / 2 : 1], sinT[FusedRope ? HD / 2 : 1];
+  QkNormWeights<QkNorm, E> norm;
+  norm.load(args, holds, sub);
   if constexpr (FusedRope && PreloadWalk) {
     if (seq >= 0)
       rope_detail::ropeTable<HD>(cosT, sinT, inv_freq, pos, attention_scaling,
@@ -962,16 +1094,21 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       float k[E], v[E];
       kIn.unpack(k);
       vIn.unpack(v);
+      norm.template normalizeK<HD, kLpp>(k);
       rope_detail::rotateLane<HD, E>(k, sub, cosT, sinT);
       float kNewScale, vNewScale;
       const uint4 kNew = quantizeFp8<E, kLpp>(k, kNewScale);
       const uint4 vNew = quantizeFp8<E, kLpp>(v, vNewScale);
+      kPos = kNew;
+      vPos = vNew;
+      kPosScale = kNewScale;
+      vPosScale = vNewScale;
       if (writesPos) {
-        if (holds) {
+        if (holds && appendsKv) {
           storeFp8Raw<E>(k_cache + newRow * HD + sub * E, kNew);
           storeFp8Raw<E>(v_cache + newRow * HD + sub * E, vNew);
         }
-        if (sub == 0) {
+        if (sub == 0 && appendsKv) {
           k_scales[newRow] = kNewScale;
           v_scales[newRow] = vNewScale;
         }
@@ -1000,9 +1137,9 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
       if (begin <= pos && pos < end) {
         if (warp == 0) {
           const long long block = table[pos / BS];
-          appendKvFp8<Hq, Hkv, HD, E>(
+          appendKvFp8<Hq, Hkv, HD, E, QkNorm>(
               tokenRow, k_cache, v_cache, k_scales, v_scales,
-              (block * BS + pos % BS) * Hkv + g, g, cosT, sinT);
+              (block * BS + pos % BS) * Hkv + g, g, cosT, sinT, norm);
         }
         __syncthreads(); // the block reads the appended row below
       }
@@ -1016,6 +1153,7 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
 #pragma unroll
   for (int gi = 0; gi < G; ++gi) {
     qRaw[gi].unpack(q[gi]);
+    norm.template normalizeQ<HD, kLpp>(q[gi]);
     if constexpr (FusedRope)
       if (seq >= 0)
         rope_detail::rotateLane<HD, E>(q[gi], sub, cosT, sinT);
@@ -1102,8 +1240,8 @@ __global__ void __launch_bounds__(kPagedAttentionThreads)
     }
   }
 
-  mergeAndWrite<Hq, HD, G, kLpp, E, kWarps>(m, l, acc, out, partials, arrivals,
-                                            args.sinks, t, g, split, splits, T);
+  mergeAndWrite<Hq, HD, G, kLpp, E, kWarps>(
+      m, l, acc, out, partials, arrivals, args.sinks, t, gv, split, splits, T);
 }
 
 } // namespace kernels

@@ -36,15 +36,20 @@ std::vector<cuda::OpDesc> describeOps(const StepProgram &program,
   return descs;
 }
 
+cuda::StaticLowering chooseLowering(const StepProgram &program,
+                                    const KernelCompileOptions &options,
+                                    const std::vector<cuda::OpDesc> &descs) {
+  std::vector<int> slots;
+  for (const ProgramBuffer &b : program.buffers)
+    slots.push_back(b.slot);
+  return cuda::chooseStaticLowering(descs, slots, options.maxTokensPerStep);
+}
+
 } // namespace
 
 cuda::StaticLowering chooseCudaLowering(const StepProgram &program,
                                         const KernelCompileOptions &options) {
-  std::vector<int> slots;
-  for (const ProgramBuffer &b : program.buffers)
-    slots.push_back(b.slot);
-  return cuda::chooseStaticLowering(describeOps(program, options), slots,
-                                    options.maxTokensPerStep);
+  return chooseLowering(program, options, describeOps(program, options));
 }
 
 std::vector<CompiledModule>
@@ -71,9 +76,13 @@ compileKernels(const StepProgram &program,
     fail("internal error: ", why,
          "; please report it. `solc --gpu none` compiles a plan for the CPU "
          "reference executor meanwhile");
-  for (const cuda::OpDesc &d : descs)
-    for (const cuda::KernelInstance &k : cuda::enumerateKernels(
-             d, options.maxTokensPerStep, options.maxContext))
+  // The attention ops that absorb a head norm compile that variant.
+  const std::vector<bool> headNorm =
+      chooseLowering(program, options, descs).headNormFused(descs.size());
+  for (std::size_t i = 0; i < descs.size(); ++i)
+    for (const cuda::KernelInstance &k :
+         cuda::enumerateKernels(descs[i], options.maxTokensPerStep,
+                                options.maxContext, headNorm[i]))
       add(k);
   add(cuda::ArgmaxSpec{}.instance());
   add(cuda::SamplingSpec{}.instance());      // per-request sampling, logprobs

@@ -194,7 +194,7 @@ void emitPlan(const std::filesystem::path &path, const StepProgram &program,
     const cuda::StaticLowering &l = *options.cudaLowering;
     cuda = fb::CreateCudaLoweringDirect(b, &l.attentionRopeKvWrite,
                                         &l.skippableGathers, l.argmaxLmHead,
-                                        l.chunkAttention);
+                                        l.chunkAttention, &l.attentionHeadNorm);
   }
   auto plan = fb::CreatePlanDirect(
       b, options.compilerVersion.c_str(), options.commandLine.c_str(),

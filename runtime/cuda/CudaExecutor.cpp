@@ -197,13 +197,17 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     ops_.push_back(std::move(d));
   }
   markAttentionReaders(ops_);
+  // What solc decided for every step: the fused rope (and head norm) of
+  // decode steps, the skippable gather, the argmax LM head, chunk attention.
+  lowering_ = readStaticLowering(plan.cuda(), ops_, planFile.path().string());
+  headNormFused_ = lowering_.headNormFused(ops_.size());
   // Every instance selection may pick for the plan's step sizes, as solc
   // compiled them (codegen/plan/CompileKernels.cpp): later lookups cannot
   // fail.
   const int maxContext = static_cast<int>(maxModelLen_);
   for (std::size_t i = 0; i < ops_.size(); ++i)
     for (const KernelInstance &k :
-         enumerateKernels(ops_[i], maxTokens_, maxContext))
+         enumerateKernels(ops_[i], maxTokens_, maxContext, headNormFused_[i]))
       if (!kernels_.count(k.nameExpression))
         fail(planFile.path().string(), ": the plan lacks kernel ",
              k.nameExpression, " needed by op ", ops_[i].name,
@@ -397,14 +401,12 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     if (d.kind == OpKind::Attention)
       arrivals = std::max(
           arrivals,
-          PagedAttentionSpec{0, static_cast<int>(d.kvHeads)}.arrivalCount(
-              maxTokens_));
+          PagedAttentionSpec{.kvHeads = static_cast<int>(d.kvHeads),
+                             .headSplit = PagedAttentionSpec::kMaxHeadSplit}
+              .arrivalCount(maxTokens_));
   attentionArrivals_ = DeviceBuffer(alignUp(arrivals * sizeof(unsigned)));
   attentionArrivals_.fillBytes(0, stream_);
   clusterMerge_ = context_.computeCapabilityMajor() >= 9;
-  // What solc decided for every step: the fused rope of decode steps, the
-  // skippable gather, the argmax LM head, chunk attention.
-  lowering_ = readStaticLowering(plan.cuda(), ops_, planFile.path().string());
   gatherAliases_.reserve(lowering_.skippableGathers.size());
   sequenceSeen_.assign(static_cast<std::size_t>(maxSeqsCap_), 0);
   // Chained ids are resolved by the embedding kernel: only Embedding ops may
@@ -1079,8 +1081,8 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       first = true;
       continue;
     }
-    std::vector<KernelLaunch> launches =
-        selectKernels(d, rows, maxContext, shape.fusedRope, clusterMerge_);
+    std::vector<KernelLaunch> launches = selectKernels(
+        d, rows, maxContext, shape.fusedRope, clusterMerge_, headNormFused_[i]);
     if (launches.empty())
       continue;
     for (KernelLaunch &launch : launches)
@@ -1366,6 +1368,14 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
             plan.rope()->Get(static_cast<unsigned>(rope));
         args.attentionScaling = table->attention_scaling();
         args.ropeLongFrom = ropeLongFrom(*table);
+        // And the q/k head norm of the HeadRmsNorm op it absorbs.
+        if (headNormFused_[i]) {
+          const OpDesc &norm = ops_.at(
+              static_cast<std::size_t>(lowering_.attentionHeadNorm.at(i)));
+          args.qNormWeight = weight(norm.weights.at(0));
+          args.kNormWeight = weight(norm.weights.back());
+          args.normEps = norm.eps;
+        }
       }
       k.launch(l.dims, stream_, args);
       break;
@@ -1480,8 +1490,6 @@ void CudaExecutor::launchMoe(
                                  .logits = logits,
                                  .gate = weight(d.weights[1]),
                                  .up = weight(d.weights[2]),
-                                 .ids = ids,
-                                 .weights = weights,
                                  .normalize = d.normalizeTopK ? 1 : 0,
                                  .activation = static_cast<int>(d.activation),
                                  .limit = d.activationLimit,
@@ -1497,12 +1505,12 @@ void CudaExecutor::launchMoe(
                 MoeDownRowArgs{.y = buffer(d.buffers[0]),
                                .act = act,
                                .down = weight(d.weights[3]),
-                               .ids = ids,
-                               .weights = weights,
+                               .logits = logits,
                                .bias = bias(3),
                                .scales = quantWeight(2),
                                .zeros = quantWeight(5),
-                               .groupSize = groupSize});
+                               .groupSize = groupSize,
+                               .normalize = d.normalizeTopK ? 1 : 0});
     return;
   }
   kernel(moe[0].instance)

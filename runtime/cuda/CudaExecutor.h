@@ -288,6 +288,7 @@ private:
   /// into it, skipping rope_kv_write; the gather steps with identity logit
   /// rows skip; the argmax LM head; chunk attention.
   StaticLowering lowering_;
+  std::vector<bool> headNormFused_; // lowering_.headNormFused, per op
   /// Attention splits merge through thread-block clusters (sm_90).
   bool clusterMerge_ = false;
   /// Whether the step's real tokens all belong to different sequences.

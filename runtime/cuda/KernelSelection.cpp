@@ -397,6 +397,20 @@ bool attentionFusesRope(const OpDesc &op) {
   return spec.fusedRopeSupported();
 }
 
+bool attentionFusesHeadNorm(const OpDesc &attention, const OpDesc &norm) {
+  if (attention.kind != OpKind::Attention || norm.kind != OpKind::HeadRmsNorm ||
+      !attentionFusesRope(attention) || norm.buffers.empty() ||
+      attention.buffers.size() < 2 || norm.buffers[0] != attention.buffers[1] ||
+      norm.column != 0 || norm.headDim != attention.headDim)
+    return false;
+  // q heads by the first weight and k heads by the second, or all by one.
+  return norm.hasSecondNormWeight()
+             ? norm.heads == attention.heads &&
+                   norm.secondHeads == attention.kvHeads
+             : norm.secondHeads == 0 &&
+                   norm.heads == attention.heads + attention.kvHeads;
+}
+
 PrefillAttentionSpec prefillAttentionSpec(const OpDesc &op) {
   return {toInt(op.heads), toInt(op.kvHeads), toInt(op.headDim),
           op.blockSize,    kvFp8(op),         op.softcap > 0.0f};
@@ -427,7 +441,7 @@ int gemmRowBucket(int rows) {
 
 std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
                                         int maxContext, bool fusedRope,
-                                        bool clusterMerge) {
+                                        bool clusterMerge, bool headNorm) {
   if (rows <= 0)
     return {};
   switch (op.kind) {
@@ -440,6 +454,8 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
     return {{spec.instance(), spec.dims(rows)}};
   }
   case OpKind::HeadRmsNorm: {
+    if (fusedRope && headNorm)
+      return {}; // done in the attention's prologue
     // One norm row per head of each token.
     RmsNormSpec spec{toInt(op.headDim)};
     return {
@@ -481,9 +497,13 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   case OpKind::Attention: {
     PagedAttentionSpec spec = attentionSpec(op);
     spec.fusedRope = fusedRope;
+    spec.qkNorm = fusedRope && headNorm;
     spec.clusterMerge = clusterMerge;
     const int splits = attentionSplits(op, rows, maxContext, clusterMerge);
     spec.preloadWalk = spec.preloadsWalk(rows, splits, kPlannedMultiprocessors);
+    if (spec.preloadWalk)
+      spec.headSplit =
+          spec.chooseHeadSplit(rows, splits, kPlannedMultiprocessors);
     return {
         {spec.instance(), spec.dims(rows, splits, kPlannedMultiprocessors)}};
   }
@@ -631,7 +651,7 @@ long long moeSortedInts(const OpDesc &moe, int maxRows) {
 }
 
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
-                                             int maxContext) {
+                                             int maxContext, bool headNorm) {
   std::vector<KernelInstance> out;
   auto add = [&](const std::vector<KernelLaunch> &launches) {
     for (const KernelLaunch &l : launches)
@@ -666,13 +686,19 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
   if (op.kind == OpKind::Attention) {
     PagedAttentionSpec spec = attentionSpec(op);
     out.push_back(spec.instance());
-    // Decode steps: the variant with rope_kv_write's work in its prologue.
-    // Small grids of them preload their walk.
+    // Decode steps: the variant with rope_kv_write's work (and the head
+    // norm's) in its prologue. Small grids of them preload their walk.
     if (attentionFusesRope(op)) {
       spec.fusedRope = true;
+      spec.qkNorm = headNorm;
       out.push_back(spec.instance());
       spec.preloadWalk = true;
       out.push_back(spec.instance());
+      // Small grids spread large groups over blocks: every split the
+      // smallest grid (one token, one split) takes.
+      const int most = spec.chooseHeadSplit(1, 1, kPlannedMultiprocessors);
+      for (spec.headSplit = 2; spec.headSplit <= most; spec.headSplit *= 2)
+        out.push_back(spec.instance());
     }
     // Steps with a prompt chunk of a full tile run the tensor-core kernel
     // (prefill_attention_fp8 over an fp8 cache).

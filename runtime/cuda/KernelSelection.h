@@ -93,10 +93,14 @@ std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens);
 /// fused attention): RopeKvWrite has no launch and Attention runs the
 /// paged_attention variant that does its work. `clusterMerge` (sm_90):
 /// Attention's splits merge through a thread-block cluster where
-/// PagedAttentionSpec allows it.
+/// PagedAttentionSpec allows it. `headNorm` (with `fusedRope`, for an
+/// Attention op and the HeadRmsNorm op it absorbs, StaticLowering.h): the
+/// HeadRmsNorm has no launch and the Attention runs the variant that also
+/// normalises q and k.
 std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
                                         int maxContext, bool fusedRope = false,
-                                        bool clusterMerge = false);
+                                        bool clusterMerge = false,
+                                        bool headNorm = false);
 
 /// A Moe op's router as a Linear op of its own (weights[0], [E, H]; bf16
 /// logits into a workspace), whose launches selectKernels chooses.
@@ -150,9 +154,11 @@ bool needsDequantizedCopy(const OpDesc &op, int maxTokens);
 
 /// Every instance `op` may need in steps of up to `maxTokens` tokens and
 /// contexts of up to `maxContext` positions, without duplicates: what solc
-/// compiles into a plan.
+/// compiles into a plan. `headNorm`: an Attention op that absorbs its
+/// layer's HeadRmsNorm in decode steps (StaticLowering.h).
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
-                                             int maxContext);
+                                             int maxContext,
+                                             bool headNorm = false);
 
 /// Weight matrices of at most this many bytes are asked into L2 before
 /// their kernel waits for its predecessor (the L2Prefetch variants of
@@ -197,6 +203,12 @@ int attentionSplits(const OpDesc &op, int tokens, int maxContext,
 /// shape (PagedAttentionSpec::fusedRopeSupported); selectKernels(...,
 /// fusedRope = true) may only be asked for ops where it does.
 bool attentionFusesRope(const OpDesc &op);
+
+/// Whether the fused-rope variant of Attention op `attention` can do the
+/// work of HeadRmsNorm op `norm` too: it normalises every q head and k
+/// head of the attention's q and k (from column 0 of its qkv buffer, the
+/// q heads by its first weight, the k heads by its second or the same).
+bool attentionFusesHeadNorm(const OpDesc &attention, const OpDesc &norm);
 
 /// The argmax launch over `rows` rows of `vocab` float32 logits.
 KernelLaunch selectArgmax(int rows, int vocab);

@@ -1107,10 +1107,27 @@ KernelInstance PagedAttentionSpec::instance() const {
          fp8 ? " with an fp8 cache" : "");
   if (preloadWalk && !fusedRope)
     fail("paged_attention: the walk preload needs the fused rope");
-  // PreloadWalk and Softcap default to false; name them only when needed.
-  const char *flags = softcap ? (preloadWalk ? ", true, true" : ", false, true")
-                      : preloadWalk ? ", true"
-                                    : "";
+  if (qkNorm && !fusedRope)
+    fail("paged_attention: the q/k head norm needs the fused rope");
+  if (headSplit != 1 && (!preloadWalk || headSplit > kMaxHeadSplit ||
+                         (headSplit & (headSplit - 1)) != 0 ||
+                         (qHeads / kvHeads) % headSplit != 0))
+    fail("paged_attention: no split of ", qHeads / kvHeads,
+         " query heads a kv head into ", headSplit,
+         " blocks (a power of two up to ", kMaxHeadSplit,
+         " dividing the group, with the walk preload)");
+  // PreloadWalk, Softcap, QkNorm and HeadSplit default to false, false,
+  // false, 1; the name spells them up to the last one set.
+  const bool trailing[] = {preloadWalk, softcap, qkNorm};
+  std::string flags;
+  int named = headSplit != 1 ? 3 : 0;
+  for (int i = 0; i < 3; ++i)
+    if (trailing[i])
+      named = std::max(named, i + 1);
+  for (int i = 0; i < named; ++i)
+    flags += trailing[i] ? ", true" : ", false";
+  if (headSplit != 1)
+    flags += cat(", ", headSplit);
   return {"PagedAttention.cuh",
           cat(kNamespace, fp8 ? "paged_attention_fp8<" : "paged_attention<",
               qHeads, ", ", kvHeads, ", ", headDim, ", ", blockSize, ", ",
@@ -1128,15 +1145,33 @@ bool PagedAttentionSpec::fusedRopeSupported() const {
 bool PagedAttentionSpec::mergesInCluster(int tokens, int splits,
                                          int multiprocessors) const {
   return clusterMerge && splits > 1 && splits <= kMaxClusterSplits &&
-         static_cast<long long>(std::max(tokens, 1)) * kvHeads * splits <=
+         static_cast<long long>(std::max(tokens, 1)) * kvHeads * headSplit *
+                 splits <=
              multiprocessors;
 }
 
 bool PagedAttentionSpec::preloadsWalk(int tokens, int splits,
                                       int multiprocessors) const {
-  return fusedRope &&
-         static_cast<long long>(std::max(tokens, 1)) * kvHeads * splits <=
-             multiprocessors;
+  return fusedRope && static_cast<long long>(std::max(tokens, 1)) * kvHeads *
+                              headSplit * splits <=
+                          multiprocessors;
+}
+
+int PagedAttentionSpec::chooseHeadSplit(int tokens, int splits,
+                                        int multiprocessors) const {
+  PagedAttentionSpec split = *this;
+  split.preloadWalk = true;
+  int chosen = 1;
+  for (int s = 2; s <= kMaxHeadSplit && kvHeads > 0 &&
+                  qHeads / kvHeads / chosen > kHeadSplitGroup;
+       s *= 2) {
+    split.headSplit = s;
+    if ((qHeads / kvHeads) % s != 0 || !split.fusedRopeSupported() ||
+        !split.preloadsWalk(tokens, splits, multiprocessors))
+      break;
+    chosen = s;
+  }
+  return chosen;
 }
 
 LaunchDims PagedAttentionSpec::dims(int tokens, int splits,
@@ -1146,7 +1181,8 @@ LaunchDims PagedAttentionSpec::dims(int tokens, int splits,
     fail("paged_attention: ", splits, " splits, more than the ", kMaxSplits,
          " its in-kernel merge handles");
   LaunchDims dims;
-  dims.grid.x = static_cast<unsigned>(std::max(tokens, 1) * kvHeads);
+  dims.grid.x =
+      static_cast<unsigned>(std::max(tokens, 1) * kvHeads * headSplit);
   dims.grid.y = static_cast<unsigned>(splits);
   dims.block.x = 128;
   if (mergesInCluster(tokens, splits, multiprocessors))
@@ -1157,7 +1193,7 @@ std::size_t PagedAttentionSpec::workspaceFloats(int tokens, int splits) const {
   return static_cast<std::size_t>(tokens) * splits * qHeads * (headDim + 2);
 }
 std::size_t PagedAttentionSpec::arrivalCount(int tokens) const {
-  return static_cast<std::size_t>(std::max(tokens, 1)) * kvHeads;
+  return static_cast<std::size_t>(std::max(tokens, 1)) * kvHeads * headSplit;
 }
 int PagedAttentionSpec::chooseSplits(int tokens, int maxContext,
                                      int multiprocessors) const {

@@ -492,9 +492,9 @@ struct RopeKvWriteSpec {
 /// thread-block cluster of the splits when mergesInCluster, else in the last
 /// block of each token and kv head to arrive, counting arrivals in `arrivals`.
 /// `fusedRope`: the variant that does rope_kv_write's work in its prologue, for
-/// steps whose sequences each have one token. Head dims: multiples of 8 up
-/// to 256 (16 with fp8); 80 and 96 pad a position's lanes to 16 (8 for fp8
-/// at 96 with groups of at most 4).
+/// steps whose sequences each have one token (`qkNorm`: and HeadRmsNorm's).
+/// Head dims: multiples of 8 up to 256 (16 with fp8); 80 and 96 pad a
+/// position's lanes to 16 (8 for fp8 at 96 with groups of at most 4).
 struct PagedAttentionSpec {
   int qHeads = 0;
   int kvHeads = 0;
@@ -513,10 +513,21 @@ struct PagedAttentionSpec {
   /// The variant that soft-caps the scores (PagedAttentionArgs::softcap;
   /// Gemma 2); the plain one ignores the field.
   bool softcap = false;
+  /// The fused-rope variant that also normalises each q and k head first
+  /// (PagedAttention.cuh's QkNorm: the HeadRmsNorm of Qwen3 and Gemma 3,
+  /// which decode steps then skip).
+  bool qkNorm = false;
+  /// Blocks a kv head's query heads are spread over (PagedAttention.cuh's
+  /// HeadSplit; with preloadWalk only); selection sets it (chooseHeadSplit).
+  int headSplit = 1;
   /// The most splits chooseSplits picks.
   static constexpr int kMaxSplits = 64;
   /// The most splits a cluster merges (the portable cluster size).
   static constexpr int kMaxClusterSplits = 8;
+  /// The most blocks a kv head's query heads are spread over, and the most
+  /// query heads a block of a split group keeps.
+  static constexpr int kMaxHeadSplit = 4;
+  static constexpr int kHeadSplitGroup = 2;
   KernelInstance instance() const;
   LaunchDims dims(int tokens, int splits, int multiprocessors = 132) const;
   /// Whether a launch merges in clusters: clusterMerge, 2..kMaxClusterSplits
@@ -532,6 +543,14 @@ struct PagedAttentionSpec {
   /// 1,302.5 tok/s (fp8 cache: 1,243.0 against 1,227.9); 64 sequences (512
   /// blocks) are 3.7% slower with it.
   bool preloadsWalk(int tokens, int splits, int multiprocessors) const;
+  /// The head split of a preloading launch: groups of more than
+  /// kHeadSplitGroup query heads are halved while the grid stays within
+  /// one block per multiprocessor. Batch-1 decode of Qwen3-30B-A3B's 32 / 4
+  /// heads otherwise runs 32 blocks of 8 heads each. Measured on an H100
+  /// (sol-kernel-check --only fused_rope, 256 positions, 8 splits merged in
+  /// a cluster): Qwen3-30B-A3B 11.9 us whole, 7.8 over 2 blocks, 7.0 over
+  /// 4; Llama-3.2-1B 6.7 whole, 6.2 over 2.
+  int chooseHeadSplit(int tokens, int splits, int multiprocessors) const;
   /// Floats of `partials` a launch with `splits` > 1 needs.
   std::size_t workspaceFloats(int tokens, int splits) const;
   /// Arrival counters (unsigned, zeroed once) a launch of `tokens` needs.

@@ -35,6 +35,57 @@ std::vector<int> pairAttentionWithRope(std::span<const OpDesc> ops) {
   return pairs;
 }
 
+/// Whether `op` writes `buffer` without reading it: its output, not an
+/// in-place op's buffer nor one of its inputs too.
+bool overwrites(const OpDesc &op, int buffer) {
+  const bool inPlace =
+      op.kind == OpKind::HeadRmsNorm || op.kind == OpKind::RopeKvWrite ||
+      op.kind == OpKind::Softcap || op.kind == OpKind::AllReduce;
+  return !inPlace && !op.buffers.empty() && op.buffers[0] == buffer &&
+         std::ranges::count(op.buffers, buffer) == 1;
+}
+
+/// Decode steps' fused q/k head norm: for each attention op paired with its
+/// RopeKvWrite, the op before it that last wrote its qkv buffer (other than
+/// that RopeKvWrite) when that is a HeadRmsNorm it can absorb, and no op
+/// after the attention reads the buffer before it is written again (the
+/// buffer keeps the unnormalised q and k; later layers reuse its id).
+std::vector<int> pairAttentionWithHeadNorm(std::span<const OpDesc> ops,
+                                           std::span<const int> ropeOf) {
+  std::vector<int> pairs(ops.size(), -1);
+  bool any = false;
+  auto reads = [](const OpDesc &op, int buffer) {
+    return std::ranges::count(op.buffers, buffer) > 0;
+  };
+  for (std::size_t i = 0; i < ropeOf.size(); ++i) {
+    if (ropeOf[i] < 0)
+      continue;
+    const OpDesc &attention = ops[i];
+    const int qkv = attention.buffers.at(1);
+    std::size_t writer = i;
+    for (std::size_t j = i; j-- > 0;)
+      if (static_cast<int>(j) != ropeOf[i] && reads(ops[j], qkv)) {
+        writer = j;
+        break;
+      }
+    if (writer == i || !attentionFusesHeadNorm(attention, ops[writer]))
+      continue;
+    bool readAfter = false;
+    for (std::size_t j = i + 1; j < ops.size(); ++j)
+      if (reads(ops[j], qkv)) {
+        readAfter = !overwrites(ops[j], qkv);
+        break;
+      }
+    if (readAfter)
+      continue;
+    pairs[i] = static_cast<int>(writer);
+    any = true;
+  }
+  if (!any)
+    pairs.clear();
+  return pairs;
+}
+
 /// The plan's GatherRows ops (the rows that get logits) that steps whose
 /// logit rows are their first rows in order may skip: those whose input
 /// slot no op touches until the last reader of their output (the arena
@@ -92,6 +143,7 @@ StaticLowering chooseStaticLowering(std::span<const OpDesc> ops,
                                     int maxTokens) {
   StaticLowering s;
   s.attentionRopeKvWrite = pairAttentionWithRope(ops);
+  s.attentionHeadNorm = pairAttentionWithHeadNorm(ops, s.attentionRopeKvWrite);
   s.skippableGathers = findSkippableGathers(ops, bufferSlot);
   s.argmaxLmHead = !ops.empty() && selectArgmaxLmHead(ops.back()).has_value();
   // enumerateKernels compiles chunk_attention for steps of two or more.
@@ -133,6 +185,24 @@ StaticLowering readStaticLowering(const fb::CudaLowering *record,
              " cannot absorb the op the plan names (", j, ")", again);
     }
   }
+  if (const auto *norms = record->attention_head_norm();
+      norms && norms->size() > 0) {
+    if (static_cast<int>(norms->size()) != n || !s.fusedRope())
+      fail(where, ": attention_head_norm has ", norms->size(), " entries for ",
+           n, " ops", s.fusedRope() ? "" : " and no fused rope", again);
+    s.attentionHeadNorm.assign(norms->begin(), norms->end());
+    for (int i = 0; i < n; ++i) {
+      const int j = s.attentionHeadNorm[static_cast<std::size_t>(i)];
+      if (j == -1)
+        continue;
+      const OpDesc &d = ops[static_cast<std::size_t>(i)];
+      if (j < 0 || j >= i ||
+          s.attentionRopeKvWrite[static_cast<std::size_t>(i)] < 0 ||
+          !attentionFusesHeadNorm(d, ops[static_cast<std::size_t>(j)]))
+        fail(where, ": op ", d.name, " cannot absorb the head norm the plan ",
+             "names (", j, ")", again);
+    }
+  }
   if (const auto *gathers = record->skippable_gathers())
     for (int32_t g : *gathers) {
       if (g < 0 || g >= n ||
@@ -151,6 +221,17 @@ StaticLowering readStaticLowering(const fb::CudaLowering *record,
     fail(where, ": the plan's attention ops cannot share chunk_attention",
          again);
   return s;
+}
+
+std::vector<bool> StaticLowering::headNormFused(std::size_t ops) const {
+  std::vector<bool> fused(ops, false);
+  for (std::size_t i = 0; i < attentionHeadNorm.size() && i < ops; ++i)
+    if (const int j = attentionHeadNorm[i]; j >= 0) {
+      fused[i] = true;
+      if (static_cast<std::size_t>(j) < ops)
+        fused[static_cast<std::size_t>(j)] = true;
+    }
+  return fused;
 }
 
 } // namespace sol::cuda

@@ -2,13 +2,13 @@
 //-*-===//
 //
 // Some of the CUDA executor's choices depend only on the plan, not on a
-// step's batch: which rope_kv_write each attention absorbs in decode steps,
-// whether the logits gather can be skipped, whether the LM head may keep the
-// argmax, whether prompt chunks run chunk_attention. solc makes them once
-// with these rules when it compiles the kernels and records them in the plan
-// (Plan.cuda); the executor reads and checks them at load. What a step's
-// shape decides (the instance for its rows, split counts) stays with the
-// executor (KernelSelection.h).
+// step's batch: which rope_kv_write (and q/k head norm) each attention
+// absorbs in decode steps, whether the logits gather can be skipped, whether
+// the LM head may keep the argmax, whether prompt chunks run chunk_attention.
+// solc makes them once with these rules when it compiles the kernels and
+// records them in the plan (Plan.cuda); the executor reads and checks them at
+// load. What a step's shape decides (the instance for its rows, split counts)
+// stays with the executor (KernelSelection.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -27,6 +27,11 @@ struct StaticLowering {
   /// per sequence), which then skip it; -1 for other ops. Empty when some
   /// attention op has no rope or no fused variant: no step fuses.
   std::vector<int> attentionRopeKvWrite;
+  /// Per op: for each Attention op that absorbs a RopeKvWrite, the
+  /// HeadRmsNorm op before it (Qwen3's and Gemma 3's q/k norms) whose work
+  /// its fused-rope variant does too in decode steps, which then skip that
+  /// op; -1 for other ops and attentions without one. Empty: none.
+  std::vector<int> attentionHeadNorm;
   /// The GatherRows ops that steps whose logit rows are their first rows in
   /// order (decode) skip, later ops reading their inputs.
   std::vector<int> skippableGathers;
@@ -38,6 +43,9 @@ struct StaticLowering {
   bool chunkAttention = false;
 
   bool fusedRope() const { return !attentionRopeKvWrite.empty(); }
+  /// Per op: whether decode steps run it fused with a head norm (an
+  /// Attention op that absorbs one, or the HeadRmsNorm op absorbed).
+  std::vector<bool> headNormFused(std::size_t ops) const;
 };
 
 /// The choices for `ops` (a step's ops in order) with `bufferSlot[i]` the

@@ -15,7 +15,11 @@
 // output is also held to the float64 reference: the host's RoPE of q and
 // k, the new k and v appended to the cache (quantised by the host rule for
 // fp8), attention over that. Batch-1 and 64-sequence decode are timed fused
-// and unfused.
+// and unfused. The QkNorm variants (Qwen3's and Gemma 3's q/k head norms)
+// are compared the same way with the per-head rms_norm before
+// rope_kv_write, and with the host's norm in the reference. Groups of more
+// than 4 query heads also run the preloading variant with its heads spread
+// over 2 and 4 blocks (HeadSplit), bit for bit the same.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +49,29 @@ const Shape kShapes[] = {
     {32, 8, 128}, // Llama-3.1-8B
 };
 
+// Shapes with q/k head norms (Qwen3, Gemma 3), and padded lanes (80, 96).
+const Shape kQkNormShapes[] = {
+    {32, 4, 128}, // Qwen3-30B-A3B: group 8
+    {32, 8, 128}, // Qwen3-8B
+    {8, 4, 256},  // Gemma-3-4B (fp8: 16 values a lane)
+    {4, 1, 256},  // Gemma-3-1B
+    {32, 8, 80},  // 10 of 16 lanes
+    {32, 32, 96}, // fp8: 16 values a lane, 6 of 8
+};
+
+// The head splits a shape's preloading variant is checked with: its group
+// over 2 and 4 blocks where they divide it and leave more than one head.
+std::vector<int> headSplits(const Shape &h) {
+  std::vector<int> out;
+  const int group = h.qHeads / h.kvHeads;
+  for (int s = 2; s <= PagedAttentionSpec::kMaxHeadSplit; s *= 2)
+    if (group % s == 0 && group / s > 1)
+      out.push_back(s);
+  return out;
+}
+
+constexpr float kNormEps = 1e-6f;
+
 // Head dims 80, 96, 256 (blocks of 16).
 const Shape kMoreShapes[] = {
     {32, 32, 96}, // Phi-3-mini: group 1 (fp8: 16 values a lane, 6 of 8)
@@ -52,6 +79,7 @@ const Shape kMoreShapes[] = {
     {28, 4, 96},  // group 7 (12 of 16 lanes)
     {8, 4, 256},  // Gemma-2-2B
     {4, 1, 256},  // Gemma-3-1B
+    {64, 8, 64},  // gpt-oss-20b: group 8 (heads split over 2 and 4 blocks)
 };
 
 constexpr float kSoftcap = 50.0f;
@@ -64,6 +92,7 @@ struct FusedCase {
   bool timed;
   int window = 0;
   float softcap = 0.0f;
+  bool qkNorm = false;
 };
 
 template <typename T>
@@ -160,6 +189,7 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
   unfused.softcap = fc.softcap > 0.0f;
   PagedAttentionSpec fused = unfused;
   fused.fusedRope = true;
+  fused.qkNorm = fc.qkNorm;
   PagedAttentionSpec preload = fused; // small grids' variant
   preload.preloadWalk = true;
   const RopeKvWriteSpec rope{h.qHeads, h.kvHeads, h.headDim, blockSize, fp8};
@@ -169,6 +199,21 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
   const int rowElems = (h.qHeads + 2 * h.kvHeads) * hd;
   std::vector<Bf16> qkv = randomBf16(
       c.rng, static_cast<std::size_t>(batch.tokens) * rowElems, -2, 2);
+  // QkNorm: the norm weights, and qkv as the head norm leaves it (what the
+  // reference rotates).
+  const std::vector<Bf16> qNormW = randomBf16(c.rng, hd, 0.5f, 1.5f);
+  const std::vector<Bf16> kNormW = randomBf16(c.rng, hd, 0.5f, 1.5f);
+  std::vector<Bf16> normed = qkv;
+  if (fc.qkNorm)
+    for (int t = 0; t < batch.tokens; ++t)
+      for (int head = 0; head < h.qHeads + h.kvHeads; ++head) {
+        Bf16 *x = normed.data() + static_cast<std::size_t>(t) * rowElems +
+                  static_cast<std::size_t>(head) * hd;
+        const std::vector<Bf16> y = referenceNormRows(
+            std::span<const Bf16>(x, hd), head < h.qHeads ? qNormW : kNormW, 1,
+            hd, kNormEps);
+        std::copy(y.begin(), y.end(), x);
+      }
   const std::size_t rows =
       static_cast<std::size_t>(batch.numBlocks) * blockSize * h.kvHeads;
   const std::size_t valueBytes = fp8 ? 1 : 2;
@@ -194,8 +239,11 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
     if (batch.tokenSeq[t] >= 0)
       maxContext = std::max(maxContext, batch.positions[t] + 1);
 
-  const std::vector<double> ref = fusedReference(
-      h, blockSize, fp8, fc, batch, table, qkv, kInit, vInit, ksInit, vsInit);
+  const std::vector<double> ref =
+      fusedReference(h, blockSize, fp8, fc, batch, table, normed, kInit, vInit,
+                     ksInit, vsInit);
+  const DeviceBuffer dQNormW = c.upload(qNormW), dKNormW = c.upload(kNormW);
+  const cuda::RmsNormSpec headNorm{hd};
   const DeviceBuffer dFreq = c.upload(table.invFreq);
   const DeviceBuffer dPos = c.upload(batch.positions);
   const DeviceBuffer dSeq = c.upload(batch.tokenSeq);
@@ -206,6 +254,11 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
   const cuda::Kernel &plainKernel = c.kernels.kernel(unfused.instance());
   const cuda::Kernel &fusedKernel = c.kernels.kernel(fused.instance());
   const cuda::Kernel &preloadKernel = c.kernels.kernel(preload.instance());
+  std::vector<PagedAttentionSpec> split; // preload with its heads spread
+  for (int s : headSplits(h)) {
+    split.push_back(preload);
+    split.back().headSplit = s;
+  }
 
   struct Side {
     DeviceBuffer qkv, k, v, ks, vs, out;
@@ -228,8 +281,9 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
                        preloadSpec = preload;
     plainSpec.clusterMerge = fusedSpec.clusterMerge = preloadSpec.clusterMerge =
         cluster;
-    const SplitWorkspace work =
-        splitWorkspace(c, unfused, batch.tokens, splits);
+    PagedAttentionSpec sized = unfused; // arrivals for the head splits too
+    sized.headSplit = PagedAttentionSpec::kMaxHeadSplit;
+    const SplitWorkspace work = splitWorkspace(c, sized, batch.tokens, splits);
     float *partials = work.partials();
     unsigned *arrivals = work.arrivals();
     Side a = makeSide(), b = makeSide(), p = makeSide();
@@ -258,9 +312,27 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
                                            .tokens = batch.tokens,
                                            .attentionScaling = scaling,
                                            .softcap = fc.softcap,
-                                           .ropeLongFrom = table.longFrom});
+                                           .ropeLongFrom = table.longFrom,
+                                           .qNormWeight = dQNormW.address(),
+                                           .kNormWeight = dKNormW.address(),
+                                           .normEps = kNormEps});
     };
     std::function<void(int)> unfusedLaunch = [&](int) {
+      if (fc.qkNorm) // in place, q heads then k heads, as the executor does
+        c.kernels.kernel(headNorm.instance())
+            .launch(headNorm.dims(batch.tokens * (h.qHeads + h.kvHeads)),
+                    c.stream,
+                    kernels::RmsNormArgs{.out = a.qkv.address(),
+                                         .x = a.qkv.address(),
+                                         .weight = dQNormW.address(),
+                                         .eps = kNormEps,
+                                         .rows = batch.tokens *
+                                                 (h.qHeads + h.kvHeads),
+                                         .xStride = rowElems,
+                                         .outStride = rowElems,
+                                         .rowGroup = h.qHeads + h.kvHeads,
+                                         .secondWeight = dKNormW.address(),
+                                         .secondFrom = h.qHeads});
       ropeKernel.launch(
           rope.dims(batch.tokens), c.stream,
           kernels::RopeKvWriteArgs{.qkv = a.qkv.address(),
@@ -296,7 +368,8 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
         cluster ? " cluster" : "",
         table.label == "llama" ? std::string() : " " + table.label,
         fc.window > 0 ? sol::cat(" window=", fc.window) : std::string(),
-        fc.softcap > 0.0f ? sol::cat(" softcap=", fc.softcap) : std::string());
+        fc.softcap > 0.0f ? sol::cat(" softcap=", fc.softcap) : std::string(),
+        fc.qkNorm ? " qk_norm" : "");
     // Both fused variants against rope_kv_write + the unfused kernel, bit
     // for bit: output, caches (and fp8 scales).
     auto check = [&](Side &s, const PagedAttentionSpec &spec,
@@ -323,10 +396,23 @@ void runFusedCase(Checker &c, const Shape &h, int blockSize, bool fp8,
     };
     check(b, fused, name, &fusedLaunch);
     check(p, preload, name + " preload", &preloadLaunch);
+    for (PagedAttentionSpec spec : split) {
+      spec.clusterMerge = cluster;
+      Side side = makeSide();
+      const cuda::Kernel &k = c.kernels.kernel(spec.instance());
+      std::function<void(int)> launch = [&](int) {
+        attend(k, spec, side, dFreq.address());
+      };
+      launch(0);
+      check(side, spec, sol::cat(name, " preload heads/", spec.headSplit),
+            &launch);
+    }
     if (fc.timed) {
-      CheckRecord base =
-          makeRecord(c, "fused_rope", name + " rope_kv_write + unfused",
-                     unfused.instance());
+      CheckRecord base = makeRecord(
+          c, "fused_rope",
+          name + (fc.qkNorm ? " head rms_norm + rope_kv_write + unfused"
+                            : " rope_kv_write + unfused"),
+          unfused.instance());
       c.finish(std::move(base), &unfusedLaunch);
     }
   }
@@ -381,6 +467,22 @@ void checkFusedRope(Checker &c) {
                        partialRopeTable(h.headDim, 0.8f));
         }
       }
+  // The q/k head norm: decodes at several split counts, windowed, and
+  // batch-1 decode timed against the three kernels it replaces.
+  for (const Shape &h : kQkNormShapes)
+    for (bool fp8 : {false, true}) {
+      runFusedCase(c, h, 16, fp8,
+                   {"decode", decodes, 2, {1, 0, 7}, false, 0, 0.0f, true},
+                   llamaRopeTable(h.headDim));
+      runFusedCase(c, h, 16, fp8,
+                   {"decode", decodes, 2, {1, 0}, false, 64, 0.0f, true},
+                   partialRopeTable(h.headDim, 1.19f));
+      if (!c.options.quick)
+        runFusedCase(
+            c, h, 16, fp8,
+            {"decode T=1 ctx=256", {{256, 1}}, 0, {0}, true, 0, 0.0f, true},
+            llamaRopeTable(h.headDim));
+    }
   for (const Shape &h : kMoreShapes)
     for (bool fp8 : {false, true}) {
       runFusedCase(c, h, 16, fp8, {"decode", decodes, 2, {1, 0, 7}, false},
@@ -408,7 +510,7 @@ std::vector<CheckFamily> fusedRopeChecks() {
   return {{"fused_rope",
            [](KernelLibrary &k) {
              auto require = [&](const Shape &h, int blockSize, bool fp8,
-                                bool softcap) {
+                                bool softcap, bool qkNorm = false) {
                k.require(RopeKvWriteSpec{h.qHeads, h.kvHeads, h.headDim,
                                          blockSize, fp8}
                              .instance());
@@ -417,10 +519,20 @@ std::vector<CheckFamily> fusedRopeChecks() {
                spec.softcap = softcap;
                k.require(spec.instance());
                spec.fusedRope = true;
+               spec.qkNorm = qkNorm;
                k.require(spec.instance());
                spec.preloadWalk = true;
                k.require(spec.instance());
+               for (int split : headSplits(h)) {
+                 spec.headSplit = split;
+                 k.require(spec.instance());
+               }
+               if (qkNorm)
+                 k.require(cuda::RmsNormSpec{h.headDim}.instance());
              };
+             for (const Shape &h : kQkNormShapes)
+               for (bool fp8 : {false, true})
+                 require(h, 16, fp8, false, true);
              for (const Shape &h : kShapes)
                for (bool fp8 : {false, true}) {
                  for (int blockSize : {16, 32})

@@ -299,8 +299,6 @@ void checkMoe(Checker &c, bool oneRow) {
                           .logits = dLogits.address(),
                           .gate = dGate.w.address(),
                           .up = dUp.w.address(),
-                          .ids = dIds.address(),
-                          .weights = dWeights.address(),
                           .normalize = 1,
                           .activation = m.biased ? 2 : 0,
                           .limit = 7.0f,
@@ -317,12 +315,12 @@ void checkMoe(Checker &c, bool oneRow) {
                           .y = dY.address(),
                           .act = dAct.address(),
                           .down = dDown.w.address(),
-                          .ids = dIds.address(),
-                          .weights = dWeights.address(),
+                          .logits = dLogits.address(),
                           .bias = m.biased ? dDownB.address() : 0,
                           .scales = addressOr0(dDown.scales),
                           .zeros = addressOr0(dDown.zeros),
-                          .groupSize = s.groupSize});
+                          .groupSize = s.groupSize,
+                          .normalize = 1});
           return;
         }
         c.kernels.kernel(s.route()).launch(
@@ -431,10 +429,10 @@ void checkMoe(Checker &c, bool oneRow) {
         std::vector<int> chosen(order.begin(), order.begin() + K);
         std::vector<int> sortedChosen = chosen;
         std::sort(sortedChosen.begin(), sortedChosen.end());
-        // The one-row kernels keep the choices in increasing expert order.
-        for (int k = 0; k < K; ++k)
-          routingDiffers +=
-              ids[r * K + k] != (path == Path::Row ? sortedChosen : chosen)[k];
+        // The one-row kernels route inside their warps and write no ids:
+        // their routing shows in y alone.
+        for (int k = 0; k < K && path != Path::Row; ++k)
+          routingDiffers += ids[r * K + k] != chosen[k];
         std::vector<float> acc(H, 0.0f);
         for (int e : sortedChosen) {
           touched.insert(e);

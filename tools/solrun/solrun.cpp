@@ -186,8 +186,14 @@ void printInfo(const sol::PlanFile &file) {
     if (p.ops())
       for (const auto *op : *p.ops())
         gathers += op->params_type() == sol::fb::OpParams::GatherRowsOp;
+    int norms = 0;
+    if (c->attention_head_norm())
+      for (int32_t op : *c->attention_head_norm())
+        norms += op >= 0;
     const std::string rope =
-        fused ? "absorbs rope_kv_write (" + std::to_string(fused) + " layers)"
+        fused ? "absorbs rope_kv_write" +
+                    std::string(norms ? " and the q/k head norm" : "") + " (" +
+                    std::to_string(fused) + " layers)"
               : std::string("after rope_kv_write");
     const std::string skipped =
         std::to_string(c->skippable_gathers() ? c->skippable_gathers()->size()

@@ -290,7 +290,7 @@ TEST(KernelSelection, FusedRopeOnlyWhereTheShapeHasIt) {
   EXPECT_TRUE(selectKernels(rope, 1, 0, true).empty());
   EXPECT_NE(selectKernels(attention, 1, 0, true)
                 .at(0)
-                .instance.nameExpression.find(", true>"),
+                .instance.nameExpression.find("64, 16, true"),
             std::string::npos);
   auto fusedIn = [](const std::vector<KernelInstance> &v) {
     return std::any_of(v.begin(), v.end(), [](const KernelInstance &k) {
@@ -306,6 +306,61 @@ TEST(KernelSelection, FusedRopeOnlyWhereTheShapeHasIt) {
   EXPECT_FALSE(attentionFusesRope(attention));
   EXPECT_FALSE(fusedIn(enumerateKernels(attention, 1, 4096)));
   EXPECT_THROW(selectKernels(attention, 1, 0, true), sol::Error);
+}
+
+TEST(KernelSelection, DecodeAttentionDoesTheHeadNormItAbsorbs) {
+  // Qwen3-30B-A3B's attention and its q/k head norm.
+  OpDesc attention;
+  attention.kind = OpKind::Attention;
+  attention.buffers = {6, 5};
+  attention.heads = 32, attention.kvHeads = 4, attention.headDim = 128;
+  attention.blockSize = 16;
+  OpDesc norm;
+  norm.kind = OpKind::HeadRmsNorm;
+  norm.buffers = {5};
+  norm.heads = 32, norm.secondHeads = 4, norm.headDim = 128;
+  norm.weights = {0, 1};
+  norm.bufferWidths = {40 * 128};
+  ASSERT_TRUE(attentionFusesHeadNorm(attention, norm));
+  // Decode steps: no norm launch; the attention's fused variant with QkNorm
+  // (and its preloading one for the batch-1 grid).
+  EXPECT_TRUE(selectKernels(norm, 1, 0, true, true, true).empty());
+  const std::string fused = selectKernels(attention, 1, 4096, true, true, true)
+                                .at(0)
+                                .instance.nameExpression;
+  EXPECT_TRUE(fused.ends_with("<32, 4, 128, 16, true, true, false, true>"))
+      << fused;
+  // Prompt steps keep the norm and the plain kernel.
+  EXPECT_EQ(selectKernels(norm, 8, 0, false, true, true).size(), 1u);
+  EXPECT_TRUE(selectKernels(attention, 8, 4096, false, true, true)
+                  .at(0)
+                  .instance.nameExpression.ends_with("16, false>"));
+  // Plans compile the QkNorm variants for such an attention, and only then.
+  auto qkNormIn = [](const std::vector<KernelInstance> &v) {
+    return std::ranges::count_if(v, [](const KernelInstance &k) {
+      return k.nameExpression.ends_with("false, true>");
+    });
+  };
+  EXPECT_EQ(qkNormIn(enumerateKernels(attention, 64, 4096, true)), 2);
+  EXPECT_EQ(qkNormIn(enumerateKernels(attention, 64, 4096, false)), 0);
+  // What the variant cannot do: an offset column, other heads, a norm of
+  // another buffer; one weight for every head it can.
+  OpDesc other = norm;
+  other.column = 128;
+  EXPECT_FALSE(attentionFusesHeadNorm(attention, other));
+  other = norm;
+  other.heads = 28;
+  EXPECT_FALSE(attentionFusesHeadNorm(attention, other));
+  other = norm;
+  other.buffers = {7};
+  EXPECT_FALSE(attentionFusesHeadNorm(attention, other));
+  other = norm;
+  other.heads = 36, other.secondHeads = 0, other.weights = {0};
+  EXPECT_TRUE(attentionFusesHeadNorm(attention, other));
+  EXPECT_THROW((PagedAttentionSpec{32, 4, 128, 16, false, false, false, false,
+                                   false, true}
+                    .instance()),
+               sol::Error); // QkNorm without the fused rope
 }
 
 TEST(KernelSelection, SoftcappedAttentionRunsItsVariants) {
@@ -337,8 +392,10 @@ TEST(KernelSelection, SoftcappedAttentionRunsItsVariants) {
 
 TEST(KernelSelection, SmallFusedGridsPreloadTheirWalk) {
   // Batch-1 decode (8 kv heads x 8 splits = 64 blocks) runs the fused
-  // kernel that preloads its walk; 64 sequences (512 blocks) and steps
-  // without the fused rope do not. Plans hold every variant.
+  // kernel that preloads its walk, with each kv head's 4 query heads over
+  // 2 blocks (128 blocks); 2 sequences preload without the split (256
+  // blocks would be two waves); 64 sequences (512 blocks) and steps without
+  // the fused rope do not preload. Plans hold every variant.
   OpDesc attention;
   attention.kind = OpKind::Attention;
   attention.heads = 32, attention.kvHeads = 8, attention.headDim = 64;
@@ -348,17 +405,21 @@ TEST(KernelSelection, SmallFusedGridsPreloadTheirWalk) {
         .at(0)
         .instance.nameExpression;
   };
+  const std::string split =
+      "sol::kernels::paged_attention<32, 8, 64, 16, true, true, false, "
+      "false, 2>";
   const std::string preload =
       "sol::kernels::paged_attention<32, 8, 64, 16, true, true>";
   const std::string fused =
       "sol::kernels::paged_attention<32, 8, 64, 16, true>";
-  EXPECT_EQ(name(1, true), preload);
+  EXPECT_EQ(name(1, true), split);
+  EXPECT_EQ(name(2, true), preload);
   EXPECT_EQ(name(64, true), fused);
   EXPECT_EQ(name(1, false),
             "sol::kernels::paged_attention<32, 8, 64, 16, false>");
   const std::vector<KernelInstance> plan =
       enumerateKernels(attention, 64, 4096);
-  for (const std::string &n : {preload, fused})
+  for (const std::string &n : {split, preload, fused})
     EXPECT_TRUE(std::any_of(
         plan.begin(), plan.end(),
         [&](const KernelInstance &k) { return k.nameExpression == n; }))
@@ -368,6 +429,26 @@ TEST(KernelSelection, SmallFusedGridsPreloadTheirWalk) {
   EXPECT_TRUE(spec.preloadsWalk(16, 1, 132)); // 8 x 16 = 128 blocks
   EXPECT_TRUE(spec.preloadsWalk(1, 8, 132));
   EXPECT_FALSE(spec.preloadsWalk(17, 1, 132));
+  // Head splits: down to groups of 2 while one wave holds the grid, and
+  // only into parts that divide the group.
+  EXPECT_EQ(spec.chooseHeadSplit(1, 8, 132), 2);
+  EXPECT_EQ(spec.chooseHeadSplit(2, 8, 132), 1);
+  PagedAttentionSpec qwen3Moe{32, 4, 128, 16, false, true};
+  EXPECT_EQ(qwen3Moe.chooseHeadSplit(1, 8, 132), 4); // 4 x 4 x 8 blocks
+  EXPECT_EQ(qwen3Moe.chooseHeadSplit(1, 16, 132), 2);
+  PagedAttentionSpec gptOss{64, 8, 64, 16, false, true};
+  EXPECT_EQ(gptOss.chooseHeadSplit(1, 8, 132), 2);
+  PagedAttentionSpec qwen05{14, 2, 64, 16, false, true};
+  EXPECT_EQ(qwen05.chooseHeadSplit(1, 8, 132), 1); // 7 heads do not halve
+  gptOss.preloadWalk = true;
+  gptOss.headSplit = 2;
+  EXPECT_EQ(gptOss.dims(1, 8).grid.x, 16u);
+  EXPECT_EQ(gptOss.arrivalCount(1), 16u);
+  gptOss.headSplit = 3; // not a power of two
+  EXPECT_THROW(gptOss.instance(), sol::Error);
+  gptOss.headSplit = 2;
+  gptOss.preloadWalk = false; // a split needs the preload
+  EXPECT_THROW(gptOss.instance(), sol::Error);
   spec.fusedRope = false;
   EXPECT_FALSE(spec.preloadsWalk(1, 1, 132));
   spec.preloadWalk = true; // without the fused rope: no such kernel

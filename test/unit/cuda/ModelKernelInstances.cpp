@@ -165,6 +165,25 @@ std::vector<cuda::KernelInstance> modelKernelInstances() {
                                fused}
                 .instance());
     }
+    // Decode attention that also does the q/k head norm (Qwen3), and its
+    // preloading variant (batch-1 grids), over both cache dtypes.
+    if (m.qkNorm)
+      for (bool fp8 : {false, true})
+        for (bool preload : {false, true}) {
+          PagedAttentionSpec spec{m.qHeads, m.kvHeads, m.headDim,
+                                  16,       fp8,       true};
+          spec.preloadWalk = preload;
+          spec.qkNorm = true;
+          add(spec.instance());
+        }
+    // Batch-1 decode of a large group (gpt-oss): its heads over blocks.
+    {
+      PagedAttentionSpec spec{m.qHeads, m.kvHeads, m.headDim, 16, false, true};
+      spec.preloadWalk = true;
+      spec.headSplit = spec.chooseHeadSplit(1, 1, 132);
+      if (spec.headSplit > 1)
+        add(spec.instance());
+    }
     add(RopeKvWriteSpec{m.qHeads, m.kvHeads, m.headDim, 32}.instance());
     for (int blockSize : {16, 32})
       add(RopeKvWriteSpec{m.qHeads, m.kvHeads, m.headDim, blockSize, true}

@@ -1,8 +1,9 @@
 //===- StaticLoweringTest.cpp - The CUDA choices solc records in a plan ---===//
 //
 // chooseStaticLowering (runtime/cuda/StaticLowering.h) on a two-layer step
-// shaped like Llama-3.2-1B's: each choice where it holds and the near misses
-// where it must not; readStaticLowering's checks of a recorded choice.
+// shaped like Llama-3.2-1B's (and with Qwen3's q/k head norms): each choice
+// where it holds and the near misses where it must not; readStaticLowering's
+// checks of a recorded choice.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,6 +78,75 @@ TEST(StaticLowering, FusedRopeNeedsEveryAttentionPairedAndSupported) {
   EXPECT_FALSE(chooseStaticLowering(ops, kSlots, 2048).fusedRope());
 }
 
+// Qwen3's step: each layer's QKV projection, a HeadRmsNorm in place on its
+// output (q heads by weight 2, k heads by weight 3), RopeKvWrite,
+// Attention: 0 embedding, 1-4 and 5-8 the layers, 9 gather, 10 LM head.
+std::vector<OpDesc> qwen3Step() {
+  std::vector<OpDesc> ops{op(OpKind::Embedding, {4, 0})};
+  for (int layer = 0; layer < 2; ++layer) {
+    ops.push_back(op(OpKind::Linear, {5, 4}));
+    OpDesc norm = op(OpKind::HeadRmsNorm, {5});
+    norm.heads = 32, norm.secondHeads = 8, norm.eps = 1e-6f;
+    norm.weights = {2, 3};
+    ops.push_back(norm);
+    ops.push_back(op(OpKind::RopeKvWrite, {5}, layer));
+    ops.push_back(op(OpKind::Attention, {6, 5}, layer));
+  }
+  ops.push_back(op(OpKind::GatherRows, {8, 4, 3}));
+  ops.push_back(lmHead());
+  return ops;
+}
+
+std::vector<int> absorbed(int layer0, int layer1, std::size_t ops = 11) {
+  std::vector<int> v(ops, -1);
+  v[4] = layer0, v[8] = layer1;
+  return v;
+}
+
+TEST(StaticLowering, DecodeAttentionAbsorbsTheHeadNorm) {
+  std::vector<OpDesc> ops = qwen3Step();
+  StaticLowering s = chooseStaticLowering(ops, kSlots, 2048);
+  EXPECT_EQ(s.attentionRopeKvWrite[4], 3);
+  EXPECT_EQ(s.attentionRopeKvWrite[8], 7);
+  EXPECT_EQ(s.attentionHeadNorm, absorbed(2, 6));
+  EXPECT_EQ(s.headNormFused(ops.size()),
+            (std::vector<bool>{false, false, true, false, true, false, true,
+                               false, true, false, false}));
+  // One weight for every head (q and k heads together) also fuses.
+  ops[2].heads = 40, ops[2].secondHeads = 0, ops[2].weights = {2};
+  EXPECT_EQ(chooseStaticLowering(ops, kSlots, 2048).attentionHeadNorm,
+            absorbed(2, 6));
+  // Near misses: another column, other heads, another head dim, a norm of
+  // another buffer; each leaves the other layer fused.
+  auto layer0 = [&](auto change) {
+    std::vector<OpDesc> v = qwen3Step();
+    change(v[2]);
+    return chooseStaticLowering(v, kSlots, 2048).attentionHeadNorm;
+  };
+  EXPECT_EQ(layer0([](OpDesc &n) { n.column = 64; }), absorbed(-1, 6));
+  EXPECT_EQ(layer0([](OpDesc &n) { n.secondHeads = 4; }), absorbed(-1, 6));
+  EXPECT_EQ(layer0([](OpDesc &n) { n.headDim = 128; }), absorbed(-1, 6));
+  EXPECT_EQ(layer0([](OpDesc &n) { n.buffers = {7}; }), absorbed(-1, 6));
+  // An op after the attention that reads qkv before the next layer's
+  // projection writes it needs the norm's output: no fusion there.
+  ops = qwen3Step();
+  ops.insert(ops.begin() + 5, op(OpKind::Add, {7, 4, 5}));
+  std::vector<int> want(12, -1);
+  want[9] = 7;
+  EXPECT_EQ(chooseStaticLowering(ops, kSlots, 2048).attentionHeadNorm, want);
+  // An op between the norm and the attention that touches qkv.
+  ops = qwen3Step();
+  ops.insert(ops.begin() + 3, op(OpKind::Add, {5, 5, 4}));
+  EXPECT_EQ(chooseStaticLowering(ops, kSlots, 2048).attentionHeadNorm[5], -1);
+  // Without the fused rope nothing absorbs a norm.
+  ops = qwen3Step();
+  ops.erase(ops.begin() + 7); // layer 1's rope_kv_write
+  EXPECT_TRUE(
+      chooseStaticLowering(ops, kSlots, 2048).attentionHeadNorm.empty());
+  EXPECT_TRUE(
+      chooseStaticLowering(step(), kSlots, 2048).attentionHeadNorm.empty());
+}
+
 TEST(StaticLowering, GatherKeptWhenItsInputSlotIsReusedTooEarly) {
   std::vector<int> slots = kSlots;
   slots[9] = 0; // the LM head writes its logits into the gather input's slot
@@ -127,9 +197,9 @@ TEST(StaticLowering, ChunkAttentionNeedsOneShapeAndSeveralTokens) {
 struct Record {
   flatbuffers::FlatBufferBuilder b;
   explicit Record(const StaticLowering &s) {
-    b.Finish(fb::CreateCudaLoweringDirect(b, &s.attentionRopeKvWrite,
-                                          &s.skippableGathers, s.argmaxLmHead,
-                                          s.chunkAttention));
+    b.Finish(fb::CreateCudaLoweringDirect(
+        b, &s.attentionRopeKvWrite, &s.skippableGathers, s.argmaxLmHead,
+        s.chunkAttention, &s.attentionHeadNorm));
   }
   const fb::CudaLowering *get() const {
     return flatbuffers::GetRoot<fb::CudaLowering>(b.GetBufferPointer());
@@ -147,6 +217,37 @@ TEST(StaticLowering, ReadBackAsChosen) {
   EXPECT_EQ(read.chunkAttention, chosen.chunkAttention);
   EXPECT_FALSE(readStaticLowering(Record(StaticLowering{}).get(), ops, "p.plan")
                    .fusedRope());
+  const std::vector<OpDesc> qwen3 = qwen3Step();
+  const StaticLowering normed = chooseStaticLowering(qwen3, kSlots, 2048);
+  EXPECT_EQ(readStaticLowering(Record(normed).get(), qwen3, "p.plan")
+                .attentionHeadNorm,
+            normed.attentionHeadNorm);
+}
+
+TEST(StaticLowering, ReadRefusesAHeadNormTheAttentionCannotDo) {
+  const std::vector<OpDesc> ops = qwen3Step();
+  const StaticLowering good = chooseStaticLowering(ops, kSlots, 2048);
+  auto message = [&](const StaticLowering &s) -> std::string {
+    try {
+      readStaticLowering(Record(s).get(), ops, "p.plan");
+    } catch (const sol::Error &e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  StaticLowering s = good;
+  s.attentionHeadNorm[4] = 3; // a RopeKvWrite
+  EXPECT_NE(message(s).find("cannot absorb the head norm"), std::string::npos);
+  s = good;
+  s.attentionHeadNorm[4] = 6; // a norm after the attention
+  EXPECT_NE(message(s).find("cannot absorb the head norm"), std::string::npos);
+  s = good;
+  s.attentionHeadNorm.pop_back();
+  EXPECT_NE(message(s).find("attention_head_norm has 10 entries for 11 ops"),
+            std::string::npos);
+  s = good;
+  s.attentionRopeKvWrite.clear(); // no fused rope, yet a head norm
+  EXPECT_NE(message(s).find("no fused rope"), std::string::npos);
 }
 
 TEST(StaticLowering, ReadRefusesWhatThePlanCannotDo) {
