@@ -477,6 +477,18 @@ void checkFusedRope(Checker &c) {
       runFusedCase(c, h, 16, fp8,
                    {"decode", decodes, 2, {1, 0}, false, 64, 0.0f, true},
                    partialRopeTable(h.headDim, 1.19f));
+      // Long contexts: more splits, or fewer with the heads split.
+      if (!c.options.quick && &h == &kQkNormShapes[0] && !fp8)
+        runFusedCase(c, h, 16, fp8,
+                     {"decode T=1 ctx=2048",
+                      {{2048, 1}},
+                      0,
+                      {8, 16, 0},
+                      true,
+                      0,
+                      0.0f,
+                      true},
+                     llamaRopeTable(h.headDim));
       if (!c.options.quick)
         runFusedCase(
             c, h, 16, fp8,
