@@ -25,6 +25,8 @@ template <int BM, int BN, int WarpsM, int WarpsN, int Stages> struct GemmShape {
   static constexpr int kBN = BN;
   static constexpr int kBK = 64;
   static constexpr int kThreads = WarpsM * WarpsN * 32;
+  static constexpr int kWarpsM = WarpsM;
+  static constexpr int kWarpsN = WarpsN;
   static constexpr int kWarpTileM = BM / WarpsM;
   static constexpr int kWarpTileN = BN / WarpsN;
   static constexpr int kMTiles = kWarpTileM / 16;

@@ -15,7 +15,7 @@
 //                   each expert's group begins, and where its tiles of BM
 //                   begin in the tile numbering (an expert of c slots has
 //                   ceil(c / BM) tiles).
-//  moe_grouped_gemm<E, KD, N, GateUp>
+//  moe_grouped_gemm<E, KD, N, GateUp, Format, BM>
 //                   block b: N tile b / mTiles, tile t = b % mTiles of the
 //                   expert whose tiles hold t (mTiles = gridDim.x / N tiles,
 //                   an upper bound, ceil(slots / BM) + E; blocks past the
@@ -47,16 +47,22 @@ namespace sol {
 namespace kernels {
 
 constexpr int kMoeSortThreads = 1024;
-// The grouped GEMM's tile: 64 slots x 128 outputs, 2 x 2 warps, 4 stages
-// (linear_gemm's medium tile; an expert of a prompt step seldom has many
-// more than 64 slots).
-using MoeGemmShape = GemmShape<64, 128, 2, 2, 4>;
 constexpr int kMoeGemmStages = 4;
+// The grouped GEMM's tile: BM slots x 128 outputs, 4 warps, 4 stages. BM =
+// 64 (2 x 2 warps, linear_gemm's medium tile) for prompts, whose experts
+// get tens of slots each; 16 or 32 (one warp along M, four along N) for
+// batched decode, where an expert gets a few slots: a 64-row tile would
+// spend its tensor cores on zero rows, and the smaller stages let three
+// blocks share a multiprocessor instead of two.
+template <int BM>
+using MoeGemmShape =
+    GemmShape<BM, 128, BM == 64 ? 2 : 1, BM == 64 ? 2 : 4, kMoeGemmStages>;
 
 // The upper bound on the tiles of `slots` slots over E experts that
 // moe_grouped_gemm's grid covers.
-__host__ __device__ constexpr int moeGemmTileBound(int slots, int experts) {
-  return (slots + MoeGemmShape::kBM - 1) / MoeGemmShape::kBM + experts;
+__host__ __device__ constexpr int moeGemmTileBound(int slots, int experts,
+                                                   int tileRows) {
+  return (slots + tileRows - 1) / tileRows + experts;
 }
 
 template <int E, int BM>
@@ -155,13 +161,13 @@ moeLoadQuantRow(bf16 *tileB, int r, const unsigned char *codes,
   }
 }
 
-template <int E, int KD, int N, bool GateUp, int Format = kMoeBf16>
-__global__ void __launch_bounds__(MoeGemmShape::kThreads)
+template <int E, int KD, int N, bool GateUp, int Format = kMoeBf16, int BM = 64>
+__global__ void __launch_bounds__(MoeGemmShape<BM>::kThreads)
     moe_grouped_gemm(const __grid_constant__ MoeGroupedGemmArgs args) {
   allowDependentLaunch();
   waitForPredecessor();
-  using Shape = MoeGemmShape;
-  constexpr int BM = Shape::kBM, BN = Shape::kBN;
+  using Shape = MoeGemmShape<BM>;
+  constexpr int BN = Shape::kBN;
   constexpr int kThreads = Shape::kThreads;
   constexpr int kMT = Shape::kMTiles, kNT = Shape::kNTiles;
   constexpr int kNTiles = (N + BN - 1) / BN;
@@ -211,7 +217,7 @@ __global__ void __launch_bounds__(MoeGemmShape::kThreads)
 
   bf16 *const shared = reinterpret_cast<bf16 *>(dynamicSharedMemory());
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int warpM = warp / 2, warpN = warp % 2; // 2 x 2 warps
+  const int warpM = warp / Shape::kWarpsN, warpN = warp % Shape::kWarpsN;
   const long long expertRows = static_cast<long long>(expert) * kWidth;
   auto loadStage = [&](int stage, int kTile) {
     bf16 *tileA = shared + stage * Shape::kStageElems;

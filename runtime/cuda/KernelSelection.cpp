@@ -635,11 +635,13 @@ std::vector<KernelLaunch> moeLaunches(const OpDesc &moe, int rows) {
   case MoeSpec::Path::Grouped:
     break;
   }
-  return {{spec.route(), spec.routeDims(rows)},
-          {spec.sort(), spec.sortDims()},
-          {spec.groupedGateUp(), spec.groupedGateUpDims(rows)},
-          {spec.groupedDown(), spec.groupedDownDims(rows)},
-          {spec.combine(), spec.combineDims(rows)}};
+  const int tileRows = spec.groupedTileRows(rows);
+  return {
+      {spec.route(), spec.routeDims(rows)},
+      {spec.sort(tileRows), spec.sortDims()},
+      {spec.groupedGateUp(tileRows), spec.groupedGateUpDims(rows, tileRows)},
+      {spec.groupedDown(tileRows), spec.groupedDownDims(rows, tileRows)},
+      {spec.combine(), spec.combineDims(rows)}};
 }
 
 MoeSpec::Path moePath(const OpDesc &moe, int rows) {
@@ -662,10 +664,18 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     for (const KernelInstance &k :
          enumerateKernels(moeRouterLinear(op), maxTokens, maxContext))
       out.push_back(k);
-    // One row, a few, and steps large enough for the grouped GEMMs.
-    for (int rows : {1, 2, maxTokens})
+    // One row, a few, and steps large enough for the grouped GEMMs: every
+    // tile size a step of up to maxTokens rows takes.
+    for (int rows : {1, 2})
       if (rows <= std::max(maxTokens, 1))
         add(moeLaunches(op, rows));
+    const MoeSpec spec = moeSpec(op);
+    for (int tileRows : spec.groupedTileSizes(maxTokens))
+      add({{spec.route(), {}},
+           {spec.sort(tileRows), {}},
+           {spec.groupedGateUp(tileRows), {}},
+           {spec.groupedDown(tileRows), {}},
+           {spec.combine(), {}}});
     return out;
   }
   if (op.kind == OpKind::Linear || op.kind == OpKind::NormLinear) {

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace sol::cuda {
 
@@ -95,11 +96,9 @@ struct MoeSpec {
   LaunchDims downRowDims() const;
 
   // Steps of many slots (MoeGroupedGemm.cuh): the slots sorted by expert,
-  // then each expert's gate/up and down as GEMMs on tensor cores, 64 slots
-  // a tile, in place of moe_gate_up / moe_down.
-  static constexpr int kGroupedTileRows = 64;
+  // then each expert's gate/up and down as GEMMs on tensor cores, a tile of
+  // `tileRows` slots, in place of moe_gate_up / moe_down.
   static constexpr int kGroupedTileCols = 128;
-  static constexpr int kGroupedSharedBytes = 4 * (64 + 128) * 64 * 2;
   /// Whether a step of `rows` rows (more than one) runs the grouped GEMMs:
   /// at least one slot an expert on average. There the tiles' tensor cores
   /// read each touched expert once at near the copy rate while the decode
@@ -107,13 +106,27 @@ struct MoeSpec {
   /// at 16 rows (one slot an expert) took 327 us grouped against 361 us,
   /// at 64 rows 468 against 743 (sol-kernel-check --only moe).
   bool grouped(int rows) const;
-  KernelInstance sort() const; // moe_sort<E, 64>
-  // moe_grouped_gemm<E, H, 2I, true[, Format]>, <E, I, H, false[, Format]>
-  KernelInstance groupedGateUp() const;
-  KernelInstance groupedDown() const;
+  /// The grouped GEMMs' tile rows (16, 32 or 64) for a step of `rows` rows:
+  /// the fewest that hold twice an expert's even share of the slots (32 at
+  /// least for fp8 experts; MXFP4 experts always 64). Smaller tiles spend
+  /// fewer tensor-core cycles on empty rows and fit three blocks an SM: on
+  /// an H100, Qwen3-30B-A3B's experts at 64 rows took 420 us in tiles of
+  /// 16 against 449 in tiles of 64, and 64-sequence decode ran 2,486
+  /// against 2,350 tok/s (sol-kernel-check --only moe, solrun --bench).
+  int groupedTileRows(int rows) const;
+  /// The tile rows of every grouped step of up to `maxRows` rows, smallest
+  /// first: the grouped GEMMs a plan compiles.
+  std::vector<int> groupedTileSizes(int maxRows) const;
+  /// Dynamic shared memory of a grouped GEMM of `tileRows`-slot tiles.
+  static int groupedSharedBytes(int tileRows);
+  KernelInstance sort(int tileRows) const; // moe_sort<E, tileRows>
+  // moe_grouped_gemm<E, H, 2I, true[, Format[, tileRows]]>,
+  // <E, I, H, false[, Format[, tileRows]]>
+  KernelInstance groupedGateUp(int tileRows) const;
+  KernelInstance groupedDown(int tileRows) const;
   LaunchDims sortDims() const;
-  LaunchDims groupedGateUpDims(int rows) const;
-  LaunchDims groupedDownDims(int rows) const;
+  LaunchDims groupedGateUpDims(int rows, int tileRows) const;
+  LaunchDims groupedDownDims(int rows, int tileRows) const;
   /// The ints moe_sort writes for `rows` rows: order, expert and tile
   /// starts.
   long long sortedInts(int rows) const;

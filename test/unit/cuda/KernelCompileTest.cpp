@@ -274,32 +274,31 @@ TEST(KernelCompile, HostSpecsMatchKernelConstants) {
             moe.combine().nameExpression +
                 "(const __grid_constant__ MoeCombineArgs)"})
         exprs.push_back(expr);
-    if (!quantized) {
-      // The grouped GEMMs' geometry, shared memory and instances.
-      code += sol::cat(
-          "static_assert(MoeGemmShape::kBM == ", moe.kGroupedTileRows, ");\n",
-          "static_assert(MoeGemmShape::kBN == ", moe.kGroupedTileCols, ");\n",
-          "static_assert(MoeGemmShape::kThreads == ",
-          moe.groupedGateUpDims(9).block.x, ");\n",
-          "static_assert(MoeGemmShape::kSharedBytes == ",
-          moe.groupedDownDims(9).sharedBytes, ");\n",
-          "static_assert(kMoeSortThreads == ", moe.sortDims().block.x, ");\n",
-          "static_assert(", moe.groupedDownDims(9).grid.x,
-          " == moeGemmTileBound(9 * ", moe.topK, ", ", moe.experts, ") * ((",
-          moe.hidden, " + 127) / 128));\n");
-      for (const std::string &expr :
-           {moe.sort().nameExpression + "(const __grid_constant__ MoeSortArgs)",
-            moe.groupedGateUp().nameExpression +
-                "(const __grid_constant__ MoeGroupedGemmArgs)",
-            moe.groupedDown().nameExpression +
-                "(const __grid_constant__ MoeGroupedGemmArgs)"})
-        exprs.push_back(expr);
-    } else { // the quantized grouped GEMMs (moe_sort is the bf16 spec's)
-      exprs.push_back(moe.groupedGateUp().nameExpression +
+    // The grouped GEMMs' geometry, shared memory and instances, for each
+    // tile size (moe_sort is the bf16 spec's).
+    for (int tileRows : moe.groupedTileSizes(8192)) {
+      const std::string shape = sol::cat("MoeGemmShape<", tileRows, ">");
+      if (!quantized) {
+        code += sol::cat(
+            "static_assert(", shape, "::kBN == ", moe.kGroupedTileCols, ");\n",
+            "static_assert(", shape,
+            "::kThreads == ", moe.groupedGateUpDims(9, tileRows).block.x,
+            ");\n", "static_assert(", shape,
+            "::kSharedBytes == ", moe.groupedDownDims(9, tileRows).sharedBytes,
+            ");\n", "static_assert(", moe.groupedDownDims(9, tileRows).grid.x,
+            " == moeGemmTileBound(9 * ", moe.topK, ", ", moe.experts, ", ",
+            tileRows, ") * ((", moe.hidden, " + 127) / 128));\n");
+        exprs.push_back(moe.sort(tileRows).nameExpression +
+                        "(const __grid_constant__ MoeSortArgs)");
+      }
+      exprs.push_back(moe.groupedGateUp(tileRows).nameExpression +
                       "(const __grid_constant__ MoeGroupedGemmArgs)");
-      exprs.push_back(moe.groupedDown().nameExpression +
+      exprs.push_back(moe.groupedDown(tileRows).nameExpression +
                       "(const __grid_constant__ MoeGroupedGemmArgs)");
     }
+    if (!quantized)
+      code += sol::cat(
+          "static_assert(kMoeSortThreads == ", moe.sortDims().block.x, ");\n");
     for (const std::string &expr : exprs)
       code += "template __global__ void " + expr + ";\n";
   }

@@ -241,7 +241,8 @@ TEST(KernelSelection, MoeRunsItsRouterThenTheRoutedExperts) {
   // slots sorted by expert, then the grouped GEMMs.
   EXPECT_EQ(moePath(moe, 15), MoeSpec::Path::Slots);
   EXPECT_EQ(moePath(moe, 16), MoeSpec::Path::Grouped);
-  const std::vector<KernelLaunch> grouped = moeLaunches(moe, 128);
+  // A prompt's step: tiles of 64 slots (the experts get 128 each).
+  const std::vector<KernelLaunch> grouped = moeLaunches(moe, 2048);
   ASSERT_EQ(grouped.size(), 5u);
   EXPECT_EQ(grouped[1].instance.nameExpression,
             "sol::kernels::moe_sort<128, 64>");
@@ -250,13 +251,25 @@ TEST(KernelSelection, MoeRunsItsRouterThenTheRoutedExperts) {
   EXPECT_EQ(grouped[3].instance.nameExpression,
             "sol::kernels::moe_grouped_gemm<128, 768, 2048, false>");
   EXPECT_EQ(grouped[4].instance, moeLaunches(moe, 2)[3].instance);
-  // 1,024 slots: 16 full tiles, and a partial one per expert at most.
-  EXPECT_EQ(grouped[2].dims.grid.x, (16u + 128) * 12);
-  EXPECT_EQ(grouped[3].dims.grid.x, (16u + 128) * 16);
+  // 16,384 slots: 256 full tiles, and a partial one per expert at most.
+  EXPECT_EQ(grouped[2].dims.grid.x, (256u + 128) * 12);
+  EXPECT_EQ(grouped[3].dims.grid.x, (256u + 128) * 16);
   EXPECT_EQ(grouped[3].dims.sharedBytes, 98304u);
+  // Batched decode of 64 sequences (4 slots an expert on average): tiles of
+  // 16 slots, sorted the same way.
+  const std::vector<KernelLaunch> batched = moeLaunches(moe, 64);
+  ASSERT_EQ(batched.size(), 5u);
+  EXPECT_EQ(batched[1].instance.nameExpression,
+            "sol::kernels::moe_sort<128, 16>");
+  EXPECT_EQ(batched[2].instance.nameExpression,
+            "sol::kernels::moe_grouped_gemm<128, 2048, 1536, true, 0, 16>");
+  EXPECT_EQ(batched[3].instance.nameExpression,
+            "sol::kernels::moe_grouped_gemm<128, 768, 2048, false, 0, 16>");
+  EXPECT_EQ(batched[3].dims.grid.x, (32u + 128) * 16);
+  EXPECT_EQ(batched[3].dims.sharedBytes, 4u * (16 + 128) * 64 * 2);
   EXPECT_EQ(moeSortedInts(moe, 128), 128 * 8 + 2 * 129);
   const std::vector<KernelInstance> planned = enumerateKernels(moe, 2048, 0);
-  for (std::size_t rows : {1, 2, 2048})
+  for (std::size_t rows : {1, 2, 16, 64, 128, 256, 300, 2048})
     for (const KernelLaunch &l : moeLaunches(moe, static_cast<int>(rows)))
       EXPECT_NE(std::find(planned.begin(), planned.end(), l.instance),
                 planned.end())

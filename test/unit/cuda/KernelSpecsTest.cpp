@@ -920,21 +920,24 @@ TEST(KernelSpecs, MoeGroupedGemmRule) {
   // Mixtral-like: top 2 of 2 experts; one row is still the one-row path.
   EXPECT_EQ((MoeSpec{2, 2, 64, 32}.path(1)), MoeSpec::Path::Row);
   EXPECT_EQ((MoeSpec{2, 2, 64, 32}.path(2)), MoeSpec::Path::Grouped);
-  EXPECT_EQ(gptOssMxfp4.groupedGateUp().nameExpression,
+  EXPECT_EQ(gptOssMxfp4.groupedGateUp(64).nameExpression,
             "sol::kernels::moe_grouped_gemm<32, 2880, 5760, true, 1>");
-  EXPECT_EQ(gptOssMxfp4.groupedDown().nameExpression,
+  EXPECT_EQ(gptOssMxfp4.groupedDown(64).nameExpression,
             "sol::kernels::moe_grouped_gemm<32, 2880, 2880, false, 1>");
+  EXPECT_EQ(gptOssMxfp4.groupedDown(32).nameExpression,
+            "sol::kernels::moe_grouped_gemm<32, 2880, 2880, false, 1, 32>");
   EXPECT_EQ(gptOssMxfp4.gateUp().nameExpression,
             "sol::kernels::moe_gate_up<32, 2880, 2880, 1>");
-  EXPECT_THROW((MoeSpec{32, 4, 2880, 2888, Format::Mxfp4}.groupedDown()),
+  EXPECT_THROW((MoeSpec{32, 4, 2880, 2888, Format::Mxfp4}.groupedDown(64)),
                sol::Error);
   // int8 and fp8 rows are vectors of 16 codes; int4's of 32, in groups of a
   // multiple of 32 that divides the inputs.
   EXPECT_EQ((MoeSpec{128, 8, 2048, 768, Format::Int8}.down().nameExpression),
             "sol::kernels::moe_down<128, 2048, 768, 2>");
-  EXPECT_EQ(
-      (MoeSpec{128, 8, 2048, 768, Format::Fp8}.groupedGateUp().nameExpression),
-      "sol::kernels::moe_grouped_gemm<128, 2048, 1536, true, 3>");
+  EXPECT_EQ((MoeSpec{128, 8, 2048, 768, Format::Fp8}
+                 .groupedGateUp(64)
+                 .nameExpression),
+            "sol::kernels::moe_grouped_gemm<128, 2048, 1536, true, 3>");
   EXPECT_EQ(
       (MoeSpec{128, 8, 2048, 768, Format::Int4, 128}.gateUp().nameExpression),
       "sol::kernels::moe_gate_up<128, 2048, 768, 4>");
@@ -947,8 +950,33 @@ TEST(KernelSpecs, MoeGroupedGemmRule) {
   EXPECT_NO_THROW((MoeSpec{8, 2, 2048, 768, Format::Int4, 256}.down()));
   const MoeSpec mixtral{8, 2, 4096, 14336};
   EXPECT_TRUE(mixtral.grouped(32));
-  EXPECT_EQ(mixtral.groupedGateUp().nameExpression,
+  EXPECT_EQ(mixtral.groupedGateUp(64).nameExpression,
             "sol::kernels::moe_grouped_gemm<8, 4096, 28672, true>");
+  // Tiles hold twice an expert's even share of the step's slots: 16 up to
+  // 8 slots an expert, 32 up to 16, then 64.
+  EXPECT_EQ(qwen3.groupedTileRows(16), 16);
+  EXPECT_EQ(qwen3.groupedTileRows(128), 16);
+  EXPECT_EQ(qwen3.groupedTileRows(129), 32);
+  EXPECT_EQ(qwen3.groupedTileRows(256), 32);
+  EXPECT_EQ(qwen3.groupedTileRows(257), 64);
+  EXPECT_EQ(mixtral.groupedTileRows(32), 16);
+  EXPECT_EQ(mixtral.groupedTileRows(33), 32);
+  EXPECT_EQ(mixtral.groupedTileRows(64), 32);
+  EXPECT_EQ(mixtral.groupedTileRows(65), 64);
+  EXPECT_EQ(gptOssMxfp4.groupedTileRows(64), 64);
+  EXPECT_EQ((MoeSpec{32, 4, 2880, 2880}.groupedTileRows(64)), 16);
+  EXPECT_EQ((MoeSpec{128, 8, 2048, 768, Format::Fp8}.groupedTileRows(64)), 32);
+  EXPECT_EQ((MoeSpec{128, 8, 2048, 768, Format::Int4, 128}.groupedTileRows(64)),
+            16);
+  EXPECT_EQ(qwen3.groupedTileSizes(8192), (std::vector<int>{16, 32, 64}));
+  EXPECT_EQ(qwen3.groupedTileSizes(200), (std::vector<int>{16, 32}));
+  EXPECT_TRUE(qwen3.groupedTileSizes(15).empty());
+  EXPECT_EQ(gptOssMxfp4.groupedTileSizes(8192), (std::vector<int>{64}));
+  EXPECT_EQ(MoeSpec::groupedSharedBytes(64), 98304);
+  EXPECT_EQ(MoeSpec::groupedSharedBytes(16), 73728);
+  EXPECT_THROW(MoeSpec::groupedSharedBytes(48), sol::Error);
+  EXPECT_THROW(qwen3.sort(8), sol::Error);
+  EXPECT_EQ(qwen3.sort(32).nameExpression, "sol::kernels::moe_sort<128, 32>");
   EXPECT_EQ(mixtral.sortDims().block.x, 1024u);
   EXPECT_EQ(mixtral.sortDims().grid.x, 1u);
 }

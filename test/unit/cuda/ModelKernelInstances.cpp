@@ -198,11 +198,17 @@ std::vector<cuda::KernelInstance> modelKernelInstances() {
       {128, 8, 2048, 768, F::Fp8}, {128, 8, 2048, 768, F::Int4, 128},
       {32, 4, 2880, 2880},         {32, 4, 2880, 2880, F::Mxfp4},
   };
-  for (const MoeSpec &m : mixtures)
+  for (const MoeSpec &m : mixtures) {
     for (const KernelInstance &instance :
          {m.gateUpRow(), m.downRow(), m.route(), m.gateUp(), m.down(),
-          m.combine(), m.sort(), m.groupedGateUp(), m.groupedDown()})
+          m.combine()})
       add(instance);
+    for (int tileRows : m.groupedTileSizes(8192))
+      for (const KernelInstance &instance :
+           {m.sort(tileRows), m.groupedGateUp(tileRows),
+            m.groupedDown(tileRows)})
+        add(instance);
+  }
   add(ArgmaxSpec{}.instance());
   add(SamplingSpec{}.instance());
   return out;

@@ -57,6 +57,27 @@ std::vector<int> routing() {
   return ids;
 }
 
+// The slots a tile holds in the sort and the GEMMs below: 64, or also 16
+// (runSmallAndLargeTiles: one and two warps along M; 32 differs from 16 in
+// its warp tile only, compiled by sol_nvrtc_tests and run by sol-kernel-check
+// on the GPU). The tile size changes the A loads, the warps' layout and the
+// epilogue's rows, not the B loads, biases or decoders, so the formats run
+// with tiles of 64 only.
+int tileRows = 64;
+
+template <typename Check> void runSmallAndLargeTiles(Check &&check) {
+  for (int rows : {16, 64}) {
+    SCOPED_TRACE(::testing::Message() << "tiles of " << rows << " slots");
+    tileRows = rows;
+    check();
+  }
+  tileRows = 64;
+}
+
+template <int BM> void sortWith(MoeSortArgs &args) {
+  cuda_emulation::launch(1, kMoeSortThreads, [&] { moe_sort<E, BM>(args); });
+}
+
 // moe_sort over the step's slots: order, expert starts, tile starts.
 std::vector<int> sortSlots(const std::vector<int> &ids) {
   std::vector<int> sorted(kSlots + 2 * (E + 1), -1);
@@ -65,22 +86,36 @@ std::vector<int> sortSlots(const std::vector<int> &ids) {
   args.ids = ids.data();
   args.rows = kRows;
   args.topK = K;
-  cuda_emulation::launch(1, kMoeSortThreads,
-                         [&] { moe_sort<E, MoeGemmShape::kBM>(args); });
+  if (tileRows == 16)
+    sortWith<16>(args);
+  else if (tileRows == 32)
+    sortWith<32>(args);
+  else
+    sortWith<64>(args);
   return sorted;
+}
+
+template <int KD, int N, bool GateUp, int Format, int BM>
+void groupedWith(const MoeGroupedGemmArgs &args, int rows) {
+  using Shape = MoeGemmShape<BM>;
+  std::vector<uint4> shared(ceilDiv(Shape::kSharedBytes, 16),
+                            uint4{~0u, ~0u, ~0u, ~0u});
+  cuda_emulation::dynamicShared =
+      reinterpret_cast<unsigned char *>(shared.data());
+  const int blocks = moeGemmTileBound(rows * K, E, BM) * ceilDiv(N, Shape::kBN);
+  cuda_emulation::launch(blocks, Shape::kThreads, [&] {
+    moe_grouped_gemm<E, KD, N, GateUp, Format, BM>(args);
+  });
 }
 
 template <int KD, int N, bool GateUp, int Format = kMoeBf16>
 void grouped(const MoeGroupedGemmArgs &args, int rows) {
-  std::vector<uint4> shared(ceilDiv(MoeGemmShape::kSharedBytes, 16),
-                            uint4{~0u, ~0u, ~0u, ~0u});
-  cuda_emulation::dynamicShared =
-      reinterpret_cast<unsigned char *>(shared.data());
-  const int blocks =
-      moeGemmTileBound(rows * K, E) * ceilDiv(N, MoeGemmShape::kBN);
-  cuda_emulation::launch(blocks, MoeGemmShape::kThreads, [&] {
-    moe_grouped_gemm<E, KD, N, GateUp, Format>(args);
-  });
+  if (tileRows == 16)
+    groupedWith<KD, N, GateUp, Format, 16>(args, rows);
+  else if (tileRows == 32)
+    groupedWith<KD, N, GateUp, Format, 32>(args, rows);
+  else
+    groupedWith<KD, N, GateUp, Format, 64>(args, rows);
 }
 
 // A bf16 ulp of slack (the float sums differ in order), of the sum before
@@ -95,38 +130,39 @@ void expectClose(const std::vector<Bf16> &got, const std::vector<Bf16> &want,
 }
 
 TEST(MoeGroupedGemmEmulation, SortGroupsSlotsByExpert) {
-  const std::vector<int> ids = routing();
-  const std::vector<int> sorted = sortSlots(ids);
-  const int *starts = sorted.data() + kSlots, *tiles = starts + E + 1;
-  std::vector<int> counts(E, 0);
-  for (int id : ids)
-    ++counts[id];
-  int start = 0, tile = 0;
-  for (int e = 0; e <= E; ++e) {
-    EXPECT_EQ(starts[e], start) << "expert " << e;
-    EXPECT_EQ(tiles[e], tile) << "expert " << e;
-    if (e == E)
-      break;
-    for (int p = start; p < start + counts[e]; ++p)
-      EXPECT_EQ(ids[sorted[p]], e) << "position " << p;
-    start += counts[e];
-    tile += ceilDiv(counts[e], MoeGemmShape::kBM);
-  }
-  EXPECT_EQ(tiles[1] - tiles[0], 1); // expert 0: 18 slots
-  EXPECT_EQ(tiles[2] - tiles[1], 2); // expert 1: 70 slots
-  EXPECT_EQ(tiles[6] - tiles[5], 0); // expert 5: none
-  std::vector<int> order(sorted.begin(), sorted.begin() + kSlots);
-  std::sort(order.begin(), order.end());
-  for (int s = 0; s < kSlots; ++s)
-    ASSERT_EQ(order[s], s) << "order is not a permutation of the slots";
+  runSmallAndLargeTiles([] {
+    const std::vector<int> ids = routing();
+    const std::vector<int> sorted = sortSlots(ids);
+    const int *starts = sorted.data() + kSlots, *tiles = starts + E + 1;
+    std::vector<int> counts(E, 0);
+    for (int id : ids)
+      ++counts[id];
+    int start = 0, tile = 0;
+    for (int e = 0; e <= E; ++e) {
+      EXPECT_EQ(starts[e], start) << "expert " << e;
+      EXPECT_EQ(tiles[e], tile) << "expert " << e;
+      if (e == E)
+        break;
+      for (int p = start; p < start + counts[e]; ++p)
+        EXPECT_EQ(ids[sorted[p]], e) << "position " << p;
+      start += counts[e];
+      tile += ceilDiv(counts[e], tileRows);
+    }
+    EXPECT_EQ(tiles[1] - tiles[0], ceilDiv(18, tileRows)); // expert 0
+    EXPECT_EQ(tiles[2] - tiles[1], ceilDiv(70, tileRows)); // expert 1
+    EXPECT_EQ(tiles[6] - tiles[5], 0);                     // expert 5: none
+    std::vector<int> order(sorted.begin(), sorted.begin() + kSlots);
+    std::sort(order.begin(), order.end());
+    for (int s = 0; s < kSlots; ++s)
+      ASSERT_EQ(order[s], s) << "order is not a permutation of the slots";
+  });
 }
 
 class MoeGroupedGemmEmulation : public ::testing::TestWithParam<bool> {};
 
 // The grouped GEMMs against the decode kernels: SwiGLU without biases, and
-// (GetParam) gpt-oss's biases with the clamped SwiGLU.
-TEST_P(MoeGroupedGemmEmulation, MatchesTheDecodeKernels) {
-  const bool gptOss = GetParam();
+// (gptOss) gpt-oss's biases with the clamped SwiGLU.
+void checkBf16(bool gptOss) {
   std::mt19937 rng(gptOss ? 23 : 3);
   const std::vector<int> ids = routing();
   const std::vector<Bf16> x = randomBf16(rng, kRows * H, 1.0f);
@@ -197,6 +233,13 @@ TEST_P(MoeGroupedGemmEmulation, MatchesTheDecodeKernels) {
   expectClose(out, wantOut, H, slack, "out");
 }
 
+TEST_P(MoeGroupedGemmEmulation, MatchesTheDecodeKernels) {
+  if (GetParam())
+    checkBf16(true);
+  else
+    runSmallAndLargeTiles([] { checkBf16(false); });
+}
+
 INSTANTIATE_TEST_SUITE_P(Activations, MoeGroupedGemmEmulation,
                          ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool> &info) {
@@ -211,7 +254,7 @@ namespace {
 // the B tiles must give the decode kernels' act and out. H = I = 96: groups
 // of 32, a second K tile that ends after one group (its other group zero),
 // gate/up over two N tiles, down's tile partly past H.
-TEST(MoeGroupedGemmEmulationMxfp4, MatchesTheDecodeKernels) {
+void checkMxfp4() {
   constexpr int H4 = 96, I4 = 96;
   std::mt19937 rng(31);
   std::uniform_int_distribution<int> byte(0, 255), exponent(121, 124);
@@ -301,6 +344,8 @@ TEST(MoeGroupedGemmEmulationMxfp4, MatchesTheDecodeKernels) {
   grouped<I4, H4, false, kMoeMxfp4>(b, kRows);
   expectClose(out, wantOut, H4, 1e-2f, "out");
 }
+
+TEST(MoeGroupedGemmEmulationMxfp4, MatchesTheDecodeKernels) { checkMxfp4(); }
 
 } // namespace
 
