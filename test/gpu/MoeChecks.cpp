@@ -27,6 +27,7 @@
 #include "Checks.h"
 
 #include "runtime/support/Fp8.h"
+#include "runtime/support/ParallelChunks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -319,70 +320,77 @@ void checkMoe(Checker &c, bool oneRow) {
           dOut(static_cast<std::size_t>(slots) * H * 2),
           dSorted(static_cast<std::size_t>(s.sortedInts(rows)) * 4);
 
-      // The reference: routing from the same bf16 logits, then each slot.
+      // The reference: routing from the same bf16 logits, then each slot;
+      // rows over the host's cores.
       std::vector<double> ref(static_cast<std::size_t>(rows) * H);
       std::vector<int> chosenIds(static_cast<std::size_t>(slots));
-      std::set<int> touched;
-      for (int r = 0; r < rows; ++r) {
-        std::vector<double> p(E);
-        double max = -1e30, sum = 0;
-        for (int e = 0; e < E; ++e)
-          max = std::max<double>(max, bf16ToFloat(logits[r * E + e]));
-        for (int e = 0; e < E; ++e)
-          sum += p[e] = std::exp(bf16ToFloat(logits[r * E + e]) - max);
-        std::vector<int> order(E);
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(),
-                         [&](int a, int b) { return p[a] > p[b]; });
-        double chosenSum = 0;
-        for (int k = 0; k < K; ++k)
-          chosenSum += p[order[k]] / sum;
-        // The row's slots in increasing expert order, as moe_combine adds.
-        std::vector<int> chosen(order.begin(), order.begin() + K);
-        std::vector<int> sortedChosen = chosen;
-        std::sort(sortedChosen.begin(), sortedChosen.end());
-        std::copy(chosen.begin(), chosen.end(), chosenIds.begin() + r * K);
-        std::vector<float> acc(H, 0.0f);
-        for (int e : sortedChosen) {
-          touched.insert(e);
-          const float w = roundBf16(static_cast<float>(p[e] / sum / chosenSum));
-          std::vector<float> act(I);
-          for (int j = 0; j < I; ++j) {
-            const long long wr = 1LL * e * I + j;
-            double g = 0, u = 0;
-            for (int h = 0; h < H; ++h) {
-              const double xv = bf16ToFloat(x[r * H + h]);
-              g += gate.at(wr, h) * xv;
-              u += up.at(wr, h) * xv;
+      parallelChunks(
+          rows, 3LL * rows * K * H * I, [&](int64_t begin, int64_t end) {
+            for (int r = static_cast<int>(begin); r < end; ++r) {
+              std::vector<double> p(E);
+              double max = -1e30, sum = 0;
+              for (int e = 0; e < E; ++e)
+                max = std::max<double>(max, bf16ToFloat(logits[r * E + e]));
+              for (int e = 0; e < E; ++e)
+                sum += p[e] = std::exp(bf16ToFloat(logits[r * E + e]) - max);
+              std::vector<int> order(E);
+              std::iota(order.begin(), order.end(), 0);
+              std::stable_sort(order.begin(), order.end(),
+                               [&](int a, int b) { return p[a] > p[b]; });
+              double chosenSum = 0;
+              for (int k = 0; k < K; ++k)
+                chosenSum += p[order[k]] / sum;
+              // The row's slots in increasing expert order, as moe_combine
+              // adds.
+              std::vector<int> chosen(order.begin(), order.begin() + K);
+              std::vector<int> sortedChosen = chosen;
+              std::sort(sortedChosen.begin(), sortedChosen.end());
+              std::copy(chosen.begin(), chosen.end(),
+                        chosenIds.begin() + r * K);
+              std::vector<float> acc(H, 0.0f);
+              for (int e : sortedChosen) {
+                const float w =
+                    roundBf16(static_cast<float>(p[e] / sum / chosenSum));
+                std::vector<float> act(I);
+                for (int j = 0; j < I; ++j) {
+                  const long long wr = 1LL * e * I + j;
+                  double g = 0, u = 0;
+                  for (int h = 0; h < H; ++h) {
+                    const double xv = bf16ToFloat(x[r * H + h]);
+                    g += gate.at(wr, h) * xv;
+                    u += up.at(wr, h) * xv;
+                  }
+                  float gs = roundBf16(static_cast<float>(g)),
+                        us = roundBf16(static_cast<float>(u));
+                  if (m.biased) {
+                    gs = roundBf16(gs + bf16ToFloat(gateBias[wr]));
+                    us = roundBf16(us + bf16ToFloat(upBias[wr]));
+                    gs = std::min(gs, 7.0f);
+                    us = std::clamp(us, -7.0f, 7.0f);
+                    const float sig = roundBf16(static_cast<float>(
+                        1 / (1 + std::exp(-roundBf16(gs * 1.702f)))));
+                    act[j] = roundBf16(roundBf16(us + 1) * roundBf16(gs * sig));
+                  } else {
+                    act[j] =
+                        roundBf16(roundBf16(static_cast<float>(silu(gs))) * us);
+                  }
+                }
+                for (int j = 0; j < H; ++j) {
+                  const long long wr = 1LL * e * H + j;
+                  double d = 0;
+                  for (int i = 0; i < I; ++i)
+                    d += down.at(wr, i) * act[i];
+                  float o = roundBf16(static_cast<float>(d));
+                  if (m.biased)
+                    o = roundBf16(o + bf16ToFloat(downBias[wr]));
+                  acc[j] = roundBf16(acc[j] + roundBf16(o * w));
+                }
+              }
+              for (int j = 0; j < H; ++j)
+                ref[static_cast<std::size_t>(r) * H + j] = acc[j];
             }
-            float gs = roundBf16(static_cast<float>(g)),
-                  us = roundBf16(static_cast<float>(u));
-            if (m.biased) {
-              gs = roundBf16(gs + bf16ToFloat(gateBias[wr]));
-              us = roundBf16(us + bf16ToFloat(upBias[wr]));
-              gs = std::min(gs, 7.0f);
-              us = std::clamp(us, -7.0f, 7.0f);
-              const float sig = roundBf16(static_cast<float>(
-                  1 / (1 + std::exp(-roundBf16(gs * 1.702f)))));
-              act[j] = roundBf16(roundBf16(us + 1) * roundBf16(gs * sig));
-            } else {
-              act[j] = roundBf16(roundBf16(static_cast<float>(silu(gs))) * us);
-            }
-          }
-          for (int j = 0; j < H; ++j) {
-            const long long wr = 1LL * e * H + j;
-            double d = 0;
-            for (int i = 0; i < I; ++i)
-              d += down.at(wr, i) * act[i];
-            float o = roundBf16(static_cast<float>(d));
-            if (m.biased)
-              o = roundBf16(o + bf16ToFloat(downBias[wr]));
-            acc[j] = roundBf16(acc[j] + roundBf16(o * w));
-          }
-        }
-        for (int j = 0; j < H; ++j)
-          ref[static_cast<std::size_t>(r) * H + j] = acc[j];
-      }
+          });
+      const std::set<int> touched(chosenIds.begin(), chosenIds.end());
       for (const MoeVariant &variant : variants) {
         const Path path = variant.path;
         const bool grouped = path == Path::Grouped;
