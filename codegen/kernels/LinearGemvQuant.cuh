@@ -152,12 +152,43 @@ __device__ __forceinline__ void dequant(const uint4 &v, int c,
     dequantInt4(v, c, negativeZero, f);
 }
 
-// The E4M3 codes of f[j] / scale (low byte) and f[j + 1] / scale, rounded
-// to nearest even and saturated: the fp8 activation rule.
-__device__ __forceinline__ unsigned e4m3Pair(const float (&f)[8], int j,
-                                             float scale) {
-  return __nv_cvt_float2_to_fp8x2(make_float2(f[j] / scale, f[j + 1] / scale),
-                                  __NV_SATFINITE, __NV_E4M3);
+// x / scale, as IEEE division rounds it, for the scale of one row of fp8
+// activations: the product with the row's reciprocal corrected by one FMA
+// (Markstein's division; the remainder is exact), three full-rate
+// instructions instead of a division each. For |x| <= 448 * scale and a
+// scale with hasFastFp8Division it is x / scale bit for bit wherever E4M3
+// rounding looks (quotients from 2^-11; far below, the remainder or the
+// quotient may underflow, and both round to a zero code), checked against
+// division on the host (sol_quant_gemv_emulation_tests). A zero keeps its
+// sign. Rows of other scales (amax below 2^-91, or not finite) take
+// Fp8Division: a branch per row, so that no lane computes both.
+struct Fp8FastDivision {
+  float scale;
+  float reciprocal;
+
+  __device__ __forceinline__ explicit Fp8FastDivision(float s)
+      : scale(s), reciprocal(1.0f / s) {}
+  __device__ __forceinline__ float operator()(float x) const {
+    const float q = x * reciprocal;
+    const float remainder = fmaf(-q, scale, x);
+    return remainder == 0.0f ? q : fmaf(remainder, reciprocal, q);
+  }
+};
+struct Fp8Division {
+  float scale;
+  __device__ __forceinline__ float operator()(float x) const {
+    return x / scale;
+  }
+};
+__host__ __device__ __forceinline__ bool hasFastFp8Division(float scale) {
+  return scale >= 0x1p-100f && scale <= 0x1p100f;
+}
+
+// The E4M3 codes of q[j] (low byte) and q[j + 1], q = x / sx, rounded to
+// nearest even and saturated: the fp8 activation rule.
+__device__ __forceinline__ unsigned e4m3Pair(const float (&q)[8], int j) {
+  return __nv_cvt_float2_to_fp8x2(make_float2(q[j], q[j + 1]), __NV_SATFINITE,
+                                  __NV_E4M3);
 }
 
 // An E4M3 code as a float times 2^kFp8XShift, exactly (NaN stays NaN).
@@ -175,12 +206,62 @@ __device__ __forceinline__ float e4m3Shifted(unsigned bits) {
   return bits & 0x80u ? -v : v;
 }
 
+// Two E4M3 codes (the low byte first) as a bf16 pair of their values times
+// 2^kFp8XShift, exactly: the hardware's E4M3 -> f16 conversion (every
+// E4M3 value is an f16), widened and scaled in fp32, the bf16 halves taken
+// by a byte permute (4 significant bits need no rounding).
+__device__ __forceinline__ unsigned e4m3PairShiftedBf16(unsigned pair) {
+#if defined(SOL_KERNEL_EMULATION)
+  const float lo = e4m3Shifted(pair & 0xffu);
+  const float hi = e4m3Shifted((pair >> 8) & 0xffu);
+#else
+  unsigned halves;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;"
+      : "=r"(halves)
+      : "h"(static_cast<unsigned short>(pair)));
+  float lo, hi;
+  asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\t"
+      "cvt.f32.f16 %0, l;\n\tcvt.f32.f16 %1, h;\n\t}"
+      : "=f"(lo), "=f"(hi)
+      : "r"(halves));
+  constexpr float kShift = 0x1p112f;
+  static_assert(kFp8XShift == 112, "e4m3PairShiftedBf16: kShift is 2^112");
+  lo *= kShift;
+  hi *= kShift;
+#endif
+  return __byte_perm(__float_as_uint(lo), __float_as_uint(hi), 0x7632u);
+}
+
+// quantizeRowsFp8's second pass over row t: the thread's vectors of x
+// divided by the row's scale (Fp8FastDivision or Fp8Division), to store.
+template <int K, typename Vector, typename Store, typename Divide>
+__device__ __forceinline__ void divideRowFp8(const Vector &vector,
+                                             const Store &store, int t,
+                                             const Divide &divide) {
+  constexpr int kVecs = K / 8;
+  constexpr int kPer = ceilDiv(kVecs, kGemvThreads);
+  // Two vectors at a time: the weights' first loads are still held in
+  // registers here, and a whole long row of x beside them would spill.
+#pragma unroll 2
+  for (int i = 0; i < kPer; ++i) {
+    const int v = threadIdx.x + i * kGemvThreads;
+    if (v < kVecs) {
+      float f[8];
+      unpack8(vector(t, v), f);
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        f[j] = divide(f[j]);
+      store(t, v, f);
+    }
+  }
+}
+
 // The fp8 activation scales of a block's rows t < rows, sx[t] = max|x[t]| /
 // 448 (1 if 0), and their quantization: vector(t, v) gives the 16-byte
-// vector v (values 8v..8v + 7) of row t, and store(t, v, f, sx[t]) gets its
-// values f, to store as e4m3Pair(f, j, sx[t]) (j = 0, 2, 4, 6) in its own
-// form. Thread i of the 256-thread block handles vectors i, i + 256, ...;
-// ends with a barrier.
+// vector v (values 8v..8v + 7) of row t, and store(t, v, q) gets their
+// quotients q = x / sx[t], to store as e4m3Pair(q, j) (j = 0, 2, 4, 6) in
+// its own form. Thread i of the 256-thread block handles vectors i, i +
+// 256, ...; ends with a barrier.
 template <int K, int MaxRows, typename Vector, typename Store>
 __device__ __forceinline__ void
 quantizeRowsFp8(const Vector &vector, const Store &store, int rows, float *sx) {
@@ -221,15 +302,11 @@ quantizeRowsFp8(const Vector &vector, const Store &store, int rows, float *sx) {
       scale = scale == 0.0f ? 1.0f : scale;
       if (threadIdx.x == 0)
         sx[t] = scale;
-#pragma unroll
-      for (int i = 0; i < kPer; ++i) {
-        const int v = threadIdx.x + i * kGemvThreads;
-        if (v < kVecs) {
-          float f[8];
-          unpack8(vector(t, v), f);
-          store(t, v, f, scale);
-        }
-      }
+      // A branch per row (the block agrees): no lane runs both divisions.
+      if (hasFastFp8Division(scale))
+        divideRowFp8<K>(vector, store, t, Fp8FastDivision(scale));
+      else
+        divideRowFp8<K>(vector, store, t, Fp8Division{scale});
     }
   }
   __syncthreads();
@@ -248,15 +325,13 @@ __device__ __forceinline__ void quantizeRowsFp8Shifted(bf16 *xs, const bf16 *x,
         else
           return loadActivation16(x + static_cast<long long>(t) * K + v * 8);
       },
-      [&](int t, int v, const float(&f)[8], float scale) {
-        float q[8];
-#pragma unroll
-        for (int j = 0; j < 8; j += 2) {
-          const unsigned pair = e4m3Pair(f, j, scale);
-          q[j] = e4m3Shifted(pair & 0xffu);
-          q[j + 1] = e4m3Shifted((pair >> 8) & 0xffu);
-        }
-        store16(xs + t * K + v * 8, pack8(q));
+      [&](int t, int v, const float(&q)[8]) {
+        uint4 out;
+        out.x = e4m3PairShiftedBf16(e4m3Pair(q, 0));
+        out.y = e4m3PairShiftedBf16(e4m3Pair(q, 2));
+        out.z = e4m3PairShiftedBf16(e4m3Pair(q, 4));
+        out.w = e4m3PairShiftedBf16(e4m3Pair(q, 6));
+        store16(xs + t * K + v * 8, out);
       },
       rows, sx);
 }

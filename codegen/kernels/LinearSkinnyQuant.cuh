@@ -394,13 +394,13 @@ __global__ void __launch_bounds__(kSkinnyThreads, 2)
           else
             return loadActivation16(x + static_cast<long long>(t) * K + v * 8);
         },
-        [&](int t, int v, const float(&f)[8], float scale) {
+        [&](int t, int v, const float(&q)[8]) {
           unsigned *out =
               reinterpret_cast<unsigned *>(xq + t * Shape::kQStride + v * 8);
-          out[0] = quant_gemv::e4m3Pair(f, 0, scale) |
-                   quant_gemv::e4m3Pair(f, 2, scale) << 16;
-          out[1] = quant_gemv::e4m3Pair(f, 4, scale) |
-                   quant_gemv::e4m3Pair(f, 6, scale) << 16;
+          out[0] = quant_gemv::e4m3Pair(q, 0) | quant_gemv::e4m3Pair(q, 2)
+                                                    << 16;
+          out[1] = quant_gemv::e4m3Pair(q, 4) | quant_gemv::e4m3Pair(q, 6)
+                                                    << 16;
         },
         count, activationScale);
   }

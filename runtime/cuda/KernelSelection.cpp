@@ -251,9 +251,13 @@ KernelLaunch quantGemv(const OpDesc &op) {
 ///  * int4: one row is faster on linear_gemv_quant (1B decode 1,537 against
 ///    1,178 tok/s); 8 and 16 rows on linear_skinny_quant are faster than
 ///    bf16 linear_skinny (8B gate/up at 8 rows 38.6 against 71.5 us).
-///  * fp8: linear_skinny_quant wins from one row (1B decode 1,085 against
-///    994 tok/s) to 8; at 16 rows every block quantizing 16 rows of x
-///    costs more than the bf16 copy (8B down 183 us).
+///  * fp8: 2..8 rows on linear_skinny_quant; one row on linear_gemv_quant
+///    (the 8B shape's batch-1 decode 301 against 210 tok/s on an H100,
+///    with its fewer, wider blocks for large weights and the cheaper
+///    quantization of x), except small weights of K > 4096, where
+///    linear_skinny_quant stays faster (1B down 10.2 against 11.7 us); at
+///    16 rows every block quantizing 16 rows of x costs more than the
+///    bf16 copy (8B down 183 us when measured).
 ///  * int8: linear_skinny_quant for 2..8 rows, beside linear_gemm_quant in
 ///    one run (sol-kernel-check quant_skinny,quant_gemm): a layer's four
 ///    linears take 34.1 against 42.3 us (1B, 2 rows), 39.1 against 44.5
@@ -266,12 +270,12 @@ struct QuantSkinnyRule {
   int maxRows = 0;
   bool oneRow = false;
 };
-QuantSkinnyRule quantSkinnyRule(WeightFormat format) {
+QuantSkinnyRule quantSkinnyRule(WeightFormat format, int n, int k) {
   switch (format) {
   case WeightFormat::Int4:
     return {QuantSkinnySpec::kMaxRows, false};
   case WeightFormat::Fp8:
-    return {8, true};
+    return {8, k > 4096 && !QuantGemvSpec::isLargeWeight(format, n, k)};
   case WeightFormat::Int8:
     return {8, false};
   }
@@ -286,7 +290,7 @@ std::optional<KernelLaunch> quantSkinny(const OpDesc &op, int rows,
   const LinearShape s = linearShape(op);
   const WeightFormat format = weightFormat(op);
   const int values = format == WeightFormat::Int4 ? 32 : 16;
-  const QuantSkinnyRule rule = quantSkinnyRule(format);
+  const QuantSkinnyRule rule = quantSkinnyRule(format, s.n, s.k);
   if (rows < 1 || rows > rule.maxRows || (rows == 1 && !rule.oneRow) ||
       s.k % values != 0 ||
       (format == WeightFormat::Int4 && quantGroupSize(op) % 128 != 0))

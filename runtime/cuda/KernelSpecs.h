@@ -283,6 +283,11 @@ struct QuantGemvSpec : QuantLinearShape {
   /// Dynamic shared memory: maxRows rows of x in bf16 under the norm
   /// prologue or with fp8 (the quantized rows), else none.
   int sharedBytes() const;
+  /// Whether one row of this weight runs 8 weight rows a warp: enough
+  /// codes that sharing each x value over more rows (and, for fp8, fewer
+  /// blocks quantizing x) beats more blocks.
+  static bool isLargeWeight(WeightFormat format, int outFeatures,
+                            int inFeatures);
   /// A configuration for `rows` (1..8) rows of x; groupSize as the field.
   static QuantGemvSpec choose(int outFeatures, int inFeatures, int rows,
                               WeightFormat format, LinearOutput output,

@@ -75,12 +75,12 @@ void checkQuantGemv(Checker &c) {
   }
 }
 
-// quant_gemv_sweep: one row of every shape, int8 and int4, at weight rows
+// quant_gemv_sweep: one row of every shape, int8, int4 and fp8, at weight rows
 // per warp 1..16 and K over 1..8 warps beside the chosen configuration
 // (not under --quick).
 
-constexpr WeightFormat kSweepFormats[] = {WeightFormat::Int8,
-                                          WeightFormat::Int4};
+constexpr WeightFormat kSweepFormats[] = {
+    WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Fp8};
 
 /// The chosen configuration first, then every (rows per warp, warps along
 /// K) that gives each warp at least one load a lane.

@@ -561,7 +561,9 @@ TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
   EXPECT_FALSE(needsDequantizedCopy(gateUp, kQuantGemmMaxRows));
   EXPECT_TRUE(needsDequantizedCopy(gateUp, kQuantGemmMaxRows + 1));
 
-  // fp8: linear_skinny_quant from one row (the norm in its prologue) to 8.
+  // fp8: linear_skinny_quant for 2..8 rows and for one row of a small
+  // weight with K > 4096; linear_gemv_quant for other single rows (the norm
+  // in its prologue).
   const OpDesc down = quantized(linearOp(2048, 8192, LinearEpilogue::Residual),
                                 fb::WeightQuant::Fp8);
   EXPECT_EQ(headers(selectKernels(down, 1, 0)),
@@ -573,8 +575,13 @@ TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
   EXPECT_FALSE(needsDequantizedCopy(down, 8));
   const OpDesc qkv8 = quantized(normLinearOp(3072, 2048, LinearEpilogue::None),
                                 fb::WeightQuant::Fp8);
-  EXPECT_EQ(headers(selectKernels(qkv8, 1, 0)),
-            Headers{"LinearSkinnyQuant.cuh"});
+  EXPECT_EQ(headers(selectKernels(qkv8, 1, 0)), Headers{"LinearGemvQuant.cuh"});
+  EXPECT_EQ(headers(selectKernels(qkv8, 2, 0)),
+            (Headers{"RmsNorm.cuh", "LinearSkinnyQuant.cuh"}));
+  const OpDesc gateUp8 = quantized(
+      normLinearOp(28672, 4096, LinearEpilogue::Swiglu), fb::WeightQuant::Fp8);
+  EXPECT_EQ(headers(selectKernels(gateUp8, 1, 0)),
+            Headers{"LinearGemvQuant.cuh"});
   // int8: linear_gemv_quant for one row, linear_skinny_quant for 2..8,
   // linear_gemm_quant from 9 rows (split K: 16 column tiles of the o
   // projection leave the GPU idle).

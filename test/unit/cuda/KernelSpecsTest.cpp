@@ -749,8 +749,10 @@ TEST(KernelSpecs, QuantGemvChoice) {
                                   LinearEpilogue::None, true, 128)
                 .warpsK,
             1);
-  // Large weights (int4 from 24 M, int8 from 32 M; not fp8): 8 weight rows
-  // a warp, K over 4 warps, or over 1 for int8 with N >= 16384.
+  // Large weights (int4 from 24 M, int8 and fp8 from 32 M): 8 weight rows
+  // a warp, K over 4 warps, or over 1 for int8 and fp8 with N >= 16384;
+  // fp8 with K > 8192 two rows a warp over all of K. Other fp8 weights: one
+  // row a warp (two under SwiGLU), all of K in it.
   auto oneRow = [](int n, int k, WeightFormat f) {
     const QuantGemvSpec s = QuantGemvSpec::choose(
         n, k, 1, f, LinearOutput::Bf16, false, LinearEpilogue::None, false,
@@ -765,7 +767,14 @@ TEST(KernelSpecs, QuantGemvChoice) {
   EXPECT_EQ(oneRow(6144, 4096, WeightFormat::Int8), RowsSplit(4, 4));
   EXPECT_EQ(oneRow(16384, 2048, WeightFormat::Int4), RowsSplit(8, 2));
   EXPECT_EQ(oneRow(4096, 4096, WeightFormat::Int4), RowsSplit(4, 4));
-  EXPECT_EQ(oneRow(28672, 4096, WeightFormat::Fp8), RowsSplit(4, 4));
+  EXPECT_EQ(oneRow(28672, 4096, WeightFormat::Fp8), RowsSplit(8, 1));
+  EXPECT_EQ(oneRow(4096, 14336, WeightFormat::Fp8), RowsSplit(2, 1));
+  EXPECT_EQ(oneRow(6144, 4096, WeightFormat::Fp8), RowsSplit(1, 1));
+  EXPECT_EQ(QuantGemvSpec::choose(8192, 2048, 1, WeightFormat::Fp8,
+                                  LinearOutput::Bf16, false,
+                                  LinearEpilogue::Swiglu)
+                .rowsPerWarp,
+            2);
   // 8 rows: 2 weight rows a warp, K over 8 warps when long.
   const QuantGemvSpec eight = QuantGemvSpec::choose(
       4096, 14336, 8, WeightFormat::Fp8, LinearOutput::Bf16, false,

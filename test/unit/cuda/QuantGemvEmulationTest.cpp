@@ -18,6 +18,9 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <random>
+
 namespace {
 
 using namespace quant_emulation;
@@ -182,6 +185,54 @@ TEST(QuantGemvEmulation, Fp32OutputAndInexactData) {
       ASSERT_NEAR(y[t * n + j], ref[t * n + j], 1e-5 * magnitude)
           << "row " << t << ", column " << j;
     }
+}
+
+// The fp8 activation rule divides x by its row's scale; the kernels
+// multiply by the reciprocal and correct with one FMA. The same E4M3 code
+// for every bf16 x within the row's amax and the scales of every bf16
+// amax, bit for bit the same quotient wherever E4M3 rounding could tell
+// them apart (|x / scale| >= 2^-11; far below, the FMA's remainder or the
+// quotient can underflow) and for zeros (their sign), and a plain division
+// outside the fast range.
+TEST(QuantGemvEmulation, Fp8DividerMatchesDivision) {
+  std::mt19937 rng(1200);
+  auto bf16 = [](std::uint32_t bits) {
+    return std::bit_cast<float>((bits & 0xffffu) << 16);
+  };
+  long long checked = 0;
+  for (int trial = 0; trial < 40000; ++trial) {
+    const float amax = std::fabs(bf16(rng()));
+    if (!(amax > 0.0f) || !std::isfinite(amax))
+      continue;
+    const float scale = amax / 448.0f;
+    if (!quant_gemv::hasFastFp8Division(scale))
+      continue; // the kernels divide
+    const quant_gemv::Fp8FastDivision divide(scale);
+    for (int i = 0; i < 64; ++i) {
+      // Any bf16 of at most amax, scaled down now and then to reach
+      // subnormal quotients.
+      float x = bf16(rng());
+      if (!std::isfinite(x))
+        continue;
+      if (std::fabs(x) > amax || i % 4 == 0)
+        x = std::ldexp(x, -static_cast<int>(rng() % 140));
+      if (std::fabs(x) > amax)
+        continue;
+      const float q = divide(x);
+      ASSERT_EQ(sol::floatToE4M3(q), sol::floatToE4M3(x / scale))
+          << "x " << x << " scale " << scale;
+      if (std::fabs(x / scale) >= 0x1p-11f)
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(q),
+                  std::bit_cast<std::uint32_t>(x / scale))
+            << "x " << x << " scale " << scale;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 1000000);
+  // Outside the fast range the kernels divide.
+  for (float scale : {0x1p-120f, 0x1p120f, INFINITY})
+    EXPECT_FALSE(quant_gemv::hasFastFp8Division(scale)) << scale;
+  EXPECT_TRUE(std::signbit(quant_gemv::Fp8FastDivision(0.5f)(-0.0f)));
 }
 
 } // namespace
