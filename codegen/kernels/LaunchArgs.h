@@ -532,6 +532,36 @@ SOL_ARGS_FIELD(QuantLinearArgs, n, 60)
 SOL_ARGS_FIELD(QuantLinearArgs, k, 64)
 SOL_ARGS_FIELD(QuantLinearArgs, eps, 68)
 
+/// quantize_rows_fp8 (QuantizeActivations.cuh): the fp8 activation rule
+/// over `rows` rows of x [rows, k]: s[t] = max|x[t]| / 448 (1 if 0), codes
+/// [rows, k] = e4m3(x / s[t]), scales [k / 128, rows] = s[t] (a row's
+/// scale once for every 128 k, rows fastest), for an fp8 GEMM that scales
+/// back.
+struct QuantizeRowsArgs {
+  SOL_DEVICE_PTR(unsigned char) codes = nullptr;
+  SOL_DEVICE_PTR(float) scales = nullptr;
+  SOL_DEVICE_PTR(const bf16) x = nullptr;
+  int rows = 0;
+};
+SOL_ARGS_SIZE(QuantizeRowsArgs, 32)
+SOL_ARGS_FIELD(QuantizeRowsArgs, codes, 0)
+SOL_ARGS_FIELD(QuantizeRowsArgs, scales, 8)
+SOL_ARGS_FIELD(QuantizeRowsArgs, x, 16)
+SOL_ARGS_FIELD(QuantizeRowsArgs, rows, 24)
+
+/// repeat_scales (QuantizeActivations.cuh): out [repeats, count] = in[i].
+struct RepeatScalesArgs {
+  SOL_DEVICE_PTR(float) out = nullptr;
+  SOL_DEVICE_PTR(const float) in = nullptr;
+  int count = 0;
+  int repeats = 0;
+};
+SOL_ARGS_SIZE(RepeatScalesArgs, 24)
+SOL_ARGS_FIELD(RepeatScalesArgs, out, 0)
+SOL_ARGS_FIELD(RepeatScalesArgs, in, 8)
+SOL_ARGS_FIELD(RepeatScalesArgs, count, 16)
+SOL_ARGS_FIELD(RepeatScalesArgs, repeats, 20)
+
 /// linear_gemm_quant (LinearGemmQuant.cuh): y = epilogue(x . W'^T + bias)
 /// for `rows` rows of x [rows, k]; codes, scales and zeros as
 /// QuantLinearArgs has them. With split-K, y is the fp32 workspace of
@@ -889,6 +919,8 @@ SOL_LAUNCH_ARGS_NAME(GatherRowsArgs)
 SOL_LAUNCH_ARGS_NAME(ArgmaxArgs)
 SOL_LAUNCH_ARGS_NAME(SamplingArgs)
 SOL_LAUNCH_ARGS_NAME(QuantLinearArgs)
+SOL_LAUNCH_ARGS_NAME(QuantizeRowsArgs)
+SOL_LAUNCH_ARGS_NAME(RepeatScalesArgs)
 SOL_LAUNCH_ARGS_NAME(QuantGemmArgs)
 SOL_LAUNCH_ARGS_NAME(DequantizeArgs)
 SOL_LAUNCH_ARGS_NAME(MoeRouteArgs)

@@ -126,12 +126,13 @@ CublasLt::~CublasLt() {
   // The library stays loaded: unloading it at exit races its own cleanup.
 }
 
-const CublasLt::Plan &CublasLt::plan(int m, int n, int k, bool bias,
-                                     bool accumulate,
-                                     std::size_t workspaceBytes) {
-  auto key = std::make_tuple(m, n, k, bias, accumulate);
+const CublasLt::Plan *CublasLt::plan(int m, int n, int k, bool bias,
+                                     bool accumulate, bool fp8,
+                                     std::size_t workspaceBytes,
+                                     CUdeviceptr scales) {
+  auto key = std::make_tuple(m, n, k, bias, accumulate, fp8);
   if (auto it = plans_.find(key); it != plans_.end())
-    return *it->second;
+    return it->second.get();
   const Api &a = *api_;
   auto p = std::make_unique<Plan>();
   p->api = &a;
@@ -146,6 +147,27 @@ const CublasLt::Plan &CublasLt::plan(int m, int n, int k, bool bias,
         a.descSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &transB,
                            sizeof transB),
         "cublasLtMatmulDescSetAttribute(TRANSB)");
+  if (fp8) {
+    // A scale per 128 k of each feature (A) and of each token (B): Hopper
+    // has no outer-vector mode, and the blocks of a row share its scale.
+    const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    check(a,
+          a.descSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode,
+                             sizeof mode),
+          "cublasLtMatmulDescSetAttribute(A_SCALE_MODE)");
+    check(a,
+          a.descSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode,
+                             sizeof mode),
+          "cublasLtMatmulDescSetAttribute(B_SCALE_MODE)");
+    // The heuristic refuses block scales without pointers: a device
+    // address stands in until each call sets the real ones.
+    const void *pointer = reinterpret_cast<const void *>(scales);
+    for (cublasLtMatmulDescAttributes_t attribute :
+         {CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+          CUBLASLT_MATMUL_DESC_B_SCALE_POINTER})
+      check(a, a.descSetAttribute(p->desc, attribute, &pointer, sizeof pointer),
+            "cublasLtMatmulDescSetAttribute(SCALE_POINTER)");
+  }
   if (bias) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     const cudaDataType_t biasType = CUDA_R_16BF;
@@ -160,10 +182,9 @@ const CublasLt::Plan &CublasLt::plan(int m, int n, int k, bool bias,
   }
   // Column-major: A = W as K x N (transposed to N x K), B = x as K x M,
   // C = D = y as N x M.
-  check(a, a.layoutCreate(&p->a, CUDA_R_16BF, k, n, k),
-        "cublasLtMatrixLayoutCreate(W)");
-  check(a, a.layoutCreate(&p->b, CUDA_R_16BF, k, m, k),
-        "cublasLtMatrixLayoutCreate(x)");
+  const cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+  check(a, a.layoutCreate(&p->a, in, k, n, k), "cublasLtMatrixLayoutCreate(W)");
+  check(a, a.layoutCreate(&p->b, in, k, m, k), "cublasLtMatrixLayoutCreate(x)");
   check(a, a.layoutCreate(&p->c, CUDA_R_16BF, n, m, n),
         "cublasLtMatrixLayoutCreate(y)");
 
@@ -180,20 +201,41 @@ const CublasLt::Plan &CublasLt::plan(int m, int n, int k, bool bias,
                                 p->a, p->b, p->c, p->c, preference, 1, &result,
                                 &found);
   a.preferenceDestroy(preference);
-  check(a, status, "cublasLtMatmulAlgoGetHeuristic");
-  if (found < 1)
-    fail("cuBLASLt has no algorithm for a ", m, " x ", n, " x ", k,
-         " bf16 GEMM; SOL_DISABLE_CUBLASLT=1 runs Sol's own GEMM kernels "
-         "instead");
+  // A library without this fp8 form (block scales came with cuBLAS 12.9)
+  // answers "not supported": fp8Refusal says why.
+  if (fp8 && (status == CUBLAS_STATUS_NOT_SUPPORTED ||
+              status == CUBLAS_STATUS_INVALID_VALUE)) {
+    fp8Refusal_ = a.statusString(status);
+    found = 0;
+  } else {
+    check(a, status, "cublasLtMatmulAlgoGetHeuristic");
+    if (found < 1)
+      fp8Refusal_ = "no algorithm";
+  }
+  if (found < 1) {
+    plans_.emplace(key, nullptr);
+    return nullptr;
+  }
   p->algo = result.algo;
-  return *plans_.emplace(key, std::move(p)).first->second;
+  return plans_.emplace(key, std::move(p)).first->second.get();
 }
 
-void CublasLt::linear(CUstream stream, CUdeviceptr y, CUdeviceptr x,
-                      CUdeviceptr w, CUdeviceptr bias, int m, int n, int k,
-                      bool accumulate, CUdeviceptr workspace,
-                      std::size_t workspaceBytes) {
-  const Plan &p = plan(m, n, k, bias != 0, accumulate, workspaceBytes);
+std::string CublasLt::fp8Refusal(int n, int k, bool bias, bool accumulate,
+                                 CUdeviceptr scales,
+                                 std::size_t workspaceBytes) {
+  if (n % 16 != 0 || k % 128 != 0)
+    return cat("its fp8 GEMMs need N a multiple of 16 and K of 128, not ", n,
+               " x ", k);
+  if (plan(kFp8ProbeRows, n, k, bias, accumulate, true, workspaceBytes, scales))
+    return "";
+  return cat("cuBLASLt has no fp8 GEMM with block scales for ", n, " x ", k,
+             bias ? " with a bias" : "", accumulate ? ", accumulating" : "",
+             " (", fp8Refusal_, ")");
+}
+
+void CublasLt::run(const Plan &p, CUstream stream, CUdeviceptr y, CUdeviceptr x,
+                   CUdeviceptr w, CUdeviceptr bias, bool accumulate,
+                   CUdeviceptr workspace, std::size_t workspaceBytes) {
   const Api &a = *api_;
   if (bias != 0) {
     const void *biasPointer = reinterpret_cast<const void *>(bias);
@@ -211,6 +253,44 @@ void CublasLt::linear(CUstream stream, CUdeviceptr y, CUdeviceptr x,
                  p.c, &p.algo, reinterpret_cast<void *>(workspace),
                  workspaceBytes, reinterpret_cast<cudaStream_t>(stream)),
         "cublasLtMatmul");
+}
+
+void CublasLt::linear(CUstream stream, CUdeviceptr y, CUdeviceptr x,
+                      CUdeviceptr w, CUdeviceptr bias, int m, int n, int k,
+                      bool accumulate, CUdeviceptr workspace,
+                      std::size_t workspaceBytes) {
+  const Plan *p = plan(m, n, k, bias != 0, accumulate, false, workspaceBytes);
+  if (!p)
+    fail("cuBLASLt has no algorithm for a ", m, " x ", n, " x ", k,
+         " bf16 GEMM; SOL_DISABLE_CUBLASLT=1 runs Sol's own GEMM kernels "
+         "instead");
+  run(*p, stream, y, x, w, bias, accumulate, workspace, workspaceBytes);
+}
+
+void CublasLt::fp8Linear(CUstream stream, CUdeviceptr y, CUdeviceptr xq,
+                         CUdeviceptr xScales, CUdeviceptr wq,
+                         CUdeviceptr wScales, CUdeviceptr bias, int m, int n,
+                         int k, bool accumulate, CUdeviceptr workspace,
+                         std::size_t workspaceBytes) {
+  const Plan *p =
+      plan(m, n, k, bias != 0, accumulate, true, workspaceBytes, xScales);
+  if (!p)
+    fail("cuBLASLt has no algorithm for a ", m, " x ", n, " x ", k,
+         " fp8 GEMM with block scales; SOL_DISABLE_CUBLASLT=1 runs Sol's "
+         "own kernels instead");
+  const Api &a = *api_;
+  // A = W: [k / 128, n] scales; B = x: [k / 128, m].
+  const void *aScales = reinterpret_cast<const void *>(wScales);
+  const void *bScales = reinterpret_cast<const void *>(xScales);
+  check(a,
+        a.descSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                           &aScales, sizeof aScales),
+        "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
+  check(a,
+        a.descSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                           &bScales, sizeof bScales),
+        "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+  run(*p, stream, y, xq, wq, bias, accumulate, workspace, workspaceBytes);
 }
 
 } // namespace sol::cuda

@@ -8,7 +8,9 @@
 // our own kernels run.
 //
 // Only y = x . W^T (+ bias) in bf16 with fp32 accumulation, optionally
-// accumulating into y (beta = 1: the residual add of o_proj and down_proj).
+// accumulating into y (beta = 1: the residual add of o_proj and down_proj),
+// and its W8A8 form over E4M3 codes with a scale per 128 k of each feature
+// and each token (fp8 plans' GEMMs of many rows).
 // Row-major x [M, K], W [N, K], y [M, N] are the column-major problem
 // y^T = W . x^T: A = W (transposed), B = x, m = N, n = M, k = K. The best
 // algorithm of the library's heuristic is cached per problem shape.
@@ -42,6 +44,25 @@ public:
               CUdeviceptr bias, int m, int n, int k, bool accumulate,
               CUdeviceptr workspace, std::size_t workspaceBytes);
 
+  /// W8A8: y = sum over 128-k blocks b of (xq . wq^T)_b[t][n] *
+  /// wScales[b][n] * xScales[b][t] + bias (+ y when `accumulate`), xq
+  /// [m, k] and wq [n, k] E4M3 codes, the scales fp32 [k / 128, n] and
+  /// [k / 128, m] (cuBLASLt's VEC128_32F mode, features or tokens fastest;
+  /// fp32 sums on Hopper's fp8 tensor cores), y and bias bf16; m a multiple
+  /// of 16. Check fp8Refusal first.
+  void fp8Linear(CUstream stream, CUdeviceptr y, CUdeviceptr xq,
+                 CUdeviceptr xScales, CUdeviceptr wq, CUdeviceptr wScales,
+                 CUdeviceptr bias, int m, int n, int k, bool accumulate,
+                 CUdeviceptr workspace, std::size_t workspaceBytes);
+  /// Why fp8Linear cannot run an [n, k] weight (with a bias,
+  /// accumulating), or "" when it can: N and K multiples of 16 and an
+  /// algorithm for kFp8ProbeRows rows (none on GPUs without fp8 tensor
+  /// cores, or a cuBLASLt without outer-vector scales).
+  /// `scales`: any device address (the query needs one).
+  std::string fp8Refusal(int n, int k, bool bias, bool accumulate,
+                         CUdeviceptr scales, std::size_t workspaceBytes);
+  static constexpr int kFp8ProbeRows = 16;
+
   /// Workspace the executor allocates for it.
   static constexpr std::size_t kWorkspaceBytes = 32u << 20;
 
@@ -50,12 +71,19 @@ public:
 private:
   CublasLt() = default;
   struct Plan;
-  const Plan &plan(int m, int n, int k, bool bias, bool accumulate,
-                   std::size_t workspaceBytes);
+  /// The cached plan of a problem; nullptr where the library has no
+  /// algorithm for it.
+  const Plan *plan(int m, int n, int k, bool bias, bool accumulate, bool fp8,
+                   std::size_t workspaceBytes, CUdeviceptr scales = 0);
+  void run(const Plan &p, CUstream stream, CUdeviceptr y, CUdeviceptr x,
+           CUdeviceptr w, CUdeviceptr bias, bool accumulate,
+           CUdeviceptr workspace, std::size_t workspaceBytes);
 
   std::unique_ptr<Api> api_;
   void *handle_ = nullptr; // cublasLtHandle_t
-  std::map<std::tuple<int, int, int, bool, bool>, std::unique_ptr<Plan>> plans_;
+  std::string fp8Refusal_; // the last fp8 heuristic query's refusal
+  std::map<std::tuple<int, int, int, bool, bool, bool>, std::unique_ptr<Plan>>
+      plans_;
 };
 
 } // namespace sol::cuda

@@ -430,16 +430,6 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   splitKWorkspace_ =
       DeviceBuffer(std::max<std::size_t>(alignUp(splitFloats * 4), kAlign));
   splitKWorkspace_.fillBytes(0, stream_);
-  // The bf16 copy of the largest quantized W, for steps of more rows.
-  std::size_t dequantBytes = 0;
-  for (const OpDesc &d : ops_)
-    if (needsDequantizedCopy(d, maxTokens_)) {
-      const std::vector<int64_t> &w = d.weightShapes.at(d.linearWeight());
-      dequantBytes = std::max<std::size_t>(
-          dequantBytes, static_cast<std::size_t>(w.at(0) * w.at(1) * 2));
-    }
-  if (dequantBytes > 0)
-    dequantScratch_ = DeviceBuffer(alignUp(dequantBytes));
   // cuBLASLt for the GEMMs of more rows than linear_skinny takes (batched
   // decode and prompts), with its workspace and room for a fused gate/up
   // GEMM's output ahead of its SwiGLU.
@@ -463,6 +453,76 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     }
     // Without cuBLASLt (`why` says why) prefill runs LinearGemm.cuh.
   }
+  // fp8 linears whose steps of many rows cuBLASLt's W8A8 GEMM can run (the
+  // library has the form, the plan has quantize_rows_fp8): no bf16 copy.
+  // Where one cannot, a note says why (once).
+  fp8Gemm_.assign(ops_.size(), 0);
+  fp8WeightScaleOffsets_.assign(ops_.size(), 0);
+  std::size_t fp8Features = 0, fp8WeightScaleFloats = 0;
+  std::string fp8Refusal;
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    const OpDesc &d = ops_[i];
+    if ((d.kind != OpKind::Linear && d.kind != OpKind::NormLinear) ||
+        d.quant != fb::WeightQuant::Fp8 || d.outDtype != fb::DType::BF16 ||
+        !needsDequantizedCopy(d, maxTokens_))
+      continue;
+    const std::vector<int64_t> &w = d.weightShapes.at(d.linearWeight());
+    const int n = static_cast<int>(w.at(0)), k = static_cast<int>(w.at(1));
+    std::string why;
+    if (!cublas_)
+      why = "cuBLASLt is not loaded";
+    else if (maxTokens_ % kFp8GemmRows != 0)
+      why = cat("the step budget (", maxTokens_,
+                " tokens) is not a multiple "
+                "of ",
+                kFp8GemmRows);
+    else if (d.hasBias())
+      why = "a bias (the block-scaled GEMM's bias epilogue is not used)";
+    else if (k % 128 != 0)
+      why = cat("their K (", k, ") is not a multiple of 128");
+    else if (!kernels_.count(
+                 QuantizeRowsFp8Spec{k}.instance().nameExpression) ||
+             !kernels_.count(RepeatScalesSpec{}.instance().nameExpression))
+      why = "the plan has no quantize_rows_fp8 for them (a solc before it)";
+    else
+      why = cublas_->fp8Refusal(
+          n, k, d.hasBias(), linearEpilogue(d) == LinearEpilogue::Residual,
+          cublasWorkspace_.address(), cublasWorkspace_.size());
+    if (!why.empty()) {
+      if (fp8Refusal.find(why) == std::string::npos)
+        fp8Refusal += (fp8Refusal.empty() ? "" : "; ") + why;
+      continue;
+    }
+    fp8Gemm_[i] = 1;
+    fp8Features = std::max<std::size_t>(fp8Features, k);
+    fp8WeightScaleOffsets_[i] = fp8WeightScaleFloats;
+    fp8WeightScaleFloats += static_cast<std::size_t>(n) * (k / 128);
+  }
+  if (!fp8Refusal.empty())
+    std::fprintf(stderr,
+                 "note: fp8 linears run steps of more than %d rows over a "
+                 "bf16 copy of their weights (W8A16), not on the fp8 tensor "
+                 "cores: %s\n",
+                 SkinnySpec::kSelectedMaxRows, fp8Refusal.c_str());
+  if (fp8Features > 0) {
+    fp8Codes_ = DeviceBuffer(
+        alignUp(fp8Features * static_cast<std::size_t>(maxTokens_)));
+    fp8Scales_ = DeviceBuffer(alignUp(4 * (fp8Features / 128) *
+                                      static_cast<std::size_t>(maxTokens_)));
+    // Filled from the weights' per-row scales once they are on the device.
+    fp8WeightScales_ = DeviceBuffer(alignUp(4 * fp8WeightScaleFloats));
+  }
+  // The bf16 copy of the largest quantized W, for steps of more rows.
+  std::size_t dequantBytes = 0;
+  for (std::size_t i = 0; i < ops_.size(); ++i)
+    if (!fp8Gemm_[i] && needsDequantizedCopy(ops_[i], maxTokens_)) {
+      const std::vector<int64_t> &w =
+          ops_[i].weightShapes.at(ops_[i].linearWeight());
+      dequantBytes = std::max<std::size_t>(
+          dequantBytes, static_cast<std::size_t>(w.at(0) * w.at(1) * 2));
+    }
+  if (dequantBytes > 0)
+    dequantScratch_ = DeviceBuffer(alignUp(dequantBytes));
   // Tiles of the tensor-core prefill attention, when the plan has it (steps
   // of at least its tile's rows).
   if (anyPrefillAttention()) {
@@ -517,8 +577,26 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   kvLayerBytes_ = 2 * (kvArrayBytes_ + kvScaleBytes_);
   kvCache_ =
       DeviceBuffer(kvLayerBytes_ * static_cast<std::size_t>(kv.num_layers()));
+  repeatFp8WeightScales();
   if (cublas_)
     warmUpCublas();
+}
+
+void CudaExecutor::repeatFp8WeightScales() {
+  const RepeatScalesSpec spec;
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    if (!fp8Gemm_[i])
+      continue;
+    const QuantLinearArgs q = quantLinearArgs(ops_[i], 0, 0, 0, 0);
+    const long long values = static_cast<long long>(q.n) * (q.k / 128);
+    kernel(spec.instance())
+        .launch(spec.dims(values), stream_,
+                RepeatScalesArgs{.out = fp8WeightScales_.address() +
+                                        4 * fp8WeightScaleOffsets_[i],
+                                 .in = q.scales,
+                                 .count = q.n,
+                                 .repeats = q.k / 128});
+  }
 }
 
 void CudaExecutor::warmUpCublas() {
@@ -541,7 +619,15 @@ void CudaExecutor::warmUpCublas() {
     const unsigned first = norm ? 1 : 0;
     const CUdeviceptr y = buffer(d.buffers[0]);
     const CUdeviceptr x = buffer(d.buffers[norm ? 2 : 1]);
+    if (fp8Gemm_[i]) {
+      for (int m : sizes)
+        if (fp8GemmUsable(i, m))
+          fp8Linear(d, m, y, x, false);
+      continue;
+    }
     // A quantized W's GEMMs read its bf16 copy.
+    if (d.quant != fb::WeightQuant::None && dequantScratch_.size() == 0)
+      continue;
     const CUdeviceptr w = d.quant == fb::WeightQuant::None
                               ? weight(d.weights[first])
                               : dequantScratch_.address();
@@ -974,39 +1060,78 @@ bool CudaExecutor::cublasUsable(const OpDesc &d, int rows) const {
           RmsNormSpec{static_cast<int>(w.at(1))}.instance().nameExpression));
 }
 
-bool CudaExecutor::cublasLinear(const OpDesc &d, int rows, CUdeviceptr y,
-                                CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias,
-                                int n, int k) {
-  if (!cublasUsable(d, rows))
-    return false;
-  const CUdeviceptr ws = cublasWorkspace_.address();
-  const std::size_t wsBytes = cublasWorkspace_.size();
+template <typename Gemm>
+void CudaExecutor::cublasEpilogue(const OpDesc &d, int rows, CUdeviceptr y,
+                                  const Gemm &gemm) {
   switch (linearEpilogue(d)) {
   case LinearEpilogue::None:
-    cublas_->linear(stream_.handle(), y, x, w, bias, rows, n, k, false, ws,
-                    wsBytes);
-    return true;
+    gemm(y, false);
+    return;
   case LinearEpilogue::Residual: // y += x . W^T + bias, in place
-    cublas_->linear(stream_.handle(), y, x, w, bias, rows, n, k, true, ws,
-                    wsBytes);
-    return true;
+    gemm(y, true);
+    return;
   case LinearEpilogue::Swiglu:
   case LinearEpilogue::Geglu: {
+    const int n = static_cast<int>(
+        d.weightShapes.at(d.kind == OpKind::NormLinear ? 1 : 0).at(0));
     const SwigluPairsSpec spec{n / 2};
     const KernelInstance instance = spec.instance();
     const CUdeviceptr pairs = gemmScratch_.address();
-    cublas_->linear(stream_.handle(), pairs, x, w, bias, rows, n, k, false, ws,
-                    wsBytes);
+    gemm(pairs, false);
     kernel(instance).launch(
         spec.dims(rows), stream_,
         SwigluArgs{.out = y,
                    .gateUp = pairs,
                    .tokens = rows,
                    .geluTanh = linearEpilogue(d) == LinearEpilogue::Geglu});
-    return true;
+    return;
   }
   }
-  return false;
+}
+
+bool CudaExecutor::cublasLinear(const OpDesc &d, int rows, CUdeviceptr y,
+                                CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias,
+                                int n, int k) {
+  if (!cublasUsable(d, rows))
+    return false;
+  cublasEpilogue(d, rows, y, [&](CUdeviceptr out, bool accumulate) {
+    cublas_->linear(stream_.handle(), out, x, w, bias, rows, n, k, accumulate,
+                    cublasWorkspace_.address(), cublasWorkspace_.size());
+  });
+  return true;
+}
+
+bool CudaExecutor::fp8GemmUsable(std::size_t op, int rows) const {
+  return op < fp8Gemm_.size() && fp8Gemm_[op] &&
+         (rows + kFp8GemmRows - 1) / kFp8GemmRows * kFp8GemmRows <=
+             maxTokens_ &&
+         cublasUsable(ops_[op], rows);
+}
+
+void CudaExecutor::fp8Linear(const OpDesc &d, int stepRows, CUdeviceptr y,
+                             CUdeviceptr x, bool dependentQuantize) {
+  // cuBLASLt's block-scaled GEMMs take rows in multiples of 16: the rows
+  // past the step's are computed from whatever x holds there and land in
+  // rows of y that nothing reads (every buffer has maxTokens_ rows).
+  const int rows = (stepRows + kFp8GemmRows - 1) / kFp8GemmRows * kFp8GemmRows;
+  const QuantLinearArgs q = quantLinearArgs(d, y, x, 0, rows);
+  const QuantizeRowsFp8Spec spec{q.k};
+  LaunchDims dims = spec.dims(rows);
+  dims.dependent = dependentQuantize;
+  kernel(spec.instance())
+      .launch(dims, stream_,
+              QuantizeRowsArgs{.codes = fp8Codes_.address(),
+                               .scales = fp8Scales_.address(),
+                               .x = x,
+                               .rows = rows});
+  cublasEpilogue(d, rows, y, [&](CUdeviceptr out, bool accumulate) {
+    cublas_->fp8Linear(stream_.handle(), out, fp8Codes_.address(),
+                       fp8Scales_.address(), q.w.value,
+                       fp8WeightScales_.address() +
+                           4 * fp8WeightScaleOffsets_[opIndex(d)],
+                       q.bias.value, rows, q.n, q.k, accumulate,
+                       cublasWorkspace_.address(), cublasWorkspace_.size());
+  });
 }
 
 void CudaExecutor::raiseSharedLimit(const Kernel &k, const KernelLaunch &l) {
@@ -1087,9 +1212,15 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       continue;
     for (KernelLaunch &launch : launches)
       launch.dims = dependent(launch.dims);
-    // A quantized W read as bf16 by this step's kernels: its copy first.
+    // A quantized W read as bf16 by this step's kernels: its copy first;
+    // fp8 weights the W8A8 GEMM takes need none.
     CUdeviceptr dequantized = 0;
-    if (isDequantize(launches[0].instance)) {
+    bool fp8Gemm = false, fp8Dependent = false;
+    if (isDequantize(launches[0].instance) && fp8GemmUsable(i, rows)) {
+      fp8Gemm = true;
+      fp8Dependent = launches[0].dims.dependent;
+      launches.erase(launches.begin());
+    } else if (isDequantize(launches[0].instance)) {
       launchDequantize(d, launches[0]);
       dequantized = dequantScratch_.address();
       launches.erase(launches.begin());
@@ -1182,6 +1313,10 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
         launchArgmaxHead(y, x, wt, null, 0.0f, n);
         break;
       }
+      if (fp8Gemm) {
+        fp8Linear(d, rows, y, x, fp8Dependent);
+        break;
+      }
       if (isQuantSinglePass(l.instance)) { // reads the quantized W
         k.launch(l.dims, stream_, quantLinearArgs(d, y, x, 0, rows));
         break;
@@ -1230,6 +1365,11 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
         const Kernel &quant = kernel(q.instance);
         raiseSharedLimit(quant, q);
         quant.launch(q.dims, stream_, quantLinearArgs(d, y, normed, 0, rows));
+        break;
+      }
+      if (fp8Gemm) { // rms_norm into the scratch buffer, then W8A8
+        k.launch(l.dims, stream_, norm);
+        fp8Linear(d, rows, y, normed, true);
         break;
       }
       // Few rows: one launch of linear_gemv or linear_skinny, the norm in

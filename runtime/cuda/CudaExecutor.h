@@ -217,6 +217,26 @@ private:
   bool cublasUsable(const OpDesc &d, int rows) const;
   bool cublasLinear(const OpDesc &d, int rows, CUdeviceptr y, CUdeviceptr x,
                     CUdeviceptr w, CUdeviceptr bias, int n, int k);
+  /// The epilogue of a cuBLASLt linear around `gemm(out, accumulate)`,
+  /// which writes x . W^T + bias (+ out) into `out`: in place for the
+  /// residual add, through gemmScratch_ and swiglu_pairs for a gated one.
+  template <typename Gemm>
+  void cublasEpilogue(const OpDesc &d, int rows, CUdeviceptr y,
+                      const Gemm &gemm);
+  /// Whether op `op` (an fp8 linear) runs steps of `rows` rows as
+  /// quantize_rows_fp8 and cuBLASLt's W8A8 GEMM (fp8Gemm_) instead of the
+  /// bf16 copy.
+  bool fp8GemmUsable(std::size_t op, int rows) const;
+  /// quantize_rows_fp8 of x into fp8Codes_/fp8Scales_, then the W8A8 GEMM
+  /// over op `d`'s codes and scales, with its epilogue.
+  void fp8Linear(const OpDesc &d, int rows, CUdeviceptr y, CUdeviceptr x,
+                 bool dependentQuantize);
+  /// fp8WeightScales_ from the weights' scales (repeat_scales), at start.
+  void repeatFp8WeightScales();
+  /// The index of `d` in ops_.
+  std::size_t opIndex(const OpDesc &d) const {
+    return static_cast<std::size_t>(&d - ops_.data());
+  }
   /// Runs each cuBLASLt GEMM shape once, so its kernels load at start-up
   /// rather than in the first long prompt.
   void warmUpCublas();
@@ -343,6 +363,16 @@ private:
   static constexpr int kCublasMinRows = SkinnySpec::kSelectedMaxRows + 1;
   DeviceBuffer cublasWorkspace_;
   DeviceBuffer gemmScratch_;
+  // Per op: an fp8 linear whose GEMMs of many rows run on Hopper's fp8 tensor
+  // cores (cuBLASLt with a scale per feature and per token), over x
+  // quantized into fp8Codes_ [maxTokens, K] and fp8Scales_ [maxTokens].
+  std::vector<char> fp8Gemm_;
+  static constexpr int kFp8GemmRows = 16; // its row granularity
+  DeviceBuffer fp8Codes_, fp8Scales_;
+  // Their weights' per-row scales once for every 128 k (the GEMM's block
+  // scales), [K / 128, N] at fp8WeightScaleOffsets_[op] floats.
+  DeviceBuffer fp8WeightScales_;
+  std::vector<std::size_t> fp8WeightScaleOffsets_;
 
   // --profile-ops: per step size (padded tokens), per op, the summed GPU
   // time of the profiled steps, and their count.

@@ -692,6 +692,12 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     // on its own.
     if (maxTokens > GemvSpec::kMaxRows && isGated(linearEpilogue(op)))
       add({{SwigluPairsSpec{linearShape(op).n / 2}.instance(), {}}});
+    // fp8 weights: those steps may run cuBLASLt's W8A8 GEMM over x
+    // quantized by quantize_rows_fp8 instead of the bf16 copy.
+    if (maxTokens > GemvSpec::kMaxRows && op.quant == fb::WeightQuant::Fp8 &&
+        linearShape(op).k % 128 == 0 && linearShape(op).k <= 128 * 256)
+      add({{QuantizeRowsFp8Spec{linearShape(op).k}.instance(), {}},
+           {RepeatScalesSpec{}.instance(), {}}});
     // Greedy one-row steps: the LM head with the argmax in its epilogue.
     if (std::optional<KernelLaunch> head = selectArgmaxLmHead(op))
       add({*head});

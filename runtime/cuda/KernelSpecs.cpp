@@ -706,6 +706,34 @@ QuantGemvSpec QuantGemvSpec::choose(int outFeatures, int inFeatures, int rows,
   return spec;
 }
 
+KernelInstance QuantizeRowsFp8Spec::instance() const {
+  requirePositive(features, "features (K)", "quantize_rows_fp8");
+  requireMultiple(features, 128, "features (K)", "quantize_rows_fp8");
+  if (features > 128 * 256)
+    fail("quantize_rows_fp8: at most 32768 features, got ", features);
+  return {"QuantizeActivations.cuh",
+          cat(kNamespace, "quantize_rows_fp8<", features, ">")};
+}
+
+LaunchDims QuantizeRowsFp8Spec::dims(int rows) const {
+  requirePositive(rows, "rows", "quantize_rows_fp8");
+  LaunchDims dims;
+  dims.block.x = 256;
+  dims.grid.x = static_cast<unsigned>(rows);
+  return dims;
+}
+
+KernelInstance RepeatScalesSpec::instance() const {
+  return {"QuantizeActivations.cuh", cat(kNamespace, "repeat_scales")};
+}
+
+LaunchDims RepeatScalesSpec::dims(long long values) const {
+  LaunchDims dims;
+  dims.block.x = 256;
+  dims.grid.x = std::max(1u, ceilDiv(values, 256));
+  return dims;
+}
+
 KernelInstance DequantizeSpec::instance() const {
   constexpr const char *kKernel = "dequantize_weight";
   if (format == WeightFormat::Int4 ? groupSize <= 0 || groupSize % 32 != 0

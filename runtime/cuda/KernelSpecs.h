@@ -296,6 +296,23 @@ struct QuantGemvSpec : QuantLinearShape {
                               bool normPrologue = false, int groupSize = 0);
 };
 
+/// quantize_rows_fp8<K>(QuantizeRowsArgs) (QuantizeActivations.cuh): the
+/// fp8 activation rule over the rows of an fp8 GEMM (cuBLASLt's W8A8),
+/// one 256-thread block a row; K a multiple of 128.
+struct QuantizeRowsFp8Spec {
+  int features = 0; // K
+  KernelInstance instance() const;
+  LaunchDims dims(int rows) const;
+  /// Floats of scales a row: one per 128 k.
+  int scaleBlocks() const { return features / 128; }
+};
+
+/// repeat_scales(RepeatScalesArgs) (QuantizeActivations.cuh).
+struct RepeatScalesSpec {
+  KernelInstance instance() const;
+  LaunchDims dims(long long values) const;
+};
+
 /// dequantize_weight<Format, GroupSize>(DequantizeArgs): a quantized [N, K]
 /// weight back to bf16 (Dequantize.cuh), for steps of more rows than the
 /// quantized single-pass kernels take: those run the bf16 kernels over the

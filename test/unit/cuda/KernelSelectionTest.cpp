@@ -573,6 +573,25 @@ TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
   EXPECT_TRUE(isDequantize(selectKernels(down, 9, 0).at(0).instance));
   EXPECT_TRUE(needsDequantizedCopy(down, 9));
   EXPECT_FALSE(needsDequantizedCopy(down, 8));
+  // Steps of more rows may run the W8A8 GEMM on cuBLASLt instead of the
+  // copy: plans of more than 8 tokens carry its activation and scale
+  // kernels (K a multiple of 128); fewer tokens, or int8, none.
+  auto names = [](const std::vector<KernelInstance> &plan) {
+    std::vector<std::string> out;
+    for (const KernelInstance &k : plan)
+      out.push_back(k.nameExpression);
+    return out;
+  };
+  const std::vector<std::string> fp8Plan = names(enumerateKernels(down, 64, 0));
+  EXPECT_TRUE(
+      std::ranges::count(fp8Plan, "sol::kernels::quantize_rows_fp8<8192>"));
+  EXPECT_TRUE(std::ranges::count(fp8Plan, "sol::kernels::repeat_scales"));
+  EXPECT_FALSE(std::ranges::count(names(enumerateKernels(down, 8, 0)),
+                                  "sol::kernels::quantize_rows_fp8<8192>"));
+  const OpDesc downInt8 = quantized(
+      linearOp(2048, 8192, LinearEpilogue::Residual), fb::WeightQuant::Int8);
+  EXPECT_FALSE(std::ranges::count(names(enumerateKernels(downInt8, 64, 0)),
+                                  "sol::kernels::repeat_scales"));
   const OpDesc qkv8 = quantized(normLinearOp(3072, 2048, LinearEpilogue::None),
                                 fb::WeightQuant::Fp8);
   EXPECT_EQ(headers(selectKernels(qkv8, 1, 0)), Headers{"LinearGemvQuant.cuh"});

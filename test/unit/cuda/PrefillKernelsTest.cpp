@@ -291,5 +291,39 @@ TEST(SwigluPairs, InstancesCompileForModelShapes) {
     }
 }
 
+// quantize_rows_fp8 and repeat_scales (QuantizeActivations.cuh), the
+// activations and weight scales of fp8 plans' W8A8 GEMMs, for every K of
+// the supported shapes' linears that is a multiple of 128.
+TEST(QuantizeRowsFp8, InstancesCompileForModelShapes) {
+  std::string reason;
+  nvrtc::NvrtcOptions options;
+  options.useCache = false;
+  auto compiler = makeCompiler(options, reason);
+  if (!compiler)
+    GTEST_SKIP() << "NVRTC not available: " << reason;
+  std::vector<cuda::KernelInstance> instances;
+  for (const ModelShape &m : supportedModelShapes())
+    for (int k : {m.hidden, m.intermediate})
+      if (k % 128 == 0)
+        instances.push_back(cuda::QuantizeRowsFp8Spec{k}.instance());
+  instances.push_back(cuda::RepeatScalesSpec{}.instance());
+  EXPECT_EQ(cuda::QuantizeRowsFp8Spec{14336}.scaleBlocks(), 112);
+  EXPECT_THROW(cuda::QuantizeRowsFp8Spec{2064}.instance(), Error);
+  EXPECT_EQ(cuda::RepeatScalesSpec{}.dims(28672 * 32).grid.x, 3584u);
+  EXPECT_EQ(cuda::QuantizeRowsFp8Spec{2048}.instance().nameExpression,
+            "sol::kernels::quantize_rows_fp8<2048>");
+  EXPECT_THROW(cuda::QuantizeRowsFp8Spec{100}.instance(), Error);
+  EXPECT_EQ(cuda::QuantizeRowsFp8Spec{2048}.dims(40).grid.x, 40u);
+  const auto sources = nvrtc::buildKernelSources(instances);
+  const auto compiled = compiler->compileAll(sources);
+  ASSERT_EQ(compiled.size(), sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i)
+    for (const std::string &expr : sources[i].nameExpressions) {
+      ASSERT_TRUE(compiled[i].loweredNames.count(expr)) << expr;
+      EXPECT_TRUE(takesItsLaunchArgs(expr, compiled[i].loweredNames.at(expr)))
+          << expr;
+    }
+}
+
 } // namespace
 } // namespace sol::test

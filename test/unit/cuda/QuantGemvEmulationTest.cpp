@@ -15,6 +15,7 @@
 
 #include "LinearGemvQuant.cuh"
 #include "QuantEmulationProblem.h"
+#include "QuantizeActivations.cuh"
 
 #include <gtest/gtest.h>
 
@@ -233,6 +234,52 @@ TEST(QuantGemvEmulation, Fp8DividerMatchesDivision) {
   for (float scale : {0x1p-120f, 0x1p120f, INFINITY})
     EXPECT_FALSE(quant_gemv::hasFastFp8Division(scale)) << scale;
   EXPECT_TRUE(std::signbit(quant_gemv::Fp8FastDivision(0.5f)(-0.0f)));
+}
+
+// quantize_rows_fp8 (the activations of fp8 plans' W8A8 GEMMs on cuBLASLt):
+// every code is the host rule's e4m3(x / s), a zero row takes scale 1, and
+// each row's scale sits once in every 128-k block, rows fastest; and
+// repeat_scales lays the weights' per-row scales out the same way.
+TEST(QuantGemvEmulation, QuantizeRowsFp8AndRepeatScales) {
+  constexpr int K = 384, kBlocks = K / 128, rows = 5;
+  std::mt19937 rng(1300);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  std::vector<bf16> x(rows * K);
+  for (bf16 &v : x)
+    v = __float2bfloat16_rn(dist(rng));
+  for (int i = 0; i < K; ++i)
+    x[3 * K + i] = __float2bfloat16_rn(i % 2 ? 0.0f : -0.0f);
+  std::vector<unsigned char> codes(rows * K, 0xAA);
+  std::vector<float> scales(kBlocks * rows, std::nanf(""));
+  const QuantizeRowsArgs args{.codes = codes.data(),
+                              .scales = scales.data(),
+                              .x = x.data(),
+                              .rows = rows};
+  cuda_emulation::launch(rows, kGemvThreads,
+                         [&] { quantize_rows_fp8<K>(args); });
+  for (int t = 0; t < rows; ++t) {
+    float amax = 0.0f;
+    for (int k = 0; k < K; ++k)
+      amax = std::max(amax, std::fabs(__bfloat162float(x[t * K + k])));
+    const float s = amax == 0.0f ? 1.0f : amax / 448.0f;
+    for (int b = 0; b < kBlocks; ++b)
+      EXPECT_EQ(scales[b * rows + t], s) << "row " << t << " block " << b;
+    for (int k = 0; k < K; ++k)
+      ASSERT_EQ(codes[t * K + k],
+                sol::floatToE4M3(__bfloat162float(x[t * K + k]) / s))
+          << "row " << t << " k " << k;
+  }
+
+  const std::vector<float> rowScales = {0.5f, 2.0f, 3.0f, 0.25f, 7.0f};
+  std::vector<float> repeated(rowScales.size() * 3, std::nanf(""));
+  const RepeatScalesArgs repeat{.out = repeated.data(),
+                                .in = rowScales.data(),
+                                .count = static_cast<int>(rowScales.size()),
+                                .repeats = 3};
+  cuda_emulation::launch(1, 256, [&] { repeat_scales(repeat); });
+  for (int r = 0; r < 3; ++r)
+    for (std::size_t n = 0; n < rowScales.size(); ++n)
+      EXPECT_EQ(repeated[r * rowScales.size() + n], rowScales[n]);
 }
 
 } // namespace
