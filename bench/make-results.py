@@ -237,6 +237,13 @@ def quant_rows(d):
                 f"{n(base['decode_tokens_per_s'])} (Sol bf16 plan)"
                 + (f"; {n(hf)} (Transformers bf16 `generate()`)" if hf else ""),
                 how))
+            if r.get("ttft_ms") is not None and base.get("ttft_ms"):
+                rows.append((
+                    f"{shape} shape, `--quant {r['scheme']}`, a {n(d['ttft_tokens'], 0)}-token "
+                    "prompt: TTFT ms",
+                    f"{r['ttft_ms']:.2f} ({r['ttft_ms'] / base['ttft_ms']:.2f}x bf16)",
+                    f"{base['ttft_ms']:.2f} (Sol bf16 plan)",
+                    how))
             if r.get("decode_64_tokens_per_s") is None or \
                     base.get("decode_64_tokens_per_s") is None:
                 continue  # a batch-1 run (quant_bench.py --sequences 1)

@@ -12,6 +12,9 @@ in /tmp, reused when there) and each --schemes entry (bf16 = no --quant):
   8, 64     solrun PLAN --bench --num-prompts S --input-len 128
   seqs      --output-len 256 --max-num-seqs S: decode tok/s = S / mean TPOT
             (--sequences 1 leaves them out)
+  TTFT      solrun PLAN --prompt-ids (--ttft-tokens seeded ids, default 2,048)
+            --max-tokens 1 --json: the median time to the first token of
+            --runs runs after a warm-up, the prefill's speed (0 leaves it out)
 
 beside Transformers bf16 generate() (sdpa, dynamic cache) on the same
 checkpoint and prompt (bench/decode_bench.py's measurement; --skip-hf leaves
@@ -91,6 +94,14 @@ def scheme_row(args, model, scheme, prompt):
                "128", "--output-len", "256", "--max-num-seqs", str(seqs), "--device", "cuda"]
         return [seqs * 1000.0 / decode_bench.parse_solrun_json(run(cmd))["mean_tpot_ms"]
                 for _ in range(args.batch_runs)]
+    ttft = None
+    if args.ttft_tokens > 0:
+        long_prompt = [random.Random(1).randrange(1000, 30000) for _ in range(args.ttft_tokens)]
+        prefill = [args.solrun, plan, "--prompt-ids", ",".join(map(str, long_prompt)),
+                   "--max-tokens", "1", "--ignore-eos", "--json", "--device", "cuda"]
+        ttfts = [float(decode_bench.parse_solrun_json(run(prefill))["timing"]["ttft_ms"])
+                 for _ in range(1 + args.runs)][1:]
+        ttft = statistics.median(ttfts)
     seqs8 = batched(8) if 8 in args.sequences else None
     seqs64 = batched(64) if 64 in args.sequences else None
     tpot = statistics.median(tpots)
@@ -100,11 +111,12 @@ def scheme_row(args, model, scheme, prompt):
            "fraction_of_bandwidth_bound": bound_ms / tpot, "tpot_ms_runs": tpots,
            "decode_8_tokens_per_s": statistics.median(seqs8) if seqs8 else None,
            "decode_64_tokens_per_s": statistics.median(seqs64) if seqs64 else None,
-           "decode_64_runs": seqs64, "ids": ids}
+           "decode_64_runs": seqs64, "ttft_ms": ttft, "ids": ids}
     log(f"{model.name} {scheme}: {row['decode_tokens_per_s']:.1f} tok/s batch 1 "
         f"({100 * row['fraction_of_bandwidth_bound']:.1f}% of bound), "
         f"{fmt(row['decode_8_tokens_per_s'])} at 8 sequences, "
-        f"{fmt(row['decode_64_tokens_per_s'])} at 64, plan {wbytes / 1e9:.2f} GB")
+        f"{fmt(row['decode_64_tokens_per_s'])} at 64, TTFT {fmt(ttft, '.2f')} ms, "
+        f"plan {wbytes / 1e9:.2f} GB")
     Path(plan).unlink(missing_ok=True)
     return row
 
@@ -125,6 +137,8 @@ def main():
     ap.add_argument("--hf-runs", type=int, default=3)
     ap.add_argument("--skip-hf", action="store_true")
     ap.add_argument("--bandwidth", type=float, default=4.3e12, help="bytes/s for the bound")
+    ap.add_argument("--ttft-tokens", type=int, default=2048,
+                    help="prompt of the TTFT runs (0: none)")
     ap.add_argument("--json-out")
     args = ap.parse_args()
     args.sequences = {int(v) for v in args.sequences.split(",") if v}
@@ -142,9 +156,12 @@ def main():
         options.append("--sequences " + ",".join(map(str, sorted(args.sequences))))
     if args.skip_hf:
         options.append("--skip-hf")
+    if args.ttft_tokens != 2048:
+        options.append(f"--ttft-tokens {args.ttft_tokens}")
     report = {"gpu": gpu[0] if gpu else None,
               "date": time.strftime("%Y-%m-%d"), "prompt_tokens": args.prompt_tokens,
-              "new_tokens": args.new_tokens, "options": " ".join(options), "shapes": []}
+              "new_tokens": args.new_tokens, "ttft_tokens": args.ttft_tokens,
+              "options": " ".join(options), "shapes": []}
     failed = False
     for shape in args.shape or ["llama-3.2-1b", "llama-3.1-8b"]:
         model = Path(f"/tmp/{shape}")
@@ -180,19 +197,21 @@ def main():
               f"{'-' if hf is None else format(hf, '.1f')} tok/s")
         print(f"{'scheme':<10} {'plan GB':>8} {'tok/s':>9} {'of bound':>9} {'vs bf16':>8} "
               f"{'8-seq tok/s':>12} {'vs bf16':>8} {'64-seq tok/s':>13} {'vs bf16':>8} "
-              f"{'solc s':>7}")
+              f"{'TTFT ms':>8} {'vs bf16':>8} {'solc s':>7}")
         base = next((r for r in entry["rows"] if r["scheme"] == "bf16"), None)
         for r in entry["rows"]:
-            rel = {key: ratio(r[key], base[key] if base else None)
+            rel = {key: ratio(r.get(key), base.get(key) if base else None)
                    for key in ("decode_tokens_per_s", "decode_8_tokens_per_s",
-                               "decode_64_tokens_per_s")}
+                               "decode_64_tokens_per_s", "ttft_ms")}
             print(f"{r['scheme']:<10} {r['weight_bytes'] / 1e9:>8.2f} {r['decode_tokens_per_s']:>9.1f} "
                   f"{100 * r['fraction_of_bandwidth_bound']:>8.1f}% "
                   f"{fmt(rel['decode_tokens_per_s'], '.3f'):>8} "
                   f"{fmt(r['decode_8_tokens_per_s']):>12} "
                   f"{fmt(rel['decode_8_tokens_per_s'], '.3f'):>8} "
                   f"{fmt(r['decode_64_tokens_per_s']):>13} "
-                  f"{fmt(rel['decode_64_tokens_per_s'], '.3f'):>8} {r['solc_s']:>7.1f}")
+                  f"{fmt(rel['decode_64_tokens_per_s'], '.3f'):>8} "
+                  f"{fmt(r.get('ttft_ms'), '.2f'):>8} {fmt(rel['ttft_ms'], '.3f'):>8} "
+                  f"{r['solc_s']:>7.1f}")
         for e in entry["errors"]:
             print(f"{e['scheme']:<10} failed: {e['error'][:300]}")
     if args.json_out:
