@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <initializer_list>
+#include <utility>
 
 namespace sol::cuda {
 
@@ -150,23 +151,22 @@ const CublasLt::Plan *CublasLt::plan(int m, int n, int k, bool bias,
   if (fp8) {
     // A scale per 128 k of each feature (A) and of each token (B): Hopper
     // has no outer-vector mode, and the blocks of a row share its scale.
-    const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
-    check(a,
-          a.descSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode,
-                             sizeof mode),
-          "cublasLtMatmulDescSetAttribute(A_SCALE_MODE)");
-    check(a,
-          a.descSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode,
-                             sizeof mode),
-          "cublasLtMatmulDescSetAttribute(B_SCALE_MODE)");
     // The heuristic refuses block scales without pointers: a device
     // address stands in until each call sets the real ones.
+    const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
     const void *pointer = reinterpret_cast<const void *>(scales);
-    for (cublasLtMatmulDescAttributes_t attribute :
-         {CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-          CUBLASLT_MATMUL_DESC_B_SCALE_POINTER})
-      check(a, a.descSetAttribute(p->desc, attribute, &pointer, sizeof pointer),
+    for (auto [modeAttribute, pointerAttribute] :
+         {std::pair{CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+                    CUBLASLT_MATMUL_DESC_A_SCALE_POINTER},
+          std::pair{CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+                    CUBLASLT_MATMUL_DESC_B_SCALE_POINTER}}) {
+      check(a, a.descSetAttribute(p->desc, modeAttribute, &mode, sizeof mode),
+            "cublasLtMatmulDescSetAttribute(SCALE_MODE)");
+      check(a,
+            a.descSetAttribute(p->desc, pointerAttribute, &pointer,
+                               sizeof pointer),
             "cublasLtMatmulDescSetAttribute(SCALE_POINTER)");
+    }
   }
   if (bias) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;

@@ -495,7 +495,8 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     fp8Gemm_[i] = 1;
     fp8Features = std::max<std::size_t>(fp8Features, k);
     fp8WeightScaleOffsets_[i] = fp8WeightScaleFloats;
-    fp8WeightScaleFloats += static_cast<std::size_t>(n) * (k / 128);
+    fp8WeightScaleFloats +=
+        static_cast<std::size_t>(n) * QuantizeRowsFp8Spec{k}.scaleBlocks();
   }
   if (!fp8Refusal.empty())
     std::fprintf(stderr,
@@ -506,8 +507,10 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   if (fp8Features > 0) {
     fp8Codes_ = DeviceBuffer(
         alignUp(fp8Features * static_cast<std::size_t>(maxTokens_)));
-    fp8Scales_ = DeviceBuffer(alignUp(4 * (fp8Features / 128) *
-                                      static_cast<std::size_t>(maxTokens_)));
+    const int blocks =
+        QuantizeRowsFp8Spec{static_cast<int>(fp8Features)}.scaleBlocks();
+    fp8Scales_ = DeviceBuffer(
+        alignUp(4 * static_cast<std::size_t>(blocks) * maxTokens_));
     // Filled from the weights' per-row scales once they are on the device.
     fp8WeightScales_ = DeviceBuffer(alignUp(4 * fp8WeightScaleFloats));
   }
@@ -587,14 +590,14 @@ void CudaExecutor::repeatFp8WeightScales() {
     if (!fp8Gemm_[i])
       continue;
     const QuantLinearArgs q = quantLinearArgs(ops_[i], 0, 0, 0, 0);
-    const long long values = static_cast<long long>(q.n) * (q.k / 128);
+    const int blocks = QuantizeRowsFp8Spec{q.k}.scaleBlocks();
     kernel(spec.instance())
-        .launch(spec.dims(values), stream_,
+        .launch(spec.dims(static_cast<long long>(q.n) * blocks), stream_,
                 RepeatScalesArgs{.out = fp8WeightScales_.address() +
                                         4 * fp8WeightScaleOffsets_[i],
                                  .in = q.scales,
                                  .count = q.n,
-                                 .repeats = q.k / 128});
+                                 .repeats = blocks});
   }
 }
 
@@ -621,7 +624,7 @@ void CudaExecutor::warmUpCublas() {
     if (fp8Gemm_[i]) {
       for (int m : sizes)
         if (fp8GemmUsable(i, m))
-          fp8Linear(d, m, y, x, false);
+          fp8Linear(i, m, y, x, false);
       continue;
     }
     // A quantized W's GEMMs read its bf16 copy.
@@ -1107,8 +1110,9 @@ bool CudaExecutor::fp8GemmUsable(std::size_t op, int rows) const {
          cublasUsable(ops_[op], rows);
 }
 
-void CudaExecutor::fp8Linear(const OpDesc &d, int stepRows, CUdeviceptr y,
+void CudaExecutor::fp8Linear(std::size_t op, int stepRows, CUdeviceptr y,
                              CUdeviceptr x, bool dependentQuantize) {
+  const OpDesc &d = ops_[op];
   // cuBLASLt's block-scaled GEMMs take rows in multiples of 16: the rows
   // past the step's are computed from whatever x holds there and land in
   // rows of y that nothing reads (every buffer has maxTokens_ rows).
@@ -1124,12 +1128,11 @@ void CudaExecutor::fp8Linear(const OpDesc &d, int stepRows, CUdeviceptr y,
                                .x = x,
                                .rows = rows});
   cublasEpilogue(d, rows, y, [&](CUdeviceptr out, bool accumulate) {
-    cublas_->fp8Linear(stream_.handle(), out, fp8Codes_.address(),
-                       fp8Scales_.address(), q.w.value,
-                       fp8WeightScales_.address() +
-                           4 * fp8WeightScaleOffsets_[opIndex(d)],
-                       q.bias.value, rows, q.n, q.k, accumulate,
-                       cublasWorkspace_.address(), cublasWorkspace_.size());
+    cublas_->fp8Linear(
+        stream_.handle(), out, fp8Codes_.address(), fp8Scales_.address(),
+        q.w.value, fp8WeightScales_.address() + 4 * fp8WeightScaleOffsets_[op],
+        q.bias.value, rows, q.n, q.k, accumulate, cublasWorkspace_.address(),
+        cublasWorkspace_.size());
   });
 }
 
@@ -1313,7 +1316,7 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
         break;
       }
       if (fp8Gemm) {
-        fp8Linear(d, rows, y, x, fp8Dependent);
+        fp8Linear(i, rows, y, x, fp8Dependent);
         break;
       }
       if (isQuantSinglePass(l.instance)) { // reads the quantized W
@@ -1368,7 +1371,7 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       }
       if (fp8Gemm) { // rms_norm into the scratch buffer, then W8A8
         k.launch(l.dims, stream_, norm);
-        fp8Linear(d, rows, y, normed, true);
+        fp8Linear(i, rows, y, normed, true);
         break;
       }
       // Few rows: one launch of linear_gemv or linear_skinny, the norm in

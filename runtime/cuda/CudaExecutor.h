@@ -228,15 +228,11 @@ private:
   /// bf16 copy.
   bool fp8GemmUsable(std::size_t op, int rows) const;
   /// quantize_rows_fp8 of x into fp8Codes_/fp8Scales_, then the W8A8 GEMM
-  /// over op `d`'s codes and scales, with its epilogue.
-  void fp8Linear(const OpDesc &d, int rows, CUdeviceptr y, CUdeviceptr x,
+  /// over op `op`'s codes and scales, with its epilogue.
+  void fp8Linear(std::size_t op, int rows, CUdeviceptr y, CUdeviceptr x,
                  bool dependentQuantize);
   /// fp8WeightScales_ from the weights' scales (repeat_scales), at start.
   void repeatFp8WeightScales();
-  /// The index of `d` in ops_.
-  std::size_t opIndex(const OpDesc &d) const {
-    return static_cast<std::size_t>(&d - ops_.data());
-  }
   /// Runs each cuBLASLt GEMM shape once, so its kernels load at start-up
   /// rather than in the first long prompt.
   void warmUpCublas();

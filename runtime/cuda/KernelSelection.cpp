@@ -256,8 +256,9 @@ KernelLaunch quantGemv(const OpDesc &op) {
 ///    with its fewer, wider blocks for large weights and the cheaper
 ///    quantization of x), except small weights of K > 4096, where
 ///    linear_skinny_quant stays faster (1B down 10.2 against 11.7 us); at
-///    16 rows every block quantizing 16 rows of x costs more than the
-///    bf16 copy (8B down 183 us when measured).
+///    16 rows every block quantizing 16 rows of x costs more than a GEMM
+///    (8B down 183 us when measured), so from 9 rows the executor runs
+///    cuBLASLt's fp8 GEMM where it can, else the bf16 copy.
 ///  * int8: linear_skinny_quant for 2..8 rows, beside linear_gemm_quant in
 ///    one run (sol-kernel-check quant_skinny,quant_gemm): a layer's four
 ///    linears take 34.1 against 42.3 us (1B, 2 rows), 39.1 against 44.5

@@ -268,6 +268,22 @@ TEST(PrefillAttentionSpec, InstancesCompileAndMatchTheKernel) {
   }
 }
 
+/// Every instance compiles with NVRTC and takes the launch-args struct the
+/// executor passes it.
+void expectCompilesTakingLaunchArgs(
+    nvrtc::NvrtcCompiler &compiler,
+    const std::vector<cuda::KernelInstance> &instances) {
+  const auto sources = nvrtc::buildKernelSources(instances);
+  const auto compiled = compiler.compileAll(sources);
+  ASSERT_EQ(compiled.size(), sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i)
+    for (const std::string &expr : sources[i].nameExpressions) {
+      ASSERT_TRUE(compiled[i].loweredNames.count(expr)) << expr;
+      EXPECT_TRUE(takesItsLaunchArgs(expr, compiled[i].loweredNames.at(expr)))
+          << expr;
+    }
+}
+
 TEST(SwigluPairs, InstancesCompileForModelShapes) {
   std::string reason;
   nvrtc::NvrtcOptions options;
@@ -280,15 +296,7 @@ TEST(SwigluPairs, InstancesCompileForModelShapes) {
     instances.push_back(cuda::SwigluPairsSpec{m.intermediate}.instance());
   EXPECT_EQ(instances[0].nameExpression, "sol::kernels::swiglu_pairs<8192>");
   EXPECT_THROW(cuda::SwigluPairsSpec{100}.instance(), Error);
-  const auto sources = nvrtc::buildKernelSources(instances);
-  const auto compiled = compiler->compileAll(sources);
-  ASSERT_EQ(compiled.size(), sources.size());
-  for (std::size_t i = 0; i < sources.size(); ++i)
-    for (const std::string &expr : sources[i].nameExpressions) {
-      ASSERT_TRUE(compiled[i].loweredNames.count(expr)) << expr;
-      EXPECT_TRUE(takesItsLaunchArgs(expr, compiled[i].loweredNames.at(expr)))
-          << expr;
-    }
+  expectCompilesTakingLaunchArgs(*compiler, instances);
 }
 
 // quantize_rows_fp8 and repeat_scales (QuantizeActivations.cuh), the
@@ -314,15 +322,7 @@ TEST(QuantizeRowsFp8, InstancesCompileForModelShapes) {
             "sol::kernels::quantize_rows_fp8<2048>");
   EXPECT_THROW(cuda::QuantizeRowsFp8Spec{100}.instance(), Error);
   EXPECT_EQ(cuda::QuantizeRowsFp8Spec{2048}.dims(40).grid.x, 40u);
-  const auto sources = nvrtc::buildKernelSources(instances);
-  const auto compiled = compiler->compileAll(sources);
-  ASSERT_EQ(compiled.size(), sources.size());
-  for (std::size_t i = 0; i < sources.size(); ++i)
-    for (const std::string &expr : sources[i].nameExpressions) {
-      ASSERT_TRUE(compiled[i].loweredNames.count(expr)) << expr;
-      EXPECT_TRUE(takesItsLaunchArgs(expr, compiled[i].loweredNames.at(expr)))
-          << expr;
-    }
+  expectCompilesTakingLaunchArgs(*compiler, instances);
 }
 
 } // namespace
