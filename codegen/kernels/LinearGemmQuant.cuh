@@ -137,6 +137,54 @@ dequantInt4Pair(unsigned word, unsigned shifted, int j, unsigned negativeZero) {
   return quant_gemv::fmaBf16x2(biased, 0x3f803f80u, negativeZero);
 }
 
+// A thread's 16-byte cp.async copies of a block's code tiles (Rows rows of
+// W, Chunks 16-byte chunks a row per stage of StageBytes bytes), set up once:
+// source, stage-0 destination, whether its row exists, and where it starts
+// along the stage's run (-1: the thread has no such copy). A copy of a
+// missing row or past the row's end (the last stage may be short)
+// zero-fills its chunk.
+template <int Rows, int Chunks, int Threads, int StageBytes>
+struct CodeTileCopies {
+  static constexpr int kCopies = ceilDiv(Rows * Chunks, Threads);
+  const unsigned char *from[kCopies];
+  unsigned to[kCopies];
+  int at[kCopies];
+  bool row[kCopies];
+
+  // Rows n0.. of the [N, rowBytes] codes w from stage firstStage on, into
+  // the code tile at shared address `tile`.
+  __device__ __forceinline__ CodeTileCopies(const unsigned char *w,
+                                            int rowBytes, int n0, int N,
+                                            int firstStage, unsigned tile) {
+#pragma unroll
+    for (int i = 0; i < kCopies; ++i) {
+      const int idx = threadIdx.x + i * Threads;
+      const int r = min(idx / Chunks, Rows - 1);
+      const int c = idx % Chunks;
+      row[i] = n0 + r < N;
+      from[i] = w + (row[i] ? static_cast<long long>(n0 + r) * rowBytes +
+                                  firstStage * Chunks * 16 + c * 16
+                            : 0);
+      to[i] = tile + codeChunkOffset<Chunks>(r, c);
+      at[i] = idx < Rows * Chunks ? c * 16 : -1;
+    }
+  }
+
+  // Stage kTile (counted from firstStage) into ring slot `stage`; `left`:
+  // the row's bytes from the stage's start on.
+  __device__ __forceinline__ void load(int stage, int kTile, int left,
+                                       const unsigned char *w) const {
+#pragma unroll
+    for (int i = 0; i < kCopies; ++i) {
+      if (at[i] < 0)
+        continue;
+      const bool ok = row[i] && at[i] < left;
+      copyAsync16(to[i] + stage * StageBytes,
+                  ok ? from[i] + kTile * Chunks * 16 : w, ok);
+    }
+  }
+};
+
 } // namespace quant_gemm
 
 template <WeightFormat F, int BM, int BN, int WarpsM, int WarpsN, int Stages,
@@ -195,29 +243,11 @@ __global__ void __launch_bounds__(
   auto xTile = [&](int stage) { return shared + stage * Shape::kStageBytes; };
   auto codeTile = [&](int stage) { return xTile(stage) + Shape::kXTileBytes; };
 
-  // The thread's 16-byte copies of a stage, set up once: source, stage-0
-  // destination, whether its row exists, and where it starts along the
-  // stage's run (-1: the thread has no such copy). A copy of a missing row
-  // or past K (the last stage may be short) zero-fills its chunk.
-  constexpr int kCodeCopies = ceilDiv(BN * kChunks, kThreads);
+  // The thread's 16-byte copies of a stage, set up once (x's as the codes'
+  // in CodeTileCopies).
   constexpr int kXCopies = ceilDiv(KSub * BM * 8, kThreads);
-  const unsigned char *codeFrom[kCodeCopies];
-  unsigned codeTo[kCodeCopies];
-  int codeAt[kCodeCopies];
-  bool codeRow[kCodeCopies];
-#pragma unroll
-  for (int i = 0; i < kCodeCopies; ++i) {
-    const int idx = threadIdx.x + i * kThreads;
-    const int r = min(idx / kChunks, BN - 1);
-    const int c = idx % kChunks;
-    codeRow[i] = n0 + r < N;
-    codeFrom[i] =
-        args.w + (codeRow[i] ? static_cast<long long>(n0 + r) * rowBytes +
-                                   kFirst * kChunks * 16 + c * 16
-                             : 0);
-    codeTo[i] = sharedAddress(codeTile(0) + codeChunkOffset<kChunks>(r, c));
-    codeAt[i] = idx < BN * kChunks ? c * 16 : -1;
-  }
+  const CodeTileCopies<BN, kChunks, kThreads, Shape::kStageBytes> codeCopies(
+      args.w, rowBytes, n0, N, kFirst, sharedAddress(codeTile(0)));
   const bf16 *xFrom[kXCopies];
   unsigned xTo[kXCopies];
   int xAt[kXCopies];
@@ -238,15 +268,8 @@ __global__ void __launch_bounds__(
     xAt[i] = idx < KSub * BM * 8 ? u * kSubK + c * 8 : -1;
   }
   auto loadCodes = [&](int stage, int kTile) {
-    const int left = rowBytes - (kFirst + kTile) * kChunks * 16;
-#pragma unroll
-    for (int i = 0; i < kCodeCopies; ++i) {
-      if (codeAt[i] < 0)
-        continue;
-      const bool ok = codeRow[i] && codeAt[i] < left;
-      copyAsync16(codeTo[i] + stage * Shape::kStageBytes,
-                  ok ? codeFrom[i] + kTile * kChunks * 16 : args.w, ok);
-    }
+    codeCopies.load(stage, kTile, rowBytes - (kFirst + kTile) * kChunks * 16,
+                    args.w);
   };
   auto loadX = [&](int stage, int kTile) {
     const int left = K - (kFirst + kTile) * Shape::kStageK;

@@ -32,6 +32,7 @@ buildKernelSources(std::span<const cuda::KernelInstance> instances,
       std::string stem = header.substr(0, header.rfind('.'));
       source.name = cat(stem, "_", part++, ".cu");
       source.code = cat("#include \"", header, "\"\n");
+      source.archSpecific = cuda::needsArchSpecificTarget(header);
       source.headers.assign(headers.begin(), headers.end());
       for (std::size_t i = 0; i < maxPerSource && it != names.end(); ++i)
         source.nameExpressions.push_back(*it++);

@@ -125,13 +125,27 @@ NvrtcCompiler::NvrtcCompiler(NvrtcOptions options)
   }
 }
 
+std::string NvrtcCompiler::archFor(const KernelSource &source) const {
+  const std::string &arch = options_.gpuArch;
+  return source.archSpecific && !arch.ends_with('a') ? arch + "a" : arch;
+}
+
+std::vector<std::string>
+NvrtcCompiler::optionsFor(const KernelSource &source) const {
+  std::vector<std::string> options = baseOptions_;
+  options.front() = "-arch=" + archFor(source);
+  return options;
+}
+
 CompiledKernels NvrtcCompiler::compile(const KernelSource &source) const {
   if (cacheDir_.empty())
     return compileUncached(source);
   const KernelCache cache(cacheDir_);
-  const std::string key = kernelCacheKey(source, baseOptions_, version_);
-  if (std::optional<CompiledKernels> hit = cache.load(key, source))
+  const std::string key = kernelCacheKey(source, optionsFor(source), version_);
+  if (std::optional<CompiledKernels> hit = cache.load(key, source)) {
+    hit->arch = archFor(source);
     return std::move(*hit);
+  }
   CompiledKernels kernels = compileUncached(source);
   cache.store(key, kernels);
   return kernels;
@@ -148,8 +162,9 @@ NvrtcCompiler::compileUncached(const KernelSource &source) const {
     checkNvrtc(lib, lib.addNameExpression(program.get(), expr.c_str()),
                "nvrtcAddNameExpression");
 
+  const std::vector<std::string> options = optionsFor(source);
   std::vector<const char *> optionPtrs;
-  for (const std::string &option : baseOptions_)
+  for (const std::string &option : options)
     optionPtrs.push_back(option.c_str());
   for (const std::string &option : source.options)
     optionPtrs.push_back(option.c_str());
@@ -157,9 +172,10 @@ NvrtcCompiler::compileUncached(const KernelSource &source) const {
   const NvrtcResult status = lib.compileProgram(
       program.get(), static_cast<int>(optionPtrs.size()), optionPtrs.data());
   CompiledKernels kernels;
+  kernels.arch = archFor(source);
   kernels.log = programLog(lib, program.get());
   if (status != kNvrtcSuccess)
-    fail("NVRTC could not compile ", label, " for ", options_.gpuArch, " (",
+    fail("NVRTC could not compile ", label, " for ", kernels.arch, " (",
          lib.getErrorString(status), "):\n", kernels.log);
 
   std::size_t size = 0;

@@ -35,6 +35,10 @@ struct KernelSource {
   std::vector<std::string> nameExpressions;
   /// Extra NVRTC options (-D..., -lineinfo).
   std::vector<std::string> options;
+  /// Compile for the architecture-specific target ("sm_90a" for "sm_90"):
+  /// the source uses instructions only it has (wgmma). Its cubin and PTX
+  /// then run on that architecture only.
+  bool archSpecific = false;
 };
 
 struct CompiledKernels {
@@ -46,6 +50,8 @@ struct CompiledKernels {
   /// NvrtcOptions::ptxasVerbose is set.
   std::string log;
   bool fromCache = false;
+  /// The architecture of the cubin (NvrtcCompiler::archFor).
+  std::string arch;
 };
 
 struct NvrtcOptions {
@@ -87,8 +93,14 @@ public:
   const std::string &cacheProblem() const { return cacheProblem_; }
   /// The full NVRTC option list used for every source (before its own).
   const std::vector<std::string> &baseOptions() const { return baseOptions_; }
+  /// The architecture `source` compiles for: the options' gpuArch, with an
+  /// "a" when the source is archSpecific.
+  std::string archFor(const KernelSource &source) const;
 
 private:
+  /// baseOptions() with archFor(source) as -arch.
+  std::vector<std::string> optionsFor(const KernelSource &source) const;
+
   CompiledKernels compileUncached(const KernelSource &source) const;
 
   NvrtcOptions options_;

@@ -30,6 +30,7 @@ std::vector<cuda::OpDesc> describeOps(const StepProgram &program,
       d.weightShapes.push_back(program.weights[w].shape);
     d.blockSize = options.kvCache.blockSize;
     d.kvDtype = options.kvCache.dtype;
+    d.wgmma = cuda::targetHasWgmma(options.gpuArch);
     descs.push_back(std::move(d));
   }
   cuda::markAttentionReaders(descs);
@@ -108,7 +109,7 @@ compileKernels(const StepProgram &program,
   std::vector<CompiledModule> modules;
   for (size_t i = 0; i < sources.size(); ++i) {
     CompiledModule m;
-    m.arch = options.gpuArch;
+    m.arch = compiled[i].arch;
     m.cubin.resize(compiled[i].cubin.size());
     std::memcpy(m.cubin.data(), compiled[i].cubin.data(), m.cubin.size());
     m.ptx = compiled[i].ptx;

@@ -139,10 +139,16 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
     auto cubin = planFile.section(mod->cubin());
     auto ptx = planFile.section(mod->ptx());
     // A cubin only runs on its own architecture; Module falls back to PTX.
+    // An architecture-specific module (sm_90a: wgmma) has no portable PTX.
+    const std::string arch = str(mod->arch());
     std::span<const uint8_t> cubinBytes;
-    if (str(mod->arch()) == gpuArch)
+    if (arch == gpuArch || arch == gpuArch + "a")
       cubinBytes = {reinterpret_cast<const uint8_t *>(cubin.data()),
                     cubin.size()};
+    else if (arch.ends_with('a'))
+      fail(planFile.path().string(), ": the plan's kernels for ", arch,
+           " (Hopper's wgmma) do not run on this GPU (", gpuArch,
+           "); compile the model again with solc --gpu ", gpuArch);
     modules_.emplace_back(
         cubinBytes,
         std::string_view(reinterpret_cast<const char *>(ptx.data()),
@@ -194,6 +200,7 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
            " concatenates columns of a non-bf16 buffer");
     d.blockSize = blockSize_;
     d.kvDtype = kvDtype_;
+    d.wgmma = targetHasWgmma(str(plan.target()));
     ops_.push_back(std::move(d));
   }
   markAttentionReaders(ops_);

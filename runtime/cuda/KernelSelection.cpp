@@ -304,28 +304,48 @@ std::optional<KernelLaunch> quantSkinny(const OpDesc &op, int rows,
   return KernelLaunch{spec.instance(), spec.dims(s.n)};
 }
 
-/// linear_gemm_quant for `rows` rows (behind rms_norm for a NormLinear),
+/// The GEMM launches of a quantized linear: rms_norm first for a NormLinear,
+/// the GEMM, linear_splitk_finalize when it splits K.
+template <typename Spec>
+std::vector<KernelLaunch> quantGemmLaunches(const OpDesc &op, const Spec &spec,
+                                            int rows, int k, int n) {
+  std::vector<KernelLaunch> launches;
+  if (op.kind == OpKind::NormLinear) {
+    const RmsNormSpec norm{k};
+    launches.push_back({norm.instance(), norm.dims(rows)});
+  }
+  launches.push_back({spec.instance(), spec.dims(rows, n)});
+  if (spec.splitK > 1)
+    launches.push_back({spec.finalizeInstance(), spec.finalizeDims(rows, n)});
+  return launches;
+}
+
+/// The mixed-input GEMM for `rows` rows (behind rms_norm for a NormLinear),
 /// if it takes the op's weight and the step: from 2 rows (int8, which has no
 /// skinny kernel) or past linear_skinny_quant's rows, up to
-/// kQuantGemmMaxRows; the instance depends on the row bucket only.
+/// kQuantGemmMaxRows; the instance depends on the row bucket only. From
+/// kQuantWgmmaMinRows rows, plans for Hopper run linear_wgmma_quant, else
+/// linear_gemm_quant.
 std::optional<std::vector<KernelLaunch>> quantGemm(const OpDesc &op, int rows) {
   const LinearShape s = linearShape(op);
   const WeightFormat format = weightFormat(op);
   if (rows < 2 || rows > kQuantGemmMaxRows ||
       !QuantGemmSpec::supports(format, s.n, s.k, quantGroupSize(op)))
     return std::nullopt;
-  const QuantGemmSpec spec = QuantGemmSpec::choose(
-      gemmRowBucket(rows), s.n, s.k, format, linearOutput(op), s.bias,
-      linearEpilogue(op), quantGroupSize(op), kPlannedMultiprocessors);
-  std::vector<KernelLaunch> launches;
-  if (op.kind == OpKind::NormLinear) {
-    const RmsNormSpec norm{s.k};
-    launches.push_back({norm.instance(), norm.dims(rows)});
-  }
-  launches.push_back({spec.instance(), spec.dims(rows, s.n)});
-  if (spec.splitK > 1)
-    launches.push_back({spec.finalizeInstance(), spec.finalizeDims(rows, s.n)});
-  return launches;
+  const int bucket = gemmRowBucket(rows);
+  if (op.wgmma && rows >= kQuantWgmmaMinRows)
+    return quantGemmLaunches(
+        op,
+        QuantWgmmaSpec::choose(bucket, s.n, s.k, format, linearOutput(op),
+                               s.bias, linearEpilogue(op), quantGroupSize(op),
+                               kPlannedMultiprocessors),
+        rows, s.k, s.n);
+  return quantGemmLaunches(
+      op,
+      QuantGemmSpec::choose(bucket, s.n, s.k, format, linearOutput(op), s.bias,
+                            linearEpilogue(op), quantGroupSize(op),
+                            kPlannedMultiprocessors),
+      rows, s.k, s.n);
 }
 
 } // namespace
@@ -365,7 +385,8 @@ bool isDequantize(const KernelInstance &instance) {
 }
 
 bool isQuantGemm(const KernelInstance &instance) {
-  return instance.header == "LinearGemmQuant.cuh";
+  return instance.header == "LinearGemmQuant.cuh" ||
+         instance.header == "LinearWgmmaQuant.cuh";
 }
 
 bool isSplitKFinalize(const KernelInstance &instance) {

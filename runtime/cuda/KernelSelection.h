@@ -38,6 +38,9 @@ struct OpDesc : PlanOp {
   /// A Linear op whose input is an Attention op's output (the o projection):
   /// its kernel starts while attention leaves DRAM idle.
   bool readsAttention = false;
+  /// The plan's target has Hopper's wgmma (targetHasWgmma): batched decode
+  /// of quantized linears runs linear_wgmma_quant.
+  bool wgmma = false;
 };
 
 /// Sets OpDesc::readsAttention over a step's ops in order.
@@ -132,8 +135,9 @@ std::vector<KernelLaunch> quantizedLinearLaunches(const OpDesc &op, int rows,
 /// weight; the launches after it read the bf16 copy).
 bool isDequantize(const KernelInstance &instance);
 
-/// Whether `instance` is linear_gemm_quant (QuantGemmArgs; with a
-/// linear_splitk_finalize launch after it when it splits K).
+/// Whether `instance` is linear_gemm_quant or linear_wgmma_quant
+/// (QuantGemmArgs; with a linear_splitk_finalize launch after it when it
+/// splits K).
 bool isQuantGemm(const KernelInstance &instance);
 
 /// Whether `instance` is linear_splitk_finalize, which follows a split-K
@@ -144,6 +148,10 @@ bool isSplitKFinalize(const KernelInstance &instance);
 /// W once into the bf16 copy and run the bf16 GEMM, whose cost the many
 /// rows amortise.
 inline constexpr int kQuantGemmMaxRows = 128;
+
+/// The fewest rows linear_wgmma_quant runs in plans for Hopper; fewer go to
+/// linear_gemm_quant (or linear_skinny_quant).
+inline constexpr int kQuantWgmmaMinRows = 17;
 
 /// Whether `instance` is a quantized single-pass linear (QuantLinearArgs).
 bool isQuantSinglePass(const KernelInstance &instance);

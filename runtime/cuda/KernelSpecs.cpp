@@ -1160,6 +1160,117 @@ QuantGemmSpec QuantGemmSpec::choose(int rows, int outFeatures, int inFeatures,
   return spec;
 }
 
+bool QuantWgmmaSpec::supports(WeightFormat format, int outFeatures,
+                              int inFeatures, int groupSize) {
+  return QuantGemmSpec::supports(format, outFeatures, inFeatures, groupSize);
+}
+
+KernelInstance QuantWgmmaSpec::instance() const {
+  constexpr const char *kKernel = "linear_wgmma_quant";
+  if (format == WeightFormat::Fp8)
+    fail(kKernel, ": fp8 weights are not supported (int8 and int4 are)");
+  if (format == WeightFormat::Int4) {
+    if (groupSize <= 0)
+      fail(kKernel, ": int4 weights need their group size, got ", groupSize);
+    requireMultiple(groupSize, 64, "the int4 group size", kKernel);
+  } else if (groupSize != 0) {
+    fail(kKernel,
+         ": int8 weights have one scale per row, not groups (group "
+         "size ",
+         groupSize, ")");
+  }
+  if (tokens != 16 && tokens != 32 && tokens != 64 && tokens != 128)
+    fail(kKernel, ": 16, 32, 64 or 128 tokens a block, got ", tokens);
+  if (warpGroups != 1 && warpGroups != 2 && warpGroups != 4)
+    fail(kKernel, ": one, two or four warpgroups, got ", warpGroups);
+  if (stages < 3)
+    fail(kKernel, ": at least three stages, got ", stages);
+  if (kSub != 1 && kSub != 2 && kSub != 4)
+    fail(kKernel, ": 1, 2 or 4 sub-tiles a stage, got ", kSub);
+  checkEpilogue(output, epilogue, kKernel);
+  if (splitK < 1)
+    fail(kKernel, ": splitK must be >= 1, got ", splitK);
+  const bool split = splitK > 1;
+  return {"LinearWgmmaQuant.cuh",
+          cat(kNamespace, "linear_wgmma_quant<sol::kernels::WeightFormat::",
+              weightFormatName(format), ", ", tokens, ", ", warpGroups, ", ",
+              stages, ", ", kSub, ", ",
+              outputType(split ? LinearOutput::Fp32 : output), ", ",
+              bias && !split ? "true" : "false", ", ",
+              split ? 0 : static_cast<int>(epilogue), ", ",
+              split ? "true" : "false", ", ", groupSize, ">")};
+}
+
+KernelInstance QuantWgmmaSpec::finalizeInstance() const {
+  GemmSpec gemm;
+  gemm.output = output;
+  gemm.bias = bias;
+  gemm.epilogue = epilogue;
+  return gemm.finalizeInstance();
+}
+
+LaunchDims QuantWgmmaSpec::finalizeDims(int rows, int outFeatures) const {
+  return GemmSpec{}.finalizeDims(rows, outFeatures);
+}
+
+int QuantWgmmaSpec::sharedBytes() const {
+  const int codeBytes = format == WeightFormat::Int4 ? 32 : 64;
+  return stages * kSub * (tokens * 128 + tileN() * codeBytes);
+}
+
+long long QuantWgmmaSpec::weightBytes(int outFeatures, int inFeatures) const {
+  return quantWeightBytes(format, outFeatures, inFeatures, groupSize);
+}
+
+LaunchDims QuantWgmmaSpec::dims(int rows, int outFeatures) const {
+  requirePositive(rows, "rows (M)", "linear_wgmma_quant");
+  requireMultiple(outFeatures, 8, "out features (N)", "linear_wgmma_quant");
+  LaunchDims dims;
+  dims.block.x = static_cast<unsigned>(threads());
+  dims.grid.x = static_cast<unsigned>(ceilDiv(rows, tokens) *
+                                      ceilDiv(outFeatures, tileN()) * splitK);
+  dims.sharedBytes = static_cast<unsigned>(sharedBytes());
+  return dims;
+}
+
+void QuantWgmmaSpec::splitFor(int rows, int outFeatures, int inFeatures,
+                              int multiprocessors) {
+  // Only while the tiles leave multiprocessors idle: a split's fp32 atomics
+  // cost more than a second wave of blocks (8B gate/up at 64 rows on an
+  // H100: 77 us whole, 109 us in two slices).
+  const long long blocks = static_cast<long long>(ceilDiv(rows, tokens)) *
+                           ceilDiv(outFeatures, tileN());
+  splitK = 1;
+  if (blocks < multiprocessors)
+    splitK = static_cast<int>(std::clamp<long long>(
+        std::min<long long>({ceilDiv(multiprocessors, blocks), inFeatures / 512,
+                             ceilDiv(inFeatures / 64, kSub)}),
+        1, 8));
+}
+
+QuantWgmmaSpec QuantWgmmaSpec::choose(int rows, int outFeatures, int inFeatures,
+                                      WeightFormat format, LinearOutput output,
+                                      bool bias, LinearEpilogue epilogue,
+                                      int groupSize, int multiprocessors) {
+  QuantWgmmaSpec spec;
+  spec.format = format;
+  spec.output = output;
+  spec.bias = bias;
+  spec.epilogue = epilogue;
+  spec.groupSize = format == WeightFormat::Int4 ? groupSize : 0;
+  // The row bucket's rows a block (wgmma's N); two warpgroups share each x
+  // tile. Stages and sub-tiles as measured on an H100 (sol-kernel-check
+  // --only quant_gemm, Llama-3.1-8B decode shapes; docs/gpu.md): up to 64
+  // rows 2 sub-tiles in 3 stages (two blocks a multiprocessor; 4 stages
+  // leave one), at 128 rows 1 sub-tile in 4.
+  spec.tokens = std::clamp(rows, 16, 128);
+  spec.warpGroups = 2;
+  spec.stages = spec.tokens <= 64 ? 3 : 4;
+  spec.kSub = spec.tokens <= 64 ? 2 : 1;
+  spec.splitFor(rows, outFeatures, inFeatures, multiprocessors);
+  return spec;
+}
+
 KernelInstance RopeKvWriteSpec::instance() const {
   requireMultiple(headDim, 16, "head_dim", "rope_kv_write");
   if (kvHeads <= 0 || qHeads % kvHeads != 0)

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sol::cuda {
@@ -503,6 +504,70 @@ struct QuantGemmSpec {
                               bool bias, LinearEpilogue epilogue, int groupSize,
                               int multiprocessors = 132);
 };
+
+/// linear_wgmma_quant<Format, Tokens, WarpGroups, Stages, KSub, Out,
+/// HasBias, Epilogue, SplitK, GroupSize>(QuantGemmArgs): linear_gemm_quant's
+/// job on Hopper's warpgroup MMA (LinearWgmmaQuant.cuh): each warpgroup
+/// dequantizes 64 rows of W into wgmma's A registers against `tokens` rows
+/// of x in shared memory. Only for plans whose target has wgmma
+/// (targetHasWgmma); its source compiles for the architecture-specific
+/// target (needsArchSpecificTarget). Split-K as QuantGemmSpec's.
+struct QuantWgmmaSpec {
+  WeightFormat format = WeightFormat::Int8;
+  /// Rows of x a block (wgmma's N): 16, 32, 64 or 128.
+  int tokens = 64;
+  /// Warpgroups a block, each 64 output columns: 1, 2 or 4 (each x tile
+  /// serves more W rows).
+  int warpGroups = 2;
+  int stages = 4;
+  /// 64-k sub-tiles a stage: 1, 2 or 4.
+  int kSub = 1;
+  LinearOutput output = LinearOutput::Bf16;
+  bool bias = false;
+  LinearEpilogue epilogue = LinearEpilogue::None;
+  /// int4: the group size along K, a multiple of 64; 0 for int8.
+  int groupSize = 0;
+  int splitK = 1;
+
+  static constexpr int kMaxSharedBytes = 227 * 1024;
+
+  /// Whether the kernel takes a weight of this format and shape (as
+  /// QuantGemmSpec::supports).
+  static bool supports(WeightFormat format, int outFeatures, int inFeatures,
+                       int groupSize);
+  KernelInstance instance() const;
+  LaunchDims dims(int rows, int outFeatures) const;
+  KernelInstance finalizeInstance() const;
+  LaunchDims finalizeDims(int rows, int outFeatures) const;
+  int threads() const { return warpGroups * 128; }
+  int tileN() const { return warpGroups * 64; }
+  /// Dynamic shared memory (QuantWgmmaShape::kSharedBytes).
+  int sharedBytes() const;
+  bool fits() const { return sharedBytes() <= kMaxSharedBytes; }
+  long long weightBytes(int outFeatures, int inFeatures) const;
+  /// Splits K only while the tiles leave multiprocessors idle, into at most
+  /// 8 slices of at least 512 k.
+  void splitFor(int rows, int outFeatures, int inFeatures,
+                int multiprocessors = 132);
+  /// The configuration for a row bucket (32, 64 or 128).
+  static QuantWgmmaSpec choose(int rows, int outFeatures, int inFeatures,
+                               WeightFormat format, LinearOutput output,
+                               bool bias, LinearEpilogue epilogue,
+                               int groupSize, int multiprocessors = 132);
+};
+
+/// Whether plans for `gpuArch` (solc --gpu: "sm_90", "sm_90a") may use
+/// Hopper's wgmma kernels: their sources compile for sm_90a, whose cubin
+/// runs on compute capability 9.0 only.
+inline bool targetHasWgmma(std::string_view gpuArch) {
+  return gpuArch == "sm_90" || gpuArch == "sm_90a";
+}
+
+/// Whether kernels of `header` need the architecture-specific target
+/// (sm_90a for sm_90): wgmma and its fences exist only there.
+inline bool needsArchSpecificTarget(std::string_view header) {
+  return header == "LinearWgmmaQuant.cuh";
+}
 
 /// rope_kv_write<Hq, Hkv, HD, BS>(qkv, k_cache, v_cache, inv_freq, scaling,
 /// positions, token_seq, block_tables, max_blocks, T); with fp8,

@@ -1,7 +1,9 @@
 //===- QuantGemmChecks.cpp - linear_gemm_quant: int8, int4 ----------------===//
 //
 // quant_gemm: linear_gemm_quant (LinearGemmQuant.cuh) as QuantGemmSpec
-// chooses it for the row bucket, on the decode linears of Llama-3.2-1B and
+// chooses it for the row bucket, and from 16 rows linear_wgmma_quant
+// (LinearWgmmaQuant.cuh, Hopper only) as QuantWgmmaSpec chooses it with the
+// variants its sweep compares, on the decode linears of Llama-3.2-1B and
 // Llama-3.1-8B (QuantProblems.h, their inputs already normalised: a
 // NormLinear of many rows runs rms_norm first) at 2 to 128 rows, with
 // weights quantized on the host (int8 per row, int4 in groups of 128),
@@ -26,6 +28,7 @@ namespace {
 using cuda::GemmSpec;
 using cuda::LinearOutput;
 using cuda::QuantGemmSpec;
+using cuda::QuantWgmmaSpec;
 using cuda::WeightFormat;
 
 /// 2 and 8 rows (the chosen configuration only) are set beside
@@ -97,6 +100,45 @@ std::vector<QuantGemmSpec> quantGemmSweep(const QuantShape &s, int rows,
   return out;
 }
 
+QuantWgmmaSpec quantWgmmaSpecFor(const QuantShape &s, int rows,
+                                 WeightFormat f) {
+  return QuantWgmmaSpec::choose(cuda::gemmRowBucket(rows), s.n, s.k, f,
+                                LinearOutput::Bf16, false, s.epilogue,
+                                groupSizeOf(f), cuda::kPlannedMultiprocessors);
+}
+
+/// linear_wgmma_quant from 16 rows: the chosen configuration first, then
+/// 1, 2 or 4 sub-tiles a stage in 3 to 8 stages, one and four warpgroups.
+std::vector<QuantWgmmaSpec> quantWgmmaSweep(const QuantShape &s, int rows,
+                                            WeightFormat f) {
+  if (rows < 16)
+    return {};
+  const QuantWgmmaSpec chosen = quantWgmmaSpecFor(s, rows, f);
+  std::vector<QuantWgmmaSpec> out = {chosen};
+  const int bucket = cuda::gemmRowBucket(rows);
+  auto add = [&](int warpGroups, int stages, int kSub) {
+    QuantWgmmaSpec v = chosen;
+    v.warpGroups = warpGroups;
+    v.stages = stages;
+    v.kSub = kSub;
+    if (!v.fits())
+      return;
+    v.splitFor(bucket, s.n, s.k, cuda::kPlannedMultiprocessors);
+    for (const QuantWgmmaSpec &o : out)
+      if (o.instance() == v.instance() && o.splitK == v.splitK)
+        return;
+    out.push_back(v);
+  };
+  for (auto [stages, kSub] :
+       {std::pair{4, 1}, {6, 1}, {8, 1}, {3, 2}, {5, 2}, {3, 4}})
+    add(2, stages, kSub);
+  add(1, 6, 1);
+  add(4, 4, 1);
+  add(4, 3, 2);
+  add(4, 4, 2);
+  return out;
+}
+
 GemmSpec bf16GemmSpecFor(const QuantShape &s, int rows) {
   return GemmSpec::choose(cuda::gemmRowBucket(rows), s.n, LinearOutput::Bf16,
                           false, s.epilogue, cuda::kPlannedMultiprocessors,
@@ -123,6 +165,74 @@ std::string shapeName(const QuantShape &s, int rows) {
   return sol::cat(s.model, " ", s.name, " ", s.n, "x", s.k, " T=", rows);
 }
 
+/// A record's configuration: linear_gemm_quant's tiles and warps, or
+/// linear_wgmma_quant's tokens and warpgroups; stages, sub-tiles, split.
+std::string configName(const QuantGemmSpec &spec) {
+  return sol::cat("gemm ", spec.tileM, "x", spec.tileN, " w", spec.warpsM, "x",
+                  spec.warpsN, " s", spec.stages, " k", spec.kSub);
+}
+std::string configName(const QuantWgmmaSpec &spec) {
+  return sol::cat("wgmma T", spec.tokens, " wg", spec.warpGroups, " s",
+                  spec.stages, " k", spec.kSub);
+}
+
+/// Whether the executor runs `spec` for `rows` rows of this linear.
+bool selected(const QuantShape &s, int rows, WeightFormat f,
+              const QuantGemmSpec &spec) {
+  const QuantGemmSpec chosen = quantGemmSpecFor(s, rows, f);
+  return rows < cuda::kQuantWgmmaMinRows &&
+         spec.instance() == chosen.instance() && spec.splitK == chosen.splitK;
+}
+bool selected(const QuantShape &s, int rows, WeightFormat f,
+              const QuantWgmmaSpec &spec) {
+  const QuantWgmmaSpec chosen = quantWgmmaSpecFor(s, rows, f);
+  return rows >= cuda::kQuantWgmmaMinRows &&
+         spec.instance() == chosen.instance() && spec.splitK == chosen.splitK;
+}
+
+struct QuantGemmRun {
+  Checker &c;
+  const QuantShape &s;
+  const QuantProblem &p;
+  WeightFormat f;
+  const RotatedQuant &weights;
+  std::span<const double> ref; // of the most rows
+
+  template <typename Spec> void operator()(const Spec &spec, int rows) const {
+    const cuda::LaunchDims dims = spec.dims(rows, s.n);
+    const SplitK split = splitKOf(c, spec, rows, s.n);
+    checkLaunch(
+        c, "quant_gemm",
+        sol::cat(shapeName(s, rows), " ", formatName(f), " ", configName(spec),
+                 split.finalize ? sol::cat(" splitK ", spec.splitK) : "",
+                 selected(s, rows, f, spec) ? " *" : ""),
+        p, rows, spec.instance(), dims,
+        static_cast<double>(spec.weightBytes(s.n, s.k)),
+        ref.first(static_cast<std::size_t>(rows) * p.cols),
+        [&](const cuda::Kernel &kernel, cuda::DeviceBuffer &y, int rotation) {
+          const RotatedQuant::Copy &w = weights[rotation];
+          kernels::QuantGemmArgs args{
+              .y = split.finalize ? split.partial.address() : y.address(),
+              .x = p.x.as<const Bf16>(),
+              .w = w.codes.address(),
+              .scales = w.scales.address(),
+              .zeros = f == WeightFormat::Int4 ? w.zeros.address() : 0ull,
+              .rows = rows,
+              .n = s.n,
+              .k = s.k};
+          kernel.launch(dims, c.stream, args);
+          if (split.finalize)
+            split.finalize->launch(split.dims, c.stream,
+                                   kernels::SplitKFinalizeArgs{
+                                       .y = y.address(),
+                                       .partial = split.partial.as<float>(),
+                                       .rows = rows,
+                                       .n = s.n});
+        },
+        split.workspace());
+  }
+};
+
 void checkQuantGemmShape(Checker &c, const QuantShape &shape) {
   const QuantShape s = withoutNorm(shape);
   constexpr int kMaxRows = kRows[std::size(kRows) - 1];
@@ -137,45 +247,13 @@ void checkQuantGemmShape(Checker &c, const QuantShape &shape) {
     const HostQuant q = quantize(p.host.w, s.n, s.k, f);
     const RotatedQuant weights(c, q, true);
     const std::vector<double> ref = quantReference(p.host, q, kMaxRows, f);
+    const QuantGemmRun run{c, s, p, f, weights, ref};
     for (int rows : kRows) {
-      const QuantGemmSpec selected = quantGemmSpecFor(s, rows, f);
-      for (const QuantGemmSpec &spec : quantGemmSweep(s, rows, f)) {
-        const bool chosen = spec.instance() == selected.instance() &&
-                            spec.splitK == selected.splitK;
-        const cuda::LaunchDims dims = spec.dims(rows, s.n);
-        const SplitK split = splitKOf(c, spec, rows, s.n);
-        checkLaunch(
-            c, "quant_gemm",
-            sol::cat(shapeName(s, rows), " ", formatName(f), " gemm ",
-                     spec.tileM, "x", spec.tileN, " w", spec.warpsM, "x",
-                     spec.warpsN, " s", spec.stages, " k", spec.kSub,
-                     split.finalize ? sol::cat(" splitK ", spec.splitK) : "",
-                     chosen ? " *" : ""),
-            p, rows, spec.instance(), dims,
-            static_cast<double>(spec.weightBytes(s.n, s.k)), firstOf(ref, rows),
-            [&](const cuda::Kernel &kernel, cuda::DeviceBuffer &y,
-                int rotation) {
-              const RotatedQuant::Copy &w = weights[rotation];
-              kernels::QuantGemmArgs args{
-                  .y = split.finalize ? split.partial.address() : y.address(),
-                  .x = p.x.as<const Bf16>(),
-                  .w = w.codes.address(),
-                  .scales = w.scales.address(),
-                  .zeros = f == WeightFormat::Int4 ? w.zeros.address() : 0ull,
-                  .rows = rows,
-                  .n = s.n,
-                  .k = s.k};
-              kernel.launch(dims, c.stream, args);
-              if (split.finalize)
-                split.finalize->launch(split.dims, c.stream,
-                                       kernels::SplitKFinalizeArgs{
-                                           .y = y.address(),
-                                           .partial = split.partial.as<float>(),
-                                           .rows = rows,
-                                           .n = s.n});
-            },
-            split.workspace());
-      }
+      for (const QuantGemmSpec &spec : quantGemmSweep(s, rows, f))
+        run(spec, rows);
+      if (c.context.computeCapabilityMajor() == 9)
+        for (const QuantWgmmaSpec &spec : quantWgmmaSweep(s, rows, f))
+          run(spec, rows);
     }
   }
 
@@ -219,12 +297,18 @@ std::vector<CheckFamily> quantGemmChecks() {
          for (const QuantShape &shape : kQuantShapes) {
            const QuantShape s = withoutNorm(shape);
            for (int rows : kRows) {
-             for (WeightFormat f : kGemmFormats)
+             for (WeightFormat f : kGemmFormats) {
                for (const QuantGemmSpec &spec : quantGemmSweep(s, rows, f)) {
                  k.require(spec.instance());
                  if (spec.splitK > 1)
                    k.require(spec.finalizeInstance());
                }
+               for (const QuantWgmmaSpec &spec : quantWgmmaSweep(s, rows, f)) {
+                 k.require(spec.instance());
+                 if (spec.splitK > 1)
+                   k.require(spec.finalizeInstance());
+               }
+             }
              const GemmSpec bf16 = bf16GemmSpecFor(s, rows);
              k.require(bf16.instance());
              if (bf16.splitK > 1)

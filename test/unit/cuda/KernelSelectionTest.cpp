@@ -506,6 +506,55 @@ TEST(KernelSelection, ArgmaxLmHeadIsTheOneRowGemvWithTheArgmaxEpilogue) {
   EXPECT_THROW(spec.instance(), sol::Error);
 }
 
+// In plans for Hopper (OpDesc::wgmma, from the target) batched decode of
+// kQuantWgmmaMinRows rows and more runs linear_wgmma_quant (int8 and int4,
+// split K with its finalize where the tiles are few); fewer rows keep
+// linear_gemm_quant, and enumerateKernels compiles what selection picks.
+TEST(KernelSelection, HopperPlansRunBatchedQuantizedDecodeOnWgmma) {
+  for (const auto &[quant, group] :
+       {std::pair{fb::WeightQuant::Int8, 0}, {fb::WeightQuant::Int4, 128}}) {
+    OpDesc gateUp = quantized(normLinearOp(16384, 2048, LinearEpilogue::Swiglu),
+                              quant, group);
+    gateUp.wgmma = true;
+    const WeightFormat format = quant == fb::WeightQuant::Int8
+                                    ? WeightFormat::Int8
+                                    : WeightFormat::Int4;
+    const std::vector<KernelLaunch> sixteen = selectKernels(gateUp, 16, 0);
+    EXPECT_NE(headers(sixteen),
+              (Headers{"RmsNorm.cuh", "LinearWgmmaQuant.cuh"}));
+    const std::vector<KernelInstance> plan = enumerateKernels(gateUp, 128, 0);
+    for (int rows : {kQuantWgmmaMinRows, 64, kQuantGemmMaxRows}) {
+      const std::vector<KernelLaunch> l = selectKernels(gateUp, rows, 0);
+      const QuantWgmmaSpec gemm = QuantWgmmaSpec::choose(
+          gemmRowBucket(rows), 16384, 2048, format, LinearOutput::Bf16, false,
+          LinearEpilogue::Swiglu, group);
+      Headers want = {"RmsNorm.cuh", "LinearWgmmaQuant.cuh"};
+      if (gemm.splitK > 1)
+        want.push_back("LinearGemm.cuh");
+      ASSERT_EQ(headers(l), want) << rows;
+      EXPECT_TRUE(isQuantGemm(l[1].instance));
+      EXPECT_EQ(l[1].instance, gemm.instance());
+      EXPECT_EQ(l[1].dims.grid.x, gemm.dims(rows, 16384).grid.x);
+      EXPECT_EQ(l[1].dims.block.x, 256u);
+      EXPECT_TRUE(gemm.fits());
+      for (const KernelLaunch &k : l)
+        EXPECT_NE(std::find(plan.begin(), plan.end(), k.instance), plan.end())
+            << k.instance.nameExpression;
+      // Without the target's wgmma: linear_gemm_quant.
+      OpDesc portable = gateUp;
+      portable.wgmma = false;
+      EXPECT_EQ(selectKernels(portable, rows, 0).at(1).instance.header,
+                "LinearGemmQuant.cuh");
+    }
+  }
+  EXPECT_TRUE(targetHasWgmma("sm_90"));
+  EXPECT_TRUE(targetHasWgmma("sm_90a"));
+  EXPECT_FALSE(targetHasWgmma("sm_100"));
+  EXPECT_FALSE(targetHasWgmma("sm_89"));
+  EXPECT_TRUE(needsArchSpecificTarget("LinearWgmmaQuant.cuh"));
+  EXPECT_FALSE(needsArchSpecificTarget("LinearGemmQuant.cuh"));
+}
+
 TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
   // int4: one row on linear_gemv_quant, the norm in its prologue; 2..16
   // rows: rms_norm, then linear_skinny_quant; up to kQuantGemmMaxRows:

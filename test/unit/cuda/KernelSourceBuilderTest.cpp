@@ -33,6 +33,18 @@ TEST(KernelSourceBuilder, GroupsByHeaderChunksAndDeduplicates) {
   EXPECT_EQ(sources[2].headers.size(), nvrtc::embeddedKernelHeaders().size());
 }
 
+TEST(KernelSourceBuilder, WgmmaKernelsCompileForTheArchSpecificTarget) {
+  const std::vector<KernelInstance> instances = {
+      {"LinearWgmmaQuant.cuh", "sol::kernels::linear_wgmma_quant<x>"},
+      {"LinearGemmQuant.cuh", "sol::kernels::linear_gemm_quant<x>"}};
+  const auto sources = nvrtc::buildKernelSources(instances);
+  ASSERT_EQ(sources.size(), 2u);
+  EXPECT_EQ(sources[0].name, "LinearGemmQuant_0.cu");
+  EXPECT_FALSE(sources[0].archSpecific);
+  EXPECT_EQ(sources[1].name, "LinearWgmmaQuant_0.cu");
+  EXPECT_TRUE(sources[1].archSpecific);
+}
+
 TEST(KernelSourceBuilder, UnknownHeaderIsAnError) {
   const std::vector<KernelInstance> instances = {
       {"Missing.cuh", "sol::kernels::missing<1>"}};

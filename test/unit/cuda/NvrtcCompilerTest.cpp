@@ -49,6 +49,32 @@ TEST(NvrtcCompiler, CompilesTemplatesAndExternCKernels) {
   EXPECT_FALSE(compiler->nvrtcVersion().empty());
 }
 
+// An archSpecific source compiles for sm_90a (its PTX targets it, wgmma
+// assembles), a plain one for sm_90; the cache keeps them apart.
+TEST(NvrtcCompiler, ArchSpecificSourcesCompileForSm90a) {
+  std::string reason;
+  NvrtcOptions options;
+  options.useCache = false;
+  auto compiler = makeCompiler(options, reason);
+  if (!compiler)
+    GTEST_SKIP() << "NVRTC not available: " << reason;
+  KernelSource source;
+  source.name = "fence.cu";
+  source.code = R"(
+extern "C" __global__ void fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+)";
+  source.nameExpressions = {"fence"};
+  EXPECT_THROW(compiler->compile(source), sol::Error); // sm_90: no wgmma
+  source.archSpecific = true;
+  EXPECT_EQ(compiler->archFor(source), "sm_90a");
+  const nvrtc::CompiledKernels kernels = compiler->compile(source);
+  EXPECT_EQ(kernels.arch, "sm_90a");
+  EXPECT_NE(kernels.ptx.find(".target sm_90a"), std::string::npos);
+  EXPECT_EQ(compiler->compile(scaleKernel()).arch, "sm_90");
+}
+
 TEST(NvrtcCompiler, CompileErrorNamesTheSourceAndShowsTheLog) {
   std::string reason;
   NvrtcOptions options;

@@ -104,6 +104,9 @@ template <typename T, typename U> T atomicAdd(T *p, U v) {
 namespace cuda_emulation {
 inline std::barrier<> *blockBarrier;
 inline std::barrier<> *warpBarriers[32];
+/// Barriers over each warpgroup (4 warps) of a block of a multiple of 128
+/// threads (the wgmma stand-ins).
+inline std::barrier<> *warpgroupBarriers[8];
 inline unsigned long long slots[32][32];
 /// The launch's dynamic shared memory (the caller sizes and sets it).
 inline unsigned char *dynamicShared = nullptr;
@@ -134,6 +137,11 @@ template <typename F> void launch(int blocks, int threads, F f) {
     for (int w = 0; w < threads / 32; ++w) {
       warps.push_back(std::make_unique<std::barrier<>>(32));
       warpBarriers[w] = warps.back().get();
+    }
+    std::vector<std::unique_ptr<std::barrier<>>> warpgroups;
+    for (int w = 0; threads % 128 == 0 && w < threads / 128; ++w) {
+      warpgroups.push_back(std::make_unique<std::barrier<>>(128));
+      warpgroupBarriers[w] = warpgroups.back().get();
     }
     blockBarrier = &block;
     std::vector<std::thread> pool;

@@ -2,11 +2,11 @@
 //
 // codegen/kernels/TensorCore.cuh for the CPU emulation: cp.async copies at
 // once into the dynamic shared memory buffer (a "shared address" is an
-// offset into it), ldmatrix gathers rows by the lanes' addresses, and mmaBf16 and mmaE4m3 gather the 32 lanes' fragments
-// into whole matrices by the PTX ISA's layouts for mma.m16n8k16 with .bf16
-// inputs and mma.m16n8k32 with .e4m3 inputs (.f32 accumulators), written
-// out here independently of any kernel. With P values to a register (2
-// bf16, 4 E4M3) and k = 8P:
+// offset into it), ldmatrix gathers rows by the lanes' addresses, and mmaBf16
+// and mmaE4m3 gather the 32 lanes' fragments into whole matrices by the PTX
+// ISA's layouts for mma.m16n8k16 with .bf16 inputs and mma.m16n8k32 with .e4m3
+// inputs (.f32 accumulators), written out here independently of any kernel.
+// With P values to a register (2 bf16, 4 E4M3) and k = 8P:
 //   A (16 x k, row-major): register i of lane l holds row g + 8 (i % 2) and
 //     columns Pq + (k / 2)(i / 2) + {0, .., P - 1};
 //   B (k x 8, column-major): register j holds rows Pq + (k / 2) j + {0, ..,
@@ -40,6 +40,13 @@ inline void copyAsync16(unsigned dst, const void *src, bool valid) {
   else
     std::memset(to, 0, 16);
 }
+inline void copyAsync4(unsigned dst, const void *src, bool valid) {
+  unsigned char *to = cuda_emulation::dynamicShared + dst;
+  if (valid)
+    std::memcpy(to, src, 4);
+  else
+    std::memset(to, 0, 4);
+}
 inline void copyAsyncCommit() {}
 
 /// ldmatrix .x4: lane l addresses row l % 8 of matrix l / 8 and receives,
@@ -48,8 +55,7 @@ inline void loadMatrixX4(unsigned (&r)[4], unsigned addr) {
   const int lane = threadIdx.x % 32;
   for (int m = 0; m < 4; ++m) {
     const unsigned row = cuda_emulation::exchange(addr, 8 * m + lane / 4, true);
-    std::memcpy(&r[m], cuda_emulation::dynamicShared + row + 4 * (lane % 4),
-                4);
+    std::memcpy(&r[m], cuda_emulation::dynamicShared + row + 4 * (lane % 4), 4);
   }
 }
 template <int Pending> inline void copyAsyncWait() {}
