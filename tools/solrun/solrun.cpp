@@ -174,9 +174,22 @@ void printInfo(const sol::PlanFile &file) {
               p.buffers() ? p.buffers()->size() : 0,
               p.arena_slots() ? p.arena_slots()->size() : 0,
               static_cast<long long>(p.max_tokens_per_step()));
-  std::printf("kernels:       %u in %u modules\n",
+  // Modules of architecture-specific kernels (wgmma: sm_90a) run on that
+  // architecture only.
+  std::string specific;
+  for (unsigned m = 0; p.modules() && m < p.modules()->size(); ++m)
+    if (const auto *arch = p.modules()->Get(m)->arch();
+        arch && arch->string_view().ends_with('a')) {
+      specific = arch->str();
+      break;
+    }
+  std::printf("kernels:       %u in %u modules%s\n",
               p.kernels() ? p.kernels()->size() : 0,
-              p.modules() ? p.modules()->size() : 0);
+              p.modules() ? p.modules()->size() : 0,
+              specific.empty() ? ""
+                               : sol::cat(" (some for ", specific,
+                                          ": this GPU architecture only)")
+                                     .c_str());
   if (const auto *c = p.cuda()) {
     // solc's per-plan choices for the CUDA executor (Plan.cuda).
     int fused = 0, gathers = 0;
