@@ -1038,6 +1038,38 @@ GemmSpec GemmSpec::choose(int rows, int outFeatures, LinearOutput output,
   return medium;
 }
 
+namespace {
+
+/// The weights the mixed-input GEMMs take: int8 (no groups) or int4 in
+/// groups of a multiple of 64.
+void checkQuantGemmWeights(WeightFormat format, int groupSize,
+                           const char *kernel) {
+  if (format == WeightFormat::Fp8)
+    fail(kernel, ": fp8 weights are not supported (int8 and int4 are)");
+  if (format == WeightFormat::Int4) {
+    if (groupSize <= 0)
+      fail(kernel, ": int4 weights need their group size, got ", groupSize);
+    requireMultiple(groupSize, 64, "the int4 group size", kernel);
+  } else if (groupSize != 0) {
+    fail(kernel,
+         ": int8 weights have one scale per row, not groups (group "
+         "size ",
+         groupSize, ")");
+  }
+}
+
+/// linear_splitk_finalize for a split GEMM's output, bias and epilogue.
+KernelInstance splitKFinalize(LinearOutput output, bool bias,
+                              LinearEpilogue epilogue) {
+  GemmSpec gemm;
+  gemm.output = output;
+  gemm.bias = bias;
+  gemm.epilogue = epilogue;
+  return gemm.finalizeInstance();
+}
+
+} // namespace
+
 bool QuantGemmSpec::supports(WeightFormat format, int outFeatures,
                              int inFeatures, int groupSize) {
   if (format == WeightFormat::Fp8 || inFeatures <= 0 || inFeatures % 64 != 0 ||
@@ -1049,18 +1081,7 @@ bool QuantGemmSpec::supports(WeightFormat format, int outFeatures,
 
 KernelInstance QuantGemmSpec::instance() const {
   constexpr const char *kKernel = "linear_gemm_quant";
-  if (format == WeightFormat::Fp8)
-    fail(kKernel, ": fp8 weights are not supported (int8 and int4 are)");
-  if (format == WeightFormat::Int4) {
-    if (groupSize <= 0)
-      fail(kKernel, ": int4 weights need their group size, got ", groupSize);
-    requireMultiple(groupSize, 64, "the int4 group size", kKernel);
-  } else if (groupSize != 0) {
-    fail(kKernel,
-         ": int8 weights have one scale per row, not groups (group "
-         "size ",
-         groupSize, ")");
-  }
+  checkQuantGemmWeights(format, groupSize, kKernel);
   if (tileM % (warpsM * 16) != 0 || tileN % (warpsN * 16) != 0)
     fail(kKernel, ": tile ", tileM, "x", tileN, " does not split into ", warpsM,
          "x", warpsN, " warps of 16-multiples");
@@ -1083,11 +1104,7 @@ KernelInstance QuantGemmSpec::instance() const {
 }
 
 KernelInstance QuantGemmSpec::finalizeInstance() const {
-  GemmSpec gemm;
-  gemm.output = output;
-  gemm.bias = bias;
-  gemm.epilogue = epilogue;
-  return gemm.finalizeInstance();
+  return splitKFinalize(output, bias, epilogue);
 }
 
 LaunchDims QuantGemmSpec::finalizeDims(int rows, int outFeatures) const {
@@ -1160,25 +1177,9 @@ QuantGemmSpec QuantGemmSpec::choose(int rows, int outFeatures, int inFeatures,
   return spec;
 }
 
-bool QuantWgmmaSpec::supports(WeightFormat format, int outFeatures,
-                              int inFeatures, int groupSize) {
-  return QuantGemmSpec::supports(format, outFeatures, inFeatures, groupSize);
-}
-
 KernelInstance QuantWgmmaSpec::instance() const {
   constexpr const char *kKernel = "linear_wgmma_quant";
-  if (format == WeightFormat::Fp8)
-    fail(kKernel, ": fp8 weights are not supported (int8 and int4 are)");
-  if (format == WeightFormat::Int4) {
-    if (groupSize <= 0)
-      fail(kKernel, ": int4 weights need their group size, got ", groupSize);
-    requireMultiple(groupSize, 64, "the int4 group size", kKernel);
-  } else if (groupSize != 0) {
-    fail(kKernel,
-         ": int8 weights have one scale per row, not groups (group "
-         "size ",
-         groupSize, ")");
-  }
+  checkQuantGemmWeights(format, groupSize, kKernel);
   if (tokens != 16 && tokens != 32 && tokens != 64 && tokens != 128)
     fail(kKernel, ": 16, 32, 64 or 128 tokens a block, got ", tokens);
   if (warpGroups != 1 && warpGroups != 2 && warpGroups != 4)
@@ -1202,11 +1203,7 @@ KernelInstance QuantWgmmaSpec::instance() const {
 }
 
 KernelInstance QuantWgmmaSpec::finalizeInstance() const {
-  GemmSpec gemm;
-  gemm.output = output;
-  gemm.bias = bias;
-  gemm.epilogue = epilogue;
-  return gemm.finalizeInstance();
+  return splitKFinalize(output, bias, epilogue);
 }
 
 LaunchDims QuantWgmmaSpec::finalizeDims(int rows, int outFeatures) const {

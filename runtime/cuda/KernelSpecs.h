@@ -531,10 +531,7 @@ struct QuantWgmmaSpec {
 
   static constexpr int kMaxSharedBytes = 227 * 1024;
 
-  /// Whether the kernel takes a weight of this format and shape (as
-  /// QuantGemmSpec::supports).
-  static bool supports(WeightFormat format, int outFeatures, int inFeatures,
-                       int groupSize);
+  /// Takes the weights QuantGemmSpec::supports.
   KernelInstance instance() const;
   LaunchDims dims(int rows, int outFeatures) const;
   KernelInstance finalizeInstance() const;

@@ -40,13 +40,6 @@ inline void copyAsync16(unsigned dst, const void *src, bool valid) {
   else
     std::memset(to, 0, 16);
 }
-inline void copyAsync4(unsigned dst, const void *src, bool valid) {
-  unsigned char *to = cuda_emulation::dynamicShared + dst;
-  if (valid)
-    std::memcpy(to, src, 4);
-  else
-    std::memset(to, 0, 4);
-}
 inline void copyAsyncCommit() {}
 
 /// ldmatrix .x4: lane l addresses row l % 8 of matrix l / 8 and receives,
