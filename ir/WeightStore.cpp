@@ -2,6 +2,7 @@
 #include "ir/WeightStore.h"
 
 #include "runtime/support/Error.h"
+#include "runtime/support/ParallelChunks.h"
 
 #include <algorithm>
 #include <cstring>
@@ -111,16 +112,22 @@ std::vector<float> WeightStore::readFloat(std::string_view name,
         const size_t bytes = dtypeBits(dtype) / 8, count = piece.size() / bytes;
         const size_t at = values.size();
         values.resize(at + count);
-        for (size_t i = 0; i < count; ++i) {
-          if (dtype == DType::F32) {
-            std::memcpy(&values[at + i], piece.data() + 4 * i, 4);
-            continue;
-          }
-          uint16_t h;
-          std::memcpy(&h, piece.data() + 2 * i, 2);
-          values[at + i] =
-              dtype == DType::F16 ? halfToFloat(h) : bf16ToFloat(h);
+        if (dtype == DType::F32) {
+          std::memcpy(&values[at], piece.data(), 4 * count);
+          return;
         }
+        // Calibration reads every weight of a model this way, more than
+        // once: convert on every core.
+        parallelChunks(static_cast<int64_t>(count), static_cast<int64_t>(count),
+                       [&](int64_t begin, int64_t end) {
+                         for (int64_t i = begin; i < end; ++i) {
+                           uint16_t h;
+                           std::memcpy(&h, piece.data() + 2 * i, 2);
+                           values[at + i] = dtype == DType::F16
+                                                ? halfToFloat(h)
+                                                : bf16ToFloat(h);
+                         }
+                       });
       },
       rank);
   return values;

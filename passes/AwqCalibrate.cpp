@@ -9,10 +9,11 @@
 // the rest as for any int4 plan. Passes.td describes the algorithm.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/CalibrationEvaluator.h"
 #include "passes/Passes.h"
-#include "passes/TensorEvaluator.h"
 
 #include "runtime/support/Error.h"
+#include "runtime/support/ParallelChunks.h"
 #include "runtime/support/Quantize.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -75,9 +76,11 @@ struct SolAwqCalibratePass
   using SolAwqCalibrateBase::SolAwqCalibrateBase;
   SolAwqCalibratePass(WeightStore *store,
                       std::vector<std::vector<int32_t>> sequences,
-                      const SolAwqCalibrateOptions &options, bool progress)
+                      const SolAwqCalibrateOptions &options, bool progress,
+                      CalibrationEvaluatorFactory factory)
       : SolAwqCalibrateBase(options), store(store),
-        sequences(std::move(sequences)), progress(progress) {}
+        sequences(std::move(sequences)), progress(progress),
+        factory(std::move(factory)) {}
 
   void runOnOperation() override {
     if (!store || sequences.empty()) {
@@ -102,8 +105,8 @@ struct SolAwqCalibratePass
   LogicalResult calibrate(func::FuncOp fn);
   void findGroups(func::FuncOp fn);
   void regionOf(ScalingGroup &group);
-  LogicalResult search(ScalingGroup &group, TensorEvaluator &evaluator);
-  void clip(LinearOp linear, LinearPlan &plan, TensorEvaluator &evaluator);
+  LogicalResult search(ScalingGroup &group, CalibrationEvaluator &evaluator);
+  void clip(LinearOp linear, LinearPlan &plan, CalibrationEvaluator &evaluator);
   void rewrite(func::FuncOp fn);
   Value storedVector(OpBuilder &b, Location loc, const std::string &name,
                      std::vector<float> values, ArrayRef<int64_t> shape);
@@ -112,6 +115,8 @@ struct SolAwqCalibratePass
   WeightStore *store = nullptr;
   std::vector<std::vector<int32_t>> sequences;
   bool progress = false;
+  /// Empty: the CPU's evaluator.
+  CalibrationEvaluatorFactory factory;
 
   std::vector<std::shared_ptr<ScalingGroup>> groups;
   llvm::DenseMap<Operation *, ScalingGroup *> groupOfLinear;
@@ -214,36 +219,12 @@ void SolAwqCalibratePass::regionOf(ScalingGroup &group) {
   group.outputs.assign(outputs.begin(), outputs.end());
 }
 
-/// W' = Q(W) of an [n, k] weight in int4 groups of g, dequantized.
-std::vector<float> int4RoundTrip(std::span<const float> w, int64_t n, int64_t k,
-                                 int64_t g) {
-  std::vector<float> out(w.size());
-  quant::dequantize(quant::quantizeInt4(w, n, k, g), out);
-  return out;
-}
-
-double squaredError(ArrayRef<Activation> a, ArrayRef<Activation> b) {
-  double sum = 0.0;
-  size_t count = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    for (size_t j = 0; j < a[i].values.size(); ++j) {
-      const double d = static_cast<double>(a[i].values[j]) - b[i].values[j];
-      sum += d * d;
-    }
-    count += a[i].values.size();
-  }
-  return count ? sum / static_cast<double>(count) : 0.0;
-}
-
 LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
-                                          TensorEvaluator &evaluator) {
-  const Activation &x = evaluator.value(group.input);
-  const int64_t k = x.cols, g = groupSize;
+                                          CalibrationEvaluator &evaluator) {
+  const int64_t g = groupSize, tokens = evaluator.tokens();
   // Mean |x| per input channel.
-  std::vector<double> xSum(k, 0.0);
-  for (int64_t t = 0; t < x.rows; ++t)
-    for (int64_t c = 0; c < k; ++c)
-      xSum[c] += std::fabs(x.row(t)[c]);
+  const std::vector<double> xSum = evaluator.columnAbsSums(group.input);
+  const int64_t k = static_cast<int64_t>(xSum.size());
   // Mean over all rows of |w| / (largest |w| of its group).
   std::vector<std::vector<float>> weights;
   std::vector<double> wSum(k, 0.0);
@@ -253,27 +234,28 @@ LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
     weights.push_back(evaluator.weight(l.getWeight()));
     const std::vector<float> &w = weights.back();
     const int64_t n = l.getWeight().getType().getDimSize(0);
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t c0 = 0; c0 < k; c0 += span) {
-        const float *wg = w.data() + r * k + c0;
-        float top = 0.0f;
-        for (int64_t j = 0; j < span; ++j)
-          top = std::max(top, std::fabs(wg[j]));
-        for (int64_t j = 0; j < span; ++j)
-          wSum[c0 + j] += std::fabs(wg[j]) / (top + 1e-6f);
-      }
+    // In parallel over the groups of columns, each summing over all rows
+    // in row order (the same sums on any number of threads).
+    parallelChunks(k / span, n * k, [&](int64_t begin, int64_t end) {
+      for (int64_t c0 = begin * span; c0 < end * span; c0 += span)
+        for (int64_t r = 0; r < n; ++r) {
+          const float *wg = w.data() + r * k + c0;
+          float top = 0.0f;
+          for (int64_t j = 0; j < span; ++j)
+            top = std::max(top, std::fabs(wg[j]));
+          for (int64_t j = 0; j < span; ++j)
+            wSum[c0 + j] += std::fabs(wg[j]) / (top + 1e-6f);
+        }
+    });
     wRows += n;
   }
 
-  FailureOr<std::vector<Activation>> reference = evaluator.evaluate(
-      group.region, TensorEvaluator::WeightOverrides(), group.outputs);
-  if (failed(reference))
+  if (failed(evaluator.setReference(group.region, group.outputs)))
     return failure();
 
   // Candidates: no scaling, then AWQ's grid over alpha.
   double bestError = std::numeric_limits<double>::infinity();
   std::vector<float> best(k, 1.0f), s(k);
-  std::vector<std::vector<float>> trial(weights.size());
   for (int i = -1; i < gridPoints; ++i) {
     if (i < 0) {
       std::fill(s.begin(), s.end(), 1.0f);
@@ -282,7 +264,7 @@ LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
       double lo = INFINITY, hi = 0.0;
       std::vector<double> raw(k);
       for (int64_t c = 0; c < k; ++c) {
-        const double xMean = xSum[c] / static_cast<double>(x.rows);
+        const double xMean = xSum[c] / static_cast<double>(tokens);
         const double wMean = wSum[c] / static_cast<double>(wRows);
         raw[c] = std::max(std::pow(xMean, alpha) /
                               (std::pow(wMean, 1.0 - alpha) + 1e-4),
@@ -294,28 +276,12 @@ LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
       for (int64_t c = 0; c < k; ++c)
         s[c] = static_cast<float>(raw[c] / norm);
     }
-    TensorEvaluator::WeightOverrides overrides;
-    for (auto [j, l] : llvm::enumerate(group.linears)) {
-      const std::vector<float> &w = weights[j];
-      const int64_t n = l.getWeight().getType().getDimSize(0);
-      std::vector<float> scaled(w.size());
-      for (int64_t r = 0; r < n; ++r)
-        for (int64_t c = 0; c < k; ++c)
-          scaled[r * k + c] = w[r * k + c] * s[c];
-      // A linear that stays bf16 (k not a multiple of g) loses nothing.
-      trial[j] = k % g == 0 ? int4RoundTrip(scaled, n, k, g) : scaled;
-      for (int64_t r = 0; r < n; ++r)
-        for (int64_t c = 0; c < k; ++c)
-          trial[j][r * k + c] /= s[c];
-      overrides[l] = trial[j];
-    }
-    FailureOr<std::vector<Activation>> out =
-        evaluator.evaluate(group.region, overrides, group.outputs);
-    if (failed(out))
+    FailureOr<double> error =
+        evaluator.candidateError(group.linears, weights, s, g);
+    if (failed(error))
       return failure();
-    const double error = squaredError(*out, *reference);
-    if (error < bestError) {
-      bestError = error;
+    if (*error < bestError) {
+      bestError = *error;
       best = s;
     }
   }
@@ -324,25 +290,27 @@ LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
 }
 
 void SolAwqCalibratePass::clip(LinearOp linear, LinearPlan &plan,
-                               TensorEvaluator &evaluator) {
+                               CalibrationEvaluator &evaluator) {
   auto type = linear.getWeight().getType();
   const int64_t n = type.getDimSize(0), k = type.getDimSize(1);
   std::vector<float> w = evaluator.weight(linear.getWeight());
   std::vector<float> x = std::move(plan.clipInput);
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t c = 0; c < k; ++c) {
-      float &v = w[r * k + c];
-      if (plan.columnScales)
-        v *= (*plan.columnScales)[c];
-      if (plan.rowDivisors)
-        v /= (*plan.rowDivisors)[r];
-    }
+  parallelChunks(n, n * k, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t c = 0; c < k; ++c) {
+        float &v = w[r * k + c];
+        if (plan.columnScales)
+          v *= (*plan.columnScales)[c];
+        if (plan.rowDivisors)
+          v /= (*plan.rowDivisors)[r];
+      }
+  });
   if (plan.columnScales)
     for (int64_t t = 0; t < plan.clipRows; ++t)
       for (int64_t c = 0; c < k; ++c)
         x[t * k + c] /= (*plan.columnScales)[c];
   plan.clipRatios =
-      quant::searchInt4Clip(w, n, k, groupSize, x, plan.clipRows, gridPoints);
+      evaluator.clipRatios(w, n, k, groupSize, x, plan.clipRows, gridPoints);
   plan.clip = true;
 }
 
@@ -385,13 +353,17 @@ LogicalResult SolAwqCalibratePass::calibrate(func::FuncOp fn) {
       linears.push_back(l);
   });
 
-  TensorEvaluator evaluator(fn, *store, sequences);
+  std::unique_ptr<CalibrationEvaluator> owned =
+      factory ? factory(fn, *store, sequences)
+              : createCpuCalibrationEvaluator(fn, *store, sequences);
+  CalibrationEvaluator &evaluator = *owned;
   const bool tty = progress && isatty(STDERR_FILENO);
   for (auto [i, linear] : llvm::enumerate(linears)) {
     if (tty)
       std::fprintf(
-          stderr, "\rsolc: AWQ calibration on %lld tokens: linear %zu/%zu",
-          static_cast<long long>(evaluator.tokens()), i + 1, linears.size());
+          stderr, "\rsolc: AWQ calibration on %lld tokens (%s): linear %zu/%zu",
+          static_cast<long long>(evaluator.tokens()),
+          evaluator.device().c_str(), i + 1, linears.size());
     if (failed(evaluator.runUntil(linear)))
       return failure();
     ScalingGroup *group = groupOfLinear.lookup(linear);
@@ -404,12 +376,9 @@ LogicalResult SolAwqCalibratePass::calibrate(func::FuncOp fn) {
     const int64_t k = linear.getWeight().getType().getDimSize(1);
     if (k % groupSize == 0 && !feedsRope(linear)) {
       // Evenly spaced calibration rows for the clipping search.
-      const Activation &x = evaluator.value(linear.getInput());
-      const int64_t rows = std::min(x.rows, kClipRows);
+      const int64_t rows = std::min(evaluator.tokens(), kClipRows);
       plan.clipRows = rows;
-      plan.clipInput.resize(rows * k);
-      for (int64_t r = 0; r < rows; ++r)
-        std::copy_n(x.row(r * x.rows / rows), k, plan.clipInput.data() + r * k);
+      plan.clipInput = evaluator.sampleRows(linear.getInput(), rows);
       plan.waitsForRows = dividedBy.count(linear);
       if (!plan.waitsForRows)
         clip(linear, plan, evaluator);
@@ -511,9 +480,11 @@ void SolAwqCalibratePass::rewrite(func::FuncOp fn) {
 
 } // namespace
 
-std::unique_ptr<Pass> sol::createSolAwqCalibrate(
-    WeightStore &store, std::vector<std::vector<int32_t>> sequences,
-    const SolAwqCalibrateOptions &options, bool progress) {
-  return std::make_unique<SolAwqCalibratePass>(&store, std::move(sequences),
-                                               options, progress);
+std::unique_ptr<Pass>
+sol::createSolAwqCalibrate(WeightStore &store,
+                           std::vector<std::vector<int32_t>> sequences,
+                           const SolAwqCalibrateOptions &options, bool progress,
+                           CalibrationEvaluatorFactory factory) {
+  return std::make_unique<SolAwqCalibratePass>(
+      &store, std::move(sequences), options, progress, std::move(factory));
 }

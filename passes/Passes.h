@@ -3,6 +3,7 @@
 
 #include "ir/SolDialect.h"
 #include "ir/WeightStore.h"
+#include "passes/CalibrationEvaluator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -19,11 +20,13 @@ std::unique_ptr<mlir::Pass> createSolMaterializeWeights(WeightStore &store);
 
 /// sol-awq-calibrate over `sequences` (token ids, each from position 0),
 /// adding the scales and clipping ratios it computes to `store`; with
-/// `progress`, a progress line on a terminal's stderr.
+/// `progress`, a progress line on a terminal's stderr. `factory` makes the
+/// evaluator (empty: the CPU's).
 std::unique_ptr<mlir::Pass>
 createSolAwqCalibrate(WeightStore &store,
                       std::vector<std::vector<int32_t>> sequences,
-                      const SolAwqCalibrateOptions &options, bool progress);
+                      const SolAwqCalibrateOptions &options, bool progress,
+                      CalibrationEvaluatorFactory factory = {});
 
 /// sol-raise-linear, sol-raise-rope and sol-raise-attention reading the
 /// weights of `store` (integer weights' zero points, the cos/sin caches of

@@ -249,6 +249,13 @@ std::span<const int32_t> TensorEvaluator::indices(Value v) const {
   return it->second;
 }
 
+std::vector<int32_t> TensorEvaluator::sequenceStartOfTokens() const {
+  std::vector<int32_t> starts(tokens_.size());
+  for (size_t t = 0; t < tokens_.size(); ++t)
+    starts[t] = static_cast<int32_t>(sequenceStarts_[tokenSeq_[t]]);
+  return starts;
+}
+
 const Activation &TensorEvaluator::value(Value v) const {
   return lookup(v, Values());
 }
@@ -348,24 +355,10 @@ FailureOr<std::vector<Activation>>
 TensorEvaluator::evaluate(ArrayRef<Operation *> ops,
                           const WeightOverrides &overrides,
                           ArrayRef<Value> results) const {
-  Values local;
-  for (Operation *op : ops) {
-    if (isa<WeightOp>(op) || op->hasTrait<WeightTransform>())
-      continue;
-    FailureOr<Activation> value = compute(op, local, overrides);
-    if (failed(value))
-      return failure();
-    local[op->getResult(0)] = std::move(*value);
-  }
-  std::vector<Activation> out;
-  for (Value result : results) {
-    auto it = local.find(result);
-    if (it == local.end())
-      fail("internal error: calibration's region does not compute its "
-           "results");
-    out.push_back(std::move(it->second));
-  }
-  return out;
+  return evaluateOps<Activation>(ops, results,
+                                 [&](Operation *op, const Values &local) {
+                                   return compute(op, local, overrides);
+                                 });
 }
 
 FailureOr<Activation>

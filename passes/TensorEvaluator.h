@@ -66,6 +66,21 @@ public:
 
   int64_t tokens() const { return static_cast<int64_t>(tokens_.size()); }
 
+  // The program and its inputs, for another evaluator of the same ops
+  // (CudaCalibrationEvaluator).
+  /// The function's ops in program order (no terminator).
+  llvm::ArrayRef<mlir::Operation *> ops() const { return ops_; }
+  /// The index in ops() of `v`'s last user; -1 when none.
+  int64_t lastUse(mlir::Value v) const {
+    auto it = lastUse_.find(v);
+    return it == lastUse_.end() ? -1 : static_cast<int64_t>(it->second);
+  }
+  /// The token ids, positions or sequence indices a function argument
+  /// stands for.
+  std::span<const int32_t> indices(mlir::Value v) const;
+  /// Each token's sequence's first row.
+  std::vector<int32_t> sequenceStartOfTokens() const;
+
 private:
   using Values = llvm::DenseMap<mlir::Value, Activation>;
   mlir::FailureOr<Activation> compute(mlir::Operation *op, const Values &local,
@@ -77,7 +92,6 @@ private:
   /// Expert e's rows of a stacked expert weight ([experts * rows, K]).
   std::vector<float> expertWeight(mlir::Value stacked, int64_t e,
                                   int64_t experts) const;
-  std::span<const int32_t> indices(mlir::Value v) const;
 
   const WeightStore &store_;
   std::vector<mlir::Operation *> ops_;
@@ -90,6 +104,34 @@ private:
   std::vector<int64_t> sequenceStarts_;
   llvm::DenseMap<mlir::Value, std::span<const int32_t>> indexArgs_;
 };
+
+/// Evaluates `ops` in program order, skipping weights and their transforms,
+/// with `compute(op, local)` (FailureOr<T>; `local` holds the values
+/// computed so far), and returns the values of `results`, which the ops
+/// must compute. Both calibration evaluators' regions go through it.
+template <typename T, typename Compute>
+mlir::FailureOr<std::vector<T>>
+evaluateOps(llvm::ArrayRef<mlir::Operation *> ops,
+            llvm::ArrayRef<mlir::Value> results, Compute compute) {
+  llvm::DenseMap<mlir::Value, T> local;
+  for (mlir::Operation *op : ops) {
+    if (llvm::isa<WeightOp>(op) || op->hasTrait<WeightTransform>())
+      continue;
+    mlir::FailureOr<T> value = compute(op, local);
+    if (mlir::failed(value))
+      return mlir::failure();
+    local[op->getResult(0)] = std::move(*value);
+  }
+  std::vector<T> out;
+  for (mlir::Value result : results) {
+    auto it = local.find(result);
+    if (it == local.end())
+      return ops.front()->emitError("internal error: calibration's region "
+                                    "does not compute its results");
+    out.push_back(std::move(it->second));
+  }
+  return out;
+}
 
 /// out = x · wᵀ (+ bias): x [rows, k], w [n, k], out [rows, n]. On all
 /// cores; the same bits whatever the thread count.

@@ -873,6 +873,319 @@ SOL_ARGS_FIELD(MoeGroupedGemmArgs, w0Zeros, 88)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, w1Zeros, 96)
 SOL_ARGS_FIELD(MoeGroupedGemmArgs, groupSize, 104)
 
+// The float32 kernels of GPU calibration (Calibration.cuh), with runtime
+// sizes. The geometry below is shared by the kernels and the host
+// (passes/CudaCalibrationEvaluator.cpp); every kernel loops grid-stride
+// over its work, so a smaller grid is correct too.
+inline constexpr int kCalibThreads = 256; // every calib_* block
+// Grids stop growing here (the loops cover the rest).
+inline constexpr long long kCalibMaxBlocks = 1 << 20;
+SOL_HOST_DEVICE constexpr unsigned calibBlocks(long long items,
+                                               long long perBlock) {
+  const long long blocks = (items + perBlock - 1) / perBlock;
+  return static_cast<unsigned>(blocks < 1                 ? 1
+                               : blocks > kCalibMaxBlocks ? kCalibMaxBlocks
+                                                          : blocks);
+}
+
+/// calib_embedding: out[t] = table[ids[t]] * scale; a block per token.
+struct CalibEmbeddingArgs {
+  SOL_DEVICE_PTR(float) out = nullptr;         // [tokens, width]
+  SOL_DEVICE_PTR(const float) table = nullptr; // [vocab, width]
+  SOL_DEVICE_PTR(const int) ids = nullptr;     // [tokens], checked by the host
+  int tokens = 0;
+  int width = 0;
+  float scale = 1.0f;
+};
+SOL_ARGS_SIZE(CalibEmbeddingArgs, 40)
+SOL_ARGS_FIELD(CalibEmbeddingArgs, out, 0)
+SOL_ARGS_FIELD(CalibEmbeddingArgs, table, 8)
+SOL_ARGS_FIELD(CalibEmbeddingArgs, ids, 16)
+SOL_ARGS_FIELD(CalibEmbeddingArgs, tokens, 24)
+SOL_ARGS_FIELD(CalibEmbeddingArgs, width, 28)
+SOL_ARGS_FIELD(CalibEmbeddingArgs, scale, 32)
+SOL_HOST_DEVICE constexpr unsigned calibEmbeddingBlocks(int tokens) {
+  return calibBlocks(tokens, 1);
+}
+
+/// calib_rms_norm: each run of `group` columns of x ([rows, cols], group
+/// divides cols) times 1 / sqrt(mean(x^2) + eps), times weight[j % group];
+/// a warp per run.
+struct CalibRmsNormArgs {
+  SOL_DEVICE_PTR(float) out = nullptr;
+  SOL_DEVICE_PTR(const float) x = nullptr;
+  SOL_DEVICE_PTR(const float) weight = nullptr; // [group]
+  int rows = 0;
+  int cols = 0;
+  int group = 0;
+  float eps = 0.0f;
+};
+SOL_ARGS_SIZE(CalibRmsNormArgs, 40)
+SOL_ARGS_FIELD(CalibRmsNormArgs, out, 0)
+SOL_ARGS_FIELD(CalibRmsNormArgs, x, 8)
+SOL_ARGS_FIELD(CalibRmsNormArgs, weight, 16)
+SOL_ARGS_FIELD(CalibRmsNormArgs, rows, 24)
+SOL_ARGS_FIELD(CalibRmsNormArgs, cols, 28)
+SOL_ARGS_FIELD(CalibRmsNormArgs, group, 32)
+SOL_ARGS_FIELD(CalibRmsNormArgs, eps, 36)
+SOL_HOST_DEVICE constexpr unsigned calibRmsNormBlocks(int rows, int cols,
+                                                      int group) {
+  return calibBlocks(static_cast<long long>(rows) * (cols / group),
+                     kCalibThreads / 32);
+}
+
+/// calib_rope: rotary embedding of x ([tokens, heads * dim], rotate-half
+/// pairs i, i + dim / 2) with the host's cos / sin tables
+/// ([positions, dim / 2]) at positions[t]; out never aliases x. A block per
+/// token.
+struct CalibRopeArgs {
+  SOL_DEVICE_PTR(float) out = nullptr;
+  SOL_DEVICE_PTR(const float) x = nullptr;
+  SOL_DEVICE_PTR(const float) cosTable = nullptr;
+  SOL_DEVICE_PTR(const float) sinTable = nullptr;
+  SOL_DEVICE_PTR(const int) positions = nullptr; // [tokens]
+  int tokens = 0;
+  int heads = 0;
+  int dim = 0;
+};
+SOL_ARGS_SIZE(CalibRopeArgs, 56)
+SOL_ARGS_FIELD(CalibRopeArgs, out, 0)
+SOL_ARGS_FIELD(CalibRopeArgs, x, 8)
+SOL_ARGS_FIELD(CalibRopeArgs, cosTable, 16)
+SOL_ARGS_FIELD(CalibRopeArgs, sinTable, 24)
+SOL_ARGS_FIELD(CalibRopeArgs, positions, 32)
+SOL_ARGS_FIELD(CalibRopeArgs, tokens, 40)
+SOL_ARGS_FIELD(CalibRopeArgs, heads, 44)
+SOL_ARGS_FIELD(CalibRopeArgs, dim, 48)
+SOL_HOST_DEVICE constexpr unsigned calibRopeBlocks(int tokens) {
+  return calibBlocks(tokens, 1);
+}
+
+/// calib_attention: causal attention of q ([tokens, heads * dim]) over k, v
+/// ([tokens, kvHeads * dim]) within each token's sequence (seqStart[t]: its
+/// first row), the last `window` rows when window > 0, scores times scale,
+/// then softcap * tanh(score / softcap) when softcap > 0. dim is a multiple
+/// of 4 up to kCalibAttentionMaxDim. A warp per kCalibAttentionQueries
+/// consecutive tokens of one head; a block per 8 such tiles of one head.
+inline constexpr int kCalibAttentionQueries = 8;
+inline constexpr int kCalibAttentionBlockTokens =
+    kCalibThreads / 32 * kCalibAttentionQueries;
+inline constexpr int kCalibAttentionMaxDim = 256;
+struct CalibAttentionArgs {
+  SOL_DEVICE_PTR(float) out = nullptr; // [tokens, heads * dim]
+  SOL_DEVICE_PTR(const float) q = nullptr;
+  SOL_DEVICE_PTR(const float) k = nullptr;
+  SOL_DEVICE_PTR(const float) v = nullptr;
+  SOL_DEVICE_PTR(const int) seqStart = nullptr; // [tokens]
+  int tokens = 0;
+  int heads = 0;
+  int kvHeads = 0;
+  int dim = 0;
+  int window = 0; // 0: the whole sequence
+  float scale = 0.0f;
+  float softcap = 0.0f; // 0: none
+};
+SOL_ARGS_SIZE(CalibAttentionArgs, 72)
+SOL_ARGS_FIELD(CalibAttentionArgs, out, 0)
+SOL_ARGS_FIELD(CalibAttentionArgs, q, 8)
+SOL_ARGS_FIELD(CalibAttentionArgs, k, 16)
+SOL_ARGS_FIELD(CalibAttentionArgs, v, 24)
+SOL_ARGS_FIELD(CalibAttentionArgs, seqStart, 32)
+SOL_ARGS_FIELD(CalibAttentionArgs, tokens, 40)
+SOL_ARGS_FIELD(CalibAttentionArgs, heads, 44)
+SOL_ARGS_FIELD(CalibAttentionArgs, kvHeads, 48)
+SOL_ARGS_FIELD(CalibAttentionArgs, dim, 52)
+SOL_ARGS_FIELD(CalibAttentionArgs, window, 56)
+SOL_ARGS_FIELD(CalibAttentionArgs, scale, 60)
+SOL_ARGS_FIELD(CalibAttentionArgs, softcap, 64)
+SOL_HOST_DEVICE constexpr unsigned calibAttentionBlocks(int tokens, int heads) {
+  return calibBlocks(static_cast<long long>(heads) *
+                         ((tokens + kCalibAttentionBlockTokens - 1) /
+                          kCalibAttentionBlockTokens),
+                     1);
+}
+
+/// calib_elementwise's operations, out[i] = f(a[i], b[...]):
+inline constexpr int kCalibAdd = 0;     // a + b
+inline constexpr int kCalibSwiglu = 1;  // silu(a) * b
+inline constexpr int kCalibGegelu = 2;  // geluTanh(a) * b
+inline constexpr int kCalibAddBias = 3; // a + b[i % cols]; out may alias a
+struct CalibElementwiseArgs {
+  SOL_DEVICE_PTR(float) out = nullptr;
+  SOL_DEVICE_PTR(const float) a = nullptr;
+  SOL_DEVICE_PTR(const float) b = nullptr;
+  unsigned long long count = 0;
+  int cols = 0; // kCalibAddBias: b's length
+  int op = 0;
+};
+SOL_ARGS_SIZE(CalibElementwiseArgs, 40)
+SOL_ARGS_FIELD(CalibElementwiseArgs, out, 0)
+SOL_ARGS_FIELD(CalibElementwiseArgs, a, 8)
+SOL_ARGS_FIELD(CalibElementwiseArgs, b, 16)
+SOL_ARGS_FIELD(CalibElementwiseArgs, count, 24)
+SOL_ARGS_FIELD(CalibElementwiseArgs, cols, 32)
+SOL_ARGS_FIELD(CalibElementwiseArgs, op, 36)
+SOL_HOST_DEVICE constexpr unsigned
+calibElementwiseBlocks(unsigned long long count) {
+  const unsigned long long blocks = (count + kCalibThreads - 1) / kCalibThreads;
+  return static_cast<unsigned>(
+      blocks < 1 ? 1 : (blocks > kCalibMaxBlocks ? kCalibMaxBlocks : blocks));
+}
+
+/// calib_sigmoid_gate: out[r] = value[r] * sigmoid(in[r] . weight); a block
+/// per row.
+struct CalibSigmoidGateArgs {
+  SOL_DEVICE_PTR(float) out = nullptr;          // [rows, valueCols]
+  SOL_DEVICE_PTR(const float) value = nullptr;  // [rows, valueCols]
+  SOL_DEVICE_PTR(const float) in = nullptr;     // [rows, inCols]
+  SOL_DEVICE_PTR(const float) weight = nullptr; // [inCols]
+  int rows = 0;
+  int valueCols = 0;
+  int inCols = 0;
+};
+SOL_ARGS_SIZE(CalibSigmoidGateArgs, 48)
+SOL_ARGS_FIELD(CalibSigmoidGateArgs, out, 0)
+SOL_ARGS_FIELD(CalibSigmoidGateArgs, value, 8)
+SOL_ARGS_FIELD(CalibSigmoidGateArgs, in, 16)
+SOL_ARGS_FIELD(CalibSigmoidGateArgs, weight, 24)
+SOL_ARGS_FIELD(CalibSigmoidGateArgs, rows, 32)
+SOL_ARGS_FIELD(CalibSigmoidGateArgs, valueCols, 36)
+SOL_ARGS_FIELD(CalibSigmoidGateArgs, inCols, 40)
+SOL_HOST_DEVICE constexpr unsigned calibSigmoidGateBlocks(int rows) {
+  return calibBlocks(rows, 1);
+}
+
+/// calib_column_abs_sum: sums[c] += sum over rows of |x[r, c]| (the host
+/// zeroes sums); a block per kCalibThreads columns and
+/// kCalibColumnAbsSumRows rows.
+inline constexpr int kCalibColumnAbsSumRows = 256;
+struct CalibColumnAbsSumArgs {
+  SOL_DEVICE_PTR(double) sums = nullptr; // [cols]
+  SOL_DEVICE_PTR(const float) x = nullptr;
+  int rows = 0;
+  int cols = 0;
+};
+SOL_ARGS_SIZE(CalibColumnAbsSumArgs, 24)
+SOL_ARGS_FIELD(CalibColumnAbsSumArgs, sums, 0)
+SOL_ARGS_FIELD(CalibColumnAbsSumArgs, x, 8)
+SOL_ARGS_FIELD(CalibColumnAbsSumArgs, rows, 16)
+SOL_ARGS_FIELD(CalibColumnAbsSumArgs, cols, 20)
+SOL_HOST_DEVICE constexpr unsigned calibColumnAbsSumBlocks(int rows, int cols) {
+  return calibBlocks(
+      static_cast<long long>((cols + kCalibThreads - 1) / kCalibThreads) *
+          ((rows + kCalibColumnAbsSumRows - 1) / kCalibColumnAbsSumRows),
+      1);
+}
+
+/// calib_squared_error: *sum += sum of (a[i] - b[i])^2 in double (the host
+/// zeroes it); one atomic add per block.
+inline constexpr long long kCalibSquaredErrorMaxBlocks = 1024;
+struct CalibSquaredErrorArgs {
+  SOL_DEVICE_PTR(double) sum = nullptr;
+  SOL_DEVICE_PTR(const float) a = nullptr;
+  SOL_DEVICE_PTR(const float) b = nullptr;
+  unsigned long long count = 0;
+};
+SOL_ARGS_SIZE(CalibSquaredErrorArgs, 32)
+SOL_ARGS_FIELD(CalibSquaredErrorArgs, sum, 0)
+SOL_ARGS_FIELD(CalibSquaredErrorArgs, a, 8)
+SOL_ARGS_FIELD(CalibSquaredErrorArgs, b, 16)
+SOL_ARGS_FIELD(CalibSquaredErrorArgs, count, 24)
+SOL_HOST_DEVICE constexpr unsigned
+calibSquaredErrorBlocks(unsigned long long count) {
+  const unsigned blocks = calibElementwiseBlocks(count);
+  return blocks < kCalibSquaredErrorMaxBlocks
+             ? blocks
+             : static_cast<unsigned>(kCalibSquaredErrorMaxBlocks);
+}
+
+/// calib_awq_candidate: out = Q(weight * s) / s for per-column scales s,
+/// Q the int4 round trip (quant::int4GroupParams over each run of `group`
+/// columns, group dividing cols) when quantize, else the identity. A warp
+/// per run when quantizing, else a thread per element.
+struct CalibAwqCandidateArgs {
+  SOL_DEVICE_PTR(float) out = nullptr;          // [rows, cols]
+  SOL_DEVICE_PTR(const float) weight = nullptr; // [rows, cols]
+  SOL_DEVICE_PTR(const float) scales = nullptr; // [cols]
+  int rows = 0;
+  int cols = 0;
+  int group = 0;
+  int quantize = 0;
+};
+SOL_ARGS_SIZE(CalibAwqCandidateArgs, 40)
+SOL_ARGS_FIELD(CalibAwqCandidateArgs, out, 0)
+SOL_ARGS_FIELD(CalibAwqCandidateArgs, weight, 8)
+SOL_ARGS_FIELD(CalibAwqCandidateArgs, scales, 16)
+SOL_ARGS_FIELD(CalibAwqCandidateArgs, rows, 24)
+SOL_ARGS_FIELD(CalibAwqCandidateArgs, cols, 28)
+SOL_ARGS_FIELD(CalibAwqCandidateArgs, group, 32)
+SOL_ARGS_FIELD(CalibAwqCandidateArgs, quantize, 36)
+// The host quantizes exactly when group divides cols.
+SOL_HOST_DEVICE constexpr unsigned calibAwqCandidateBlocks(int rows, int cols,
+                                                           int group) {
+  return group > 0 && cols % group == 0
+             ? calibRmsNormBlocks(rows, cols, group)
+             : calibElementwiseBlocks(static_cast<unsigned long long>(rows) *
+                                      static_cast<unsigned>(cols));
+}
+
+/// calib_gram: gram[g] = X_g^T X_g for each run g of `group` columns of x
+/// ([rows, cols], group dividing cols): [cols / group, group, group], float
+/// sums in row order, so exactly symmetric. A block per
+/// kCalibGramTile x kCalibGramTile tile of a group's matrix.
+inline constexpr int kCalibGramTile = 64;
+struct CalibGramArgs {
+  SOL_DEVICE_PTR(float) gram = nullptr;
+  SOL_DEVICE_PTR(const float) x = nullptr;
+  int rows = 0;
+  int cols = 0;
+  int group = 0;
+};
+SOL_ARGS_SIZE(CalibGramArgs, 32)
+SOL_ARGS_FIELD(CalibGramArgs, gram, 0)
+SOL_ARGS_FIELD(CalibGramArgs, x, 8)
+SOL_ARGS_FIELD(CalibGramArgs, rows, 16)
+SOL_ARGS_FIELD(CalibGramArgs, cols, 20)
+SOL_ARGS_FIELD(CalibGramArgs, group, 24)
+SOL_HOST_DEVICE constexpr unsigned calibGramBlocks(int cols, int group) {
+  const long long tiles = (group + kCalibGramTile - 1) / kCalibGramTile;
+  return calibBlocks(static_cast<long long>(cols / group) * tiles * tiles, 1);
+}
+
+/// calib_clip_search: quant::searchInt4Clip's ratio for each (row, group) of
+/// weight ([rows, cols], group dividing cols, group <=
+/// kCalibClipSearchMaxGroup) in its Gram form, with calib_gram's matrices:
+/// ratios[n * (cols / group) + g]. candidates = max(1, int(gridPoints *
+/// maxShrink)). A block per kCalibClipSearchRows rows of one group.
+inline constexpr int kCalibClipSearchRows = 16;
+inline constexpr int kCalibClipSearchMaxGroup = 256;
+struct CalibClipSearchArgs {
+  SOL_DEVICE_PTR(float) ratios = nullptr;       // [rows, cols / group]
+  SOL_DEVICE_PTR(const float) weight = nullptr; // [rows, cols]
+  SOL_DEVICE_PTR(const float) gram = nullptr;   // [cols / group, group, group]
+  int rows = 0;
+  int cols = 0;
+  int group = 0;
+  int gridPoints = 0;
+  int candidates = 0;
+};
+SOL_ARGS_SIZE(CalibClipSearchArgs, 48)
+SOL_ARGS_FIELD(CalibClipSearchArgs, ratios, 0)
+SOL_ARGS_FIELD(CalibClipSearchArgs, weight, 8)
+SOL_ARGS_FIELD(CalibClipSearchArgs, gram, 16)
+SOL_ARGS_FIELD(CalibClipSearchArgs, rows, 24)
+SOL_ARGS_FIELD(CalibClipSearchArgs, cols, 28)
+SOL_ARGS_FIELD(CalibClipSearchArgs, group, 32)
+SOL_ARGS_FIELD(CalibClipSearchArgs, gridPoints, 36)
+SOL_ARGS_FIELD(CalibClipSearchArgs, candidates, 40)
+SOL_HOST_DEVICE constexpr unsigned calibClipSearchBlocks(int rows, int cols,
+                                                         int group) {
+  return calibBlocks(
+      static_cast<long long>(cols / group) *
+          ((rows + kCalibClipSearchRows - 1) / kCalibClipSearchRows),
+      1);
+}
+
 #undef SOL_ARGS_SIZE
 #undef SOL_ARGS_FIELD
 #undef SOL_OFFSETOF
@@ -932,7 +1245,19 @@ SOL_LAUNCH_ARGS_NAME(MoeCombineArgs)
 SOL_LAUNCH_ARGS_NAME(MoeSortArgs)
 SOL_LAUNCH_ARGS_NAME(RandomWeightsArgs)
 SOL_LAUNCH_ARGS_NAME(MoeGroupedGemmArgs)
+SOL_LAUNCH_ARGS_NAME(CalibEmbeddingArgs)
+SOL_LAUNCH_ARGS_NAME(CalibRmsNormArgs)
+SOL_LAUNCH_ARGS_NAME(CalibRopeArgs)
+SOL_LAUNCH_ARGS_NAME(CalibAttentionArgs)
+SOL_LAUNCH_ARGS_NAME(CalibElementwiseArgs)
+SOL_LAUNCH_ARGS_NAME(CalibSigmoidGateArgs)
+SOL_LAUNCH_ARGS_NAME(CalibColumnAbsSumArgs)
+SOL_LAUNCH_ARGS_NAME(CalibSquaredErrorArgs)
+SOL_LAUNCH_ARGS_NAME(CalibAwqCandidateArgs)
+SOL_LAUNCH_ARGS_NAME(CalibGramArgs)
+SOL_LAUNCH_ARGS_NAME(CalibClipSearchArgs)
 #undef SOL_LAUNCH_ARGS_NAME
+
 #endif
 
 } // namespace kernels

@@ -128,16 +128,21 @@ CublasLt::~CublasLt() {
 }
 
 const CublasLt::Plan *CublasLt::plan(int m, int n, int k, bool bias,
-                                     bool accumulate, bool fp8,
+                                     bool accumulate, Precision precision,
                                      std::size_t workspaceBytes,
                                      CUdeviceptr scales) {
-  auto key = std::make_tuple(m, n, k, bias, accumulate, fp8);
+  auto key = std::make_tuple(m, n, k, bias, accumulate, precision);
+  const bool fp8 = precision == Precision::Fp8;
   if (auto it = plans_.find(key); it != plans_.end())
     return it->second.get();
   const Api &a = *api_;
   auto p = std::make_unique<Plan>();
   p->api = &a;
-  check(a, a.descCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+  check(a,
+        a.descCreate(&p->desc,
+                     precision == Precision::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                  : CUBLAS_COMPUTE_32F,
+                     CUDA_R_32F),
         "cublasLtMatmulDescCreate");
   const cublasOperation_t transA = CUBLAS_OP_T, transB = CUBLAS_OP_N;
   check(a,
@@ -182,10 +187,14 @@ const CublasLt::Plan *CublasLt::plan(int m, int n, int k, bool bias,
   }
   // Column-major: A = W as K x N (transposed to N x K), B = x as K x M,
   // C = D = y as N x M.
-  const cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+  const cudaDataType_t in = fp8                            ? CUDA_R_8F_E4M3
+                            : precision == Precision::Tf32 ? CUDA_R_32F
+                                                           : CUDA_R_16BF;
+  const cudaDataType_t out =
+      precision == Precision::Tf32 ? CUDA_R_32F : CUDA_R_16BF;
   check(a, a.layoutCreate(&p->a, in, k, n, k), "cublasLtMatrixLayoutCreate(W)");
   check(a, a.layoutCreate(&p->b, in, k, m, k), "cublasLtMatrixLayoutCreate(x)");
-  check(a, a.layoutCreate(&p->c, CUDA_R_16BF, n, m, n),
+  check(a, a.layoutCreate(&p->c, out, n, m, n),
         "cublasLtMatrixLayoutCreate(y)");
 
   cublasLtMatmulPreference_t preference = nullptr;
@@ -226,7 +235,8 @@ std::string CublasLt::fp8Refusal(int n, int k, bool bias, bool accumulate,
   if (n % 16 != 0 || k % 128 != 0)
     return cat("its fp8 GEMMs need N a multiple of 16 and K of 128, not ", n,
                " x ", k);
-  if (plan(kFp8ProbeRows, n, k, bias, accumulate, true, workspaceBytes, scales))
+  if (plan(kFp8ProbeRows, n, k, bias, accumulate, Precision::Fp8,
+           workspaceBytes, scales))
     return "";
   return cat("cuBLASLt has no fp8 GEMM with block scales for ", n, " x ", k,
              bias ? " with a bias" : "", accumulate ? ", accumulating" : "",
@@ -259,7 +269,8 @@ void CublasLt::linear(CUstream stream, CUdeviceptr y, CUdeviceptr x,
                       CUdeviceptr w, CUdeviceptr bias, int m, int n, int k,
                       bool accumulate, CUdeviceptr workspace,
                       std::size_t workspaceBytes) {
-  const Plan *p = plan(m, n, k, bias != 0, accumulate, false, workspaceBytes);
+  const Plan *p =
+      plan(m, n, k, bias != 0, accumulate, Precision::Bf16, workspaceBytes);
   if (!p)
     fail("cuBLASLt has no algorithm for a ", m, " x ", n, " x ", k,
          " bf16 GEMM; SOL_DISABLE_CUBLASLT=1 runs Sol's own GEMM kernels "
@@ -267,13 +278,23 @@ void CublasLt::linear(CUstream stream, CUdeviceptr y, CUdeviceptr x,
   run(*p, stream, y, x, w, bias, accumulate, workspace, workspaceBytes);
 }
 
+void CublasLt::f32Linear(CUstream stream, CUdeviceptr y, CUdeviceptr x,
+                         CUdeviceptr w, int m, int n, int k,
+                         CUdeviceptr workspace, std::size_t workspaceBytes) {
+  const Plan *p = plan(m, n, k, false, false, Precision::Tf32, workspaceBytes);
+  if (!p)
+    fail("cuBLASLt has no algorithm for a ", m, " x ", n, " x ", k,
+         " float32 (TF32) GEMM");
+  run(*p, stream, y, x, w, 0, false, workspace, workspaceBytes);
+}
+
 void CublasLt::fp8Linear(CUstream stream, CUdeviceptr y, CUdeviceptr xq,
                          CUdeviceptr xScales, CUdeviceptr wq,
                          CUdeviceptr wScales, CUdeviceptr bias, int m, int n,
                          int k, bool accumulate, CUdeviceptr workspace,
                          std::size_t workspaceBytes) {
-  const Plan *p =
-      plan(m, n, k, bias != 0, accumulate, true, workspaceBytes, xScales);
+  const Plan *p = plan(m, n, k, bias != 0, accumulate, Precision::Fp8,
+                       workspaceBytes, xScales);
   if (!p)
     fail("cuBLASLt has no algorithm for a ", m, " x ", n, " x ", k,
          " fp8 GEMM with block scales; SOL_DISABLE_CUBLASLT=1 runs Sol's "

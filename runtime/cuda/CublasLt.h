@@ -9,8 +9,9 @@
 //
 // Only y = x . W^T (+ bias) in bf16 with fp32 accumulation, optionally
 // accumulating into y (beta = 1: the residual add of o_proj and down_proj),
-// and its W8A8 form over E4M3 codes with a scale per 128 k of each feature
-// and each token (fp8 plans' GEMMs of many rows).
+// its W8A8 form over E4M3 codes with a scale per 128 k of each feature
+// and each token (fp8 plans' GEMMs of many rows), and a float32 form on the
+// TF32 tensor cores (solc's AWQ calibration on the GPU).
 // Row-major x [M, K], W [N, K], y [M, N] are the column-major problem
 // y^T = W . x^T: A = W (transposed), B = x, m = N, n = M, k = K. The best
 // algorithm of the library's heuristic is cached per problem shape.
@@ -54,6 +55,11 @@ public:
                  CUdeviceptr xScales, CUdeviceptr wq, CUdeviceptr wScales,
                  CUdeviceptr bias, int m, int n, int k, bool accumulate,
                  CUdeviceptr workspace, std::size_t workspaceBytes);
+  /// y = x . W^T in float32 with TF32 products and fp32 sums (inputs
+  /// rounded to 10 mantissa bits, as AWQ's fp16 calibration rounds to 10).
+  void f32Linear(CUstream stream, CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
+                 int m, int n, int k, CUdeviceptr workspace,
+                 std::size_t workspaceBytes);
   /// Why fp8Linear cannot run an [n, k] weight (with a bias,
   /// accumulating), or "" when it can: N and K multiples of 16 and an
   /// algorithm for kFp8ProbeRows rows (none on GPUs without fp8 tensor
@@ -71,10 +77,14 @@ public:
 private:
   CublasLt() = default;
   struct Plan;
+  /// The element types of a problem: bf16 in and out, E4M3 in with block
+  /// scales and bf16 out, or float32 on TF32 tensor cores.
+  enum class Precision { Bf16, Fp8, Tf32 };
   /// The cached plan of a problem; nullptr where the library has no
   /// algorithm for it.
-  const Plan *plan(int m, int n, int k, bool bias, bool accumulate, bool fp8,
-                   std::size_t workspaceBytes, CUdeviceptr scales = 0);
+  const Plan *plan(int m, int n, int k, bool bias, bool accumulate,
+                   Precision precision, std::size_t workspaceBytes,
+                   CUdeviceptr scales = 0);
   void run(const Plan &p, CUstream stream, CUdeviceptr y, CUdeviceptr x,
            CUdeviceptr w, CUdeviceptr bias, bool accumulate,
            CUdeviceptr workspace, std::size_t workspaceBytes);
@@ -82,7 +92,8 @@ private:
   std::unique_ptr<Api> api_;
   void *handle_ = nullptr; // cublasLtHandle_t
   std::string fp8Refusal_; // the last fp8 heuristic query's refusal
-  std::map<std::tuple<int, int, int, bool, bool, bool>, std::unique_ptr<Plan>>
+  std::map<std::tuple<int, int, int, bool, bool, Precision>,
+           std::unique_ptr<Plan>>
       plans_;
 };
 

@@ -23,6 +23,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 GATES = {  # scheme: (max perplexity increase, min top-1 agreement)
@@ -60,6 +61,8 @@ def main():
     ap.add_argument("--schemes", default="int8,fp8,int4-rtn,int4-awq")
     ap.add_argument("--calib-tokens", type=int, default=4096,
                     help="int4-awq's calibration tokens (solc --calib-tokens)")
+    ap.add_argument("--calib-device", default="auto",
+                    help="where int4-awq calibrates (solc --calib-device)")
     ap.add_argument("--positions", type=int, default=2048)
     ap.add_argument("--window", type=int, default=1024)
     ap.add_argument("--stride", type=int, default=512)
@@ -76,11 +79,14 @@ def main():
     text = args.text or str(model / "heldout.txt")
     gpu_flags = ["--gpu", "none"] if args.device == "cpu" else []
     failures = 0
+    compile_seconds = {}
     with tempfile.TemporaryDirectory() as tmp:
         def compile_and_score(name, flags):
             plan = str(Path(tmp) / f"{name}.plan")
+            start = time.monotonic()
             subprocess.run([args.solc, str(model), *gpu_flags, "-q", "-o", plan, *flags],
                            check=True)
+            compile_seconds[name] = time.monotonic() - start
             return score(args.solrun, plan, text, args.positions, args.window, args.stride,
                          str(Path(tmp) / f"{name}.argmax"), args.device, args.step_tokens)
 
@@ -92,7 +98,8 @@ def main():
             max_increase, min_top1 = GATES[scheme]
             flags = ["--quant", scheme]
             if scheme == "int4-awq":
-                flags += ["--calib-tokens", str(args.calib_tokens)]
+                flags += ["--calib-tokens", str(args.calib_tokens),
+                          "--calib-device", args.calib_device]
             got, ids = compile_and_score(scheme, flags)
             delta = got["perplexity"] / base["perplexity"] - 1
             top1 = sum(a == b for a, b in zip(ids, base_ids)) / len(ids)
@@ -108,7 +115,9 @@ def main():
             print(f"{model.name} --quant {scheme}: perplexity {got['perplexity']:.4f} "
                   f"({delta * 100:+.3f}%, max +{max_increase * 100:g}%), top-1 agreement "
                   f"{top1 * 100:.2f}% (min {min_top1 * 100:g}%){against}: "
-                  f"{'ok' if ok else 'FAIL'}")
+                  f"{'ok' if ok else 'FAIL'}"
+                  + (f" (solc {compile_seconds[scheme]:.1f} s, calibration on "
+                     f"{args.calib_device})" if scheme == "int4-awq" else ""))
     return 1 if failures else 0
 
 

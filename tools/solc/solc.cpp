@@ -8,6 +8,7 @@
 //   --quant int8|fp8|int4-rtn|int4-awq [--group-size N] [--quant-lm-head]
 //                                           quantize the linears' weights
 //   --calib FILE, --calib-tokens N          int4-awq's calibration text
+//   --calib-device auto|cuda|cpu            where int4-awq calibrates
 //   --draft DRAFT.plan                      pack a draft model's plan in
 //
 //===----------------------------------------------------------------------===//
@@ -16,6 +17,7 @@
 #include "codegen/plan/CompileKernels.h"
 #include "codegen/plan/PlanEmitter.h"
 #include "frontend/import/ImportedModel.h"
+#include "passes/CudaCalibrationEvaluator.h"
 #include "passes/Passes.h"
 #include "runtime/plan/DraftPlan.h"
 #include "runtime/support/Error.h"
@@ -56,8 +58,9 @@ struct Options {
   std::string draft; // a draft plan to pack into the plan (empty: none)
   int64_t groupSize = 128;
   bool quantLmHead = false;
-  std::string calib;           // empty: the built-in text
-  int64_t calibTokens = 65536; // 128 sequences of 512
+  std::string calib;                // empty: the built-in text
+  int64_t calibTokens = 65536;      // 128 sequences of 512
+  std::string calibDevice = "auto"; // auto: the GPU when there is one
   int64_t tensorParallelSize = 1;
   std::string loadFormat = "auto"; // dummy: no weights, random at load
   bool quiet = false;
@@ -83,14 +86,44 @@ void calibrate(mlir::ModuleOp module, sol::ImportedModel &model,
   const size_t tokens = sequences.size() * sequences.front().size();
   sol::SolAwqCalibrateOptions options;
   options.groupSize = opts.groupSize;
+  std::string device = "CPU";
+  sol::CalibrationEvaluatorFactory factory;
+  if (opts.calibDevice != "cpu")
+    factory = [&](mlir::func::FuncOp fn, const sol::WeightStore &store,
+                  std::span<const std::vector<int32_t>> sequences)
+        -> std::unique_ptr<sol::CalibrationEvaluator> {
+      std::string why;
+      std::unique_ptr<sol::CalibrationEvaluator> gpu;
+      try {
+        gpu = sol::createCudaCalibrationEvaluator(fn, store, sequences, why);
+      } catch (const sol::Error &e) {
+        if (opts.calibDevice == "cuda")
+          throw;
+        why = e.what();
+      }
+      if (gpu) {
+        device = gpu->device();
+        return gpu;
+      }
+      if (opts.calibDevice == "cuda")
+        sol::fail("--calib-device cuda: AWQ calibration cannot run on the "
+                  "GPU: ",
+                  why);
+      if (!opts.quiet)
+        std::cerr << "solc: note: AWQ calibration runs on the CPU (" << why
+                  << "); a model of billions of parameters takes hours "
+                     "there\n";
+      return sol::createCpuCalibrationEvaluator(fn, store, sequences);
+    };
   mlir::PassManager pm(module.getContext());
   pm.addPass(sol::createSolAwqCalibrate(model.weights, std::move(sequences),
-                                        options, !opts.quiet));
+                                        options, !opts.quiet,
+                                        std::move(factory)));
   if (mlir::failed(pm.run(module)))
     sol::fail("AWQ calibration of ", opts.input, " failed (see above)");
   if (!opts.quiet)
-    std::cerr << "solc: AWQ calibration on " << tokens << " tokens in "
-              << secondsSince(start) << " s\n";
+    std::cerr << "solc: AWQ calibration on " << tokens << " tokens (" << device
+              << ") in " << secondsSince(start) << " s\n";
 }
 
 int run(const Options &opts) {
@@ -304,6 +337,11 @@ int main(int argc, char **argv) {
                  "int4-awq: calibration tokens, in sequences of 512 "
                  "(default 65536)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 26));
+  app.add_option("--calib-device", opts.calibDevice,
+                 "int4-awq: where calibration evaluates the model: auto "
+                 "(default: the GPU when one is usable, else the CPU), "
+                 "cuda, or cpu (the float32 reference evaluator)")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   app.add_option("--draft", opts.draft,
                  "a draft model's plan (made by solc from a checkpoint with "
                  "the same tokenizer) to pack into the plan, for "
@@ -349,9 +387,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (opts.quant != "int4-awq" &&
-      (app.count("--calib") || app.count("--calib-tokens"))) {
-    std::cerr << "solc: error: --calib and --calib-tokens go with --quant "
-                 "int4-awq\n";
+      (app.count("--calib") || app.count("--calib-tokens") ||
+       app.count("--calib-device"))) {
+    std::cerr << "solc: error: --calib, --calib-tokens and --calib-device go "
+                 "with --quant int4-awq\n";
     return 2;
   }
   if (opts.emit.empty())

@@ -10,6 +10,7 @@
 #include "KernelResources.h"
 #include "ModelKernelInstances.h"
 #include "NvrtcTestSupport.h"
+#include "codegen/kernels/LaunchArgs.h"
 #include "codegen/nvrtc/EmbeddedKernelHeaders.h"
 #include "codegen/nvrtc/KernelSourceBuilder.h"
 #include "runtime/cuda/KernelSpecs.h"
@@ -21,6 +22,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <string_view>
+#include <utility>
 
 namespace sol::test {
 namespace {
@@ -539,6 +542,97 @@ TEST(KernelCompile, FusedLinearKernelsRejectInvalidVariants) {
   EXPECT_NO_THROW(compileOne(
       "LinearGemm.cuh",
       "sol::kernels::linear_splitk_finalize<__nv_bfloat16, true, 2>"));
+}
+
+// The GPU calibration evaluator's kernels (Calibration.cuh, runtime sizes),
+// compiled as CudaCalibrationEvaluator compiles them: each takes its
+// launch-args struct, is bounded to kCalibThreads threads, keeps no stack
+// frame and spills nothing, and two blocks fit an SM by registers.
+TEST(KernelCompile, CalibrationKernelsCompileForSm90) {
+  std::string reason;
+  nvrtc::NvrtcOptions options;
+  options.useCache = false;
+  options.ptxasVerbose = true;
+  auto compiler = makeCompiler(options, reason);
+  if (!compiler)
+    GTEST_SKIP() << "NVRTC not available: " << reason;
+  using namespace kernels;
+  const std::pair<std::string, std::string_view> kernelArgs[] = {
+      {"sol::kernels::calib_embedding",
+       LaunchArgsName<CalibEmbeddingArgs>::kMangled.view()},
+      {"sol::kernels::calib_rms_norm",
+       LaunchArgsName<CalibRmsNormArgs>::kMangled.view()},
+      {"sol::kernels::calib_rope",
+       LaunchArgsName<CalibRopeArgs>::kMangled.view()},
+      {"sol::kernels::calib_attention",
+       LaunchArgsName<CalibAttentionArgs>::kMangled.view()},
+      {"sol::kernels::calib_elementwise",
+       LaunchArgsName<CalibElementwiseArgs>::kMangled.view()},
+      {"sol::kernels::calib_sigmoid_gate",
+       LaunchArgsName<CalibSigmoidGateArgs>::kMangled.view()},
+      {"sol::kernels::calib_column_abs_sum",
+       LaunchArgsName<CalibColumnAbsSumArgs>::kMangled.view()},
+      {"sol::kernels::calib_squared_error",
+       LaunchArgsName<CalibSquaredErrorArgs>::kMangled.view()},
+      {"sol::kernels::calib_awq_candidate",
+       LaunchArgsName<CalibAwqCandidateArgs>::kMangled.view()},
+      {"sol::kernels::calib_gram",
+       LaunchArgsName<CalibGramArgs>::kMangled.view()},
+      {"sol::kernels::calib_clip_search",
+       LaunchArgsName<CalibClipSearchArgs>::kMangled.view()}};
+  nvrtc::KernelSource source;
+  source.name = "calibration.cu";
+  source.code = "#include \"Calibration.cuh\"\n";
+  auto headers = nvrtc::embeddedKernelHeaders();
+  source.headers.assign(headers.begin(), headers.end());
+  for (const auto &[expr, args] : kernelArgs)
+    source.nameExpressions.push_back(expr);
+  const nvrtc::CompiledKernels compiled = compiler->compile(source);
+  EXPECT_NE(compiled.ptx.find(".target sm_90"), std::string::npos);
+  const std::map<std::string, KernelResources> report =
+      parsePtxasReport(compiled.log);
+  for (const auto &[expr, args] : kernelArgs) {
+    SCOPED_TRACE(expr);
+    const auto it = compiled.loweredNames.find(expr);
+    ASSERT_NE(it, compiled.loweredNames.end());
+    const std::string &lowered = it->second;
+    EXPECT_TRUE(std::string_view(lowered).ends_with(args)) << lowered;
+    EXPECT_NE(compiled.ptx.find(".entry " + lowered), std::string::npos);
+    EXPECT_EQ(maxThreadsPerBlock(compiled.ptx, lowered), kCalibThreads);
+    const auto used = report.find(lowered);
+    ASSERT_NE(used, report.end()) << compiled.log;
+    EXPECT_EQ(used->second.stackBytes, 0);
+    EXPECT_EQ(used->second.spillBytes, 0);
+    EXPECT_GE(blocksPerSm(used->second.registers, kCalibThreads), 2)
+        << used->second.registers << " registers";
+  }
+}
+
+// The calib_* grids the host launches (calib*Blocks), as documented.
+TEST(KernelCompile, CalibrationLaunchGeometry) {
+  using namespace kernels;
+  EXPECT_EQ(calibAttentionBlocks(65536, 32),
+            65536u / kCalibAttentionBlockTokens * 32);
+  EXPECT_EQ(calibAttentionBlocks(65, 2), 4u);
+  EXPECT_EQ(calibEmbeddingBlocks(70), 70u);
+  EXPECT_EQ(calibRopeBlocks(70), 70u);
+  EXPECT_EQ(calibSigmoidGateBlocks(70), 70u);
+  // A warp per run of `group` columns.
+  EXPECT_EQ(calibRmsNormBlocks(65536, 4096, 4096), 8192u);
+  EXPECT_EQ(calibRmsNormBlocks(65536, 4096, 128), 262144u);
+  EXPECT_EQ(calibAwqCandidateBlocks(14336, 4096, 128), 57344u);
+  // Not quantized (group does not divide cols): a thread per element.
+  EXPECT_EQ(calibAwqCandidateBlocks(10, 100, 64), 4u);
+  EXPECT_EQ(calibElementwiseBlocks(1000), 4u);
+  EXPECT_EQ(calibElementwiseBlocks(1ull << 40),
+            static_cast<unsigned>(kCalibMaxBlocks));
+  EXPECT_EQ(calibSquaredErrorBlocks(1ull << 30),
+            static_cast<unsigned>(kCalibSquaredErrorMaxBlocks));
+  EXPECT_EQ(calibColumnAbsSumBlocks(65536, 4096), 16u * 256u);
+  EXPECT_EQ(calibGramBlocks(4096, 128), 32u * 4u);
+  EXPECT_EQ(calibGramBlocks(96, 32), 3u);
+  EXPECT_EQ(calibClipSearchBlocks(14336, 4096, 128), 32u * 896u);
+  EXPECT_EQ(calibClipSearchBlocks(17, 96, 32), 3u * 2u);
 }
 
 } // namespace

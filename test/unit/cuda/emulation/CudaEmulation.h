@@ -77,6 +77,9 @@ inline unsigned long long __double2ull_rz(double d) {
   return static_cast<unsigned long long>(d);
 }
 inline float __int_as_float(int v) { return std::bit_cast<float>(v); }
+inline double __longlong_as_double(long long v) {
+  return std::bit_cast<double>(v);
+}
 inline float __uint_as_float(unsigned v) { return std::bit_cast<float>(v); }
 inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
 inline int min(int a, int b) { return a < b ? a : b; }
@@ -93,6 +96,9 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
            << (8 * i);
   return out;
 }
+
+// The read-only data cache is only a cache.
+template <typename T> T __ldg(const T *p) { return *p; }
 
 template <typename T, typename U> T atomicAdd(T *p, U v) {
   if constexpr (std::is_floating_point_v<T>)
@@ -158,6 +164,9 @@ template <typename F> void launch(int blocks, int threads, F f) {
 } // namespace cuda_emulation
 
 inline void __syncthreads() { cuda_emulation::blockBarrier->arrive_and_wait(); }
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  cuda_emulation::warpBarriers[threadIdx.x / 32]->arrive_and_wait();
+}
 template <typename T> T __shfl_xor_sync(unsigned, T v, int mask) {
   return cuda_emulation::exchange(v, (threadIdx.x % 32) ^ mask, true);
 }

@@ -1,0 +1,89 @@
+//===- CalibrationEvaluator.h - What AWQ asks of the float model -*- C++
+//-*-===//
+//
+// sol-awq-calibrate evaluates the unquantized model on calibration text and,
+// at each scaling group, the group's ops again under every candidate
+// scaling. This is that evaluation, behind one interface with two
+// implementations: on the CPU (TensorEvaluator, float32, any machine) and on
+// the GPU (CudaCalibrationEvaluator: the same ops with float32 activations
+// on the device and TF32 GEMMs), which an 8B model needs: its search is
+// about 25 PFLOP.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/SolDialect.h"
+#include "ir/WeightStore.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace sol {
+
+class CalibrationEvaluator {
+public:
+  virtual ~CalibrationEvaluator() = default;
+
+  /// "CPU" or the GPU's name, for solc's messages.
+  virtual std::string device() const = 0;
+  /// Calibration tokens, all sequences together.
+  virtual int64_t tokens() const = 0;
+
+  /// Evaluates, in order, the ops before `op` not evaluated yet, holding
+  /// each value until its last user. Fails with a diagnostic on an op it
+  /// cannot evaluate.
+  virtual mlir::LogicalResult runUntil(mlir::Operation *op) = 0;
+
+  /// Sum over tokens of |v| per column of an evaluated value.
+  virtual std::vector<double> columnAbsSums(mlir::Value v) = 0;
+  /// `rows` evenly spaced rows of an evaluated value (row r * T / rows),
+  /// row-major.
+  virtual std::vector<float> sampleRows(mlir::Value v, int64_t rows) = 0;
+
+  /// Evaluates `ops` (program order; operands from outside them are
+  /// evaluated values) with the float weights and keeps `outputs` as the
+  /// reference of the following candidateError calls.
+  virtual mlir::LogicalResult
+  setReference(llvm::ArrayRef<mlir::Operation *> ops,
+               llvm::ArrayRef<mlir::Value> outputs) = 0;
+  /// Mean squared error against the reference of the outputs of the same
+  /// ops when each of `linears` (all reading one input of K channels)
+  /// multiplies by Q(W * s) / s instead of W: W its float weight
+  /// (`weights[i]`, [N, K]), s the per-channel `scales`, Q int4 round to
+  /// nearest in groups of `groupSize` (none when K is not a multiple).
+  virtual mlir::FailureOr<double>
+  candidateError(llvm::ArrayRef<LinearOp> linears,
+                 llvm::ArrayRef<std::vector<float>> weights,
+                 std::span<const float> scales, int64_t groupSize) = 0;
+
+  /// A weight's values as float32 (a sol.weight of the store, or a
+  /// conversion or transpose of one).
+  virtual std::vector<float> weight(mlir::Value w) const = 0;
+
+  /// quant::searchInt4Clip: each int4 group's clipping ratio of the [n, k]
+  /// weight `w` against `xRows` calibration rows `x`.
+  virtual std::vector<float> clipRatios(std::span<const float> w, int64_t n,
+                                        int64_t k, int64_t groupSize,
+                                        std::span<const float> x, int64_t xRows,
+                                        int gridPoints) = 0;
+};
+
+/// Makes the evaluator of a function over `sequences` (token ids, each from
+/// position 0).
+using CalibrationEvaluatorFactory =
+    std::function<std::unique_ptr<CalibrationEvaluator>(
+        mlir::func::FuncOp, const WeightStore &,
+        std::span<const std::vector<int32_t>>)>;
+
+/// The CPU's: float32 on every core.
+std::unique_ptr<CalibrationEvaluator>
+createCpuCalibrationEvaluator(mlir::func::FuncOp fn, const WeightStore &store,
+                              std::span<const std::vector<int32_t>> sequences);
+
+} // namespace sol

@@ -1,0 +1,676 @@
+//===- CudaCalibrationEvaluator.cpp - AWQ's evaluation on the GPU ---------===//
+#include "passes/CudaCalibrationEvaluator.h"
+
+#include "passes/TensorEvaluator.h"
+
+#include "codegen/kernels/LaunchArgs.h"
+#include "codegen/nvrtc/EmbeddedKernelHeaders.h"
+#include "codegen/nvrtc/NvrtcCompiler.h"
+#include "ir/RopeTable.h"
+#include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/CudaContext.h"
+#include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/DeviceBuffer.h"
+#include "runtime/cuda/Module.h"
+#include "runtime/cuda/Stream.h"
+#include "runtime/support/Error.h"
+#include "runtime/support/Quantize.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+using namespace mlir;
+
+namespace sol {
+
+namespace {
+
+namespace k = kernels;
+using cuda::DeviceBuffer;
+using cuda::LaunchDims;
+
+/// A float32 activation or weight on the device, row-major.
+struct DeviceTensor {
+  int64_t rows = 0, cols = 0;
+  DeviceBuffer buffer;
+
+  static DeviceTensor make(int64_t rows, int64_t cols) {
+    DeviceTensor t;
+    t.rows = rows;
+    t.cols = cols;
+    try {
+      t.buffer =
+          DeviceBuffer(static_cast<size_t>(std::max<int64_t>(rows * cols, 1)) *
+                       sizeof(float));
+    } catch (const Error &e) {
+      fail(e.what(), ", for a ", rows, " x ", cols,
+           " float32 value of AWQ calibration on the GPU: calibrate on fewer "
+           "tokens (--calib-tokens) or on the CPU (--calib-device cpu)");
+    }
+    return t;
+  }
+  float *data() const { return buffer.as<float>(); }
+  unsigned long long count() const {
+    return static_cast<unsigned long long>(rows * cols);
+  }
+};
+
+/// Every calib_* kernel: kCalibThreads threads, its calib*Blocks() blocks.
+LaunchDims dims(unsigned blocks) {
+  LaunchDims d;
+  d.grid.x = blocks;
+  d.block.x = k::kCalibThreads;
+  return d;
+}
+
+/// The kernels of Calibration.cuh, looked up once.
+struct CalibrationKernels {
+  std::optional<cuda::Module> module;
+  std::optional<cuda::Kernel> embedding, rmsNorm, rope, attention, elementwise,
+      sigmoidGate, columnAbsSum, squaredError, awqCandidate, gram, clipSearch;
+};
+
+const char *const kKernelNames[] = {
+    "sol::kernels::calib_embedding",      "sol::kernels::calib_rms_norm",
+    "sol::kernels::calib_rope",           "sol::kernels::calib_attention",
+    "sol::kernels::calib_elementwise",    "sol::kernels::calib_sigmoid_gate",
+    "sol::kernels::calib_column_abs_sum", "sol::kernels::calib_squared_error",
+    "sol::kernels::calib_awq_candidate",  "sol::kernels::calib_gram",
+    "sol::kernels::calib_clip_search"};
+
+CalibrationKernels compileKernels(const cuda::CudaContext &context) {
+  nvrtc::NvrtcOptions options;
+  options.gpuArch = context.smArch();
+  const nvrtc::NvrtcCompiler compiler(options);
+  nvrtc::KernelSource source;
+  source.name = "calibration.cu";
+  source.code = "#include \"Calibration.cuh\"\n";
+  for (const nvrtc::HeaderFile &h : nvrtc::embeddedKernelHeaders())
+    source.headers.push_back(h);
+  source.nameExpressions.assign(std::begin(kKernelNames),
+                                std::end(kKernelNames));
+  const nvrtc::CompiledKernels compiled = compiler.compile(source);
+  CalibrationKernels out;
+  out.module.emplace(compiled.cubin, compiled.ptx, "calibration kernels");
+  auto get = [&](const char *name) {
+    return out.module->kernel(compiled.loweredNames.at(name));
+  };
+  std::optional<cuda::Kernel> *slots[] = {
+      &out.embedding,    &out.rmsNorm,     &out.rope,         &out.attention,
+      &out.elementwise,  &out.sigmoidGate, &out.columnAbsSum, &out.squaredError,
+      &out.awqCandidate, &out.gram,        &out.clipSearch};
+  for (size_t i = 0; i < std::size(kKernelNames); ++i)
+    slots[i]->emplace(get(kKernelNames[i]));
+  return out;
+}
+
+/// SOL_CALIB_PROFILE=1: where calibration's time goes, each timed step
+/// waited for on the GPU (so the whole runs a little slower), printed to
+/// stderr when the evaluator ends. Steps nest: an op's time includes the
+/// upload of the weights it reads first.
+class CalibrationProfile {
+public:
+  CalibrationProfile() {
+    const char *v = std::getenv("SOL_CALIB_PROFILE");
+    on_ = v && *v && std::string(v) != "0";
+  }
+  ~CalibrationProfile() {
+    if (!on_)
+      return;
+    std::fprintf(stderr, "solc: GPU calibration profile (SOL_CALIB_PROFILE; "
+                         "steps nest):\n");
+    for (const auto &[what, t] : steps_)
+      std::fprintf(stderr, "  %-34s %9.2f s %8lld calls\n", what.c_str(),
+                   t.seconds, t.calls);
+    std::fprintf(stderr, "  %-34s %9.2f s\n", "evaluator in all",
+                 secondsSince(start_));
+  }
+
+  /// Times a step to its end on `stream` (nothing unless profiling).
+  class Step {
+  public:
+    Step(CalibrationProfile &p, const cuda::Stream &stream, std::string what)
+        : profile_(p.on_ ? &p : nullptr), stream_(stream),
+          what_(std::move(what)), start_(Clock::now()) {}
+    ~Step() {
+      if (!profile_)
+        return;
+      stream_.synchronize();
+      Total &t = profile_->steps_[what_];
+      t.seconds += secondsSince(start_);
+      ++t.calls;
+    }
+    Step(const Step &) = delete;
+    Step &operator=(const Step &) = delete;
+
+  private:
+    CalibrationProfile *profile_;
+    const cuda::Stream &stream_;
+    std::string what_;
+    std::chrono::steady_clock::time_point start_;
+  };
+
+private:
+  using Clock = std::chrono::steady_clock;
+  static double secondsSince(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  }
+  struct Total {
+    double seconds = 0;
+    long long calls = 0;
+  };
+  bool on_ = false;
+  Clock::time_point start_ = Clock::now();
+  std::map<std::string, Total> steps_;
+};
+
+class CudaCalibrationEvaluator final : public CalibrationEvaluator {
+public:
+  CudaCalibrationEvaluator(func::FuncOp fn, const WeightStore &store,
+                           std::span<const std::vector<int32_t>> sequences,
+                           std::unique_ptr<cuda::CublasLt> blas,
+                           std::unique_ptr<cuda::CudaContext> context)
+      : host_(fn, store, sequences), context_(std::move(context)),
+        blas_(std::move(blas)) {
+    kernels_ = compileKernels(*context_);
+    workspace_ = DeviceBuffer(cuda::CublasLt::kWorkspaceBytes);
+    // The function's index arguments and each token's sequence start.
+    for (BlockArgument arg : fn.getArguments()) {
+      auto name =
+          fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "sol.name");
+      if (!name ||
+          (name.getValue() != "tokens" && name.getValue() != "positions" &&
+           name.getValue() != "token_seq"))
+        continue;
+      indexArgs_[arg] = upload(host_.indices(arg));
+    }
+    seqStarts_ = upload(host_.sequenceStartOfTokens());
+  }
+
+  std::string device() const override { return context_->name(); }
+  int64_t tokens() const override { return host_.tokens(); }
+
+  LogicalResult runUntil(Operation *op) override {
+    ArrayRef<Operation *> ops = host_.ops();
+    while (next_ < ops.size() && ops[next_] != op) {
+      Operation *current = ops[next_];
+      if (!isa<WeightOp, LogitsOp>(current) &&
+          !current->hasTrait<WeightTransform>()) {
+        FailureOr<DeviceTensor> result =
+            compute(current, Locals(), Overrides());
+        if (failed(result))
+          return failure();
+        values_[current->getResult(0)] = std::move(*result);
+      }
+      // Values and weights whose last user this was are no longer needed.
+      for (Value operand : current->getOperands())
+        if (host_.lastUse(operand) == static_cast<int64_t>(next_)) {
+          values_.erase(operand);
+          weights_.erase(operand);
+        }
+      ++next_;
+    }
+    return success();
+  }
+
+  std::vector<double> columnAbsSums(Value v) override {
+    CalibrationProfile::Step step(profile_, stream_, "column |x| sums");
+    const DeviceTensor &x = lookup(v, Locals());
+    DeviceBuffer sums(static_cast<size_t>(x.cols) * sizeof(double));
+    sums.fillBytes(0, stream_);
+    k::CalibColumnAbsSumArgs args;
+    args.sums = sums.as<double>();
+    args.x = x.data();
+    args.rows = static_cast<int>(x.rows);
+    args.cols = static_cast<int>(x.cols);
+    kernels_.columnAbsSum->launch(
+        dims(k::calibColumnAbsSumBlocks(args.rows, args.cols)), stream_, args);
+    std::vector<double> out(static_cast<size_t>(x.cols));
+    sums.download(std::span(out), stream_);
+    stream_.synchronize();
+    return out;
+  }
+
+  std::vector<float> sampleRows(Value v, int64_t rows) override {
+    CalibrationProfile::Step step(profile_, stream_, "clip rows back");
+    const DeviceTensor &x = lookup(v, Locals());
+    // Gathered on the device (asynchronous copies), then one copy back:
+    // 2,048 copies into pageable memory would each wait for the GPU.
+    DeviceTensor rowsOut = DeviceTensor::make(rows, x.cols);
+    const size_t rowBytes = static_cast<size_t>(x.cols) * sizeof(float);
+    for (int64_t r = 0; r < rows; ++r)
+      rowsOut.buffer.copyFromDevice(
+          x.buffer, rowBytes, stream_, static_cast<size_t>(r) * rowBytes,
+          static_cast<size_t>(r * x.rows / rows) * rowBytes);
+    std::vector<float> out(static_cast<size_t>(rows * x.cols));
+    rowsOut.buffer.download(std::span(out), stream_);
+    stream_.synchronize();
+    return out;
+  }
+
+  LogicalResult setReference(ArrayRef<Operation *> ops,
+                             ArrayRef<Value> outputs) override {
+    CalibrationProfile::Step step(profile_, stream_, "reference regions");
+    region_.assign(ops.begin(), ops.end());
+    outputs_.assign(outputs.begin(), outputs.end());
+    candidates_.clear();
+    FailureOr<std::vector<DeviceTensor>> reference = evaluate(Overrides());
+    if (failed(reference))
+      return failure();
+    reference_ = std::move(*reference);
+    return success();
+  }
+
+  FailureOr<double> candidateError(ArrayRef<LinearOp> linears,
+                                   ArrayRef<std::vector<float>>,
+                                   std::span<const float> s,
+                                   int64_t g) override {
+    CalibrationProfile::Step step(profile_, stream_, "candidate regions");
+    const int64_t k = static_cast<int64_t>(s.size());
+    DeviceBuffer scales(s.size_bytes());
+    scales.upload(s, stream_);
+    Overrides overrides;
+    for (LinearOp l : linears) {
+      const DeviceTensor &w = deviceWeight(l.getWeight());
+      DeviceTensor &trial = candidates_[l];
+      if (trial.count() != w.count())
+        trial = DeviceTensor::make(w.rows, w.cols);
+      k::CalibAwqCandidateArgs args;
+      args.out = trial.data();
+      args.weight = w.data();
+      args.scales = scales.as<float>();
+      args.rows = static_cast<int>(w.rows);
+      args.cols = static_cast<int>(k);
+      args.group = static_cast<int>(g);
+      // A linear that stays bf16 (k not a multiple of g) loses nothing.
+      args.quantize = k % g == 0;
+      kernels_.awqCandidate->launch(
+          dims(k::calibAwqCandidateBlocks(args.rows, args.cols, args.group)),
+          stream_, args);
+      overrides[l] = trial.data();
+    }
+    FailureOr<std::vector<DeviceTensor>> out = evaluate(overrides);
+    if (failed(out))
+      return failure();
+    return squaredError(*out, reference_);
+  }
+
+  std::vector<float> weight(Value w) const override { return host_.weight(w); }
+
+  std::vector<float> clipRatios(std::span<const float> w, int64_t n, int64_t k,
+                                int64_t groupSize, std::span<const float> x,
+                                int64_t xRows, int gridPoints) override {
+    CalibrationProfile::Step step(profile_, stream_, "clip search");
+    if (k % groupSize != 0 || xRows <= 0 || gridPoints < 1)
+      fail("internal error: the int4 clip search of a ", n, " x ", k,
+           " weight in groups of ", groupSize, " over ", xRows, " rows");
+    // Groups past the kernel's Gram tiles search on the host.
+    if (groupSize > k::kCalibClipSearchMaxGroup)
+      return quant::searchInt4Clip(w, n, k, groupSize, x, xRows, gridPoints);
+    const int64_t groups = k / groupSize;
+    DeviceBuffer wd(w.size_bytes()), xd(x.size_bytes()),
+        gram(static_cast<size_t>(groups * groupSize * groupSize) *
+             sizeof(float)),
+        ratios(static_cast<size_t>(n * groups) * sizeof(float));
+    wd.upload(w, stream_);
+    xd.upload(x, stream_);
+    k::CalibGramArgs g;
+    g.gram = gram.as<float>();
+    g.x = xd.as<float>();
+    g.rows = static_cast<int>(xRows);
+    g.cols = static_cast<int>(k);
+    g.group = static_cast<int>(groupSize);
+    kernels_.gram->launch(dims(k::calibGramBlocks(g.cols, g.group)), stream_,
+                          g);
+    k::CalibClipSearchArgs c;
+    c.ratios = ratios.as<float>();
+    c.weight = wd.as<float>();
+    c.gram = gram.as<float>();
+    c.rows = static_cast<int>(n);
+    c.cols = static_cast<int>(k);
+    c.group = static_cast<int>(groupSize);
+    c.gridPoints = gridPoints;
+    // quant::searchInt4Clip's candidates: ratios down to 1 - maxShrink (0.5).
+    c.candidates = std::max(1, static_cast<int>(gridPoints * 0.5f));
+    kernels_.clipSearch->launch(
+        dims(k::calibClipSearchBlocks(c.rows, c.cols, c.group)), stream_, c);
+    std::vector<float> out(static_cast<size_t>(n * groups));
+    ratios.download(std::span(out), stream_);
+    stream_.synchronize();
+    return out;
+  }
+
+private:
+  using Locals = llvm::DenseMap<Value, DeviceTensor>;
+  using Overrides = llvm::DenseMap<Operation *, const float *>;
+
+  template <typename T> DeviceBuffer upload(std::span<const T> values) {
+    DeviceBuffer b(std::max<size_t>(values.size_bytes(), 4));
+    b.upload(values, stream_);
+    return b;
+  }
+  template <typename T> DeviceBuffer upload(const std::vector<T> &values) {
+    return upload(std::span<const T>(values));
+  }
+
+  const DeviceTensor &lookup(Value v, const Locals &local) const {
+    if (auto it = local.find(v); it != local.end())
+      return it->second;
+    auto it = values_.find(v);
+    if (it == values_.end())
+      fail("internal error: GPU calibration reads a value that was not "
+           "evaluated or is no longer held");
+    return it->second;
+  }
+
+  const int *indices(Value v) const {
+    auto it = indexArgs_.find(v);
+    if (it == indexArgs_.end())
+      fail("internal error: GPU calibration evaluates an index operand that "
+           "is not the function's tokens, positions or token_seq");
+    return it->second.as<int>();
+  }
+
+  /// A float weight on the device, uploaded on first use and dropped with
+  /// the last op that reads it.
+  const DeviceTensor &deviceWeight(Value w) {
+    auto it = weights_.find(w);
+    if (it != weights_.end())
+      return it->second;
+    CalibrationProfile::Step step(profile_, stream_, "weights read, uploaded");
+    const std::vector<float> values = host_.weight(w);
+    auto type = cast<ShapedType>(w.getType());
+    const int64_t cols = type.getRank() ? type.getShape().back() : 1;
+    DeviceTensor t =
+        DeviceTensor::make(static_cast<int64_t>(values.size()) / cols, cols);
+    t.buffer.upload(std::span(values), stream_);
+    // The upload reads `values`, which goes out of scope here.
+    stream_.synchronize();
+    return weights_[w] = std::move(t);
+  }
+
+  /// Evaluates the region with `overrides` and returns its outputs.
+  FailureOr<std::vector<DeviceTensor>> evaluate(const Overrides &overrides) {
+    return evaluateOps<DeviceTensor>(region_, outputs_,
+                                     [&](Operation *op, const Locals &local) {
+                                       return compute(op, local, overrides);
+                                     });
+  }
+
+  double squaredError(const std::vector<DeviceTensor> &a,
+                      const std::vector<DeviceTensor> &b) {
+    DeviceBuffer sum(sizeof(double));
+    sum.fillBytes(0, stream_);
+    unsigned long long count = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      k::CalibSquaredErrorArgs args;
+      args.sum = sum.as<double>();
+      args.a = a[i].data();
+      args.b = b[i].data();
+      args.count = a[i].count();
+      kernels_.squaredError->launch(
+          dims(k::calibSquaredErrorBlocks(args.count)), stream_, args);
+      count += args.count;
+    }
+    double total = 0.0;
+    sum.download(std::span(&total, 1), stream_);
+    stream_.synchronize();
+    return count ? total / static_cast<double>(count) : 0.0;
+  }
+
+  void elementwise(const DeviceTensor &out, const float *a, const float *b,
+                   int op) {
+    k::CalibElementwiseArgs args;
+    args.out = out.data();
+    args.a = a;
+    args.b = b;
+    args.count = out.count();
+    args.cols = static_cast<int>(out.cols);
+    args.op = op;
+    kernels_.elementwise->launch(dims(k::calibElementwiseBlocks(args.count)),
+                                 stream_, args);
+  }
+
+  /// The cos and sin tables of a rope op for the calibration positions.
+  const std::pair<DeviceBuffer, DeviceBuffer> &ropeTables(RopeOp rope) {
+    auto it = ropeTables_.find(rope);
+    if (it != ropeTables_.end())
+      return it->second;
+    const int64_t dim = rope.getHeadDim(), half = dim / 2;
+    const RopeTable table =
+        RopeTable::compute(ropeParameters(rope.getRope()), dim);
+    std::span<const int32_t> pos = host_.indices(rope.getPositions());
+    const int64_t positions =
+        pos.empty() ? 1 : *std::max_element(pos.begin(), pos.end()) + 1;
+    std::vector<float> c(static_cast<size_t>(positions * half)), s(c.size());
+    // As the CPU evaluator (and transformers): the angle rounded to float,
+    // cos/sin of it in double.
+    for (int64_t p = 0; p < positions; ++p) {
+      const std::vector<float> &freq = table.invFreqAt(p);
+      for (int64_t i = 0; i < half; ++i) {
+        const float angle = static_cast<float>(p) * freq[i];
+        c[p * half + i] =
+            static_cast<float>(std::cos(static_cast<double>(angle))) *
+            table.scalingFor(freq[i]);
+        s[p * half + i] =
+            static_cast<float>(std::sin(static_cast<double>(angle))) *
+            table.scalingFor(freq[i]);
+      }
+    }
+    auto &slot = ropeTables_[rope];
+    slot = {upload(c), upload(s)};
+    stream_.synchronize();
+    return slot;
+  }
+
+  FailureOr<DeviceTensor> compute(Operation *op, const Locals &local,
+                                  const Overrides &overrides) {
+    CalibrationProfile::Step step(profile_, stream_,
+                                  op->getName().getStringRef().str());
+    auto in = [&](Value v) -> const DeviceTensor & { return lookup(v, local); };
+    const int64_t T = tokens();
+
+    if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+      const DeviceTensor &table = deviceWeight(embedding.getTable());
+      std::span<const int32_t> ids = host_.indices(embedding.getIds());
+      for (int32_t id : ids)
+        if (id < 0 || id >= table.rows)
+          fail("calibration token ", id, " is outside the model's ", table.rows,
+               "-entry embedding (does the tokenizer belong to this model?)");
+      DeviceTensor out = DeviceTensor::make(T, table.cols);
+      k::CalibEmbeddingArgs args;
+      args.out = out.data();
+      args.table = table.data();
+      args.ids = indices(embedding.getIds());
+      args.tokens = static_cast<int>(T);
+      args.width = static_cast<int>(table.cols);
+      args.scale = 1.0f;
+      if (std::optional<APFloat> scale = embedding.getScale())
+        args.scale = scale->convertToFloat();
+      kernels_.embedding->launch(dims(k::calibEmbeddingBlocks(args.tokens)),
+                                 stream_, args);
+      return out;
+    }
+    if (auto norm = dyn_cast<RmsNormOp>(op)) {
+      const DeviceTensor &x = in(norm.getInput());
+      const DeviceTensor &w = deviceWeight(norm.getWeight());
+      DeviceTensor out = DeviceTensor::make(x.rows, x.cols);
+      k::CalibRmsNormArgs args;
+      args.out = out.data();
+      args.x = x.data();
+      args.weight = w.data();
+      args.rows = static_cast<int>(x.rows);
+      args.cols = static_cast<int>(x.cols);
+      args.group = static_cast<int>(w.count());
+      args.eps = norm.getEpsilon().convertToFloat();
+      kernels_.rmsNorm->launch(
+          dims(k::calibRmsNormBlocks(args.rows, args.cols, args.group)),
+          stream_, args);
+      return out;
+    }
+    if (auto linear = dyn_cast<LinearOp>(op)) {
+      if (linear.getResidual() || linear.getWeightScales() ||
+          linear.getEpilogue() != LinearEpilogue::None)
+        return op->emitOpError("calibration evaluates plain float linears "
+                               "only (the importer's form)");
+      const DeviceTensor &x = in(linear.getInput());
+      auto type = linear.getWeight().getType();
+      const int64_t n = type.getDimSize(0), kk = type.getDimSize(1);
+      const float *w = nullptr;
+      if (auto it = overrides.find(op); it != overrides.end())
+        w = it->second;
+      else
+        w = deviceWeight(linear.getWeight()).data();
+      DeviceTensor out = DeviceTensor::make(x.rows, n);
+      blas_->f32Linear(stream_.handle(), out.buffer.address(),
+                       x.buffer.address(), reinterpret_cast<CUdeviceptr>(w),
+                       static_cast<int>(x.rows), static_cast<int>(n),
+                       static_cast<int>(kk), workspace_.address(),
+                       workspace_.size());
+      if (linear.getBias())
+        elementwise(out, out.data(), deviceWeight(linear.getBias()).data(),
+                    k::kCalibAddBias);
+      return out;
+    }
+    if (auto rope = dyn_cast<RopeOp>(op)) {
+      const DeviceTensor &x = in(rope.getInput());
+      const auto &[cosTable, sinTable] = ropeTables(rope);
+      DeviceTensor out = DeviceTensor::make(x.rows, x.cols);
+      k::CalibRopeArgs args;
+      args.out = out.data();
+      args.x = x.data();
+      args.cosTable = cosTable.as<float>();
+      args.sinTable = sinTable.as<float>();
+      args.positions = indices(rope.getPositions());
+      args.tokens = static_cast<int>(x.rows);
+      args.heads = static_cast<int>(rope.getNumHeads());
+      args.dim = static_cast<int>(rope.getHeadDim());
+      kernels_.rope->launch(dims(k::calibRopeBlocks(args.tokens)), stream_,
+                            args);
+      return out;
+    }
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      if (!attention.getCausal())
+        return op->emitOpError("calibration evaluates causal attention only");
+      if (attention.getSinks())
+        return op->emitOpError("calibration does not evaluate attention sinks");
+      const DeviceTensor &q = in(attention.getQuery());
+      const DeviceTensor &kv = in(attention.getKey());
+      const DeviceTensor &v = in(attention.getValue());
+      k::CalibAttentionArgs args;
+      args.heads = static_cast<int>(attention.getNumHeads());
+      args.kvHeads = static_cast<int>(attention.getNumKvHeads());
+      args.dim = static_cast<int>(attention.getHeadDim());
+      DeviceTensor out = DeviceTensor::make(T, int64_t(args.heads) * args.dim);
+      args.out = out.data();
+      args.q = q.data();
+      args.k = kv.data();
+      args.v = v.data();
+      args.seqStart = seqStarts_.as<int>();
+      args.tokens = static_cast<int>(T);
+      args.window = static_cast<int>(attention.getSlidingWindow().value_or(0));
+      args.scale = attention.getScale().convertToFloat();
+      args.softcap =
+          attention.getSoftcap() ? attention.getSoftcap()->convertToFloat() : 0;
+      const LaunchDims d =
+          dims(k::calibAttentionBlocks(args.tokens, args.heads));
+      kernels_.attention->launch(d, stream_, args);
+      return out;
+    }
+    if (auto add = dyn_cast<AddOp>(op)) {
+      const DeviceTensor &a = in(add.getLhs()), &b = in(add.getRhs());
+      DeviceTensor out = DeviceTensor::make(a.rows, a.cols);
+      elementwise(out, a.data(), b.data(), k::kCalibAdd);
+      return out;
+    }
+    if (auto swiglu = dyn_cast<SwigluOp>(op)) {
+      if (!swiglu.getUp())
+        return op->emitOpError("calibration evaluates the two-operand "
+                               "(importer's) form only");
+      const DeviceTensor &g = in(swiglu.getGate()), &u = in(swiglu.getUp());
+      DeviceTensor out = DeviceTensor::make(g.rows, g.cols);
+      elementwise(out, g.data(), u.data(),
+                  swiglu.getActivation() == GateActivation::GeluTanh
+                      ? k::kCalibGegelu
+                      : k::kCalibSwiglu);
+      return out;
+    }
+    if (auto gate = dyn_cast<SigmoidGateOp>(op)) {
+      const DeviceTensor &v = in(gate.getValue()), &x = in(gate.getInput());
+      const DeviceTensor &w = deviceWeight(gate.getWeight());
+      DeviceTensor out = DeviceTensor::make(v.rows, v.cols);
+      k::CalibSigmoidGateArgs args;
+      args.out = out.data();
+      args.value = v.data();
+      args.in = x.data();
+      args.weight = w.data();
+      args.rows = static_cast<int>(v.rows);
+      args.valueCols = static_cast<int>(v.cols);
+      args.inCols = static_cast<int>(x.cols);
+      kernels_.sigmoidGate->launch(dims(k::calibSigmoidGateBlocks(args.rows)),
+                                   stream_, args);
+      return out;
+    }
+    return op->emitOpError("GPU calibration cannot evaluate this op");
+  }
+
+  CalibrationProfile profile_; // printed last, after the GPU's work
+  TensorEvaluator host_;
+  std::unique_ptr<cuda::CudaContext> context_;
+  std::unique_ptr<cuda::CublasLt> blas_;
+  cuda::Stream stream_;
+  CalibrationKernels kernels_;
+  DeviceBuffer workspace_, seqStarts_;
+  llvm::DenseMap<Value, DeviceBuffer> indexArgs_;
+  llvm::DenseMap<Value, DeviceTensor> values_, weights_;
+  llvm::DenseMap<Operation *, std::pair<DeviceBuffer, DeviceBuffer>>
+      ropeTables_;
+  size_t next_ = 0;
+  // The region being measured.
+  std::vector<Operation *> region_;
+  std::vector<Value> outputs_;
+  std::vector<DeviceTensor> reference_;
+  llvm::DenseMap<Operation *, DeviceTensor> candidates_;
+};
+
+} // namespace
+
+std::unique_ptr<CalibrationEvaluator>
+createCudaCalibrationEvaluator(func::FuncOp fn, const WeightStore &store,
+                               std::span<const std::vector<int32_t>> sequences,
+                               std::string &why) {
+  WalkResult unsupported = fn.walk([&](Operation *op) {
+    if (isa<MoeOp>(op)) {
+      why = "the GPU evaluator has no mixture-of-experts op yet";
+      return WalkResult::interrupt();
+    }
+    if (auto attention = dyn_cast<AttentionOp>(op);
+        attention && (attention.getHeadDim() > k::kCalibAttentionMaxDim ||
+                      attention.getHeadDim() % 4 != 0)) {
+      why = cat("the GPU evaluator's attention takes head dims of multiples "
+                "of 4 up to ",
+                k::kCalibAttentionMaxDim, ", not ", attention.getHeadDim());
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (unsupported.wasInterrupted())
+    return nullptr;
+  if (!cuda::cudaAvailable()) {
+    why = cuda::cudaUnavailableReason();
+    return nullptr;
+  }
+  auto context = std::make_unique<cuda::CudaContext>(0);
+  std::unique_ptr<cuda::CublasLt> blas = cuda::CublasLt::load(why);
+  if (!blas)
+    return nullptr;
+  return std::make_unique<CudaCalibrationEvaluator>(
+      fn, store, sequences, std::move(blas), std::move(context));
+}
+
+} // namespace sol
