@@ -250,7 +250,8 @@ LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
     wRows += n;
   }
 
-  if (failed(evaluator.setReference(group.region, group.outputs)))
+  if (failed(evaluator.setReference(group.region, group.outputs, group.linears,
+                                    weights)))
     return failure();
 
   // Candidates: no scaling, then AWQ's grid over alpha.

@@ -61,8 +61,9 @@ public:
     return out;
   }
 
-  LogicalResult setReference(ArrayRef<Operation *> ops,
-                             ArrayRef<Value> outputs) override {
+  LogicalResult setReference(ArrayRef<Operation *> ops, ArrayRef<Value> outputs,
+                             ArrayRef<LinearOp>,
+                             ArrayRef<std::vector<float>>) override {
     ops_.assign(ops.begin(), ops.end());
     outputs_.assign(outputs.begin(), outputs.end());
     FailureOr<std::vector<Activation>> reference =

@@ -48,10 +48,14 @@ public:
 
   /// Evaluates `ops` (program order; operands from outside them are
   /// evaluated values) with the float weights and keeps `outputs` as the
-  /// reference of the following candidateError calls.
+  /// reference of the following candidateError calls. `linears` are the
+  /// group's, `weights` their float weights as weight() read them (so that
+  /// no evaluator reads them again).
   virtual mlir::LogicalResult
   setReference(llvm::ArrayRef<mlir::Operation *> ops,
-               llvm::ArrayRef<mlir::Value> outputs) = 0;
+               llvm::ArrayRef<mlir::Value> outputs,
+               llvm::ArrayRef<LinearOp> linears,
+               llvm::ArrayRef<std::vector<float>> weights) = 0;
   /// Mean squared error against the reference of the outputs of the same
   /// ops when each of `linears` (all reading one input of K channels)
   /// multiplies by Q(W * s) / s instead of W: W its float weight

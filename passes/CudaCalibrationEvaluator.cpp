@@ -196,26 +196,21 @@ public:
   int64_t tokens() const override { return host_.tokens(); }
 
   LogicalResult runUntil(Operation *op) override {
-    ArrayRef<Operation *> ops = host_.ops();
-    while (next_ < ops.size() && ops[next_] != op) {
-      Operation *current = ops[next_];
-      if (!isa<WeightOp, LogitsOp>(current) &&
-          !current->hasTrait<WeightTransform>()) {
-        FailureOr<DeviceTensor> result =
-            compute(current, Locals(), Overrides());
-        if (failed(result))
-          return failure();
-        values_[current->getResult(0)] = std::move(*result);
-      }
-      // Values and weights whose last user this was are no longer needed.
-      for (Value operand : current->getOperands())
-        if (host_.lastUse(operand) == static_cast<int64_t>(next_)) {
-          values_.erase(operand);
-          weights_.erase(operand);
-        }
-      ++next_;
-    }
-    return success();
+    // Values and weights whose last user an op was go with it.
+    return runOpsUntil(
+        host_.ops(), next_, op, host_,
+        [&](Operation *current) -> LogicalResult {
+          FailureOr<DeviceTensor> result =
+              compute(current, Locals(), Overrides());
+          if (failed(result))
+            return failure();
+          values_[current->getResult(0)] = std::move(*result);
+          return success();
+        },
+        [&](Value v) {
+          values_.erase(v);
+          weights_.erase(v);
+        });
   }
 
   std::vector<double> columnAbsSums(Value v) override {
@@ -253,12 +248,15 @@ public:
     return out;
   }
 
-  LogicalResult setReference(ArrayRef<Operation *> ops,
-                             ArrayRef<Value> outputs) override {
+  LogicalResult setReference(ArrayRef<Operation *> ops, ArrayRef<Value> outputs,
+                             ArrayRef<LinearOp> linears,
+                             ArrayRef<std::vector<float>> weights) override {
     CalibrationProfile::Step step(profile_, stream_, "reference regions");
     region_.assign(ops.begin(), ops.end());
     outputs_.assign(outputs.begin(), outputs.end());
     candidates_.clear();
+    for (auto [linear, w] : llvm::zip(linears, weights))
+      uploadWeight(LinearOp(linear).getWeight(), w);
     FailureOr<std::vector<DeviceTensor>> reference = evaluate(Overrides());
     if (failed(reference))
       return failure();
@@ -382,14 +380,21 @@ private:
     auto it = weights_.find(w);
     if (it != weights_.end())
       return it->second;
-    CalibrationProfile::Step step(profile_, stream_, "weights read, uploaded");
-    const std::vector<float> values = host_.weight(w);
+    return uploadWeight(w, host_.weight(w));
+  }
+
+  /// Uploads `values`, the float values of weight `w`, unless it is there.
+  const DeviceTensor &uploadWeight(Value w, std::span<const float> values) {
+    auto it = weights_.find(w);
+    if (it != weights_.end())
+      return it->second;
+    CalibrationProfile::Step step(profile_, stream_, "weights uploaded");
     auto type = cast<ShapedType>(w.getType());
     const int64_t cols = type.getRank() ? type.getShape().back() : 1;
     DeviceTensor t =
         DeviceTensor::make(static_cast<int64_t>(values.size()) / cols, cols);
-    t.buffer.upload(std::span(values), stream_);
-    // The upload reads `values`, which goes out of scope here.
+    t.buffer.upload(values, stream_);
+    // The caller's `values` may go away once this returns.
     stream_.synchronize();
     return weights_[w] = std::move(t);
   }

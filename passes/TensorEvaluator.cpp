@@ -332,23 +332,17 @@ std::vector<float> TensorEvaluator::weight(Value w) const {
 }
 
 LogicalResult TensorEvaluator::runUntil(Operation *op) {
-  while (next_ < ops_.size() && ops_[next_] != op) {
-    Operation *current = ops_[next_];
-    if (!isa<WeightOp, LogitsOp>(current) &&
-        !current->hasTrait<WeightTransform>()) {
-      FailureOr<Activation> result =
-          compute(current, Values(), WeightOverrides());
-      if (failed(result))
-        return failure();
-      values_[current->getResult(0)] = std::move(*result);
-    }
-    // Values whose last user this was are no longer needed.
-    for (Value operand : current->getOperands())
-      if (lastUse_.lookup(operand) == next_)
-        values_.erase(operand);
-    ++next_;
-  }
-  return success();
+  return runOpsUntil(
+      ops_, next_, op, *this,
+      [&](Operation *current) -> LogicalResult {
+        FailureOr<Activation> result =
+            compute(current, Values(), WeightOverrides());
+        if (failed(result))
+          return failure();
+        values_[current->getResult(0)] = std::move(*result);
+        return success();
+      },
+      [&](Value v) { values_.erase(v); });
 }
 
 FailureOr<std::vector<Activation>>

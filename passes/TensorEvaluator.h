@@ -105,6 +105,29 @@ private:
   llvm::DenseMap<mlir::Value, std::span<const int32_t>> indexArgs_;
 };
 
+/// Evaluates ops[next, ...) in program order up to `stop` (excluded; to the
+/// end when null), advancing `next`: `compute(op)` (a LogicalResult; it
+/// keeps the op's value) for each op but weights, their transforms and the
+/// logits, then `release(v)` for each operand whose last user (`lastUse(v)`,
+/// an index in `ops`) it was. Both calibration evaluators' runUntil.
+template <typename Compute, typename Release>
+mlir::LogicalResult runOpsUntil(llvm::ArrayRef<mlir::Operation *> ops,
+                                size_t &next, mlir::Operation *stop,
+                                const TensorEvaluator &program, Compute compute,
+                                Release release) {
+  while (next < ops.size() && ops[next] != stop) {
+    mlir::Operation *current = ops[next];
+    if (!llvm::isa<WeightOp, LogitsOp>(current) &&
+        !current->hasTrait<WeightTransform>() && mlir::failed(compute(current)))
+      return mlir::failure();
+    for (mlir::Value operand : current->getOperands())
+      if (program.lastUse(operand) == static_cast<int64_t>(next))
+        release(operand);
+    ++next;
+  }
+  return mlir::success();
+}
+
 /// Evaluates `ops` in program order, skipping weights and their transforms,
 /// with `compute(op, local)` (FailureOr<T>; `local` holds the values
 /// computed so far), and returns the values of `results`, which the ops

@@ -1079,6 +1079,18 @@ bool QuantGemmSpec::supports(WeightFormat format, int outFeatures,
          (groupSize > 0 && groupSize % 64 == 0 && inFeatures % groupSize == 0);
 }
 
+/// The template arguments both mixed-input GEMMs end with: output type,
+/// bias, epilogue, split K, group size (a split writes fp32 sums with
+/// neither bias nor epilogue; linear_splitk_finalize applies them).
+static std::string quantGemmEpilogueArgs(LinearOutput output, bool bias,
+                                         LinearEpilogue epilogue, bool split,
+                                         int groupSize) {
+  return cat(outputType(split ? LinearOutput::Fp32 : output), ", ",
+             bias && !split ? "true" : "false", ", ",
+             split ? 0 : static_cast<int>(epilogue), ", ",
+             split ? "true" : "false", ", ", groupSize, ">");
+}
+
 KernelInstance QuantGemmSpec::instance() const {
   constexpr const char *kKernel = "linear_gemm_quant";
   checkQuantGemmWeights(format, groupSize, kKernel);
@@ -1097,10 +1109,7 @@ KernelInstance QuantGemmSpec::instance() const {
           cat(kNamespace, "linear_gemm_quant<sol::kernels::WeightFormat::",
               weightFormatName(format), ", ", tileM, ", ", tileN, ", ", warpsM,
               ", ", warpsN, ", ", stages, ", ", kSub, ", ",
-              outputType(split ? LinearOutput::Fp32 : output), ", ",
-              bias && !split ? "true" : "false", ", ",
-              split ? 0 : static_cast<int>(epilogue), ", ",
-              split ? "true" : "false", ", ", groupSize, ">")};
+              quantGemmEpilogueArgs(output, bias, epilogue, split, groupSize))};
 }
 
 KernelInstance QuantGemmSpec::finalizeInstance() const {
@@ -1196,10 +1205,7 @@ KernelInstance QuantWgmmaSpec::instance() const {
           cat(kNamespace, "linear_wgmma_quant<sol::kernels::WeightFormat::",
               weightFormatName(format), ", ", tokens, ", ", warpGroups, ", ",
               stages, ", ", kSub, ", ",
-              outputType(split ? LinearOutput::Fp32 : output), ", ",
-              bias && !split ? "true" : "false", ", ",
-              split ? 0 : static_cast<int>(epilogue), ", ",
-              split ? "true" : "false", ", ", groupSize, ">")};
+              quantGemmEpilogueArgs(output, bias, epilogue, split, groupSize))};
 }
 
 KernelInstance QuantWgmmaSpec::finalizeInstance() const {
