@@ -67,6 +67,9 @@ struct LinearPlan {
   std::vector<float> clipInput;
   int64_t clipRows = 0;
   std::vector<float> clipRatios;
+  /// Its unscaled float weight, kept from the scale search for the clipping
+  /// search (which would otherwise read it again).
+  std::vector<float> weight;
   bool clip = false;
   bool waitsForRows = false; // a later group divides its rows
 };
@@ -107,6 +110,7 @@ struct SolAwqCalibratePass
   void regionOf(ScalingGroup &group);
   LogicalResult search(ScalingGroup &group, CalibrationEvaluator &evaluator);
   void clip(LinearOp linear, LinearPlan &plan, CalibrationEvaluator &evaluator);
+  bool searchesClip(LinearOp linear) const;
   void rewrite(func::FuncOp fn);
   Value storedVector(OpBuilder &b, Location loc, const std::string &name,
                      std::vector<float> values, ArrayRef<int64_t> shape);
@@ -287,6 +291,9 @@ LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
     }
   }
   group.scales = std::move(best);
+  for (auto [l, w] : llvm::zip(group.linears, weights))
+    if (searchesClip(l))
+      plans[l].weight = std::move(w);
   return success();
 }
 
@@ -294,7 +301,9 @@ void SolAwqCalibratePass::clip(LinearOp linear, LinearPlan &plan,
                                CalibrationEvaluator &evaluator) {
   auto type = linear.getWeight().getType();
   const int64_t n = type.getDimSize(0), k = type.getDimSize(1);
-  std::vector<float> w = evaluator.weight(linear.getWeight());
+  std::vector<float> w = plan.weight.empty()
+                             ? evaluator.weight(linear.getWeight())
+                             : std::move(plan.weight);
   std::vector<float> x = std::move(plan.clipInput);
   parallelChunks(n, n * k, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
@@ -327,6 +336,13 @@ bool feedsRope(LinearOp linear) {
           return true;
   }
   return false;
+}
+
+/// Whether `linear` gets AWQ's clipping search: its inputs split into whole
+/// groups, and it is no query or key projection (AWQ leaves those alone).
+bool SolAwqCalibratePass::searchesClip(LinearOp linear) const {
+  return linear.getWeight().getType().getDimSize(1) % groupSize == 0 &&
+         !feedsRope(linear);
 }
 
 LogicalResult SolAwqCalibratePass::calibrate(func::FuncOp fn) {
@@ -374,8 +390,7 @@ LogicalResult SolAwqCalibratePass::calibrate(func::FuncOp fn) {
     LinearPlan &plan = plans[linear];
     if (group)
       plan.columnScales = &group->scales;
-    const int64_t k = linear.getWeight().getType().getDimSize(1);
-    if (k % groupSize == 0 && !feedsRope(linear)) {
+    if (searchesClip(linear)) {
       // Evenly spaced calibration rows for the clipping search.
       const int64_t rows = std::min(evaluator.tokens(), kClipRows);
       plan.clipRows = rows;
@@ -397,6 +412,9 @@ LogicalResult SolAwqCalibratePass::calibrate(func::FuncOp fn) {
   }
   if (tty)
     std::fprintf(stderr, " done\n");
+  // The evaluator goes first: it may still read weights on other threads,
+  // and the rewrite changes the IR they read.
+  owned.reset();
   rewrite(fn);
   return success();
 }

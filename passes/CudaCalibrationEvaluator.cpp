@@ -16,13 +16,17 @@
 #include "runtime/support/Error.h"
 #include "runtime/support/Quantize.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <optional>
+#include <set>
 
 using namespace mlir;
 
@@ -34,6 +38,21 @@ namespace k = kernels;
 using cuda::DeviceBuffer;
 using cuda::LaunchDims;
 
+constexpr size_t kBf16Bytes = 2;
+
+/// `bytes` of device memory for a rows x cols `what` value; out of memory
+/// says what to do.
+DeviceBuffer allocate(size_t bytes, int64_t rows, int64_t cols,
+                      const char *what) {
+  try {
+    return DeviceBuffer(bytes);
+  } catch (const Error &e) {
+    fail(e.what(), ", for a ", rows, " x ", cols, " ", what,
+         " value of AWQ calibration on the GPU: calibrate on fewer tokens "
+         "(--calib-tokens) or on the CPU (--calib-device cpu)");
+  }
+}
+
 /// A float32 activation or weight on the device, row-major.
 struct DeviceTensor {
   int64_t rows = 0, cols = 0;
@@ -43,15 +62,9 @@ struct DeviceTensor {
     DeviceTensor t;
     t.rows = rows;
     t.cols = cols;
-    try {
-      t.buffer =
-          DeviceBuffer(static_cast<size_t>(std::max<int64_t>(rows * cols, 1)) *
-                       sizeof(float));
-    } catch (const Error &e) {
-      fail(e.what(), ", for a ", rows, " x ", cols,
-           " float32 value of AWQ calibration on the GPU: calibrate on fewer "
-           "tokens (--calib-tokens) or on the CPU (--calib-device cpu)");
-    }
+    t.buffer = allocate(static_cast<size_t>(std::max<int64_t>(rows * cols, 1)) *
+                            sizeof(float),
+                        rows, cols, "float32");
     return t;
   }
   float *data() const { return buffer.as<float>(); }
@@ -72,8 +85,15 @@ LaunchDims dims(unsigned blocks) {
 struct CalibrationKernels {
   std::optional<cuda::Module> module;
   std::optional<cuda::Kernel> embedding, rmsNorm, rope, attention, elementwise,
-      sigmoidGate, columnAbsSum, squaredError, awqCandidate, gram, clipSearch;
+      sigmoidGate, columnAbsSum, squaredError, awqCandidate, gram, clipSearch,
+      toBf16;
+  /// calib_attention_tc<dim> for each head dim of the model it supports.
+  std::map<int, cuda::Kernel> attentionTc;
 };
+
+std::string attentionTcName(int dim) {
+  return cat("sol::kernels::calib_attention_tc<", dim, ">");
+}
 
 const char *const kKernelNames[] = {
     "sol::kernels::calib_embedding",      "sol::kernels::calib_rms_norm",
@@ -81,9 +101,10 @@ const char *const kKernelNames[] = {
     "sol::kernels::calib_elementwise",    "sol::kernels::calib_sigmoid_gate",
     "sol::kernels::calib_column_abs_sum", "sol::kernels::calib_squared_error",
     "sol::kernels::calib_awq_candidate",  "sol::kernels::calib_gram",
-    "sol::kernels::calib_clip_search"};
+    "sol::kernels::calib_clip_search",    "sol::kernels::calib_to_bf16"};
 
-CalibrationKernels compileKernels(const cuda::CudaContext &context) {
+CalibrationKernels compileKernels(const cuda::CudaContext &context,
+                                  const std::set<int> &attentionTcDims) {
   nvrtc::NvrtcOptions options;
   options.gpuArch = context.smArch();
   const nvrtc::NvrtcCompiler compiler(options);
@@ -94,6 +115,8 @@ CalibrationKernels compileKernels(const cuda::CudaContext &context) {
     source.headers.push_back(h);
   source.nameExpressions.assign(std::begin(kKernelNames),
                                 std::end(kKernelNames));
+  for (int dim : attentionTcDims)
+    source.nameExpressions.push_back(attentionTcName(dim));
   const nvrtc::CompiledKernels compiled = compiler.compile(source);
   CalibrationKernels out;
   out.module.emplace(compiled.cubin, compiled.ptx, "calibration kernels");
@@ -103,9 +126,15 @@ CalibrationKernels compileKernels(const cuda::CudaContext &context) {
   std::optional<cuda::Kernel> *slots[] = {
       &out.embedding,    &out.rmsNorm,     &out.rope,         &out.attention,
       &out.elementwise,  &out.sigmoidGate, &out.columnAbsSum, &out.squaredError,
-      &out.awqCandidate, &out.gram,        &out.clipSearch};
+      &out.awqCandidate, &out.gram,        &out.clipSearch,   &out.toBf16};
   for (size_t i = 0; i < std::size(kKernelNames); ++i)
     slots[i]->emplace(get(kKernelNames[i]));
+  for (int dim : attentionTcDims) {
+    cuda::Kernel kernel = get(attentionTcName(dim).c_str());
+    kernel.setMaxDynamicSharedMemory(
+        static_cast<int>(k::calibAttentionTcSharedBytes(dim)));
+    out.attentionTc.emplace(dim, kernel);
+  }
   return out;
 }
 
@@ -177,7 +206,14 @@ public:
                            std::unique_ptr<cuda::CudaContext> context)
       : host_(fn, store, sequences), context_(std::move(context)),
         blas_(std::move(blas)) {
-    kernels_ = compileKernels(*context_);
+    // Tensor-core attention for each head dim it takes.
+    std::set<int> attentionTcDims;
+    fn.walk([&](AttentionOp attention) {
+      const int dim = static_cast<int>(attention.getHeadDim());
+      if (k::calibAttentionTcSupports(dim))
+        attentionTcDims.insert(dim);
+    });
+    kernels_ = compileKernels(*context_, attentionTcDims);
     workspace_ = DeviceBuffer(cuda::CublasLt::kWorkspaceBytes);
     // The function's index arguments and each token's sequence start.
     for (BlockArgument arg : fn.getArguments()) {
@@ -196,6 +232,7 @@ public:
   int64_t tokens() const override { return host_.tokens(); }
 
   LogicalResult runUntil(Operation *op) override {
+    prefetchWeights();
     // Values and weights whose last user an op was go with it.
     return runOpsUntil(
         host_.ops(), next_, op, host_,
@@ -210,6 +247,8 @@ public:
         [&](Value v) {
           values_.erase(v);
           weights_.erase(v);
+          bf16Weights_.erase(v);
+          prefetched_.erase(v);
         });
   }
 
@@ -275,11 +314,11 @@ public:
     Overrides overrides;
     for (LinearOp l : linears) {
       const DeviceTensor &w = deviceWeight(l.getWeight());
-      DeviceTensor &trial = candidates_[l];
-      if (trial.count() != w.count())
-        trial = DeviceTensor::make(w.rows, w.cols);
+      DeviceBuffer &trial = candidates_[l];
+      if (trial.size() != w.count() * kBf16Bytes)
+        trial = allocate(w.count() * kBf16Bytes, w.rows, w.cols, "bf16");
       k::CalibAwqCandidateArgs args;
-      args.out = trial.data();
+      args.out = trial.address();
       args.weight = w.data();
       args.scales = scales.as<float>();
       args.rows = static_cast<int>(w.rows);
@@ -290,7 +329,7 @@ public:
       kernels_.awqCandidate->launch(
           dims(k::calibAwqCandidateBlocks(args.rows, args.cols, args.group)),
           stream_, args);
-      overrides[l] = trial.data();
+      overrides[l] = trial.address();
     }
     FailureOr<std::vector<DeviceTensor>> out = evaluate(overrides);
     if (failed(out))
@@ -298,7 +337,15 @@ public:
     return squaredError(*out, reference_);
   }
 
-  std::vector<float> weight(Value w) const override { return host_.weight(w); }
+  std::vector<float> weight(Value w) const override {
+    CalibrationProfile::Step step(profile_, stream_, "weights read (host)");
+    if (auto it = prefetched_.find(w); it != prefetched_.end()) {
+      std::future<std::vector<float>> read = std::move(it->second);
+      prefetched_.erase(it);
+      return read.get(); // rethrows the read's error
+    }
+    return host_.weight(w);
+  }
 
   std::vector<float> clipRatios(std::span<const float> w, int64_t n, int64_t k,
                                 int64_t groupSize, std::span<const float> x,
@@ -345,7 +392,8 @@ public:
 
 private:
   using Locals = llvm::DenseMap<Value, DeviceTensor>;
-  using Overrides = llvm::DenseMap<Operation *, const float *>;
+  /// The bf16 weights of linears that a candidate replaces.
+  using Overrides = llvm::DenseMap<Operation *, CUdeviceptr>;
 
   template <typename T> DeviceBuffer upload(std::span<const T> values) {
     DeviceBuffer b(std::max<size_t>(values.size_bytes(), 4));
@@ -380,7 +428,82 @@ private:
     auto it = weights_.find(w);
     if (it != weights_.end())
       return it->second;
-    return uploadWeight(w, host_.weight(w));
+    return uploadWeight(w, weight(w));
+  }
+
+  /// Starts reading, on another thread, the float weights of the next
+  /// kPrefetchLinears linears in program order that are not read yet: the
+  /// scale and clipping searches and the linears ask for them on the host,
+  /// and those reads (gigabytes a layer of an 8B model) then overlap the
+  /// GPU's work. The reads run one after another, in order.
+  void prefetchWeights() {
+    constexpr int kPrefetchLinears = 8; // a layer's and the next one's first
+    std::vector<std::pair<Value, std::promise<std::vector<float>>>> batch;
+    int seen = 0;
+    for (size_t i = next_; i < host_.ops().size() && seen < kPrefetchLinears;
+         ++i) {
+      auto linear = dyn_cast<LinearOp>(host_.ops()[i]);
+      if (!linear)
+        continue;
+      ++seen;
+      Value w = linear.getWeight();
+      if (weights_.count(w) || prefetched_.count(w) || prefetchedOnce_.count(w))
+        continue;
+      prefetchedOnce_.insert(w);
+      std::promise<std::vector<float>> promise;
+      prefetched_[w] = promise.get_future();
+      batch.emplace_back(w, std::move(promise));
+    }
+    if (batch.empty())
+      return;
+    std::shared_future<void> previous = lastPrefetch_;
+    lastPrefetch_ =
+        std::async(std::launch::async, [this, previous,
+                                        batch = std::move(batch)]() mutable {
+          if (previous.valid())
+            previous.wait();
+          for (auto &[w, promise] : batch) {
+            try {
+              promise.set_value(host_.weight(w));
+            } catch (...) {
+              promise.set_exception(std::current_exception());
+            }
+          }
+        }).share();
+  }
+
+  /// A weight rounded to bf16 on the device (a linear's GEMM operand), made
+  /// on first use and dropped with the float copy.
+  const DeviceBuffer &bf16Weight(Value w) {
+    auto it = bf16Weights_.find(w);
+    if (it != bf16Weights_.end())
+      return it->second;
+    const DeviceTensor &f = deviceWeight(w);
+    DeviceBuffer b = allocate(f.count() * kBf16Bytes, f.rows, f.cols, "bf16");
+    convertToBf16(b.address(), f);
+    return bf16Weights_[w] = std::move(b);
+  }
+
+  /// `x` rounded to bf16 in a scratch buffer that the next call reuses (the
+  /// stream orders the GEMM that reads it before the next conversion).
+  CUdeviceptr toBf16(const DeviceTensor &x) {
+    const size_t bytes = x.count() * kBf16Bytes;
+    if (bf16Scratch_.size() < bytes) {
+      stream_.synchronize(); // a GEMM may still read the old buffer
+      bf16Scratch_ = DeviceBuffer();
+      bf16Scratch_ = allocate(bytes, x.rows, x.cols, "bf16");
+    }
+    convertToBf16(bf16Scratch_.address(), x);
+    return bf16Scratch_.address();
+  }
+
+  void convertToBf16(CUdeviceptr out, const DeviceTensor &x) {
+    k::CalibToBf16Args args;
+    args.out = out;
+    args.in = x.data();
+    args.count = x.count();
+    kernels_.toBf16->launch(dims(k::calibElementwiseBlocks(args.count)),
+                            stream_, args);
   }
 
   /// Uploads `values`, the float values of weight `w`, unless it is there.
@@ -526,17 +649,15 @@ private:
       const DeviceTensor &x = in(linear.getInput());
       auto type = linear.getWeight().getType();
       const int64_t n = type.getDimSize(0), kk = type.getDimSize(1);
-      const float *w = nullptr;
-      if (auto it = overrides.find(op); it != overrides.end())
-        w = it->second;
-      else
-        w = deviceWeight(linear.getWeight()).data();
+      auto it = overrides.find(op);
+      const CUdeviceptr w = it != overrides.end()
+                                ? it->second
+                                : bf16Weight(linear.getWeight()).address();
       DeviceTensor out = DeviceTensor::make(x.rows, n);
-      blas_->f32Linear(stream_.handle(), out.buffer.address(),
-                       x.buffer.address(), reinterpret_cast<CUdeviceptr>(w),
-                       static_cast<int>(x.rows), static_cast<int>(n),
-                       static_cast<int>(kk), workspace_.address(),
-                       workspace_.size());
+      blas_->bf16LinearF32Out(stream_.handle(), out.buffer.address(), toBf16(x),
+                              w, static_cast<int>(x.rows), static_cast<int>(n),
+                              static_cast<int>(kk), workspace_.address(),
+                              workspace_.size());
       if (linear.getBias())
         elementwise(out, out.data(), deviceWeight(linear.getBias()).data(),
                     k::kCalibAddBias);
@@ -582,9 +703,18 @@ private:
       args.scale = attention.getScale().convertToFloat();
       args.softcap =
           attention.getSoftcap() ? attention.getSoftcap()->convertToFloat() : 0;
-      const LaunchDims d =
-          dims(k::calibAttentionBlocks(args.tokens, args.heads));
-      kernels_.attention->launch(d, stream_, args);
+      if (auto tc = kernels_.attentionTc.find(args.dim);
+          tc != kernels_.attentionTc.end()) {
+        LaunchDims d;
+        d.grid.x = k::calibAttentionTcBlocks(args.tokens, args.heads);
+        d.block.x = k::kCalibAttentionTcThreads;
+        d.sharedBytes = k::calibAttentionTcSharedBytes(args.dim);
+        tc->second.launch(d, stream_, args);
+        return out;
+      }
+      kernels_.attention->launch(
+          dims(k::calibAttentionBlocks(args.tokens, args.heads)), stream_,
+          args);
       return out;
     }
     if (auto add = dyn_cast<AddOp>(op)) {
@@ -624,8 +754,15 @@ private:
     return op->emitOpError("GPU calibration cannot evaluate this op");
   }
 
-  CalibrationProfile profile_; // printed last, after the GPU's work
+  mutable CalibrationProfile profile_; // printed last, after the GPU's work
   TensorEvaluator host_;
+  // Weights being read on another thread (prefetchWeights), the last of
+  // those reads, and every weight ever prefetched (each is, at most once).
+  // Declared after host_, which they read, so they go (and are waited for)
+  // before it.
+  mutable llvm::DenseMap<Value, std::future<std::vector<float>>> prefetched_;
+  std::shared_future<void> lastPrefetch_;
+  llvm::DenseSet<Value> prefetchedOnce_;
   std::unique_ptr<cuda::CudaContext> context_;
   std::unique_ptr<cuda::CublasLt> blas_;
   cuda::Stream stream_;
@@ -633,6 +770,8 @@ private:
   DeviceBuffer workspace_, seqStarts_;
   llvm::DenseMap<Value, DeviceBuffer> indexArgs_;
   llvm::DenseMap<Value, DeviceTensor> values_, weights_;
+  llvm::DenseMap<Value, DeviceBuffer> bf16Weights_;
+  DeviceBuffer bf16Scratch_;
   llvm::DenseMap<Operation *, std::pair<DeviceBuffer, DeviceBuffer>>
       ropeTables_;
   size_t next_ = 0;
@@ -640,7 +779,7 @@ private:
   std::vector<Operation *> region_;
   std::vector<Value> outputs_;
   std::vector<DeviceTensor> reference_;
-  llvm::DenseMap<Operation *, DeviceTensor> candidates_;
+  llvm::DenseMap<Operation *, DeviceBuffer> candidates_;
 };
 
 } // namespace

@@ -2,10 +2,11 @@
 //
 // AWQ's searches evaluate the model in float32 over the calibration tokens
 // many times (each candidate scale of each layer). On the GPU, cuBLASLt does
-// the linears and these kernels do everything else: the embedding, RMS norms,
-// rope, attention, the elementwise ops, the shared-expert gate, and the
-// searches' own reductions (column means, squared errors, int4 round trips,
-// Gram matrices, the int4 clipping search).
+// the linears (bf16 operands, rounded here by calib_to_bf16 and
+// calib_awq_candidate, float32 results) and these kernels do everything
+// else: the embedding, RMS norms, rope, attention, the elementwise ops, the
+// shared-expert gate, and the searches' own reductions (column means, squared
+// errors, int4 round trips, Gram matrices, the int4 clipping search).
 //
 // They mirror passes/TensorEvaluator.cpp (and the int4 rules of
 // runtime/support/Quantize.h), so that the searches on the GPU reach the
@@ -20,8 +21,10 @@
 // Sizes are runtime arguments. Launch: the args struct of LaunchArgs.h,
 // blocks of exactly kCalibThreads threads (the tiles below assume it) and
 // calib*Blocks() blocks (the host's calib*Dims()); no dynamic shared memory,
-// no programmatic dependent launch. Every kernel loops grid-stride over its
-// work items (the unit named at each kernel), so any grid is correct.
+// no programmatic dependent launch (calib_attention_tc, at the end, has its
+// own block size and dynamic shared memory). Every kernel loops grid-stride
+// over its work items (the unit named at each kernel), so any grid is
+// correct.
 // Pointers are cudaMalloc-aligned (attention reads float4s).
 //
 //===----------------------------------------------------------------------===//
@@ -597,7 +600,7 @@ __global__ void __launch_bounds__(kCalibThreads)
     const unsigned long long step = stride % cols;
     for (unsigned long long col = i % cols; i < count; i += stride) {
       const float s = args.scales[col];
-      args.out[i] = args.weight[i] * s / s;
+      args.out[i] = __float2bfloat16_rn(args.weight[i] * s / s);
       col += step;
       if (col >= static_cast<unsigned long long>(cols))
         col -= cols;
@@ -611,7 +614,7 @@ __global__ void __launch_bounds__(kCalibThreads)
   for (long long r = calibGlobalWarp(); r < runs; r += calibGridWarps()) {
     const float *w = args.weight + r * group;
     const float *s = args.scales + (r % runsPerRow) * group;
-    float *out = args.out + r * group;
+    bf16 *out = args.out + r * group;
     float lo = __int_as_float(0x7f800000), hi = negativeInfinity();
     for (int j = lane; j < group; j += 32) {
       const float v = w[j] * s[j];
@@ -625,8 +628,24 @@ __global__ void __launch_bounds__(kCalibThreads)
     }
     const CalibInt4Group params = calibInt4Params(lo, hi, 1.0f);
     for (int j = lane; j < group; j += 32)
-      out[j] = calibInt4RoundTrip(w[j] * s[j], params) / s[j];
+      out[j] = __float2bfloat16_rn(calibInt4RoundTrip(w[j] * s[j], params) /
+                                   s[j]);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// calib_to_bf16: a thread per element (grid-stride over count).
+//===----------------------------------------------------------------------===//
+
+__global__ void __launch_bounds__(kCalibThreads)
+    calib_to_bf16(const __grid_constant__ CalibToBf16Args args) {
+  const unsigned long long stride =
+      static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i =
+           static_cast<unsigned long long>(blockIdx.x) * blockDim.x +
+           threadIdx.x;
+       i < args.count; i += stride)
+    args.out[i] = __float2bfloat16_rn(args.in[i]);
 }
 
 //===----------------------------------------------------------------------===//
@@ -932,3 +951,7 @@ __global__ void __launch_bounds__(kCalibThreads)
 
 } // namespace kernels
 } // namespace sol
+
+// calib_attention_tc, the tensor-core attention (blocks of
+// kCalibAttentionTcThreads, dynamic shared memory: CalibrationAttention.cuh).
+#include "CalibrationAttention.cuh"

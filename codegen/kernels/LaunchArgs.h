@@ -1005,6 +1005,54 @@ SOL_HOST_DEVICE constexpr unsigned calibAttentionBlocks(int tokens, int heads) {
                      1);
 }
 
+/// calib_attention_tc<HD> (CalibrationAttention.cuh): calib_attention on the
+/// tensor cores (q, k, v rounded to bf16 in shared memory, fp32 sums), same
+/// CalibAttentionArgs (args.dim must be HD). Head dims: multiples of 16 up to
+/// 256. A block of kCalibAttentionTcThreads threads (4 warps of 16 query
+/// rows) per kCalibAttentionTcRows consecutive tokens of one head, walking
+/// their keys in tiles of calibAttentionTcKeys(dim); the grid strides over
+/// ceil(tokens / kCalibAttentionTcRows) * heads block tiles, the heads of a
+/// tile adjacent. Dynamic shared memory: calibAttentionTcSharedBytes(dim)
+/// (bf16 Q, K and V tiles, and above dim 128 a float32 staging tile): 32 KB
+/// at 128, within the default 48 KB up to dim 192, 53.5-64 KB from 208 to
+/// 256, which need the kernel's maximum raised before the first launch
+/// (Kernel::setMaxDynamicSharedMemory).
+inline constexpr int kCalibAttentionTcThreads = 128;
+inline constexpr int kCalibAttentionTcRows = kCalibAttentionTcThreads / 32 * 16;
+SOL_HOST_DEVICE constexpr bool calibAttentionTcSupports(int dim) {
+  return dim >= 16 && dim <= 256 && dim % 16 == 0;
+}
+// Keys per K/V tile (a tile is staged through registers up to dim 128: at
+// most 8 float4s of K or V a thread).
+SOL_HOST_DEVICE constexpr int calibAttentionTcKeys(int dim) {
+  return dim <= 48 ? 64 : dim <= 128 ? 32 : 16;
+}
+// Elements from one shared tile row to the next: dims of whole 128-byte
+// lines are XOR-swizzled, others padded to an odd number of 16-byte chunks.
+SOL_HOST_DEVICE constexpr int calibAttentionTcRowStride(int dim) {
+  return dim % 64 == 0 ? dim : dim + 8;
+}
+// Whether K/V tiles reach shared memory as floats by cp.async (then a
+// staging tile of calibAttentionTcKeys(dim) x dim floats) rather than
+// through registers.
+SOL_HOST_DEVICE constexpr bool calibAttentionTcSharedStaging(int dim) {
+  return dim > 128;
+}
+SOL_HOST_DEVICE constexpr unsigned calibAttentionTcSharedBytes(int dim) {
+  return static_cast<unsigned>(
+      (kCalibAttentionTcRows + 2 * calibAttentionTcKeys(dim)) *
+          calibAttentionTcRowStride(dim) * 2 +
+      (calibAttentionTcSharedStaging(dim) ? calibAttentionTcKeys(dim) * dim * 4
+                                          : 0));
+}
+SOL_HOST_DEVICE constexpr unsigned calibAttentionTcBlocks(int tokens,
+                                                          int heads) {
+  return calibBlocks(
+      static_cast<long long>(heads) *
+          ((tokens + kCalibAttentionTcRows - 1) / kCalibAttentionTcRows),
+      1);
+}
+
 /// calib_elementwise's operations, out[i] = f(a[i], b[...]):
 inline constexpr int kCalibAdd = 0;     // a + b
 inline constexpr int kCalibSwiglu = 1;  // silu(a) * b
@@ -1077,6 +1125,18 @@ SOL_HOST_DEVICE constexpr unsigned calibColumnAbsSumBlocks(int rows, int cols) {
       1);
 }
 
+/// calib_to_bf16: out[i] = bf16(in[i]), rounded to nearest even: the bf16
+/// operands of calibration's GEMMs. A thread per element.
+struct CalibToBf16Args {
+  SOL_DEVICE_PTR(bf16) out = nullptr;
+  SOL_DEVICE_PTR(const float) in = nullptr;
+  unsigned long long count = 0;
+};
+SOL_ARGS_SIZE(CalibToBf16Args, 24)
+SOL_ARGS_FIELD(CalibToBf16Args, out, 0)
+SOL_ARGS_FIELD(CalibToBf16Args, in, 8)
+SOL_ARGS_FIELD(CalibToBf16Args, count, 16)
+
 /// calib_squared_error: *sum += sum of (a[i] - b[i])^2 in double (the host
 /// zeroes it); one atomic add per block.
 inline constexpr long long kCalibSquaredErrorMaxBlocks = 1024;
@@ -1099,12 +1159,13 @@ calibSquaredErrorBlocks(unsigned long long count) {
              : static_cast<unsigned>(kCalibSquaredErrorMaxBlocks);
 }
 
-/// calib_awq_candidate: out = Q(weight * s) / s for per-column scales s,
-/// Q the int4 round trip (quant::int4GroupParams over each run of `group`
-/// columns, group dividing cols) when quantize, else the identity. A warp
-/// per run when quantizing, else a thread per element.
+/// calib_awq_candidate: out = bf16(Q(weight * s) / s) for per-column scales
+/// s, Q the int4 round trip (quant::int4GroupParams over each run of `group`
+/// columns, group dividing cols) when quantize, else the identity: the bf16
+/// operand of the candidate's GEMM. A warp per run when quantizing, else a
+/// thread per element.
 struct CalibAwqCandidateArgs {
-  SOL_DEVICE_PTR(float) out = nullptr;          // [rows, cols]
+  SOL_DEVICE_PTR(bf16) out = nullptr;           // [rows, cols]
   SOL_DEVICE_PTR(const float) weight = nullptr; // [rows, cols]
   SOL_DEVICE_PTR(const float) scales = nullptr; // [cols]
   int rows = 0;
@@ -1253,6 +1314,7 @@ SOL_LAUNCH_ARGS_NAME(CalibElementwiseArgs)
 SOL_LAUNCH_ARGS_NAME(CalibSigmoidGateArgs)
 SOL_LAUNCH_ARGS_NAME(CalibColumnAbsSumArgs)
 SOL_LAUNCH_ARGS_NAME(CalibSquaredErrorArgs)
+SOL_LAUNCH_ARGS_NAME(CalibToBf16Args)
 SOL_LAUNCH_ARGS_NAME(CalibAwqCandidateArgs)
 SOL_LAUNCH_ARGS_NAME(CalibGramArgs)
 SOL_LAUNCH_ARGS_NAME(CalibClipSearchArgs)

@@ -138,11 +138,7 @@ const CublasLt::Plan *CublasLt::plan(int m, int n, int k, bool bias,
   const Api &a = *api_;
   auto p = std::make_unique<Plan>();
   p->api = &a;
-  check(a,
-        a.descCreate(&p->desc,
-                     precision == Precision::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                  : CUBLAS_COMPUTE_32F,
-                     CUDA_R_32F),
+  check(a, a.descCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
         "cublasLtMatmulDescCreate");
   const cublasOperation_t transA = CUBLAS_OP_T, transB = CUBLAS_OP_N;
   check(a,
@@ -187,11 +183,9 @@ const CublasLt::Plan *CublasLt::plan(int m, int n, int k, bool bias,
   }
   // Column-major: A = W as K x N (transposed to N x K), B = x as K x M,
   // C = D = y as N x M.
-  const cudaDataType_t in = fp8                            ? CUDA_R_8F_E4M3
-                            : precision == Precision::Tf32 ? CUDA_R_32F
-                                                           : CUDA_R_16BF;
+  const cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
   const cudaDataType_t out =
-      precision == Precision::Tf32 ? CUDA_R_32F : CUDA_R_16BF;
+      precision == Precision::Bf16F32Out ? CUDA_R_32F : CUDA_R_16BF;
   check(a, a.layoutCreate(&p->a, in, k, n, k), "cublasLtMatrixLayoutCreate(W)");
   check(a, a.layoutCreate(&p->b, in, k, m, k), "cublasLtMatrixLayoutCreate(x)");
   check(a, a.layoutCreate(&p->c, out, n, m, n),
@@ -278,13 +272,15 @@ void CublasLt::linear(CUstream stream, CUdeviceptr y, CUdeviceptr x,
   run(*p, stream, y, x, w, bias, accumulate, workspace, workspaceBytes);
 }
 
-void CublasLt::f32Linear(CUstream stream, CUdeviceptr y, CUdeviceptr x,
-                         CUdeviceptr w, int m, int n, int k,
-                         CUdeviceptr workspace, std::size_t workspaceBytes) {
-  const Plan *p = plan(m, n, k, false, false, Precision::Tf32, workspaceBytes);
+void CublasLt::bf16LinearF32Out(CUstream stream, CUdeviceptr y, CUdeviceptr x,
+                                CUdeviceptr w, int m, int n, int k,
+                                CUdeviceptr workspace,
+                                std::size_t workspaceBytes) {
+  const Plan *p =
+      plan(m, n, k, false, false, Precision::Bf16F32Out, workspaceBytes);
   if (!p)
     fail("cuBLASLt has no algorithm for a ", m, " x ", n, " x ", k,
-         " float32 (TF32) GEMM");
+         " GEMM of bf16 operands with a float32 result");
   run(*p, stream, y, x, w, 0, false, workspace, workspaceBytes);
 }
 

@@ -55,11 +55,12 @@ public:
                  CUdeviceptr xScales, CUdeviceptr wq, CUdeviceptr wScales,
                  CUdeviceptr bias, int m, int n, int k, bool accumulate,
                  CUdeviceptr workspace, std::size_t workspaceBytes);
-  /// y = x . W^T in float32 with TF32 products and fp32 sums (inputs
-  /// rounded to 10 mantissa bits, as AWQ's fp16 calibration rounds to 10).
-  void f32Linear(CUstream stream, CUdeviceptr y, CUdeviceptr x, CUdeviceptr w,
-                 int m, int n, int k, CUdeviceptr workspace,
-                 std::size_t workspaceBytes);
+  /// y = x . W^T with x and W bf16, fp32 sums and a float32 y (AWQ
+  /// calibration's GEMMs: operands rounded as the bf16 model rounds them,
+  /// errors summed without rounding the products' sums).
+  void bf16LinearF32Out(CUstream stream, CUdeviceptr y, CUdeviceptr x,
+                        CUdeviceptr w, int m, int n, int k,
+                        CUdeviceptr workspace, std::size_t workspaceBytes);
   /// Why fp8Linear cannot run an [n, k] weight (with a bias,
   /// accumulating), or "" when it can: N and K multiples of 16 and an
   /// algorithm for kFp8ProbeRows rows (none on GPUs without fp8 tensor
@@ -78,8 +79,8 @@ private:
   CublasLt() = default;
   struct Plan;
   /// The element types of a problem: bf16 in and out, E4M3 in with block
-  /// scales and bf16 out, or float32 on TF32 tensor cores.
-  enum class Precision { Bf16, Fp8, Tf32 };
+  /// scales and bf16 out, or bf16 in and float32 out.
+  enum class Precision { Bf16, Fp8, Bf16F32Out };
   /// The cached plan of a problem; nullptr where the library has no
   /// algorithm for it.
   const Plan *plan(int m, int n, int k, bool bias, bool accumulate,

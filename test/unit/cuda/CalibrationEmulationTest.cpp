@@ -15,6 +15,7 @@
 
 #include "Calibration.cuh"
 
+#include "CalibrationAttentionReference.h"
 #include "runtime/support/Activations.h"
 #include "runtime/support/Quantize.h"
 
@@ -177,36 +178,9 @@ void checkAttention(const AttentionCase &a, unsigned smallGrid = 0) {
   const std::vector<float> q = uniform(rng, tokens * qCols, -1, 1);
   const std::vector<float> k = uniform(rng, tokens * kvCols, -1, 1);
   const std::vector<float> v = uniform(rng, tokens * kvCols, -1, 1);
-  std::vector<double> want(tokens * qCols);
-  for (int t = 0; t < tokens; ++t) {
-    const int first =
-        a.window > 0 ? std::max(seqStart[t], t - a.window + 1) : seqStart[t];
-    for (int h = 0; h < a.heads; ++h) {
-      const int kvh = h / (a.heads / a.kvHeads);
-      std::vector<double> p;
-      double best = -INFINITY;
-      for (int j = first; j <= t; ++j) {
-        double dot = 0.0;
-        for (int d = 0; d < a.dim; ++d)
-          dot += static_cast<double>(q[t * qCols + h * a.dim + d]) *
-                 k[j * kvCols + kvh * a.dim + d];
-        double s = dot * a.scale;
-        if (a.softcap > 0)
-          s = a.softcap * std::tanh(s / a.softcap);
-        p.push_back(s);
-        best = std::max(best, s);
-      }
-      double total = 0.0;
-      for (double &x : p)
-        total += (x = std::exp(x - best));
-      for (int d = 0; d < a.dim; ++d) {
-        double acc = 0.0;
-        for (int j = first; j <= t; ++j)
-          acc += p[j - first] * v[j * kvCols + kvh * a.dim + d];
-        want[t * qCols + h * a.dim + d] = acc / total;
-      }
-    }
-  }
+  const std::vector<double> want = sol::test::referenceCalibAttention(
+      {a.heads, a.kvHeads, a.dim, a.window, a.scale, a.softcap}, seqStart, q,
+      k, v);
   std::vector<unsigned> grids = {calibAttentionBlocks(tokens, a.heads)};
   if (smallGrid)
     grids.push_back(smallGrid);
@@ -406,7 +380,7 @@ TEST(CalibrationEmulation, AwqCandidateIsTheCpuRoundTrip) {
       SCOPED_TRACE(testing::Message()
                    << rows << " x " << cols << " in groups of " << group << ", "
                    << blocks << " blocks");
-      std::vector<float> out(rows * cols, kNan);
+      std::vector<bf16> out(rows * cols, __float2bfloat16_rn(kNan));
       CalibAwqCandidateArgs args;
       args.out = out.data();
       args.weight = w.data();
@@ -416,10 +390,37 @@ TEST(CalibrationEmulation, AwqCandidateIsTheCpuRoundTrip) {
       args.group = group;
       args.quantize = quantize;
       run(blocks, [&] { calib_awq_candidate(args); });
+      // The round trip in float as the CPU's, then rounded once to bf16.
       for (int i = 0; i < rows * cols; ++i)
-        ASSERT_EQ(out[i], want[i])
+        ASSERT_EQ(__bfloat16_as_ushort(out[i]),
+                  __bfloat16_as_ushort(__float2bfloat16_rn(want[i])))
             << "row " << i / cols << " column " << i % cols;
     }
+  }
+}
+
+TEST(CalibrationEmulation, ToBf16RoundsToNearestEven) {
+  std::mt19937 rng(10);
+  std::vector<float> in = uniform(rng, 1000, -5, 5);
+  in[0] = 1.0f + 1.0f / 256; // a tie: rounds to the even 1.0
+  in[1] = 1.0f + 3.0f / 256; // a tie: rounds up to the even 1 + 4/256
+  in[2] = 0.0f;
+  in[3] = -3.0e38f;
+  for (unsigned blocks :
+       {calibElementwiseBlocks(static_cast<unsigned long long>(in.size())),
+        1u}) {
+    std::vector<bf16> out(in.size(), __float2bfloat16_rn(kNan));
+    CalibToBf16Args args;
+    args.out = out.data();
+    args.in = in.data();
+    args.count = in.size();
+    run(blocks, [&] { calib_to_bf16(args); });
+    for (size_t i = 0; i < in.size(); ++i)
+      ASSERT_EQ(__bfloat16_as_ushort(out[i]),
+                __bfloat16_as_ushort(__float2bfloat16_rn(in[i])))
+          << i;
+    EXPECT_EQ(__bfloat162float(out[0]), 1.0f);
+    EXPECT_EQ(__bfloat162float(out[1]), 1.0f + 4.0f / 256);
   }
 }
 

@@ -547,7 +547,9 @@ TEST(KernelCompile, FusedLinearKernelsRejectInvalidVariants) {
 // The GPU calibration evaluator's kernels (Calibration.cuh, runtime sizes),
 // compiled as CudaCalibrationEvaluator compiles them: each takes its
 // launch-args struct, is bounded to kCalibThreads threads, keeps no stack
-// frame and spills nothing, and two blocks fit an SM by registers.
+// frame and spills nothing, and two blocks fit an SM by registers
+// (calib_attention_tc: an instance per head dim, bounded to
+// kCalibAttentionTcThreads threads).
 TEST(KernelCompile, CalibrationKernelsCompileForSm90) {
   std::string reason;
   nvrtc::NvrtcOptions options;
@@ -579,13 +581,23 @@ TEST(KernelCompile, CalibrationKernelsCompileForSm90) {
       {"sol::kernels::calib_gram",
        LaunchArgsName<CalibGramArgs>::kMangled.view()},
       {"sol::kernels::calib_clip_search",
-       LaunchArgsName<CalibClipSearchArgs>::kMangled.view()}};
+       LaunchArgsName<CalibClipSearchArgs>::kMangled.view()},
+      {"sol::kernels::calib_to_bf16",
+       LaunchArgsName<CalibToBf16Args>::kMangled.view()}};
+  // calib_attention_tc: an instance per head dim, blocks of
+  // kCalibAttentionTcThreads.
+  std::vector<std::string> tcKernels;
+  for (int dim : {64, 80, 96, 128, 256})
+    tcKernels.push_back("sol::kernels::calib_attention_tc<" +
+                        std::to_string(dim) + ">");
   nvrtc::KernelSource source;
   source.name = "calibration.cu";
   source.code = "#include \"Calibration.cuh\"\n";
   auto headers = nvrtc::embeddedKernelHeaders();
   source.headers.assign(headers.begin(), headers.end());
   for (const auto &[expr, args] : kernelArgs)
+    source.nameExpressions.push_back(expr);
+  for (const std::string &expr : tcKernels)
     source.nameExpressions.push_back(expr);
   const nvrtc::CompiledKernels compiled = compiler->compile(source);
   EXPECT_NE(compiled.ptx.find(".target sm_90"), std::string::npos);
@@ -604,6 +616,24 @@ TEST(KernelCompile, CalibrationKernelsCompileForSm90) {
     EXPECT_EQ(used->second.stackBytes, 0);
     EXPECT_EQ(used->second.spillBytes, 0);
     EXPECT_GE(blocksPerSm(used->second.registers, kCalibThreads), 2)
+        << used->second.registers << " registers";
+  }
+  for (const std::string &expr : tcKernels) {
+    SCOPED_TRACE(expr);
+    const auto it = compiled.loweredNames.find(expr);
+    ASSERT_NE(it, compiled.loweredNames.end());
+    const std::string &lowered = it->second;
+    EXPECT_TRUE(std::string_view(lowered).ends_with(
+        LaunchArgsName<CalibAttentionArgs>::kMangled.view()))
+        << lowered;
+    EXPECT_NE(compiled.ptx.find(".entry " + lowered), std::string::npos);
+    EXPECT_EQ(maxThreadsPerBlock(compiled.ptx, lowered),
+              kCalibAttentionTcThreads);
+    const auto used = report.find(lowered);
+    ASSERT_NE(used, report.end()) << compiled.log;
+    EXPECT_EQ(used->second.stackBytes, 0);
+    EXPECT_EQ(used->second.spillBytes, 0);
+    EXPECT_GE(blocksPerSm(used->second.registers, kCalibAttentionTcThreads), 2)
         << used->second.registers << " registers";
   }
 }

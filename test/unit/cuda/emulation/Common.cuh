@@ -143,5 +143,16 @@ template <int Epilogue> inline float gateActivation(float g) {
 
 inline float negativeInfinity() { return __int_as_float(0xff800000); }
 
+// The online softmax's helpers (the attention kernels), with the host's
+// exp2f in place of ex2.approx and a division in place of rcp.approx.
+constexpr float kLog2e = 1.4426950408889634f;
+inline float softmaxRescale(float m, float mNew) {
+  return m == negativeInfinity() ? 0.0f : exp2f(m - mNew);
+}
+inline float softcapScore(float s, float capLog2, float twiceLog2eOverCap) {
+  const float e = exp2f(s * twiceLog2eOverCap);
+  return fmaf(-2.0f * capLog2, 1.0f / (1.0f + e), capLog2);
+}
+
 } // namespace kernels
 } // namespace sol

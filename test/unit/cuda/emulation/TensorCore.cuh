@@ -2,10 +2,11 @@
 //
 // codegen/kernels/TensorCore.cuh for the CPU emulation: cp.async copies at
 // once into the dynamic shared memory buffer (a "shared address" is an
-// offset into it), ldmatrix gathers rows by the lanes' addresses, and mmaBf16
-// and mmaE4m3 gather the 32 lanes' fragments into whole matrices by the PTX
-// ISA's layouts for mma.m16n8k16 with .bf16 inputs and mma.m16n8k32 with .e4m3
-// inputs (.f32 accumulators), written out here independently of any kernel.
+// offset into it), ldmatrix (plain and .trans) gathers rows by the lanes'
+// addresses, and mmaBf16 and mmaE4m3 gather the 32 lanes' fragments into
+// whole matrices by the PTX ISA's layouts for mma.m16n8k16 with .bf16
+// inputs and mma.m16n8k32 with .e4m3 inputs (.f32 accumulators), written out
+// here independently of any kernel.
 // With P values to a register (2 bf16, 4 E4M3) and k = 8P:
 //   A (16 x k, row-major): register i of lane l holds row g + 8 (i % 2) and
 //     columns Pq + (k / 2)(i / 2) + {0, .., P - 1};
@@ -52,6 +53,23 @@ inline void loadMatrixX4(unsigned (&r)[4], unsigned addr) {
   }
 }
 template <int Pending> inline void copyAsyncWait() {}
+
+/// ldmatrix .x4 .trans: lane l addresses row l % 8 of matrix l / 8 and
+/// receives, of each matrix m, column l / 4's elements of rows 2 (l % 4)
+/// and 2 (l % 4) + 1 (the lower in the lower half).
+inline void loadMatrixX4Trans(unsigned (&r)[4], unsigned addr) {
+  const int lane = threadIdx.x % 32;
+  for (int m = 0; m < 4; ++m) {
+    unsigned short half[2];
+    for (int e = 0; e < 2; ++e) {
+      const unsigned row =
+          cuda_emulation::exchange(addr, 8 * m + 2 * (lane % 4) + e, true);
+      std::memcpy(&half[e],
+                  cuda_emulation::dynamicShared + row + 2 * (lane / 4), 2);
+    }
+    r[m] = half[0] | static_cast<unsigned>(half[1]) << 16;
+  }
+}
 
 /// d += a . b with P values a register (element e of a register from
 /// value(register, e)), the fragment layouts above.
