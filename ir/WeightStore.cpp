@@ -105,19 +105,24 @@ std::vector<float> WeightStore::readFloat(std::string_view name,
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     fail("weight ", name, " is ", dtypeName(dtype),
          ", not a float tensor (f32, f16 or bf16)");
-  std::vector<float> values;
+  const size_t bytes = dtypeBits(dtype) / 8;
+  // Sized once: growing piece by piece would copy gigabytes.
+  std::vector<float> values(get(name).byteSize() / bytes);
+  size_t at = 0;
   read(
       name,
       [&](std::span<const std::byte> piece) {
-        const size_t bytes = dtypeBits(dtype) / 8, count = piece.size() / bytes;
-        const size_t at = values.size();
-        values.resize(at + count);
+        const size_t count = piece.size() / bytes;
+        if (at + count > values.size())
+          fail("internal error: weight ", name, " holds more than its ",
+               values.size(), " values");
         if (dtype == DType::F32) {
           std::memcpy(&values[at], piece.data(), 4 * count);
+          at += count;
           return;
         }
-        // Calibration reads every weight of a model this way, more than
-        // once: convert on every core.
+        // Calibration reads every weight of a model this way: convert on
+        // every core.
         parallelChunks(static_cast<int64_t>(count), static_cast<int64_t>(count),
                        [&](int64_t begin, int64_t end) {
                          for (int64_t i = begin; i < end; ++i) {
@@ -128,6 +133,7 @@ std::vector<float> WeightStore::readFloat(std::string_view name,
                                                 : bf16ToFloat(h);
                          }
                        });
+        at += count;
       },
       rank);
   return values;

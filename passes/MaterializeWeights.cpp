@@ -14,6 +14,7 @@
 #include "ir/QuantizedOutputs.h"
 
 #include "runtime/support/Error.h"
+#include "runtime/support/ParallelChunks.h"
 #include "runtime/support/Quantize.h"
 #include "runtime/support/QuantizedCheckpoint.h"
 
@@ -84,14 +85,11 @@ std::string fusedWeightName(ArrayRef<StringRef> names) {
   return result + "}" + first.substr(first.size() - suffix).str();
 }
 
-/// Converts `count` elements from `from` to `to` (f32, f16, bf16; round to
-/// nearest even), appending to `out`.
-void convertElements(std::span<const std::byte> src, DType from, DType to,
-                     std::vector<std::byte> &out) {
-  const size_t inBytes = dtypeBits(from) / 8, outBytes = dtypeBits(to) / 8;
-  const size_t count = src.size() / inBytes;
-  out.resize(count * outBytes);
-  for (size_t i = 0; i < count; ++i) {
+/// Elements [begin, end) of convertElements.
+void convertRange(std::span<const std::byte> src, DType from, DType to,
+                  std::vector<std::byte> &out, size_t begin, size_t end) {
+  const size_t outBytes = dtypeBits(to) / 8;
+  for (size_t i = begin; i < end; ++i) {
     float f = 0;
     uint16_t h = 0;
     switch (from) {
@@ -115,6 +113,20 @@ void convertElements(std::span<const std::byte> src, DType from, DType to,
       std::memcpy(dst, &h, 2);
     }
   }
+}
+
+/// Converts `count` elements from `from` to `to` (f32, f16, bf16; round to
+/// nearest even) into `out`, on every core (a model's weights pass here).
+void convertElements(std::span<const std::byte> src, DType from, DType to,
+                     std::vector<std::byte> &out) {
+  const size_t inBytes = dtypeBits(from) / 8, outBytes = dtypeBits(to) / 8;
+  const size_t count = src.size() / inBytes;
+  out.resize(count * outBytes);
+  const auto n = static_cast<int64_t>(count);
+  parallelChunks(n, n, [&](int64_t begin, int64_t end) {
+    convertRange(src, from, to, out, static_cast<size_t>(begin),
+                 static_cast<size_t>(end));
+  });
 }
 
 /// `values` as `to` (f32, f16 or bf16) bytes.
@@ -400,12 +412,14 @@ struct SolMaterializeWeightsPass
         std::vector<float> w = s.readFloat(src, rank);
         const std::vector<float> scales = s.readFloat(scalesName, rank);
         const int64_t cols = shape.size() == 2 ? shape[1] : shape[0];
-        for (size_t i = 0; i < w.size(); ++i) {
-          const int64_t at = static_cast<int64_t>(i);
-          const float f =
-              scales[axis == 1 || shape.size() == 1 ? at % cols : at / cols];
-          w[i] = divide ? w[i] / f : w[i] * f;
-        }
+        const auto count = static_cast<int64_t>(w.size());
+        parallelChunks(count, count, [&](int64_t begin, int64_t end) {
+          for (int64_t at = begin; at < end; ++at) {
+            const float f =
+                scales[axis == 1 || shape.size() == 1 ? at % cols : at / cols];
+            w[at] = divide ? w[at] / f : w[at] * f;
+          }
+        });
         sink(fromFloat(w, dtype));
       };
     } else if (auto clamp = dyn_cast<ClampWeightOp>(op)) {
@@ -415,13 +429,17 @@ struct SolMaterializeWeightsPass
                  group](const WeightStore &s, const ByteSink &sink, int rank) {
         std::vector<float> w = s.readFloat(src, rank);
         const std::vector<float> ratios = s.readFloat(ratiosName, rank);
-        for (size_t g = 0; g < ratios.size(); ++g) {
-          float *begin = w.data() + g * group, *end = begin + group;
-          const auto [lo, hi] = std::minmax_element(begin, end);
-          const float low = *lo * ratios[g], high = *hi * ratios[g];
-          for (float *v = begin; v != end; ++v)
-            *v = std::clamp(*v, low, high);
-        }
+        const auto groups = static_cast<int64_t>(ratios.size());
+        parallelChunks(
+            groups, groups * group, [&](int64_t first, int64_t last) {
+              for (int64_t g = first; g < last; ++g) {
+                float *begin = w.data() + g * group, *end = begin + group;
+                const auto [lo, hi] = std::minmax_element(begin, end);
+                const float low = *lo * ratios[g], high = *hi * ratios[g];
+                for (float *v = begin; v != end; ++v)
+                  *v = std::clamp(*v, low, high);
+              }
+            });
         sink(fromFloat(w, dtype));
       };
     } else {

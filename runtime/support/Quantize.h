@@ -106,11 +106,19 @@ struct Int4Group {
 /// The group's parameters from its unclipped min and max and a ratio r.
 Int4Group int4GroupParams(float minv, float maxv, float clipRatio = 1.0f);
 
-/// round(w / scale) + zero, clamped to 0..15.
+/// round(w / scale) + zero, clamped to 0..15, ties to even: nearbyint's
+/// result in the default rounding mode without its library call (AWQ
+/// calibration and the plan writer round billions of values).
 inline uint8_t int4Quantize(float w, Int4Group group) {
-  const float q = std::nearbyint(w / group.scale) + group.zero;
-  return static_cast<uint8_t>(
-      std::fmin(std::fmax(q, 0.0f), static_cast<float>(kInt4Max)));
+  float q = w / group.scale;
+  // Past +-32 the clamp below decides alone; NaN goes low, as fmax sends it.
+  q = q > -32.0f ? (q < 32.0f ? q : 32.0f) : -32.0f;
+  // Adding 1.5 * 2^23 leaves no fraction bits: the sum rounds q to an
+  // integer (ties to even), and subtracting it back is exact.
+  constexpr float kRoundToInteger = 12582912.0f;
+  q = (q + kRoundToInteger) - kRoundToInteger + group.zero;
+  constexpr auto kMax = static_cast<float>(kInt4Max);
+  return static_cast<uint8_t>(q < 0.0f ? 0.0f : (q > kMax ? kMax : q));
 }
 /// (q - zero) * scale.
 inline float int4Dequantize(uint8_t q, Int4Group group) {

@@ -10,6 +10,7 @@
 //   --calib FILE, --calib-tokens N          int4-awq's calibration text
 //   --calib-device auto|cuda|cpu            where int4-awq calibrates
 //   --draft DRAFT.plan                      pack a draft model's plan in
+//   --timing                                time each phase and pass
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/KvCacheLayout.h"
@@ -28,6 +29,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -36,6 +38,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <limits>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <iostream>
 #include <optional>
 
@@ -64,6 +70,7 @@ struct Options {
   int64_t tensorParallelSize = 1;
   std::string loadFormat = "auto"; // dummy: no weights, random at load
   bool quiet = false;
+  bool timing = false;
   std::string commandLine;
 };
 
@@ -74,7 +81,7 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
 
 /// AWQ's scales and clipping (sol-awq-calibrate) on the imported module.
 void calibrate(mlir::ModuleOp module, sol::ImportedModel &model,
-               const Options &opts) {
+               const Options &opts, mlir::TimingScope &timing) {
   auto start = std::chrono::steady_clock::now();
   // AWQ's sequences of 512 tokens, shorter where the model's context is.
   int64_t sequenceLength = 512;
@@ -116,6 +123,7 @@ void calibrate(mlir::ModuleOp module, sol::ImportedModel &model,
       return sol::createCpuCalibrationEvaluator(fn, store, sequences);
     };
   mlir::PassManager pm(module.getContext());
+  pm.enableTiming(timing);
   pm.addPass(sol::createSolAwqCalibrate(model.weights, std::move(sequences),
                                         options, !opts.quiet,
                                         std::move(factory)));
@@ -128,6 +136,10 @@ void calibrate(mlir::ModuleOp module, sol::ImportedModel &model,
 
 int run(const Options &opts) {
   auto start = std::chrono::steady_clock::now();
+  // --timing: a tree of phases and passes on stderr when run returns.
+  mlir::DefaultTimingManager timingManager;
+  timingManager.setEnabled(opts.timing);
+  mlir::TimingScope timing = timingManager.getRootScope();
   mlir::MLIRContext context;
   // Diagnostics go to stderr with their locations (layer names).
   mlir::ScopedDiagnosticHandler diagnostics(&context, [](mlir::Diagnostic &d) {
@@ -144,7 +156,9 @@ int run(const Options &opts) {
   });
 
   const bool dummy = opts.loadFormat == "dummy";
+  mlir::TimingScope importTiming = timing.nest("import");
   sol::ImportedModel model = sol::importModel(context, opts.input, dummy);
+  importTiming.stop();
   mlir::ModuleOp module = *model.module;
   if (mlir::failed(mlir::verify(module)))
     sol::fail("internal error: the imported module of ", opts.input,
@@ -172,10 +186,14 @@ int run(const Options &opts) {
     return 0;
   }
 
-  if (opts.quant == "int4-awq")
-    calibrate(module, model, opts);
+  if (opts.quant == "int4-awq") {
+    mlir::TimingScope calibrationTiming = timing.nest("AWQ calibration");
+    calibrate(module, model, opts, calibrationTiming);
+  }
 
   mlir::PassManager pm(&context);
+  mlir::TimingScope pipelineTiming = timing.nest("-O pipeline");
+  pm.enableTiming(pipelineTiming);
   sol::SolPlanKvCacheOptions kvOptions;
   kvOptions.blockSize = opts.kvBlockSize;
   kvOptions.dtype = opts.kvCacheDtype;
@@ -192,6 +210,7 @@ int run(const Options &opts) {
   if (mlir::failed(pm.run(module)))
     sol::fail("the -O", opts.optLevel, " pipeline failed on ", opts.input,
               " (see above)");
+  pipelineTiming.stop();
   if (opts.emit == "mlir") {
     print(module);
     return 0;
@@ -199,15 +218,20 @@ int run(const Options &opts) {
 
   // Code generation: weights into their final bytes, then the step.
   mlir::PassManager weights(&context);
+  mlir::TimingScope weightsTiming = timing.nest("weights");
+  weights.enableTiming(weightsTiming);
   weights.addPass(sol::createSolMaterializeWeights(model.weights));
   if (mlir::failed(weights.run(module)))
     sol::fail("cannot lay out the weights of ", opts.input, " (see above)");
+  weightsTiming.stop();
+  mlir::TimingScope stepTiming = timing.nest("translate to a step");
   mlir::FailureOr<sol::StepProgram> program = sol::translateToStep(module);
   if (mlir::failed(program))
     sol::fail("cannot generate code for ", opts.input, " (see above)");
   mlir::FailureOr<sol::KvCachePlan> kvCache = sol::lowerKvCacheLayout(module);
   if (mlir::failed(kvCache))
     sol::fail("cannot plan the KV cache of ", opts.input, " (see above)");
+  stepTiming.stop();
 
   std::vector<sol::CompiledModule> modules;
   sol::PlanOptions planOptions;
@@ -239,6 +263,7 @@ int run(const Options &opts) {
         static_cast<int>(program->model.maxPositionEmbeddings);
     kernelOptions.kvCache = *kvCache;
     kernelOptions.progress = !opts.quiet;
+    mlir::TimingScope kernelTiming = timing.nest("CUDA kernels");
     modules = sol::compileKernels(*program, kernelOptions);
     planOptions.cudaLowering = sol::chooseCudaLowering(*program, kernelOptions);
   }
@@ -250,8 +275,10 @@ int run(const Options &opts) {
   planOptions.kvCache = *kvCache;
   planOptions.progress = !opts.quiet;
   planOptions.randomWeights = dummy;
+  mlir::TimingScope planTiming = timing.nest("write the plan");
   sol::emitPlan(opts.output, *program, model.weights, model.assets, planOptions,
                 modules);
+  planTiming.stop();
   if (!opts.quiet)
     std::cerr << "solc: wrote " << opts.output << " (" << program->ops.size()
               << " ops, " << program->weights.size() << " weights"
@@ -265,7 +292,21 @@ int run(const Options &opts) {
 
 } // namespace
 
+/// Weights pass through float buffers of hundreds of megabytes, one after
+/// another (read, scaled, clamped, quantized, for each linear). glibc maps
+/// each such buffer afresh and unmaps it when freed, so the kernel faults
+/// in and zeroes every page again: on an 8B model that was most of writing
+/// the plan. Taken from the heap and kept there when freed, the pages are
+/// reused. (glibc still maps memory when the heap cannot grow.)
+static void keepFreedMemory() {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+#endif
+}
+
 int main(int argc, char **argv) {
+  keepFreedMemory();
   CLI::App app{"solc: compile a Hugging Face checkpoint or an ONNX graph into "
                "a Sol plan"};
   Options opts;
@@ -361,6 +402,10 @@ int main(int argc, char **argv) {
                  "not at hand, as vLLM's --load-format dummy)")
       ->check(CLI::IsMember({"auto", "dummy"}));
   app.add_flag("-q,--quiet", opts.quiet, "no progress or summary on stderr");
+  app.add_flag("--timing", opts.timing,
+               "print the wall time of each phase (import, AWQ calibration, "
+               "the -O pipeline's passes, weights, kernels, the plan) to "
+               "stderr at the end");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -120,5 +120,30 @@ TEST(WeightStoreTest, RejectsWhatDoesNotAddUp) {
                         "expected 4"));
 }
 
+// readFloat assembles a tensor from all of its pieces, converting bf16 and
+// f16 (a produced tensor here, written in uneven pieces).
+TEST(WeightStoreTest, ReadFloatJoinsPiecesAndConverts) {
+  std::vector<uint16_t> bits;
+  for (int i = 0; i < 1000; ++i)
+    bits.push_back(floatToBf16(static_cast<float>(i) - 500.5f));
+  WeightStore store;
+  store.addProduced(
+      "w", DType::BF16, {10, 100},
+      [&](const WeightStore &, const ByteSink &sink, int) {
+        const auto all = std::as_bytes(std::span(bits));
+        for (size_t at = 0; at < all.size(); at += 394)
+          sink(all.subspan(at, std::min<size_t>(394, all.size() - at)));
+      });
+  const std::vector<float> values = store.readFloat("w");
+  ASSERT_EQ(values.size(), 1000u);
+  for (int i = 0; i < 1000; ++i)
+    EXPECT_EQ(values[i], bf16ToFloat(bits[i])) << i;
+  const std::vector<float> f32 = {1.5f, -2.25f, 3.0f};
+  store.addView("f", DType::F32, {3}, std::as_bytes(std::span(f32)));
+  EXPECT_EQ(store.readFloat("f"), f32);
+  EXPECT_THAT(errorOf([&] { (void)store.readFloat("missing"); }),
+              HasSubstr("missing"));
+}
+
 } // namespace
 } // namespace sol

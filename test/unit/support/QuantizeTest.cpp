@@ -253,6 +253,29 @@ TEST(Quantize, RoundingTiesGoToEven) {
   EXPECT_EQ(q4.codes, (std::vector<uint8_t>{0xF0, 0x42}));
 }
 
+// int4Quantize rounds as nearbyint(w / scale) + zero, clamped to 0..15:
+// ties to even, values far outside the range, every zero point.
+TEST(Quantize, Int4QuantizeIsNearbyintClamped) {
+  auto reference = [](float w, quant::Int4Group g) {
+    const float q = std::nearbyint(w / g.scale) + g.zero;
+    return static_cast<uint8_t>(std::fmin(std::fmax(q, 0.0f), 15.0f));
+  };
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> value(-40.0f, 40.0f);
+  for (uint8_t zero = 0; zero <= 15; ++zero)
+    for (float scale : {1.0f, 0.5f, 0.0625f, 3.0f, 1e-3f}) {
+      const quant::Int4Group g{scale, zero};
+      std::vector<float> ws = {0.0f, -0.0f, 1e30f, -1e30f};
+      for (int i = -80; i <= 80; ++i)
+        ws.push_back(0.5f * static_cast<float>(i) * scale); // ties
+      for (int i = 0; i < 2000; ++i)
+        ws.push_back(value(rng) * scale);
+      for (float w : ws)
+        ASSERT_EQ(quant::int4Quantize(w, g), reference(w, g))
+            << "w " << w << ", scale " << scale << ", zero " << int{zero};
+    }
+}
+
 TEST(Quantize, Fp8MatchesReferenceAndBound) {
   uint32_t seed = 100;
   for (const Shape &s : kShapes) {
