@@ -555,6 +555,34 @@ TEST(KernelSelection, HopperPlansRunBatchedQuantizedDecodeOnWgmma) {
   EXPECT_FALSE(needsArchSpecificTarget("LinearGemmQuant.cuh"));
 }
 
+// Four warpgroups where a matrix's tiles fill at most half of the
+// multiprocessors and K splits into about a wave of slices (Llama-3.1-8B's
+// QKV, o and down at 32-64 rows); two elsewhere (its gate/up, the 1B's
+// shorter K, 128 rows).
+TEST(KernelSelection, NarrowWgmmaLinearsTakeFourWarpGroups) {
+  struct Case {
+    int rows, n, k, warpGroups, splitK;
+  };
+  for (WeightFormat format : {WeightFormat::Int8, WeightFormat::Int4})
+    for (const Case &c :
+         {Case{64, 6144, 4096, 4, 6}, Case{32, 6144, 4096, 4, 6},
+          Case{64, 4096, 4096, 4, 8}, Case{64, 4096, 14336, 4, 8},
+          Case{64, 28672, 4096, 2, 1}, Case{128, 4096, 14336, 2, 5},
+          Case{64, 3072, 2048, 2, 4}, Case{64, 16384, 2048, 2, 2},
+          Case{64, 2048, 8192, 2, 8}}) {
+      const QuantWgmmaSpec spec = QuantWgmmaSpec::choose(
+          c.rows, c.n, c.k, format, LinearOutput::Bf16, false,
+          LinearEpilogue::None, format == WeightFormat::Int4 ? 128 : 0, 132);
+      EXPECT_EQ(spec.warpGroups, c.warpGroups)
+          << c.rows << " x " << c.n << " x " << c.k;
+      EXPECT_EQ(spec.splitK, c.splitK)
+          << c.rows << " x " << c.n << " x " << c.k;
+      EXPECT_EQ(spec.dims(c.rows, c.n).block.x,
+                static_cast<unsigned>(128 * c.warpGroups));
+      EXPECT_TRUE(spec.fits());
+    }
+}
+
 TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
   // int4: one row on linear_gemv_quant, the norm in its prologue; 2..16
   // rows: rms_norm, then linear_skinny_quant; up to kQuantGemmMaxRows:
