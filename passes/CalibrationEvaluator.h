@@ -6,8 +6,8 @@
 // scaling. This is that evaluation, behind one interface with two
 // implementations: on the CPU (TensorEvaluator, float32, any machine) and on
 // the GPU (CudaCalibrationEvaluator: the same ops with float32 activations
-// on the device and TF32 GEMMs), which an 8B model needs: its search is
-// about 25 PFLOP.
+// on the device, GEMMs and attention on the bf16 tensor cores), which an 8B
+// model needs: its search is about 25 PFLOP.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

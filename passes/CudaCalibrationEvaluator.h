@@ -1,11 +1,13 @@
 //===- CudaCalibrationEvaluator.h - AWQ's evaluation on the GPU -*- C++ -*-===//
 //
 // The CalibrationEvaluator of solc on a machine with a GPU: the tensor-level
-// ops in float32 with the activations on the device, GEMMs on the TF32
-// tensor cores through cuBLASLt, everything else in the kernels of
-// codegen/kernels/Calibration.cuh (compiled with NVRTC when it starts), the
-// candidate weights and the clipping search made on the device too. Only
-// what AWQ decides (scales, clipping ratios, errors) comes back.
+// ops in float32 with the activations on the device, GEMMs on the bf16
+// tensor cores through cuBLASLt (float32 results), everything else in the
+// kernels of codegen/kernels/Calibration.cuh (compiled with NVRTC when it
+// starts; attention on the tensor cores too), the candidate weights and the
+// clipping search made on the device. Only what AWQ decides (scales,
+// clipping ratios, errors) comes back; the host reads weights ahead on
+// another thread.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -10,8 +10,8 @@
 // Only y = x . W^T (+ bias) in bf16 with fp32 accumulation, optionally
 // accumulating into y (beta = 1: the residual add of o_proj and down_proj),
 // its W8A8 form over E4M3 codes with a scale per 128 k of each feature
-// and each token (fp8 plans' GEMMs of many rows), and a float32 form on the
-// TF32 tensor cores (solc's AWQ calibration on the GPU).
+// and each token (fp8 plans' GEMMs of many rows), and bf16 operands with a
+// float32 result (solc's AWQ calibration on the GPU).
 // Row-major x [M, K], W [N, K], y [M, N] are the column-major problem
 // y^T = W . x^T: A = W (transposed), B = x, m = N, n = M, k = K. The best
 // algorithm of the library's heuristic is cached per problem shape.
