@@ -642,10 +642,8 @@ private:
       return out;
     }
     if (auto linear = dyn_cast<LinearOp>(op)) {
-      if (linear.getResidual() || linear.getWeightScales() ||
-          linear.getEpilogue() != LinearEpilogue::None)
-        return op->emitOpError("calibration evaluates plain float linears "
-                               "only (the importer's form)");
+      if (failed(checkCalibrationLinear(linear)))
+        return failure();
       const DeviceTensor &x = in(linear.getInput());
       auto type = linear.getWeight().getType();
       const int64_t n = type.getDimSize(0), kk = type.getDimSize(1);

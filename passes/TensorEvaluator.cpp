@@ -398,10 +398,8 @@ TensorEvaluator::compute(Operation *op, const Values &local,
     return out;
   }
   if (auto linear = dyn_cast<LinearOp>(op)) {
-    if (linear.getResidual() || linear.getWeightScales() ||
-        linear.getEpilogue() != LinearEpilogue::None)
-      return op->emitOpError("calibration evaluates plain float linears only "
-                             "(the importer's form)");
+    if (failed(checkCalibrationLinear(linear)))
+      return failure();
     const Activation &x = in(linear.getInput());
     auto type = linear.getWeight().getType();
     const int64_t n = type.getDimSize(0), k = type.getDimSize(1);
@@ -593,6 +591,14 @@ FailureOr<Activation> TensorEvaluator::mixture(MoeOp moe,
     }
   }
   return out;
+}
+
+LogicalResult checkCalibrationLinear(LinearOp linear) {
+  if (linear.getResidual() || linear.getWeightScales() ||
+      linear.getEpilogue() != LinearEpilogue::None)
+    return linear.emitOpError("calibration evaluates plain float linears "
+                              "only (the importer's form)");
+  return success();
 }
 
 } // namespace sol

@@ -162,4 +162,8 @@ void linearFloat(std::span<float> out, std::span<const float> x,
                  std::span<const float> w, std::span<const float> bias,
                  int64_t rows, int64_t n, int64_t k);
 
+/// Success when both calibration evaluators can run `linear`: a plain float
+/// linear, as the importer makes it (no residual, scales or epilogue).
+mlir::LogicalResult checkCalibrationLinear(LinearOp linear);
+
 } // namespace sol

@@ -280,7 +280,8 @@ void CublasLt::bf16LinearF32Out(CUstream stream, CUdeviceptr y, CUdeviceptr x,
       plan(m, n, k, false, false, Precision::Bf16F32Out, workspaceBytes);
   if (!p)
     fail("cuBLASLt has no algorithm for a ", m, " x ", n, " x ", k,
-         " GEMM of bf16 operands with a float32 result");
+         " GEMM of bf16 operands with a float32 result; calibrate on the "
+         "CPU instead (solc --calib-device cpu)");
   run(*p, stream, y, x, w, 0, false, workspace, workspaceBytes);
 }
 
