@@ -17,10 +17,12 @@
 #include "runtime/support/Quantize.h"
 
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Format.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <unistd.h>
 
@@ -36,6 +38,17 @@ namespace {
 
 /// Calibration rows kept per linear for its clipping search.
 constexpr int64_t kClipRows = 2048;
+
+/// SOL_AWQ_REPORT=1: each scaling group's chosen alpha and block-output
+/// error on stderr (docs/debugging.md), e.g. to compare the GPU's search
+/// with the CPU's.
+bool reportSearch() {
+  static const bool on = [] {
+    const char *v = std::getenv("SOL_AWQ_REPORT");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
 
 bool isPlainLinear(Operation *op) {
   auto linear = dyn_cast_or_null<LinearOp>(op);
@@ -259,7 +272,8 @@ LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
     return failure();
 
   // Candidates: no scaling, then AWQ's grid over alpha.
-  double bestError = std::numeric_limits<double>::infinity();
+  double bestError = std::numeric_limits<double>::infinity(), unscaled = 0;
+  int bestPoint = -1;
   std::vector<float> best(k, 1.0f), s(k);
   for (int i = -1; i < gridPoints; ++i) {
     if (i < 0) {
@@ -285,10 +299,24 @@ LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
         evaluator.candidateError(group.linears, weights, s, g);
     if (failed(error))
       return failure();
+    if (i < 0)
+      unscaled = *error;
     if (*error < bestError) {
       bestError = *error;
+      bestPoint = i;
       best = s;
     }
+  }
+  if (reportSearch()) {
+    llvm::errs() << "solc: AWQ "
+                 << weightName(group.linears.front().getWeight()) << ": ";
+    if (bestPoint < 0)
+      llvm::errs() << "unscaled";
+    else
+      llvm::errs() << "alpha "
+                   << llvm::format("%.2f", double(bestPoint) / gridPoints);
+    llvm::errs() << ", error " << llvm::format("%.6e", bestError)
+                 << " (unscaled " << llvm::format("%.6e", unscaled) << ")\n";
   }
   group.scales = std::move(best);
   for (auto [l, w] : llvm::zip(group.linears, weights))

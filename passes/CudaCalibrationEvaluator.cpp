@@ -19,6 +19,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -86,7 +87,7 @@ struct CalibrationKernels {
   std::optional<cuda::Module> module;
   std::optional<cuda::Kernel> embedding, rmsNorm, rope, attention, elementwise,
       sigmoidGate, columnAbsSum, squaredError, awqCandidate, gram, clipSearch,
-      toBf16;
+      toBf16, gatherRows, scatterAddRows;
   /// calib_attention_tc<dim> for each head dim of the model it supports.
   std::map<int, cuda::Kernel> attentionTc;
 };
@@ -95,13 +96,20 @@ std::string attentionTcName(int dim) {
   return cat("sol::kernels::calib_attention_tc<", dim, ">");
 }
 
-const char *const kKernelNames[] = {
-    "sol::kernels::calib_embedding",      "sol::kernels::calib_rms_norm",
-    "sol::kernels::calib_rope",           "sol::kernels::calib_attention",
-    "sol::kernels::calib_elementwise",    "sol::kernels::calib_sigmoid_gate",
-    "sol::kernels::calib_column_abs_sum", "sol::kernels::calib_squared_error",
-    "sol::kernels::calib_awq_candidate",  "sol::kernels::calib_gram",
-    "sol::kernels::calib_clip_search",    "sol::kernels::calib_to_bf16"};
+const char *const kKernelNames[] = {"sol::kernels::calib_embedding",
+                                    "sol::kernels::calib_rms_norm",
+                                    "sol::kernels::calib_rope",
+                                    "sol::kernels::calib_attention",
+                                    "sol::kernels::calib_elementwise",
+                                    "sol::kernels::calib_sigmoid_gate",
+                                    "sol::kernels::calib_column_abs_sum",
+                                    "sol::kernels::calib_squared_error",
+                                    "sol::kernels::calib_awq_candidate",
+                                    "sol::kernels::calib_gram",
+                                    "sol::kernels::calib_clip_search",
+                                    "sol::kernels::calib_to_bf16",
+                                    "sol::kernels::calib_gather_rows",
+                                    "sol::kernels::calib_scatter_add_rows"};
 
 CalibrationKernels compileKernels(const cuda::CudaContext &context,
                                   const std::set<int> &attentionTcDims) {
@@ -124,9 +132,11 @@ CalibrationKernels compileKernels(const cuda::CudaContext &context,
     return out.module->kernel(compiled.loweredNames.at(name));
   };
   std::optional<cuda::Kernel> *slots[] = {
-      &out.embedding,    &out.rmsNorm,     &out.rope,         &out.attention,
-      &out.elementwise,  &out.sigmoidGate, &out.columnAbsSum, &out.squaredError,
-      &out.awqCandidate, &out.gram,        &out.clipSearch,   &out.toBf16};
+      &out.embedding,    &out.rmsNorm,       &out.rope,
+      &out.attention,    &out.elementwise,   &out.sigmoidGate,
+      &out.columnAbsSum, &out.squaredError,  &out.awqCandidate,
+      &out.gram,         &out.clipSearch,    &out.toBf16,
+      &out.gatherRows,   &out.scatterAddRows};
   for (size_t i = 0; i < std::size(kKernelNames); ++i)
     slots[i]->emplace(get(kKernelNames[i]));
   for (int dim : attentionTcDims) {
@@ -596,6 +606,134 @@ private:
     return slot;
   }
 
+  /// Expert e's gate, up and down weights as float32, read on the host.
+  using ExpertWeights = std::array<std::vector<float>, 3>;
+  std::future<ExpertWeights> readExpert(MoeOp moe, int64_t e) const {
+    return std::async(std::launch::async, [this, moe, e]() mutable {
+      const int64_t experts = moe.getNumExperts();
+      return ExpertWeights{host_.expertWeight(moe.getGate(), e, experts),
+                           host_.expertWeight(moe.getUp(), e, experts),
+                           host_.expertWeight(moe.getDown(), e, experts)};
+    });
+  }
+
+  /// A sol.moe: the router's logits on the tensor cores, routed on the host
+  /// as the CPU routes them (routeMixture), then each expert in index order
+  /// over its tokens: their rows gathered in bf16, the gate and up GEMMs,
+  /// the gate's activation, down, and the rows added to the output times
+  /// their routing weights. The next expert's weights are read on another
+  /// thread while the GPU runs one; experts no token reaches are not read.
+  FailureOr<DeviceTensor> mixture(MoeOp moe, const DeviceTensor &x) {
+    if (failed(checkCalibrationMixture(moe)))
+      return failure();
+    const int64_t rows = x.rows, hidden = x.cols;
+    const int64_t experts = moe.getNumExperts(), width = moe.getExpertWidth();
+    DeviceTensor logits = DeviceTensor::make(rows, experts);
+    gemm(logits, toBf16(x), bf16Weight(moe.getRouter()).address(), experts,
+         hidden);
+    std::vector<float> hostLogits(static_cast<size_t>(rows * experts));
+    logits.buffer.download(std::span(hostLogits), stream_);
+    stream_.synchronize();
+    const MixtureRouting routed = routeMixture(moe, hostLogits, rows);
+
+    // Every expert's tokens and weights, experts one after another.
+    std::vector<int32_t> slotRows;
+    std::vector<float> slotWeights;
+    std::vector<size_t> first;
+    int64_t most = 0;
+    for (const auto &tokens : routed) {
+      first.push_back(slotRows.size());
+      for (auto [t, w] : tokens) {
+        slotRows.push_back(static_cast<int32_t>(t));
+        slotWeights.push_back(w);
+      }
+      most = std::max<int64_t>(most, static_cast<int64_t>(tokens.size()));
+    }
+    DeviceTensor out = DeviceTensor::make(rows, hidden);
+    out.buffer.fillBytes(0, stream_);
+    if (most == 0)
+      return out;
+    const DeviceBuffer rowsOnDevice = upload(slotRows);
+    const DeviceBuffer weightsOnDevice = upload(slotWeights);
+    DeviceBuffer xe = allocate(static_cast<size_t>(most * hidden) * kBf16Bytes,
+                               most, hidden, "bf16");
+    DeviceTensor g = DeviceTensor::make(most, width);
+    DeviceTensor u = DeviceTensor::make(most, width);
+    DeviceTensor y = DeviceTensor::make(most, hidden);
+    // An expert's weights: float staging, then bf16 GEMM operands.
+    DeviceTensor staging = DeviceTensor::make(width, hidden);
+    std::array<DeviceBuffer, 3> expertBf16;
+    for (DeviceBuffer &b : expertBf16)
+      b = allocate(static_cast<size_t>(width * hidden) * kBf16Bytes, width,
+                   hidden, "bf16");
+
+    auto nextUsed = [&](int64_t from) {
+      while (from < experts && routed[static_cast<size_t>(from)].empty())
+        ++from;
+      return from;
+    };
+    int64_t e = nextUsed(0);
+    std::future<ExpertWeights> reading = readExpert(moe, e);
+    while (e < experts) {
+      CalibrationProfile::Step step(profile_, stream_, "mixture experts");
+      const ExpertWeights weights = reading.get();
+      const int64_t following = nextUsed(e + 1);
+      if (following < experts)
+        reading = readExpert(moe, following);
+      for (const std::vector<float> &w : weights)
+        if (static_cast<int64_t>(w.size()) != width * hidden)
+          fail("internal error: an expert's weight of ", w.size(),
+               " values in a mixture of ", width, " x ", hidden, " experts");
+      for (size_t i = 0; i < weights.size(); ++i) {
+        // Uploads from pageable memory return once the values are staged,
+        // and queue behind the conversion that read the staging buffer.
+        staging.buffer.upload(std::span(weights[i]), stream_);
+        convertToBf16(expertBf16[i].address(), staging);
+      }
+      const int n = static_cast<int>(routed[static_cast<size_t>(e)].size());
+      const int *slots = rowsOnDevice.as<int>() + first[static_cast<size_t>(e)];
+      k::CalibGatherRowsArgs gather;
+      gather.out = xe.address();
+      gather.x = x.data();
+      gather.rows = slots;
+      gather.count = n;
+      gather.cols = static_cast<int>(hidden);
+      kernels_.gatherRows->launch(dims(k::calibRowBlocks(n)), stream_, gather);
+      g.rows = u.rows = y.rows = n;
+      gemm(g, xe.address(), expertBf16[0].address(), width, hidden);
+      gemm(u, xe.address(), expertBf16[1].address(), width, hidden);
+      elementwise(g, g.data(), u.data(),
+                  moe.getActivation() == GateActivation::GeluTanh
+                      ? k::kCalibGegelu
+                      : k::kCalibSwiglu);
+      gemm(y, toBf16(g), expertBf16[2].address(), hidden, width);
+      k::CalibScatterAddRowsArgs scatter;
+      scatter.out = out.data();
+      scatter.y = y.data();
+      scatter.rows = slots;
+      scatter.weights =
+          weightsOnDevice.as<float>() + first[static_cast<size_t>(e)];
+      scatter.count = n;
+      scatter.cols = static_cast<int>(hidden);
+      kernels_.scatterAddRows->launch(dims(k::calibRowBlocks(n)), stream_,
+                                      scatter);
+      e = following;
+    }
+    // The scratch buffers go when this returns: the GPU must be done.
+    stream_.synchronize();
+    return out;
+  }
+
+  /// out = x · wᵀ over bf16 operands with float sums: x [out.rows, k] and w
+  /// [n, k] device addresses, out [out.rows, n].
+  void gemm(const DeviceTensor &out, CUdeviceptr x, CUdeviceptr w, int64_t n,
+            int64_t k) {
+    blas_->bf16LinearF32Out(stream_.handle(), out.buffer.address(), x, w,
+                            static_cast<int>(out.rows), static_cast<int>(n),
+                            static_cast<int>(k), workspace_.address(),
+                            workspace_.size());
+  }
+
   FailureOr<DeviceTensor> compute(Operation *op, const Locals &local,
                                   const Overrides &overrides) {
     CalibrationProfile::Step step(profile_, stream_,
@@ -652,10 +790,7 @@ private:
                                 ? it->second
                                 : bf16Weight(linear.getWeight()).address();
       DeviceTensor out = DeviceTensor::make(x.rows, n);
-      blas_->bf16LinearF32Out(stream_.handle(), out.buffer.address(), toBf16(x),
-                              w, static_cast<int>(x.rows), static_cast<int>(n),
-                              static_cast<int>(kk), workspace_.address(),
-                              workspace_.size());
+      gemm(out, toBf16(x), w, n, kk);
       if (linear.getBias())
         elementwise(out, out.data(), deviceWeight(linear.getBias()).data(),
                     k::kCalibAddBias);
@@ -733,6 +868,8 @@ private:
                       : k::kCalibSwiglu);
       return out;
     }
+    if (auto moe = dyn_cast<MoeOp>(op))
+      return mixture(moe, in(moe.getInput()));
     if (auto gate = dyn_cast<SigmoidGateOp>(op)) {
       const DeviceTensor &v = in(gate.getValue()), &x = in(gate.getInput());
       const DeviceTensor &w = deviceWeight(gate.getWeight());
@@ -787,10 +924,6 @@ createCudaCalibrationEvaluator(func::FuncOp fn, const WeightStore &store,
                                std::span<const std::vector<int32_t>> sequences,
                                std::string &why) {
   WalkResult unsupported = fn.walk([&](Operation *op) {
-    if (isa<MoeOp>(op)) {
-      why = "the GPU evaluator has no mixture-of-experts op yet";
-      return WalkResult::interrupt();
-    }
     if (auto attention = dyn_cast<AttentionOp>(op);
         attention && (attention.getHeadDim() > k::kCalibAttentionMaxDim ||
                       attention.getHeadDim() % 4 != 0)) {

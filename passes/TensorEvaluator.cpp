@@ -525,25 +525,23 @@ std::vector<float> TensorEvaluator::expertWeight(Value stacked, int64_t e,
           all.begin() + static_cast<std::ptrdiff_t>(each * (e + 1))};
 }
 
-FailureOr<Activation> TensorEvaluator::mixture(MoeOp moe,
-                                               const Activation &x) const {
+LogicalResult checkCalibrationMixture(MoeOp moe) {
   if (moe.isMxfp4() || moe.getExpertQuant() != QuantScheme::None ||
       !moe.getBiases().empty() ||
       moe.getActivation() == GateActivation::ClampedSilu)
     return moe.emitOpError("calibration evaluates mixtures of float experts "
                            "without biases (Qwen3-MoE, Qwen2-MoE, Mixtral)");
-  const int64_t experts = moe.getNumExperts(), width = moe.getExpertWidth();
-  const int64_t hidden = x.cols, topK = moe.getTopK();
-  // Routing: softmax over the router's logits, the top k (lower index first
-  // on ties), renormalised when the model says so.
-  Activation logits = makeActivation(x.rows, experts);
-  linearFloat(logits.values, x.values, weight(moe.getRouter()), {}, x.rows,
-              experts, hidden);
-  std::vector<std::vector<std::pair<int64_t, float>>> routed(
-      static_cast<size_t>(experts)); // (token, weight) per expert
+  return success();
+}
+
+MixtureRouting routeMixture(MoeOp moe, std::span<float> logits, int64_t rows) {
+  const int64_t experts = moe.getNumExperts(), topK = moe.getTopK();
+  // Softmax over the router's logits, the top k (lower index first on
+  // ties), renormalised when the model says so.
+  MixtureRouting routed(static_cast<size_t>(experts));
   std::vector<int64_t> order(static_cast<size_t>(experts));
-  for (int64_t t = 0; t < x.rows; ++t) {
-    float *p = logits.row(t);
+  for (int64_t t = 0; t < rows; ++t) {
+    float *p = logits.data() + t * experts;
     const float top = *std::max_element(p, p + experts);
     float sum = 0.0f;
     for (int64_t e = 0; e < experts; ++e)
@@ -562,6 +560,19 @@ FailureOr<Activation> TensorEvaluator::mixture(MoeOp moe,
           {t, moe.getNormalizeTopK() ? p[e] / chosen : p[e] / sum});
     }
   }
+  return routed;
+}
+
+FailureOr<Activation> TensorEvaluator::mixture(MoeOp moe,
+                                               const Activation &x) const {
+  if (failed(checkCalibrationMixture(moe)))
+    return failure();
+  const int64_t experts = moe.getNumExperts(), width = moe.getExpertWidth();
+  const int64_t hidden = x.cols;
+  Activation logits = makeActivation(x.rows, experts);
+  linearFloat(logits.values, x.values, weight(moe.getRouter()), {}, x.rows,
+              experts, hidden);
+  const MixtureRouting routed = routeMixture(moe, logits.values, x.rows);
   // Each expert over the tokens routed to it, as GEMMs.
   const bool gelu = moe.getActivation() == GateActivation::GeluTanh;
   Activation out = makeActivation(x.rows, hidden);

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace sol {
@@ -80,6 +81,10 @@ public:
   std::span<const int32_t> indices(mlir::Value v) const;
   /// Each token's sequence's first row.
   std::vector<int32_t> sequenceStartOfTokens() const;
+  /// Expert e's rows of a stacked expert weight ([experts * rows, K]), as
+  /// float32; reads only that expert's where the importer stacked them.
+  std::vector<float> expertWeight(mlir::Value stacked, int64_t e,
+                                  int64_t experts) const;
 
 private:
   using Values = llvm::DenseMap<mlir::Value, Activation>;
@@ -89,9 +94,6 @@ private:
   /// A sol.moe over x: routed in float32, each expert's tokens through its
   /// gated MLP.
   mlir::FailureOr<Activation> mixture(MoeOp moe, const Activation &x) const;
-  /// Expert e's rows of a stacked expert weight ([experts * rows, K]).
-  std::vector<float> expertWeight(mlir::Value stacked, int64_t e,
-                                  int64_t experts) const;
 
   const WeightStore &store_;
   std::vector<mlir::Operation *> ops_;
@@ -165,5 +167,16 @@ void linearFloat(std::span<float> out, std::span<const float> x,
 /// Success when both calibration evaluators can run `linear`: a plain float
 /// linear, as the importer makes it (no residual, scales or epilogue).
 mlir::LogicalResult checkCalibrationLinear(LinearOp linear);
+
+/// Success when both calibration evaluators can run `moe`: float experts
+/// without biases and with silu or gelu_tanh gates (not gpt-oss's).
+mlir::LogicalResult checkCalibrationMixture(MoeOp moe);
+
+/// For each expert, the (token, routing weight) pairs of the tokens a
+/// mixture sends to it, in token order: the softmax of the router's
+/// `logits` ([rows, experts], overwritten) in float32, its top k (the lower
+/// index first on ties), renormalised over them when the model says so.
+using MixtureRouting = std::vector<std::vector<std::pair<int64_t, float>>>;
+MixtureRouting routeMixture(MoeOp moe, std::span<float> logits, int64_t rows);
 
 } // namespace sol

@@ -5,8 +5,9 @@
 // the linears (bf16 operands, rounded here by calib_to_bf16 and
 // calib_awq_candidate, float32 results) and these kernels do everything
 // else: the embedding, RMS norms, rope, attention, the elementwise ops, the
-// shared-expert gate, and the searches' own reductions (column means, squared
-// errors, int4 round trips, Gram matrices, the int4 clipping search).
+// shared-expert gate, a mixture's row gathers and weighted sums, and the
+// searches' own reductions (column means, squared errors, int4 round trips,
+// Gram matrices, the int4 clipping search).
 //
 // They mirror passes/TensorEvaluator.cpp (and the int4 rules of
 // runtime/support/Quantize.h), so that the searches on the GPU reach the
@@ -628,8 +629,8 @@ __global__ void __launch_bounds__(kCalibThreads)
     }
     const CalibInt4Group params = calibInt4Params(lo, hi, 1.0f);
     for (int j = lane; j < group; j += 32)
-      out[j] = __float2bfloat16_rn(calibInt4RoundTrip(w[j] * s[j], params) /
-                                   s[j]);
+      out[j] =
+          __float2bfloat16_rn(calibInt4RoundTrip(w[j] * s[j], params) / s[j]);
   }
 }
 
@@ -646,6 +647,37 @@ __global__ void __launch_bounds__(kCalibThreads)
            threadIdx.x;
        i < args.count; i += stride)
     args.out[i] = __float2bfloat16_rn(args.in[i]);
+}
+
+//===----------------------------------------------------------------------===//
+// calib_gather_rows and calib_scatter_add_rows: a mixture of experts, one
+// expert at a time (the host routes, cuBLASLt runs the expert's GEMMs over
+// the gathered rows). A block per row (grid-stride over rows). The scatter
+// adds as the CPU's mixture does, w * y rounded and then added, experts in
+// index order (the host launches them so), with no atomics.
+//===----------------------------------------------------------------------===//
+
+__global__ void __launch_bounds__(kCalibThreads)
+    calib_gather_rows(const __grid_constant__ CalibGatherRowsArgs args) {
+  const long long cols = args.cols;
+  for (int i = blockIdx.x; i < args.count; i += gridDim.x) {
+    const float *from = args.x + args.rows[i] * cols;
+    bf16 *to = args.out + i * cols;
+    for (int c = threadIdx.x; c < args.cols; c += blockDim.x)
+      to[c] = __float2bfloat16_rn(from[c]);
+  }
+}
+
+__global__ void __launch_bounds__(kCalibThreads) calib_scatter_add_rows(
+    const __grid_constant__ CalibScatterAddRowsArgs args) {
+  const long long cols = args.cols;
+  for (int i = blockIdx.x; i < args.count; i += gridDim.x) {
+    const float w = args.weights[i];
+    const float *from = args.y + i * cols;
+    float *to = args.out + args.rows[i] * cols;
+    for (int c = threadIdx.x; c < args.cols; c += blockDim.x)
+      to[c] = __fadd_rn(to[c], __fmul_rn(w, from[c]));
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -1137,6 +1137,46 @@ SOL_ARGS_FIELD(CalibToBf16Args, out, 0)
 SOL_ARGS_FIELD(CalibToBf16Args, in, 8)
 SOL_ARGS_FIELD(CalibToBf16Args, count, 16)
 
+/// calib_gather_rows: out[i] = bf16(x[rows[i]]) for i < count, rows of
+/// `cols` values: the tokens a mixture routes to one expert, as the
+/// operand of that expert's GEMMs. A block per row.
+struct CalibGatherRowsArgs {
+  SOL_DEVICE_PTR(bf16) out = nullptr;       // [count, cols]
+  SOL_DEVICE_PTR(const float) x = nullptr;  // [*, cols]
+  SOL_DEVICE_PTR(const int) rows = nullptr; // [count]
+  int count = 0;
+  int cols = 0;
+};
+SOL_ARGS_SIZE(CalibGatherRowsArgs, 32)
+SOL_ARGS_FIELD(CalibGatherRowsArgs, out, 0)
+SOL_ARGS_FIELD(CalibGatherRowsArgs, x, 8)
+SOL_ARGS_FIELD(CalibGatherRowsArgs, rows, 16)
+SOL_ARGS_FIELD(CalibGatherRowsArgs, count, 24)
+SOL_ARGS_FIELD(CalibGatherRowsArgs, cols, 28)
+
+/// calib_scatter_add_rows: out[rows[i]] += weights[i] * y[i] for i < count
+/// (an expert's outputs into the mixture's, times their routing weights);
+/// the rows of one call are distinct. A block per row.
+struct CalibScatterAddRowsArgs {
+  SOL_DEVICE_PTR(float) out = nullptr;           // [*, cols]
+  SOL_DEVICE_PTR(const float) y = nullptr;       // [count, cols]
+  SOL_DEVICE_PTR(const int) rows = nullptr;      // [count]
+  SOL_DEVICE_PTR(const float) weights = nullptr; // [count]
+  int count = 0;
+  int cols = 0;
+};
+SOL_ARGS_SIZE(CalibScatterAddRowsArgs, 40)
+SOL_ARGS_FIELD(CalibScatterAddRowsArgs, out, 0)
+SOL_ARGS_FIELD(CalibScatterAddRowsArgs, y, 8)
+SOL_ARGS_FIELD(CalibScatterAddRowsArgs, rows, 16)
+SOL_ARGS_FIELD(CalibScatterAddRowsArgs, weights, 24)
+SOL_ARGS_FIELD(CalibScatterAddRowsArgs, count, 32)
+SOL_ARGS_FIELD(CalibScatterAddRowsArgs, cols, 36)
+/// Both: a block per row.
+SOL_HOST_DEVICE constexpr unsigned calibRowBlocks(int count) {
+  return calibBlocks(count, 1);
+}
+
 /// calib_squared_error: *sum += sum of (a[i] - b[i])^2 in double (the host
 /// zeroes it); one atomic add per block.
 inline constexpr long long kCalibSquaredErrorMaxBlocks = 1024;
@@ -1315,6 +1355,8 @@ SOL_LAUNCH_ARGS_NAME(CalibSigmoidGateArgs)
 SOL_LAUNCH_ARGS_NAME(CalibColumnAbsSumArgs)
 SOL_LAUNCH_ARGS_NAME(CalibSquaredErrorArgs)
 SOL_LAUNCH_ARGS_NAME(CalibToBf16Args)
+SOL_LAUNCH_ARGS_NAME(CalibGatherRowsArgs)
+SOL_LAUNCH_ARGS_NAME(CalibScatterAddRowsArgs)
 SOL_LAUNCH_ARGS_NAME(CalibAwqCandidateArgs)
 SOL_LAUNCH_ARGS_NAME(CalibGramArgs)
 SOL_LAUNCH_ARGS_NAME(CalibClipSearchArgs)

@@ -5,7 +5,8 @@
 // panels and row chunks, with and without bias; every output is written.
 // A sol.moe evaluated as calibration runs it (experts stacked by
 // sol.concat_weights, read one at a time, and one stacked weight read
-// whole) against a double-precision mixture.
+// whole) against a double-precision mixture, and the routing both
+// calibration evaluators share (routeMixture) on ties.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/TensorEvaluator.h"
@@ -61,6 +62,58 @@ TEST(TensorEvaluatorTest, LinearFloatMatchesDouble) {
   checkLinear(13, 37, 29, true);
   checkLinear(97, 16, 64, false); // two row chunks, one full panel
   checkLinear(200, 33, 384, true);
+}
+
+// routeMixture, which both calibration evaluators route with: the softmax's
+// top k, the lower index first on ties, renormalised over the chosen ones
+// when the model says so, each expert's tokens in token order.
+TEST(TensorEvaluatorTest, RouteMixtureTakesTheLowerIndexOnTies) {
+  mlir::MLIRContext context;
+  context.loadDialect<SolDialect, mlir::func::FuncDialect>();
+  for (bool normalize : {true, false}) {
+    SCOPED_TRACE(normalize ? "normalize_top_k" : "softmax weights");
+    const std::string ir =
+        std::string(R"mlir(
+func.func @f(%x: tensor<?x2xf32>, %r: tensor<4x2xf32>, %g: tensor<8x2xf32>, %d: tensor<8x2xf32>) -> tensor<?x2xf32> {
+  %y = sol.moe %x, %r, %g, %g, %d {top_k = 2 : i64, normalize_top_k = )mlir") +
+        (normalize ? "true" : "false") +
+        R"mlir(} : (tensor<?x2xf32>, tensor<4x2xf32>, tensor<8x2xf32>, tensor<8x2xf32>, tensor<8x2xf32>) -> tensor<?x2xf32>
+  return %y : tensor<?x2xf32>
+}
+)mlir";
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::parseSourceString<mlir::ModuleOp>(ir, &context);
+    ASSERT_TRUE(module);
+    MoeOp moe;
+    module->walk([&](MoeOp op) { moe = op; });
+    ASSERT_TRUE(moe);
+    // Token 0: experts 1 and 2 tie above the rest; token 1: all four tie;
+    // token 2: expert 3, then 0.
+    std::vector<float> logits = {1, 3, 3, 0, 0, 0, 0, 0, 2, -1, -1, 4};
+    const MixtureRouting routed = routeMixture(moe, logits, 3);
+    ASSERT_EQ(routed.size(), 4u);
+    auto tokensOf = [&](int e) {
+      std::vector<int64_t> t;
+      for (auto [token, w] : routed[e])
+        t.push_back(token);
+      return t;
+    };
+    EXPECT_EQ(tokensOf(0), (std::vector<int64_t>{1, 2}));
+    EXPECT_EQ(tokensOf(1), (std::vector<int64_t>{0, 1}));
+    EXPECT_EQ(tokensOf(2), (std::vector<int64_t>{0}));
+    EXPECT_EQ(tokensOf(3), (std::vector<int64_t>{2}));
+    // Weights: p / (sum of the chosen) or p / (sum of all).
+    const double e1 = std::exp(-2.0);
+    const double tie =
+        normalize ? 0.5 : 1 / (2 + std::exp(-2.0) + std::exp(-3.0));
+    EXPECT_NEAR(routed[1][0].second, tie, 1e-6);
+    EXPECT_NEAR(routed[2][0].second, tie, 1e-6);
+    EXPECT_NEAR(routed[0][0].second, normalize ? 0.5 : 0.25, 1e-6);
+    const double all = 1 + e1 + 2 * std::exp(-5.0);
+    EXPECT_NEAR(routed[3][0].second, normalize ? 1 / (1 + e1) : 1 / all, 1e-6);
+    EXPECT_NEAR(routed[0][1].second, normalize ? e1 / (1 + e1) : e1 / all,
+                1e-6);
+  }
 }
 
 } // namespace

@@ -179,8 +179,8 @@ void checkAttention(const AttentionCase &a, unsigned smallGrid = 0) {
   const std::vector<float> k = uniform(rng, tokens * kvCols, -1, 1);
   const std::vector<float> v = uniform(rng, tokens * kvCols, -1, 1);
   const std::vector<double> want = sol::test::referenceCalibAttention(
-      {a.heads, a.kvHeads, a.dim, a.window, a.scale, a.softcap}, seqStart, q,
-      k, v);
+      {a.heads, a.kvHeads, a.dim, a.window, a.scale, a.softcap}, seqStart, q, k,
+      v);
   std::vector<unsigned> grids = {calibAttentionBlocks(tokens, a.heads)};
   if (smallGrid)
     grids.push_back(smallGrid);
@@ -421,6 +421,63 @@ TEST(CalibrationEmulation, ToBf16RoundsToNearestEven) {
           << i;
     EXPECT_EQ(__bfloat162float(out[0]), 1.0f);
     EXPECT_EQ(__bfloat162float(out[1]), 1.0f + 4.0f / 256);
+  }
+}
+
+// A mixture's expert: its tokens' rows gathered in bf16 (repeated and
+// unordered rows allowed), and its outputs added back times their weights
+// as the CPU's mixture adds them (w * y rounded, then added).
+TEST(CalibrationEmulation, GatherRowsRoundsTheRowsToBf16) {
+  std::mt19937 rng(11);
+  const int rows = 9, cols = 300;
+  const std::vector<float> x = uniform(rng, rows * cols, -3, 3);
+  const std::vector<int> pick = {7, 0, 3, 3, 8};
+  const int count = static_cast<int>(pick.size());
+  for (unsigned blocks : {calibRowBlocks(count), 2u}) {
+    std::vector<bf16> out(count * cols, __float2bfloat16_rn(kNan));
+    CalibGatherRowsArgs args;
+    args.out = out.data();
+    args.x = x.data();
+    args.rows = pick.data();
+    args.count = count;
+    args.cols = cols;
+    run(blocks, [&] { calib_gather_rows(args); });
+    for (int i = 0; i < count; ++i)
+      for (int c = 0; c < cols; ++c)
+        ASSERT_EQ(
+            __bfloat16_as_ushort(out[i * cols + c]),
+            __bfloat16_as_ushort(__float2bfloat16_rn(x[pick[i] * cols + c])))
+            << i << ", " << c;
+  }
+}
+
+TEST(CalibrationEmulation, ScatterAddRowsIsTheCpuMixtureSum) {
+  std::mt19937 rng(12);
+  const int rows = 8, cols = 300;
+  const std::vector<float> start = uniform(rng, rows * cols, -1, 1);
+  const std::vector<int> pick = {6, 1, 4};
+  const std::vector<float> weights = {0.25f, 0.6f, 0.15f};
+  const int count = static_cast<int>(pick.size());
+  const std::vector<float> y = uniform(rng, count * cols, -5, 5);
+  for (unsigned blocks : {calibRowBlocks(count), 1u}) {
+    std::vector<float> out = start;
+    CalibScatterAddRowsArgs args;
+    args.out = out.data();
+    args.y = y.data();
+    args.rows = pick.data();
+    args.weights = weights.data();
+    args.count = count;
+    args.cols = cols;
+    run(blocks, [&] { calib_scatter_add_rows(args); });
+    std::vector<float> want = start;
+    for (int i = 0; i < count; ++i)
+      for (int c = 0; c < cols; ++c) {
+        volatile float product = weights[i] * y[i * cols + c];
+        want[pick[i] * cols + c] += product;
+      }
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c)
+        ASSERT_EQ(out[r * cols + c], want[r * cols + c]) << r << ", " << c;
   }
 }
 

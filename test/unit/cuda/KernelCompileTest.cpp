@@ -583,7 +583,11 @@ TEST(KernelCompile, CalibrationKernelsCompileForSm90) {
       {"sol::kernels::calib_clip_search",
        LaunchArgsName<CalibClipSearchArgs>::kMangled.view()},
       {"sol::kernels::calib_to_bf16",
-       LaunchArgsName<CalibToBf16Args>::kMangled.view()}};
+       LaunchArgsName<CalibToBf16Args>::kMangled.view()},
+      {"sol::kernels::calib_gather_rows",
+       LaunchArgsName<CalibGatherRowsArgs>::kMangled.view()},
+      {"sol::kernels::calib_scatter_add_rows",
+       LaunchArgsName<CalibScatterAddRowsArgs>::kMangled.view()}};
   // calib_attention_tc: an instance per head dim, blocks of
   // kCalibAttentionTcThreads.
   std::vector<std::string> tcKernels;
@@ -647,6 +651,7 @@ TEST(KernelCompile, CalibrationLaunchGeometry) {
   EXPECT_EQ(calibEmbeddingBlocks(70), 70u);
   EXPECT_EQ(calibRopeBlocks(70), 70u);
   EXPECT_EQ(calibSigmoidGateBlocks(70), 70u);
+  EXPECT_EQ(calibRowBlocks(70), 70u);
   // A warp per run of `group` columns.
   EXPECT_EQ(calibRmsNormBlocks(65536, 4096, 4096), 8192u);
   EXPECT_EQ(calibRmsNormBlocks(65536, 4096, 128), 262144u);
