@@ -223,6 +223,32 @@ const CublasLt::Plan *CublasLt::plan(int m, int n, int k, bool bias,
   return plans_.emplace(key, std::move(p)).first->second.get();
 }
 
+int CublasLt::chooseLinearAlgorithm(int m, int n, int k, bool accumulate,
+                                    int index, std::size_t workspaceBytes) {
+  if (!plan(m, n, k, false, accumulate, Precision::Bf16, workspaceBytes))
+    return 0;
+  Plan &p =
+      *plans_.at(std::make_tuple(m, n, k, false, accumulate, Precision::Bf16));
+  const Api &a = *api_;
+  cublasLtMatmulPreference_t preference = nullptr;
+  check(a, a.preferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
+  const uint64_t limit = workspaceBytes;
+  cublasLtMatmulHeuristicResult_t results[kSweepAlgorithms] = {};
+  int found = 0;
+  cublasStatus_t status = a.preferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit,
+      sizeof limit);
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = a.algoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), p.desc,
+                                p.a, p.b, p.c, p.c, preference,
+                                kSweepAlgorithms, results, &found);
+  a.preferenceDestroy(preference);
+  check(a, status, "cublasLtMatmulAlgoGetHeuristic");
+  if (index >= 0 && index < found)
+    p.algo = results[index].algo;
+  return found;
+}
+
 std::string CublasLt::fp8Refusal(int n, int k, bool bias, bool accumulate,
                                  CUdeviceptr scales,
                                  std::size_t workspaceBytes) {

@@ -70,6 +70,15 @@ public:
                          CUdeviceptr scales, std::size_t workspaceBytes);
   static constexpr int kFp8ProbeRows = 16;
 
+  /// Makes the bf16 linear of this shape (no bias) run the library
+  /// heuristic's `index`-th algorithm from now on (0, its first, is what
+  /// linear() takes by default) and returns how many the heuristic offers,
+  /// at most kSweepAlgorithms; an index past them changes nothing. For
+  /// kernel sweeps (sol-kernel-check cublas_sweep), which time each.
+  int chooseLinearAlgorithm(int m, int n, int k, bool accumulate, int index,
+                            std::size_t workspaceBytes);
+  static constexpr int kSweepAlgorithms = 16;
+
   /// Workspace the executor allocates for it.
   static constexpr std::size_t kWorkspaceBytes = 32u << 20;
 

@@ -29,6 +29,10 @@
 //    against the float64 reference and timed (timing only); the chosen
 //    configurations also with their L2Prefetch flag flipped (rows "+L2"
 //    prefetch).
+//  * cublas_sweep: every algorithm cuBLASLt's heuristic offers for the bf16
+//    linears of 16-128-row steps (Llama-3.2-1B and 3.1-8B shapes), each
+//    against the heuristic's first (the executor's) and timed (timing
+//    only).
 //
 //===----------------------------------------------------------------------===//
 
@@ -754,6 +758,89 @@ void checkGemvSweep(Checker &c) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// cublas_sweep
+
+/// The bf16 linears of batched decode steps (cuBLASLt runs 9 to 128 rows):
+/// Llama-3.2-1B's and Llama-3.1-8B's, o and down accumulating into y as the
+/// plans' residual adds do.
+struct CublasSweepShape {
+  const char *name;
+  int n, k;
+  bool accumulate;
+};
+const CublasSweepShape kCublasSweepShapes[] = {
+    {"qkv", 3072, 2048, false},         {"o", 2048, 2048, true},
+    {"gate_up", 16384, 2048, false},    {"down", 2048, 8192, true},
+    {"qkv 8B", 6144, 4096, false},      {"o 8B", 4096, 4096, true},
+    {"gate_up 8B", 28672, 4096, false}, {"down 8B", 4096, 14336, true},
+};
+constexpr int kCublasSweepRows[] = {16, 32, 64, 128};
+
+/// Every algorithm cuBLASLt's heuristic offers for each shape and row
+/// count, each checked against the first (the one the executor runs) and
+/// timed: how much a choice by measurement would gain.
+void checkCublasSweep(Checker &c) {
+  if (timingOff(c, "cublas_sweep"))
+    return;
+  std::string why;
+  const std::unique_ptr<cuda::CublasLt> cublas = cuda::CublasLt::load(why);
+  if (!cublas) {
+    std::printf("  cublas_sweep: no cuBLASLt (%s)\n", why.c_str());
+    return;
+  }
+  DeviceBuffer workspace(cuda::CublasLt::kWorkspaceBytes);
+  constexpr int kMaxRows = 128;
+  for (const CublasSweepShape &s : kCublasSweepShapes) {
+    const RotatedWeights w(
+        c, randomBf16(c.rng, static_cast<std::size_t>(s.n) * s.k, -1, 1), true);
+    const DeviceBuffer x = c.upload(
+        randomBf16(c.rng, static_cast<std::size_t>(kMaxRows) * s.k, -1, 1));
+    for (int rows : kCublasSweepRows) {
+      const std::size_t outBytes = static_cast<std::size_t>(rows) * s.n * 2;
+      std::vector<float> base;
+      const int count = cublas->chooseLinearAlgorithm(
+          rows, s.n, s.k, s.accumulate, 0, workspace.size());
+      for (int i = 0; i < count; ++i) {
+        cublas->chooseLinearAlgorithm(rows, s.n, s.k, s.accumulate, i,
+                                      workspace.size());
+        // Accumulating reads y: it starts at zero for the check.
+        DeviceBuffer y =
+            s.accumulate ? DeviceBuffer(outBytes) : c.poisoned(outBytes);
+        if (s.accumulate)
+          y.fillBytes(0, c.stream);
+        std::function<void(int)> launch = [&](int rotation) {
+          cublas->linear(c.stream.handle(), y.address(), x.address(),
+                         reinterpret_cast<CUdeviceptr>(w[rotation]), 0, rows,
+                         s.n, s.k, s.accumulate, workspace.address(),
+                         workspace.size());
+        };
+        launch(0);
+        const std::vector<Bf16> out = c.download<Bf16>(y);
+        const std::size_t unwritten = countPoison(out);
+        std::vector<float> values = toFloat(out);
+        CheckRecord r;
+        r.family = "cublas_sweep";
+        r.name = sol::cat(s.name, " ", s.n, "x", s.k, " T=", rows, " algo ", i,
+                          i == 0 ? " (heuristic's first)" : "");
+        r.kernel = "cublasLt";
+        if (i == 0) {
+          r.passed = unwritten == 0;
+          base = values;
+        } else {
+          const std::vector<double> ref(base.begin(), base.end());
+          judge(r, relativeL2(values, ref), 1e-2, unwritten);
+          r.note += "vs algo 0; ";
+        }
+        r.bytes = static_cast<double>(s.n) * s.k * 2 +
+                  static_cast<double>(rows) * s.k * 2 +
+                  static_cast<double>(outBytes) * (s.accumulate ? 2 : 1);
+        c.finish(std::move(r), &launch);
+      }
+    }
+  }
+}
+
 } // namespace
 
 std::vector<CheckFamily> skinnyChecks() {
@@ -797,6 +884,7 @@ std::vector<CheckFamily> skinnyChecks() {
          }
        },
        checkGemvSweep},
+      {"cublas_sweep", [](KernelLibrary &) {}, checkCublasSweep},
   };
 }
 
