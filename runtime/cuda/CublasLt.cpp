@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <initializer_list>
+#include <span>
 #include <utility>
 
 namespace sol::cuda {
@@ -55,6 +56,30 @@ void check(const CublasLt::Api &api, cublasStatus_t status, const char *call) {
          static_cast<int>(status),
          "); SOL_DISABLE_CUBLASLT=1 runs Sol's own "
          "GEMM kernels instead");
+}
+
+/// Asks the library's heuristic for its best algorithms (as many as
+/// `results` holds) for a problem's descriptors within `workspaceBytes`;
+/// `found` says how many it gave.
+cublasStatus_t
+queryAlgorithms(const CublasLt::Api &a, void *handle, cublasLtMatmulDesc_t desc,
+                cublasLtMatrixLayout_t w, cublasLtMatrixLayout_t x,
+                cublasLtMatrixLayout_t y, std::size_t workspaceBytes,
+                std::span<cublasLtMatmulHeuristicResult_t> results,
+                int &found) {
+  found = 0;
+  cublasLtMatmulPreference_t preference = nullptr;
+  check(a, a.preferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
+  const uint64_t limit = workspaceBytes;
+  cublasStatus_t status = a.preferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit,
+      sizeof limit);
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = a.algoGetHeuristic(
+        static_cast<cublasLtHandle_t>(handle), desc, w, x, y, y, preference,
+        static_cast<int>(results.size()), results.data(), &found);
+  a.preferenceDestroy(preference);
+  return status;
 }
 
 template <typename Fn> bool resolve(void *library, Fn &fn, const char *name) {
@@ -191,19 +216,11 @@ const CublasLt::Plan *CublasLt::plan(int m, int n, int k, bool bias,
   check(a, a.layoutCreate(&p->c, out, n, m, n),
         "cublasLtMatrixLayoutCreate(y)");
 
-  cublasLtMatmulPreference_t preference = nullptr;
-  check(a, a.preferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
-  const uint64_t limit = workspaceBytes;
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  cublasStatus_t status = a.preferenceSetAttribute(
-      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit,
-      sizeof limit);
-  if (status == CUBLAS_STATUS_SUCCESS)
-    status = a.algoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), p->desc,
-                                p->a, p->b, p->c, p->c, preference, 1, &result,
-                                &found);
-  a.preferenceDestroy(preference);
+  const cublasStatus_t status =
+      queryAlgorithms(a, handle_, p->desc, p->a, p->b, p->c, workspaceBytes,
+                      std::span(&result, 1), found);
   // A library without this fp8 form (block scales came with cuBLAS 12.9)
   // answers "not supported": fp8Refusal says why.
   if (fp8 && (status == CUBLAS_STATUS_NOT_SUPPORTED ||
@@ -229,21 +246,12 @@ int CublasLt::chooseLinearAlgorithm(int m, int n, int k, bool accumulate,
     return 0;
   Plan &p =
       *plans_.at(std::make_tuple(m, n, k, false, accumulate, Precision::Bf16));
-  const Api &a = *api_;
-  cublasLtMatmulPreference_t preference = nullptr;
-  check(a, a.preferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
-  const uint64_t limit = workspaceBytes;
   cublasLtMatmulHeuristicResult_t results[kSweepAlgorithms] = {};
   int found = 0;
-  cublasStatus_t status = a.preferenceSetAttribute(
-      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit,
-      sizeof limit);
-  if (status == CUBLAS_STATUS_SUCCESS)
-    status = a.algoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), p.desc,
-                                p.a, p.b, p.c, p.c, preference,
-                                kSweepAlgorithms, results, &found);
-  a.preferenceDestroy(preference);
-  check(a, status, "cublasLtMatmulAlgoGetHeuristic");
+  check(*api_,
+        queryAlgorithms(*api_, handle_, p.desc, p.a, p.b, p.c, workspaceBytes,
+                        results, found),
+        "cublasLtMatmulAlgoGetHeuristic");
   if (index >= 0 && index < found)
     p.algo = results[index].algo;
   return found;
