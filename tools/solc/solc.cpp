@@ -101,18 +101,8 @@ void calibrate(mlir::ModuleOp module, sol::ImportedModel &model,
         -> std::unique_ptr<sol::CalibrationEvaluator> {
       std::string why;
       std::unique_ptr<sol::CalibrationEvaluator> gpu;
-      // The GPU evaluator's mixture-of-experts path has not run on a GPU
-      // yet (gpu-check step 29 is its check): auto keeps such models on
-      // the CPU, --calib-device cuda takes it.
-      const bool mixture = fn.walk([](sol::MoeOp) {
-                               return mlir::WalkResult::interrupt();
-                             }).wasInterrupted();
       try {
-        if (mixture && opts.calibDevice == "auto")
-          why = "mixtures of experts calibrate on the GPU only with "
-                "--calib-device cuda, whose mixture path is new";
-        else
-          gpu = sol::createCudaCalibrationEvaluator(fn, store, sequences, why);
+        gpu = sol::createCudaCalibrationEvaluator(fn, store, sequences, why);
       } catch (const sol::Error &e) {
         if (opts.calibDevice == "cuda")
           throw;
