@@ -230,12 +230,14 @@ def main():
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 row, ok = {"engine": "sol", "shape": shape, "gpus": n, "error": str(e)}, False
             rows.append(row)
+            log(f"row {json.dumps(row)}")  # kept when a time limit cuts the run
         if not args.skip_hf:
             try:
                 rows.append(hf_row(args, shape, config_dir, bytes_))
             except Exception as e:  # a baseline failure is reported, not fatal
                 rows.append({"engine": "transformers", "shape": shape, "gpus": 1,
                              "error": repr(e)})
+            log(f"row {json.dumps(rows[-1])}")
     report = {"bench": "tp_bench", "prompt_tokens": args.prompt_tokens,
               "new_tokens": args.new_tokens, "concurrency": args.concurrency,
               "bandwidth": args.bandwidth, "rows": rows}
