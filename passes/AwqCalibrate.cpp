@@ -387,6 +387,17 @@ LogicalResult SolAwqCalibratePass::calibrate(func::FuncOp fn) {
   });
   if (quantized.wasInterrupted())
     return failure();
+  quantized = fn.walk([&](MoeOp m) {
+    if (m.getExpertQuant() == QuantScheme::None)
+      return WalkResult::advance();
+    m.emitError() << "has experts already quantized in the checkpoint ("
+                  << stringifyQuantScheme(m.getExpertQuant())
+                  << "); AWQ calibration needs float weights: compile this "
+                     "checkpoint without --quant";
+    return WalkResult::interrupt();
+  });
+  if (quantized.wasInterrupted())
+    return failure();
   findGroups(fn);
   for (auto &group : groups)
     if (isa<LinearOp>(group->producer))

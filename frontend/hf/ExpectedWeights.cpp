@@ -86,11 +86,12 @@ std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config) {
     fail("config.json: quantization_config (", config.quantization->describe(),
          ") is gpt-oss's format for its experts; Sol imports it for ",
          "GptOssForCausalLM only, not ", architectureName(config.architecture));
-  if (config.quantization && !mxfp4 && config.numExperts > 0)
+  if (config.quantization && !mxfp4 && config.stackedExperts)
     fail("config.json: quantization_config (", config.quantization->describe(),
-         ") on a mixture-of-experts model: Sol does not import quantized "
-         "experts yet; compile the bf16 checkpoint (solc --quant does not "
-         "quantize experts either)");
+         ") on ", architectureName(config.architecture),
+         ", whose experts are stacked parameters rather than linears: Sol "
+         "imports its experts in bf16 or MXFP4 only; compile the bf16 "
+         "checkpoint (solc --quant quantizes the experts too)");
   const std::string &m = config.weightPrefix;
   std::vector<ExpectedTensor> out;
   out.push_back({m + "embed_tokens.weight", {config.vocabSize, hidden}});
@@ -160,10 +161,12 @@ std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config) {
         add(x + "down_proj_bias", {experts, hidden});
         continue;
       }
+      // Each expert's projections are linears: float, or quantized as the
+      // checkpoint's quantization_config says.
       for (int64_t e = 0; e < experts; ++e) {
-        add(config.moeExpert(e, P::Gate) + ".weight", {width, hidden});
-        add(config.moeExpert(e, P::Up) + ".weight", {width, hidden});
-        add(config.moeExpert(e, P::Down) + ".weight", {hidden, width});
+        linear(config.moeExpert(e, P::Gate), width, hidden, false);
+        linear(config.moeExpert(e, P::Up), width, hidden, false);
+        linear(config.moeExpert(e, P::Down), hidden, width, false);
       }
       if (const int64_t shared = config.sharedExpertIntermediateSize) {
         linear("mlp.shared_expert.gate_proj", shared, hidden, false);

@@ -108,6 +108,16 @@ struct LinearWeight {
   std::vector<int32_t> inputColumns;
 };
 
+/// A linear weight's format in words, for messages.
+std::string schemeName(const LinearWeight &w) {
+  if (w.scheme == QuantScheme::None)
+    return "float";
+  std::string name = stringifyQuantScheme(w.scheme).str();
+  if (w.groupSize)
+    name += cat(" in groups of ", w.groupSize);
+  return name;
+}
+
 /// Emits the ops of one model, in Hugging Face's order of computation.
 class Builder {
 public:
@@ -158,6 +168,15 @@ private:
                                       SmallVectorImpl<Value> &scales);
   Value reshapeWeight(Value w, ArrayRef<int64_t> shape);
   Value everyOtherRow(Value w, int64_t first);
+  /// `parts` stacked along their first dimension (sol.concat_weights).
+  Value concatRows(ArrayRef<Value> parts);
+  LinearWeight stackedExpertLinears(const std::string &layerPrefix,
+                                    hf::ModelConfig::ExpertProjection which);
+  /// Refuses quantized experts that sol.moe cannot take as they are: one
+  /// scheme for gate, up and down, and for int4 one group size that divides
+  /// the hidden size and the experts' width.
+  void checkQuantizedExperts(const std::string &layerPrefix,
+                             const std::array<LinearWeight, 3> &projections);
 
   MLIRContext &ctx;
   const HfModel &model;
@@ -499,31 +518,102 @@ std::array<Value, 3> Builder::stackedExperts(const std::string &p,
   return {everyOtherRow(gateUp, 0), everyOtherRow(gateUp, 1), down};
 }
 
+Value Builder::concatRows(ArrayRef<Value> parts) {
+  auto part = cast<RankedTensorType>(parts.front().getType());
+  SmallVector<int64_t> shape(part.getShape());
+  shape[0] *= static_cast<int64_t>(parts.size());
+  return b.create<ConcatWeightsOp>(
+      loc, RankedTensorType::get(shape, part.getElementType()), parts);
+}
+
+/// One projection of every expert of layer prefix `p`, stacked: float
+/// weights, or the codes, scales and zero points of quantized ones, which
+/// must then share one format.
+LinearWeight
+Builder::stackedExpertLinears(const std::string &p,
+                              hf::ModelConfig::ExpertProjection which) {
+  SmallVector<LinearWeight> parts;
+  for (int64_t e = 0; e < config.numExperts; ++e) {
+    const std::string module = p + "." + config.moeExpert(e, which);
+    parts.push_back(linearWeight(module, /*bias=*/false));
+    const LinearWeight &w = parts.back(), &first = parts.front();
+    if (w.scheme != first.scheme || w.groupSize != first.groupSize)
+      fail("checkpoint '", model.directory.string(), "': ", module, " is ",
+           schemeName(w), " but ", p, ".", config.moeExpert(0, which), " is ",
+           schemeName(first),
+           "; Sol stacks a layer's experts in one format "
+           "(a quantization_config that leaves some experts unquantized is "
+           "not supported)");
+    if (!w.inputColumns.empty())
+      fail("checkpoint '", model.directory.string(), "': ", module,
+           " is a GPTQ act-order (desc_act) linear: each expert would read "
+           "its inputs in its own order, which Sol's mixture kernels do not "
+           "do; quantize the experts without desc_act");
+  }
+  LinearWeight out;
+  out.scheme = parts.front().scheme;
+  out.groupSize = parts.front().groupSize;
+  for (Value LinearWeight::*field :
+       {&LinearWeight::weight, &LinearWeight::scales, &LinearWeight::zeros}) {
+    if (!(parts.front().*field))
+      continue;
+    SmallVector<Value> values;
+    for (const LinearWeight &w : parts)
+      values.push_back(w.*field);
+    out.*field = concatRows(values);
+  }
+  return out;
+}
+
+void Builder::checkQuantizedExperts(const std::string &p,
+                                    const std::array<LinearWeight, 3> &w) {
+  static const char *const names[] = {"gate", "up", "down"};
+  for (int i = 1; i < 3; ++i)
+    if (w[i].scheme != w[0].scheme)
+      fail("checkpoint '", model.directory.string(), "': the experts' ",
+           names[i], " projections of ", p, " are ", schemeName(w[i]),
+           " but their gate projections are ", schemeName(w[0]),
+           "; Sol's mixture takes one format for all three");
+  if (w[0].scheme != QuantScheme::Int4)
+    return;
+  const int64_t hidden = config.hiddenSize,
+                width = config.expertIntermediateSize;
+  const int64_t g = w[0].groupSize;
+  if (w[1].groupSize != g || w[2].groupSize != g || g % 2 != 0 ||
+      hidden % g != 0 || width % g != 0)
+    fail("checkpoint '", model.directory.string(), "': the experts of ", p,
+         " are int4 in groups of ", g, " (gate, up) and ", w[2].groupSize,
+         " (down) inputs; Sol's mixture takes one even group size that "
+         "divides both the hidden size (",
+         hidden, ") and the experts' width (", width,
+         "), which GPTQ's group_size -1 (a group per row) gives only when the "
+         "two are equal; quantize the experts in groups of 128 or another "
+         "common divisor");
+}
+
 /// A mixture-of-experts MLP: each projection's weights of all experts
 /// stacked into one (sol.concat_weights), routed by sol.moe; Qwen2-MoE's
 /// shared expert beside it, scaled by its sigmoid gate.
 Value Builder::mixtureOfExperts(Value x, const std::string &p) {
   using P = hf::ModelConfig::ExpertProjection;
-  auto stacked = [&](P which) {
-    SmallVector<Value> parts;
-    for (int64_t e = 0; e < config.numExperts; ++e)
-      parts.push_back(weight(p + "." + config.moeExpert(e, which) + ".weight"));
-    auto part = cast<RankedTensorType>(parts.front().getType());
-    return b.create<ConcatWeightsOp>(
-        loc,
-        RankedTensorType::get(
-            {part.getDimSize(0) * config.numExperts, part.getDimSize(1)},
-            part.getElementType()),
-        parts);
-  };
   const std::string router = p + "." + config.moeRouter();
   Value gate, up, down;
-  SmallVector<Value, 3> scales;
+  SmallVector<Value, 3> scales, zeros;
   if (config.stackedExperts) {
     auto [g, u, d] = stackedExperts(p, scales);
     gate = g, up = u, down = d;
   } else {
-    gate = stacked(P::Gate), up = stacked(P::Up), down = stacked(P::Down);
+    const std::array<LinearWeight, 3> w = {stackedExpertLinears(p, P::Gate),
+                                           stackedExpertLinears(p, P::Up),
+                                           stackedExpertLinears(p, P::Down)};
+    checkQuantizedExperts(p, w);
+    gate = w[0].weight, up = w[1].weight, down = w[2].weight;
+    for (const LinearWeight &each : w) {
+      if (each.scales)
+        scales.push_back(each.scales);
+      if (each.zeros)
+        zeros.push_back(each.zeros);
+    }
   }
   SmallVector<Value, 4> biases;
   if (config.expertBiases) {
@@ -544,7 +634,7 @@ Value Builder::mixtureOfExperts(Value x, const std::string &p) {
   }
   Value routed = b.create<MoeOp>(
       loc, x.getType(), x, weight(router + ".weight"), gate, up, down, biases,
-      scales, ValueRange(), b.getI64IntegerAttr(config.expertsPerToken),
+      scales, zeros, b.getI64IntegerAttr(config.expertsPerToken),
       b.getBoolAttr(config.normalizeTopK), GateActivationAttr::get(&ctx, act),
       limit);
   if (!config.sharedExpertIntermediateSize)

@@ -6,9 +6,9 @@ AutoAWQ, GPTQ or compressed-tensors fp8 checkpoint (quantized with Sol's own
 quantizer) and the bf16 reference checkpoint whose `solc --quant` gives the
 same codes and scales. Both are compiled with `solc --gpu none` (the
 quantized one without --quant) and run on the CPU reference executor:
-greedy ids from --prompt-ids and, with --text, the perplexity of its first
---positions ids and the argmax at every position. The results must be
-identical, bit for bit. Prints one line per format and exits non-zero when
+greedy ids from --prompt-ids, the teacher-forced logits of those ids and,
+with --text, the perplexity of its first --positions ids and the argmax at
+every position. The results must be identical, bit for bit. Prints one line per format and exits non-zero when
 one differs. Standard library only (CI has no numpy).
 
 With --act-order (gptq formats) the checkpoint is quantized in a shuffled
@@ -64,7 +64,10 @@ def main():
             greedy = json.loads(run([args.solrun, str(plan), "--device", "cpu",
                                      "--prompt-ids", args.prompt_ids, "--max-tokens",
                                      str(args.max_tokens), "--ignore-eos", "--json"]))
-            result = {"ids": greedy["ids"]}
+            logits = tmp / f"{name}.logits"
+            run([args.solrun, str(plan), "--device", "cpu", "--prompt-ids", args.prompt_ids,
+                 "--max-tokens", "0", "--logits-out", str(logits)])
+            result = {"ids": greedy["ids"], "logits": logits.read_bytes()}
             if args.text:
                 argmax = tmp / f"{name}.argmax"
                 ppl = json.loads(run([args.solrun, str(plan), "--device", "cpu",
@@ -117,16 +120,16 @@ def main():
                 results[(scheme, ref)] = want
             same = got == want
             failures += not same
-            what = f"{len(got['ids'])} greedy ids"
+            what = f"the prompt's logits and {len(got['ids'])} greedy ids"
             if args.text:
                 what = (f"perplexity {got['perplexity']:.4f} over {args.positions} ids, "
-                        f"argmax at every position and {what}")
+                        f"argmax at every position, {what}")
             print(f"{model.name} {fmt}: {what} "
                   f"{'equal' if same else 'DIFFER'} to solc --quant {scheme}"
                   f": {'ok' if same else 'FAIL'}")
             if not same:
                 for key in got:
-                    if got[key] != want[key] and key != "argmax":
+                    if got[key] != want[key] and key not in ("argmax", "logits"):
                         print(f"  {key}: {got[key]} != {want[key]}")
     return 1 if failures else 0
 

@@ -315,11 +315,14 @@ int run(const std::string &src, const std::string &format, int64_t groupSize,
         const std::vector<std::string> &keep, bool actOrder) {
   const sol::hf::ModelConfig config = sol::hf::loadModelConfig(src);
   const sol::hf::Checkpoint checkpoint = sol::hf::Checkpoint::open(src);
-  // The decoder layers' linears; embeddings, norms and the LM head stay.
+  // The decoder layers' linears, the experts' too (Mixtral's w1, w2, w3);
+  // embeddings, norms, routers and the LM head stay.
   std::vector<std::string> linears;
   for (const sol::hf::ExpectedTensor &t : sol::hf::expectedWeights(config))
     if (t.name.starts_with("model.layers.") &&
-        t.name.ends_with("_proj.weight") &&
+        (t.name.ends_with("_proj.weight") ||
+         (t.name.find(".experts.") != std::string::npos &&
+          t.name.ends_with(".weight"))) &&
         std::find(keep.begin(), keep.end(),
                   t.name.substr(0, t.name.size() - 7)) == keep.end())
       linears.push_back(t.name.substr(0, t.name.size() - 7));

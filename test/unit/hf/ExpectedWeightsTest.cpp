@@ -226,12 +226,22 @@ TEST(ExpectedWeightsTest, MixtureOfExpertsLayers) {
                     "model.layers.0.block_sparse_moe.experts.2.w2.weight"),
             (Shape{32, 16}));
 
-  // Quantized experts are refused by name, before any tensor is read.
+  // Quantized experts are linears in the checkpoint's format; the router
+  // stays a float weight.
   config.quantization = QuantizationConfig{};
   config.quantization->method = QuantMethod::Awq;
-  EXPECT_THAT(errorOf([&] { expectedWeights(config); }),
-              HasSubstr("mixture-of-experts model: Sol does not import "
-                        "quantized experts yet"));
+  config.quantization->groupSize = 16;
+  const std::vector<ExpectedTensor> awq = expectedWeights(config);
+  const std::string w2 = "model.layers.0.block_sparse_moe.experts.2.w2";
+  EXPECT_EQ(findExpected(awq, w2 + ".weight"), nullptr);
+  EXPECT_EQ(shapeOf(awq, w2 + ".qweight"), (Shape{16, 4}));
+  EXPECT_EQ(shapeOf(awq, w2 + ".scales"), (Shape{1, 32}));
+  EXPECT_EQ(shapeOf(awq, "model.layers.0.block_sparse_moe.experts.3.w1.qzeros"),
+            (Shape{2, 2}));
+  const ExpectedTensor *router =
+      findExpected(awq, "model.layers.0.block_sparse_moe.gate.weight");
+  ASSERT_NE(router, nullptr);
+  EXPECT_TRUE(router->dtypes.empty());
 }
 
 TEST(ExpectedWeightsTest, GptOssExpertsSinksAndBiases) {
@@ -274,6 +284,12 @@ TEST(ExpectedWeightsTest, GptOssExpertsSinksAndBiases) {
   config.expertIntermediateSize = 48;
   EXPECT_THAT(errorOf([&] { expectedWeights(config); }),
               HasSubstr("mxfp4 experts pack 32 values per scale"));
+  // Its experts are parameters, not linears: AWQ or GPTQ cannot hold them.
+  config.expertIntermediateSize = 64;
+  config.quantization->method = QuantMethod::Awq;
+  EXPECT_THAT(errorOf([&] { expectedWeights(config); }),
+              HasSubstr("whose experts are stacked parameters rather than "
+                        "linears"));
   ModelConfig llama = tinyConfig(Architecture::Llama);
   llama.quantization = q;
   EXPECT_THAT(errorOf([&] { expectedWeights(llama); }),
