@@ -369,14 +369,8 @@ private:
   LogicalResult shardMoe(MoeOp m) {
     const int64_t experts = m.getNumExperts(), width = m.getExpertWidth();
     const QuantScheme quant = m.getExpertQuant();
-    // int8 and fp8 experts come from sol-quantize, which runs after this
-    // pass; int4 ones also from an imported graph (QMoE).
-    if (quant != QuantScheme::None && quant != QuantScheme::Int4)
-      return m.emitOpError()
-                 << "has " << stringifyQuantScheme(quant)
-                 << " experts; sharding runs before sol-quantize, on float, "
-                 << "MXFP4 or imported int4 experts",
-             failure();
+    // Quantized experts here were imported so (an AutoAWQ, GPTQ or fp8
+    // checkpoint, an ONNX QMoE): sol-quantize runs after this pass.
     if (width % ranks != 0)
       return m.emitOpError()
                  << "has experts of intermediate size " << width << ", which "
@@ -402,11 +396,13 @@ private:
     m.getUpMutable().assign(shard(b, m.getUp(), 0, ranks, experts));
     m.getDownMutable().assign(shard(b, m.getDown(), 1, ranks));
     // Scales (MXFP4, int4) and zero points (int4) follow their codes: one
-    // a row's group of inputs.
+    // a row's group of inputs. int8 and fp8 scales are one a row: gate's and
+    // up's follow their rows, down's rows are whole on every rank.
+    const bool perRow = quant == QuantScheme::Int8 || quant == QuantScheme::Fp8;
     auto followCodes = [&](ValueRange values) -> SmallVector<Value, 3> {
       return {shard(b, values[0], 0, ranks, experts),
               shard(b, values[1], 0, ranks, experts),
-              shard(b, values[2], 1, ranks)};
+              perRow ? values[2] : shard(b, values[2], 1, ranks)};
     };
     if (!m.getScales().empty())
       m.getScalesMutable().assign(followCodes(m.getScales()));

@@ -2,6 +2,7 @@
 //
 //   sol-make-quantized-checkpoint SRC --format FORMAT [--group-size G]
 //       --out DIR --reference DIR [--keep MODULE]... [--act-order]
+//       [--experts-only]
 //
 // Writes, from the bf16 Hugging Face checkpoint SRC, the checkpoint an
 // external quantizer would have made: every linear of the decoder layers
@@ -29,8 +30,10 @@
 //     magnitude is raised to the weight's, so that Sol's per-row scales are
 //     all that one.
 //
-// --keep MODULE leaves that linear in bf16 and lists it in
-// modules_to_not_convert (ignore for compressed-tensors). --act-order (gptq)
+// --experts-only quantizes only the mixtures' experts (checkpoints made
+// for MoE serving that keep attention in bf16), as if every other linear
+// were given to --keep. --keep MODULE leaves that linear in bf16 and lists it
+// in modules_to_not_convert (ignore for compressed-tensors). --act-order (gptq)
 // quantizes as GPTQ's desc_act does: each linear's inputs in a permuted
 // order (a shuffle seeded by the module's name), groups of g consecutive
 // inputs of that order, g_idx giving each input's group; the reference is
@@ -312,20 +315,24 @@ void writeConfig(const fs::path &src, const fs::path &dir,
 
 int run(const std::string &src, const std::string &format, int64_t groupSize,
         const std::string &outDir, const std::string &referenceDir,
-        const std::vector<std::string> &keep, bool actOrder) {
+        std::vector<std::string> keep, bool actOrder, bool expertsOnly) {
   const sol::hf::ModelConfig config = sol::hf::loadModelConfig(src);
   const sol::hf::Checkpoint checkpoint = sol::hf::Checkpoint::open(src);
   // The decoder layers' linears, the experts' too (Mixtral's w1, w2, w3);
   // embeddings, norms, routers and the LM head stay.
   std::vector<std::string> linears;
-  for (const sol::hf::ExpectedTensor &t : sol::hf::expectedWeights(config))
-    if (t.name.starts_with("model.layers.") &&
-        (t.name.ends_with("_proj.weight") ||
-         (t.name.find(".experts.") != std::string::npos &&
-          t.name.ends_with(".weight"))) &&
-        std::find(keep.begin(), keep.end(),
-                  t.name.substr(0, t.name.size() - 7)) == keep.end())
-      linears.push_back(t.name.substr(0, t.name.size() - 7));
+  for (const sol::hf::ExpectedTensor &t : sol::hf::expectedWeights(config)) {
+    const bool expert = t.name.find(".experts.") != std::string::npos;
+    if (!t.name.starts_with("model.layers.") ||
+        !(t.name.ends_with("_proj.weight") ||
+          (expert && t.name.ends_with(".weight"))))
+      continue;
+    const std::string module = t.name.substr(0, t.name.size() - 7);
+    if (expertsOnly && !expert)
+      keep.push_back(module);
+    if (std::find(keep.begin(), keep.end(), module) == keep.end())
+      linears.push_back(module);
+  }
 
   const bool int4 = format == "awq" || format.starts_with("gptq");
   if (actOrder && !format.starts_with("gptq"))
@@ -415,7 +422,7 @@ int main(int argc, char **argv) {
   std::string src, format, out, reference;
   std::vector<std::string> keep;
   int64_t groupSize = 128;
-  bool actOrder = false;
+  bool actOrder = false, expertsOnly = false;
   app.add_option("source", src, "bf16 Hugging Face checkpoint directory")
       ->required();
   app.add_option("--format", format,
@@ -439,9 +446,13 @@ int main(int argc, char **argv) {
   app.add_flag("--act-order", actOrder,
                "gptq: quantize in a shuffled input order (desc_act true); "
                "the reference holds the dequantized weights");
+  app.add_flag("--experts-only", expertsOnly,
+               "quantize only the mixtures' experts, every other linear as "
+               "with --keep");
   CLI11_PARSE(app, argc, argv);
   try {
-    return run(src, format, groupSize, out, reference, keep, actOrder);
+    return run(src, format, groupSize, out, reference, keep, actOrder,
+               expertsOnly);
   } catch (const std::exception &e) {
     std::cerr << "sol-make-quantized-checkpoint: error: " << e.what() << "\n";
     return 1;
