@@ -795,9 +795,22 @@ ModelConfig parseModelConfig(std::string_view jsonText,
     if (id < 0)
       fail(ids.where("eos_token_id"), "must be >= 0, got ", id);
   for (const JsonFields *f : {&fields, &top})
-    if (f->has("quantization_config") && !config.quantization)
+    if (f->has("quantization_config") && !config.quantization) {
       config.quantization =
           parseQuantizationConfig(f->at("quantization_config"), source);
+      // GPTQModel's dynamic rules apply in the order the file lists them,
+      // which the parsed object (sorted by key) has lost.
+      if (!config.quantization->dynamicRules.empty()) {
+        const auto ordered = nlohmann::ordered_json::parse(jsonText);
+        const auto &holder =
+            multimodal && f == &fields ? ordered.at("text_config") : ordered;
+        std::vector<std::string> keys;
+        for (const auto &[key, value] :
+             holder.at("quantization_config").at("dynamic").items())
+          keys.push_back(key);
+        orderDynamicRules(*config.quantization, keys);
+      }
+    }
   return config;
 }
 

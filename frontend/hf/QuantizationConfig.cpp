@@ -97,6 +97,54 @@ QuantizationConfig parseAwq(const JsonFields &fields) {
   return config;
 }
 
+/// GPTQModel's `dynamic`: regular expressions over module names, in order,
+/// "-:" ones leaving the modules they match unquantized, the others ("+:" or
+/// no prefix) overriding the top-level settings, which Sol reads only where
+/// they restate them.
+std::vector<QuantizationConfig::DynamicRule>
+dynamicRules(const JsonFields &fields, const QuantizationConfig &config) {
+  const Json &dynamic = fields.at("dynamic");
+  if (!dynamic.is_object())
+    fail(fields.where("dynamic"), "must be an object of module patterns, got ",
+         dynamic.dump());
+  std::vector<QuantizationConfig::DynamicRule> rules;
+  for (const auto &[key, overrides] : dynamic.items()) {
+    QuantizationConfig::DynamicRule rule;
+    rule.key = key;
+    rule.skip = key.starts_with("-:");
+    rule.pattern =
+        key.starts_with("-:") || key.starts_with("+:") ? key.substr(2) : key;
+    try {
+      (void)std::regex(rule.pattern);
+    } catch (const std::regex_error &e) {
+      fail(fields.where("dynamic"), "has the pattern '", key,
+           "', which is not a regular expression Sol can read (", e.what(),
+           ")");
+    }
+    if (!overrides.is_object())
+      fail(fields.where("dynamic"), "maps '", key, "' to ", overrides.dump(),
+           "; expected an object of overrides");
+    if (!rule.skip)
+      for (const auto &[name, value] : overrides.items()) {
+        const bool same =
+            (name == "bits" && value == 4) ||
+            (name == "group_size" && value.is_number_integer() &&
+             (value.get<int64_t>() == config.groupSize ||
+              (value.get<int64_t>() == -1 && config.groupSize == 0))) ||
+            (name == "sym" && value == config.gptqSym) ||
+            (name == "desc_act" && value == config.descAct);
+        if (!same)
+          fail(fields.where("dynamic"), "sets \"", name, "\": ", value.dump(),
+               " for the modules matching '", key,
+               "'; Sol reads one setting for every quantized module (the "
+               "top-level bits, group_size, sym and desc_act), and only "
+               "\"-:\" patterns that leave modules unquantized");
+      }
+    rules.push_back(std::move(rule));
+  }
+  return rules;
+}
+
 QuantizationConfig parseGptq(const JsonFields &fields) {
   QuantizationConfig config;
   config.method = QuantMethod::Gptq;
@@ -120,10 +168,8 @@ QuantizationConfig parseGptq(const JsonFields &fields) {
     fail(fields.where("lm_head"),
          "is true: the LM head is quantized, which Sol does not support yet "
          "(it runs the LM head in bf16); quantize without lm_head");
-  if (fields.has("dynamic") && !fields.at("dynamic").empty())
-    fail(fields.where("dynamic"),
-         "sets per-module overrides, which Sol does not support; every "
-         "quantized module must use the top-level bits and group_size");
+  if (fields.has("dynamic") && !fields.at("dynamic").is_null())
+    config.dynamicRules = dynamicRules(fields, config);
   config.notConverted = stringList(fields, "modules_to_not_convert");
   if (fields.has("modules_in_block_to_quantize")) {
     const Json &lists = fields.at("modules_in_block_to_quantize");
@@ -311,6 +357,14 @@ bool QuantizationConfig::quantizes(std::string_view module) const {
   // AutoAWQ and GPTQ quantize the decoder layers' linears, never the head.
   if (module == "lm_head")
     return false;
+  // GPTQModel's dynamic rules: the first whose pattern matches decides
+  // whether the module is left out.
+  for (const DynamicRule &rule : dynamicRules)
+    if (matchesName(module, "re:" + rule.pattern)) {
+      if (rule.skip)
+        return false;
+      break;
+    }
   const std::string dotted = cat(".", module, ".");
   if (!blockModules.empty() &&
       std::none_of(blockModules.begin(), blockModules.end(),
@@ -343,6 +397,16 @@ std::string QuantizationConfig::describe() const {
     return "mxfp4 (4-bit E2M1 experts, an E8M0 scale per 32)";
   }
   return "?";
+}
+
+void orderDynamicRules(QuantizationConfig &config,
+                       const std::vector<std::string> &keys) {
+  auto position = [&](const QuantizationConfig::DynamicRule &rule) {
+    return std::find(keys.begin(), keys.end(), rule.key) - keys.begin();
+  };
+  std::stable_sort(
+      config.dynamicRules.begin(), config.dynamicRules.end(),
+      [&](const auto &a, const auto &b) { return position(a) < position(b); });
 }
 
 QuantizationConfig parseQuantizationConfig(const Json &object,

@@ -65,6 +65,16 @@ struct QuantizationConfig {
   /// GPTQ's modules_in_block_to_quantize, flattened (names within a decoder
   /// layer, e.g. "self_attn.q_proj"); empty when every linear is quantized.
   std::vector<std::string> blockModules;
+  /// GPTQModel's `dynamic` per-module rules, in order: a regular expression
+  /// matched from the start of the module name, and whether the modules it
+  /// matches stay unquantized ("-:"); the others only restate the top-level
+  /// settings (any other override is refused when parsing).
+  struct DynamicRule {
+    std::string key; ///< as config.json spells it, e.g. "-:.*mlp\\.gate$"
+    std::string pattern;
+    bool skip = false;
+  };
+  std::vector<DynamicRule> dynamicRules;
 
   /// The int4 group size of a linear with `inputs` input features.
   int64_t groupSizeFor(int64_t inputs) const {
@@ -82,6 +92,11 @@ struct QuantizationConfig {
 /// Parses the `quantization_config` object of a config.json; `source` names
 /// the file in errors. Throws sol::Error naming the field for a method or
 /// setting Sol cannot run.
+/// Puts `config.dynamicRules` in the order of `keys` (the dynamic object's
+/// keys as the file lists them; a parsed nlohmann::json sorts them).
+void orderDynamicRules(QuantizationConfig &config,
+                       const std::vector<std::string> &keys);
+
 QuantizationConfig parseQuantizationConfig(const nlohmann::json &object,
                                            std::string_view source);
 

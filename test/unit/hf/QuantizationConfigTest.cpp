@@ -152,6 +152,27 @@ TEST(QuantizationConfigTest, Gptq) {
   EXPECT_FALSE(parse(classic).quantization->gptqV2);
 }
 
+// GPTQModel's dynamic rules: "-:" patterns leave what they match (from the
+// start of the name) unquantized, the first matching rule decides, and
+// positive rules may restate the top-level settings.
+TEST(QuantizationConfigTest, GptqDynamicRules) {
+  Json json = Json::parse(kGptq);
+  json["dynamic"] = {
+      {"+:.*\\.0\\.mlp\\.down_proj", {{"bits", 4}, {"group_size", 128}}},
+      {"-:.*mlp\\.(gate|down_proj)$", Json::object()},
+      {"-:model\\.layers\\.[1-9]\\d*\\.", Json::object()}};
+  const QuantizationConfig q = *parse(json).quantization;
+  ASSERT_EQ(q.dynamicRules.size(), 3u);
+  EXPECT_TRUE(q.quantizes("model.layers.0.self_attn.q_proj"));
+  EXPECT_TRUE(q.quantizes("model.layers.0.mlp.down_proj")); // the first rule
+  EXPECT_FALSE(q.quantizes("model.layers.0.mlp.gate"));
+  EXPECT_TRUE(q.quantizes("model.layers.0.mlp.gate_proj"));
+  EXPECT_FALSE(q.quantizes("model.layers.12.self_attn.q_proj"));
+  EXPECT_FALSE(q.quantizes("lm_head"));
+  json["dynamic"] = nullptr;
+  EXPECT_TRUE(parse(json).quantization->dynamicRules.empty());
+}
+
 TEST(QuantizationConfigTest, GptqErrors) {
   EXPECT_THAT(errorFor(kGptq, {{"bits", 3}}),
               AllOf(HasSubstr("\"quantization_config.bits\" is 3"),
@@ -167,9 +188,16 @@ TEST(QuantizationConfigTest, GptqErrors) {
               AllOf(HasSubstr("\"quantization_config.lm_head\" is true"),
                     HasSubstr("LM head is quantized")));
   EXPECT_THAT(
-      errorFor(kGptq, {{"dynamic", {{"-:.*down_proj", Json::object()}}}}),
-      HasSubstr("\"quantization_config.dynamic\" sets per-module "
-                "overrides"));
+      errorFor(kGptq, {{"dynamic", {{"+:.*down_proj", {{"bits", 8}}}}}}),
+      AllOf(HasSubstr("\"quantization_config.dynamic\" sets "
+                      "\"bits\": 8 for the modules matching "
+                      "'+:.*down_proj'"),
+            HasSubstr("only \"-:\" patterns")));
+  EXPECT_THAT(errorFor(kGptq, {{"dynamic", {{"-:(", Json::object()}}}}),
+              HasSubstr("has the pattern '-:(', which is not a regular "
+                        "expression"));
+  EXPECT_THAT(errorFor(kGptq, {{"dynamic", {1, 2}}}),
+              HasSubstr("must be an object of module patterns"));
   EXPECT_THAT(errorFor(kGptq, {{"group_size", 0}}),
               HasSubstr("(or -1 for one group per row)"));
   EXPECT_THAT(errorFor(kGptq, {{"modules_in_block_to_quantize", {"mlp"}}}),
