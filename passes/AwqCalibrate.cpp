@@ -376,24 +376,21 @@ bool SolAwqCalibratePass::searchesClip(LinearOp linear) const {
 LogicalResult SolAwqCalibratePass::calibrate(func::FuncOp fn) {
   // Calibration evaluates the float model; a checkpoint that arrives
   // quantized has no float weights to scale.
-  WalkResult quantized = fn.walk([&](LinearOp l) {
-    if (!l.getWeightScales())
+  WalkResult quantized = fn.walk([&](Operation *op) {
+    QuantScheme scheme = QuantScheme::None;
+    const char *what = "is";
+    if (auto l = dyn_cast<LinearOp>(op); l && l.getWeightScales()) {
+      scheme = l.getQuant();
+    } else if (auto m = dyn_cast<MoeOp>(op)) {
+      scheme = m.getExpertQuant();
+      what = "has experts";
+    }
+    if (scheme == QuantScheme::None)
       return WalkResult::advance();
-    l.emitError() << "is already quantized in the checkpoint ("
-                  << stringifyQuantScheme(l.getQuant())
-                  << "); AWQ calibration needs float weights: compile this "
-                     "checkpoint without --quant";
-    return WalkResult::interrupt();
-  });
-  if (quantized.wasInterrupted())
-    return failure();
-  quantized = fn.walk([&](MoeOp m) {
-    if (m.getExpertQuant() == QuantScheme::None)
-      return WalkResult::advance();
-    m.emitError() << "has experts already quantized in the checkpoint ("
-                  << stringifyQuantScheme(m.getExpertQuant())
-                  << "); AWQ calibration needs float weights: compile this "
-                     "checkpoint without --quant";
+    op->emitError() << what << " already quantized in the checkpoint ("
+                    << stringifyQuantScheme(scheme)
+                    << "); AWQ calibration needs float weights: compile this "
+                       "checkpoint without --quant";
     return WalkResult::interrupt();
   });
   if (quantized.wasInterrupted())
