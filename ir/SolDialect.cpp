@@ -754,12 +754,22 @@ LogicalResult ScaleWeightOp::verify() {
   if (axis < 0 || axis >= in.getRank())
     return emitOpError() << "axis " << axis << " is not a dimension of "
                          << shapeString(in);
+  // [B, K] scales of an [N, K] weight's columns: one row of scales for each
+  // of B equal blocks of rows (a mixture's stacked experts).
+  if (scales.getRank() == 2 && in.getRank() == 2 && axis == 1 &&
+      scales.getElementType().isF32() && scales.getDimSize(0) > 0 &&
+      in.getDimSize(0) % scales.getDimSize(0) == 0 &&
+      scales.getDimSize(1) == in.getDimSize(1))
+    return success();
   if (scales.getRank() != 1 || !scales.getElementType().isF32() ||
       scales.getDimSize(0) != in.getDimSize(axis))
     return emitOpError() << "scales must be tensor<" << in.getDimSize(axis)
                          << "xf32> (dimension " << axis << " of "
-                         << shapeString(in) << "), not " << shapeString(scales)
-                         << " of " << scales.getElementType();
+                         << shapeString(in) << "), or tensor<Bx"
+                         << in.getDimSize(1)
+                         << "xf32> for B blocks of rows with axis 1, not "
+                         << shapeString(scales) << " of "
+                         << scales.getElementType();
   return success();
 }
 

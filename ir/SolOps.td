@@ -260,8 +260,11 @@ def Sol_ScaleWeightOp : Sol_WeightTransformOp<"scale_weight",
     `scales` is `tensor<Cxf32>`. A 2-D `[N, K]` weight has column `k`
     multiplied by `scales[k]` when `axis = 1` (a linear's input channels) and
     row `n` by `scales[n]` when `axis = 0`; a 1-D weight (a norm's, a bias)
-    element `i` by `scales[i]`. With `divide`, it is divided instead. The
-    result keeps the input's type (rounded to it, to nearest even).
+    element `i` by `scales[i]`. With `axis = 1`, `scales` may also be
+    `tensor<BxKxf32>`: the rows are B equal blocks (a mixture's stacked
+    experts) and block b's columns take row b of the scales. With `divide`,
+    it is divided instead. The result keeps the input's type (rounded to
+    it, to nearest even).
 
     AWQ's activation-aware scaling is a pair of these: a linear's input
     channels times `s` and the producer of its input (the norm's weight, or

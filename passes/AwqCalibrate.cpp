@@ -57,11 +57,27 @@ bool isPlainLinear(Operation *op) {
          isa<FloatType>(linear.getWeight().getType().getElementType());
 }
 
-/// Linears sharing one input whose channels one vector of scales multiplies,
-/// and the op that produces the input, which divides by it.
+/// Whether AWQ calibrates the experts of `moe` in groups of `g`: float ones
+/// that both evaluators run and that sol-quantize gives int4.
+bool calibratesExperts(MoeOp moe, int64_t g) {
+  return !moe.isMxfp4() && moe.getExpertQuant() == QuantScheme::None &&
+         moe.getBiases().empty() &&
+         moe.getActivation() != GateActivation::ClampedSilu &&
+         moe.getGate().getType().getDimSize(1) % g == 0 &&
+         moe.getExpertWidth() % g == 0;
+}
+
+/// Linears (and mixtures of experts) sharing one input whose channels one
+/// vector of scales multiplies, and the op that produces the input, which
+/// divides by it.
 struct ScalingGroup {
   Value input;
   SmallVector<LinearOp> linears;
+  /// Mixtures reading the input: their experts' gate and up are quantized
+  /// with the scales, their router takes them exactly (it stays float).
+  SmallVector<MoeOp> mixtures;
+  /// Qwen2-MoE's shared-expert gates reading the input: float, scaled.
+  SmallVector<SigmoidGateOp> gates;
   /// A sol.rms_norm (its weight is divided) or a sol.linear (its rows and
   /// bias are).
   Operation *producer = nullptr;
@@ -70,6 +86,42 @@ struct ScalingGroup {
   SmallVector<Operation *> region;
   SmallVector<Value> outputs;
   std::vector<float> scales;
+
+  /// The first of its linears and mixtures in program order.
+  Operation *first() const {
+    Operation *op = linears.empty() ? nullptr : linears.front();
+    for (MoeOp m : mixtures)
+      if (!op || m->isBeforeInBlock(op))
+        op = m;
+    return op;
+  }
+  /// The weights that take the scales and are quantized: the linears', the
+  /// mixtures' stacked gate and up.
+  SmallVector<Value> scaledWeights() const {
+    SmallVector<Value> weights;
+    for (LinearOp l : linears)
+      weights.push_back(l.getWeight());
+    for (MoeOp m : mixtures) {
+      weights.push_back(m.getGate());
+      weights.push_back(m.getUp());
+    }
+    return weights;
+  }
+};
+
+/// What calibration decided for the experts of one mixture: AWQ's scaling
+/// between each expert's up and down projections, and the clipping of all
+/// three.
+struct MixturePlan {
+  /// Gate and up of every expert, unscaled ([E * I, H]), from the search of
+  /// the mixture's scaling group.
+  std::vector<float> gate, up;
+  /// Each expert's scales between up and down ([E, I]; 1 for experts that
+  /// no calibration token reached).
+  std::vector<float> scales;
+  /// Clipping ratios of the stacked gate, up ([E * I, H / g]) and down
+  /// ([E * H, I / g]).
+  std::vector<float> gateClip, upClip, downClip;
 };
 
 /// What calibration decided for one linear.
@@ -123,11 +175,19 @@ struct SolAwqCalibratePass
   void regionOf(ScalingGroup &group);
   LogicalResult search(ScalingGroup &group, CalibrationEvaluator &evaluator);
   void clip(LinearOp linear, LinearPlan &plan, CalibrationEvaluator &evaluator);
+  LogicalResult calibrateExperts(MoeOp moe, CalibrationEvaluator &evaluator);
+  FailureOr<std::vector<float>>
+  searchScales(std::span<const double> xSum, int64_t tokens,
+               std::span<const double> wSum, int64_t wRows,
+               llvm::function_ref<FailureOr<double>(std::span<const float>)>
+                   candidateError,
+               double *bestError, double *unscaledError, int *bestPoint);
   bool searchesClip(LinearOp linear) const;
   void rewrite(func::FuncOp fn);
   Value storedVector(OpBuilder &b, Location loc, const std::string &name,
                      std::vector<float> values, ArrayRef<int64_t> shape);
   std::string weightName(Value weight) const;
+  std::string groupName(const ScalingGroup &group) const;
 
   WeightStore *store = nullptr;
   std::vector<std::vector<int32_t>> sequences;
@@ -136,38 +196,49 @@ struct SolAwqCalibratePass
   CalibrationEvaluatorFactory factory;
 
   std::vector<std::shared_ptr<ScalingGroup>> groups;
-  llvm::DenseMap<Operation *, ScalingGroup *> groupOfLinear;
+  llvm::DenseMap<Operation *, ScalingGroup *> groupOf;
   /// The group whose scales divide a linear's rows (up, V), by linear.
   llvm::DenseMap<Operation *, ScalingGroup *> dividedBy;
   llvm::MapVector<Operation *, LinearPlan> plans;
+  llvm::MapVector<Operation *, MixturePlan> mixturePlans;
 };
 
-/// The linears reading `v` when every user of `v` is a plain linear that
-/// reads it as its input; empty otherwise.
-SmallVector<LinearOp> linearUsers(Value v) {
-  SmallVector<LinearOp> linears;
+/// Fills `group` with the users of `v` when every one reads it as a plain
+/// linear's input, a calibrated mixture's input or a sigmoid gate's input
+/// (and some user is quantized); false otherwise.
+bool usersScaledBy(Value v, ScalingGroup &group, int64_t g) {
   for (OpOperand &use : v.getUses()) {
-    if (!isPlainLinear(use.getOwner()) || use.getOperandNumber() != 0)
-      return {};
-    linears.push_back(cast<LinearOp>(use.getOwner()));
+    Operation *user = use.getOwner();
+    if (isPlainLinear(user) && use.getOperandNumber() == 0)
+      group.linears.push_back(cast<LinearOp>(user));
+    else if (auto moe = dyn_cast<MoeOp>(user);
+             moe && use.get() == moe.getInput() && v != moe.getRouter() &&
+             calibratesExperts(moe, g))
+      group.mixtures.push_back(moe);
+    else if (auto gate = dyn_cast<SigmoidGateOp>(user);
+             gate && v == gate.getInput() && v != gate.getValue())
+      group.gates.push_back(gate);
+    else
+      return false;
   }
-  llvm::sort(linears,
-             [](LinearOp a, LinearOp b) { return a->isBeforeInBlock(b); });
-  return linears;
+  auto inOrder = [](auto a, auto b) { return a->isBeforeInBlock(b); };
+  llvm::sort(group.linears, inOrder);
+  llvm::sort(group.mixtures, inOrder);
+  return !group.linears.empty() || !group.mixtures.empty();
 }
 
 void SolAwqCalibratePass::findGroups(func::FuncOp fn) {
   auto add = [&](Value input, Operation *producer) {
-    SmallVector<LinearOp> linears = linearUsers(input);
-    if (linears.empty())
-      return;
     auto group = std::make_shared<ScalingGroup>();
+    if (!usersScaledBy(input, *group, groupSize))
+      return;
     group->input = input;
-    group->linears = std::move(linears);
     group->producer = producer;
     regionOf(*group);
     for (LinearOp l : group->linears)
-      groupOfLinear[l] = group.get();
+      groupOf[l] = group.get();
+    for (MoeOp m : group->mixtures)
+      groupOf[m] = group.get();
     groups.push_back(std::move(group));
   };
   for (Operation &op : fn.getBody().front()) {
@@ -196,6 +267,8 @@ void SolAwqCalibratePass::findGroups(func::FuncOp fn) {
 void SolAwqCalibratePass::regionOf(ScalingGroup &group) {
   llvm::SetVector<Operation *> ops;
   SmallVector<Operation *> work(group.linears.begin(), group.linears.end());
+  work.append(group.mixtures.begin(), group.mixtures.end());
+  work.append(group.gates.begin(), group.gates.end());
   llvm::SetVector<Value> outputs;
   while (!work.empty()) {
     Operation *op = work.pop_back_val();
@@ -213,7 +286,7 @@ void SolAwqCalibratePass::regionOf(ScalingGroup &group) {
   // Operands of a region op must be held by the evaluator when the group's
   // linears are reached, or be computed in the region; otherwise (an op
   // that also reads something computed later) compare the linears alone.
-  Operation *first = group.linears.front();
+  Operation *first = group.first();
   bool closed = true;
   for (Operation *op : ops)
     for (Value operand : op->getOperands()) {
@@ -229,6 +302,10 @@ void SolAwqCalibratePass::regionOf(ScalingGroup &group) {
       ops.insert(l);
       outputs.insert(l.getResult());
     }
+    for (MoeOp m : group.mixtures) {
+      ops.insert(m);
+      outputs.insert(m.getResult());
+    }
   }
   group.region.assign(ops.begin(), ops.end());
   llvm::sort(group.region,
@@ -236,52 +313,45 @@ void SolAwqCalibratePass::regionOf(ScalingGroup &group) {
   group.outputs.assign(outputs.begin(), outputs.end());
 }
 
-LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
-                                          CalibrationEvaluator &evaluator) {
-  const int64_t g = groupSize, tokens = evaluator.tokens();
-  // Mean |x| per input channel.
-  const std::vector<double> xSum = evaluator.columnAbsSums(group.input);
-  const int64_t k = static_cast<int64_t>(xSum.size());
-  // Mean over all rows of |w| / (largest |w| of its group).
-  std::vector<std::vector<float>> weights;
-  std::vector<double> wSum(k, 0.0);
-  int64_t wRows = 0;
+/// Adds to wSum[c], for each column c of an [n, k] weight, the sum over its
+/// rows of |w| divided by the largest |w| of its int4 group (of its row when
+/// k is not a multiple of g). In parallel over the groups of columns, each
+/// summing over all rows in row order (the same sums on any number of
+/// threads).
+void addGroupNormalizedAbs(std::vector<double> &wSum, std::span<const float> w,
+                           int64_t n, int64_t k, int64_t g) {
   const int64_t span = k % g == 0 ? g : k;
-  for (LinearOp l : group.linears) {
-    weights.push_back(evaluator.weight(l.getWeight()));
-    const std::vector<float> &w = weights.back();
-    const int64_t n = l.getWeight().getType().getDimSize(0);
-    // In parallel over the groups of columns, each summing over all rows
-    // in row order (the same sums on any number of threads).
-    parallelChunks(k / span, n * k, [&](int64_t begin, int64_t end) {
-      for (int64_t c0 = begin * span; c0 < end * span; c0 += span)
-        for (int64_t r = 0; r < n; ++r) {
-          const float *wg = w.data() + r * k + c0;
-          float top = 0.0f;
-          for (int64_t j = 0; j < span; ++j)
-            top = std::max(top, std::fabs(wg[j]));
-          for (int64_t j = 0; j < span; ++j)
-            wSum[c0 + j] += std::fabs(wg[j]) / (top + 1e-6f);
-        }
-    });
-    wRows += n;
-  }
+  parallelChunks(k / span, n * k, [&](int64_t begin, int64_t end) {
+    for (int64_t c0 = begin * span; c0 < end * span; c0 += span)
+      for (int64_t r = 0; r < n; ++r) {
+        const float *wg = w.data() + r * k + c0;
+        float top = 0.0f;
+        for (int64_t j = 0; j < span; ++j)
+          top = std::max(top, std::fabs(wg[j]));
+        for (int64_t j = 0; j < span; ++j)
+          wSum[c0 + j] += std::fabs(wg[j]) / (top + 1e-6f);
+      }
+  });
+}
 
-  if (failed(evaluator.setReference(group.region, group.outputs, group.linears,
-                                    weights)))
-    return failure();
-
+FailureOr<std::vector<float>> SolAwqCalibratePass::searchScales(
+    std::span<const double> xSum, int64_t tokens, std::span<const double> wSum,
+    int64_t wRows,
+    llvm::function_ref<FailureOr<double>(std::span<const float>)>
+        candidateError,
+    double *bestError, double *unscaledError, int *bestPoint) {
+  const int64_t k = static_cast<int64_t>(xSum.size());
   // Candidates: no scaling, then AWQ's grid over alpha.
-  double bestError = std::numeric_limits<double>::infinity(), unscaled = 0;
-  int bestPoint = -1;
+  *bestError = std::numeric_limits<double>::infinity();
+  *bestPoint = -1;
   std::vector<float> best(k, 1.0f), s(k);
+  std::vector<double> raw(k);
   for (int i = -1; i < gridPoints; ++i) {
     if (i < 0) {
       std::fill(s.begin(), s.end(), 1.0f);
     } else {
       const double alpha = static_cast<double>(i) / gridPoints;
       double lo = INFINITY, hi = 0.0;
-      std::vector<double> raw(k);
       for (int64_t c = 0; c < k; ++c) {
         const double xMean = xSum[c] / static_cast<double>(tokens);
         const double wMean = wSum[c] / static_cast<double>(wRows);
@@ -295,21 +365,53 @@ LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
       for (int64_t c = 0; c < k; ++c)
         s[c] = static_cast<float>(raw[c] / norm);
     }
-    FailureOr<double> error =
-        evaluator.candidateError(group.linears, weights, s, g);
+    FailureOr<double> error = candidateError(s);
     if (failed(error))
       return failure();
     if (i < 0)
-      unscaled = *error;
-    if (*error < bestError) {
-      bestError = *error;
-      bestPoint = i;
+      *unscaledError = *error;
+    if (*error < *bestError) {
+      *bestError = *error;
+      *bestPoint = i;
       best = s;
     }
   }
+  return best;
+}
+
+LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
+                                          CalibrationEvaluator &evaluator) {
+  const int64_t g = groupSize;
+  // Mean |x| per input channel; mean over all rows of |w| / (largest |w| of
+  // its group).
+  const std::vector<double> xSum = evaluator.columnAbsSums(group.input);
+  const int64_t k = static_cast<int64_t>(xSum.size());
+  const SmallVector<Value> scaled = group.scaledWeights();
+  std::vector<std::vector<float>> weights;
+  std::vector<double> wSum(k, 0.0);
+  int64_t wRows = 0;
+  for (Value w : scaled) {
+    weights.push_back(evaluator.weight(w));
+    const int64_t n = static_cast<int64_t>(weights.back().size()) / k;
+    addGroupNormalizedAbs(wSum, weights.back(), n, k, g);
+    wRows += n;
+  }
+
+  if (failed(
+          evaluator.setReference(group.region, group.outputs, scaled, weights)))
+    return failure();
+  double bestError = 0, unscaled = 0;
+  int bestPoint = -1;
+  FailureOr<std::vector<float>> best = searchScales(
+      xSum, evaluator.tokens(), wSum, wRows,
+      [&](std::span<const float> s) {
+        return evaluator.candidateError(scaled, weights, s, g);
+      },
+      &bestError, &unscaled, &bestPoint);
+  if (failed(best))
+    return failure();
   if (reportSearch()) {
-    llvm::errs() << "solc: AWQ "
-                 << weightName(group.linears.front().getWeight()) << ": ";
+    llvm::errs() << "solc: AWQ " << groupName(group) << ": ";
     if (bestPoint < 0)
       llvm::errs() << "unscaled";
     else
@@ -318,10 +420,127 @@ LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
     llvm::errs() << ", error " << llvm::format("%.6e", bestError)
                  << " (unscaled " << llvm::format("%.6e", unscaled) << ")\n";
   }
-  group.scales = std::move(best);
-  for (auto [l, w] : llvm::zip(group.linears, weights))
+  group.scales = std::move(*best);
+  // The clipping search takes the linears' weights; the experts' search
+  // the mixtures' gate and up.
+  auto w = weights.begin();
+  for (LinearOp l : group.linears) {
     if (searchesClip(l))
-      plans[l].weight = std::move(w);
+      plans[l].weight = std::move(*w);
+    ++w;
+  }
+  for (MoeOp m : group.mixtures) {
+    MixturePlan &plan = mixturePlans[m];
+    plan.gate = std::move(*w++);
+    plan.up = std::move(*w++);
+  }
+  return success();
+}
+
+/// Divides each column c of `rows` rows by s[c].
+void divideColumns(std::vector<float> &x, int64_t rows,
+                   std::span<const float> s) {
+  const int64_t k = static_cast<int64_t>(s.size());
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t c = 0; c < k; ++c)
+      x[t * k + c] /= s[c];
+}
+
+LogicalResult
+SolAwqCalibratePass::calibrateExperts(MoeOp moe,
+                                      CalibrationEvaluator &evaluator) {
+  const int64_t g = groupSize, experts = moe.getNumExperts();
+  const int64_t width = moe.getExpertWidth();
+  const int64_t hidden = moe.getGate().getType().getDimSize(1);
+  MixturePlan &plan = mixturePlans[moe];
+  // The scales of the group the mixture's input belongs to (its experts'
+  // gate and up take them), if any.
+  ScalingGroup *group = groupOf.lookup(moe);
+  std::span<const float> inScales;
+  if (group)
+    inScales = group->scales;
+  plan.scales.assign(static_cast<size_t>(experts * width), 1.0f);
+  plan.gateClip.assign(static_cast<size_t>(experts * width * hidden / g), 1.0f);
+  plan.upClip = plan.gateClip;
+  plan.downClip.assign(static_cast<size_t>(experts * hidden * width / g), 1.0f);
+  const size_t each = static_cast<size_t>(width * hidden);
+  auto expertOf = [&](const std::vector<float> &stacked, Value w, int64_t e) {
+    if (stacked.empty())
+      return evaluator.expertWeight(w, e, experts);
+    auto first = stacked.begin() + static_cast<std::ptrdiff_t>(each * e);
+    return std::vector<float>(first, first + static_cast<std::ptrdiff_t>(each));
+  };
+  int reached = 0, scaled = 0;
+  double errorSum = 0, unscaledSum = 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    std::vector<float> gate = expertOf(plan.gate, moe.getGate(), e);
+    std::vector<float> up = expertOf(plan.up, moe.getUp(), e);
+    std::vector<float> down = evaluator.expertWeight(moe.getDown(), e, experts);
+    FailureOr<int64_t> rows = evaluator.selectExpert(moe, e, gate, up, down);
+    if (failed(rows))
+      return failure();
+    if (*rows == 0)
+      continue; // no calibration token reached it: round to nearest
+    ++reached;
+    // Up -> down: the scales of down's inputs by the expert's own tokens.
+    const std::vector<double> hSum = evaluator.expertHiddenAbsSums();
+    std::vector<double> wSum(static_cast<size_t>(width), 0.0);
+    addGroupNormalizedAbs(wSum, down, hidden, width, g);
+    double bestError = 0, unscaled = 0;
+    int bestPoint = -1;
+    FailureOr<std::vector<float>> best = searchScales(
+        hSum, *rows, wSum, hidden,
+        [&](std::span<const float> s) {
+          return evaluator.expertCandidateError(s, g);
+        },
+        &bestError, &unscaled, &bestPoint);
+    if (failed(best))
+      return failure();
+    const std::vector<float> &s = *best;
+    std::copy(s.begin(), s.end(), plan.scales.begin() + e * width);
+    scaled += bestPoint >= 0;
+    errorSum += bestError;
+    unscaledSum += unscaled;
+
+    // Clipping of all three on the expert's tokens, with the weights and
+    // inputs scaled as the plan will have them.
+    const int64_t clipRows = std::min(*rows, kClipRows);
+    std::vector<float> x = evaluator.sampleExpertRows(false, clipRows);
+    for (int64_t r = 0; r < width; ++r)
+      for (int64_t c = 0; c < hidden; ++c) {
+        const float in = inScales.empty() ? 1.0f : inScales[c];
+        gate[r * hidden + c] *= in;
+        up[r * hidden + c] = up[r * hidden + c] * in / s[r];
+      }
+    if (!inScales.empty())
+      divideColumns(x, clipRows, inScales);
+    auto place = [&](std::vector<float> ratios, std::vector<float> &into) {
+      std::copy(ratios.begin(), ratios.end(),
+                into.begin() + static_cast<std::ptrdiff_t>(e) *
+                                   static_cast<std::ptrdiff_t>(ratios.size()));
+    };
+    place(evaluator.clipRatios(gate, width, hidden, g, x, clipRows, gridPoints),
+          plan.gateClip);
+    place(evaluator.clipRatios(up, width, hidden, g, x, clipRows, gridPoints),
+          plan.upClip);
+    std::vector<float> h = evaluator.sampleExpertRows(true, clipRows);
+    divideColumns(h, clipRows, s);
+    for (int64_t r = 0; r < hidden; ++r)
+      for (int64_t c = 0; c < width; ++c)
+        down[r * width + c] *= s[c];
+    place(evaluator.clipRatios(down, hidden, width, g, h, clipRows, gridPoints),
+          plan.downClip);
+  }
+  if (reportSearch())
+    llvm::errs() << "solc: AWQ " << weightName(moe.getRouter())
+                 << " experts: " << reached << " of " << experts << " reached, "
+                 << scaled << " scaled, mean error "
+                 << llvm::format("%.6e", reached ? errorSum / reached : 0.0)
+                 << " (unscaled "
+                 << llvm::format("%.6e", reached ? unscaledSum / reached : 0.0)
+                 << ")\n";
+  plan.gate = {};
+  plan.up = {};
   return success();
 }
 
@@ -400,10 +619,13 @@ LogicalResult SolAwqCalibratePass::calibrate(func::FuncOp fn) {
     if (isa<LinearOp>(group->producer))
       dividedBy[group->producer] = group.get();
 
-  SmallVector<LinearOp> linears;
-  fn.walk([&](LinearOp l) {
-    if (isPlainLinear(l))
-      linears.push_back(l);
+  // What calibration visits, in program order: the plain linears and the
+  // mixtures whose experts it calibrates.
+  SmallVector<Operation *> members;
+  fn.walk([&](Operation *op) {
+    auto moe = dyn_cast<MoeOp>(op);
+    if (isPlainLinear(op) || (moe && calibratesExperts(moe, groupSize)))
+      members.push_back(op);
   });
 
   std::unique_ptr<CalibrationEvaluator> owned =
@@ -411,18 +633,24 @@ LogicalResult SolAwqCalibratePass::calibrate(func::FuncOp fn) {
               : createCpuCalibrationEvaluator(fn, *store, sequences);
   CalibrationEvaluator &evaluator = *owned;
   const bool tty = progress && isatty(STDERR_FILENO);
-  for (auto [i, linear] : llvm::enumerate(linears)) {
+  for (auto [i, op] : llvm::enumerate(members)) {
     if (tty)
       std::fprintf(
-          stderr, "\rsolc: AWQ calibration on %lld tokens (%s): linear %zu/%zu",
+          stderr, "\rsolc: AWQ calibration on %lld tokens (%s): %s %zu/%zu",
           static_cast<long long>(evaluator.tokens()),
-          evaluator.device().c_str(), i + 1, linears.size());
-    if (failed(evaluator.runUntil(linear)))
+          evaluator.device().c_str(), isa<MoeOp>(op) ? "mixture" : "linear",
+          i + 1, members.size());
+    if (failed(evaluator.runUntil(op)))
       return failure();
-    ScalingGroup *group = groupOfLinear.lookup(linear);
-    if (group && group->linears.front() == linear &&
-        failed(search(*group, evaluator)))
+    ScalingGroup *group = groupOf.lookup(op);
+    if (group && group->first() == op && failed(search(*group, evaluator)))
       return failure();
+    if (auto moe = dyn_cast<MoeOp>(op)) {
+      if (failed(calibrateExperts(moe, evaluator)))
+        return failure();
+      continue;
+    }
+    auto linear = cast<LinearOp>(op);
     LinearPlan &plan = plans[linear];
     if (group)
       plan.columnScales = &group->scales;
@@ -436,7 +664,7 @@ LogicalResult SolAwqCalibratePass::calibrate(func::FuncOp fn) {
         clip(linear, plan, evaluator);
     }
     // The producer of this group is ready once the group has its scales.
-    if (group && group->linears.front() == linear)
+    if (group && group->first() == op)
       if (Operation *producer = group->producer; isa<LinearOp>(producer)) {
         LinearPlan &p = plans[producer];
         p.rowDivisors = &group->scales;
@@ -456,9 +684,19 @@ LogicalResult SolAwqCalibratePass::calibrate(func::FuncOp fn) {
 }
 
 std::string SolAwqCalibratePass::weightName(Value weight) const {
-  if (auto w = weight.getDefiningOp<WeightOp>())
+  // Through conversions and scalings (operand 0) to the checkpoint's tensor.
+  Operation *def = weight.getDefiningOp();
+  while (def && def->hasTrait<WeightTransform>() && !isa<ConcatWeightsOp>(def))
+    def = def->getOperand(0).getDefiningOp();
+  if (auto w = dyn_cast_or_null<WeightOp>(def))
     return w.getName().str();
   return "awq";
+}
+
+std::string SolAwqCalibratePass::groupName(const ScalingGroup &group) const {
+  return weightName(group.linears.empty()
+                        ? MoeOp(group.mixtures.front()).getRouter()
+                        : LinearOp(group.linears.front()).getWeight());
 }
 
 Value SolAwqCalibratePass::storedVector(OpBuilder &b, Location loc,
@@ -484,12 +722,16 @@ void SolAwqCalibratePass::rewrite(func::FuncOp fn) {
     if (!v) {
       // Defined before the group's producer, which reads it too.
       OpBuilder at(group->producer);
-      v = storedVector(
-          at, loc,
-          weightName(group->linears.front().getWeight()) + "~awq.scales",
-          group->scales, {static_cast<int64_t>(group->scales.size())});
+      v = storedVector(at, loc, groupName(*group) + "~awq.scales",
+                       group->scales,
+                       {static_cast<int64_t>(group->scales.size())});
     }
     return v;
+  };
+  auto scaleColumns = [](OpBuilder &b, Location loc, Value w, Value s) {
+    return b
+        .create<ScaleWeightOp>(loc, w, s, b.getI64IntegerAttr(1), UnitAttr())
+        .getResult();
   };
   for (auto &group : groups) {
     if (auto norm = dyn_cast<RmsNormOp>(group->producer)) {
@@ -500,6 +742,52 @@ void SolAwqCalibratePass::rewrite(func::FuncOp fn) {
                                   b.getI64IntegerAttr(0), b.getUnitAttr());
       norm.getWeightMutable().assign(w);
     }
+    // The mixtures' router (float: the same logits) and experts' gate and
+    // up, and the shared-expert gates, take the scales on their inputs.
+    for (MoeOp m : group->mixtures) {
+      OpBuilder b(m);
+      Location loc = m.getLoc();
+      Value s = scalesOf(group.get(), loc);
+      m.getRouterMutable().assign(scaleColumns(b, loc, m.getRouter(), s));
+      m.getGateMutable().assign(scaleColumns(b, loc, m.getGate(), s));
+      m.getUpMutable().assign(scaleColumns(b, loc, m.getUp(), s));
+    }
+    for (SigmoidGateOp gate : group->gates) {
+      OpBuilder b(gate);
+      Value s = scalesOf(group.get(), gate.getLoc());
+      gate.getWeightMutable().assign(
+          scaleColumns(b, gate.getLoc(), gate.getWeight(), s));
+    }
+  }
+  // Each expert's scales between up (its rows divided) and down (its
+  // inputs), then the clipping of all three.
+  for (auto &[op, plan] : mixturePlans) {
+    auto m = cast<MoeOp>(op);
+    OpBuilder b(m);
+    Location loc = m.getLoc();
+    const std::string name = weightName(m.getRouter()) + "~awq.experts";
+    const int64_t experts = m.getNumExperts(), width = m.getExpertWidth();
+    const int64_t hidden = m.getGate().getType().getDimSize(1);
+    Value rowScales =
+        storedVector(b, loc, name + ".up_rows", plan.scales, {experts * width});
+    Value inputScales = storedVector(b, loc, name + ".down_inputs",
+                                     std::move(plan.scales), {experts, width});
+    Value up = b.create<ScaleWeightOp>(loc, m.getUp(), rowScales,
+                                       b.getI64IntegerAttr(0), b.getUnitAttr());
+    Value down = scaleColumns(b, loc, m.getDown(), inputScales);
+    auto clamp = [&](Value w, std::vector<float> ratios, StringRef part,
+                     int64_t rows, int64_t cols) {
+      Value r = storedVector(b, loc, name + "." + part.str() + "_clip",
+                             std::move(ratios), {rows, cols / groupSize});
+      return b.create<ClampWeightOp>(loc, w, r, b.getI64IntegerAttr(groupSize))
+          .getResult();
+    };
+    m.getGateMutable().assign(clamp(m.getGate(), std::move(plan.gateClip),
+                                    "gate", experts * width, hidden));
+    m.getUpMutable().assign(
+        clamp(up, std::move(plan.upClip), "up", experts * width, hidden));
+    m.getDownMutable().assign(
+        clamp(down, std::move(plan.downClip), "down", experts * hidden, width));
   }
   for (auto &[op, plan] : plans) {
     auto linear = cast<LinearOp>(op);
@@ -508,9 +796,7 @@ void SolAwqCalibratePass::rewrite(func::FuncOp fn) {
     const std::string name = weightName(linear.getWeight());
     Value w = linear.getWeight();
     if (plan.columnScales)
-      w = b.create<ScaleWeightOp>(loc, w,
-                                  scalesOf(groupOfLinear.lookup(linear), loc),
-                                  b.getI64IntegerAttr(1), UnitAttr());
+      w = scaleColumns(b, loc, w, scalesOf(groupOf.lookup(linear), loc));
     if (plan.rowDivisors) {
       Value s = scalesOf(dividedBy.lookup(op), loc);
       w = b.create<ScaleWeightOp>(loc, w, s, b.getI64IntegerAttr(0),

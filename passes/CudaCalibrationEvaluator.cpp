@@ -263,8 +263,11 @@ public:
   }
 
   std::vector<double> columnAbsSums(Value v) override {
+    return columnAbsSums(lookup(v, Locals()));
+  }
+
+  std::vector<double> columnAbsSums(const DeviceTensor &x) {
     CalibrationProfile::Step step(profile_, stream_, "column |x| sums");
-    const DeviceTensor &x = lookup(v, Locals());
     DeviceBuffer sums(static_cast<size_t>(x.cols) * sizeof(double));
     sums.fillBytes(0, stream_);
     k::CalibColumnAbsSumArgs args;
@@ -283,14 +286,21 @@ public:
   std::vector<float> sampleRows(Value v, int64_t rows) override {
     CalibrationProfile::Step step(profile_, stream_, "clip rows back");
     const DeviceTensor &x = lookup(v, Locals());
+    return downloadRows(x, rows, [&](int64_t r) { return r * x.rows / rows; });
+  }
+
+  /// Rows rowOf(0), ..., rowOf(rows - 1) of `x`, row-major on the host.
+  template <typename RowOf>
+  std::vector<float> downloadRows(const DeviceTensor &x, int64_t rows,
+                                  RowOf rowOf) {
     // Gathered on the device (asynchronous copies), then one copy back:
     // 2,048 copies into pageable memory would each wait for the GPU.
     DeviceTensor rowsOut = DeviceTensor::make(rows, x.cols);
     const size_t rowBytes = static_cast<size_t>(x.cols) * sizeof(float);
     for (int64_t r = 0; r < rows; ++r)
-      rowsOut.buffer.copyFromDevice(
-          x.buffer, rowBytes, stream_, static_cast<size_t>(r) * rowBytes,
-          static_cast<size_t>(r * x.rows / rows) * rowBytes);
+      rowsOut.buffer.copyFromDevice(x.buffer, rowBytes, stream_,
+                                    static_cast<size_t>(r) * rowBytes,
+                                    static_cast<size_t>(rowOf(r)) * rowBytes);
     std::vector<float> out(static_cast<size_t>(rows * x.cols));
     rowsOut.buffer.download(std::span(out), stream_);
     stream_.synchronize();
@@ -298,14 +308,14 @@ public:
   }
 
   LogicalResult setReference(ArrayRef<Operation *> ops, ArrayRef<Value> outputs,
-                             ArrayRef<LinearOp> linears,
-                             ArrayRef<std::vector<float>> weights) override {
+                             ArrayRef<Value> weights,
+                             ArrayRef<std::vector<float>> values) override {
     CalibrationProfile::Step step(profile_, stream_, "reference regions");
     region_.assign(ops.begin(), ops.end());
     outputs_.assign(outputs.begin(), outputs.end());
     candidates_.clear();
-    for (auto [linear, w] : llvm::zip(linears, weights))
-      uploadWeight(LinearOp(linear).getWeight(), w);
+    for (auto [w, v] : llvm::zip(weights, values))
+      uploadWeight(w, v);
     FailureOr<std::vector<DeviceTensor>> reference = evaluate(Overrides());
     if (failed(reference))
       return failure();
@@ -313,38 +323,113 @@ public:
     return success();
   }
 
-  FailureOr<double> candidateError(ArrayRef<LinearOp> linears,
+  FailureOr<double> candidateError(ArrayRef<Value> weights,
                                    ArrayRef<std::vector<float>>,
                                    std::span<const float> s,
                                    int64_t g) override {
     CalibrationProfile::Step step(profile_, stream_, "candidate regions");
-    const int64_t k = static_cast<int64_t>(s.size());
-    DeviceBuffer scales(s.size_bytes());
-    scales.upload(s, stream_);
+    const DeviceBuffer scales = upload(s);
     Overrides overrides;
-    for (LinearOp l : linears) {
-      const DeviceTensor &w = deviceWeight(l.getWeight());
-      DeviceBuffer &trial = candidates_[l];
-      if (trial.size() != w.count() * kBf16Bytes)
-        trial = allocate(w.count() * kBf16Bytes, w.rows, w.cols, "bf16");
-      k::CalibAwqCandidateArgs args;
-      args.out = trial.address();
-      args.weight = w.data();
-      args.scales = scales.as<float>();
-      args.rows = static_cast<int>(w.rows);
-      args.cols = static_cast<int>(k);
-      args.group = static_cast<int>(g);
-      // A linear that stays bf16 (k not a multiple of g) loses nothing.
-      args.quantize = k % g == 0;
-      kernels_.awqCandidate->launch(
-          dims(k::calibAwqCandidateBlocks(args.rows, args.cols, args.group)),
-          stream_, args);
-      overrides[l] = trial.address();
+    for (Value w : weights) {
+      DeviceBuffer &trial = candidates_[w];
+      awqCandidate(trial, deviceWeight(w), scales, s.size(), g);
+      overrides[w] = trial.address();
     }
     FailureOr<std::vector<DeviceTensor>> out = evaluate(overrides);
     if (failed(out))
       return failure();
     return squaredError(*out, reference_);
+  }
+
+  FailureOr<int64_t> selectExpert(MoeOp moe, int64_t e,
+                                  std::span<const float> gate,
+                                  std::span<const float> up,
+                                  std::span<const float> down) override {
+    CalibrationProfile::Step step(profile_, stream_, "expert searches");
+    if (failed(checkCalibrationMixture(moe)))
+      return failure();
+    const DeviceTensor &x = lookup(moe.getInput(), Locals());
+    if (routedMoe_ != moe.getOperation()) {
+      routing_ = route(moe, x);
+      routedMoe_ = moe.getOperation();
+    }
+    const auto &routed = routing_[static_cast<size_t>(e)];
+    const int64_t n = static_cast<int64_t>(routed.size());
+    const int64_t hidden = x.cols, width = moe.getExpertWidth();
+    expertTokens_.clear();
+    for (auto [t, w] : routed)
+      expertTokens_.push_back(static_cast<int32_t>(t));
+    if (n == 0)
+      return n;
+    const DeviceBuffer rows = upload(expertTokens_);
+    DeviceBuffer xe = allocate(static_cast<size_t>(n * hidden) * kBf16Bytes, n,
+                               hidden, "bf16");
+    gatherRows(xe.address(), x, rows.as<int>(), n);
+    DeviceTensor staging = DeviceTensor::make(width, hidden);
+    auto toDevice = [&](std::span<const float> w, int64_t r, int64_t c) {
+      DeviceBuffer b =
+          allocate(static_cast<size_t>(r * c) * kBf16Bytes, r, c, "bf16");
+      staging.rows = r;
+      staging.cols = c;
+      staging.buffer.upload(w, stream_);
+      convertToBf16(b.address(), staging);
+      return b;
+    };
+    const DeviceBuffer gateB = toDevice(gate, width, hidden);
+    const DeviceBuffer upB = toDevice(up, width, hidden);
+    expertDown_ = DeviceTensor::make(hidden, width);
+    expertDown_.buffer.upload(down, stream_);
+    DeviceBuffer downB =
+        allocate(static_cast<size_t>(hidden * width) * kBf16Bytes, hidden,
+                 width, "bf16");
+    convertToBf16(downB.address(), expertDown_);
+    expertHidden_ = DeviceTensor::make(n, width);
+    DeviceTensor u = DeviceTensor::make(n, width);
+    gemm(expertHidden_, xe.address(), gateB.address(), width, hidden);
+    gemm(u, xe.address(), upB.address(), width, hidden);
+    elementwise(expertHidden_, expertHidden_.data(), u.data(),
+                moe.getActivation() == GateActivation::GeluTanh
+                    ? k::kCalibGegelu
+                    : k::kCalibSwiglu);
+    expertHiddenBf16_ =
+        allocate(static_cast<size_t>(n * width) * kBf16Bytes, n, width, "bf16");
+    convertToBf16(expertHiddenBf16_.address(), expertHidden_);
+    expertReference_ = DeviceTensor::make(n, hidden);
+    gemm(expertReference_, expertHiddenBf16_.address(), downB.address(), hidden,
+         width);
+    // The scratch buffers go when this returns: the GPU must be done.
+    stream_.synchronize();
+    return n;
+  }
+
+  std::vector<double> expertHiddenAbsSums() override {
+    return columnAbsSums(expertHidden_);
+  }
+
+  FailureOr<double> expertCandidateError(std::span<const float> s,
+                                         int64_t g) override {
+    CalibrationProfile::Step step(profile_, stream_, "expert searches");
+    const DeviceBuffer scales = upload(s);
+    awqCandidate(expertCandidate_, expertDown_, scales, s.size(), g);
+    DeviceTensor y =
+        DeviceTensor::make(expertHidden_.rows, expertReference_.cols);
+    gemm(y, expertHiddenBf16_.address(), expertCandidate_.address(),
+         expertDown_.rows, expertDown_.cols);
+    return squaredError(std::span(&y, 1), std::span(&expertReference_, 1));
+  }
+
+  std::vector<float> sampleExpertRows(bool hidden, int64_t rows) override {
+    CalibrationProfile::Step step(profile_, stream_, "clip rows back");
+    const int64_t n = static_cast<int64_t>(expertTokens_.size());
+    if (hidden)
+      return downloadRows(expertHidden_, rows,
+                          [&](int64_t r) { return r * n / rows; });
+    const DeviceTensor &x =
+        lookup(cast<MoeOp>(routedMoe_).getInput(), Locals());
+    return downloadRows(x, rows, [&](int64_t r) {
+      return static_cast<int64_t>(
+          expertTokens_[static_cast<size_t>(r * n / rows)]);
+    });
   }
 
   std::vector<float> weight(Value w) const override {
@@ -355,6 +440,11 @@ public:
       return read.get(); // rethrows the read's error
     }
     return host_.weight(w);
+  }
+  std::vector<float> expertWeight(Value stacked, int64_t e,
+                                  int64_t experts) const override {
+    CalibrationProfile::Step step(profile_, stream_, "weights read (host)");
+    return host_.expertWeight(stacked, e, experts);
   }
 
   std::vector<float> clipRatios(std::span<const float> w, int64_t n, int64_t k,
@@ -402,8 +492,41 @@ public:
 
 private:
   using Locals = llvm::DenseMap<Value, DeviceTensor>;
-  /// The bf16 weights of linears that a candidate replaces.
-  using Overrides = llvm::DenseMap<Operation *, CUdeviceptr>;
+  /// The bf16 weights that a candidate replaces, by the weight replaced.
+  using Overrides = llvm::DenseMap<Value, CUdeviceptr>;
+
+  /// `trial` (resized to fit) = bf16(Q(W · s) / s) of the float [rows, k]
+  /// weight `w`, s the k `scales` on the device: AWQ's candidate.
+  void awqCandidate(DeviceBuffer &trial, const DeviceTensor &w,
+                    const DeviceBuffer &scales, size_t k, int64_t g) {
+    if (trial.size() != w.count() * kBf16Bytes)
+      trial = allocate(w.count() * kBf16Bytes, w.rows, w.cols, "bf16");
+    k::CalibAwqCandidateArgs args;
+    args.out = trial.address();
+    args.weight = w.data();
+    args.scales = scales.as<float>();
+    args.rows = static_cast<int>(w.rows);
+    args.cols = static_cast<int>(k);
+    args.group = static_cast<int>(g);
+    // A weight that stays bf16 (k not a multiple of g) loses nothing.
+    args.quantize = static_cast<int64_t>(k) % g == 0;
+    kernels_.awqCandidate->launch(
+        dims(k::calibAwqCandidateBlocks(args.rows, args.cols, args.group)),
+        stream_, args);
+  }
+
+  /// out (bf16, [count, x.cols]) = rows `rows[0..count)` of x.
+  void gatherRows(CUdeviceptr out, const DeviceTensor &x, const int *rows,
+                  int64_t count) {
+    k::CalibGatherRowsArgs gather;
+    gather.out = out;
+    gather.x = x.data();
+    gather.rows = rows;
+    gather.count = static_cast<int>(count);
+    gather.cols = static_cast<int>(x.cols);
+    kernels_.gatherRows->launch(dims(k::calibRowBlocks(gather.count)), stream_,
+                                gather);
+  }
 
   template <typename T> DeviceBuffer upload(std::span<const T> values) {
     DeviceBuffer b(std::max<size_t>(values.size_bytes(), 4));
@@ -534,14 +657,17 @@ private:
 
   /// Evaluates the region with `overrides` and returns its outputs.
   FailureOr<std::vector<DeviceTensor>> evaluate(const Overrides &overrides) {
-    return evaluateOps<DeviceTensor>(region_, outputs_,
-                                     [&](Operation *op, const Locals &local) {
-                                       return compute(op, local, overrides);
-                                     });
+    inRegion_ = true;
+    auto out = evaluateOps<DeviceTensor>(
+        region_, outputs_, [&](Operation *op, const Locals &local) {
+          return compute(op, local, overrides);
+        });
+    inRegion_ = false;
+    return out;
   }
 
-  double squaredError(const std::vector<DeviceTensor> &a,
-                      const std::vector<DeviceTensor> &b) {
+  double squaredError(std::span<const DeviceTensor> a,
+                      std::span<const DeviceTensor> b) {
     DeviceBuffer sum(sizeof(double));
     sum.fillBytes(0, stream_);
     unsigned long long count = 0;
@@ -617,24 +743,34 @@ private:
     });
   }
 
-  /// A sol.moe: the router's logits on the tensor cores, routed on the host
-  /// as the CPU routes them (routeMixture), then each expert in index order
-  /// over its tokens: their rows gathered in bf16, the gate and up GEMMs,
-  /// the gate's activation, down, and the rows added to the output times
-  /// their routing weights. The next expert's weights are read on another
-  /// thread while the GPU runs one; experts no token reaches are not read.
-  FailureOr<DeviceTensor> mixture(MoeOp moe, const DeviceTensor &x) {
+  /// Where a mixture sends each row of `x`: the router's logits on the
+  /// tensor cores, routed on the host as the CPU routes them (routeMixture).
+  MixtureRouting route(MoeOp moe, const DeviceTensor &x) {
+    const int64_t rows = x.rows, experts = moe.getNumExperts();
+    DeviceTensor logits = DeviceTensor::make(rows, experts);
+    gemm(logits, toBf16(x), bf16Weight(moe.getRouter()).address(), experts,
+         x.cols);
+    std::vector<float> hostLogits(static_cast<size_t>(rows * experts));
+    logits.buffer.download(std::span(hostLogits), stream_);
+    stream_.synchronize();
+    return routeMixture(moe, hostLogits, rows);
+  }
+
+  /// A sol.moe: routed (route), then each expert in index order over its
+  /// tokens: their rows gathered in bf16, the gate and up GEMMs, the gate's
+  /// activation, down, and the rows added to the output times their routing
+  /// weights. Outside a region the next expert's weights are read on another
+  /// thread while the GPU runs one, and experts no token reaches are not
+  /// read; in a region (AWQ's searches evaluate it once a candidate) the
+  /// stacked weights stay on the device, gate and up from `overrides` where
+  /// a candidate replaces them.
+  FailureOr<DeviceTensor> mixture(MoeOp moe, const DeviceTensor &x,
+                                  const Overrides &overrides) {
     if (failed(checkCalibrationMixture(moe)))
       return failure();
     const int64_t rows = x.rows, hidden = x.cols;
     const int64_t experts = moe.getNumExperts(), width = moe.getExpertWidth();
-    DeviceTensor logits = DeviceTensor::make(rows, experts);
-    gemm(logits, toBf16(x), bf16Weight(moe.getRouter()).address(), experts,
-         hidden);
-    std::vector<float> hostLogits(static_cast<size_t>(rows * experts));
-    logits.buffer.download(std::span(hostLogits), stream_);
-    stream_.synchronize();
-    const MixtureRouting routed = routeMixture(moe, hostLogits, rows);
+    const MixtureRouting routed = route(moe, x);
 
     // Every expert's tokens and weights, experts one after another.
     std::vector<int32_t> slotRows;
@@ -660,12 +796,24 @@ private:
     DeviceTensor g = DeviceTensor::make(most, width);
     DeviceTensor u = DeviceTensor::make(most, width);
     DeviceTensor y = DeviceTensor::make(most, hidden);
-    // An expert's weights: float staging, then bf16 GEMM operands.
-    DeviceTensor staging = DeviceTensor::make(width, hidden);
+    const size_t expertBytes = static_cast<size_t>(width * hidden) * kBf16Bytes;
+    // Gate, up and down of expert e: stacked on the device in a region,
+    // read from the host (float staging, then bf16 GEMM operands) outside.
+    std::array<CUdeviceptr, 3> stacked{};
+    DeviceTensor staging;
     std::array<DeviceBuffer, 3> expertBf16;
-    for (DeviceBuffer &b : expertBf16)
-      b = allocate(static_cast<size_t>(width * hidden) * kBf16Bytes, width,
-                   hidden, "bf16");
+    if (inRegion_) {
+      auto onDevice = [&](Value w) {
+        auto it = overrides.find(w);
+        return it != overrides.end() ? it->second : bf16Weight(w).address();
+      };
+      stacked = {onDevice(moe.getGate()), onDevice(moe.getUp()),
+                 onDevice(moe.getDown())};
+    } else {
+      staging = DeviceTensor::make(width, hidden);
+      for (DeviceBuffer &b : expertBf16)
+        b = allocate(expertBytes, width, hidden, "bf16");
+    }
 
     auto nextUsed = [&](int64_t from) {
       while (from < experts && routed[static_cast<size_t>(from)].empty())
@@ -673,40 +821,43 @@ private:
       return from;
     };
     int64_t e = nextUsed(0);
-    std::future<ExpertWeights> reading = readExpert(moe, e);
+    std::future<ExpertWeights> reading;
+    if (!inRegion_)
+      reading = readExpert(moe, e);
     while (e < experts) {
       CalibrationProfile::Step step(profile_, stream_, "mixture experts");
-      const ExpertWeights weights = reading.get();
       const int64_t following = nextUsed(e + 1);
-      if (following < experts)
-        reading = readExpert(moe, following);
-      for (const std::vector<float> &w : weights)
-        if (static_cast<int64_t>(w.size()) != width * hidden)
-          fail("internal error: an expert's weight of ", w.size(),
-               " values in a mixture of ", width, " x ", hidden, " experts");
-      for (size_t i = 0; i < weights.size(); ++i) {
-        // Uploads from pageable memory return once the values are staged,
-        // and queue behind the conversion that read the staging buffer.
-        staging.buffer.upload(std::span(weights[i]), stream_);
-        convertToBf16(expertBf16[i].address(), staging);
+      std::array<CUdeviceptr, 3> w{};
+      if (inRegion_) {
+        for (size_t i = 0; i < w.size(); ++i)
+          w[i] = stacked[i] + static_cast<size_t>(e) * expertBytes;
+      } else {
+        const ExpertWeights weights = reading.get();
+        if (following < experts)
+          reading = readExpert(moe, following);
+        for (const std::vector<float> &v : weights)
+          if (static_cast<int64_t>(v.size()) != width * hidden)
+            fail("internal error: an expert's weight of ", v.size(),
+                 " values in a mixture of ", width, " x ", hidden, " experts");
+        for (size_t i = 0; i < weights.size(); ++i) {
+          // Uploads from pageable memory return once the values are staged,
+          // and queue behind the conversion that read the staging buffer.
+          staging.buffer.upload(std::span(weights[i]), stream_);
+          convertToBf16(expertBf16[i].address(), staging);
+          w[i] = expertBf16[i].address();
+        }
       }
       const int n = static_cast<int>(routed[static_cast<size_t>(e)].size());
       const int *slots = rowsOnDevice.as<int>() + first[static_cast<size_t>(e)];
-      k::CalibGatherRowsArgs gather;
-      gather.out = xe.address();
-      gather.x = x.data();
-      gather.rows = slots;
-      gather.count = n;
-      gather.cols = static_cast<int>(hidden);
-      kernels_.gatherRows->launch(dims(k::calibRowBlocks(n)), stream_, gather);
+      gatherRows(xe.address(), x, slots, n);
       g.rows = u.rows = y.rows = n;
-      gemm(g, xe.address(), expertBf16[0].address(), width, hidden);
-      gemm(u, xe.address(), expertBf16[1].address(), width, hidden);
+      gemm(g, xe.address(), w[0], width, hidden);
+      gemm(u, xe.address(), w[1], width, hidden);
       elementwise(g, g.data(), u.data(),
                   moe.getActivation() == GateActivation::GeluTanh
                       ? k::kCalibGegelu
                       : k::kCalibSwiglu);
-      gemm(y, toBf16(g), expertBf16[2].address(), hidden, width);
+      gemm(y, toBf16(g), w[2], hidden, width);
       k::CalibScatterAddRowsArgs scatter;
       scatter.out = out.data();
       scatter.y = y.data();
@@ -785,7 +936,7 @@ private:
       const DeviceTensor &x = in(linear.getInput());
       auto type = linear.getWeight().getType();
       const int64_t n = type.getDimSize(0), kk = type.getDimSize(1);
-      auto it = overrides.find(op);
+      auto it = overrides.find(linear.getWeight());
       const CUdeviceptr w = it != overrides.end()
                                 ? it->second
                                 : bf16Weight(linear.getWeight()).address();
@@ -869,7 +1020,7 @@ private:
       return out;
     }
     if (auto moe = dyn_cast<MoeOp>(op))
-      return mixture(moe, in(moe.getInput()));
+      return mixture(moe, in(moe.getInput()), overrides);
     if (auto gate = dyn_cast<SigmoidGateOp>(op)) {
       const DeviceTensor &v = in(gate.getValue()), &x = in(gate.getInput());
       const DeviceTensor &w = deviceWeight(gate.getWeight());
@@ -914,7 +1065,14 @@ private:
   std::vector<Operation *> region_;
   std::vector<Value> outputs_;
   std::vector<DeviceTensor> reference_;
-  llvm::DenseMap<Operation *, DeviceBuffer> candidates_;
+  llvm::DenseMap<Value, DeviceBuffer> candidates_;
+  bool inRegion_ = false;
+  // The selected expert (selectExpert) and the routing of its mixture.
+  Operation *routedMoe_ = nullptr;
+  MixtureRouting routing_;
+  std::vector<int32_t> expertTokens_;
+  DeviceTensor expertDown_, expertHidden_, expertReference_;
+  DeviceBuffer expertHiddenBf16_, expertCandidate_;
 };
 
 } // namespace

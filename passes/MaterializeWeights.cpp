@@ -413,10 +413,15 @@ struct SolMaterializeWeightsPass
         const std::vector<float> scales = s.readFloat(scalesName, rank);
         const int64_t cols = shape.size() == 2 ? shape[1] : shape[0];
         const auto count = static_cast<int64_t>(w.size());
+        // [B, cols] scales of axis 1: a row of scales per block of rows.
+        const int64_t blocks =
+            axis == 1 ? static_cast<int64_t>(scales.size()) / cols : 1;
+        const int64_t blockElements = count / std::max<int64_t>(blocks, 1);
         parallelChunks(count, count, [&](int64_t begin, int64_t end) {
           for (int64_t at = begin; at < end; ++at) {
-            const float f =
-                scales[axis == 1 || shape.size() == 1 ? at % cols : at / cols];
+            const float f = axis == 1 || shape.size() == 1
+                                ? scales[at / blockElements * cols + at % cols]
+                                : scales[at / cols];
             w[at] = divide ? w[at] / f : w[at] * f;
           }
         });

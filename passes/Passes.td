@@ -369,10 +369,19 @@ def SolAwqCalibrate : Pass<"sol-awq-calibrate", "::mlir::ModuleOp"> {
     outputs). Linears whose inputs are not a multiple of the group size get
     scales but no clipping. Built with the weight store and the calibration
     tokens (createSolAwqCalibrate); the scales and ratios are new tensors of
-    the store. Mixtures of experts are evaluated (routed in float32, each
-    expert's tokens through its MLP) but form no group: the norm before one
-    feeds the router and the experts, and sol-quantize gives the experts
-    int4 round to nearest.
+    the store.
+
+    Mixtures of experts (float experts whose hidden size and width the group
+    size divides) are routed in float32, each expert's tokens through its
+    MLP, and calibrated as AutoAWQ does: the norm before a mixture forms a
+    group with it (every expert's stacked gate and up are quantized with the
+    group's scales, the router and Qwen2-MoE's shared-expert gate take them
+    exactly, a shared expert's linears belong to the group too); each
+    expert's up -> down is a group of its own, searched on the tokens routed
+    to it by the error of its down projection alone (up's rows divided,
+    down's inputs multiplied: `sol.scale_weight` with `[E, I]` scales); then
+    the clipping of each expert's gate, up and down on its tokens. An expert
+    no calibration token reaches keeps round to nearest.
   }];
   let options = [
     Option<"groupSize", "group-size", "int64_t", /*default=*/"128",

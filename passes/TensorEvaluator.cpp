@@ -292,6 +292,16 @@ std::vector<float> TensorEvaluator::weight(Value w) const {
   }
   if (auto reshape = dyn_cast_or_null<ReshapeWeightOp>(def))
     return weight(reshape.getInput());
+  if (auto concat = dyn_cast_or_null<ConcatWeightsOp>(def)) {
+    std::vector<float> out;
+    out.reserve(static_cast<size_t>(
+        cast<ShapedType>(concat.getType()).getNumElements()));
+    for (Value input : concat.getInputs()) {
+      const std::vector<float> part = weight(input);
+      out.insert(out.end(), part.begin(), part.end());
+    }
+    return out;
+  }
   if (auto slice = dyn_cast_or_null<SliceRowsOp>(def)) {
     const std::vector<float> in = weight(slice.getInput());
     auto type = slice.getType();
@@ -405,7 +415,7 @@ TensorEvaluator::compute(Operation *op, const Values &local,
     const int64_t n = type.getDimSize(0), k = type.getDimSize(1);
     std::vector<float> owned;
     std::span<const float> w;
-    if (auto it = overrides.find(op); it != overrides.end()) {
+    if (auto it = overrides.find(linear.getWeight()); it != overrides.end()) {
       w = it->second;
     } else {
       owned = weight(linear.getWeight());
@@ -485,16 +495,13 @@ TensorEvaluator::compute(Operation *op, const Values &local,
     if (!swiglu.getUp())
       return op->emitOpError("calibration evaluates the two-operand "
                              "(importer's) form only");
-    const Activation &g = in(swiglu.getGate()), &u = in(swiglu.getUp());
-    Activation out = makeActivation(g.rows, g.cols);
-    const bool gelu = swiglu.getActivation() == GateActivation::GeluTanh;
-    for (size_t i = 0; i < out.values.size(); ++i)
-      out.values[i] =
-          (gelu ? geluTanh(g.values[i]) : silu(g.values[i])) * u.values[i];
+    const Activation &u = in(swiglu.getUp());
+    Activation out = in(swiglu.getGate());
+    gatedActivation(swiglu.getActivation(), out.values, u.values);
     return out;
   }
   if (auto moe = dyn_cast<MoeOp>(op))
-    return mixture(moe, in(moe.getInput()));
+    return mixture(moe, in(moe.getInput()), overrides);
   if (auto gate = dyn_cast<SigmoidGateOp>(op)) {
     const Activation &v = in(gate.getValue()), &x = in(gate.getInput());
     const std::vector<float> w = weight(gate.getWeight());
@@ -563,18 +570,41 @@ MixtureRouting routeMixture(MoeOp moe, std::span<float> logits, int64_t rows) {
   return routed;
 }
 
-FailureOr<Activation> TensorEvaluator::mixture(MoeOp moe,
-                                               const Activation &x) const {
+MixtureRouting TensorEvaluator::route(MoeOp moe, const Activation &x) const {
+  const int64_t experts = moe.getNumExperts();
+  Activation logits = makeActivation(x.rows, experts);
+  linearFloat(logits.values, x.values, weight(moe.getRouter()), {}, x.rows,
+              experts, x.cols);
+  return routeMixture(moe, logits.values, x.rows);
+}
+
+void gatedActivation(GateActivation act, std::span<float> g,
+                     std::span<const float> u) {
+  const bool gelu = act == GateActivation::GeluTanh;
+  for (size_t i = 0; i < g.size(); ++i)
+    g[i] = (gelu ? geluTanh(g[i]) : silu(g[i])) * u[i];
+}
+
+FailureOr<Activation>
+TensorEvaluator::mixture(MoeOp moe, const Activation &x,
+                         const WeightOverrides &overrides) const {
   if (failed(checkCalibrationMixture(moe)))
     return failure();
   const int64_t experts = moe.getNumExperts(), width = moe.getExpertWidth();
   const int64_t hidden = x.cols;
-  Activation logits = makeActivation(x.rows, experts);
-  linearFloat(logits.values, x.values, weight(moe.getRouter()), {}, x.rows,
-              experts, hidden);
-  const MixtureRouting routed = routeMixture(moe, logits.values, x.rows);
+  const MixtureRouting routed = route(moe, x);
+  // Expert e's rows of a stacked weight: from its override (AWQ's
+  // candidates replace the stacked gate and up) or read.
+  auto expert = [&](Value stacked, int64_t e) {
+    if (auto it = overrides.find(stacked); it != overrides.end()) {
+      const size_t each = it->second.size() / static_cast<size_t>(experts);
+      auto first = it->second.begin() + static_cast<std::ptrdiff_t>(each * e);
+      return std::vector<float>(first,
+                                first + static_cast<std::ptrdiff_t>(each));
+    }
+    return expertWeight(stacked, e, experts);
+  };
   // Each expert over the tokens routed to it, as GEMMs.
-  const bool gelu = moe.getActivation() == GateActivation::GeluTanh;
   Activation out = makeActivation(x.rows, hidden);
   for (int64_t e = 0; e < experts; ++e) {
     const auto &tokens = routed[static_cast<size_t>(e)];
@@ -587,12 +617,9 @@ FailureOr<Activation> TensorEvaluator::mixture(MoeOp moe,
                   hidden * sizeof(float));
     std::vector<float> g(static_cast<size_t>(n * width)), u(g.size()),
         y(static_cast<size_t>(n * hidden));
-    linearFloat(g, xe, expertWeight(moe.getGate(), e, experts), {}, n, width,
-                hidden);
-    linearFloat(u, xe, expertWeight(moe.getUp(), e, experts), {}, n, width,
-                hidden);
-    for (size_t i = 0; i < g.size(); ++i)
-      g[i] = (gelu ? geluTanh(g[i]) : silu(g[i])) * u[i];
+    linearFloat(g, xe, expert(moe.getGate(), e), {}, n, width, hidden);
+    linearFloat(u, xe, expert(moe.getUp(), e), {}, n, width, hidden);
+    gatedActivation(moe.getActivation(), g, u);
     linearFloat(y, g, expertWeight(moe.getDown(), e, experts), {}, n, hidden,
                 width);
     for (int64_t i = 0; i < n; ++i) {

@@ -35,9 +35,9 @@ struct Activation {
 
 class TensorEvaluator {
 public:
-  /// Replaced weights, by the linear that reads them: [N, K] float32.
-  using WeightOverrides =
-      llvm::DenseMap<mlir::Operation *, std::span<const float>>;
+  /// Replaced weights, by the weight value they replace (a linear's, or a
+  /// mixture's stacked gate or up): [N, K] float32.
+  using WeightOverrides = llvm::DenseMap<mlir::Value, std::span<const float>>;
 
   /// `sequences` are the token ids of whole sequences, each from position
   /// 0; `fn` is evaluated on all of them at once.
@@ -52,8 +52,8 @@ public:
   /// The value of `v`, which must be evaluated and still in use.
   const Activation &value(mlir::Value v) const;
 
-  /// Evaluates `ops` (in program order) with the weights of the linears in
-  /// `overrides` replaced, taking operands from outside `ops` from the
+  /// Evaluates `ops` (in program order) with the weights in `overrides`
+  /// replaced, taking operands from outside `ops` from the
   /// evaluated values, and returns `results`, values of `ops`. Stores
   /// nothing.
   mlir::FailureOr<std::vector<Activation>>
@@ -85,6 +85,10 @@ public:
   /// float32; reads only that expert's where the importer stacked them.
   std::vector<float> expertWeight(mlir::Value stacked, int64_t e,
                                   int64_t experts) const;
+  /// Where a mixture sends each row of its input `x`: the router in float32,
+  /// then routeMixture.
+  std::vector<std::vector<std::pair<int64_t, float>>>
+  route(MoeOp moe, const Activation &x) const;
 
 private:
   using Values = llvm::DenseMap<mlir::Value, Activation>;
@@ -93,7 +97,8 @@ private:
   const Activation &lookup(mlir::Value v, const Values &local) const;
   /// A sol.moe over x: routed in float32, each expert's tokens through its
   /// gated MLP.
-  mlir::FailureOr<Activation> mixture(MoeOp moe, const Activation &x) const;
+  mlir::FailureOr<Activation> mixture(MoeOp moe, const Activation &x,
+                                      const WeightOverrides &overrides) const;
 
   const WeightStore &store_;
   std::vector<mlir::Operation *> ops_;
@@ -178,5 +183,10 @@ mlir::LogicalResult checkCalibrationMixture(MoeOp moe);
 /// index first on ties), renormalised over them when the model says so.
 using MixtureRouting = std::vector<std::vector<std::pair<int64_t, float>>>;
 MixtureRouting routeMixture(MoeOp moe, std::span<float> logits, int64_t rows);
+
+/// g = act(g) · u elementwise, `act` a mixture's or sol.swiglu's gate
+/// activation (silu or gelu_tanh).
+void gatedActivation(GateActivation act, std::span<float> g,
+                     std::span<const float> u);
 
 } // namespace sol

@@ -1263,8 +1263,19 @@ func.func @quantize_clip() {
 func.func @scale_weight_size() {
   %w = sol.weight @w : tensor<8x32xbf16>
   %s = sol.weight @s : tensor<8xf32>
-  // expected-error @+1 {{'sol.scale_weight' op scales must be tensor<32xf32> (dimension 1 of [8, 32]), not [8] of 'f32'}}
+  // expected-error @+1 {{'sol.scale_weight' op scales must be tensor<32xf32> (dimension 1 of [8, 32]), or tensor<Bx32xf32> for B blocks of rows with axis 1, not [8] of 'f32'}}
   %x = sol.scale_weight %w, %s {axis = 1 : i64} : tensor<8x32xbf16>, tensor<8xf32>
+  return
+}
+
+// -----
+
+// sol.scale_weight: [B, K] scales need B to divide the rows.
+func.func @scale_weight_blocks() {
+  %w = sol.weight @w : tensor<8x32xbf16>
+  %s = sol.weight @s : tensor<3x32xf32>
+  // expected-error @+1 {{'sol.scale_weight' op scales must be tensor<32xf32> (dimension 1 of [8, 32]), or tensor<Bx32xf32> for B blocks of rows with axis 1, not [3, 32] of 'f32'}}
+  %x = sol.scale_weight %w, %s {axis = 1 : i64} : tensor<8x32xbf16>, tensor<3x32xf32>
   return
 }
 

@@ -232,6 +232,31 @@ func.func @f(%x: tensor<?x4xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>) {
                                 0.5f}));
 }
 
+TEST(MaterializeWeightsTest, BlockScalesTakeARowOfScalesPerBlockOfRows) {
+  // A [4, 2] weight of two stacked experts (2 rows each) and [2, 2] scales:
+  // expert 0's columns times {2, 3}, expert 1's times {0.5, 4}.
+  const std::vector<float> w = {1.0f, 1.0f, -2.0f, 2.0f,
+                                4.0f, 1.0f, 8.0f,  -0.5f};
+  const std::vector<float> s = {2.0f, 3.0f, 0.5f, 4.0f};
+  WeightStore store;
+  store.addView("m.down", DType::F32, {4, 2}, raw(w));
+  store.addView("m.s", DType::F32, {2, 2}, raw(s));
+  const std::string ir = R"mlir(
+func.func @f(%x: tensor<?x2xf32>) -> tensor<?x4xf32> {
+  %w = sol.weight @m.down : tensor<4x2xf32>
+  %s = sol.weight @m.s : tensor<2x2xf32>
+  %ws = sol.scale_weight %w, %s {axis = 1 : i64} : tensor<4x2xf32>, tensor<2x2xf32>
+  %y = sol.linear %x, %ws : (tensor<?x2xf32>, tensor<4x2xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+)mlir";
+  std::vector<std::string> names = materialize(ir, store);
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(
+      readAs<float>(store, names[0]),
+      (std::vector<float>{2.0f, 3.0f, -4.0f, 6.0f, 2.0f, 4.0f, 4.0f, -2.0f}));
+}
+
 TEST(MaterializeWeightsTest, QuantizedPartsStackAndInterleave) {
   // int4 codes [N, 4]: two per byte, low nibble first, rows of 2 bytes.
   const std::vector<uint8_t> q = {0x10, 0x32, 0x54, 0x76}, k = {0x98, 0xBA},
