@@ -6,7 +6,9 @@
 // the input) so that int4 rounding costs them less, then picks each int4
 // group's clipping. The result is sol.scale_weight and sol.clamp_weight ops
 // over the original weights; sol-quantize and sol-materialize-weights do
-// the rest as for any int4 plan. Passes.td describes the algorithm.
+// the rest as for any int4 plan. A mixture of experts joins the group of the
+// norm before it, and each of its experts is calibrated on the tokens routed
+// to it (calibrateExperts). Passes.td describes the algorithm.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/CalibrationEvaluator.h"
