@@ -126,6 +126,14 @@ struct MixturePlan {
   std::vector<float> gateClip, upClip, downClip;
 };
 
+/// The outcome of AWQ's search over alpha for one group of scales.
+struct ScaleSearch {
+  std::vector<float> scales;
+  double error = 0, unscaledError = 0;
+  /// The grid point that won; -1 when no scaling did best.
+  int point = -1;
+};
+
 /// What calibration decided for one linear.
 struct LinearPlan {
   const std::vector<float> *columnScales = nullptr; // × s on its inputs
@@ -178,12 +186,11 @@ struct SolAwqCalibratePass
   LogicalResult search(ScalingGroup &group, CalibrationEvaluator &evaluator);
   void clip(LinearOp linear, LinearPlan &plan, CalibrationEvaluator &evaluator);
   LogicalResult calibrateExperts(MoeOp moe, CalibrationEvaluator &evaluator);
-  FailureOr<std::vector<float>>
+  FailureOr<ScaleSearch>
   searchScales(std::span<const double> xSum, int64_t tokens,
                std::span<const double> wSum, int64_t wRows,
                llvm::function_ref<FailureOr<double>(std::span<const float>)>
-                   candidateError,
-               double *bestError, double *unscaledError, int *bestPoint);
+                   candidateError);
   bool searchesClip(LinearOp linear) const;
   void rewrite(func::FuncOp fn);
   Value storedVector(OpBuilder &b, Location loc, const std::string &name,
@@ -214,11 +221,10 @@ bool usersScaledBy(Value v, ScalingGroup &group, int64_t g) {
     if (isPlainLinear(user) && use.getOperandNumber() == 0)
       group.linears.push_back(cast<LinearOp>(user));
     else if (auto moe = dyn_cast<MoeOp>(user);
-             moe && use.get() == moe.getInput() && v != moe.getRouter() &&
-             calibratesExperts(moe, g))
+             moe && &use == &moe.getInputMutable() && calibratesExperts(moe, g))
       group.mixtures.push_back(moe);
     else if (auto gate = dyn_cast<SigmoidGateOp>(user);
-             gate && v == gate.getInput() && v != gate.getValue())
+             gate && &use == &gate.getInputMutable())
       group.gates.push_back(gate);
     else
       return false;
@@ -315,6 +321,15 @@ void SolAwqCalibratePass::regionOf(ScalingGroup &group) {
   group.outputs.assign(outputs.begin(), outputs.end());
 }
 
+/// Divides each column c of `rows` rows by s[c].
+void divideColumns(std::vector<float> &x, int64_t rows,
+                   std::span<const float> s) {
+  const int64_t k = static_cast<int64_t>(s.size());
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t c = 0; c < k; ++c)
+      x[t * k + c] /= s[c];
+}
+
 /// Adds to wSum[c], for each column c of an [n, k] weight, the sum over its
 /// rows of |w| divided by the largest |w| of its int4 group (of its row when
 /// k is not a multiple of g). In parallel over the groups of columns, each
@@ -336,17 +351,17 @@ void addGroupNormalizedAbs(std::vector<double> &wSum, std::span<const float> w,
   });
 }
 
-FailureOr<std::vector<float>> SolAwqCalibratePass::searchScales(
+FailureOr<ScaleSearch> SolAwqCalibratePass::searchScales(
     std::span<const double> xSum, int64_t tokens, std::span<const double> wSum,
     int64_t wRows,
     llvm::function_ref<FailureOr<double>(std::span<const float>)>
-        candidateError,
-    double *bestError, double *unscaledError, int *bestPoint) {
+        candidateError) {
   const int64_t k = static_cast<int64_t>(xSum.size());
   // Candidates: no scaling, then AWQ's grid over alpha.
-  *bestError = std::numeric_limits<double>::infinity();
-  *bestPoint = -1;
-  std::vector<float> best(k, 1.0f), s(k);
+  ScaleSearch best;
+  best.error = std::numeric_limits<double>::infinity();
+  best.scales.assign(k, 1.0f);
+  std::vector<float> s(k);
   std::vector<double> raw(k);
   for (int i = -1; i < gridPoints; ++i) {
     if (i < 0) {
@@ -371,11 +386,11 @@ FailureOr<std::vector<float>> SolAwqCalibratePass::searchScales(
     if (failed(error))
       return failure();
     if (i < 0)
-      *unscaledError = *error;
-    if (*error < *bestError) {
-      *bestError = *error;
-      *bestPoint = i;
-      best = s;
+      best.unscaledError = *error;
+    if (*error < best.error) {
+      best.error = *error;
+      best.point = i;
+      best.scales = s;
     }
   }
   return best;
@@ -402,27 +417,24 @@ LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
   if (failed(
           evaluator.setReference(group.region, group.outputs, scaled, weights)))
     return failure();
-  double bestError = 0, unscaled = 0;
-  int bestPoint = -1;
-  FailureOr<std::vector<float>> best = searchScales(
-      xSum, evaluator.tokens(), wSum, wRows,
-      [&](std::span<const float> s) {
+  FailureOr<ScaleSearch> best = searchScales(
+      xSum, evaluator.tokens(), wSum, wRows, [&](std::span<const float> s) {
         return evaluator.candidateError(scaled, weights, s, g);
-      },
-      &bestError, &unscaled, &bestPoint);
+      });
   if (failed(best))
     return failure();
   if (reportSearch()) {
     llvm::errs() << "solc: AWQ " << groupName(group) << ": ";
-    if (bestPoint < 0)
+    if (best->point < 0)
       llvm::errs() << "unscaled";
     else
       llvm::errs() << "alpha "
-                   << llvm::format("%.2f", double(bestPoint) / gridPoints);
-    llvm::errs() << ", error " << llvm::format("%.6e", bestError)
-                 << " (unscaled " << llvm::format("%.6e", unscaled) << ")\n";
+                   << llvm::format("%.2f", double(best->point) / gridPoints);
+    llvm::errs() << ", error " << llvm::format("%.6e", best->error)
+                 << " (unscaled " << llvm::format("%.6e", best->unscaledError)
+                 << ")\n";
   }
-  group.scales = std::move(*best);
+  group.scales = std::move(best->scales);
   // The clipping search takes the linears' weights; the experts' search
   // the mixtures' gate and up.
   auto w = weights.begin();
@@ -437,15 +449,6 @@ LogicalResult SolAwqCalibratePass::search(ScalingGroup &group,
     plan.up = std::move(*w++);
   }
   return success();
-}
-
-/// Divides each column c of `rows` rows by s[c].
-void divideColumns(std::vector<float> &x, int64_t rows,
-                   std::span<const float> s) {
-  const int64_t k = static_cast<int64_t>(s.size());
-  for (int64_t t = 0; t < rows; ++t)
-    for (int64_t c = 0; c < k; ++c)
-      x[t * k + c] /= s[c];
 }
 
 LogicalResult
@@ -488,21 +491,17 @@ SolAwqCalibratePass::calibrateExperts(MoeOp moe,
     const std::vector<double> hSum = evaluator.expertHiddenAbsSums();
     std::vector<double> wSum(static_cast<size_t>(width), 0.0);
     addGroupNormalizedAbs(wSum, down, hidden, width, g);
-    double bestError = 0, unscaled = 0;
-    int bestPoint = -1;
-    FailureOr<std::vector<float>> best = searchScales(
-        hSum, *rows, wSum, hidden,
-        [&](std::span<const float> s) {
+    FailureOr<ScaleSearch> best =
+        searchScales(hSum, *rows, wSum, hidden, [&](std::span<const float> s) {
           return evaluator.expertCandidateError(s, g);
-        },
-        &bestError, &unscaled, &bestPoint);
+        });
     if (failed(best))
       return failure();
-    const std::vector<float> &s = *best;
+    const std::vector<float> &s = best->scales;
     std::copy(s.begin(), s.end(), plan.scales.begin() + e * width);
-    scaled += bestPoint >= 0;
-    errorSum += bestError;
-    unscaledSum += unscaled;
+    scaled += best->point >= 0;
+    errorSum += best->error;
+    unscaledSum += best->unscaledError;
 
     // Clipping of all three on the expert's tokens, with the weights and
     // inputs scaled as the plan will have them.
@@ -565,9 +564,7 @@ void SolAwqCalibratePass::clip(LinearOp linear, LinearPlan &plan,
       }
   });
   if (plan.columnScales)
-    for (int64_t t = 0; t < plan.clipRows; ++t)
-      for (int64_t c = 0; c < k; ++c)
-        x[t * k + c] /= (*plan.columnScales)[c];
+    divideColumns(x, plan.clipRows, *plan.columnScales);
   plan.clipRatios =
       evaluator.clipRatios(w, n, k, groupSize, x, plan.clipRows, gridPoints);
   plan.clip = true;
