@@ -656,6 +656,30 @@ LogicalResult DequantizeMxfp4Op::verify() {
   return success();
 }
 
+LogicalResult DequantizeFp8BlocksOp::verify() {
+  auto codes = getCodes().getType(), scales = getScales().getType();
+  auto out = getResult().getType();
+  const int64_t blockRows = getBlockRows(), blockCols = getBlockCols();
+  if (blockRows <= 0 || blockCols <= 0)
+    return emitOpError() << "needs positive block sizes, got " << blockRows
+                         << " x " << blockCols;
+  if (!isa<Float8E4M3FNType>(codes.getElementType()) || codes.getRank() != 2)
+    return emitOpError() << "needs [N, K] f8E4M3FN codes, got " << codes;
+  const int64_t n = codes.getDimSize(0), k = codes.getDimSize(1);
+  const int64_t rows = (n + blockRows - 1) / blockRows,
+                cols = (k + blockCols - 1) / blockCols;
+  if (!scales.getElementType().isF32() || scales.getRank() != 2 ||
+      scales.getDimSize(0) != rows || scales.getDimSize(1) != cols)
+    return emitOpError() << "needs [" << rows << ", " << cols
+                         << "] f32 scales (one a block of " << blockRows
+                         << " x " << blockCols << " codes of [" << n << ", "
+                         << k << "]), got " << scales;
+  if (!out.getElementType().isBF16() || out.getShape() != codes.getShape())
+    return emitOpError() << "result must be [" << n << ", " << k
+                         << "] bf16, but is " << out;
+  return success();
+}
+
 LogicalResult PermuteHeadDimsOp::verify() {
   auto in = getInput().getType();
   const int64_t headDim = getHeadDim(), rotary = getRotaryDim();

@@ -253,6 +253,30 @@ def Sol_DequantizeMxfp4Op : Sol_WeightTransformOp<"dequantize_mxfp4"> {
   let hasVerifier = 1;
 }
 
+def Sol_DequantizeFp8BlocksOp : Sol_WeightTransformOp<"dequantize_fp8_blocks"> {
+  let summary = "a block-scaled fp8 weight (Qwen3-FP8, DeepSeek) in bf16";
+  let description = [{
+    `codes` is `[N, K]` `f8E4M3FN`; `scales` is `[ceil(N / block_rows),
+    ceil(K / block_cols)]` f32, one scale (the checkpoint's
+    `weight_scale_inv`) per block of `block_rows` x `block_cols` codes (the
+    last blocks of a row or column may be partial). The result is `[N, K]`
+    bf16: element (n, k) is e4m3(codes[n, k]) · scales[n / block_rows,
+    k / block_cols] in float32, rounded to bf16 (to nearest even).
+
+    ```mlir
+    %w = sol.dequantize_fp8_blocks %codes, %scales {block_rows = 128, block_cols = 128} : (tensor<256x384xf8E4M3FN>, tensor<2x3xf32>) -> tensor<256x384xbf16>
+    ```
+  }];
+  let arguments = (ins Sol_WeightTensor:$codes, Sol_WeightTensor:$scales,
+                   I64Attr:$block_rows, I64Attr:$block_cols);
+  let results = (outs Sol_WeightTensor:$result);
+  let assemblyFormat = [{
+    $codes `,` $scales attr-dict `:` `(` type($codes) `,` type($scales) `)`
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Sol_ScaleWeightOp : Sol_WeightTransformOp<"scale_weight",
     [AllTypesMatch<["input", "result"]>]> {
   let summary = "a weight multiplied (or divided) by a per-channel vector";

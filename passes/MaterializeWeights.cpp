@@ -13,7 +13,9 @@
 
 #include "ir/QuantizedOutputs.h"
 
+#include "runtime/support/DType.h"
 #include "runtime/support/Error.h"
+#include "runtime/support/Fp8.h"
 #include "runtime/support/ParallelChunks.h"
 #include "runtime/support/Quantize.h"
 #include "runtime/support/QuantizedCheckpoint.h"
@@ -401,6 +403,27 @@ struct SolMaterializeWeightsPass
                                       std::to_integer<uint8_t>(exponents[g]),
                                       group);
           sink(std::as_bytes(std::span<const uint16_t>(group)));
+        }
+      };
+    } else if (auto fp8 = dyn_cast<DequantizeFp8BlocksOp>(op)) {
+      name = sources[0] + "~bf16";
+      const int64_t blockRows = fp8.getBlockRows(),
+                    blockCols = fp8.getBlockCols(), cols = shape[1];
+      produce = [codesName = sources[0], scalesName = sources[1], blockRows,
+                 blockCols,
+                 cols](const WeightStore &s, const ByteSink &sink, int rank) {
+        std::vector<std::byte> scratch;
+        auto codes = s.contiguous(codesName, scratch, rank);
+        const std::vector<float> scales = s.readFloat(scalesName, rank);
+        const int64_t scaleCols = (cols + blockCols - 1) / blockCols;
+        std::vector<uint16_t> row(cols);
+        for (size_t r = 0; r * cols < codes.size(); ++r) {
+          const float *rowScales = scales.data() + r / blockRows * scaleCols;
+          for (int64_t c = 0; c < cols; ++c)
+            row[c] = floatToBf16(
+                e4m3ToFloat(std::to_integer<uint8_t>(codes[r * cols + c])) *
+                rowScales[c / blockCols]);
+          sink(std::as_bytes(std::span<const uint16_t>(row)));
         }
       };
     } else if (auto scale = dyn_cast<ScaleWeightOp>(op)) {

@@ -72,6 +72,27 @@ std::string dtypeList(const std::vector<DType> &dtypes) {
   return list;
 }
 
+/// Fine-grained fp8: any float matrix but the embedding may instead be
+/// e4m3 codes with a `<name>_scale_inv` of a scale per block (the
+/// checkpoint's dtypes say which modules were converted).
+void allowFp8Blocks(std::vector<ExpectedTensor> &out,
+                    const QuantizationConfig &q, const std::string &embedding) {
+  std::vector<ExpectedTensor> scales;
+  for (ExpectedTensor &e : out) {
+    if (e.shape.size() != 2 || !e.dtypes.empty() || e.name == embedding ||
+        !e.name.ends_with(".weight"))
+      continue;
+    e.dtypes = {DType::F8E4M3, DType::BF16, DType::F16, DType::F32};
+    scales.push_back({e.name + "_scale_inv",
+                      {(e.shape[0] + q.blockRows - 1) / q.blockRows,
+                       (e.shape[1] + q.blockCols - 1) / q.blockCols},
+                      {DType::F32, DType::BF16, DType::F16},
+                      {},
+                      /*optional=*/true});
+  }
+  out.insert(out.end(), scales.begin(), scales.end());
+}
+
 } // namespace
 
 std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config) {
@@ -187,6 +208,9 @@ std::vector<ExpectedTensor> expectedWeights(const ModelConfig &config) {
   out.push_back({m + "norm.weight", {hidden}});
   if (!config.tieWordEmbeddings)
     out.push_back({"lm_head.weight", {config.vocabSize, hidden}});
+  if (config.quantization &&
+      config.quantization->method == QuantMethod::Fp8Blocks)
+    allowFp8Blocks(out, *config.quantization, m + "embed_tokens.weight");
   return out;
 }
 

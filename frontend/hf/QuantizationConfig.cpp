@@ -28,9 +28,10 @@ using detail::JsonFields;
 
 constexpr std::string_view kSupported =
     "Sol imports awq (AutoAWQ gemm, 4 bits), gptq (4 bits), "
-    "compressed-tensors with fp8 weights and mxfp4 (gpt-oss's experts); a "
+    "compressed-tensors with fp8 weights, fp8 with weight_block_size "
+    "(dequantized to bf16) and mxfp4 (gpt-oss's experts); a "
     "float checkpoint compiles with "
-    "solc --quant int8|fp8|int4-rtn";
+    "solc --quant int8|fp8|int4-rtn|int4-awq";
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
@@ -75,6 +76,41 @@ int64_t groupSize(const JsonFields &fields, bool wholeRowAllowed) {
          "; Sol's int4 needs a positive even group size",
          wholeRowAllowed ? " (or -1 for one group per row)" : "");
   return g;
+}
+
+/// Transformers' fine-grained fp8: e4m3 weights, a scale per block of
+/// weight_block_size codes, activations quantized dynamically (which Sol's
+/// bf16 activations make moot).
+QuantizationConfig parseFp8Blocks(const JsonFields &fields) {
+  QuantizationConfig config;
+  config.method = QuantMethod::Fp8Blocks;
+  const std::string scheme =
+      lower(fields.optString("activation_scheme").value_or("dynamic"));
+  if (scheme != "dynamic")
+    fail(fields.where("activation_scheme"), "is \"", scheme,
+         "\"; Sol imports fp8 checkpoints with dynamic activation scales "
+         "only (static ones need each layer's input scale)");
+  const std::string fmt = lower(fields.optString("fmt").value_or("e4m3"));
+  if (fmt != "e4m3")
+    fail(fields.where("fmt"), "is \"", fmt,
+         "\"; Sol reads float8_e4m3fn weights only");
+  if (!fields.has("weight_block_size"))
+    fail(fields.where("weight_block_size"),
+         "is missing; Sol imports fp8 checkpoints scaled by blocks of "
+         "weights (weight_block_size, e.g. [128, 128]), or compressed-tensors "
+         "ones scaled per channel or tensor");
+  const Json &block = fields.at("weight_block_size");
+  if (!block.is_array() || block.size() != 2 || !block[0].is_number_integer() ||
+      !block[1].is_number_integer() || block[0].get<int64_t>() <= 0 ||
+      block[1].get<int64_t>() <= 0)
+    fail(fields.where("weight_block_size"),
+         "must be two positive integers (rows and columns of a block), got ",
+         block.dump());
+  config.blockRows = block[0].get<int64_t>();
+  config.blockCols = block[1].get<int64_t>();
+  // modules_to_not_convert needs no reading: each weight's dtype says
+  // whether it is fp8.
+  return config;
 }
 
 QuantizationConfig parseAwq(const JsonFields &fields) {
@@ -335,6 +371,8 @@ bool matchesName(std::string_view module, const std::string &entry) {
 } // namespace
 
 bool QuantizationConfig::quantizes(std::string_view module) const {
+  if (method == QuantMethod::Fp8Blocks)
+    return false;
   if (method == QuantMethod::Mxfp4) {
     // Transformers' mxfp4 quantizer replaces the experts' tensors only.
     if (!module.ends_with(".mlp.experts"))
@@ -395,6 +433,9 @@ std::string QuantizationConfig::describe() const {
                " weight scales)");
   case QuantMethod::Mxfp4:
     return "mxfp4 (4-bit E2M1 experts, an E8M0 scale per 32)";
+  case QuantMethod::Fp8Blocks:
+    return cat("fp8 (e4m3, a scale per ", blockRows, " x ", blockCols,
+               " block)");
   }
   return "?";
 }
@@ -424,6 +465,8 @@ QuantizationConfig parseQuantizationConfig(const Json &object,
     return parseGptq(fields);
   if (*method == "compressed-tensors")
     return parseCompressedTensors(fields);
+  if (*method == "fp8")
+    return parseFp8Blocks(fields);
   if (*method == "mxfp4") {
     QuantizationConfig config;
     config.method = QuantMethod::Mxfp4;

@@ -11,6 +11,9 @@
 //     (fp8 weights, channel or tensor scales; activations dynamic per token)
 //   mxfp4 (gpt-oss)      experts' *_blocks, *_scales         bf16 experts
 //     (only the mixture's experts: the rest of the model is float)
+//   fp8 (block-scaled,   weight (F8_E4M3), weight_scale_inv  bf16 (dequantized:
+//     Qwen3-FP8)           (a scale per block of codes)       Sol's fp8 scales
+//                                                             per row)
 //
 // Everything else (other bit widths, other AWQ kernels' layouts, static
 // activation scales, packed int4 compressed-tensors...) is refused here with
@@ -32,7 +35,10 @@ enum class QuantMethod {
   Awq,                  ///< AutoAWQ, "gemm" packing
   Gptq,                 ///< GPTQ, 4 bits
   CompressedTensorsFp8, ///< compressed-tensors, float8_e4m3fn weights
-  Mxfp4 ///< OCP MXFP4 experts (gpt-oss): *_blocks and *_scales, group 32
+  Mxfp4, ///< OCP MXFP4 experts (gpt-oss): *_blocks and *_scales, group 32
+  /// Transformers' fine-grained fp8 (Qwen3-FP8, DeepSeek-V3): float8_e4m3fn
+  /// weights with a weight_scale_inv per block; imported as float.
+  Fp8Blocks
 };
 
 /// How a compressed-tensors fp8 checkpoint scales its weights.
@@ -54,6 +60,8 @@ struct QuantizationConfig {
   /// GPTQ: desc_act; the importer then checks that g_idx is trivial.
   bool descAct = false;
   Fp8Strategy fp8Strategy = Fp8Strategy::Channel;
+  /// Fp8Blocks: weight_block_size, the rows and columns of codes a scale.
+  int64_t blockRows = 128, blockCols = 128;
   /// Modules left in float: AWQ's and GPTQ's modules_to_not_convert (whole
   /// dotted components of the module name, e.g. "lm_head", "mlp",
   /// "model.layers.0"), compressed-tensors' ignore (module names, or
@@ -82,7 +90,9 @@ struct QuantizationConfig {
   }
 
   /// Whether the linear called `module` (e.g.
-  /// "model.layers.0.self_attn.q_proj") has quantized weights.
+  /// "model.layers.0.self_attn.q_proj") has quantized weights in a form
+  /// Sol's linears take as they are (never for Fp8Blocks, whose weights the
+  /// importer dequantizes wherever the checkpoint holds fp8 codes).
   bool quantizes(std::string_view module) const;
 
   /// The format in words, for messages: "AutoAWQ (int4, group size 128)".

@@ -133,6 +133,7 @@ private:
                     Type element);
   LinearWeight int4Weight(const std::string &module);
   LinearWeight fp8Weight(const std::string &module);
+  Value fp8BlocksWeight(const hf::TensorView &codes);
   /// A linear's weight (and bias) as the checkpoint stores it.
   LinearWeight linearWeight(const std::string &prefix, bool bias);
   /// Rows [offset, offset + rows) of a fused projection's weight.
@@ -192,12 +193,53 @@ private:
 /// tensors are converted (sol.convert_weight), bf16 ones read as they are.
 Value Builder::weight(const std::string &name) {
   const hf::TensorView &t = model.checkpoint.get(name);
+  if (t.dtype == DType::F8E4M3)
+    return fp8BlocksWeight(t);
   auto type = RankedTensorType::get(t.shape, elementType(b, t.dtype));
   Value w = b.create<WeightOp>(loc, type, FlatSymbolRefAttr::get(&ctx, name));
   if (type.getElementType() == actType)
     return w;
   return b.create<ConvertWeightOp>(loc, RankedTensorType::get(t.shape, actType),
                                    w);
+}
+
+/// A fine-grained fp8 weight (Qwen3-FP8): its e4m3 codes times the
+/// `<name>_scale_inv` of their block, in bf16 (sol.dequantize_fp8_blocks).
+/// Sol's fp8 linears scale per row, not per block, so the weight imports as
+/// float; solc --quant quantizes it again.
+Value Builder::fp8BlocksWeight(const hf::TensorView &codes) {
+  const auto &q = config.quantization;
+  const std::string where =
+      cat("checkpoint '", model.directory.string(), "': tensor '", codes.name,
+          "' is float8_e4m3fn");
+  if (!q || q->method != hf::QuantMethod::Fp8Blocks)
+    fail(where, ", but config.json's quantization_config does not say how it "
+                "is scaled (fp8 weights import with quant_method \"fp8\" and "
+                "weight_block_size, or compressed-tensors)");
+  const hf::TensorView *scale =
+      model.checkpoint.find(codes.name + "_scale_inv");
+  if (!scale)
+    fail(where, " without its scales '", codes.name, "_scale_inv'");
+  std::vector<float> scales = store.readFloat(scale->name);
+  for (float s : scales)
+    if (!std::isfinite(s) || s <= 0)
+      fail("checkpoint '", model.directory.string(), "': tensor '", scale->name,
+           "' holds the scale ", s, "; fp8 scales must be positive and finite");
+  const std::string name = codes.name + "~fp8.block_scales";
+  store.addProduced(name, DType::F32, scale->shape,
+                    [scales = std::move(scales)](const WeightStore &,
+                                                 const ByteSink &sink, int) {
+                      sink(std::as_bytes(std::span(scales)));
+                    });
+  Value w = b.create<DequantizeFp8BlocksOp>(
+      loc, RankedTensorType::get(codes.shape, b.getBF16Type()),
+      storeWeight(codes.name, codes.shape, b.getFloat8E4M3FNType()),
+      storeWeight(name, scale->shape, b.getF32Type()),
+      b.getI64IntegerAttr(q->blockRows), b.getI64IntegerAttr(q->blockCols));
+  if (actType.isBF16())
+    return w;
+  return b.create<ConvertWeightOp>(
+      loc, RankedTensorType::get(codes.shape, actType), w);
 }
 
 Value Builder::storeWeight(const std::string &name, ArrayRef<int64_t> shape,

@@ -1787,6 +1787,46 @@ func.func @mxfp4_result() {
 
 // -----
 
+func.func @fp8_blocks_scales() {
+  %c = sol.weight @codes : tensor<256x384xf8E4M3FN>
+  %s = sol.weight @scales : tensor<2x2xf32>
+  // expected-error @+1 {{needs [2, 3] f32 scales (one a block of 128 x 128 codes of [256, 384])}}
+  %w = sol.dequantize_fp8_blocks %c, %s {block_rows = 128, block_cols = 128} : (tensor<256x384xf8E4M3FN>, tensor<2x2xf32>) -> tensor<256x384xbf16>
+  return
+}
+
+// -----
+
+func.func @fp8_blocks_codes() {
+  %c = sol.weight @codes : tensor<256x384xbf16>
+  %s = sol.weight @scales : tensor<2x3xf32>
+  // expected-error @+1 {{needs [N, K] f8E4M3FN codes}}
+  %w = sol.dequantize_fp8_blocks %c, %s {block_rows = 128, block_cols = 128} : (tensor<256x384xbf16>, tensor<2x3xf32>) -> tensor<256x384xbf16>
+  return
+}
+
+// -----
+
+func.func @fp8_blocks_block_size() {
+  %c = sol.weight @codes : tensor<256x384xf8E4M3FN>
+  %s = sol.weight @scales : tensor<2x3xf32>
+  // expected-error @+1 {{needs positive block sizes, got 0 x 128}}
+  %w = sol.dequantize_fp8_blocks %c, %s {block_rows = 0, block_cols = 128} : (tensor<256x384xf8E4M3FN>, tensor<2x3xf32>) -> tensor<256x384xbf16>
+  return
+}
+
+// -----
+
+func.func @fp8_blocks_result() {
+  %c = sol.weight @codes : tensor<256x384xf8E4M3FN>
+  %s = sol.weight @scales : tensor<2x3xf32>
+  // expected-error @+1 {{result must be [256, 384] bf16, but is 'tensor<256x384xf32>'}}
+  %w = sol.dequantize_fp8_blocks %c, %s {block_rows = 128, block_cols = 128} : (tensor<256x384xf8E4M3FN>, tensor<2x3xf32>) -> tensor<256x384xf32>
+  return
+}
+
+// -----
+
 func.func @rope_truncate_without_yarn(%q: tensor<?x64xbf16>, %pos: tensor<?xi32>) {
   // expected-error @+1 {{rope truncate = false goes with yarn scaling only}}
   %r = sol.rope %q, %pos {rope = #sol.rope<theta = 10000.0, truncate = false>, num_heads = 4, head_dim = 16} : (tensor<?x64xbf16>, tensor<?xi32>) -> tensor<?x64xbf16>

@@ -16,6 +16,10 @@ input order (desc_act) and the reference holds its dequantized weights,
 compiled without --quant: the plans compute the same products in another
 order of the inputs, so the greedy ids must be equal and, with --text, the
 perplexity within 1e-4 (relative) and the argmax equal at 99% of positions.
+
+fp8-blocks (Transformers' fine-grained fp8, a scale per --block-size block)
+imports dequantized to bf16: its reference holds those bf16 weights and
+compiles without --quant, and the results must be identical.
 """
 import argparse
 import filecmp
@@ -26,8 +30,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+# The solc --quant scheme of the reference; None: the reference holds the
+# weights the importer dequantizes to and compiles without --quant.
 SOL_SCHEME = {"awq": "int4-rtn", "gptq": "int4-rtn", "gptq_v2": "int4-rtn",
-              "fp8-channel": "fp8", "fp8-tensor": "fp8"}
+              "fp8-channel": "fp8", "fp8-tensor": "fp8", "fp8-blocks": None}
 
 
 def run(cmd):
@@ -42,6 +48,7 @@ def main():
     ap.add_argument("--model", required=True, help="bf16 checkpoint directory")
     ap.add_argument("--formats", default="awq,gptq,gptq_v2,fp8-channel,fp8-tensor")
     ap.add_argument("--group-size", type=int, default=128)
+    ap.add_argument("--block-size", default="128,128", help="fp8-blocks: rows,cols a scale")
     ap.add_argument("--opt-level", type=int, default=2, help="solc -O level of both plans")
     ap.add_argument("--text", help="held-out text for the perplexity (needs a tokenizer)")
     ap.add_argument("--positions", type=int, default=512)
@@ -82,7 +89,8 @@ def main():
         for fmt in args.formats.split(","):
             out, ref = tmp / fmt, tmp / f"{fmt}-ref"
             run([args.tool, str(model), "--format", fmt, "--group-size",
-                 str(args.group_size), "--out", str(out), "--reference", str(ref),
+                 str(args.group_size), "--block-size", *args.block_size.split(","),
+                 "--out", str(out), "--reference", str(ref),
                  *(["--act-order"] if args.act_order else [])])
             scheme = SOL_SCHEME[fmt]
             got = evaluate(fmt, out, [])
@@ -113,7 +121,7 @@ def main():
                         shallow=False):
                     want = other
             if want is None:
-                flags = ["--quant", scheme]
+                flags = ["--quant", scheme] if scheme else []
                 if scheme == "int4-rtn":
                     flags += ["--group-size", str(args.group_size)]
                 want = evaluate(f"{fmt}-ref", ref, flags)
@@ -124,8 +132,10 @@ def main():
             if args.text:
                 what = (f"perplexity {got['perplexity']:.4f} over {args.positions} ids, "
                         f"argmax at every position, {what}")
+            against = (f"solc --quant {scheme}" if scheme
+                       else "its dequantized weights in bf16")
             print(f"{model.name} {fmt}: {what} "
-                  f"{'equal' if same else 'DIFFER'} to solc --quant {scheme}"
+                  f"{'equal' if same else 'DIFFER'} to {against}"
                   f": {'ok' if same else 'FAIL'}")
             if not same:
                 for key in got:

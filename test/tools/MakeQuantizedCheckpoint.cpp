@@ -14,6 +14,8 @@
 //   gptq_v2      GPTQ, gptq_v2 format (zero points stored as they are)
 //   fp8-channel  compressed-tensors fp8, weight_scale f32 [N, 1]
 //   fp8-tensor   compressed-tensors fp8, one weight_scale f32 [1]
+//   fp8-blocks   Transformers' fine-grained fp8 (Qwen3-FP8): weight e4m3,
+//                weight_scale_inv f32, a scale per --block-size block
 //
 // with config.json's quantization_config and the tokenizer and generation
 // files. --reference DIR gets the bf16 checkpoint that `solc --quant` must
@@ -29,6 +31,10 @@
 //   fp8-tensor: one scale for the whole weight. Each row's largest
 //     magnitude is raised to the weight's, so that Sol's per-row scales are
 //     all that one.
+//
+//   fp8-blocks: each block's scale is its largest magnitude over 448; Sol
+//     imports the codes times their scale rounded to bf16, so the reference
+//     holds exactly those (solc compiles it without --quant).
 //
 // --experts-only quantizes only the mixtures' experts (checkpoints made
 // for MoE serving that keep attention in bf16), as if every other linear
@@ -47,6 +53,7 @@
 #include "frontend/hf/Safetensors.h"
 #include "runtime/support/DType.h"
 #include "runtime/support/Error.h"
+#include "runtime/support/Fp8.h"
 #include "runtime/support/Quantize.h"
 #include "runtime/support/QuantizedCheckpoint.h"
 
@@ -255,9 +262,47 @@ void packGptq(Tensors &out, const std::string &module,
   out[module + ".g_idx"] = tensor("I32", {k}, gIdx);
 }
 
+/// Fine-grained fp8: codes and a scale per block of `block` (rows,
+/// columns); `w` becomes what Sol imports (the codes times their scale in
+/// bf16).
+void packFp8Blocks(Tensors &out, const std::string &module,
+                   std::vector<float> &w, int64_t n, int64_t k,
+                   const std::array<int64_t, 2> &block) {
+  const int64_t rows = (n + block[0] - 1) / block[0],
+                cols = (k + block[1] - 1) / block[1];
+  std::vector<float> scales(rows * cols);
+  std::vector<uint8_t> codes(n * k);
+  for (int64_t br = 0; br < rows; ++br)
+    for (int64_t bc = 0; bc < cols; ++bc) {
+      const int64_t r0 = br * block[0], r1 = std::min(n, r0 + block[0]);
+      const int64_t c0 = bc * block[1], c1 = std::min(k, c0 + block[1]);
+      float amax = 0;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c)
+          amax = std::max(amax, std::fabs(w[r * k + c]));
+      const float scale = amax > 0 ? amax / sol::kE4M3Max : 1.0f;
+      scales[br * cols + bc] = scale;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          codes[r * k + c] = sol::floatToE4M3(w[r * k + c] / scale);
+          w[r * k + c] = sol::bf16ToFloat(
+              sol::floatToBf16(sol::e4m3ToFloat(codes[r * k + c]) * scale));
+        }
+    }
+  out[module + ".weight"] = tensor("F8_E4M3", {n, k}, codes);
+  out[module + ".weight_scale_inv"] = tensor("F32", {rows, cols}, scales);
+}
+
 Json quantizationConfig(const std::string &format, int64_t groupSize,
-                        const std::vector<std::string> &keep, bool actOrder) {
+                        const std::vector<std::string> &keep, bool actOrder,
+                        const std::array<int64_t, 2> &block) {
   const Json kept = keep.empty() ? Json(nullptr) : Json(keep);
+  if (format == "fp8-blocks")
+    return {{"quant_method", "fp8"},
+            {"activation_scheme", "dynamic"},
+            {"fmt", "e4m3"},
+            {"weight_block_size", {block[0], block[1]}},
+            {"modules_to_not_convert", kept}};
   if (format == "awq")
     return {{"quant_method", "awq"},   {"bits", 4},
             {"group_size", groupSize}, {"zero_point", true},
@@ -314,8 +359,9 @@ void writeConfig(const fs::path &src, const fs::path &dir,
 }
 
 int run(const std::string &src, const std::string &format, int64_t groupSize,
-        const std::string &outDir, const std::string &referenceDir,
-        std::vector<std::string> keep, bool actOrder, bool expertsOnly) {
+        const std::array<int64_t, 2> &block, const std::string &outDir,
+        const std::string &referenceDir, std::vector<std::string> keep,
+        bool actOrder, bool expertsOnly) {
   const sol::hf::ModelConfig config = sol::hf::loadModelConfig(src);
   const sol::hf::Checkpoint checkpoint = sol::hf::Checkpoint::open(src);
   // The decoder layers' linears, the experts' too (Mixtral's w1, w2, w3);
@@ -380,6 +426,8 @@ int run(const std::string &src, const std::string &format, int64_t groupSize,
           for (int64_t j = 0; j < k; ++j)
             w[r * k + order[j]] = deq[r * k + j];
       }
+    } else if (format == "fp8-blocks") {
+      packFp8Blocks(quantized, module, w, n, k, block);
     } else {
       if (format == "fp8-tensor")
         snapFp8Rows(w, n, k);
@@ -400,7 +448,7 @@ int run(const std::string &src, const std::string &format, int64_t groupSize,
   }
 
   const Json quantization =
-      quantizationConfig(format, groupSize, keep, actOrder);
+      quantizationConfig(format, groupSize, keep, actOrder, block);
   for (const auto &[dir, tensors, quant] :
        {std::tuple{fs::path(outDir), &quantized, &quantization},
         std::tuple{fs::path(referenceDir), &reference,
@@ -416,21 +464,26 @@ int run(const std::string &src, const std::string &format, int64_t groupSize,
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"sol-make-quantized-checkpoint: an AutoAWQ, GPTQ or "
-               "compressed-tensors fp8 checkpoint of a bf16 model, made with "
-               "Sol's quantizer (for tests)"};
+  CLI::App app{"sol-make-quantized-checkpoint: an AutoAWQ, GPTQ, "
+               "compressed-tensors fp8 or block-scaled fp8 checkpoint of a "
+               "bf16 model, made with Sol's quantizer (for tests)"};
   std::string src, format, out, reference;
   std::vector<std::string> keep;
   int64_t groupSize = 128;
+  std::vector<int64_t> blockSize = {128, 128};
   bool actOrder = false, expertsOnly = false;
   app.add_option("source", src, "bf16 Hugging Face checkpoint directory")
       ->required();
   app.add_option("--format", format,
-                 "awq, gptq, gptq_v2, fp8-channel or "
-                 "fp8-tensor")
+                 "awq, gptq, gptq_v2, fp8-channel, fp8-tensor or "
+                 "fp8-blocks")
       ->required()
-      ->check(CLI::IsMember(
-          {"awq", "gptq", "gptq_v2", "fp8-channel", "fp8-tensor"}));
+      ->check(CLI::IsMember({"awq", "gptq", "gptq_v2", "fp8-channel",
+                             "fp8-tensor", "fp8-blocks"}));
+  app.add_option("--block-size", blockSize,
+                 "fp8-blocks: rows and columns a scale (default 128 128)")
+      ->expected(2)
+      ->check(CLI::PositiveNumber);
   app.add_option("--group-size", groupSize,
                  "int4 group size (default 128; gptq: -1 for one group per "
                  "row)");
@@ -451,8 +504,8 @@ int main(int argc, char **argv) {
                "with --keep");
   CLI11_PARSE(app, argc, argv);
   try {
-    return run(src, format, groupSize, out, reference, keep, actOrder,
-               expertsOnly);
+    return run(src, format, groupSize, {blockSize[0], blockSize[1]}, out,
+               reference, keep, actOrder, expertsOnly);
   } catch (const std::exception &e) {
     std::cerr << "sol-make-quantized-checkpoint: error: " << e.what() << "\n";
     return 1;

@@ -167,6 +167,37 @@ func.func @f(%x: tensor<?x2xbf16>, %y: tensor<?x32xbf16>) -> (tensor<?x4xbf16>, 
   EXPECT_EQ(readAs<uint16_t>(store, names[3]), want);
 }
 
+// A block-scaled fp8 weight: each code times its block's scale, rounded to
+// bf16; a partial last block of columns and of rows.
+TEST(MaterializeWeightsTest, DequantizesFp8Blocks) {
+  // [3, 3] codes in blocks of 2 x 2: scales [2, 2].
+  const std::vector<uint8_t> codes = {0x38, 0x40, 0x44,  // 1, 2, 3
+                                      0xB8, 0x00, 0x7E,  // -1, 0, 448
+                                      0x30, 0x01, 0x48}; // 0.5, 2^-9, 4
+  const std::vector<float> scales = {2.0f, 0.25f, 1.0f / 3.0f, 10.0f};
+  WeightStore store;
+  store.addView("f.codes", DType::F8E4M3, {3, 3}, raw(codes));
+  store.addView("f.scales", DType::F32, {2, 2}, raw(scales));
+  const std::string ir = R"mlir(
+func.func @f(%x: tensor<?x3xbf16>) -> tensor<?x3xbf16> {
+  %c = sol.weight @f.codes : tensor<3x3xf8E4M3FN>
+  %s = sol.weight @f.scales : tensor<2x2xf32>
+  %w = sol.dequantize_fp8_blocks %c, %s {block_rows = 2, block_cols = 2} : (tensor<3x3xf8E4M3FN>, tensor<2x2xf32>) -> tensor<3x3xbf16>
+  %y = sol.linear %x, %w : (tensor<?x3xbf16>, tensor<3x3xbf16>) -> tensor<?x3xbf16>
+  return %y : tensor<?x3xbf16>
+}
+)mlir";
+  std::vector<std::string> names = materialize(ir, store);
+  ASSERT_EQ(names.size(), 1u);
+  const std::vector<float> want = {2.0f,           4.0f, 0.75f, // 1*2, 2*2, 3/4
+                                   -2.0f,          0.0f, 112.0f, 0.5f / 3.0f,
+                                   1.0f / 1536.0f, 40.0f};
+  std::vector<uint16_t> bits(want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    bits[i] = floatToBf16(want[i]);
+  EXPECT_EQ(readAs<uint16_t>(store, names[0]), bits);
+}
+
 TEST(MaterializeWeightsTest, ClashingNamesGetASuffix) {
   const std::vector<uint16_t> a = {1, 2}, b = {3, 4};
   WeightStore store;

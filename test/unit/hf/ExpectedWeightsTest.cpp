@@ -16,6 +16,7 @@ namespace {
 using test::errorOf;
 using test::TempDir;
 using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -83,6 +84,33 @@ TEST(ExpectedWeightsTest, LlamaNamesAndShapes) {
             nullptr);
   EXPECT_EQ(findExpected(list, "model.layers.0.self_attn.q_proj.bias"),
             nullptr);
+}
+
+// Fine-grained fp8: every matrix but the embedding may be e4m3 codes with
+// an optional scale per (partial) block; norms stay float.
+TEST(ExpectedWeightsTest, Fp8BlocksAllowCodesAndBlockScales) {
+  ModelConfig config = tinyConfig(Architecture::Llama);
+  QuantizationConfig q;
+  q.method = QuantMethod::Fp8Blocks;
+  q.blockRows = 16;
+  q.blockCols = 24;
+  config.quantization = q;
+  const std::vector<ExpectedTensor> list = expectedWeights(config);
+  const ExpectedTensor *down =
+      findExpected(list, "model.layers.1.mlp.down_proj.weight");
+  ASSERT_NE(down, nullptr);
+  EXPECT_THAT(down->dtypes, Contains(DType::F8E4M3));
+  EXPECT_THAT(down->dtypes, Contains(DType::BF16));
+  const ExpectedTensor *scales =
+      findExpected(list, "model.layers.1.mlp.down_proj.weight_scale_inv");
+  ASSERT_NE(scales, nullptr);
+  EXPECT_EQ(scales->shape, (Shape{2, 2})); // [32, 48] in blocks of 16 x 24
+  EXPECT_TRUE(scales->optional);
+  EXPECT_EQ(shapeOf(list, "lm_head.weight_scale_inv"), (Shape{4, 2}));
+  EXPECT_TRUE(findExpected(list, "model.embed_tokens.weight")->dtypes.empty());
+  EXPECT_EQ(findExpected(list, "model.embed_tokens.weight_scale_inv"), nullptr);
+  EXPECT_TRUE(findExpected(list, "model.layers.0.input_layernorm.weight")
+                  ->dtypes.empty());
 }
 
 TEST(ExpectedWeightsTest, BiasesNormsAndTying) {

@@ -291,6 +291,40 @@ TEST(QuantizationConfigTest, Mxfp4QuantizesExpertsOnly) {
   EXPECT_FALSE(q.quantizes("model.layers.1.mlp.experts"));
 }
 
+// Transformers' fine-grained fp8 (Qwen3-FP8's config): a scale per block,
+// imported as float, so no linear is "quantized" in Sol's sense.
+TEST(QuantizationConfigTest, Fp8Blocks) {
+  const Json fp8 = {{"quant_method", "fp8"},
+                    {"activation_scheme", "dynamic"},
+                    {"fmt", "e4m3"},
+                    {"weight_block_size", {128, 64}}};
+  const QuantizationConfig q = *parse(fp8).quantization;
+  EXPECT_EQ(q.method, QuantMethod::Fp8Blocks);
+  EXPECT_EQ(q.blockRows, 128);
+  EXPECT_EQ(q.blockCols, 64);
+  EXPECT_FALSE(q.quantizes("model.layers.0.self_attn.q_proj"));
+  EXPECT_THAT(q.describe(), HasSubstr("a scale per 128 x 64 block"));
+
+  auto errorWith = [&](const Json &patch) {
+    Json config = fp8;
+    config.merge_patch(patch);
+    return errorOf([&] { parse(config); });
+  };
+  EXPECT_THAT(errorWith({{"activation_scheme", "static"}}),
+              AllOf(HasSubstr("\"quantization_config.activation_scheme\" is "
+                              "\"static\""),
+                    HasSubstr("dynamic activation scales only")));
+  EXPECT_THAT(errorWith({{"fmt", "e5m2"}}),
+              HasSubstr("\"quantization_config.fmt\" is \"e5m2\""));
+  EXPECT_THAT(errorWith({{"weight_block_size", nullptr}}),
+              AllOf(HasSubstr("weight_block_size\" is missing"),
+                    HasSubstr("compressed-tensors")));
+  EXPECT_THAT(errorWith({{"weight_block_size", {128}}}),
+              HasSubstr("must be two positive integers"));
+  EXPECT_THAT(errorWith({{"weight_block_size", {128, 0}}}),
+              HasSubstr("must be two positive integers"));
+}
+
 TEST(QuantizationConfigTest, UnknownMethod) {
   EXPECT_THAT(errorOf([] {
                 parse(Json{{"quant_method", "bitsandbytes"}});
