@@ -32,6 +32,11 @@ void addLinear(std::vector<ExpectedTensor> &out, const ModelConfig &config,
     const std::vector<DType> floats = {DType::BF16, DType::F16, DType::F32};
     if (q->fp8Strategy == Fp8Strategy::Channel)
       out.push_back({module + ".weight_scale", {n, 1}, floats, {{n}}});
+    else if (q->fp8Strategy == Fp8Strategy::Block)
+      out.push_back({module + ".weight_scale",
+                     {(n + q->blockRows - 1) / q->blockRows,
+                      (k + q->blockCols - 1) / q->blockCols},
+                     floats});
     else
       out.push_back({module + ".weight_scale", {}, floats, {{1}}});
   } else {

@@ -78,6 +78,23 @@ int64_t groupSize(const JsonFields &fields, bool wholeRowAllowed) {
   return g;
 }
 
+/// The rows and columns of a block of fp8 codes sharing a scale.
+void blockSize(const JsonFields &fields, std::string_view key,
+               QuantizationConfig &config) {
+  if (!fields.has(key))
+    fail(fields.where(key), "is missing: block-scaled fp8 weights need the "
+                            "rows and columns of a block, e.g. [128, 128]");
+  const Json &block = fields.at(key);
+  if (!block.is_array() || block.size() != 2 || !block[0].is_number_integer() ||
+      !block[1].is_number_integer() || block[0].get<int64_t>() <= 0 ||
+      block[1].get<int64_t>() <= 0)
+    fail(fields.where(key),
+         "must be two positive integers (rows and columns of a block), got ",
+         block.dump());
+  config.blockRows = block[0].get<int64_t>();
+  config.blockCols = block[1].get<int64_t>();
+}
+
 /// Transformers' fine-grained fp8: e4m3 weights, a scale per block of
 /// weight_block_size codes, activations quantized dynamically (which Sol's
 /// bf16 activations make moot).
@@ -94,20 +111,7 @@ QuantizationConfig parseFp8Blocks(const JsonFields &fields) {
   if (fmt != "e4m3")
     fail(fields.where("fmt"), "is \"", fmt,
          "\"; Sol reads float8_e4m3fn weights only");
-  if (!fields.has("weight_block_size"))
-    fail(fields.where("weight_block_size"),
-         "is missing; Sol imports fp8 checkpoints scaled by blocks of "
-         "weights (weight_block_size, e.g. [128, 128]), or compressed-tensors "
-         "ones scaled per channel or tensor");
-  const Json &block = fields.at("weight_block_size");
-  if (!block.is_array() || block.size() != 2 || !block[0].is_number_integer() ||
-      !block[1].is_number_integer() || block[0].get<int64_t>() <= 0 ||
-      block[1].get<int64_t>() <= 0)
-    fail(fields.where("weight_block_size"),
-         "must be two positive integers (rows and columns of a block), got ",
-         block.dump());
-  config.blockRows = block[0].get<int64_t>();
-  config.blockCols = block[1].get<int64_t>();
+  blockSize(fields, "weight_block_size", config);
   // modules_to_not_convert needs no reading: each weight's dtype says
   // whether it is fp8.
   return config;
@@ -316,14 +320,18 @@ QuantizationConfig parseCompressedTensors(const JsonFields &fields) {
   if (weights.dynamic)
     fail(weightFields.where("dynamic"),
          "is true; Sol reads weights quantized ahead of time");
-  if (weights.strategy == "channel")
+  if (weights.strategy == "channel") {
     config.fp8Strategy = Fp8Strategy::Channel;
-  else if (weights.strategy == "tensor")
+  } else if (weights.strategy == "tensor") {
     config.fp8Strategy = Fp8Strategy::Tensor;
-  else
+  } else if (weights.strategy == "block") {
+    config.fp8Strategy = Fp8Strategy::Block;
+    blockSize(weightFields, "block_structure", config);
+  } else {
     fail(weightFields.where("strategy"), "is \"", weights.strategy,
-         "\"; Sol imports fp8 weights with \"channel\" or \"tensor\" scales "
-         "(not group or block scales)");
+         "\"; Sol imports fp8 weights with \"channel\", \"tensor\" or "
+         "\"block\" scales (not group scales)");
+  }
 
   if (group.has("input_activations")) {
     JsonFields input(group.at("input_activations"), src,
@@ -337,7 +345,10 @@ QuantizationConfig parseCompressedTensors(const JsonFields &fields) {
            "is false: static activation scales (input_scale) are not "
            "supported; Sol scales activations per token at run time "
            "(dynamic, strategy \"token\")");
-    if (act.strategy != "token")
+    // Block-scaled weights import as bf16: the activations' grouping (per
+    // token, or per group of a token, as block checkpoints have it) is moot.
+    if (act.strategy != "token" &&
+        !(config.fp8Strategy == Fp8Strategy::Block && act.strategy == "group"))
       fail(input.where("strategy"), "is \"", act.strategy,
            "\"; Sol scales activations per token (strategy \"token\")");
   }
@@ -428,8 +439,10 @@ std::string QuantizationConfig::describe() const {
                " format)");
   case QuantMethod::CompressedTensorsFp8:
     return cat("compressed-tensors fp8 (",
-               fp8Strategy == Fp8Strategy::Channel ? "per-channel"
-                                                   : "per-tensor",
+               fp8Strategy == Fp8Strategy::Channel ? std::string("per-channel")
+               : fp8Strategy == Fp8Strategy::Tensor
+                   ? std::string("per-tensor")
+                   : cat(blockRows, " x ", blockCols, " block"),
                " weight scales)");
   case QuantMethod::Mxfp4:
     return "mxfp4 (4-bit E2M1 experts, an E8M0 scale per 32)";

@@ -45,6 +45,9 @@ enum class QuantMethod {
 enum class Fp8Strategy {
   Channel, ///< weight_scale [N, 1]: one scale per output row
   Tensor,  ///< weight_scale [] or [1]: one scale for the whole weight
+  /// weight_scale [ceil(N / rows), ceil(K / cols)]: one per block of
+  /// block_structure (imported dequantized to bf16, as Fp8Blocks)
+  Block,
 };
 
 struct QuantizationConfig {
@@ -60,7 +63,8 @@ struct QuantizationConfig {
   /// GPTQ: desc_act; the importer then checks that g_idx is trivial.
   bool descAct = false;
   Fp8Strategy fp8Strategy = Fp8Strategy::Channel;
-  /// Fp8Blocks: weight_block_size, the rows and columns of codes a scale.
+  /// Fp8Blocks' weight_block_size and compressed-tensors' block_structure:
+  /// the rows and columns of codes a scale.
   int64_t blockRows = 128, blockCols = 128;
   /// Modules left in float: AWQ's and GPTQ's modules_to_not_convert (whole
   /// dotted components of the module name, e.g. "lm_head", "mlp",

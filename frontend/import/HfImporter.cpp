@@ -134,6 +134,8 @@ private:
   LinearWeight int4Weight(const std::string &module);
   LinearWeight fp8Weight(const std::string &module);
   Value fp8BlocksWeight(const hf::TensorView &codes);
+  Value fp8BlocksWeight(const hf::TensorView &codes,
+                        const hf::TensorView &scale);
   /// A linear's weight (and bias) as the checkpoint stores it.
   LinearWeight linearWeight(const std::string &prefix, bool bias);
   /// Rows [offset, offset + rows) of a fused projection's weight.
@@ -203,10 +205,8 @@ Value Builder::weight(const std::string &name) {
                                    w);
 }
 
-/// A fine-grained fp8 weight (Qwen3-FP8): its e4m3 codes times the
-/// `<name>_scale_inv` of their block, in bf16 (sol.dequantize_fp8_blocks).
-/// Sol's fp8 linears scale per row, not per block, so the weight imports as
-/// float; solc --quant quantizes it again.
+/// A fine-grained fp8 weight (Qwen3-FP8) met where a float one is read: its
+/// e4m3 codes and the `<name>_scale_inv` of their blocks.
 Value Builder::fp8BlocksWeight(const hf::TensorView &codes) {
   const auto &q = config.quantization;
   const std::string where =
@@ -220,13 +220,23 @@ Value Builder::fp8BlocksWeight(const hf::TensorView &codes) {
       model.checkpoint.find(codes.name + "_scale_inv");
   if (!scale)
     fail(where, " without its scales '", codes.name, "_scale_inv'");
-  std::vector<float> scales = store.readFloat(scale->name);
+  return fp8BlocksWeight(codes, *scale);
+}
+
+/// Block-scaled fp8 codes times the scale of their block (Transformers'
+/// weight_scale_inv, compressed-tensors' weight_scale), in bf16
+/// (sol.dequantize_fp8_blocks). Sol's fp8 linears scale per row, not per
+/// block, so the weight imports as float; solc --quant quantizes it again.
+Value Builder::fp8BlocksWeight(const hf::TensorView &codes,
+                               const hf::TensorView &scale) {
+  const hf::QuantizationConfig &q = *config.quantization;
+  std::vector<float> scales = store.readFloat(scale.name);
   for (float s : scales)
     if (!std::isfinite(s) || s <= 0)
-      fail("checkpoint '", model.directory.string(), "': tensor '", scale->name,
+      fail("checkpoint '", model.directory.string(), "': tensor '", scale.name,
            "' holds the scale ", s, "; fp8 scales must be positive and finite");
   const std::string name = codes.name + "~fp8.block_scales";
-  store.addProduced(name, DType::F32, scale->shape,
+  store.addProduced(name, DType::F32, scale.shape,
                     [scales = std::move(scales)](const WeightStore &,
                                                  const ByteSink &sink, int) {
                       sink(std::as_bytes(std::span(scales)));
@@ -234,8 +244,8 @@ Value Builder::fp8BlocksWeight(const hf::TensorView &codes) {
   Value w = b.create<DequantizeFp8BlocksOp>(
       loc, RankedTensorType::get(codes.shape, b.getBF16Type()),
       storeWeight(codes.name, codes.shape, b.getFloat8E4M3FNType()),
-      storeWeight(name, scale->shape, b.getF32Type()),
-      b.getI64IntegerAttr(q->blockRows), b.getI64IntegerAttr(q->blockCols));
+      storeWeight(name, scale.shape, b.getF32Type()),
+      b.getI64IntegerAttr(q.blockRows), b.getI64IntegerAttr(q.blockCols));
   if (actType.isBF16())
     return w;
   return b.create<ConvertWeightOp>(
@@ -314,6 +324,11 @@ LinearWeight Builder::int4Weight(const std::string &module) {
 LinearWeight Builder::fp8Weight(const std::string &module) {
   const hf::TensorView &codes = model.checkpoint.get(module + ".weight");
   const hf::TensorView &scale = model.checkpoint.get(module + ".weight_scale");
+  if (config.quantization->fp8Strategy == hf::Fp8Strategy::Block) {
+    LinearWeight w;
+    w.weight = fp8BlocksWeight(codes, scale);
+    return w;
+  }
   const int64_t n = codes.shape[0];
   // f32, f16 or bf16, as checked by hf::checkWeights.
   std::vector<float> scales = store.readFloat(scale.name);

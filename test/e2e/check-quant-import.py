@@ -18,8 +18,9 @@ order of the inputs, so the greedy ids must be equal and, with --text, the
 perplexity within 1e-4 (relative) and the argmax equal at 99% of positions.
 
 fp8-blocks (Transformers' fine-grained fp8, a scale per --block-size block)
-imports dequantized to bf16: its reference holds those bf16 weights and
-compiles without --quant, and the results must be identical.
+and fp8-block (compressed-tensors' block strategy) import dequantized to
+bf16: their reference holds those bf16 weights and compiles without --quant,
+and the results must be identical.
 """
 import argparse
 import filecmp
@@ -33,7 +34,8 @@ from pathlib import Path
 # The solc --quant scheme of the reference; None: the reference holds the
 # weights the importer dequantizes to and compiles without --quant.
 SOL_SCHEME = {"awq": "int4-rtn", "gptq": "int4-rtn", "gptq_v2": "int4-rtn",
-              "fp8-channel": "fp8", "fp8-tensor": "fp8", "fp8-blocks": None}
+              "fp8-channel": "fp8", "fp8-tensor": "fp8", "fp8-blocks": None,
+              "fp8-block": None}
 
 
 def run(cmd):
@@ -48,7 +50,7 @@ def main():
     ap.add_argument("--model", required=True, help="bf16 checkpoint directory")
     ap.add_argument("--formats", default="awq,gptq,gptq_v2,fp8-channel,fp8-tensor")
     ap.add_argument("--group-size", type=int, default=128)
-    ap.add_argument("--block-size", default="128,128", help="fp8-blocks: rows,cols a scale")
+    ap.add_argument("--block-size", default="128,128", help="fp8-block(s): rows,cols a scale")
     ap.add_argument("--opt-level", type=int, default=2, help="solc -O level of both plans")
     ap.add_argument("--text", help="held-out text for the perplexity (needs a tokenizer)")
     ap.add_argument("--positions", type=int, default=512)

@@ -16,6 +16,8 @@
 //   fp8-tensor   compressed-tensors fp8, one weight_scale f32 [1]
 //   fp8-blocks   Transformers' fine-grained fp8 (Qwen3-FP8): weight e4m3,
 //                weight_scale_inv f32, a scale per --block-size block
+//   fp8-block    compressed-tensors fp8 of strategy "block": the same
+//                codes and scales, the scales named weight_scale
 //
 // with config.json's quantization_config and the tokenizer and generation
 // files. --reference DIR gets the bf16 checkpoint that `solc --quant` must
@@ -32,7 +34,8 @@
 //     magnitude is raised to the weight's, so that Sol's per-row scales are
 //     all that one.
 //
-//   fp8-blocks: each block's scale is its largest magnitude over 448; Sol
+//   fp8-blocks, fp8-block: each block's scale is its largest magnitude over
+//     448; Sol
 //     imports the codes times their scale rounded to bf16, so the reference
 //     holds exactly those (solc compiles it without --quant).
 //
@@ -267,7 +270,8 @@ void packGptq(Tensors &out, const std::string &module,
 /// bf16).
 void packFp8Blocks(Tensors &out, const std::string &module,
                    std::vector<float> &w, int64_t n, int64_t k,
-                   const std::array<int64_t, 2> &block) {
+                   const std::array<int64_t, 2> &block,
+                   const std::string &scaleName) {
   const int64_t rows = (n + block[0] - 1) / block[0],
                 cols = (k + block[1] - 1) / block[1];
   std::vector<float> scales(rows * cols);
@@ -290,7 +294,7 @@ void packFp8Blocks(Tensors &out, const std::string &module,
         }
     }
   out[module + ".weight"] = tensor("F8_E4M3", {n, k}, codes);
-  out[module + ".weight_scale_inv"] = tensor("F32", {rows, cols}, scales);
+  out[module + "." + scaleName] = tensor("F32", {rows, cols}, scales);
 }
 
 Json quantizationConfig(const std::string &format, int64_t groupSize,
@@ -318,16 +322,25 @@ Json quantizationConfig(const std::string &format, int64_t groupSize,
             {"modules_to_not_convert", kept}};
   std::vector<std::string> ignore = {"lm_head"};
   ignore.insert(ignore.end(), keep.begin(), keep.end());
-  const bool channel = format == "fp8-channel";
-  Json args = {
-      {"num_bits", 8},         {"type", "float"},
-      {"symmetric", true},     {"dynamic", false},
-      {"group_size", nullptr}, {"strategy", channel ? "channel" : "tensor"}};
+  const bool channel = format == "fp8-channel", blocks = format == "fp8-block";
+  Json args = {{"num_bits", 8},
+               {"type", "float"},
+               {"symmetric", true},
+               {"dynamic", false},
+               {"group_size", nullptr},
+               {"strategy", channel  ? "channel"
+                            : blocks ? "block"
+                                     : "tensor"}};
+  if (blocks)
+    args["block_structure"] = {block[0], block[1]};
+  // Block checkpoints quantize activations per group of 128 of a token.
   Json input = {{"num_bits", 8},
                 {"type", "float"},
                 {"symmetric", true},
                 {"dynamic", true},
-                {"strategy", "token"}};
+                {"strategy", blocks ? "group" : "token"}};
+  if (blocks)
+    input["group_size"] = 128;
   return {{"quant_method", "compressed-tensors"},
           {"format", "float-quantized"},
           {"quantization_status", "compressed"},
@@ -426,8 +439,10 @@ int run(const std::string &src, const std::string &format, int64_t groupSize,
           for (int64_t j = 0; j < k; ++j)
             w[r * k + order[j]] = deq[r * k + j];
       }
-    } else if (format == "fp8-blocks") {
-      packFp8Blocks(quantized, module, w, n, k, block);
+    } else if (format == "fp8-blocks" || format == "fp8-block") {
+      packFp8Blocks(quantized, module, w, n, k, block,
+                    format == "fp8-blocks" ? "weight_scale_inv"
+                                           : "weight_scale");
     } else {
       if (format == "fp8-tensor")
         snapFp8Rows(w, n, k);
@@ -475,13 +490,13 @@ int main(int argc, char **argv) {
   app.add_option("source", src, "bf16 Hugging Face checkpoint directory")
       ->required();
   app.add_option("--format", format,
-                 "awq, gptq, gptq_v2, fp8-channel, fp8-tensor or "
+                 "awq, gptq, gptq_v2, fp8-channel, fp8-tensor, fp8-block or "
                  "fp8-blocks")
       ->required()
       ->check(CLI::IsMember({"awq", "gptq", "gptq_v2", "fp8-channel",
-                             "fp8-tensor", "fp8-blocks"}));
+                             "fp8-tensor", "fp8-block", "fp8-blocks"}));
   app.add_option("--block-size", blockSize,
-                 "fp8-blocks: rows and columns a scale (default 128 128)")
+                 "fp8-block(s): rows and columns a scale (default 128 128)")
       ->expected(2)
       ->check(CLI::PositiveNumber);
   app.add_option("--group-size", groupSize,

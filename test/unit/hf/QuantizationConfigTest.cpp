@@ -226,6 +226,19 @@ TEST(QuantizationConfigTest, CompressedTensorsFp8) {
   EXPECT_TRUE(q.quantizes("model.layers.0.self_attn.q_proj"));
   EXPECT_FALSE(q.quantizes("model.layers.0.mlp.up_proj"));
   EXPECT_FALSE(q.quantizes("model.layers.1.self_attn.q_proj"));
+
+  // Block scales (RedHat's FP8-block checkpoints), activations per group.
+  Json block = Json::parse(kFp8Dynamic);
+  block["config_groups"]["group_0"]["weights"]["strategy"] = "block";
+  block["config_groups"]["group_0"]["weights"]["block_structure"] = {128, 64};
+  block["config_groups"]["group_0"]["input_activations"]["strategy"] = "group";
+  block["config_groups"]["group_0"]["input_activations"]["group_size"] = 128;
+  q = *parse(block).quantization;
+  EXPECT_EQ(q.fp8Strategy, Fp8Strategy::Block);
+  EXPECT_EQ(q.blockRows, 128);
+  EXPECT_EQ(q.blockCols, 64);
+  EXPECT_EQ(q.describe(),
+            "compressed-tensors fp8 (128 x 64 block weight scales)");
 }
 
 TEST(QuantizationConfigTest, CompressedTensorsErrors) {
@@ -247,8 +260,10 @@ TEST(QuantizationConfigTest, CompressedTensorsErrors) {
       AllOf(HasSubstr("\"quantization_config.config_groups.group_0."
                       "weights.type\" and num_bits are \"int\" and 4"),
             HasSubstr("fp8 weights")));
+  EXPECT_THAT(errorFor(kFp8Dynamic, weights({{"strategy", "group"}})),
+              HasSubstr("weights.strategy\" is \"group\""));
   EXPECT_THAT(errorFor(kFp8Dynamic, weights({{"strategy", "block"}})),
-              HasSubstr("weights.strategy\" is \"block\""));
+              HasSubstr("block_structure\" is missing"));
   EXPECT_THAT(errorFor(kFp8Dynamic,
                        input({{"dynamic", false}, {"strategy", "tensor"}})),
               AllOf(HasSubstr("input_activations.dynamic\" is false"),
@@ -318,7 +333,7 @@ TEST(QuantizationConfigTest, Fp8Blocks) {
               HasSubstr("\"quantization_config.fmt\" is \"e5m2\""));
   EXPECT_THAT(errorWith({{"weight_block_size", nullptr}}),
               AllOf(HasSubstr("weight_block_size\" is missing"),
-                    HasSubstr("compressed-tensors")));
+                    HasSubstr("rows and columns of a block")));
   EXPECT_THAT(errorWith({{"weight_block_size", {128}}}),
               HasSubstr("must be two positive integers"));
   EXPECT_THAT(errorWith({{"weight_block_size", {128, 0}}}),
