@@ -133,6 +133,9 @@ private:
                     Type element);
   LinearWeight int4Weight(const std::string &module);
   LinearWeight fp8Weight(const std::string &module);
+  std::vector<float> fp8Scales(const hf::TensorView &scale);
+  Value producedF32(const std::string &name, ArrayRef<int64_t> shape,
+                    std::vector<float> values);
   Value fp8BlocksWeight(const hf::TensorView &codes);
   Value fp8BlocksWeight(const hf::TensorView &codes,
                         const hf::TensorView &scale);
@@ -205,6 +208,30 @@ Value Builder::weight(const std::string &name) {
                                    w);
 }
 
+/// An fp8 weight's scales (f32, f16 or bf16, as hf::checkWeights allows),
+/// each positive and finite.
+std::vector<float> Builder::fp8Scales(const hf::TensorView &scale) {
+  std::vector<float> scales = store.readFloat(scale.name);
+  for (float s : scales)
+    if (!std::isfinite(s) || s <= 0)
+      fail("checkpoint '", model.directory.string(), "': tensor '", scale.name,
+           "' holds the scale ", s, "; fp8 scales must be positive and finite");
+  return scales;
+}
+
+/// `values` as a tensor of the store made by the importer, and its
+/// sol.weight.
+Value Builder::producedF32(const std::string &name, ArrayRef<int64_t> shape,
+                           std::vector<float> values) {
+  store.addProduced(name, DType::F32,
+                    std::vector<int64_t>(shape.begin(), shape.end()),
+                    [values = std::move(values)](const WeightStore &,
+                                                 const ByteSink &sink, int) {
+                      sink(std::as_bytes(std::span(values)));
+                    });
+  return storeWeight(name, shape, b.getF32Type());
+}
+
 /// A fine-grained fp8 weight (Qwen3-FP8) met where a float one is read: its
 /// e4m3 codes and the `<name>_scale_inv` of their blocks.
 Value Builder::fp8BlocksWeight(const hf::TensorView &codes) {
@@ -230,21 +257,12 @@ Value Builder::fp8BlocksWeight(const hf::TensorView &codes) {
 Value Builder::fp8BlocksWeight(const hf::TensorView &codes,
                                const hf::TensorView &scale) {
   const hf::QuantizationConfig &q = *config.quantization;
-  std::vector<float> scales = store.readFloat(scale.name);
-  for (float s : scales)
-    if (!std::isfinite(s) || s <= 0)
-      fail("checkpoint '", model.directory.string(), "': tensor '", scale.name,
-           "' holds the scale ", s, "; fp8 scales must be positive and finite");
-  const std::string name = codes.name + "~fp8.block_scales";
-  store.addProduced(name, DType::F32, scale.shape,
-                    [scales = std::move(scales)](const WeightStore &,
-                                                 const ByteSink &sink, int) {
-                      sink(std::as_bytes(std::span(scales)));
-                    });
+  std::vector<float> scales = fp8Scales(scale);
   Value w = b.create<DequantizeFp8BlocksOp>(
       loc, RankedTensorType::get(codes.shape, b.getBF16Type()),
       storeWeight(codes.name, codes.shape, b.getFloat8E4M3FNType()),
-      storeWeight(name, scale.shape, b.getF32Type()),
+      producedF32(codes.name + "~fp8.block_scales", scale.shape,
+                  std::move(scales)),
       b.getI64IntegerAttr(q.blockRows), b.getI64IntegerAttr(q.blockCols));
   if (actType.isBF16())
     return w;
@@ -330,24 +348,12 @@ LinearWeight Builder::fp8Weight(const std::string &module) {
     return w;
   }
   const int64_t n = codes.shape[0];
-  // f32, f16 or bf16, as checked by hf::checkWeights.
-  std::vector<float> scales = store.readFloat(scale.name);
-  for (float s : scales)
-    if (!std::isfinite(s) || s <= 0)
-      fail("checkpoint '", model.directory.string(), "': tensor '", scale.name,
-           "' holds the scale ", s, "; fp8 scales must be positive and finite");
+  std::vector<float> scales = fp8Scales(scale);
   if (scales.size() == 1)
     scales.assign(n, scales[0]);
-
-  const std::string name = module + ".weight~fp8.scales";
-  store.addProduced(name, DType::F32, {n},
-                    [scales = std::move(scales)](const WeightStore &,
-                                                 const ByteSink &sink, int) {
-                      sink(std::as_bytes(std::span(scales)));
-                    });
   LinearWeight w;
   w.weight = storeWeight(codes.name, codes.shape, b.getFloat8E4M3FNType());
-  w.scales = storeWeight(name, {n}, b.getF32Type());
+  w.scales = producedF32(module + ".weight~fp8.scales", {n}, std::move(scales));
   w.scheme = QuantScheme::Fp8;
   return w;
 }
