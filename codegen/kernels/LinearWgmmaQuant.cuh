@@ -39,11 +39,14 @@
 // a ring slot is refilled two iterations after it was read, when its last
 // wgmma has finished. Dequantization as in linear_gemm_quant: int8 through
 // the float 2^23 + 128 + q (q exactly), int4 nibbles under the bf16 exponent
-// of 128 minus 128 + zero in one bf16x2 fma. The int8 row scale multiplies
-// the fp32 sums at the end; an int4 group's products collect in their own
-// accumulators (wgmma D, overwritten by the group's first step) and fold in
-// with the row's group scale when the group ends (W' is never rounded to
-// bf16).
+// of 128 minus 128 + zero in one bf16x2 fma (exact). The int8 row scale
+// multiplies the fp32 sums at the end (exact); int4 codes minus their zero
+// are multiplied by the group's scale in one more bf16x2 fma, so W' is
+// rounded to bf16 once (a relative 2^-9 a weight, as Marlin's fp16 W' is;
+// below the bf16 output's own rounding). Folding each group into fp32 with
+// its scale instead took a second set of accumulators (164 registers: one
+// block a multiprocessor) and a wait for every wgmma in flight at each
+// group's end.
 //
 // Output: a lane holds rows g and g + 8 of its warp's 16 columns for tokens
 // 8j + 2q, +1; with xor-4 shuffles each lane forms a pair of neighbouring
@@ -236,15 +239,14 @@ __global__ void __launch_bounds__(
 #pragma unroll
   for (int e = 0; e < kAcc; ++e)
     acc[e] = 0.0f;
-  float part[kInt4 ? kAcc : 1];
 
   // int4: the zeros and scales of the lane's rows g and g + 8 for the group
   // of sub-tile `sub`, a sub-tile ahead.
   const int rowG = n0 + warp * 16 + g;
   const int groups = kInt4 ? K / GroupSize : 1;
   unsigned zeroNow[2] = {}, zeroNext[2] = {};
-  float scaleNow[2] = {}, scaleNext[2] = {};
-  auto loadGroup = [&](int sub, unsigned(&zero)[2], float(&scale)[2]) {
+  unsigned scaleNow[2] = {}, scaleNext[2] = {};
+  auto loadGroup = [&](int sub, unsigned(&zero)[2], unsigned(&scale)[2]) {
     if constexpr (kInt4) {
       const int group = sub * kSubK / GroupSize;
 #pragma unroll
@@ -252,7 +254,7 @@ __global__ void __launch_bounds__(
         const long long at =
             static_cast<long long>(min(rowG + 8 * h, N - 1)) * groups + group;
         zero[h] = quant_gemv::int4NegativeZero(args.zeros[at]);
-        scale[h] = args.scales[at];
+        scale[h] = packBf16Pair(args.scales[at], args.scales[at]);
       }
     }
   };
@@ -268,6 +270,9 @@ __global__ void __launch_bounds__(
   // stage kt + kAhead + 2's into it; two iterations a trip keep the sets in
   // registers.
   auto iteration = [&](int kt, XUnits &units) {
+    // At most the last sub-tile's wgmmas are in flight: those of the slot
+    // refilled below (two iterations ago) are done.
+    wgmmaWait<1>();
     copyAsyncWait<kAhead - 1>();
     // This thread's landed copies, then everyone's, are seen by the tensor
     // cores.
@@ -299,12 +304,9 @@ __global__ void __launch_bounds__(
         loadMatrixX4(codes[f],
                      sharedAddress(cs + codeChunkOffset<kChunks>(r, chunk)));
       }
-      bool groupStart = false;
-      if constexpr (kInt4) {
-        groupStart = sub == subBegin || sub * kSubK % GroupSize == 0;
+      if constexpr (kInt4)
         if (sub + 1 < subEnd)
           loadGroup(sub + 1, zeroNext, scaleNext);
-      }
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
         // The wgmma that read these A registers two steps ago is done.
@@ -314,10 +316,18 @@ __global__ void __launch_bounds__(
           const unsigned wg = codes[0][2 * (s / 2)];
           const unsigned wg8 = codes[0][2 * (s / 2) + 1];
           const int t = s % 2;
-          a[0] = dequantInt4Pair(wg, wg >> 4, 2 * t, zeroNow[0]);
-          a[1] = dequantInt4Pair(wg8, wg8 >> 4, 2 * t, zeroNow[1]);
-          a[2] = dequantInt4Pair(wg, wg >> 4, 2 * t + 1, zeroNow[0]);
-          a[3] = dequantInt4Pair(wg8, wg8 >> 4, 2 * t + 1, zeroNow[1]);
+          a[0] = quant_gemv::fmaBf16x2(
+              dequantInt4Pair(wg, wg >> 4, 2 * t, zeroNow[0]), scaleNow[0],
+              0x80008000u);
+          a[1] = quant_gemv::fmaBf16x2(
+              dequantInt4Pair(wg8, wg8 >> 4, 2 * t, zeroNow[1]), scaleNow[1],
+              0x80008000u);
+          a[2] = quant_gemv::fmaBf16x2(
+              dequantInt4Pair(wg, wg >> 4, 2 * t + 1, zeroNow[0]), scaleNow[0],
+              0x80008000u);
+          a[3] = quant_gemv::fmaBf16x2(
+              dequantInt4Pair(wg8, wg8 >> 4, 2 * t + 1, zeroNow[1]),
+              scaleNow[1], 0x80008000u);
         } else {
           dequantInt8Pairs(codes[s / 2][2 * (s % 2)], a[0], a[2]);
           dequantInt8Pairs(codes[s / 2][2 * (s % 2) + 1], a[1], a[3]);
@@ -326,23 +336,10 @@ __global__ void __launch_bounds__(
                                 u * Shape::kXSubBytes +
                                 2 * s * Shape::kXChunkBytes;
         wgmmaFence();
-        if constexpr (kInt4)
-          wgmmaBf16<Tokens>(part, a, descriptor0 + (offset >> 4),
-                            groupStart && s == 0 ? 0 : 1);
-        else
-          wgmmaBf16<Tokens>(acc, a, descriptor0 + (offset >> 4), 1);
+        wgmmaBf16<Tokens>(acc, a, descriptor0 + (offset >> 4), 1);
         wgmmaCommit();
       }
       if constexpr (kInt4) {
-        // Fold the group in when it ends here (or the split does).
-        if (sub + 1 == subEnd || (sub + 1) * kSubK % GroupSize == 0) {
-          wgmmaWait<0>();
-#pragma unroll
-          for (int e = 0; e < kAcc; ++e) {
-            wgmmaHold(part[e]);
-            acc[e] = fmaf(scaleNow[e / 2 % 2], part[e], acc[e]);
-          }
-        }
         zeroNow[0] = zeroNext[0];
         zeroNow[1] = zeroNext[1];
         scaleNow[0] = scaleNext[0];

@@ -1274,15 +1274,15 @@ QuantWgmmaSpec QuantWgmmaSpec::choose(int rows, int outFeatures, int inFeatures,
   // A matrix whose tiles fill at most half of the multiprocessors takes
   // four warpgroups (each x tile serves 256 columns) when K splits far
   // enough that the slices still make about a wave: Llama-3.1-8B's QKV, o
-  // and down at 32 and 64 rows, 4-44% faster on an H100 (sol-kernel-check
+  // and down at 32-128 rows, 4-44% faster on an H100 (sol-kernel-check
   // --only quant_gemm; 64 rows, int8: QKV 32.3 -> 24.4 us, down 56.4 ->
-  // 40.9; int4 QKV at 32 rows 29.5 -> 17.7). Llama-3.2-1B's shorter K
-  // cannot split that far, and four warpgroups lost there (QKV 12.8 ->
-  // 16.2 us), as they did for its gate/up (128 tiles: 32.1 -> 39.7) and,
-  // for int4, at 128 rows.
+  // 40.9; int4 QKV at 32 rows 29.5 -> 17.7; 128 rows, int4: down 106.6 ->
+  // 72.0, o 37.3 -> 29.4). Llama-3.2-1B's shorter K cannot split that far,
+  // and four warpgroups lost there (QKV 12.8 -> 16.2 us at 64 rows, 17.6 ->
+  // 24.0 at 128), as they did for its gate/up (128 tiles: 32.1 -> 39.7).
   const long long tiles = static_cast<long long>(ceilDiv(rows, spec.tokens)) *
                           ceilDiv(outFeatures, spec.tileN());
-  if (spec.tokens <= 64 && 2 * tiles <= multiprocessors) {
+  if (2 * tiles <= multiprocessors) {
     QuantWgmmaSpec wide = spec;
     wide.warpGroups = 4;
     wide.splitFor(rows, outFeatures, inFeatures, multiprocessors);

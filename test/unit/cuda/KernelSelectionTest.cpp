@@ -557,8 +557,8 @@ TEST(KernelSelection, HopperPlansRunBatchedQuantizedDecodeOnWgmma) {
 
 // Four warpgroups where a matrix's tiles fill at most half of the
 // multiprocessors and K splits into about a wave of slices (Llama-3.1-8B's
-// QKV, o and down at 32-64 rows); two elsewhere (its gate/up, the 1B's
-// shorter K, 128 rows).
+// QKV, o and down at 32-128 rows); two elsewhere (its gate/up, the 1B's
+// shorter K).
 TEST(KernelSelection, NarrowWgmmaLinearsTakeFourWarpGroups) {
   struct Case {
     int rows, n, k, warpGroups, splitK;
@@ -567,7 +567,9 @@ TEST(KernelSelection, NarrowWgmmaLinearsTakeFourWarpGroups) {
     for (const Case &c :
          {Case{64, 6144, 4096, 4, 6}, Case{32, 6144, 4096, 4, 6},
           Case{64, 4096, 4096, 4, 8}, Case{64, 4096, 14336, 4, 8},
-          Case{64, 28672, 4096, 2, 1}, Case{128, 4096, 14336, 2, 5},
+          Case{64, 28672, 4096, 2, 1}, Case{128, 4096, 14336, 4, 8},
+          Case{128, 4096, 4096, 4, 8}, Case{128, 6144, 4096, 4, 6},
+          Case{128, 3072, 2048, 2, 4}, Case{128, 28672, 4096, 2, 1},
           Case{64, 3072, 2048, 2, 4}, Case{64, 16384, 2048, 2, 2},
           Case{64, 2048, 8192, 2, 8}}) {
       const QuantWgmmaSpec spec = QuantWgmmaSpec::choose(

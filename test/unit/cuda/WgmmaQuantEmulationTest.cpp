@@ -7,11 +7,12 @@
 // through the descriptor, both by the PTX ISA's layouts). So the kernel's
 // own code decides which codes each lane dequantizes into which A slot, in
 // which order it stores x for the tensor cores, what its descriptors
-// address, which group scale folds in where and how its lanes pair the
+// address, which group's scale and zero apply where and how its lanes pair the
 // output columns: a wrong permutation, descriptor stride, group boundary,
 // split-K slice, partial tile or epilogue shows up as a wrong output.
 // Problems, references and the comparison are QuantEmulationProblem.h's
-// (exact equality on data whose sums are exact), outputs start as NaN poison
+// (exact equality on data whose sums are exact: int4 scales are powers of
+// two, so W' is exact in bf16), outputs start as NaN poison
 // with a poisoned guard row after the last, shared memory as NaNs. The GPU's
 // arithmetic and speed: sol-kernel-check --only quant_gemm.
 //
@@ -146,9 +147,8 @@ TEST(WgmmaQuantEmulation, HundredTwentyEightTokens) {
 }
 
 // Split K: int8's 7 sub-tiles over 3 slices (3, 3, 1); int4's 8 (3, 3,
-// 2), its groups of 128 straddling the first two slices, folded at the
-// slice end; 2 sub-tiles a stage over 3 slices of 4 stages (2, 2, 0: an
-// idle block).
+// 2), its groups of 128 straddling the first two slices; 2 sub-tiles a stage
+// over 3 slices of 4 stages (2, 2, 0: an idle block).
 TEST(WgmmaQuantEmulation, SplitK) {
   expectSplitK<WeightFormat::Int8, 32, 1, 3, 1, 0>(20, 64, 448, 3, 60);
   expectSplitK<WeightFormat::Int4, 32, 1, 3, 1, 128>(20, 64, 512, 3, 61);
@@ -156,7 +156,8 @@ TEST(WgmmaQuantEmulation, SplitK) {
   expectSplitK<WeightFormat::Int4, 16, 2, 3, 2, 128>(12, 128, 512, 3, 64);
 }
 
-// Random reals (int4 scales that are not powers of two): bf16 accuracy.
+// Random reals (int4 scales that are not powers of two: W' rounds to bf16
+// once): bf16 accuracy.
 TEST(WgmmaQuantEmulation, InexactData) {
   expectLinear<WeightFormat::Int8, 64, 2, 4, 2, float, true, kEpilogueNone, 0>(
       33, 128, 256, false, 70);
