@@ -1972,7 +1972,7 @@ void CudaExecutor::submitStep(const StepBatch &in, const StepOutput &out) {
   const bool graphable =
       !options_.disableCudaGraphs && shape.tokens <= kMaxGraphTokens;
   auto key = shape.key();
-  if (options_.profileOps && shape.tokens <= kMaxGraphTokens) {
+  if (options_.profileOps) {
     if (seen_[key]++ >= 1)
       profileOps(shape); // after one warm-up run of the shape
     else

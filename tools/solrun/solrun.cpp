@@ -748,7 +748,8 @@ int main(int argc, char **argv) {
   app.add_flag("--no-cuda-graph", opts.executor.disableCudaGraphs,
                "launch decode steps kernel by kernel (debugging)");
   app.add_flag("--profile-ops", opts.executor.profileOps,
-               "time every op of decode steps with CUDA events and print a "
+               "time every op of each step (decode, verification, prompt "
+               "chunk) with CUDA events and print a "
                "per-op table to stderr at exit (slower; CUDA only)");
   app.add_flag("--profile-steps", opts.executor.profileSteps,
                "time every step (GPU time, step wall time, host time between "
