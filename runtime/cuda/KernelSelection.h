@@ -150,8 +150,11 @@ bool isSplitKFinalize(const KernelInstance &instance);
 inline constexpr int kQuantGemmMaxRows = 128;
 
 /// The fewest rows linear_wgmma_quant runs in plans for Hopper; fewer go to
-/// linear_gemm_quant (or linear_skinny_quant).
-inline constexpr int kQuantWgmmaMinRows = 17;
+/// linear_skinny_quant (int4 keeps it up to 16 rows) or linear_gemm_quant.
+/// At 16 rows it beats linear_gemm_quant on every int8 shape measured
+/// (H100, sol-kernel-check --only quant_gemm: the 8B's four linears 109.7
+/// against 124.8 us, gate/up 51.1 against 65.5; the 1B's 48.8 against 51.2).
+inline constexpr int kQuantWgmmaMinRows = 9;
 
 /// Whether `instance` is a quantized single-pass linear (QuantLinearArgs).
 bool isQuantSinglePass(const KernelInstance &instance);

@@ -507,9 +507,10 @@ TEST(KernelSelection, ArgmaxLmHeadIsTheOneRowGemvWithTheArgmaxEpilogue) {
 }
 
 // In plans for Hopper (OpDesc::wgmma, from the target) batched decode of
-// kQuantWgmmaMinRows rows and more runs linear_wgmma_quant (int8 and int4,
-// split K with its finalize where the tiles are few); fewer rows keep
-// linear_gemm_quant, and enumerateKernels compiles what selection picks.
+// kQuantWgmmaMinRows rows and more runs linear_wgmma_quant (int8 from 9
+// rows, int4 past linear_skinny_quant's 16; split K with its finalize where
+// the tiles are few); fewer rows keep linear_gemm_quant or
+// linear_skinny_quant, and enumerateKernels compiles what selection picks.
 TEST(KernelSelection, HopperPlansRunBatchedQuantizedDecodeOnWgmma) {
   for (const auto &[quant, group] :
        {std::pair{fb::WeightQuant::Int8, 0}, {fb::WeightQuant::Int4, 128}}) {
@@ -519,11 +520,15 @@ TEST(KernelSelection, HopperPlansRunBatchedQuantizedDecodeOnWgmma) {
     const WeightFormat format = quant == fb::WeightQuant::Int8
                                     ? WeightFormat::Int8
                                     : WeightFormat::Int4;
+    const std::vector<KernelLaunch> eight = selectKernels(gateUp, 8, 0);
+    EXPECT_NE(headers(eight), (Headers{"RmsNorm.cuh", "LinearWgmmaQuant.cuh"}));
     const std::vector<KernelLaunch> sixteen = selectKernels(gateUp, 16, 0);
-    EXPECT_NE(headers(sixteen),
-              (Headers{"RmsNorm.cuh", "LinearWgmmaQuant.cuh"}));
+    EXPECT_EQ(sixteen.at(1).instance.header,
+              format == WeightFormat::Int8 ? "LinearWgmmaQuant.cuh"
+                                           : "LinearSkinnyQuant.cuh");
     const std::vector<KernelInstance> plan = enumerateKernels(gateUp, 128, 0);
-    for (int rows : {kQuantWgmmaMinRows, 64, kQuantGemmMaxRows}) {
+    const int first = format == WeightFormat::Int8 ? kQuantWgmmaMinRows : 17;
+    for (int rows : {first, 64, kQuantGemmMaxRows}) {
       const std::vector<KernelLaunch> l = selectKernels(gateUp, rows, 0);
       const QuantWgmmaSpec gemm = QuantWgmmaSpec::choose(
           gemmRowBucket(rows), 16384, 2048, format, LinearOutput::Bf16, false,
