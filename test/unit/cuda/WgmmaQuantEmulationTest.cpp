@@ -20,6 +20,7 @@
 
 #include "LinearWgmmaQuant.cuh"
 #include "QuantEmulationProblem.h"
+#include "runtime/cuda/KernelSpecs.h"
 
 #include <gtest/gtest.h>
 
@@ -35,6 +36,15 @@ template <WeightFormat F, int T, int WG, int S, int KS, typename OutT,
           bool HasBias, int Epilogue, bool SplitK, int G>
 void launch(const Problem &p, std::vector<OutT> &y, int splits) {
   using Shape = QuantWgmmaShape<F, T, WG, S, KS>;
+  // The executor launches with the spec's dynamic shared memory.
+  const sol::cuda::QuantWgmmaSpec spec{
+      .format = F == WeightFormat::Int4 ? sol::cuda::WeightFormat::Int4
+                                        : sol::cuda::WeightFormat::Int8,
+      .tokens = T,
+      .warpGroups = WG,
+      .stages = S,
+      .kSub = KS};
+  ASSERT_EQ(spec.sharedBytes(), Shape::kSharedBytes);
   std::vector<uint4> shared(ceilDiv(Shape::kSharedBytes, 16),
                             uint4{~0u, ~0u, ~0u, ~0u});
   cuda_emulation::dynamicShared =
