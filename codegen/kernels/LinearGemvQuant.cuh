@@ -26,10 +26,14 @@
 // sm_90, too few for 16 or 32 values per load):
 //  * int8: the code ^ 0x80 under the exponent of 2^23 is the float
 //    2^23 + 128 + q; one subtraction leaves q.
-//  * int4: a nibble under the bf16 exponent of 128 is 128 + q; one bf16x2
-//    fma takes 128 + zero off two values at once, exactly. A 16-byte vector
-//    lies in one group (G % 32 == 0), so its group's scale multiplies its
-//    partial sums once.
+//  * int4: a nibble moved into byte 2 of 128.0f is the float 128 + q (one
+//    byte permute a value); the products (128 + q) x are summed as they
+//    are, and (128 + zero) times the sum of x comes off the vector's sums
+//    (fp32 keeps 16 bits or more through that cancellation). A 16-byte
+//    vector lies in one group (G % 32 == 0), so its group's scale
+//    multiplies its partial sums once. (dequant<Int4>, for the other
+//    kernels, keeps bf16 pairs: a nibble under the bf16 exponent of 128,
+//    128 + zero taken off two at once by one bf16x2 fma.)
 //  * fp8: sign, exponent and mantissa of an E4M3 code moved into a bf16 are
 //    its value times 2^-120 (subnormals included); x is kept in shared
 //    memory times 2^112 (exact in bf16), so every product is exact and
@@ -138,6 +142,25 @@ dequantInt4(const uint4 &v, int c, unsigned negativeZero, float (&f)[8]) {
     const unsigned d = fmaBf16x2(biased, 0x3f803f80u, negativeZero);
     f[p] = lowBf16(d);
     f[p + 4] = highBf16(d);
+  }
+}
+
+// Values 8c .. 8c + 7 of a vector of 32 int4 codes as the floats 128 +
+// code: a code moved into byte 2 of 128.0f (0x43000000) is 128 + code
+// exactly, one byte permute a value (dequantInt4's bf16 pairs take a mask,
+// an fma and two unpacks a pair). linear_gemv_quant takes (128 + zero) times
+// the vector's sum of x off the sums.
+__device__ __forceinline__ void dequantInt4Biased(const uint4 &v, int c,
+                                                  float (&f)[8]) {
+  const unsigned w = vectorWord(v, c);
+  const unsigned even = w & 0x0f0f0f0fu;       // byte j: value 2j
+  const unsigned odd = (w >> 4) & 0x0f0f0f0fu; // byte j: value 2j + 1
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    f[2 * j] =
+        __uint_as_float(__byte_perm(even, 0x43000000u, 0x7054u | j << 8));
+    f[2 * j + 1] =
+        __uint_as_float(__byte_perm(odd, 0x43000000u, 0x7054u | j << 8));
   }
 }
 
@@ -337,20 +360,33 @@ __device__ __forceinline__ void quantizeRowsFp8Shifted(bf16 *xs, const bf16 *x,
 }
 
 // a[r][t] += W'(row r, vector v) . x(row t, vector v) for t < rows, W' up
-// to the int4 group scale. Dequantizes the weights once per chunk of 8 and
-// holds the smaller of the chunk's weights (R rows) or x (MaxRows rows) in
-// registers while streaming the other.
+// to the int4 group scale; for int4, W' is 128 + code (dequantInt4Biased)
+// and xsum[t] += the vector's sum of x(row t). Dequantizes the weights once
+// per chunk of 8 and holds the smaller of the chunk's weights (R rows) or x
+// (MaxRows rows) in registers while streaming the other.
 template <WeightFormat F, int K, int MaxRows, int R, bool XShared>
-__device__ __forceinline__ void dotVector(const uint4 (&wv)[R],
-                                          const unsigned (&negativeZero)[R],
-                                          const bf16 *x, const bf16 *xs, int v,
-                                          int rows, float (&a)[R][MaxRows]) {
+__device__ __forceinline__ void
+dotVector(const uint4 (&wv)[R], const unsigned (&negativeZero)[R],
+          const bf16 *x, const bf16 *xs, int v, int rows,
+          float (&a)[R][MaxRows], float (&xsum)[MaxRows]) {
   constexpr int kChunks = kVectorValues<F> / 8;
+  constexpr bool kBiased = F == WeightFormat::Int4;
   auto loadX = [&](int t, int xv, float(&xf)[8]) {
     if constexpr (XShared)
       unpack8(load16(xs + t * K + xv * 8), xf);
     else
       unpack8(loadActivation16(x + static_cast<long long>(t) * K + xv * 8), xf);
+    if constexpr (kBiased) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        xsum[t] += xf[j];
+    }
+  };
+  auto weights = [&](int r, int c, float(&wf)[8]) {
+    if constexpr (kBiased)
+      dequantInt4Biased(wv[r], c, wf);
+    else
+      dequant<F>(wv[r], c, negativeZero[r], wf);
   };
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
@@ -359,7 +395,7 @@ __device__ __forceinline__ void dotVector(const uint4 (&wv)[R],
       float wf[R][8];
 #pragma unroll
       for (int r = 0; r < R; ++r)
-        dequant<F>(wv[r], c, negativeZero[r], wf[r]);
+        weights(r, c, wf[r]);
 #pragma unroll
       for (int t = 0; t < MaxRows; ++t) {
         if (t < rows) {
@@ -381,7 +417,7 @@ __device__ __forceinline__ void dotVector(const uint4 (&wv)[R],
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         float wf[8];
-        dequant<F>(wv[r], c, negativeZero[r], wf);
+        weights(r, c, wf);
 #pragma unroll
         for (int t = 0; t < MaxRows; ++t)
           if (t < rows)
@@ -532,12 +568,11 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
     for (int u = 0; u < kUnroll; ++u) {
       const int v = sliceBegin + (it + u) * 32 + lane;
       if (it + u < kIters && v < sliceEnd) {
-        unsigned negativeZero[R];
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-          negativeZero[r] =
-              kInt4 ? quant_gemv::int4NegativeZero(groupZero[u][r]) : 0u;
+        const unsigned negativeZero[R] = {};
+        float xsum[MaxRows] = {};
         if constexpr (kInt4) {
+          // Sums of (128 + code) x; less (128 + zero) sum(x), times the
+          // group scale.
           float part[R][MaxRows];
 #pragma unroll
           for (int r = 0; r < R; ++r)
@@ -545,15 +580,18 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
             for (int i = 0; i < MaxRows; ++i)
               part[r][i] = 0.0f;
           quant_gemv::dotVector<F, K, MaxRows, R, kXShared>(
-              wv[u], negativeZero, x, xs, v, rows, part);
+              wv[u], negativeZero, x, xs, v, rows, part, xsum);
 #pragma unroll
-          for (int r = 0; r < R; ++r)
+          for (int r = 0; r < R; ++r) {
+            const float bias = 128.0f + static_cast<float>(groupZero[u][r]);
 #pragma unroll
             for (int i = 0; i < MaxRows; ++i)
-              acc[r][i] = fmaf(groupScale[u][r], part[r][i], acc[r][i]);
+              acc[r][i] = fmaf(groupScale[u][r],
+                               fmaf(-bias, xsum[i], part[r][i]), acc[r][i]);
+          }
         } else {
           quant_gemv::dotVector<F, K, MaxRows, R, kXShared>(
-              wv[u], negativeZero, x, xs, v, rows, acc);
+              wv[u], negativeZero, x, xs, v, rows, acc, xsum);
         }
       }
     }
