@@ -24,8 +24,12 @@
 //
 // Dequantization avoids conversion instructions (16 a cycle per SM on
 // sm_90, too few for 16 or 32 values per load):
-//  * int8: the code ^ 0x80 under the exponent of 2^23 is the float
-//    2^23 + 128 + q; one subtraction leaves q.
+//  * int8: the code ^ 0x80 in byte 1 of 2^15 is the float 32896 + q (one
+//    byte permute a value); the products (32896 + q) x are summed as they
+//    are and 32896 times the vector's sum of x comes off (fp32 keeps 15
+//    bits or more through that cancellation). (dequant<Int8>, for the
+//    other kernels, puts the code under the exponent of 2^23 and subtracts
+//    2^23 + 128, leaving q exactly.)
 //  * int4: a nibble moved into byte 2 of 128.0f is the float 128 + q (one
 //    byte permute a value); the products (128 + q) x are summed as they
 //    are, and (128 + zero) times the sum of x comes off the vector's sums
@@ -161,6 +165,22 @@ __device__ __forceinline__ void dequantInt4Biased(const uint4 &v, int c,
         __uint_as_float(__byte_perm(even, 0x43000000u, 0x7054u | j << 8));
     f[2 * j + 1] =
         __uint_as_float(__byte_perm(odd, 0x43000000u, 0x7054u | j << 8));
+  }
+}
+
+// Values 8c .. 8c + 7 of a vector of 16 int8 codes as the floats 32896 +
+// code (2^15 + 128 + code: the code ^ 0x80 in byte 1 of 2^15 = 0x47000000),
+// one byte permute a value; linear_gemv_quant takes 32896 times the
+// vector's sum of x off the sums.
+__device__ __forceinline__ void dequantInt8Biased(const uint4 &v, int c,
+                                                  float (&f)[8]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const unsigned biased = vectorWord(v, 2 * c + h) ^ 0x80808080u;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      f[4 * h + j] =
+          __uint_as_float(__byte_perm(biased, 0x47000000u, 0x7504u | j << 4));
   }
 }
 
@@ -370,7 +390,7 @@ dotVector(const uint4 (&wv)[R], const unsigned (&negativeZero)[R],
           const bf16 *x, const bf16 *xs, int v, int rows,
           float (&a)[R][MaxRows], float (&xsum)[MaxRows]) {
   constexpr int kChunks = kVectorValues<F> / 8;
-  constexpr bool kBiased = F == WeightFormat::Int4;
+  constexpr bool kBiased = F != WeightFormat::Fp8;
   auto loadX = [&](int t, int xv, float(&xf)[8]) {
     if constexpr (XShared)
       unpack8(load16(xs + t * K + xv * 8), xf);
@@ -383,8 +403,10 @@ dotVector(const uint4 (&wv)[R], const unsigned (&negativeZero)[R],
     }
   };
   auto weights = [&](int r, int c, float(&wf)[8]) {
-    if constexpr (kBiased)
+    if constexpr (F == WeightFormat::Int4)
       dequantInt4Biased(wv[r], c, wf);
+    else if constexpr (F == WeightFormat::Int8)
+      dequantInt8Biased(wv[r], c, wf);
     else
       dequant<F>(wv[r], c, negativeZero[r], wf);
   };
@@ -570,9 +592,10 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
       if (it + u < kIters && v < sliceEnd) {
         const unsigned negativeZero[R] = {};
         float xsum[MaxRows] = {};
-        if constexpr (kInt4) {
-          // Sums of (128 + code) x; less (128 + zero) sum(x), times the
-          // group scale.
+        if constexpr (!kFp8) {
+          // Sums of (128 + code) x, less (128 + zero) sum(x), times the
+          // group scale (int4); sums of (32896 + code) x less 32896 sum(x)
+          // (int8, whose row scale comes at the end).
           float part[R][MaxRows];
 #pragma unroll
           for (int r = 0; r < R; ++r)
@@ -583,11 +606,16 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
               wv[u], negativeZero, x, xs, v, rows, part, xsum);
 #pragma unroll
           for (int r = 0; r < R; ++r) {
-            const float bias = 128.0f + static_cast<float>(groupZero[u][r]);
 #pragma unroll
-            for (int i = 0; i < MaxRows; ++i)
-              acc[r][i] = fmaf(groupScale[u][r],
-                               fmaf(-bias, xsum[i], part[r][i]), acc[r][i]);
+            for (int i = 0; i < MaxRows; ++i) {
+              if constexpr (kInt4) {
+                const float bias = 128.0f + static_cast<float>(groupZero[u][r]);
+                acc[r][i] = fmaf(groupScale[u][r],
+                                 fmaf(-bias, xsum[i], part[r][i]), acc[r][i]);
+              } else {
+                acc[r][i] += fmaf(-32896.0f, xsum[i], part[r][i]);
+              }
+            }
           }
         } else {
           quant_gemv::dotVector<F, K, MaxRows, R, kXShared>(
