@@ -523,9 +523,9 @@ TEST(KernelSelection, HopperPlansRunBatchedQuantizedDecodeOnWgmma) {
     const std::vector<KernelLaunch> eight = selectKernels(gateUp, 8, 0);
     EXPECT_NE(headers(eight), (Headers{"RmsNorm.cuh", "LinearWgmmaQuant.cuh"}));
     const std::vector<KernelLaunch> sixteen = selectKernels(gateUp, 16, 0);
-    EXPECT_EQ(sixteen.at(1).instance.header,
-              format == WeightFormat::Int8 ? "LinearWgmmaQuant.cuh"
-                                           : "LinearSkinnyQuant.cuh");
+    EXPECT_EQ(sixteen.at(1).instance.header, format == WeightFormat::Int8
+                                                 ? "LinearWgmmaQuant.cuh"
+                                                 : "LinearSkinnyQuant.cuh");
     const std::vector<KernelInstance> plan = enumerateKernels(gateUp, 128, 0);
     const int first = format == WeightFormat::Int8 ? kQuantWgmmaMinRows : 17;
     for (int rows : {first, 64, kQuantGemmMaxRows}) {
