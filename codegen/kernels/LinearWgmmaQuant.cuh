@@ -1,8 +1,9 @@
 //===- LinearWgmmaQuant.cuh - Mixed-input GEMM on Hopper's wgmma ----------===//
 //
-// y = epilogue(x . W'^T + b) for batched decode (17 to 128 rows of bf16 x)
-// over int8 or int4 codes in linear_gemm_quant's formats
-// (LinearGemmQuant.cuh), on Hopper's warpgroup MMA (Wgmma.cuh, sm_90a).
+// y = epilogue(x . W'^T + b) for batched decode (up to 128 rows of bf16 x:
+// int8 from 9, int4 past linear_skinny_quant's 16) over int8 or int4 codes
+// in linear_gemm_quant's formats (LinearGemmQuant.cuh), on Hopper's
+// warpgroup MMA (Wgmma.cuh, sm_90a).
 // linear_gemm_quant runs out of instruction issue, not bandwidth, at 64
 // rows: every warp loads its own x fragments and issues an mma.sync per
 // 16 x 8 x 16. Here the weight is wgmma's A: each warpgroup dequantizes 64
