@@ -265,8 +265,9 @@ KernelLaunch quantGemv(const OpDesc &op) {
 ///    (1B, 8 rows), 85.8 against 97.4 (8B, 2 rows), 97.1 against 100.8 (8B,
 ///    8 rows; the skinny figures include the norm prologue of qkv and
 ///    gate/up, which plans of several rows run as rms_norm first). At 16
-///    rows linear_gemm_quant wins (8B gate/up 51.3 against 94.0 us); one
-///    row stays on linear_gemv_quant (8B gate/up 34.4 against 43.5).
+///    rows the mixed-input GEMM wins (linear_gemm_quant's 8B gate/up 51.3
+///    against 94.0 us; linear_wgmma_quant runs it in Hopper plans); one row
+///    stays on linear_gemv_quant (8B gate/up 34.4 against 43.5).
 struct QuantSkinnyRule {
   int maxRows = 0;
   bool oneRow = false;

@@ -123,8 +123,10 @@ long long moeSortedInts(const OpDesc &moe, int maxRows);
 /// (one row, the norm in its prologue) or linear_skinny_quant (tensor
 /// cores; a NormLinear of several rows behind rms_norm), by the format's
 /// measured rule (KernelSelection.cpp); then, up to kQuantGemmMaxRows rows,
-/// linear_gemm_quant (int8, int4; behind rms_norm for a NormLinear, then
-/// linear_splitk_finalize when it splits K). Other steps dequantize W into a
+/// the mixed-input GEMM (int8, int4; linear_wgmma_quant in plans for Hopper
+/// from kQuantWgmmaMinRows rows, else linear_gemm_quant; behind rms_norm for
+/// a NormLinear, then linear_splitk_finalize when it splits K). Other steps
+/// dequantize W into a
 /// bf16 scratch copy first (the dequantize_weight launch, isDequantize) and
 /// then take the launches of the same op over bf16 weights, which read the
 /// copy.
