@@ -386,8 +386,7 @@ __device__ __forceinline__ void quantizeRowsFp8Shifted(bf16 *xs, const bf16 *x,
 // (MaxRows rows) in registers while streaming the other.
 template <WeightFormat F, int K, int MaxRows, int R, bool XShared>
 __device__ __forceinline__ void
-dotVector(const uint4 (&wv)[R], const unsigned (&negativeZero)[R],
-          const bf16 *x, const bf16 *xs, int v, int rows,
+dotVector(const uint4 (&wv)[R], const bf16 *x, const bf16 *xs, int v, int rows,
           float (&a)[R][MaxRows], float (&xsum)[MaxRows]) {
   constexpr int kChunks = kVectorValues<F> / 8;
   constexpr bool kBiased = F != WeightFormat::Fp8;
@@ -408,7 +407,7 @@ dotVector(const uint4 (&wv)[R], const unsigned (&negativeZero)[R],
     else if constexpr (F == WeightFormat::Int8)
       dequantInt8Biased(wv[r], c, wf);
     else
-      dequant<F>(wv[r], c, negativeZero[r], wf);
+      dequantFp8(wv[r], c, wf);
   };
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
@@ -590,7 +589,6 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
     for (int u = 0; u < kUnroll; ++u) {
       const int v = sliceBegin + (it + u) * 32 + lane;
       if (it + u < kIters && v < sliceEnd) {
-        const unsigned negativeZero[R] = {};
         float xsum[MaxRows] = {};
         if constexpr (!kFp8) {
           // Sums of (128 + code) x, less (128 + zero) sum(x), times the
@@ -602,8 +600,8 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
 #pragma unroll
             for (int i = 0; i < MaxRows; ++i)
               part[r][i] = 0.0f;
-          quant_gemv::dotVector<F, K, MaxRows, R, kXShared>(
-              wv[u], negativeZero, x, xs, v, rows, part, xsum);
+          quant_gemv::dotVector<F, K, MaxRows, R, kXShared>(wv[u], x, xs, v,
+                                                            rows, part, xsum);
 #pragma unroll
           for (int r = 0; r < R; ++r) {
 #pragma unroll
@@ -618,8 +616,8 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
             }
           }
         } else {
-          quant_gemv::dotVector<F, K, MaxRows, R, kXShared>(
-              wv[u], negativeZero, x, xs, v, rows, acc, xsum);
+          quant_gemv::dotVector<F, K, MaxRows, R, kXShared>(wv[u], x, xs, v,
+                                                            rows, acc, xsum);
         }
       }
     }
