@@ -98,18 +98,31 @@ __device__ __forceinline__ unsigned fmaBf16x2(unsigned a, unsigned b,
 #endif
 }
 
-// Values 8c .. 8c + 7 of a vector of 16 int8 codes.
-__device__ __forceinline__ void dequantInt8(const uint4 &v, int c,
-                                            float (&f)[8]) {
+// Values 8c .. 8c + 7 of a vector of 16 int8 codes, each code ^ 0x80 put
+// by one byte permute into the float Base (selector Select | j << Shift for
+// byte j) where a unit of the byte is a unit of the float: Base + 128 +
+// code.
+template <unsigned Base, unsigned Select, int Shift>
+__device__ __forceinline__ void int8Floats(const uint4 &v, int c,
+                                           float (&f)[8]) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const unsigned biased = vectorWord(v, 2 * c + h) ^ 0x80808080u;
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       f[4 * h + j] =
-          __uint_as_float(__byte_perm(biased, 0x4b000000u, 0x7440u | j)) -
-          8388736.0f; // 2^23 + 128
+          __uint_as_float(__byte_perm(biased, Base, Select | j << Shift));
   }
+}
+
+// Values 8c .. 8c + 7 of a vector of 16 int8 codes: the code ^ 0x80 in the
+// low byte of 2^23, less 2^23 + 128.
+__device__ __forceinline__ void dequantInt8(const uint4 &v, int c,
+                                            float (&f)[8]) {
+  int8Floats<0x4b000000u, 0x7440u, 0>(v, c, f);
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    f[i] -= 8388736.0f; // 2^23 + 128
 }
 
 // Values 8c .. 8c + 7 of a vector of 16 E4M3 codes, times 2^-120: per byte
@@ -174,14 +187,7 @@ __device__ __forceinline__ void dequantInt4Biased(const uint4 &v, int c,
 // vector's sum of x off the sums.
 __device__ __forceinline__ void dequantInt8Biased(const uint4 &v, int c,
                                                   float (&f)[8]) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const unsigned biased = vectorWord(v, 2 * c + h) ^ 0x80808080u;
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      f[4 * h + j] =
-          __uint_as_float(__byte_perm(biased, 0x47000000u, 0x7504u | j << 4));
-  }
+  int8Floats<0x47000000u, 0x7504u, 4>(v, c, f);
 }
 
 template <WeightFormat F>
