@@ -588,6 +588,41 @@ SOL_ARGS_FIELD(QuantGemmArgs, rows, 48)
 SOL_ARGS_FIELD(QuantGemmArgs, n, 52)
 SOL_ARGS_FIELD(QuantGemmArgs, k, 56)
 
+/// A CUtensorMap (cuda.h; encoded by runtime/cuda/TensorMap.h): 128 opaque
+/// bytes, 64-byte aligned, read by the TMA copies of Tma.cuh in place in a
+/// __grid_constant__ parameter.
+struct alignas(64) TensorMap {
+  unsigned long long words[16] = {};
+};
+
+/// linear_wgmma_fp8 (LinearWgmmaFp8.cuh): y = epilogue(xs[t] * ws[n] *
+/// (xq[t] . wq[n]) + bias[n]) over E4M3 codes, x and W read through tensor
+/// maps (x: [rows, k] bytes with a box of 128 x 128, w: [n, k] with a box of
+/// 128 x tileN, both 128-byte swizzled).
+struct Fp8GemmArgs {
+  TensorMap x;
+  TensorMap w;
+  SOL_DEVICE_PTR(bf16) y = nullptr;
+  SOL_DEVICE_PTR(const float) xScales = nullptr; // [rows]
+  SOL_DEVICE_PTR(const float) wScales = nullptr; // [n]
+  SOL_DEVICE_PTR(const bf16) bias = nullptr;     // [n], or null
+  int rows = 0;
+  int n = 0;
+  int k = 0;
+};
+static_assert(sizeof(Fp8GemmArgs) == 320 && alignof(Fp8GemmArgs) == 64,
+              "Fp8GemmArgs: the size of a launch-args struct is part of its "
+              "contract");
+SOL_ARGS_FIELD(Fp8GemmArgs, x, 0)
+SOL_ARGS_FIELD(Fp8GemmArgs, w, 128)
+SOL_ARGS_FIELD(Fp8GemmArgs, y, 256)
+SOL_ARGS_FIELD(Fp8GemmArgs, xScales, 264)
+SOL_ARGS_FIELD(Fp8GemmArgs, wScales, 272)
+SOL_ARGS_FIELD(Fp8GemmArgs, bias, 280)
+SOL_ARGS_FIELD(Fp8GemmArgs, rows, 288)
+SOL_ARGS_FIELD(Fp8GemmArgs, n, 292)
+SOL_ARGS_FIELD(Fp8GemmArgs, k, 296)
+
 /// dequantize_weight (Dequantize.cuh): out = bf16(W') for a quantized [n, k]
 /// weight in the instance's WeightFormat (codes, scales and zeros as
 /// QuantLinearArgs has them).
@@ -1336,6 +1371,7 @@ SOL_LAUNCH_ARGS_NAME(QuantLinearArgs)
 SOL_LAUNCH_ARGS_NAME(QuantizeRowsArgs)
 SOL_LAUNCH_ARGS_NAME(RepeatScalesArgs)
 SOL_LAUNCH_ARGS_NAME(QuantGemmArgs)
+SOL_LAUNCH_ARGS_NAME(Fp8GemmArgs)
 SOL_LAUNCH_ARGS_NAME(DequantizeArgs)
 SOL_LAUNCH_ARGS_NAME(MoeRouteArgs)
 SOL_LAUNCH_ARGS_NAME(MoeGateUpArgs)

@@ -86,6 +86,7 @@ std::unique_ptr<DriverApi> load() {
   resolve(handle, a.graphLaunch, {"cuGraphLaunch"});
   resolve(handle, a.graphDestroy, {"cuGraphDestroy"});
   resolve(handle, a.graphExecDestroy, {"cuGraphExecDestroy"});
+  resolve(handle, a.tensorMapEncodeTiled, {"cuTensorMapEncodeTiled"});
 
   const CUresult initResult = a.init(0);
   if (initResult != CUDA_SUCCESS) {

@@ -63,6 +63,7 @@ struct DriverApi {
   decltype(&::cuGraphLaunch) graphLaunch;
   decltype(&::cuGraphDestroy) graphDestroy;
   decltype(&::cuGraphExecDestroy) graphExecDestroy;
+  decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled;
 
   /// The driver's CUDA version, e.g. 13000.
   int driverVersion = 0;

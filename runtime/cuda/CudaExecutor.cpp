@@ -5,6 +5,7 @@
 #include "runtime/cuda/Event.h"
 #include "runtime/cuda/Nccl.h"
 #include "runtime/cuda/StepPadding.h"
+#include "runtime/cuda/TensorMap.h"
 #include "runtime/plan/PlanDType.h"
 #include "runtime/plan/RandomWeights.h"
 #include "runtime/sampling/StepSampling.h"
@@ -587,6 +588,7 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   kvCache_ =
       DeviceBuffer(kvLayerBytes_ * static_cast<std::size_t>(kv.num_layers()));
   repeatFp8WeightScales();
+  prepareFp8Wgmma();
   if (cublas_)
     warmUpCublas();
 }
@@ -605,6 +607,31 @@ void CudaExecutor::repeatFp8WeightScales() {
                                  .in = q.scales,
                                  .count = q.n,
                                  .repeats = blocks});
+  }
+}
+
+void CudaExecutor::prepareFp8Wgmma() {
+  fp8Wgmma_.clear();
+  fp8Wgmma_.resize(ops_.size());
+  if (envFlag("SOL_DISABLE_FP8_WGMMA"))
+    return;
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    if (!fp8Gemm_[i])
+      continue;
+    const OpDesc &d = ops_[i];
+    const QuantLinearArgs q = quantLinearArgs(d, 0, 0, 0, 0);
+    const Fp8WgmmaSpec spec =
+        Fp8WgmmaSpec::choose(d.hasBias(), linearEpilogue(d));
+    if (!Fp8WgmmaSpec::supports(q.n, q.k) ||
+        !kernels_.count(spec.instance().nameExpression))
+      continue;
+    auto op = std::make_unique<Fp8WgmmaOp>();
+    op->spec = spec;
+    op->x = encodeByteMatrixMap(fp8Codes_.address(), maxTokens_, q.k, q.k,
+                                Fp8WgmmaSpec::kTileM, Fp8WgmmaSpec::kTileK);
+    op->w = encodeByteMatrixMap(q.w.value, q.n, q.k, q.k, spec.tileN,
+                                Fp8WgmmaSpec::kTileK);
+    fp8Wgmma_[i] = std::move(op);
   }
 }
 
@@ -1134,6 +1161,27 @@ void CudaExecutor::fp8Linear(std::size_t op, int stepRows, CUdeviceptr y,
                                .scales = fp8Scales_.address(),
                                .x = x,
                                .rows = rows});
+  if (const Fp8WgmmaOp *w = fp8Wgmma_[op].get();
+      w &&
+      w->spec.outrunsCublas(rows, q.n, q.k, context_.multiprocessorCount())) {
+    // The epilogue (residual, SwiGLU) is the kernel's; the scales of x are
+    // the first of its 128-k blocks (rows fastest).
+    LaunchDims gemm = w->spec.dims(rows, q.n, context_.multiprocessorCount());
+    gemm.dependent = dependentLaunch_;
+    const Kernel &k = kernel(w->spec.instance());
+    raiseSharedLimit(k, KernelLaunch{w->spec.instance(), gemm});
+    k.launch(gemm, stream_,
+             kernels::Fp8GemmArgs{.x = w->x,
+                                  .w = w->w,
+                                  .y = y,
+                                  .xScales = fp8Scales_.address(),
+                                  .wScales = q.scales,
+                                  .bias = q.bias,
+                                  .rows = rows,
+                                  .n = q.n,
+                                  .k = q.k});
+    return;
+  }
   cublasEpilogue(d, rows, y, [&](CUdeviceptr out, bool accumulate) {
     cublas_->fp8Linear(
         stream_.handle(), out, fp8Codes_.address(), fp8Scales_.address(),

@@ -233,6 +233,8 @@ private:
                  bool dependentQuantize);
   /// fp8WeightScales_ from the weights' scales (repeat_scales), at start.
   void repeatFp8WeightScales();
+  /// fp8Wgmma_: the tensor maps of the fp8 linears linear_wgmma_fp8 runs.
+  void prepareFp8Wgmma();
   /// Runs each cuBLASLt GEMM shape once, so its kernels load at start-up
   /// rather than in the first long prompt.
   void warmUpCublas();
@@ -369,6 +371,14 @@ private:
   // scales), [K / 128, N] at fp8WeightScaleOffsets_[op] floats.
   DeviceBuffer fp8WeightScales_;
   std::vector<std::size_t> fp8WeightScaleOffsets_;
+  // Per fp8 linear whose plan holds linear_wgmma_fp8 (Hopper): its tensor
+  // maps (x over fp8Codes_ with maxTokens rows, W's codes), encoded once.
+  // Steps where it outruns cuBLASLt (Fp8WgmmaSpec::outrunsCublas) run it.
+  struct Fp8WgmmaOp {
+    Fp8WgmmaSpec spec;
+    kernels::TensorMap x, w;
+  };
+  std::vector<std::unique_ptr<Fp8WgmmaOp>> fp8Wgmma_;
 
   // --profile-ops: per step size (padded tokens), per op, the summed GPU
   // time of the profiled steps, and their count.

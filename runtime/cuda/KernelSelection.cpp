@@ -721,6 +721,12 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
         linearShape(op).k % 128 == 0 && linearShape(op).k <= 128 * 256)
       add({{QuantizeRowsFp8Spec{linearShape(op).k}.instance(), {}},
            {RepeatScalesSpec{}.instance(), {}}});
+    // On Hopper, steps of many rows run Sol's own W8A8 GEMM there.
+    if (op.wgmma && maxTokens >= Fp8WgmmaSpec::kTileM &&
+        op.quant == fb::WeightQuant::Fp8 &&
+        Fp8WgmmaSpec::supports(linearShape(op).n, linearShape(op).k))
+      add({{Fp8WgmmaSpec::choose(op.hasBias(), linearEpilogue(op)).instance(),
+            {}}});
     // Greedy one-row steps: the LM head with the argmax in its epilogue.
     if (std::optional<KernelLaunch> head = selectArgmaxLmHead(op))
       add({*head});

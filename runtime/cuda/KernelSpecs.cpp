@@ -1208,6 +1208,65 @@ KernelInstance QuantWgmmaSpec::instance() const {
               quantGemmEpilogueArgs(output, bias, epilogue, split, groupSize))};
 }
 
+KernelInstance Fp8WgmmaSpec::instance() const {
+  constexpr const char *kKernel = "linear_wgmma_fp8";
+  if (tileN != 128 && tileN != 256)
+    fail(kKernel, ": 128 or 256 columns a block, got ", tileN);
+  if (stages < 2)
+    fail(kKernel, ": at least two stages, got ", stages);
+  if (!fits())
+    fail(kKernel, ": ", stages, " stages of ", tileN, " columns need ",
+         sharedBytes(), " bytes of shared memory, more than ", kMaxSharedBytes);
+  return {"LinearWgmmaFp8.cuh",
+          cat(kNamespace, "linear_wgmma_fp8<", tileN, ", ", stages, ", ",
+              bias ? "true" : "false", ", ", static_cast<int>(epilogue), ">")};
+}
+
+int Fp8WgmmaSpec::sharedBytes() const {
+  return stages * (kTileM + tileN) * kTileK + 1024;
+}
+
+int Fp8WgmmaSpec::tiles(int rows, int outFeatures) const {
+  return static_cast<int>(ceilDiv(rows, kTileM) * ceilDiv(outFeatures, tileN));
+}
+
+LaunchDims Fp8WgmmaSpec::dims(int rows, int outFeatures,
+                              int multiprocessors) const {
+  requirePositive(rows, "rows (M)", "linear_wgmma_fp8");
+  requireMultiple(outFeatures, 8, "out features (N)", "linear_wgmma_fp8");
+  requirePositive(multiprocessors, "multiprocessors", "linear_wgmma_fp8");
+  LaunchDims dims;
+  dims.block.x = kThreads;
+  dims.grid.x = static_cast<unsigned>(
+      std::min(tiles(rows, outFeatures), multiprocessors));
+  dims.sharedBytes = static_cast<unsigned>(sharedBytes());
+  return dims;
+}
+
+bool Fp8WgmmaSpec::outrunsCublas(int rows, int outFeatures, int inFeatures,
+                                 int multiprocessors) const {
+  const long long steps = static_cast<long long>(tiles(rows, outFeatures)) *
+                          ceilDiv(inFeatures, kTileK);
+  return steps >= static_cast<long long>(kMinStepsPerBlock) * multiprocessors;
+}
+
+bool Fp8WgmmaSpec::supports(int outFeatures, int inFeatures) {
+  return outFeatures > 0 && inFeatures > 0 && outFeatures % 8 == 0 &&
+         inFeatures % 16 == 0;
+}
+
+Fp8WgmmaSpec Fp8WgmmaSpec::choose(bool bias, LinearEpilogue epilogue) {
+  Fp8WgmmaSpec spec;
+  spec.bias = bias;
+  spec.epilogue = epilogue;
+  // 256 columns leave no registers for the bias pairs (ptxas spills).
+  if (bias) {
+    spec.tileN = 128;
+    spec.stages = 6;
+  }
+  return spec;
+}
+
 KernelInstance QuantWgmmaSpec::finalizeInstance() const {
   return splitKFinalize(output, bias, epilogue);
 }

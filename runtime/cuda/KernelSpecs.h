@@ -553,6 +553,49 @@ struct QuantWgmmaSpec {
                                int groupSize, int multiprocessors = 132);
 };
 
+/// linear_wgmma_fp8<TileN, Stages, HasBias, Epilogue>(Fp8GemmArgs)
+/// (LinearWgmmaFp8.cuh): the W8A8 GEMM of fp8 plans' steps of many rows
+/// on Hopper's fp8 tensor cores, x and W loaded by TMA through tensor maps
+/// (runtime/cuda/TensorMap.h), the per-row scales of x and W applied to the
+/// fp32 sums. sm_90a only (needsArchSpecificTarget).
+struct Fp8WgmmaSpec {
+  /// Columns of W a block: 128 or 256.
+  int tileN = 256;
+  int stages = 4;
+  bool bias = false;
+  LinearEpilogue epilogue = LinearEpilogue::None;
+
+  static constexpr int kTileM = 128;
+  static constexpr int kTileK = 128;
+  static constexpr int kThreads = 384;
+  /// Dynamic shared memory a block may take beside the kernel's static
+  /// 2.1 KB (the tiles' column scales and bias, the barriers).
+  static constexpr int kMaxSharedBytes = 227 * 1024 - 2304;
+
+  KernelInstance instance() const;
+  /// One block a multiprocessor at most (the kernel is persistent).
+  LaunchDims dims(int rows, int outFeatures, int multiprocessors) const;
+  int tiles(int rows, int outFeatures) const;
+  /// Dynamic shared memory (Fp8WgmmaShape::kSharedBytes).
+  int sharedBytes() const;
+  bool fits() const { return sharedBytes() <= kMaxSharedBytes; }
+  /// Whether a step of `rows` rows should run it rather than cuBLASLt: when
+  /// each block has at least kMinStepsPerBlock k steps of work (its tiles
+  /// over the multiprocessors, times K / 128), enough to amortise a tile's
+  /// fixed cost. Measured on an H100 (sol-kernel-check --only fp8_gemm):
+  /// the 8B's q/k/v, gate/up and down at 2,048 rows and gate/up and down at
+  /// 1,024 pass and win by 1.15-1.3x; the 8B's o and the 1B's q/k/v and o
+  /// fail and lose (one tile a multiprocessor, 16-32 k steps).
+  bool outrunsCublas(int rows, int outFeatures, int inFeatures,
+                     int multiprocessors) const;
+  static constexpr int kMinStepsPerBlock = 64;
+  /// Whether an [n, k] weight can run it: k % 16 (the tensor maps' row
+  /// pitch) and n % 8.
+  static bool supports(int outFeatures, int inFeatures);
+  /// The configuration a plan compiles.
+  static Fp8WgmmaSpec choose(bool bias, LinearEpilogue epilogue);
+};
+
 /// Whether plans for `gpuArch` (solc --gpu: "sm_90", "sm_90a") may use
 /// Hopper's wgmma kernels: their sources compile for sm_90a, whose cubin
 /// runs on compute capability 9.0 only.
@@ -563,7 +606,7 @@ inline bool targetHasWgmma(std::string_view gpuArch) {
 /// Whether kernels of `header` need the architecture-specific target
 /// (sm_90a for sm_90): wgmma and its fences exist only there.
 inline bool needsArchSpecificTarget(std::string_view header) {
-  return header == "LinearWgmmaQuant.cuh";
+  return header == "LinearWgmmaQuant.cuh" || header == "LinearWgmmaFp8.cuh";
 }
 
 /// rope_kv_write<Hq, Hkv, HD, BS>(qkv, k_cache, v_cache, inv_freq, scaling,

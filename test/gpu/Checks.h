@@ -25,6 +25,7 @@ std::vector<CheckFamily> skinnyChecks();
 std::vector<CheckFamily> quantGemvChecks();
 std::vector<CheckFamily> quantSkinnyChecks();
 std::vector<CheckFamily> quantGemmChecks();
+std::vector<CheckFamily> fp8GemmChecks();
 std::vector<CheckFamily> attentionChecks();
 std::vector<CheckFamily> kvFp8Checks();
 std::vector<CheckFamily> fusedRopeChecks();

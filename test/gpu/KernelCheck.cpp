@@ -93,7 +93,8 @@ std::vector<CheckFamily> allFamilies() {
         kvFp8Checks(), fusedRopeChecks(), prefillAttentionChecks(),
         prefillAttentionFp8Checks(), chunkAttentionChecks(), linearChecks(),
         fusedLinearChecks(), skinnyChecks(), quantGemvChecks(),
-        quantSkinnyChecks(), quantGemmChecks(), samplingChecks(), moeChecks()})
+        quantSkinnyChecks(), quantGemmChecks(), fp8GemmChecks(),
+        samplingChecks(), moeChecks()})
     for (auto &family : group)
       all.push_back(std::move(family));
   return all;

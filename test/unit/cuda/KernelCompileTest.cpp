@@ -642,6 +642,61 @@ TEST(KernelCompile, CalibrationKernelsCompileForSm90) {
   }
 }
 
+// linear_wgmma_fp8 for sm_90a: every epilogue and tile width compiles
+// without spills, takes Fp8GemmArgs, declares its 384 threads, and the
+// host's shared-memory size is the kernel's.
+TEST(KernelCompile, Fp8WgmmaCompilesForSm90a) {
+  std::string reason;
+  nvrtc::NvrtcOptions options;
+  options.useCache = false;
+  options.ptxasVerbose = true;
+  auto compiler = makeCompiler(options, reason);
+  if (!compiler)
+    GTEST_SKIP() << "NVRTC not available: " << reason;
+  std::vector<cuda::KernelInstance> instances;
+  std::string asserts = "using namespace sol::kernels;\n";
+  for (auto [tileN, stages] : {std::pair{256, 4}, {128, 6}})
+    for (LinearEpilogue e : {LinearEpilogue::None, LinearEpilogue::Residual,
+                             LinearEpilogue::Swiglu, LinearEpilogue::Geglu})
+      for (bool bias : {false, true}) {
+        cuda::Fp8WgmmaSpec spec = cuda::Fp8WgmmaSpec::choose(bias, e);
+        if (bias && spec.tileN != tileN)
+          continue; // biased linears take 128 columns (choose)
+        spec.tileN = tileN;
+        spec.stages = stages;
+        ASSERT_TRUE(spec.fits());
+        instances.push_back(spec.instance());
+        asserts += sol::cat("static_assert(Fp8WgmmaShape<", tileN, ", ", stages,
+                            ">::kSharedBytes == ", spec.sharedBytes(), ");\n");
+      }
+  std::vector<nvrtc::KernelSource> sources =
+      nvrtc::buildKernelSources(instances);
+  ASSERT_FALSE(sources.empty());
+  sources[0].code += asserts;
+  std::size_t found = 0;
+  for (const nvrtc::KernelSource &source : sources) {
+    EXPECT_TRUE(source.archSpecific);
+    const nvrtc::CompiledKernels compiled = compiler->compile(source);
+    EXPECT_NE(compiled.ptx.find(".target sm_90a"), std::string::npos);
+    const std::map<std::string, KernelResources> report =
+        parsePtxasReport(compiled.log);
+    for (const std::string &expr : source.nameExpressions) {
+      SCOPED_TRACE(expr);
+      const auto it = compiled.loweredNames.find(expr);
+      ASSERT_NE(it, compiled.loweredNames.end());
+      EXPECT_TRUE(takesItsLaunchArgs(expr, it->second));
+      EXPECT_EQ(maxThreadsPerBlock(compiled.ptx, it->second),
+                cuda::Fp8WgmmaSpec::kThreads);
+      const auto used = report.find(it->second);
+      ASSERT_NE(used, report.end()) << compiled.log;
+      EXPECT_EQ(used->second.stackBytes, 0);
+      EXPECT_EQ(used->second.spillBytes, 0);
+      ++found;
+    }
+  }
+  EXPECT_EQ(found, instances.size());
+}
+
 // The calib_* grids the host launches (calib*Blocks), as documented.
 TEST(KernelCompile, CalibrationLaunchGeometry) {
   using namespace kernels;

@@ -672,6 +672,17 @@ TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
   EXPECT_TRUE(std::ranges::count(fp8Plan, "sol::kernels::repeat_scales"));
   EXPECT_FALSE(std::ranges::count(names(enumerateKernels(down, 8, 0)),
                                   "sol::kernels::quantize_rows_fp8<8192>"));
+  // Plans for Hopper of at least one 128-row tile carry Sol's own W8A8
+  // GEMM (linear_wgmma_fp8) with the op's epilogue; others do not.
+  const std::string fp8Wgmma =
+      "sol::kernels::linear_wgmma_fp8<256, 4, false, 1>";
+  EXPECT_FALSE(std::ranges::count(fp8Plan, fp8Wgmma));
+  OpDesc downHopper = down;
+  downHopper.wgmma = true;
+  EXPECT_TRUE(std::ranges::count(names(enumerateKernels(downHopper, 2048, 0)),
+                                 fp8Wgmma));
+  EXPECT_FALSE(std::ranges::count(names(enumerateKernels(downHopper, 127, 0)),
+                                  fp8Wgmma));
   const OpDesc downInt8 = quantized(
       linearOp(2048, 8192, LinearEpilogue::Residual), fb::WeightQuant::Int8);
   EXPECT_FALSE(std::ranges::count(names(enumerateKernels(downInt8, 64, 0)),
@@ -739,6 +750,56 @@ TEST(KernelSelection, QuantizedWeightsRunTheQuantizedKernels) {
     for (const KernelLaunch &l : selectKernels(gateUp, rows, 0))
       EXPECT_NE(std::find(plan.begin(), plan.end(), l.instance), plan.end())
           << rows << " " << l.instance.nameExpression;
+}
+
+TEST(KernelSelection, Fp8WgmmaGeometry) {
+  const Fp8WgmmaSpec swiglu =
+      Fp8WgmmaSpec::choose(false, LinearEpilogue::Swiglu);
+  EXPECT_EQ(swiglu.instance().nameExpression,
+            "sol::kernels::linear_wgmma_fp8<256, 4, false, 2>");
+  EXPECT_EQ(swiglu.instance().header, "LinearWgmmaFp8.cuh");
+  EXPECT_TRUE(needsArchSpecificTarget("LinearWgmmaFp8.cuh"));
+  // Four stages of a 128-row x box and a 256-row W box of 128 bytes, and
+  // the 1,024 bytes the ring's alignment may take.
+  EXPECT_EQ(swiglu.sharedBytes(), 4 * (128 + 256) * 128 + 1024);
+  // Persistent: at most one block a multiprocessor.
+  EXPECT_EQ(swiglu.tiles(2048, 28672), 16 * 112);
+  LaunchDims d = swiglu.dims(2048, 28672, 132);
+  EXPECT_EQ(d.grid.x, 132u);
+  EXPECT_EQ(d.block.x, 384u);
+  EXPECT_EQ(d.sharedBytes, static_cast<unsigned>(swiglu.sharedBytes()));
+  // Partial tiles both ways: 129 rows are two row tiles, 520 columns three.
+  d = swiglu.dims(129, 520, 132);
+  EXPECT_EQ(d.grid.x, 6u);
+  EXPECT_THROW(swiglu.dims(129, 522, 132), Error);
+  EXPECT_THROW(swiglu.dims(0, 512, 132), Error);
+  // It replaces cuBLASLt where each block has 64 k steps or more.
+  const Fp8WgmmaSpec plain = Fp8WgmmaSpec::choose(false, LinearEpilogue::None);
+  EXPECT_TRUE(plain.outrunsCublas(2048, 6144, 4096, 132));  // 8B q/k/v
+  EXPECT_FALSE(plain.outrunsCublas(2048, 4096, 4096, 132)); // 8B o
+  EXPECT_TRUE(plain.outrunsCublas(2048, 4096, 14336, 132)); // 8B down
+  EXPECT_TRUE(plain.outrunsCublas(1024, 28672, 4096, 132)); // 8B gate/up
+  EXPECT_FALSE(plain.outrunsCublas(2048, 3072, 2048, 132)); // 1B q/k/v
+  EXPECT_FALSE(plain.outrunsCublas(128, 28672, 4096, 132)); // one row tile
+  // A bias takes 128 columns (256 spill its pairs).
+  EXPECT_EQ(Fp8WgmmaSpec::choose(true, LinearEpilogue::None)
+                .instance()
+                .nameExpression,
+            "sol::kernels::linear_wgmma_fp8<128, 6, true, 0>");
+  EXPECT_TRUE(Fp8WgmmaSpec::supports(520, 272));
+  EXPECT_FALSE(Fp8WgmmaSpec::supports(520, 264)); // row pitch of 264 bytes
+  EXPECT_FALSE(Fp8WgmmaSpec::supports(522, 272));
+  Fp8WgmmaSpec bad = swiglu;
+  bad.tileN = 192;
+  EXPECT_THROW(bad.instance(), Error);
+  bad = swiglu;
+  bad.stages = 5; // 245 KB of shared memory
+  EXPECT_FALSE(bad.fits());
+  EXPECT_THROW(bad.instance(), Error);
+  bad.tileN = 128;
+  EXPECT_TRUE(bad.fits());
+  EXPECT_EQ(bad.instance().nameExpression,
+            "sol::kernels::linear_wgmma_fp8<128, 5, false, 2>");
 }
 
 TEST(KernelSelection, NormWeightsAndSinksAreReadAsBf16) {
