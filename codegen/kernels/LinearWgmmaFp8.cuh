@@ -66,6 +66,12 @@ template <int TileN, int Stages> struct Fp8WgmmaShape {
   static constexpr int kSharedBytes = Stages * kStageBytes + 1024;
   static constexpr int kProducerRegisters = 40;
   static constexpr int kConsumerRegisters = 232;
+  // The registers the two consumer warpgroups take must be ones the
+  // producer gave back (168 a thread at launch): an increase the block
+  // cannot cover waits forever.
+  static_assert(128 * (168 - kProducerRegisters) >=
+                    256 * (kConsumerRegisters - 168),
+                "linear_wgmma_fp8: unbalanced setmaxnreg");
   static_assert(TileN == 128 || TileN == 256,
                 "linear_wgmma_fp8: 128 or 256 columns a block");
   static_assert(Stages >= 2, "linear_wgmma_fp8: at least two stages");

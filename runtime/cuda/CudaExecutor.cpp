@@ -627,10 +627,15 @@ void CudaExecutor::prepareFp8Wgmma() {
       continue;
     auto op = std::make_unique<Fp8WgmmaOp>();
     op->spec = spec;
-    op->x = encodeByteMatrixMap(fp8Codes_.address(), maxTokens_, q.k, q.k,
-                                Fp8WgmmaSpec::kTileM, Fp8WgmmaSpec::kTileK);
-    op->w = encodeByteMatrixMap(q.w.value, q.n, q.k, q.k, spec.tileN,
-                                Fp8WgmmaSpec::kTileK);
+    try {
+      op->x = encodeByteMatrixMap(fp8Codes_.address(), maxTokens_, q.k, q.k,
+                                  Fp8WgmmaSpec::kTileM, Fp8WgmmaSpec::kTileK);
+      op->w = encodeByteMatrixMap(q.w.value, q.n, q.k, q.k, spec.tileN,
+                                  Fp8WgmmaSpec::kTileK);
+    } catch (const Error &e) {
+      fail("op ", d.name, ": ", e.what(),
+           "; SOL_DISABLE_FP8_WGMMA=1 runs its prompt GEMMs on cuBLASLt");
+    }
     fp8Wgmma_[i] = std::move(op);
   }
 }
