@@ -549,6 +549,24 @@ SOL_ARGS_FIELD(QuantizeRowsArgs, scales, 8)
 SOL_ARGS_FIELD(QuantizeRowsArgs, x, 16)
 SOL_ARGS_FIELD(QuantizeRowsArgs, rows, 24)
 
+/// rms_norm_quantize_fp8 (QuantizeActivations.cuh): quantize_rows_fp8 of
+/// bf16(weight * bf16(x * rsqrt(mean(x^2) + eps))).
+struct NormQuantizeRowsArgs {
+  SOL_DEVICE_PTR(unsigned char) codes = nullptr;
+  SOL_DEVICE_PTR(float) scales = nullptr;
+  SOL_DEVICE_PTR(const bf16) x = nullptr;
+  SOL_DEVICE_PTR(const bf16) weight = nullptr;
+  float eps = 0.0f;
+  int rows = 0;
+};
+SOL_ARGS_SIZE(NormQuantizeRowsArgs, 40)
+SOL_ARGS_FIELD(NormQuantizeRowsArgs, codes, 0)
+SOL_ARGS_FIELD(NormQuantizeRowsArgs, scales, 8)
+SOL_ARGS_FIELD(NormQuantizeRowsArgs, x, 16)
+SOL_ARGS_FIELD(NormQuantizeRowsArgs, weight, 24)
+SOL_ARGS_FIELD(NormQuantizeRowsArgs, eps, 32)
+SOL_ARGS_FIELD(NormQuantizeRowsArgs, rows, 36)
+
 /// repeat_scales (QuantizeActivations.cuh): out [repeats, count] = in[i].
 struct RepeatScalesArgs {
   SOL_DEVICE_PTR(float) out = nullptr;
@@ -1369,6 +1387,7 @@ SOL_LAUNCH_ARGS_NAME(ArgmaxArgs)
 SOL_LAUNCH_ARGS_NAME(SamplingArgs)
 SOL_LAUNCH_ARGS_NAME(QuantLinearArgs)
 SOL_LAUNCH_ARGS_NAME(QuantizeRowsArgs)
+SOL_LAUNCH_ARGS_NAME(NormQuantizeRowsArgs)
 SOL_LAUNCH_ARGS_NAME(RepeatScalesArgs)
 SOL_LAUNCH_ARGS_NAME(QuantGemmArgs)
 SOL_LAUNCH_ARGS_NAME(Fp8GemmArgs)

@@ -25,6 +25,13 @@ __device__ __forceinline__ void copyAsync16(unsigned dst, const void *src,
                "l"(src), "r"(valid ? 16 : 0));
 }
 
+// 8-byte global->shared copy (through L1); zero-fills when !valid.
+__device__ __forceinline__ void copyAsync8(unsigned dst, const void *src,
+                                           bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst),
+               "l"(src), "r"(valid ? 8 : 0));
+}
+
 // 4-byte global->shared copy (through L1); zero-fills when !valid.
 __device__ __forceinline__ void copyAsync4(unsigned dst, const void *src,
                                            bool valid) {

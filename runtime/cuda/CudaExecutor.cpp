@@ -1150,22 +1150,32 @@ bool CudaExecutor::fp8GemmUsable(std::size_t op, int rows) const {
 }
 
 void CudaExecutor::fp8Linear(std::size_t op, int stepRows, CUdeviceptr y,
-                             CUdeviceptr x, bool dependentQuantize) {
+                             CUdeviceptr x, bool dependentQuantize,
+                             CUdeviceptr normWeight) {
   const OpDesc &d = ops_[op];
   // cuBLASLt's block-scaled GEMMs take rows in multiples of 16: the rows
   // past the step's are computed from whatever x holds there and land in
   // rows of y that nothing reads (every buffer has maxTokens_ rows).
   const int rows = (stepRows + kFp8GemmRows - 1) / kFp8GemmRows * kFp8GemmRows;
   const QuantLinearArgs q = quantLinearArgs(d, y, x, 0, rows);
-  const QuantizeRowsFp8Spec spec{q.k};
+  const QuantizeRowsFp8Spec spec{q.k, normWeight != 0};
   LaunchDims dims = spec.dims(rows);
   dims.dependent = dependentQuantize;
-  kernel(spec.instance())
-      .launch(dims, stream_,
-              QuantizeRowsArgs{.codes = fp8Codes_.address(),
-                               .scales = fp8Scales_.address(),
-                               .x = x,
-                               .rows = rows});
+  const Kernel &quantize = kernel(spec.instance());
+  if (normWeight)
+    quantize.launch(dims, stream_,
+                    NormQuantizeRowsArgs{.codes = fp8Codes_.address(),
+                                         .scales = fp8Scales_.address(),
+                                         .x = x,
+                                         .weight = normWeight,
+                                         .eps = d.eps,
+                                         .rows = rows});
+  else
+    quantize.launch(dims, stream_,
+                    QuantizeRowsArgs{.codes = fp8Codes_.address(),
+                                     .scales = fp8Scales_.address(),
+                                     .x = x,
+                                     .rows = rows});
   if (const Fp8WgmmaOp *w = fp8Wgmma_[op].get();
       w &&
       w->spec.outrunsCublas(rows, q.n, q.k, context_.multiprocessorCount())) {
@@ -1429,9 +1439,16 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
         quant.launch(q.dims, stream_, quantLinearArgs(d, y, normed, 0, rows));
         break;
       }
-      if (fp8Gemm) { // rms_norm into the scratch buffer, then W8A8
-        k.launch(l.dims, stream_, norm);
-        fp8Linear(i, rows, y, normed, true);
+      if (fp8Gemm) {
+        // The norm and the activations' quantization in one kernel; plans
+        // without it run rms_norm into the scratch buffer first.
+        if (kernels_.count(
+                QuantizeRowsFp8Spec{kdim, true}.instance().nameExpression)) {
+          fp8Linear(i, rows, y, x, l.dims.dependent, normW);
+        } else {
+          k.launch(l.dims, stream_, norm);
+          fp8Linear(i, rows, y, normed, true);
+        }
         break;
       }
       // Few rows: one launch of linear_gemv or linear_skinny, the norm in

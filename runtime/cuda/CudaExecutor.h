@@ -227,10 +227,11 @@ private:
   /// quantize_rows_fp8 and cuBLASLt's W8A8 GEMM (fp8Gemm_) instead of the
   /// bf16 copy.
   bool fp8GemmUsable(std::size_t op, int rows) const;
-  /// quantize_rows_fp8 of x into fp8Codes_/fp8Scales_, then the W8A8 GEMM
-  /// over op `op`'s codes and scales, with its epilogue.
+  /// quantize_rows_fp8 of x into fp8Codes_/fp8Scales_ (rms_norm_quantize_fp8
+  /// of a NormLinear's x with `normWeight`), then the W8A8 GEMM over op
+  /// `op`'s codes and scales, with its epilogue.
   void fp8Linear(std::size_t op, int rows, CUdeviceptr y, CUdeviceptr x,
-                 bool dependentQuantize);
+                 bool dependentQuantize, CUdeviceptr normWeight = 0);
   /// fp8WeightScales_ from the weights' scales (repeat_scales), at start.
   void repeatFp8WeightScales();
   /// fp8Wgmma_: the tensor maps of the fp8 linears linear_wgmma_fp8 runs.

@@ -716,11 +716,15 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     if (maxTokens > GemvSpec::kMaxRows && isGated(linearEpilogue(op)))
       add({{SwigluPairsSpec{linearShape(op).n / 2}.instance(), {}}});
     // fp8 weights: those steps may run cuBLASLt's W8A8 GEMM over x
-    // quantized by quantize_rows_fp8 instead of the bf16 copy.
+    // quantized by quantize_rows_fp8 instead of the bf16 copy (a
+    // NormLinear's x normalised and quantized by rms_norm_quantize_fp8).
     if (maxTokens > GemvSpec::kMaxRows && op.quant == fb::WeightQuant::Fp8 &&
-        linearShape(op).k % 128 == 0 && linearShape(op).k <= 128 * 256)
+        linearShape(op).k % 128 == 0 && linearShape(op).k <= 128 * 256) {
       add({{QuantizeRowsFp8Spec{linearShape(op).k}.instance(), {}},
            {RepeatScalesSpec{}.instance(), {}}});
+      if (op.kind == OpKind::NormLinear)
+        add({{QuantizeRowsFp8Spec{linearShape(op).k, true}.instance(), {}}});
+    }
     // On Hopper, steps of many rows run Sol's own W8A8 GEMM there.
     if (op.wgmma && maxTokens >= Fp8WgmmaSpec::kTileM &&
         op.quant == fb::WeightQuant::Fp8 &&

@@ -707,12 +707,13 @@ QuantGemvSpec QuantGemvSpec::choose(int outFeatures, int inFeatures, int rows,
 }
 
 KernelInstance QuantizeRowsFp8Spec::instance() const {
-  requirePositive(features, "features (K)", "quantize_rows_fp8");
-  requireMultiple(features, 128, "features (K)", "quantize_rows_fp8");
+  const char *kernel = norm ? "rms_norm_quantize_fp8" : "quantize_rows_fp8";
+  requirePositive(features, "features (K)", kernel);
+  requireMultiple(features, 128, "features (K)", kernel);
   if (features > 128 * 256)
-    fail("quantize_rows_fp8: at most 32768 features, got ", features);
+    fail(kernel, ": at most 32768 features, got ", features);
   return {"QuantizeActivations.cuh",
-          cat(kNamespace, "quantize_rows_fp8<", features, ">")};
+          cat(kNamespace, kernel, "<", features, ">")};
 }
 
 LaunchDims QuantizeRowsFp8Spec::dims(int rows) const {
@@ -1223,7 +1224,7 @@ KernelInstance Fp8WgmmaSpec::instance() const {
 }
 
 int Fp8WgmmaSpec::sharedBytes() const {
-  return stages * (kTileM + tileN) * kTileK + 1024;
+  return kTileM * tileN * 2 + stages * (kTileM + tileN) * kTileK + 1024;
 }
 
 int Fp8WgmmaSpec::tiles(int rows, int outFeatures) const {
@@ -1262,7 +1263,7 @@ Fp8WgmmaSpec Fp8WgmmaSpec::choose(bool bias, LinearEpilogue epilogue) {
   // 256 columns leave no registers for the bias pairs (ptxas spills).
   if (bias) {
     spec.tileN = 128;
-    spec.stages = 6;
+    spec.stages = 5;
   }
   return spec;
 }

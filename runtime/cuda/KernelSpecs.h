@@ -302,6 +302,9 @@ struct QuantGemvSpec : QuantLinearShape {
 /// one 256-thread block a row; K a multiple of 128.
 struct QuantizeRowsFp8Spec {
   int features = 0; // K
+  /// rms_norm_quantize_fp8 (NormQuantizeRowsArgs): the rows of a
+  /// NormLinear, normalised first.
+  bool norm = false;
   KernelInstance instance() const;
   LaunchDims dims(int rows) const;
   /// Floats of scales a row: one per 128 k.
@@ -561,7 +564,8 @@ struct QuantWgmmaSpec {
 struct Fp8WgmmaSpec {
   /// Columns of W a block: 128 or 256.
   int tileN = 256;
-  int stages = 4;
+  /// Beside the bf16 output tile (64 KB at 256 columns), three stages fit.
+  int stages = 3;
   bool bias = false;
   LinearEpilogue epilogue = LinearEpilogue::None;
 
@@ -569,8 +573,8 @@ struct Fp8WgmmaSpec {
   static constexpr int kTileK = 128;
   static constexpr int kThreads = 384;
   /// Dynamic shared memory a block may take beside the kernel's static
-  /// 2.1 KB (the tiles' column scales and bias, the barriers).
-  static constexpr int kMaxSharedBytes = 227 * 1024 - 2304;
+  /// 4.2 KB (two tiles' column scales and bias a consumer, the barriers).
+  static constexpr int kMaxSharedBytes = 227 * 1024 - 4352;
 
   KernelInstance instance() const;
   /// One block a multiprocessor at most (the kernel is persistent).

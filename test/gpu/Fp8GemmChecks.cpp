@@ -1,4 +1,4 @@
-//===- Fp8GemmChecks.cpp - linear_wgmma_fp8 against float64 and cuBLASLt --===//
+//===- Fp8GemmChecks.cpp - The fp8 GEMM and its activations, checked ------===//
 //
 // fp8_gemm: linear_wgmma_fp8 (LinearWgmmaFp8.cuh, Hopper only), the W8A8
 // GEMM of fp8 plans' prompt steps, on the linears of Llama-3.2-1B and
@@ -13,6 +13,9 @@
 // is counted on every row. Timed beside cuBLASLt's fp8 GEMM with the same
 // scales as 128-k block scales (CublasLt::fp8Linear, what the executor ran
 // before), plain output, same operands.
+//
+// fp8_quantize: the kernels that make those codes (quantize_rows_fp8,
+// rms_norm_quantize_fp8) against the host rule, at the models' K.
 //
 //===----------------------------------------------------------------------===//
 
@@ -172,12 +175,12 @@ std::string shapeName(const Fp8Shape &s, int rows) {
   return sol::cat(s.model, " ", s.name, " ", s.n, "x", s.k, " T=", rows);
 }
 
-/// The configuration plans take, then 128 columns in six stages.
+/// The configuration plans take, then 128 columns in five stages.
 std::vector<Fp8WgmmaSpec> sweep(const Fp8Shape &s) {
   const Fp8WgmmaSpec chosen = Fp8WgmmaSpec::choose(s.bias, s.epilogue);
   Fp8WgmmaSpec narrow = chosen;
   narrow.tileN = 128;
-  narrow.stages = 6;
+  narrow.stages = 5;
   if (narrow.instance() == chosen.instance())
     return {chosen};
   return {chosen, narrow};
@@ -283,6 +286,101 @@ void checkFp8Gemm(Checker &c) {
   }
 }
 
+/// fp8_quantize: quantize_rows_fp8 and rms_norm_quantize_fp8, the
+/// activations of the fp8 GEMMs, against the host rule (sol::floatToE4M3 of
+/// x / (max|x| / 448), x normalised on the host for the norm kernel, in
+/// float64), compared as decoded values times their scale; the codes start
+/// as NaN codes (0x7F, which the saturating rule never writes), the scales
+/// as NaN.
+constexpr int kQuantizeFeatures[] = {2048, 4096, 8192, 14336};
+
+void checkQuantize(Checker &c, int k, int rows, bool norm) {
+  const cuda::QuantizeRowsFp8Spec spec{k, norm};
+  const cuda::KernelInstance instance = spec.instance();
+  const cuda::Kernel &kernel = c.kernels.kernel(instance);
+  const std::vector<Bf16> x =
+      randomBf16(c.rng, static_cast<std::size_t>(rows) * k, -3.0f, 3.0f);
+  const std::vector<Bf16> w = randomBf16(c.rng, k, 0.5f, 1.5f);
+  const float eps = 1e-5f;
+  DeviceBuffer dX = c.upload(x), dW = c.upload(w);
+  DeviceBuffer codes(static_cast<std::size_t>(rows) * k);
+  codes.fillBytes(0x7F, c.stream);
+  DeviceBuffer scales =
+      c.poisoned(static_cast<std::size_t>(rows) * spec.scaleBlocks() * 4);
+  const cuda::LaunchDims dims = spec.dims(rows);
+  std::function<void(int)> launch = [&](int) {
+    if (norm)
+      kernel.launch(dims, c.stream,
+                    kernels::NormQuantizeRowsArgs{.codes = codes.address(),
+                                                  .scales = scales.address(),
+                                                  .x = dX.address(),
+                                                  .weight = dW.address(),
+                                                  .eps = eps,
+                                                  .rows = rows});
+    else
+      kernel.launch(dims, c.stream,
+                    kernels::QuantizeRowsArgs{.codes = codes.address(),
+                                              .scales = scales.address(),
+                                              .x = dX.address(),
+                                              .rows = rows});
+  };
+  launch(0);
+  c.stream.synchronize();
+  CheckRecord r = makeRecord(
+      c, "fp8_quantize",
+      sol::cat(norm ? "rms_norm_quantize_fp8 K=" : "quantize_rows_fp8 K=", k,
+               " T=", rows),
+      instance);
+  const std::vector<std::uint8_t> got = c.download<std::uint8_t>(codes);
+  const std::vector<float> gotScales = c.download<float>(scales);
+  std::vector<float> decoded;
+  std::vector<double> ref;
+  std::size_t unwritten = 0;
+  for (int t = 0; t < rows; ++t) {
+    std::vector<float> v(k);
+    double ss = 0.0;
+    for (int i = 0; i < k; ++i) {
+      v[i] = bf16ToFloat(x[static_cast<std::size_t>(t) * k + i]);
+      ss += static_cast<double>(v[i]) * v[i];
+    }
+    if (norm) {
+      const float inv = static_cast<float>(1.0 / std::sqrt(ss / k + eps));
+      for (int i = 0; i < k; ++i)
+        v[i] = bf16ToFloat(floatToBf16(bf16ToFloat(w[i]) *
+                                       bf16ToFloat(floatToBf16(v[i] * inv))));
+    }
+    float amax = 0.0f;
+    for (float f : v)
+      amax = std::max(amax, std::fabs(f));
+    const float s = amax == 0.0f ? 1.0f : amax / 448.0f;
+    for (int b = 0; b < spec.scaleBlocks(); ++b)
+      unwritten +=
+          std::isnan(gotScales[static_cast<std::size_t>(b) * rows + t]);
+    const float gotScale = gotScales[t];
+    for (int i = 0; i < k; ++i) {
+      const std::uint8_t code = got[static_cast<std::size_t>(t) * k + i];
+      unwritten += code == 0x7F;
+      decoded.push_back(sol::e4m3ToFloat(code) * gotScale);
+      ref.push_back(
+          static_cast<double>(sol::e4m3ToFloat(sol::floatToE4M3(v[i] / s))) *
+          s);
+    }
+  }
+  // The norm kernel sums its squares in float32: a normalised value may
+  // round to the neighbouring bf16 now and then (one E4M3 step, 6% of one
+  // value); the plain kernel's codes are the rule's exactly.
+  judge(r, relativeL2(decoded, ref), norm ? 2e-3 : 1e-6, unwritten);
+  r.bytes = static_cast<double>(rows) * k * 3.0;
+  c.finish(std::move(r), &launch);
+}
+
+void checkFp8Quantize(Checker &c) {
+  for (int k : kQuantizeFeatures)
+    for (int rows : {16, 2048})
+      for (bool norm : {false, true})
+        checkQuantize(c, k, rows, norm);
+}
+
 } // namespace
 
 std::vector<CheckFamily> fp8GemmChecks() {
@@ -294,6 +392,13 @@ std::vector<CheckFamily> fp8GemmChecks() {
              k.require(spec.instance());
        },
        checkFp8Gemm},
+      {"fp8_quantize",
+       [](KernelLibrary &k) {
+         for (int features : kQuantizeFeatures)
+           for (bool norm : {false, true})
+             k.require(cuda::QuantizeRowsFp8Spec{features, norm}.instance());
+       },
+       checkFp8Quantize},
   };
 }
 

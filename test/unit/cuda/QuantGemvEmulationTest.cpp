@@ -270,6 +270,34 @@ TEST(QuantGemvEmulation, QuantizeRowsFp8AndRepeatScales) {
           << "row " << t << " k " << k;
   }
 
+  // A row of more vectors than the block has threads (the second pass of
+  // each thread's registers covers part of the row only).
+  constexpr int kLong = 2176, kLongBlocks = kLong / 128, kLongRows = 3;
+  std::vector<bf16> xl(kLongRows * kLong);
+  for (bf16 &v : xl)
+    v = __float2bfloat16_rn(dist(rng));
+  xl[kLong + 2175] = __float2bfloat16_rn(900.0f); // the row's maximum, last
+  std::vector<unsigned char> longCodes(kLongRows * kLong, 0xAA);
+  std::vector<float> longScales(kLongBlocks * kLongRows, std::nanf(""));
+  const QuantizeRowsArgs longArgs{.codes = longCodes.data(),
+                                  .scales = longScales.data(),
+                                  .x = xl.data(),
+                                  .rows = kLongRows};
+  cuda_emulation::launch(kLongRows, kGemvThreads,
+                         [&] { quantize_rows_fp8<kLong>(longArgs); });
+  for (int t = 0; t < kLongRows; ++t) {
+    float amax = 0.0f;
+    for (int k = 0; k < kLong; ++k)
+      amax = std::max(amax, std::fabs(__bfloat162float(xl[t * kLong + k])));
+    const float s = amax / 448.0f;
+    for (int b = 0; b < kLongBlocks; ++b)
+      EXPECT_EQ(longScales[b * kLongRows + t], s) << "row " << t;
+    for (int k = 0; k < kLong; ++k)
+      ASSERT_EQ(longCodes[t * kLong + k],
+                sol::floatToE4M3(__bfloat162float(xl[t * kLong + k]) / s))
+          << "row " << t << " k " << k;
+  }
+
   const std::vector<float> rowScales = {0.5f, 2.0f, 3.0f, 0.25f, 7.0f};
   std::vector<float> repeated(rowScales.size() * 3, std::nanf(""));
   const RepeatScalesArgs repeat{.out = repeated.data(),
@@ -280,6 +308,68 @@ TEST(QuantGemvEmulation, QuantizeRowsFp8AndRepeatScales) {
   for (int r = 0; r < 3; ++r)
     for (std::size_t n = 0; n < rowScales.size(); ++n)
       EXPECT_EQ(repeated[r * rowScales.size() + n], rowScales[n]);
+}
+
+// rms_norm_quantize_fp8 (a NormLinear's rows for the W8A8 GEMM): the codes
+// and scales of quantize_rows_fp8 over bf16(w * bf16(x * rsqrt(mean(x^2) +
+// eps))), here computed on the host with a float64 sum of squares. The
+// kernel sums in float32 in its own order, so a normalised value may round
+// to the neighbouring bf16 now and then: at most 1% of the codes may differ,
+// by one step of the same sign, and the scales by one bf16 step.
+TEST(QuantGemvEmulation, RmsNormQuantizeFp8) {
+  for (const int rows : {1, 5}) {
+    constexpr int K = 2176, kBlocks = K / 128;
+    const float eps = 1e-5f;
+    std::mt19937 rng(1400 + rows);
+    std::normal_distribution<float> dist(0.0f, 3.0f);
+    std::vector<bf16> x(rows * K), w(K);
+    for (bf16 &v : x)
+      v = __float2bfloat16_rn(dist(rng));
+    for (bf16 &v : w)
+      v = __float2bfloat16_rn(0.5f + std::fabs(dist(rng)) / 4.0f);
+    std::vector<unsigned char> codes(rows * K, 0xAA);
+    std::vector<float> scales(kBlocks * rows, std::nanf(""));
+    const NormQuantizeRowsArgs args{.codes = codes.data(),
+                                    .scales = scales.data(),
+                                    .x = x.data(),
+                                    .weight = w.data(),
+                                    .eps = eps,
+                                    .rows = rows};
+    cuda_emulation::launch(rows, kGemvThreads,
+                           [&] { rms_norm_quantize_fp8<K>(args); });
+    int differing = 0;
+    for (int t = 0; t < rows; ++t) {
+      double ss = 0.0;
+      for (int k = 0; k < K; ++k) {
+        const double v = __bfloat162float(x[t * K + k]);
+        ss += v * v;
+      }
+      const float inv = static_cast<float>(1.0 / std::sqrt(ss / K + eps));
+      std::vector<float> normed(K);
+      float amax = 0.0f;
+      for (int k = 0; k < K; ++k) {
+        const float r = __bfloat162float(
+            __float2bfloat16_rn(__bfloat162float(x[t * K + k]) * inv));
+        normed[k] =
+            __bfloat162float(__float2bfloat16_rn(__bfloat162float(w[k]) * r));
+        amax = std::max(amax, std::fabs(normed[k]));
+      }
+      const float s = amax / 448.0f;
+      for (int b = 0; b < kBlocks; ++b)
+        EXPECT_NEAR(scales[b * rows + t], s, s / 128.0f) << "row " << t;
+      for (int k = 0; k < K; ++k) {
+        const unsigned char want = sol::floatToE4M3(normed[k] / s);
+        const unsigned char got = codes[t * K + k];
+        if (got == want)
+          continue;
+        ++differing;
+        ASSERT_EQ(got & 0x80, want & 0x80) << "row " << t << " k " << k;
+        ASSERT_LE(std::abs((got & 0x7f) - (want & 0x7f)), 1)
+            << "row " << t << " k " << k;
+      }
+    }
+    EXPECT_LE(differing, rows * K / 100) << rows << " rows";
+  }
 }
 
 } // namespace
