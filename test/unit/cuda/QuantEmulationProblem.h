@@ -138,24 +138,33 @@ struct Problem {
     }
   }
 
-  /// The rows of x the linear sees, as floats: x, or its RMS norm times
-  /// normW; for fp8 then quantized, e4m3(x / sx) * sx.
+  /// Row t of x before any fp8 quantization: x, or with `norm` its RMS
+  /// norm times normW, bf16(normW * bf16(x * rsqrt(mean(x^2) + eps))) (the
+  /// sum of squares in double).
+  std::vector<float> row(int t, bool norm) const {
+    double ss = 0.0;
+    for (int i = 0; i < k; ++i) {
+      const double v = __bfloat162float(x[t * k + i]);
+      ss += v * v;
+    }
+    const float inv = static_cast<float>(1.0 / std::sqrt(ss / k + kEps));
+    std::vector<float> out(k);
+    for (int i = 0; i < k; ++i) {
+      const float v = __bfloat162float(x[t * k + i]);
+      out[i] = norm ? bf(__bfloat162float(normW[i]) * bf(v * inv)) : v;
+    }
+    return out;
+  }
+
+  /// The rows of x the linear sees, as floats: row(t, norm); for fp8 then
+  /// quantized, e4m3(x / sx) * sx.
   std::vector<double> input(bool norm) const {
     std::vector<double> out(x.size());
     for (int t = 0; t < rows; ++t) {
-      double ss = 0.0;
-      for (int i = 0; i < k; ++i) {
-        const double v = __bfloat162float(x[t * k + i]);
-        ss += v * v;
-      }
-      const float inv = static_cast<float>(1.0 / std::sqrt(ss / k + kEps));
-      std::vector<float> row(k);
+      const std::vector<float> row = this->row(t, norm);
       float amax = 0.0f;
-      for (int i = 0; i < k; ++i) {
-        const float v = __bfloat162float(x[t * k + i]);
-        row[i] = norm ? bf(__bfloat162float(normW[i]) * bf(v * inv)) : v;
-        amax = std::max(amax, std::fabs(row[i]));
-      }
+      for (float v : row)
+        amax = std::max(amax, std::fabs(v));
       float sx = amax / 448.0f;
       sx = sx == 0.0f ? 1.0f : sx;
       for (int i = 0; i < k; ++i)

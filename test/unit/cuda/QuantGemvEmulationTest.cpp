@@ -311,49 +311,31 @@ TEST(QuantGemvEmulation, QuantizeRowsFp8AndRepeatScales) {
 }
 
 // rms_norm_quantize_fp8 (a NormLinear's rows for the W8A8 GEMM): the codes
-// and scales of quantize_rows_fp8 over bf16(w * bf16(x * rsqrt(mean(x^2) +
-// eps))), here computed on the host with a float64 sum of squares. The
-// kernel sums in float32 in its own order, so a normalised value may round
-// to the neighbouring bf16 now and then: at most 1% of the codes may differ,
-// by one step of the same sign, and the scales by one bf16 step.
+// and scales of quantize_rows_fp8 over the normalised rows of the problem's
+// reference (Problem::row, its sum of squares in float64). The kernel sums
+// in float32 in its own order, so a normalised value may round to the
+// neighbouring bf16 now and then: at most 1% of the codes may differ, by
+// one step of the same sign, and the scales by one bf16 step.
 TEST(QuantGemvEmulation, RmsNormQuantizeFp8) {
   for (const int rows : {1, 5}) {
     constexpr int K = 2176, kBlocks = K / 128;
-    const float eps = 1e-5f;
-    std::mt19937 rng(1400 + rows);
-    std::normal_distribution<float> dist(0.0f, 3.0f);
-    std::vector<bf16> x(rows * K), w(K);
-    for (bf16 &v : x)
-      v = __float2bfloat16_rn(dist(rng));
-    for (bf16 &v : w)
-      v = __float2bfloat16_rn(0.5f + std::fabs(dist(rng)) / 4.0f);
+    const Problem p(WeightFormat::Fp8, rows, 8, K, 0, false, 1400 + rows);
     std::vector<unsigned char> codes(rows * K, 0xAA);
     std::vector<float> scales(kBlocks * rows, std::nanf(""));
     const NormQuantizeRowsArgs args{.codes = codes.data(),
                                     .scales = scales.data(),
-                                    .x = x.data(),
-                                    .weight = w.data(),
-                                    .eps = eps,
+                                    .x = p.x.data(),
+                                    .weight = p.normW.data(),
+                                    .eps = kEps,
                                     .rows = rows};
     cuda_emulation::launch(rows, kGemvThreads,
                            [&] { rms_norm_quantize_fp8<K>(args); });
     int differing = 0;
     for (int t = 0; t < rows; ++t) {
-      double ss = 0.0;
-      for (int k = 0; k < K; ++k) {
-        const double v = __bfloat162float(x[t * K + k]);
-        ss += v * v;
-      }
-      const float inv = static_cast<float>(1.0 / std::sqrt(ss / K + eps));
-      std::vector<float> normed(K);
+      const std::vector<float> normed = p.row(t, true);
       float amax = 0.0f;
-      for (int k = 0; k < K; ++k) {
-        const float r = __bfloat162float(
-            __float2bfloat16_rn(__bfloat162float(x[t * K + k]) * inv));
-        normed[k] =
-            __bfloat162float(__float2bfloat16_rn(__bfloat162float(w[k]) * r));
-        amax = std::max(amax, std::fabs(normed[k]));
-      }
+      for (float v : normed)
+        amax = std::max(amax, std::fabs(v));
       const float s = amax / 448.0f;
       for (int b = 0; b < kBlocks; ++b)
         EXPECT_NEAR(scales[b * rows + t], s, s / 128.0f) << "row " << t;
