@@ -706,6 +706,65 @@ QuantGemvSpec QuantGemvSpec::choose(int outFeatures, int inFeatures, int rows,
   return spec;
 }
 
+KernelInstance QuantGemvMmaSpec::instance() const {
+  constexpr const char *kKernel = "linear_gemv_quant_mma";
+  if (format != WeightFormat::Int4)
+    fail(kKernel, ": int4 weights only, got ", weightFormatName(format));
+  checkQuantShape(format, inFeatures, groupSize, vectorValues(), 32, kKernel);
+  requireMultiple(inFeatures, 128, "in features (K)", kKernel);
+  requireMultiple(groupSize, 128, "the int4 group size", kKernel);
+  if (slicesK != 1 && slicesK != 2 && slicesK != 4 && slicesK != 8)
+    fail(kKernel, ": slicesK must be 1, 2, 4 or 8, got ", slicesK);
+  if (tiles * slicesK != 8)
+    fail(kKernel, ": tiles x slicesK must be the block's 8 warps, got ", tiles,
+         " x ", slicesK);
+  if (depth < 1 || depth > 6)
+    fail(kKernel, ": depth must be 1..6 blocks, got ", depth);
+  checkEpilogue(output, epilogue, kKernel);
+  if (sharedBytes() + 2048 > QuantGemvSpec::kMaxSharedBytes)
+    fail(kKernel, ": ", sharedBytes(), " bytes of shared memory for ",
+         inFeatures, " features, more than a block may have");
+  return {"LinearGemvQuantMma.cuh",
+          cat(kNamespace, "linear_gemv_quant_mma<", inFeatures, ", ", tiles,
+              ", ", slicesK, ", ", depth, ", ", outputType(output), ", ",
+              bias ? "true" : "false", ", ", static_cast<int>(epilogue), ", ",
+              normPrologue ? "true" : "false", ", ", groupSize, ">")};
+}
+
+int QuantGemvMmaSpec::sharedBytes() const {
+  // LinearGemvQuantMma.cuh's quant_gemv_mma::sharedBytes.
+  return inFeatures * 2 + (normPrologue ? inFeatures * 2 : 0);
+}
+
+LaunchDims QuantGemvMmaSpec::dims(int outFeatures) const {
+  return quantLinearDims(outFeatures, epilogue, 16 * tiles, sharedBytes(),
+                         "linear_gemv_quant_mma");
+}
+
+bool QuantGemvMmaSpec::runs(WeightFormat format, int inFeatures,
+                            int groupSize) {
+  return format == WeightFormat::Int4 && inFeatures % 128 == 0 &&
+         groupSize > 0 && groupSize % 128 == 0 && inFeatures % groupSize == 0;
+}
+
+QuantGemvMmaSpec QuantGemvMmaSpec::choose(int inFeatures, LinearOutput output,
+                                          bool bias, LinearEpilogue epilogue,
+                                          bool normPrologue, int groupSize) {
+  requirePositive(inFeatures, "in features (K)", "linear_gemv_quant_mma");
+  QuantGemvMmaSpec spec;
+  static_cast<QuantLinearShape &>(spec) = {
+      WeightFormat::Int4, inFeatures,   output,   bias,
+      epilogue,           normPrologue, groupSize};
+  const int blocks = inFeatures / 128;
+  spec.slicesK = 8;
+  while (spec.slicesK > 1 && blocks / spec.slicesK < 4)
+    spec.slicesK /= 2;
+  spec.tiles = 8 / spec.slicesK;
+  spec.depth = 4;
+  spec.instance(); // fails here for what the kernel cannot run
+  return spec;
+}
+
 KernelInstance QuantizeRowsFp8Spec::instance() const {
   const char *kernel = norm ? "rms_norm_quantize_fp8" : "quantize_rows_fp8";
   requirePositive(features, "features (K)", kernel);

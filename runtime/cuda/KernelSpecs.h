@@ -297,6 +297,33 @@ struct QuantGemvSpec : QuantLinearShape {
                               bool normPrologue = false, int groupSize = 0);
 };
 
+/// linear_gemv_quant_mma<K, Tiles, SlicesK, Depth, Out, HasBias, Epilogue,
+/// NormPrologue, GroupSize>(QuantLinearArgs) (LinearGemvQuantMma.cuh): one
+/// row of int4 weights (groups a multiple of 128) on the tensor cores, a
+/// block of `tiles` 16-row tiles with K split over `slicesK` warps, the
+/// codes of `depth` 128-k blocks in flight a warp. Measured beside
+/// linear_gemv_quant (sol-kernel-check quant_gemv_mma); no plan selects it.
+struct QuantGemvMmaSpec : QuantLinearShape {
+  static constexpr int kThreads = 256;
+  int tiles = 1;
+  int slicesK = 8;
+  int depth = 4;
+
+  KernelInstance instance() const;
+  LaunchDims dims(int outFeatures) const;
+  /// x in the B fragments' order, and the normalised bf16 row under the
+  /// norm prologue.
+  int sharedBytes() const;
+  /// Whether the kernel takes this weight: int4 with whole 128-k blocks in
+  /// a group.
+  static bool runs(WeightFormat format, int inFeatures, int groupSize);
+  /// K over as many warps (up to 8) as leave each at least 4 blocks of
+  /// 128 k; depth 4.
+  static QuantGemvMmaSpec choose(int inFeatures, LinearOutput output, bool bias,
+                                 LinearEpilogue epilogue, bool normPrologue,
+                                 int groupSize);
+};
+
 /// quantize_rows_fp8<K>(QuantizeRowsArgs) (QuantizeActivations.cuh): the
 /// fp8 activation rule over the rows of an fp8 GEMM (cuBLASLt's W8A8),
 /// one 256-thread block a row; K a multiple of 128.

@@ -8,7 +8,8 @@
 // rotated through copies larger than L2; GB/s counts the bytes a launch
 // must move (quantized weights, x, norm weight, output, residual). Beside
 // each shape, the bf16 linear_gemv the plan would run otherwise.
-// quant_gemv_sweep times the other block geometries at one row.
+// quant_gemv_sweep times the other block geometries at one row;
+// quant_gemv_mma linear_gemv_quant_mma's beside linear_gemv_quant.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,12 +17,14 @@
 #include "QuantProblems.h"
 
 #include <algorithm>
+#include <string_view>
 
 namespace sol::check {
 namespace {
 
 using cuda::GemvSpec;
 using cuda::LinearOutput;
+using cuda::QuantGemvMmaSpec;
 using cuda::QuantGemvSpec;
 using cuda::WeightFormat;
 
@@ -122,6 +125,58 @@ void checkQuantGemvSweep(Checker &c) {
   }
 }
 
+// quant_gemv_mma: linear_gemv_quant_mma at one row (int4) on every shape:
+// the configuration QuantGemvMmaSpec::choose picks, then the other (tiles,
+// slices of K, depth) triples, beside linear_gemv_quant's chosen
+// configuration in the same run.
+
+std::vector<QuantGemvMmaSpec> quantGemvMmaSweep(const QuantShape &s,
+                                                bool quick) {
+  const QuantGemvMmaSpec chosen =
+      QuantGemvMmaSpec::choose(s.k, LinearOutput::Bf16, false, s.epilogue,
+                               s.norm, groupSizeOf(WeightFormat::Int4));
+  std::vector<QuantGemvMmaSpec> out = {chosen};
+  if (quick)
+    return out;
+  for (int slices : {8, 4, 2})
+    for (int depth : {2, 4, 6}) {
+      QuantGemvMmaSpec v = chosen;
+      v.slicesK = slices;
+      v.tiles = 8 / slices;
+      v.depth = depth;
+      if (v.slicesK == chosen.slicesK && v.depth == chosen.depth)
+        continue;
+      out.push_back(v);
+    }
+  return out;
+}
+
+void checkQuantGemvMma(Checker &c) {
+  constexpr WeightFormat f = WeightFormat::Int4;
+  for (const QuantShape &s : kQuantShapes) {
+    if (c.options.quick && std::string_view(s.model) != "1B")
+      continue;
+    const QuantProblem p(c, s, 1);
+    const HostQuant q = quantize(p.host.w, s.n, s.k, f);
+    const RotatedQuant weights(c, q, true);
+    const std::vector<double> ref = quantReference(p.host, q, 1, f);
+    const QuantGemvSpec gemv = quantSpecFor(s, 1, f);
+    const std::string shape =
+        sol::cat(s.model, " ", s.name, " ", s.n, "x", s.k, " T=1 int4");
+    checkQuantLaunch(
+        c, "quant_gemv_mma",
+        sol::cat(shape, " gemv R", gemv.rowsPerWarp, " WK", gemv.warpsK), p,
+        weights, f, 1, gemv.instance(), gemv.dims(s.n), gemv.weightBytes(s.n),
+        ref);
+    for (const QuantGemvMmaSpec &spec : quantGemvMmaSweep(s, c.options.quick))
+      checkQuantLaunch(c, "quant_gemv_mma",
+                       sol::cat(shape, " mma T", spec.tiles, " S", spec.slicesK,
+                                " D", spec.depth),
+                       p, weights, f, 1, spec.instance(), spec.dims(s.n),
+                       spec.weightBytes(s.n), ref);
+  }
+}
+
 } // namespace
 
 std::vector<CheckFamily> quantGemvChecks() {
@@ -144,6 +199,15 @@ std::vector<CheckFamily> quantGemvChecks() {
                k.require(spec.instance());
        },
        checkQuantGemvSweep},
+      {"quant_gemv_mma",
+       [](KernelLibrary &k) {
+         for (const QuantShape &s : kQuantShapes) {
+           k.require(quantSpecFor(s, 1, WeightFormat::Int4).instance());
+           for (const QuantGemvMmaSpec &spec : quantGemvMmaSweep(s, false))
+             k.require(spec.instance());
+         }
+       },
+       checkQuantGemvMma},
   };
 }
 

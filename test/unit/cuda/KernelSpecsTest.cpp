@@ -711,6 +711,81 @@ TEST(KernelSpecs, QuantGemvNameAndGeometry) {
   EXPECT_EQ(int8.dims(2048).grid.x, 512u);
 }
 
+TEST(KernelSpecs, QuantGemvMmaNameAndGeometry) {
+  QuantGemvMmaSpec spec;
+  static_cast<QuantLinearShape &>(spec) = {WeightFormat::Int4,
+                                           4096,
+                                           LinearOutput::Bf16,
+                                           false,
+                                           LinearEpilogue::Swiglu,
+                                           true,
+                                           128};
+  spec.tiles = 2;
+  spec.slicesK = 4;
+  spec.depth = 3;
+  EXPECT_EQ(spec.instance().header, "LinearGemvQuantMma.cuh");
+  EXPECT_EQ(spec.instance().nameExpression,
+            "sol::kernels::linear_gemv_quant_mma<4096, 2, 4, 3, __nv_bfloat16, "
+            "false, 2, true, 128>");
+  // Two 16-row tiles a block; x in the B order and the normalised row.
+  const LaunchDims d = spec.dims(28672);
+  EXPECT_EQ(d.grid.x, 896u);
+  EXPECT_EQ(d.block.x, 256u);
+  EXPECT_EQ(d.sharedBytes, 4096u * 4);
+  EXPECT_EQ(spec.dims(40).grid.x, 2u); // a partial last block
+
+  auto refused = [&](auto change, const char *says) {
+    QuantGemvMmaSpec s = spec;
+    change(s);
+    const std::string message = errorOf([&] { s.instance(); });
+    EXPECT_NE(message.find(says), std::string::npos)
+        << "expected \"" << says << "\", got \"" << message << "\"";
+  };
+  refused(
+      [](QuantGemvMmaSpec &s) {
+        s.format = WeightFormat::Int8;
+        s.groupSize = 0;
+      },
+      "int4 weights only");
+  refused([](QuantGemvMmaSpec &s) { s.groupSize = 64; }, "group size");
+  refused(
+      [](QuantGemvMmaSpec &s) {
+        s.inFeatures = 4160;
+        s.groupSize = 64;
+      },
+      "multiple of 128");
+  refused([](QuantGemvMmaSpec &s) { s.slicesK = 3; }, "slicesK");
+  refused([](QuantGemvMmaSpec &s) { s.tiles = 4; }, "8 warps");
+  refused([](QuantGemvMmaSpec &s) { s.depth = 7; }, "depth");
+  refused(
+      [](QuantGemvMmaSpec &s) {
+        s.output = LinearOutput::Fp32;
+        s.epilogue = LinearEpilogue::Residual;
+      },
+      "bf16 output");
+  refused([](QuantGemvMmaSpec &s) { s.inFeatures = 65536; }, "shared memory");
+}
+
+// K splits over as many warps as leave each at least four 128-k blocks.
+TEST(KernelSpecs, QuantGemvMmaChoice) {
+  auto choose = [](int k) {
+    return QuantGemvMmaSpec::choose(k, LinearOutput::Bf16, false,
+                                    LinearEpilogue::None, false, 128);
+  };
+  EXPECT_EQ(choose(4096).slicesK, 8);
+  EXPECT_EQ(choose(14336).slicesK, 8);
+  EXPECT_EQ(choose(2048).slicesK, 4);
+  EXPECT_EQ(choose(2048).tiles, 2);
+  EXPECT_EQ(choose(384).slicesK, 1);
+  EXPECT_EQ(choose(384).tiles, 8);
+  EXPECT_TRUE(QuantGemvMmaSpec::runs(WeightFormat::Int4, 4096, 128));
+  EXPECT_TRUE(QuantGemvMmaSpec::runs(WeightFormat::Int4, 1152, 384));
+  EXPECT_FALSE(QuantGemvMmaSpec::runs(WeightFormat::Int4, 4096, 64));
+  EXPECT_FALSE(QuantGemvMmaSpec::runs(WeightFormat::Int4, 4160, 64));
+  EXPECT_FALSE(QuantGemvMmaSpec::runs(WeightFormat::Int8, 4096, 0));
+  EXPECT_FALSE(QuantGemvMmaSpec::runs(WeightFormat::Fp8, 4096, 0));
+}
+
 TEST(KernelSpecs, QuantGemvChoice) {
   for (WeightFormat f :
        {WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Fp8}) {

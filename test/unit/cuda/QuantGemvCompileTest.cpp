@@ -1,7 +1,8 @@
 //===- QuantGemvCompileTest.cpp - The quantized linears compile with NVRTC ===//
 //
 // Every linear_gemv_quant instance QuantGemvSpec::choose picks for the
-// decode linears (1, 2, 4 and 8 rows) of the supported model shapes, and
+// decode linears (1, 2, 4 and 8 rows) of the supported model shapes (and
+// linear_gemv_quant_mma's for their int4 weights at one row), and
 // every linear_skinny_quant instance QuantSkinnySpec::choose picks for the
 // Llama-3.2-1B and Llama-3.1-8B layers at 8 and 16 rows, in all three weight
 // formats, compiles for sm_90 through the path solc uses, takes
@@ -198,6 +199,58 @@ TEST(QuantGemvCompile, EveryModelInstanceCompilesForSm90) {
                 it->second.registers, it->second.blocksPerSm,
                 blocksBySharedMemory(static_cast<int>(d.sharedBytes)));
   }
+}
+
+// The linear_gemv_quant_mma instances of the same linears at one row (int4
+// in groups of 128) compile the same way and fit two blocks an SM, and
+// their shared memory is the header's.
+TEST(QuantGemvCompile, MmaInstancesCompileForSm90) {
+  std::string reason;
+  nvrtc::NvrtcOptions options;
+  options.useCache = false; // really compile
+  options.ptxasVerbose = true;
+  auto compiler = makeCompiler(options, reason);
+  if (!compiler)
+    GTEST_SKIP() << "NVRTC not available: " << reason;
+
+  struct MmaCase {
+    std::string label;
+    cuda::QuantGemvMmaSpec spec;
+  };
+  std::vector<MmaCase> cases;
+  std::string shapes = "#include \"LinearGemvQuantMma.cuh\"\n"
+                       "using namespace sol::kernels;\n";
+  for (const QuantCase &c : quantCases()) {
+    const QuantGemvSpec &g = c.spec;
+    if (g.maxRows != 1 ||
+        !cuda::QuantGemvMmaSpec::runs(g.format, g.inFeatures, g.groupSize))
+      continue;
+    const cuda::QuantGemvMmaSpec spec =
+        cuda::QuantGemvMmaSpec::choose(g.inFeatures, g.output, g.bias,
+                                       g.epilogue, g.normPrologue, g.groupSize);
+    cases.push_back({c.label, spec});
+    shapes += sol::cat("static_assert(quant_gemv_mma::sharedBytes<",
+                       g.inFeatures, ", ", g.normPrologue ? "true" : "false",
+                       ">() == ", spec.sharedBytes(), ");\n");
+  }
+  ASSERT_FALSE(cases.empty());
+  const std::map<std::string, KernelResources> resources =
+      compileAndCheck(*compiler, uniqueInstances(cases));
+  for (const MmaCase &c : cases) {
+    const auto it = resources.find(c.spec.instance().nameExpression);
+    if (it != resources.end())
+      std::printf("%-34s T%d S%d D%d %6d %5d %6d\n", c.label.c_str(),
+                  c.spec.tiles, c.spec.slicesK, c.spec.depth,
+                  c.spec.sharedBytes(), it->second.registers,
+                  it->second.blocksPerSm);
+  }
+
+  nvrtc::KernelSource source;
+  source.name = "quant_gemv_mma_spec.cu";
+  source.code = shapes;
+  auto headers = nvrtc::embeddedKernelHeaders();
+  source.headers.assign(headers.begin(), headers.end());
+  EXPECT_NO_THROW(compiler->compile(source)) << shapes;
 }
 
 struct QuantSkinnyCase {
