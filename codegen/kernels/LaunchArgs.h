@@ -182,7 +182,10 @@ SOL_ARGS_FIELD(RmsNormArgs, secondFrom, 76)
 /// bf16 or fp32 as the instance's OutT says. normWeight and eps: the RMS
 /// norm of the NormPrologue variants. argmaxKey: a zeroed 64-bit word in
 /// which linear_gemv's kEpilogueArgmax variant leaves the row's argmaxKey
-/// (Common.cuh).
+/// (Common.cuh). residual, inputNormWeight, inputEps and arrivals: the
+/// AddNorm variants of linear_gemv, which normalise residual + x (x itself
+/// normalised first by inputNormWeight, when given) and write that sum back
+/// over the residual; arrivals is a zeroed counter the launch leaves zero.
 struct LinearArgs {
   SOL_DEVICE_PTR(void) y = nullptr;
   SOL_DEVICE_PTR(const bf16) x = nullptr;
@@ -194,8 +197,12 @@ struct LinearArgs {
   int n = 0;
   int k = 0;
   float eps = 0.0f;
+  SOL_DEVICE_PTR(bf16) residual = nullptr;              // [1, k], or null
+  SOL_DEVICE_PTR(const bf16) inputNormWeight = nullptr; // [k], or null
+  SOL_DEVICE_PTR(unsigned) arrivals = nullptr;
+  float inputEps = 0.0f;
 };
-SOL_ARGS_SIZE(LinearArgs, 64)
+SOL_ARGS_SIZE(LinearArgs, 96)
 SOL_ARGS_FIELD(LinearArgs, y, 0)
 SOL_ARGS_FIELD(LinearArgs, x, 8)
 SOL_ARGS_FIELD(LinearArgs, w, 16)
@@ -206,6 +213,10 @@ SOL_ARGS_FIELD(LinearArgs, rows, 48)
 SOL_ARGS_FIELD(LinearArgs, n, 52)
 SOL_ARGS_FIELD(LinearArgs, k, 56)
 SOL_ARGS_FIELD(LinearArgs, eps, 60)
+SOL_ARGS_FIELD(LinearArgs, residual, 64)
+SOL_ARGS_FIELD(LinearArgs, inputNormWeight, 72)
+SOL_ARGS_FIELD(LinearArgs, arrivals, 80)
+SOL_ARGS_FIELD(LinearArgs, inputEps, 88)
 
 /// linear_splitk_finalize (LinearGemm.cuh): y = epilogue(partial + bias)
 /// for [rows, n] fp32 partial sums, which it zeroes again.

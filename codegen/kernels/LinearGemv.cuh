@@ -23,10 +23,20 @@
 // into the epilogue (kEpilogue* in Common.cuh), so a layer is four GEMV
 // launches plus attention.
 //
+// AddNorm (one row, with the norm prologue) takes a residual add into the
+// prologue too, for layers whose add cannot be a GEMV epilogue because it
+// normalises the sub-layer's output first (Gemma): every block computes h =
+// residual + x (x normalised by inputNormWeight under kAddNormInputNorm) and
+// the norm of h, rms_norm's bits (gemvAddNormPrologue), and the block that
+// reads the residual last writes h over it (gemvAddNormWriteBack, counted
+// on `arrivals`). That removes a launch and a round trip through memory from
+// the chain of one-row kernels a decode step is.
+//
 // Launch: LinearArgs (LaunchArgs.h), 256 threads,
 // ceil(N / ((8 / WarpsK) * RowsPerWarp)) blocks, and
-// MaxRows * K * 2 bytes of dynamic shared memory with the norm prologue.
-// Requires K % 8 == 0 and 16-byte aligned x and W.
+// MaxRows * K * 2 bytes of dynamic shared memory with the norm prologue
+// (twice that with AddNorm). Requires K % 8 == 0 and 16-byte aligned x and
+// W (and residual).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -42,7 +52,7 @@ namespace kernels {
 // swiglu need bf16 y, and swiglu an even RowsPerWarp, and y is [rows, N/2].
 template <int K, int MaxRows, int RowsPerWarp, int WarpsK, typename OutT,
           bool HasBias, int Epilogue, bool NormPrologue,
-          bool L2Prefetch = false>
+          bool L2Prefetch = false, int AddNorm = kAddNormNone>
 __global__ void __launch_bounds__(kGemvThreads, 2)
     linear_gemv(const __grid_constant__ LinearArgs args) {
   static_assert(K % 8 == 0, "linear_gemv: K must be a multiple of 8");
@@ -55,14 +65,21 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
   static_assert(!isGatedEpilogue(Epilogue) || RowsPerWarp % 2 == 0,
                 "linear_gemv: the swiglu epilogue needs gate/up pairs in a "
                 "warp (even RowsPerWarp)");
+  static_assert(
+      AddNorm == kAddNormNone ||
+          (NormPrologue && MaxRows == 1 && Epilogue != kEpilogueArgmax &&
+           (AddNorm == kAddNormResidual || AddNorm == kAddNormInputNorm)),
+      "linear_gemv: a residual add in the prologue needs the norm "
+      "prologue, one row and no argmax");
+  constexpr bool kAddNorm = AddNorm != kAddNormNone;
   constexpr int kWarpsN = kGemvWarps / WarpsK;
   constexpr int kVecs = K / 8;
   constexpr int kSlice = ceilDiv(kVecs, WarpsK);
   constexpr int kIters = ceilDiv(kSlice, 32);
   constexpr int kUnroll = constMin(kIters, constMax(1, 16 / RowsPerWarp));
   constexpr int R = RowsPerWarp;
-  extern __shared__ __align__(16) unsigned char gemvShared[];
-  bf16 *xs = reinterpret_cast<bf16 *>(gemvShared);
+  bf16 *const xs = reinterpret_cast<bf16 *>(dynamicSharedMemory());
+  bf16 *const sum = xs + K; // AddNorm: the row written over the residual
   OutT *const y = static_cast<OutT *>(args.y);
   const bf16 *const x = args.x;
   const bf16 *const w = args.w;
@@ -87,13 +104,18 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
     // Rows past N read row N-1 (valid memory); their sums are never stored.
     wRow[r] = w + static_cast<long long>(min(n0 + r, N - 1)) * K;
   NormWeights<NormPrologue ? K : 8> normW;
+  NormWeights<kAddNorm ? K : 8> inputW; // read under kAddNormInputNorm
+  unsigned arrival = 0; // AddNorm: thread 0's place among the blocks
   // One row with the norm prologue and few weight rows per warp: x first,
   // then the weights (in order, see loadStreamingInOrder16), then the
   // prologue. Measured on an H200 against weights first with .nc loads, which
   // ptxas sank below the prologue's barriers: 1B gate/up 22.3 -> 18.7 us. With
   // 8 weight rows per warp x's registers crowd the first batch's (8B batch-1
   // decode 4% slower), and ptxas keeps those loads early anyway.
-  constexpr bool kRowFirst = NormPrologue && MaxRows == 1 && RowsPerWarp <= 2;
+  constexpr bool kRowFirst =
+      NormPrologue && !kAddNorm && MaxRows == 1 && RowsPerWarp <= 2;
+  // The first weight loads stay ahead of the prologue's barriers.
+  constexpr bool kInOrderFirst = kRowFirst || kAddNorm;
   ActivationRow<kRowFirst ? K : 8> xRow;
   if constexpr (kRowFirst) {
     waitForPredecessor();
@@ -115,7 +137,7 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
       const bool ok = it + u < kIters && v < sliceEnd;
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        if constexpr (kRowFirst)
+        if constexpr (kInOrderFirst)
           wv[u][r] = !ok       ? make_uint4(0, 0, 0, 0)
                      : it == 0 ? loadStreamingInOrder16(wRow[r] + v * 8)
                                : loadStreaming16(wRow[r] + v * 8);
@@ -132,6 +154,8 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
       // 1B gate/up projection 1 us).
       if constexpr (NormPrologue)
         normW.load(norm_w);
+      if constexpr (AddNorm == kAddNormInputNorm)
+        inputW.load(args.inputNormWeight);
       if constexpr (L2Prefetch) {
         const int first = blockIdx.x * kWarpsN * R;
         prefetchBulkL2(w + static_cast<long long>(first) * K,
@@ -140,6 +164,15 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
       }
       if constexpr (kRowFirst) {
         gemvNormPrologue<K>(xs, xRow, normW, eps);
+      } else if constexpr (kAddNorm) {
+        waitForPredecessor();
+        gemvAddNormPrologue<K, AddNorm>(xs, sum, x, args.residual, normW,
+                                        inputW, eps, args.inputEps);
+        // Every thread of the block has its residual values (the barrier
+        // that ends the prologue follows their use): the block is done
+        // reading it. Nothing waits for the count until the write-back.
+        if (threadIdx.x == 0)
+          arrival = atomicAdd(args.arrivals, 1u);
       } else {
         waitForPredecessor();
         if constexpr (NormPrologue)
@@ -203,6 +236,9 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
         total += partial[warpN][k][index];
     }
   }
+  if constexpr (kAddNorm)
+    if (warp == 0)
+      gemvAddNormWriteBack<K>(args.residual, sum, args.arrivals, arrival);
 
   const int n = n0 + index / MaxRows;
   const int t = index % MaxRows;

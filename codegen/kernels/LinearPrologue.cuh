@@ -10,6 +10,7 @@
 
 #include "Common.cuh"
 #include "LaunchArgs.h"
+#include "RmsNorm.cuh"
 
 namespace sol {
 namespace kernels {
@@ -179,6 +180,115 @@ gemvNormPrologue(bf16 *xs, const ActivationRow<K> &x,
                  const NormWeights<K> &norm_w, float eps) {
   gemvNormPrologueFrom<K, 1>(
       xs, [&x](int, int i) { return x.v[i]; }, norm_w, eps, 1);
+}
+
+// The residual add a one-row linear_gemv may take into its prologue (the
+// AddNorm variants, LinearGemv.cuh): none, the add of x to the residual,
+// or the add of x normalised by its own weight (Gemma's norms after
+// attention and after the MLP).
+constexpr int kAddNormNone = 0;
+constexpr int kAddNormResidual = 1;
+constexpr int kAddNormInputNorm = 2;
+
+// The sum of every thread's `part` over a 256-thread block in rms_norm's
+// order (RmsNorm.cuh's rowSum for a row over the block: each warp's
+// butterfly, then the warps' totals in order). Each Use (0, 1) has its own
+// shared slots, so that two sums need no barrier between them.
+template <int Use> __device__ __forceinline__ float blockSum(float part) {
+  __shared__ float partial[kGemvWarps];
+  const float warpTotal = warpSum(part);
+  if (threadIdx.x % 32 == 0)
+    partial[threadIdx.x / 32] = warpTotal;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kGemvWarps; ++w)
+    total += partial[w];
+  return total;
+}
+
+// The AddNorm prologue over one row: h = bf16(x' + residual), where x' = x
+// (kAddNormResidual) or bf16(inputW * bf16(x * rsqrt(mean(x^2) +
+// inputEps))) (kAddNormInputNorm); then sum = h and xs = bf16(normW *
+// bf16(h * rsqrt(mean(h^2) + eps))), both into shared memory. This is
+// rms_norm's arithmetic with a residual, bit for bit: a thread holds the
+// same vectors (i, i + 256, ...) and adds the same parts in the same order.
+// Ends with a barrier. The residual is not written here: other blocks still
+// read it (gemvAddNormWriteBack).
+template <int K, int AddNorm>
+__device__ __forceinline__ void
+gemvAddNormPrologue(bf16 *xs, bf16 *sum, const bf16 *x, const bf16 *residual,
+                    const NormWeights<K> &normW, const NormWeights<K> &inputW,
+                    float eps, float inputEps) {
+  static_assert(AddNorm == kAddNormResidual || AddNorm == kAddNormInputNorm,
+                "gemvAddNormPrologue: no such residual add");
+  constexpr int kVecs = K / 8;
+  constexpr int kPer = NormWeights<K>::kPer;
+  auto vector = [](int i) {
+    return static_cast<int>(threadIdx.x) + i * kGemvThreads;
+  };
+  float v[kPer][8];
+  uint4 rv[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const bool ok = vector(i) < kVecs;
+    unpack8(ok ? load16(x + vector(i) * 8) : make_uint4(0, 0, 0, 0), v[i]);
+    rv[i] = ok ? load16(residual + vector(i) * 8) : make_uint4(0, 0, 0, 0);
+  }
+  if constexpr (AddNorm == kAddNormInputNorm) {
+    const float inv = rsqrtf(
+        blockSum<0>(sumOfSquares<kPer>(v)) / static_cast<float>(K) + inputEps);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      float wf[8];
+      unpack8(inputW.v[i], wf);
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        v[i][j] = roundToBf16(wf[j] * roundToBf16(v[i][j] * inv));
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    float r[8];
+    unpack8(rv[i], r);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      v[i][j] = roundToBf16(v[i][j] + r[j]);
+    if (vector(i) < kVecs)
+      store16(sum + vector(i) * 8, pack8(v[i]));
+  }
+  const float inv =
+      rsqrtf(blockSum<1>(sumOfSquares<kPer>(v)) / static_cast<float>(K) + eps);
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    if (vector(i) < kVecs) {
+      float wf[8], o[8];
+      unpack8(normW.v[i], wf);
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        o[j] = wf[j] * roundToBf16(v[i][j] * inv);
+      store16(xs + vector(i) * 8, pack8(o));
+    }
+  }
+  __syncthreads();
+}
+
+// After an AddNorm prologue, called by warp 0 of every block: `arrival` is
+// lane 0's result of the atomicAdd on `arrivals` that its block made once all
+// its threads had read the residual. The block that arrived last is the one
+// after which no block reads the residual any more: it writes the sum over
+// the residual and zeroes the counter for the next launch.
+template <int K>
+__device__ __forceinline__ void
+gemvAddNormWriteBack(bf16 *residual, const bf16 *sum, unsigned *arrivals,
+                     unsigned arrival) {
+  if (__shfl_sync(0xffffffffu, arrival, 0) != gridDim.x - 1)
+    return;
+  const int lane = threadIdx.x % 32;
+  for (int v = lane; v < K / 8; v += 32)
+    store16(residual + v * 8, load16(sum + v * 8));
+  if (lane == 0)
+    *arrivals = 0;
 }
 
 } // namespace kernels

@@ -77,13 +77,15 @@ compileKernels(const StepProgram &program,
     fail("internal error: ", why,
          "; please report it. `solc --gpu none` compiles a plan for the CPU "
          "reference executor meanwhile");
-  // The attention ops that absorb a head norm compile that variant.
-  const std::vector<bool> headNorm =
-      chooseLowering(program, options, descs).headNormFused(descs.size());
+  // The attention ops that absorb a head norm compile that variant, the
+  // linears that absorb a residual norm theirs.
+  const cuda::StaticLowering lowering = chooseLowering(program, options, descs);
+  const std::vector<bool> headNorm = lowering.headNormFused(descs.size());
+  const std::vector<cuda::GemvAddNorm> addNorm = lowering.addNormFused(descs);
   for (std::size_t i = 0; i < descs.size(); ++i)
     for (const cuda::KernelInstance &k :
          cuda::enumerateKernels(descs[i], options.maxTokensPerStep,
-                                options.maxContext, headNorm[i]))
+                                options.maxContext, headNorm[i], addNorm[i]))
       add(k);
   add(cuda::ArgmaxSpec{}.instance());
   add(cuda::SamplingSpec{}.instance());      // per-request sampling, logprobs

@@ -192,9 +192,9 @@ void emitPlan(const std::filesystem::path &path, const StepProgram &program,
   flatbuffers::Offset<fb::CudaLowering> cuda;
   if (options.cudaLowering) {
     const cuda::StaticLowering &l = *options.cudaLowering;
-    cuda = fb::CreateCudaLoweringDirect(b, &l.attentionRopeKvWrite,
-                                        &l.skippableGathers, l.argmaxLmHead,
-                                        l.chunkAttention, &l.attentionHeadNorm);
+    cuda = fb::CreateCudaLoweringDirect(
+        b, &l.attentionRopeKvWrite, &l.skippableGathers, l.argmaxLmHead,
+        l.chunkAttention, &l.attentionHeadNorm, &l.linearAddNorm);
   }
   auto plan = fb::CreatePlanDirect(
       b, options.compilerVersion.c_str(), options.commandLine.c_str(),

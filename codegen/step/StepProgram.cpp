@@ -27,6 +27,18 @@ void StepProgram::assignArenaSlots() {
       const int32_t out = op.buffers.at(0), in = op.buffers.at(1);
       last[in] = std::max(last[in], last[out]);
     }
+  // One-row CUDA steps may run an RmsNorm with a residual in the prologue of
+  // the Linear after it (cuda::StaticLowering::linearAddNorm): every block
+  // of the linear reads the norm's input and residual while others write
+  // its output, so they live through the linear.
+  for (std::size_t i = 1; i < ops.size(); ++i) {
+    const PlanOp &norm = ops[i - 1], &linear = ops[i];
+    if (norm.kind == OpKind::RmsNorm && norm.hasResidual() &&
+        linear.kind == OpKind::Linear && linear.buffers.size() >= 2 &&
+        linear.buffers[1] == norm.buffers[0])
+      for (int32_t b : {norm.buffers[1], norm.buffers[2]})
+        last[b] = std::max(last[b], static_cast<int>(i));
+  }
 
   // Greedy interval colouring in order of first use: a slot is free again
   // once the last reader of its previous buffer has run.

@@ -209,13 +209,15 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
   // decode steps, the skippable gather, the argmax LM head, chunk attention.
   lowering_ = readStaticLowering(plan.cuda(), ops_, planFile.path().string());
   headNormFused_ = lowering_.headNormFused(ops_.size());
+  addNormFused_ = lowering_.addNormFused(ops_);
   // Every instance selection may pick for the plan's step sizes, as solc
   // compiled them (codegen/plan/CompileKernels.cpp): later lookups cannot
   // fail.
   const int maxContext = static_cast<int>(maxModelLen_);
   for (std::size_t i = 0; i < ops_.size(); ++i)
     for (const KernelInstance &k :
-         enumerateKernels(ops_[i], maxTokens_, maxContext, headNormFused_[i]))
+         enumerateKernels(ops_[i], maxTokens_, maxContext, headNormFused_[i],
+                          addNormFused_[i]))
       if (!kernels_.count(k.nameExpression))
         fail(planFile.path().string(), ": the plan lacks kernel ",
              k.nameExpression, " needed by op ", ops_[i].name,
@@ -414,6 +416,8 @@ CudaExecutor::CudaExecutor(const PlanFile &planFile,
               .arrivalCount(maxTokens_));
   attentionArrivals_ = DeviceBuffer(alignUp(arrivals * sizeof(unsigned)));
   attentionArrivals_.fillBytes(0, stream_);
+  addNormArrivals_ = DeviceBuffer(alignUp(sizeof(unsigned)));
+  addNormArrivals_.fillBytes(0, stream_);
   clusterMerge_ = context_.computeCapabilityMajor() >= 9;
   gatherAliases_.reserve(lowering_.skippableGathers.size());
   sequenceSeen_.assign(static_cast<std::size_t>(maxSeqsCap_), 0);
@@ -1278,8 +1282,9 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       first = true;
       continue;
     }
-    std::vector<KernelLaunch> launches = selectKernels(
-        d, rows, maxContext, shape.fusedRope, clusterMerge_, headNormFused_[i]);
+    std::vector<KernelLaunch> launches =
+        selectKernels(d, rows, maxContext, shape.fusedRope, clusterMerge_,
+                      headNormFused_[i], addNormFused_[i]);
     if (launches.empty())
       continue;
     for (KernelLaunch &launch : launches)
@@ -1387,6 +1392,36 @@ void CudaExecutor::launchOps(const StepShape &shape, std::size_t begin,
       }
       if (fp8Gemm) {
         fp8Linear(i, rows, y, x, fp8Dependent);
+        break;
+      }
+      if (addNormFused_[i] != GemvAddNorm::None && rows == 1) {
+        // The RmsNorm op before it (skipped) in linear_gemv's prologue: its
+        // input and residual instead of x.
+        const OpDesc &norm =
+            ops_[static_cast<std::size_t>(lowering_.linearAddNorm[i])];
+        auto normBuffer = [&](unsigned j) {
+          int id = norm.buffers[j];
+          for (const auto &[out, in] : gatherAliases_)
+            id = id == out ? in : id;
+          return buffer(id);
+        };
+        launchGemm(launches, 0,
+                   LinearArgs{.y = y,
+                              .x = normBuffer(1),
+                              .w = wt,
+                              .bias = bias,
+                              .normWeight = weight(norm.weights[0]),
+                              .rows = rows,
+                              .n = n,
+                              .k = kdim,
+                              .eps = norm.eps,
+                              .residual = normBuffer(2),
+                              .inputNormWeight = norm.hasSecondNormWeight()
+                                                     ? weight(norm.weights[1])
+                                                     : null,
+                              .arrivals = addNormArrivals_.address(),
+                              .inputEps = norm.inputEps},
+                   n);
         break;
       }
       if (isQuantSinglePass(l.instance)) { // reads the quantized W

@@ -308,6 +308,10 @@ private:
   /// rows skip; the argmax LM head; chunk attention.
   StaticLowering lowering_;
   std::vector<bool> headNormFused_; // lowering_.headNormFused, per op
+  /// lowering_.addNormFused, per op, and the arrival counter of the fused
+  /// launches (zeroed once; each launch leaves it zero).
+  std::vector<GemvAddNorm> addNormFused_;
+  DeviceBuffer addNormArrivals_;
   /// Attention splits merge through thread-block clusters (sm_90).
   bool clusterMerge_ = false;
   /// Whether the step's real tokens all belong to different sequences.

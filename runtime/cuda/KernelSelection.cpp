@@ -438,6 +438,23 @@ bool attentionFusesHeadNorm(const OpDesc &attention, const OpDesc &norm) {
                    norm.heads == attention.heads + attention.kvHeads;
 }
 
+GemvAddNorm linearAddNorm(const OpDesc &linear, const OpDesc &norm) {
+  if (linear.kind != OpKind::Linear || linear.quant != fb::WeightQuant::None ||
+      linear.outDtype != fb::DType::BF16 || linear.buffers.size() < 2 ||
+      norm.kind != OpKind::RmsNorm || !norm.hasResidual() ||
+      norm.buffers[0] != linear.buffers[1])
+    return GemvAddNorm::None;
+  const LinearShape s = linearShape(linear);
+  GemvSpec spec =
+      GemvSpec::choose(s.n, s.k, 1, LinearOutput::Bf16, s.bias,
+                       linearEpilogue(linear), true, kPlannedMultiprocessors);
+  spec.addNorm = norm.hasSecondNormWeight() ? GemvAddNorm::InputNorm
+                                            : GemvAddNorm::Residual;
+  if (s.k % 8 != 0 || spec.dims(s.n).sharedBytes > SkinnySpec::kMaxSharedBytes)
+    return GemvAddNorm::None;
+  return spec.addNorm;
+}
+
 PrefillAttentionSpec prefillAttentionSpec(const OpDesc &op) {
   return {toInt(op.heads), toInt(op.kvHeads), toInt(op.headDim),
           op.blockSize,    kvFp8(op),         op.softcap > 0.0f};
@@ -468,7 +485,8 @@ int gemmRowBucket(int rows) {
 
 std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
                                         int maxContext, bool fusedRope,
-                                        bool clusterMerge, bool headNorm) {
+                                        bool clusterMerge, bool headNorm,
+                                        GemvAddNorm addNorm) {
   if (rows <= 0)
     return {};
   switch (op.kind) {
@@ -477,6 +495,8 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
     return {{spec.instance(), spec.dims(rows)}};
   }
   case OpKind::RmsNorm: {
+    if (addNorm != GemvAddNorm::None && rows == 1)
+      return {}; // done in the next linear's prologue
     RmsNormSpec spec{toInt(op.bufferWidths.at(0))};
     return {{spec.instance(), spec.dims(rows)}};
   }
@@ -491,6 +511,15 @@ std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
   case OpKind::Linear:
     if (op.quant != fb::WeightQuant::None)
       return quantizedLinearLaunches(op, rows, maxContext);
+    if (addNorm != GemvAddNorm::None && rows == 1) {
+      const LinearShape s = linearShape(op);
+      GemvSpec spec =
+          GemvSpec::choose(s.n, s.k, 1, linearOutput(op), s.bias,
+                           linearEpilogue(op), true, kPlannedMultiprocessors);
+      spec.l2Prefetch = prefetchesWeights(op, false);
+      spec.addNorm = addNorm;
+      return {{spec.instance(), spec.dims(s.n)}};
+    }
     return linearLaunches(op, rows, false);
   case OpKind::NormLinear: {
     if (op.quant != fb::WeightQuant::None)
@@ -680,7 +709,8 @@ long long moeSortedInts(const OpDesc &moe, int maxRows) {
 }
 
 std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
-                                             int maxContext, bool headNorm) {
+                                             int maxContext, bool headNorm,
+                                             GemvAddNorm addNorm) {
   std::vector<KernelInstance> out;
   auto add = [&](const std::vector<KernelLaunch> &launches) {
     for (const KernelLaunch &l : launches)
@@ -734,6 +764,9 @@ std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
     // Greedy one-row steps: the LM head with the argmax in its epilogue.
     if (std::optional<KernelLaunch> head = selectArgmaxLmHead(op))
       add({*head});
+    // One-row steps: the residual add and norm before it in the prologue.
+    if (op.kind == OpKind::Linear && addNorm != GemvAddNorm::None)
+      add(selectKernels(op, 1, maxContext, false, false, false, addNorm));
     return out;
   }
   if (op.kind == OpKind::Attention) {

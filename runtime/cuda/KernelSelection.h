@@ -99,11 +99,14 @@ std::size_t splitKWorkspaceFloats(const OpDesc &op, int maxTokens);
 /// PagedAttentionSpec allows it. `headNorm` (with `fusedRope`, for an
 /// Attention op and the HeadRmsNorm op it absorbs, StaticLowering.h): the
 /// HeadRmsNorm has no launch and the Attention runs the variant that also
-/// normalises q and k.
-std::vector<KernelLaunch> selectKernels(const OpDesc &op, int rows,
-                                        int maxContext, bool fusedRope = false,
-                                        bool clusterMerge = false,
-                                        bool headNorm = false);
+/// normalises q and k. `addNorm` (for a Linear op and the RmsNorm op with a
+/// residual it absorbs, StaticLowering.h): one-row steps give the RmsNorm no
+/// launch and run the Linear as linear_gemv with that add and norm in its
+/// prologue.
+std::vector<KernelLaunch>
+selectKernels(const OpDesc &op, int rows, int maxContext,
+              bool fusedRope = false, bool clusterMerge = false,
+              bool headNorm = false, GemvAddNorm addNorm = GemvAddNorm::None);
 
 /// A Moe op's router as a Linear op of its own (weights[0], [E, H]; bf16
 /// logits into a workspace), whose launches selectKernels chooses.
@@ -168,10 +171,12 @@ bool needsDequantizedCopy(const OpDesc &op, int maxTokens);
 /// Every instance `op` may need in steps of up to `maxTokens` tokens and
 /// contexts of up to `maxContext` positions, without duplicates: what solc
 /// compiles into a plan. `headNorm`: an Attention op that absorbs its
-/// layer's HeadRmsNorm in decode steps (StaticLowering.h).
-std::vector<KernelInstance> enumerateKernels(const OpDesc &op, int maxTokens,
-                                             int maxContext,
-                                             bool headNorm = false);
+/// layer's HeadRmsNorm in decode steps; `addNorm`: a Linear op that absorbs
+/// the RmsNorm before it in one-row steps (StaticLowering.h).
+std::vector<KernelInstance>
+enumerateKernels(const OpDesc &op, int maxTokens, int maxContext,
+                 bool headNorm = false,
+                 GemvAddNorm addNorm = GemvAddNorm::None);
 
 /// Weight matrices of at most this many bytes are asked into L2 before
 /// their kernel waits for its predecessor (the L2Prefetch variants of
@@ -222,6 +227,13 @@ bool attentionFusesRope(const OpDesc &op);
 /// head of the attention's q and k (from column 0 of its qkv buffer, the
 /// q heads by its first weight, the k heads by its second or the same).
 bool attentionFusesHeadNorm(const OpDesc &attention, const OpDesc &norm);
+
+/// The residual add linear_gemv does in its prologue when one-row steps run
+/// Linear op `linear` with the work of RmsNorm op `norm` (a residual add,
+/// perhaps with an input norm, then the norm) fused in: a bf16 linear with
+/// bf16 output whose input is the norm's output. None when it cannot; the
+/// buffers' lifetimes are StaticLowering's to check.
+GemvAddNorm linearAddNorm(const OpDesc &linear, const OpDesc &norm);
 
 /// The argmax launch over `rows` rows of `vocab` float32 logits.
 KernelLaunch selectArgmax(int rows, int vocab);

@@ -450,14 +450,23 @@ KernelInstance GemvSpec::instance() const {
                  epilogue != LinearEpilogue::None))
     fail("linear_gemv: the argmax epilogue needs one row of fp32 logits, no "
          "bias and no other epilogue");
+  if (addNorm != GemvAddNorm::None && (!normPrologue || maxRows != 1 || argmax))
+    fail("linear_gemv: a residual add in the prologue needs the norm "
+         "prologue, one row and no argmax");
   constexpr int kArgmaxEpilogue = 4; // kEpilogueArgmax (Common.cuh)
+  // The trailing template arguments are named only when they differ from
+  // their defaults, so that instances keep their names.
+  const std::string tail = addNorm != GemvAddNorm::None
+                               ? cat(l2Prefetch ? ", true, " : ", false, ",
+                                     static_cast<int>(addNorm))
+                           : l2Prefetch ? std::string(", true")
+                                        : std::string();
   return {"LinearGemv.cuh",
           cat(kNamespace, "linear_gemv<", inFeatures, ", ", maxRows, ", ",
               rowsPerWarp, ", ", warpsK, ", ", outputType(output), ", ",
               bias ? "true" : "false", ", ",
               argmax ? kArgmaxEpilogue : static_cast<int>(epilogue), ", ",
-              normPrologue ? "true" : "false", l2Prefetch ? ", true" : "",
-              ">")};
+              normPrologue ? "true" : "false", tail, ">")};
 }
 
 LaunchDims GemvSpec::dims(int outFeatures) const {
@@ -465,8 +474,11 @@ LaunchDims GemvSpec::dims(int outFeatures) const {
   LaunchDims dims;
   dims.block.x = 256;
   dims.grid.x = ceilDiv(outFeatures, (8 / warpsK) * rowsPerWarp);
+  // The norm prologue's rows of x, and under AddNorm the row of sums it
+  // writes back over the residual.
   if (normPrologue)
-    dims.sharedBytes = static_cast<unsigned>(maxRows * inFeatures * 2);
+    dims.sharedBytes = static_cast<unsigned>(
+        maxRows * inFeatures * 2 * (addNorm != GemvAddNorm::None ? 2 : 1));
   return dims;
 }
 

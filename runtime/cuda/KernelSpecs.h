@@ -211,6 +211,11 @@ struct RmsNormSpec {
 /// NormPrologue[, L2Prefetch]>(y, x, w, bias, rows, N, norm_w, eps):
 /// decode-size linear layers (rows <= 8), optionally with the RMS norm of x
 /// fused in front.
+/// The residual add of linear_gemv's AddNorm prologue (kAddNorm* in
+/// LinearPrologue.cuh): none, residual + x, or residual + rms_norm(x) by an
+/// input norm weight (Gemma's norms after attention and the MLP).
+enum class GemvAddNorm { None = 0, Residual = 1, InputNorm = 2 };
+
 struct GemvSpec {
   static constexpr int kMaxRows = 8;
   int inFeatures = 0; // K
@@ -228,6 +233,11 @@ struct GemvSpec {
   /// Each block asks L2 for all of its weight rows before waiting for its
   /// predecessor (prefetchBulkL2 in Common.cuh); see l2PrefetchWeights().
   bool l2Prefetch = false;
+  /// One row with the norm prologue: the residual add before the norm, as
+  /// the RmsNorm op with a residual (and an input norm) that the Linear op
+  /// absorbs in one-row steps (StaticLowering::linearAddNorm): kAddNorm* in
+  /// LinearPrologue.cuh.
+  GemvAddNorm addNorm = GemvAddNorm::None;
 
   KernelInstance instance() const;
   LaunchDims dims(int outFeatures) const;

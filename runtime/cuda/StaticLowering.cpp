@@ -86,6 +86,45 @@ std::vector<int> pairAttentionWithHeadNorm(std::span<const OpDesc> ops,
   return pairs;
 }
 
+/// One-row steps' fused residual norms: for each Linear op whose input is
+/// the output of the RmsNorm op with a residual right before it, that op,
+/// when linear_gemv can do its work (linearAddNorm) and the buffers allow
+/// it: every block of the linear reads the norm's input and the residual
+/// while others write the linear's output, so those may not share an arena
+/// slot, and no op after the linear reads the norm's output before it is
+/// written again (the fused launch never writes it).
+std::vector<int> pairLinearWithAddNorm(std::span<const OpDesc> ops,
+                                       std::span<const int> bufferSlot) {
+  auto slot = [&](int id) {
+    return id < kStepInputs ? -1 - id
+                            : bufferSlot[static_cast<std::size_t>(id)];
+  };
+  std::vector<int> pairs(ops.size(), -1);
+  bool any = false;
+  // Not the LM head, which greedy steps may run with the argmax instead.
+  for (std::size_t i = 1; i + 1 < ops.size(); ++i) {
+    const OpDesc &linear = ops[i], &norm = ops[i - 1];
+    if (linearAddNorm(linear, norm) == GemvAddNorm::None)
+      continue;
+    const int out = norm.buffers[0], y = linear.buffers[0];
+    if (slot(y) == slot(norm.buffers[1]) || slot(y) == slot(norm.buffers[2]))
+      continue;
+    bool readAfter = false;
+    for (std::size_t j = i + 1; j < ops.size(); ++j)
+      if (std::ranges::count(ops[j].buffers, out) > 0) {
+        readAfter = !overwrites(ops[j], out);
+        break;
+      }
+    if (readAfter)
+      continue;
+    pairs[i] = static_cast<int>(i - 1);
+    any = true;
+  }
+  if (!any)
+    pairs.clear();
+  return pairs;
+}
+
 /// The plan's GatherRows ops (the rows that get logits) that steps whose
 /// logit rows are their first rows in order may skip: those whose input
 /// slot no op touches until the last reader of their output (the arena
@@ -144,6 +183,7 @@ StaticLowering chooseStaticLowering(std::span<const OpDesc> ops,
   StaticLowering s;
   s.attentionRopeKvWrite = pairAttentionWithRope(ops);
   s.attentionHeadNorm = pairAttentionWithHeadNorm(ops, s.attentionRopeKvWrite);
+  s.linearAddNorm = pairLinearWithAddNorm(ops, bufferSlot);
   s.skippableGathers = findSkippableGathers(ops, bufferSlot);
   s.argmaxLmHead = !ops.empty() && selectArgmaxLmHead(ops.back()).has_value();
   // enumerateKernels compiles chunk_attention for steps of two or more.
@@ -203,6 +243,23 @@ StaticLowering readStaticLowering(const fb::CudaLowering *record,
              "names (", j, ")", again);
     }
   }
+  if (const auto *pairs = record->linear_add_norm();
+      pairs && pairs->size() > 0) {
+    if (static_cast<int>(pairs->size()) != n)
+      fail(where, ": linear_add_norm has ", pairs->size(), " entries for ", n,
+           " ops", again);
+    s.linearAddNorm.assign(pairs->begin(), pairs->end());
+    for (int i = 0; i < n; ++i) {
+      const int j = s.linearAddNorm[static_cast<std::size_t>(i)];
+      if (j != -1 && (j != i - 1 || i + 1 == n ||
+                      linearAddNorm(ops[static_cast<std::size_t>(i)],
+                                    ops[static_cast<std::size_t>(j)]) ==
+                          GemvAddNorm::None))
+        fail(where, ": op ", ops[static_cast<std::size_t>(i)].name,
+             " cannot absorb the residual norm the plan names (", j, ")",
+             again);
+    }
+  }
   if (const auto *gathers = record->skippable_gathers())
     for (int32_t g : *gathers) {
       if (g < 0 || g >= n ||
@@ -230,6 +287,17 @@ std::vector<bool> StaticLowering::headNormFused(std::size_t ops) const {
       fused[i] = true;
       if (static_cast<std::size_t>(j) < ops)
         fused[static_cast<std::size_t>(j)] = true;
+    }
+  return fused;
+}
+
+std::vector<GemvAddNorm>
+StaticLowering::addNormFused(std::span<const OpDesc> ops) const {
+  std::vector<GemvAddNorm> fused(ops.size(), GemvAddNorm::None);
+  for (std::size_t i = 0; i < linearAddNorm.size() && i < ops.size(); ++i)
+    if (const int j = linearAddNorm[i]; j >= 0) {
+      const auto norm = static_cast<std::size_t>(j);
+      fused[i] = fused[norm] = cuda::linearAddNorm(ops[i], ops[norm]);
     }
   return fused;
 }

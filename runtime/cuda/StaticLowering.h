@@ -3,7 +3,8 @@
 //
 // Some of the CUDA executor's choices depend only on the plan, not on a
 // step's batch: which rope_kv_write (and q/k head norm) each attention
-// absorbs in decode steps, whether the logits gather can be skipped, whether
+// absorbs in decode steps, which residual norm a linear absorbs in one-row
+// steps, whether the logits gather can be skipped, whether
 // the LM head may keep the argmax, whether prompt chunks run chunk_attention.
 // solc makes them once with these rules when it compiles the kernels and
 // records them in the plan (Plan.cuda); the executor reads and checks them at
@@ -32,6 +33,12 @@ struct StaticLowering {
   /// its fused-rope variant does too in decode steps, which then skip that
   /// op; -1 for other ops and attentions without one. Empty: none.
   std::vector<int> attentionHeadNorm;
+  /// Per op: for each Linear op that one-row steps run with the residual
+  /// add and norm of the RmsNorm op right before it in linear_gemv's
+  /// prologue (Gemma's norms after attention and after the MLP, whose add
+  /// cannot be a GEMV epilogue), that op, which those steps then skip; -1
+  /// for other ops. Empty: none.
+  std::vector<int> linearAddNorm;
   /// The GatherRows ops that steps whose logit rows are their first rows in
   /// order (decode) skip, later ops reading their inputs.
   std::vector<int> skippableGathers;
@@ -46,6 +53,9 @@ struct StaticLowering {
   /// Per op: whether decode steps run it fused with a head norm (an
   /// Attention op that absorbs one, or the HeadRmsNorm op absorbed).
   std::vector<bool> headNormFused(std::size_t ops) const;
+  /// Per op: the residual add of linear_gemv's prologue for a Linear op that
+  /// absorbs an RmsNorm and for that RmsNorm op (linearAddNorm), else None.
+  std::vector<GemvAddNorm> addNormFused(std::span<const OpDesc> ops) const;
 };
 
 /// The choices for `ops` (a step's ops in order) with `bufferSlot[i]` the

@@ -37,7 +37,7 @@ inline constexpr char kPlanMagic[8] = {'S', 'O', 'L', 'P', 'L', 'A', 'N', '\0'};
 /// added quantized linear weights (an older solrun would read their codes
 /// as bf16), 6 norms with a second weight (an older solrun would skip
 /// Gemma's post-norms and Gemma 3's k norms) and the GeGLU epilogue.
-inline constexpr uint32_t kPlanFormatVersion = 8;
+inline constexpr uint32_t kPlanFormatVersion = 9;
 inline constexpr uint64_t kPlanAlignment = 256;
 
 /// The fixed-size header at the start of every plan file (little-endian).

@@ -15,6 +15,11 @@
 //    makes them (selectKernels, CudaExecutor's NormLinear case): rms_norm
 //    into scratch, then linear_skinny for 2 to 8 rows or the GEMM (split-K
 //    or not) for more. (One row, the fused GEMV, is gemv_fused's.)
+//  * gemv_add_norm: one-row linear_gemv with the residual add and norms of
+//    the RmsNorm op before it in its prologue (StaticLowering's
+//    linearAddNorm; Gemma), against rms_norm then the plain linear_gemv:
+//    the same output and residual bits, the arrival counter back at zero;
+//    both timed, so the table shows what the fusion saves.
 //
 // Outputs are poisoned, plus one poisoned guard row past the last output
 // row that no launch may touch. Residual outputs cannot be poisoned (they
@@ -545,6 +550,130 @@ void checkArgmaxHead(Checker &c) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// gemv_add_norm
+
+struct AddNormCase {
+  const char *name;
+  int n, k;
+  LinearEpilogue epilogue;
+  bool inputNorm;
+};
+
+// Gemma-3-4B's QKV and gate/up, Gemma-2-9B's gate/up (the norms after
+// attention and after the MLP), and a plain residual add.
+const AddNormCase kAddNormCases[] = {
+    {"gemma-3-4b qkv", 4096, 2560, LinearEpilogue::None, true},
+    {"gemma-3-4b gate_up", 20480, 2560, LinearEpilogue::Geglu, true},
+    {"gemma-2-9b gate_up", 28672, 3584, LinearEpilogue::Geglu, true},
+    {"residual add", 3072, 2048, LinearEpilogue::None, false},
+};
+
+/// The plain GEMV the unfused path runs after rms_norm, or the fused one.
+GemvSpec addNormSpec(const AddNormCase &a, bool fused) {
+  GemvSpec spec = GemvSpec::choose(a.n, a.k, 1, LinearOutput::Bf16, false,
+                                   a.epilogue, fused);
+  if (fused)
+    spec.addNorm = a.inputNorm ? cuda::GemvAddNorm::InputNorm
+                               : cuda::GemvAddNorm::Residual;
+  return spec;
+}
+
+void checkAddNorm(Checker &c) {
+  for (const AddNormCase &a : kAddNormCases) {
+    if (c.options.quick && static_cast<long long>(a.n) * a.k > 30'000'000)
+      continue;
+    const HostLinear p =
+        makeProblem(c.rng, 1, a.n, a.k, false, a.epilogue, true);
+    const std::vector<Bf16> residual = randomBf16(c.rng, a.k, -4.0f, 4.0f),
+                            inputW = randomBf16(c.rng, a.k, 0.5f, 1.5f);
+    const RotatedWeights weights(c, p.w, true);
+    const DeviceBuffer dX = c.upload(p.x), dNorm = c.upload(p.normW),
+                       dInput = c.upload(inputW);
+    DeviceBuffer dResidualA = c.upload(residual),
+                 dResidualB = c.upload(residual);
+    DeviceBuffer dNormed = c.poisoned(static_cast<std::size_t>(a.k) * 2);
+    const int cols = outputColumns(a.epilogue, a.n);
+    // One poisoned guard row past the outputs.
+    DeviceBuffer dOutA = c.poisoned(static_cast<std::size_t>(cols) * 4),
+                 dOutB = c.poisoned(static_cast<std::size_t>(cols) * 4);
+    DeviceBuffer dArrivals = c.upload(std::vector<unsigned>{0});
+    constexpr float kInputEps = 1e-6f;
+
+    const cuda::RmsNormSpec normSpec{a.k};
+    const GemvSpec plain = addNormSpec(a, false), fused = addNormSpec(a, true);
+    const cuda::Kernel &normKernel = c.kernels.kernel(normSpec.instance());
+    const cuda::Kernel &plainKernel = c.kernels.kernel(plain.instance());
+    const cuda::Kernel &fusedKernel = c.kernels.kernel(fused.instance());
+    const LaunchDims plainDims = plain.dims(a.n), fusedDims = fused.dims(a.n);
+    allowSharedMemory(plainKernel, plainDims);
+    allowSharedMemory(fusedKernel, fusedDims);
+    const Bf16 *inputArg = a.inputNorm ? dInput.as<const Bf16>() : nullptr;
+
+    // The executor's two launches without the fusion (RmsNorm op, Linear).
+    std::function<void(int)> unfused = [&](int rotation) {
+      normKernel.launch(normSpec.dims(1), c.stream,
+                        kernels::RmsNormArgs{.out = dNormed.address(),
+                                             .x = dX.address(),
+                                             .residual = dResidualA.address(),
+                                             .weight = dNorm.address(),
+                                             .eps = kEps,
+                                             .rows = 1,
+                                             .xStride = a.k,
+                                             .outStride = a.k,
+                                             .rowGroup = 1,
+                                             .inputWeight = inputArg,
+                                             .inputEps = kInputEps});
+      launchSinglePass(c, plainKernel, plainDims, dOutA,
+                       dNormed.as<const Bf16>(), weights[rotation], nullptr, 1,
+                       a.n, nullptr, 0.0f);
+    };
+    std::function<void(int)> launch = [&](int rotation) {
+      fusedKernel.launch(fusedDims, c.stream,
+                         kernels::LinearArgs{.y = dOutB.address(),
+                                             .x = dX.address(),
+                                             .w = weights[rotation],
+                                             .normWeight = dNorm.address(),
+                                             .rows = 1,
+                                             .n = a.n,
+                                             .k = a.k,
+                                             .eps = kEps,
+                                             .residual = dResidualB.address(),
+                                             .inputNormWeight = inputArg,
+                                             .arrivals = dArrivals.address(),
+                                             .inputEps = kInputEps});
+    };
+    unfused(0);
+    launch(0);
+    const bool sameOut = c.download<Bf16>(dOutA) == c.download<Bf16>(dOutB);
+    const std::vector<Bf16> resA = c.download<Bf16>(dResidualA),
+                            resB = c.download<Bf16>(dResidualB);
+    const bool sameResidual = resA == resB && resA != residual;
+    const unsigned arrivals = c.download<unsigned>(dArrivals)[0];
+
+    const std::string what =
+        sol::cat(a.name, " ", a.n, "x", a.k, epilogueTag(a.epilogue),
+                 a.inputNorm ? " +input norm" : "", " R", fused.rowsPerWarp,
+                 " WK", fused.warpsK);
+    CheckRecord r =
+        makeRecord(c, "gemv_add_norm", what + " fused", fused.instance());
+    r.checked = true;
+    r.passed = sameOut && sameResidual && arrivals == 0;
+    if (!sameOut)
+      r.note += "outputs differ from rms_norm + linear_gemv; ";
+    if (!sameResidual)
+      r.note += "the residual is not rms_norm's sum; ";
+    if (arrivals != 0)
+      r.note += sol::cat("arrival counter left at ", arrivals, "; ");
+    r.bytes = gemvBytes(p, 1, LinearOutput::Bf16);
+    c.finish(std::move(r), &launch);
+    CheckRecord pair = makeRecord(c, "gemv_add_norm", what + " rms_norm+gemv",
+                                  plain.instance());
+    pair.bytes = gemvBytes(p, 1, LinearOutput::Bf16);
+    c.finish(std::move(pair), &unfused);
+  }
+}
+
 } // namespace
 
 std::vector<CheckFamily> fusedLinearChecks() {
@@ -575,6 +704,15 @@ std::vector<CheckFamily> fusedLinearChecks() {
                k.require(l.instance);
        },
        checkNormLinear},
+      {"gemv_add_norm",
+       [](KernelLibrary &k) {
+         for (const AddNormCase &a : kAddNormCases) {
+           k.require(cuda::RmsNormSpec{a.k}.instance());
+           k.require(addNormSpec(a, false).instance());
+           k.require(addNormSpec(a, true).instance());
+         }
+       },
+       checkAddNorm},
       {"gemv_argmax",
        [](KernelLibrary &k) {
          for (const ArgmaxHeadCase &a : kArgmaxHeadCases)

@@ -212,12 +212,18 @@ void printInfo(const sol::PlanFile &file) {
         std::to_string(c->skippable_gathers() ? c->skippable_gathers()->size()
                                               : 0) +
         " of " + std::to_string(gathers);
+    int addNorms = 0;
+    if (c->linear_add_norm())
+      for (int32_t op : *c->linear_add_norm())
+        addNorms += op >= 0;
     std::printf("CUDA lowering: decode attention %s; logits gathers skipped in "
                 "decode steps: %s; greedy LM head %s; prompt chunks through "
-                "%s\n",
+                "%s; residual norms in the next linear's prologue in one-row "
+                "steps: %d\n",
                 rope.c_str(), skipped.c_str(),
                 c->argmax_lm_head() ? "keeps the argmax" : "then argmax",
-                c->chunk_attention() ? "chunk_attention" : "paged_attention");
+                c->chunk_attention() ? "chunk_attention" : "paged_attention",
+                addNorms);
   }
   if (const auto *kv = p.kv_cache()) {
     std::printf("KV cache:      %d layers x %d KV heads x head dim %d, blocks "

@@ -36,6 +36,21 @@ TEST(KernelSpecs, NameExpressions) {
   EXPECT_EQ(gemv.instance().nameExpression,
             "sol::kernels::linear_gemv<2048, 1, 4, 2, float, false, 0, false>");
   EXPECT_EQ(gemv.instance().header, "LinearGemv.cuh");
+  // The residual add in the prologue names the defaulted L2Prefetch too, and
+  // doubles the shared memory (the sums beside the normalised row); it needs
+  // the norm prologue and one row.
+  GemvSpec addNorm{
+      2560, 1, 4, 1, LinearOutput::Bf16, false, LinearEpilogue::Geglu, true};
+  addNorm.addNorm = GemvAddNorm::InputNorm;
+  EXPECT_EQ(addNorm.instance().nameExpression,
+            "sol::kernels::linear_gemv<2560, 1, 4, 1, __nv_bfloat16, false, "
+            "3, true, false, 2>");
+  EXPECT_EQ(addNorm.dims(20480).sharedBytes, 2u * 2560 * 2);
+  addNorm.normPrologue = false;
+  EXPECT_THROW(addNorm.instance(), sol::Error);
+  addNorm.normPrologue = true;
+  addNorm.maxRows = 2;
+  EXPECT_THROW(addNorm.instance(), sol::Error);
   GemmSpec gemm;
   gemm.bias = true;
   EXPECT_EQ(gemm.instance().nameExpression,

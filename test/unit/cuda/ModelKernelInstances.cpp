@@ -216,6 +216,23 @@ std::vector<cuda::KernelInstance> modelKernelInstances() {
   }
   add(ArgmaxSpec{}.instance());
   add(SamplingSpec{}.instance());
+  // Gemma's one-row QKV and gate/up (GeGLU) projections with the residual
+  // add and norms before them in their prologue (StaticLowering's
+  // linearAddNorm): Gemma-3-4B and Gemma-2-9B.
+  struct AddNormLinear {
+    int n, k;
+    LinearEpilogue epilogue;
+  };
+  for (const AddNormLinear &l :
+       {AddNormLinear{4096, 2560, LinearEpilogue::None},
+        AddNormLinear{20480, 2560, LinearEpilogue::Geglu},
+        AddNormLinear{8192, 3584, LinearEpilogue::None},
+        AddNormLinear{28672, 3584, LinearEpilogue::Geglu}}) {
+    GemvSpec spec = GemvSpec::choose(l.n, l.k, 1, LinearOutput::Bf16, false,
+                                     l.epilogue, true);
+    spec.addNorm = GemvAddNorm::InputNorm;
+    add(spec.instance());
+  }
   return out;
 }
 

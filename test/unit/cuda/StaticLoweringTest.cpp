@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace sol::test {
 namespace {
 
@@ -193,18 +195,123 @@ TEST(StaticLowering, ChunkAttentionNeedsOneShapeAndSeveralTokens) {
   EXPECT_FALSE(chooseStaticLowering(ops, kSlots, 2048).chunkAttention);
 }
 
+// Gemma's MLP half: the o projection's output (buffer 6) normalised and
+// added to the residual (hidden, 4) by an RmsNorm with an input norm into
+// buffer 10, then the gate/up projection with GeGLU (into 5) and the
+// down projection (into 6): 0 embedding, 1 o, 2 norm, 3 gate/up, 4 down, 5
+// gather, 6 LM head.
+OpDesc gemmaLinear(std::vector<int32_t> buffers, int64_t n, int64_t k) {
+  OpDesc d = op(OpKind::Linear, std::move(buffers));
+  d.outDtype = fb::DType::BF16;
+  d.bufferWidths = {n, k};
+  d.weights = {4};
+  d.weightShapes = {{n, k}};
+  return d;
+}
+
+std::vector<OpDesc> gemmaStep() {
+  std::vector<OpDesc> ops{op(OpKind::Embedding, {4, 0})};
+  ops.push_back(gemmaLinear({6, 5}, 2048, 2048));
+  OpDesc norm = op(OpKind::RmsNorm, {10, 6, 4});
+  norm.bufferWidths = {2048, 2048, 2048};
+  norm.weights = {2, 3}; // the norm of the sum, the input norm
+  norm.weightShapes = {{2048}, {2048}};
+  ops.push_back(norm);
+  OpDesc gateUp = gemmaLinear({5, 10}, 16384, 2048);
+  gateUp.epilogue = fb::LinearEpilogue::Geglu;
+  ops.push_back(gateUp);
+  ops.push_back(gemmaLinear({6, 5}, 2048, 8192));
+  ops.push_back(op(OpKind::GatherRows, {8, 4, 3}));
+  ops.push_back(lmHead());
+  return ops;
+}
+
+TEST(StaticLowering, OneRowLinearAbsorbsTheResidualNormBeforeIt) {
+  const std::vector<OpDesc> ops = gemmaStep();
+  const StaticLowering s = chooseStaticLowering(ops, kSlots, 2048);
+  EXPECT_EQ(s.linearAddNorm, (std::vector<int>{-1, -1, -1, 2, -1, -1, -1}));
+  const std::vector<GemvAddNorm> fused = s.addNormFused(ops);
+  EXPECT_EQ(fused[2], GemvAddNorm::InputNorm);
+  EXPECT_EQ(fused[3], GemvAddNorm::InputNorm);
+  EXPECT_EQ(fused[1], GemvAddNorm::None);
+  // Without the input norm, the plain residual add.
+  std::vector<OpDesc> plain = ops;
+  plain[2].weights = {2}, plain[2].weightShapes = {{2048}};
+  EXPECT_EQ(chooseStaticLowering(plain, kSlots, 2048).addNormFused(plain)[3],
+            GemvAddNorm::Residual);
+  // One-row steps run no norm launch and linear_gemv with the add in its
+  // prologue; other steps keep both.
+  EXPECT_TRUE(
+      selectKernels(ops[2], 1, 0, false, false, false, fused[2]).empty());
+  EXPECT_EQ(selectKernels(ops[2], 2, 0, false, false, false, fused[2]).size(),
+            1u);
+  const std::vector<KernelLaunch> one =
+      selectKernels(ops[3], 1, 0, false, false, false, fused[3]);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_NE(one[0].instance.nameExpression.find(", true, false, 2>"),
+            std::string::npos)
+      << one[0].instance.nameExpression;
+  EXPECT_EQ(one[0].dims.sharedBytes, 2u * 2048 * 2);
+  const std::vector<KernelInstance> planned =
+      enumerateKernels(ops[3], 2048, 4096, false, fused[3]);
+  EXPECT_NE(std::find(planned.begin(), planned.end(), one[0].instance),
+            planned.end());
+}
+
+TEST(StaticLowering, ResidualNormStaysWhereTheLinearCannotTakeIt) {
+  auto pairs = [](const std::vector<OpDesc> &ops,
+                  const std::vector<int> &slots = kSlots) {
+    return chooseStaticLowering(ops, slots, 2048).linearAddNorm;
+  };
+  // The linear's output shares an arena slot with the norm's input (6):
+  // blocks would write it while others read it.
+  std::vector<int> slots = kSlots;
+  slots[5] = slots[6];
+  EXPECT_TRUE(pairs(gemmaStep(), slots).empty());
+  // The norm's output is read after the linear.
+  std::vector<OpDesc> ops = gemmaStep();
+  ops.insert(ops.begin() + 4, op(OpKind::Add, {6, 10, 5}));
+  EXPECT_TRUE(pairs(ops).empty());
+  // An op between the norm and the linear.
+  ops = gemmaStep();
+  ops.insert(ops.begin() + 3, op(OpKind::RopeKvWrite, {5}));
+  EXPECT_TRUE(pairs(ops).empty());
+  // Quantized weights, fp32 output, a norm without a residual.
+  ops = gemmaStep();
+  ops[3].quant = fb::WeightQuant::Int8;
+  EXPECT_TRUE(pairs(ops).empty());
+  ops = gemmaStep();
+  ops[3].outDtype = fb::DType::F32;
+  EXPECT_TRUE(pairs(ops).empty());
+  ops = gemmaStep();
+  ops[2].buffers.pop_back();
+  EXPECT_TRUE(pairs(ops).empty());
+}
+
 /// `s` as a plan records it.
 struct Record {
   flatbuffers::FlatBufferBuilder b;
   explicit Record(const StaticLowering &s) {
     b.Finish(fb::CreateCudaLoweringDirect(
         b, &s.attentionRopeKvWrite, &s.skippableGathers, s.argmaxLmHead,
-        s.chunkAttention, &s.attentionHeadNorm));
+        s.chunkAttention, &s.attentionHeadNorm, &s.linearAddNorm));
   }
   const fb::CudaLowering *get() const {
     return flatbuffers::GetRoot<fb::CudaLowering>(b.GetBufferPointer());
   }
 };
+
+/// What readStaticLowering says of `s` recorded for `ops`: its error, or
+/// "accepted".
+std::string readMessage(const StaticLowering &s,
+                        const std::vector<OpDesc> &ops) {
+  try {
+    readStaticLowering(Record(s).get(), ops, "p.plan");
+  } catch (const sol::Error &e) {
+    return e.what();
+  }
+  return "accepted";
+}
 
 TEST(StaticLowering, ReadBackAsChosen) {
   const std::vector<OpDesc> ops = step();
@@ -227,14 +334,7 @@ TEST(StaticLowering, ReadBackAsChosen) {
 TEST(StaticLowering, ReadRefusesAHeadNormTheAttentionCannotDo) {
   const std::vector<OpDesc> ops = qwen3Step();
   const StaticLowering good = chooseStaticLowering(ops, kSlots, 2048);
-  auto message = [&](const StaticLowering &s) -> std::string {
-    try {
-      readStaticLowering(Record(s).get(), ops, "p.plan");
-    } catch (const sol::Error &e) {
-      return e.what();
-    }
-    return "accepted";
-  };
+  auto message = [&](const StaticLowering &s) { return readMessage(s, ops); };
   StaticLowering s = good;
   s.attentionHeadNorm[4] = 3; // a RopeKvWrite
   EXPECT_NE(message(s).find("cannot absorb the head norm"), std::string::npos);
@@ -287,6 +387,27 @@ TEST(StaticLowering, ReadRefusesWhatThePlanCannotDo) {
     EXPECT_NE(std::string(e.what()).find("cannot keep the argmax"),
               std::string::npos);
   }
+}
+
+TEST(StaticLowering, ReadRefusesAResidualNormTheLinearCannotTake) {
+  const std::vector<OpDesc> ops = gemmaStep();
+  const StaticLowering good = chooseStaticLowering(ops, kSlots, 2048);
+  auto message = [&](const StaticLowering &s) { return readMessage(s, ops); };
+  EXPECT_EQ(message(good), "accepted");
+  EXPECT_EQ(readStaticLowering(Record(good).get(), ops, "p.plan").linearAddNorm,
+            good.linearAddNorm);
+  StaticLowering s = good;
+  s.linearAddNorm[4] = 3; // the down projection: no norm before it
+  EXPECT_NE(message(s).find("cannot absorb the residual norm"),
+            std::string::npos);
+  s = good;
+  s.linearAddNorm[3] = 1; // not the op right before
+  EXPECT_NE(message(s).find("cannot absorb the residual norm"),
+            std::string::npos);
+  s = good;
+  s.linearAddNorm.pop_back();
+  EXPECT_NE(message(s).find("linear_add_norm has 6 entries for 7 ops"),
+            std::string::npos);
 }
 
 } // namespace

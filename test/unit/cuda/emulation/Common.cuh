@@ -123,8 +123,18 @@ constexpr int kEpilogueNone = 0;
 constexpr int kEpilogueResidual = 1;
 constexpr int kEpilogueSwiglu = 2;
 constexpr int kEpilogueGeglu = 3;
+constexpr int kEpilogueArgmax = 4;
 constexpr bool isGatedEpilogue(int epilogue) {
   return epilogue == kEpilogueSwiglu || epilogue == kEpilogueGeglu;
+}
+// Common.cuh's key: larger values first, NaN above all, ties to the lower
+// index.
+inline unsigned long long argmaxKey(float v, int index) {
+  unsigned bits = v == 0.0f ? 0u : __float_as_uint(v);
+  bits =
+      v != v ? 0xffffffffu : (bits & 0x80000000u ? ~bits : bits | 0x80000000u);
+  return (static_cast<unsigned long long>(bits) << 32) |
+         (0xffffffffu - static_cast<unsigned>(index));
 }
 inline float asFloat(float v) { return v; }
 inline float asFloat(bf16 v) { return __bfloat162float(v); }

@@ -85,6 +85,9 @@ inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+inline unsigned long long max(unsigned long long a, unsigned long long b) {
+  return a > b ? a : b;
+}
 inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
 inline int __popc(unsigned x) { return std::popcount(x); }
 // PRMT: result byte i is byte (s >> 4i) & 7 of y:x.
@@ -105,6 +108,15 @@ template <typename T, typename U> T atomicAdd(T *p, U v) {
     return std::atomic_ref<T>(*p).fetch_add(static_cast<T>(v));
   else
     return __atomic_fetch_add(p, static_cast<T>(v), __ATOMIC_SEQ_CST);
+}
+
+template <typename T> T atomicMax(T *p, T v) {
+  T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while (old < v &&
+         !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,
+                                      __ATOMIC_SEQ_CST)) {
+  }
+  return old;
 }
 
 namespace cuda_emulation {
