@@ -19,7 +19,9 @@ int outputBytes(LinearOutput output) {
 }
 
 int outputColumns(LinearEpilogue epilogue, int n) {
-  return epilogue == LinearEpilogue::Swiglu ? n / 2 : n;
+  const bool gated =
+      epilogue == LinearEpilogue::Swiglu || epilogue == LinearEpilogue::Geglu;
+  return gated ? n / 2 : n;
 }
 
 const char *epilogueTag(LinearEpilogue epilogue) {
@@ -30,6 +32,8 @@ const char *epilogueTag(LinearEpilogue epilogue) {
     return " +res";
   case LinearEpilogue::Swiglu:
     return " +swiglu";
+  case LinearEpilogue::Geglu:
+    return " +geglu";
   }
   return " +?";
 }
@@ -43,6 +47,7 @@ float weightScale(LinearEpilogue epilogue) {
   case LinearEpilogue::Residual:
     return 0.1f;
   case LinearEpilogue::Swiglu:
+  case LinearEpilogue::Geglu:
     return 0.05f;
   }
   return 1.0f;
@@ -80,6 +85,8 @@ std::vector<double> HostLinear::expected(std::span<const int> rowIds) const {
     return referenceResidualEpilogue(gatherRows(residual, n, rowIds), y);
   case LinearEpilogue::Swiglu:
     return referenceSwigluEpilogue(y, count, n);
+  case LinearEpilogue::Geglu: // checked against the unfused kernels instead
+    fail("HostLinear::expected: no host reference for the GeGLU epilogue");
   }
   return {};
 }
